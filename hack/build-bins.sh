@@ -2,6 +2,7 @@
 # Builds the local control plane's binaries once and caches them outside the repo:
 #   ${MODELGATE_CACHE:-~/.cache/modelgate}/<component>-<version>/bin/
 # A component whose binaries are all present is not rebuilt. Prints how long each build took.
+# ${cache}/bin/ links to the pinned versions; that is where modelgate.testbed looks.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MODELGATE_CACHE:-$HOME/.cache/modelgate}
@@ -10,8 +11,8 @@ export CGO_ENABLED=0
 
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/gomod/kubernetes/go.mod")
 etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2}' "$here/gomod/etcd/go.mod")
-kwok_version=v0.8.0
-helm_version=v3.22.0
+# shellcheck source=versions.env
+. "$here/versions.env"
 
 have_all() {  # dir binary...
   local dir=$1; shift
@@ -59,16 +60,25 @@ go_install() {  # name version package
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
+link_pinned() {
+  mkdir -p "$cache/bin"
+  local pinned_dirs=("kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION")
+  for d in "${pinned_dirs[@]}"; do
+    for b in "$cache/$d/bin/"*; do ln -sfn "$b" "$cache/bin/$(basename "$b")"; done
+  done
+}
+
 case "${1:-all}" in
   kubernetes) build_kubernetes ;;
   etcd) build_etcd ;;
-  kwok) go_install kwok "$kwok_version" sigs.k8s.io/kwok/cmd/kwok ;;
-  helm) go_install helm "$helm_version" helm.sh/helm/v3/cmd/helm ;;
+  kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;
+  helm) go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm ;;
   all)
     build_etcd
-    go_install kwok "$kwok_version" sigs.k8s.io/kwok/cmd/kwok
-    go_install helm "$helm_version" helm.sh/helm/v3/cmd/helm
+    go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
+    go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
     build_kubernetes
+    link_pinned
     ;;
   *) echo "usage: build-bins.sh [all|kubernetes|etcd|kwok|helm]" >&2; exit 2 ;;
 esac

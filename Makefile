@@ -1,0 +1,60 @@
+# modelgate: two commands for a fresh machine, `make demo` and `make test`.
+# Both install what they need: Debian packages (apt), Python packages (pip, into .venv),
+# and the control plane's binaries (built with Go into ~/.cache/modelgate, reused when present).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV := .venv
+PY := $(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := prometheus
+
+.PHONY: setup apt-deps venv bins cluster-up cluster-down cluster-status lint typecheck test test-unit test-cluster demo bench clean
+
+setup: apt-deps venv bins
+
+apt-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing$$missing"; \
+	  $(SUDO) apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	@command -v go >/dev/null || { echo "go is required (>= 1.26) to build the control plane" >&2; exit 1; }
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+bins:
+	bash hack/build-bins.sh all
+
+cluster-up: setup
+	$(PY) -m modelgate.testbed up --root .localcluster
+
+cluster-down:
+	$(PY) -m modelgate.testbed down --root .localcluster
+
+cluster-status:
+	$(PY) -m modelgate.testbed status --root .localcluster
+
+lint: venv
+	$(VENV)/bin/ruff check operator tests
+	$(VENV)/bin/ruff format --check operator tests
+	$(VENV)/bin/mypy
+
+test: setup lint
+	bash hack/pytest.sh required tests
+
+demo: setup
+	$(PY) -m modelgate.testbed.demo
+
+bench: setup
+	bash hack/pytest.sh optional bench -m bench
+
+clean: cluster-down
+	rm -rf .localcluster .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,160 @@
+"""Command lines of the control plane's components. Pure: paths and ports in, argv out.
+Every listener is bound to 127.0.0.1."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+
+
+@dataclass(frozen=True)
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+    kwok: int
+    prometheus: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one bed keeps its state."""
+
+    root: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def etcd_data(self) -> Path:
+        return self.root / "etcd"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    def component_kubeconfig(self, component: str) -> Path:
+        return self.pki / f"{component}.kubeconfig"
+
+    @property
+    def kwok_stages(self) -> Path:
+        return self.root / "kwok-stages.yaml"
+
+    @property
+    def prometheus(self) -> Path:
+        return self.root / "prometheus"
+
+
+def etcd_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
+    client = f"http://{LOOPBACK}:{ports.etcd_client}"
+    peer = f"http://{LOOPBACK}:{ports.etcd_peer}"
+    return [
+        str(binary),
+        "--name=bed",
+        f"--data-dir={layout.etcd_data}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=bed={peer}",
+        # A throwaway test store: durability buys nothing and fsync costs seconds per test run.
+        "--unsafe-no-fsync",
+        "--log-level=warn",
+    ]
+
+
+def apiserver_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
+    pki = layout.pki
+    return [
+        str(binary),
+        f"--etcd-servers=http://{LOOPBACK}:{ports.etcd_client}",
+        f"--bind-address={LOOPBACK}",
+        f"--advertise-address={LOOPBACK}",
+        f"--secure-port={ports.apiserver}",
+        f"--tls-cert-file={pki / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki / 'apiserver.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-account-key-file={pki / 'sa.pub'}",
+        f"--service-account-signing-key-file={pki / 'sa.key'}",
+        f"--api-audiences={SERVICE_ACCOUNT_ISSUER}",
+        "--authorization-mode=Node,RBAC",
+        "--service-cluster-ip-range=10.96.0.0/16",
+        # No kube-proxy or real endpoints here; the reconciler would publish 127.0.0.1 as the
+        # `kubernetes` Service's endpoint, which nothing can reach from a Pod.
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+        "--v=0",
+    ]
+
+
+def controller_manager_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
+    pki = layout.pki
+    kubeconfig = layout.component_kubeconfig("controller-manager")
+    return [
+        str(binary),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--bind-address={LOOPBACK}",
+        f"--secure-port={ports.controller_manager}",
+        f"--cert-dir={pki / 'controller-manager-serving'}",
+        f"--service-account-private-key-file={pki / 'sa.key'}",
+        f"--root-ca-file={pki / 'ca.crt'}",
+        f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+        f"--cluster-signing-key-file={pki / 'ca.key'}",
+        "--use-service-account-credentials=true",
+        "--leader-elect=false",
+        "--profiling=false",
+        "--v=0",
+    ]
+
+
+def scheduler_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
+    kubeconfig = layout.component_kubeconfig("scheduler")
+    return [
+        str(binary),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--bind-address={LOOPBACK}",
+        f"--secure-port={ports.scheduler}",
+        f"--cert-dir={layout.pki / 'scheduler-serving'}",
+        "--leader-elect=false",
+        "--profiling=false",
+        "--v=0",
+    ]
+
+
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+
+
+def kwok_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
+    return [
+        str(binary),
+        f"--kubeconfig={layout.component_kubeconfig('kwok')}",
+        f"--config={layout.kwok_stages}",
+        f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
+        f"--server-address={LOOPBACK}:{ports.kwok}",
+        f"--node-ip={LOOPBACK}",
+        "--node-lease-duration-seconds=40",
+        "--cidr=10.0.0.0/16",
+    ]
+
+
+def prometheus_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
+    return [
+        str(binary),
+        f"--config.file={layout.prometheus / 'prometheus.yml'}",
+        f"--storage.tsdb.path={layout.prometheus / 'data'}",
+        "--storage.tsdb.retention.time=6h",
+        f"--web.listen-address={LOOPBACK}:{ports.prometheus}",
+        "--log.level=warn",
+    ]

@@ -1,0 +1,262 @@
+"""A real Kubernetes control plane and Prometheus as plain processes on 127.0.0.1: etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler, kwok with fake nodes, and Prometheus.
+
+`python -m modelgate.testbed.localcluster up|down|status` (what `make cluster-up` runs) and the
+pytest fixtures both use `LocalCluster`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+import structlog
+
+from modelgate.testbed import components
+from modelgate.testbed.bed_prometheus import ScrapeTargets, write_config
+from modelgate.testbed.binaries import binary
+from modelgate.testbed.components import LOOPBACK, Layout, Ports
+from modelgate.testbed.gomodules import module_dir
+from modelgate.testbed.kubeconfig import write_kubeconfig
+from modelgate.testbed.kwok_stages import write_stages
+from modelgate.testbed.pki import LocalPKI
+from modelgate.testbed.processes import ProcessRegistry
+from modelgate.testbed.versions import REPO_ROOT, pinned_versions
+from modelgate.testbed.waiting import wait_for
+
+log = structlog.get_logger(__name__)
+
+FAKE_NODES = ("kwok-node-0", "kwok-node-1")
+STARTUP_TIMEOUT = 90.0
+ArgvBuilder = Callable[[Path, Layout, Ports], list[str]]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def _timed(step: str) -> Iterator[None]:
+    start = time.monotonic()
+    yield
+    log.info("bed step done", step=step, seconds=round(time.monotonic() - start, 1))
+
+
+class LocalCluster:
+    def __init__(self, root: Path) -> None:
+        self.layout = Layout(root.resolve())
+        self.processes = ProcessRegistry(self.layout.root)
+        self._state_file = self.layout.root / "bed.json"
+        self.ports = self._load_ports()
+
+    def _load_ports(self) -> Ports | None:
+        if not self._state_file.exists():
+            return None
+        return Ports(**json.loads(self._state_file.read_text()))
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.layout.kubeconfig
+
+    @property
+    def api_server_url(self) -> str:
+        return f"https://{LOOPBACK}:{self._ports.apiserver}"
+
+    @property
+    def prometheus_url(self) -> str:
+        return f"http://{LOOPBACK}:{self._ports.prometheus}"
+
+    @property
+    def scrape_targets(self) -> ScrapeTargets:
+        return ScrapeTargets(self.layout.prometheus)
+
+    @property
+    def _ports(self) -> Ports:
+        if self.ports is None:
+            raise RuntimeError(f"no bed in {self.layout.root}: run `make cluster-up`")
+        return self.ports
+
+    def is_up(self) -> bool:
+        started = self.processes.load()
+        return bool(started) and all(self.processes.is_running(p) for p in started)
+
+    def up(self) -> None:
+        if self.processes.load():
+            raise RuntimeError(
+                f"a bed is already recorded in {self.layout.root}; run `make cluster-down` first"
+            )
+        total = time.monotonic()
+        shutil.rmtree(self.layout.root, ignore_errors=True)
+        self.layout.root.mkdir(parents=True)
+        self.ports = Ports(*(free_port() for _ in Ports.__dataclass_fields__))
+        self._state_file.write_text(json.dumps(asdict(self.ports)))
+        try:
+            with _timed("certificates and kubeconfigs"):
+                self._write_pki()
+            self._start_control_plane()
+            with _timed("fake nodes and CRDs"):
+                self._create_fake_nodes()
+                self.install_crds()
+                self._wait_for_nodes_ready()
+                self._wait_for_default_service_account()
+            self.start_prometheus()
+        except BaseException:
+            log.error("bed failed to start; stopping what was started", logs=str(self.layout.root / "logs"))
+            self.down()
+            raise
+        log.info("bed is up", seconds=round(time.monotonic() - total, 1), kubeconfig=str(self.kubeconfig))
+
+    def down(self) -> None:
+        self.processes.stop_all()
+        log.info("bed is down", root=str(self.layout.root))
+
+    def _write_pki(self) -> None:
+        pki = LocalPKI(self.layout.pki)
+        pki.issue(
+            "apiserver", common_name="kube-apiserver", server_hosts=(LOOPBACK, "localhost", "kubernetes")
+        )
+        pki.service_account_keys()
+        users = {
+            "admin": ("modelgate-admin", "system:masters"),
+            "controller-manager": ("system:kube-controller-manager", None),
+            "scheduler": ("system:kube-scheduler", None),
+            # kwok acts for the fake nodes' kubelets; system:masters keeps the bed simple.
+            "kwok": ("kwok-controller", "system:masters"),
+        }
+        for name, (user, group) in users.items():
+            pair = pki.issue(name, common_name=user, organization=group)
+            path = self.kubeconfig if name == "admin" else self.layout.component_kubeconfig(name)
+            write_kubeconfig(path, server=self.api_server_url, ca_cert=pki.ca.cert, user=user, client=pair)
+
+    def _start(self, name: str, program: str, argv: ArgvBuilder) -> None:
+        self.processes.start(name, argv(binary(program), self.layout, self._ports))
+
+    def _start_control_plane(self) -> None:
+        with _timed("etcd"):
+            self._start("etcd", "etcd", components.etcd_argv)
+            self._await_http(f"http://{LOOPBACK}:{self._ports.etcd_client}/health", "etcd")
+        with _timed("kube-apiserver"):
+            self._start("kube-apiserver", "kube-apiserver", components.apiserver_argv)
+            self._await_http(f"{self.api_server_url}/readyz", "kube-apiserver", client="admin")
+        with _timed("controller-manager, scheduler, kwok"):
+            self._start(
+                "kube-controller-manager", "kube-controller-manager", components.controller_manager_argv
+            )
+            self._start("kube-scheduler", "kube-scheduler", components.scheduler_argv)
+            write_stages(self.layout.kwok_stages, pinned_versions()["KWOK_VERSION"])
+            self._start("kwok", "kwok", components.kwok_argv)
+            self._await_http(
+                f"https://{LOOPBACK}:{self._ports.controller_manager}/healthz", "kube-controller-manager"
+            )
+            self._await_http(f"https://{LOOPBACK}:{self._ports.scheduler}/healthz", "kube-scheduler")
+            self._await_http(f"http://{LOOPBACK}:{self._ports.kwok}/healthz", "kwok")
+
+    def start_prometheus(self) -> None:
+        """Also used by tests that stop Prometheus mid-rollout and bring it back."""
+        with _timed("prometheus"):
+            write_config(self.layout.prometheus)
+            self._start("prometheus", "prometheus", components.prometheus_argv)
+            self._await_http(f"{self.prometheus_url}/-/ready", "prometheus")
+
+    def stop_component(self, name: str) -> None:
+        for process in self.processes.load():
+            if process.name == name:
+                self.processes.stop(process)
+
+    def _await_http(self, url: str, what: str, client: str | None = None) -> None:
+        context = ssl.create_default_context(cafile=str(self.layout.pki / "ca.crt"))
+        if client is not None:
+            context.load_cert_chain(self.layout.pki / f"{client}.crt", self.layout.pki / f"{client}.key")
+        else:
+            # kube-controller-manager and kube-scheduler serve self-signed certificates of their own.
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+
+        def healthy() -> bool:
+            with urllib.request.urlopen(url, timeout=2, context=context) as response:
+                return bool(response.status == 200)
+
+        wait_for(
+            healthy, timeout=STARTUP_TIMEOUT, what=f"{what} at {url} (logs in {self.layout.root / 'logs'})"
+        )
+
+    def kubectl(self, *args: str, stdin: str | None = None) -> str:
+        result = subprocess.run(
+            [str(binary("kubectl")), f"--kubeconfig={self.kubeconfig}", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+        return result.stdout
+
+    def _create_fake_nodes(self) -> None:
+        for name in FAKE_NODES:
+            self.kubectl("apply", "-f", "-", stdin=json.dumps(_fake_node(name)))
+
+    def install_crds(self) -> None:
+        """Gateway API (standard channel), Istio networking, and modelgate's own CRDs. Server-side
+        apply: some are too large for the last-applied annotation of client-side apply."""
+        versions = pinned_versions()
+        sources = [
+            module_dir("sigs.k8s.io/gateway-api", versions["GATEWAY_API_VERSION"])
+            / "config"
+            / "crd"
+            / "standard",
+            module_dir("istio.io/api", versions["ISTIO_API_VERSION"])
+            / "kubernetes"
+            / "customresourcedefinitions.gen.yaml",
+        ]
+        own = REPO_ROOT / "crds"
+        if own.is_dir():
+            sources.append(own)
+        for source in sources:
+            self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(source))
+        self.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+
+    def _wait_for_nodes_ready(self) -> None:
+        for name in FAKE_NODES:
+            self.kubectl(
+                "wait", "--for=condition=Ready", f"node/{name}", f"--timeout={int(STARTUP_TIMEOUT)}s"
+            )
+
+    def _wait_for_default_service_account(self) -> None:
+        # Pods are refused until the service-account controller has created `default`.
+        wait_for(
+            lambda: self.kubectl("get", "serviceaccount", "default", "-n", "default", "-o", "name"),
+            timeout=STARTUP_TIMEOUT,
+            what="the default ServiceAccount",
+        )
+
+
+def _fake_node(name: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {components.KWOK_NODE_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "type": "kwok",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+            },
+        },
+        "status": {
+            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+        },
+    }

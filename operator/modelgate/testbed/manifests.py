@@ -1,0 +1,62 @@
+"""Plain-dict manifests the bed, the demo and the tests create: model Deployments, their Services,
+and the HTTPRoute that splits traffic between them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+GATEWAY_VERSION = "v1"
+
+Manifest = dict[str, Any]
+
+
+def model_deployment(
+    name: str, namespace: str, replicas: int = 2, image: str = "modelgate/model-server-double"
+) -> Manifest:
+    labels = {"app.kubernetes.io/name": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [{"name": "server", "image": image, "ports": [{"containerPort": 8000}]}]
+                },
+            },
+        },
+    }
+
+
+def model_service(name: str, namespace: str) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"app.kubernetes.io/name": name}, "ports": [{"port": 8000, "targetPort": 8000}]},
+    }
+
+
+def http_route(name: str, namespace: str, weights: dict[str, int], gateway: str = "inference") -> Manifest:
+    """One rule whose backendRefs are the given Services, with their weights."""
+    return {
+        "apiVersion": f"{GATEWAY_GROUP}/{GATEWAY_VERSION}",
+        "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "parentRefs": [{"name": gateway}],
+            "rules": [
+                {
+                    "matches": [{"path": {"type": "PathPrefix", "value": "/v1"}}],
+                    "backendRefs": [
+                        {"name": backend, "port": 8000, "weight": weight}
+                        for backend, weight in weights.items()
+                    ],
+                }
+            ],
+        },
+    }

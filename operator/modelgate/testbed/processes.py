@@ -1,0 +1,119 @@
+"""Starting and stopping the bed's processes. Each start is recorded (pid and the binary's path)
+in a JSON file, so another process (`make cluster-down`) stops exactly what was started, by pid,
+and never a process that merely reuses a recorded pid."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class StartedProcess:
+    name: str
+    pid: int
+    executable: str
+    log_file: str
+
+
+class ProcessRegistry:
+    """The processes one bed started, persisted in `<state>/processes.json`."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self._file = state_dir / "processes.json"
+
+    def load(self) -> list[StartedProcess]:
+        if not self._file.exists():
+            return []
+        return [StartedProcess(**entry) for entry in json.loads(self._file.read_text())]
+
+    def _save(self, processes: Sequence[StartedProcess]) -> None:
+        tmp = self._file.with_suffix(".tmp")
+        tmp.write_text(json.dumps([asdict(p) for p in processes], indent=2))
+        tmp.replace(self._file)
+
+    def start(
+        self, name: str, argv: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> StartedProcess:
+        logs = self.state_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log_path = logs / f"{name}.log"
+        with log_path.open("ab") as out:
+            # A new session: the bed outlives `make cluster-up`, and Ctrl-C in a test run
+            # reaches pytest rather than every component at once.
+            child = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+            )
+        started = StartedProcess(name, child.pid, str(Path(argv[0]).resolve()), str(log_path))
+        self._save([*self.load(), started])
+        log.info("process started", component=name, pid=child.pid, log=str(log_path))
+        return started
+
+    def is_running(self, process: StartedProcess) -> bool:
+        return _executable_of(process.pid) == process.executable
+
+    def stop_all(self, timeout: float = 15.0) -> None:
+        """Stops the recorded processes, the last started first."""
+        remaining = self.load()
+        for process in reversed(remaining):
+            self.stop(process, timeout)
+        self._file.unlink(missing_ok=True)
+
+    def stop(self, process: StartedProcess, timeout: float = 15.0) -> None:
+        if not self.is_running(process):
+            return
+        os.kill(process.pid, signal.SIGTERM)
+        if not _wait_gone(process.pid, timeout):
+            log.warning("process ignored SIGTERM; killing", component=process.name, pid=process.pid)
+            os.kill(process.pid, signal.SIGKILL)
+            _wait_gone(process.pid, timeout)
+        log.info("process stopped", component=process.name, pid=process.pid)
+
+
+def _executable_of(pid: int) -> str | None:
+    try:
+        return str(Path(f"/proc/{pid}/exe").readlink()).removesuffix(" (deleted)")
+    except OSError:
+        return None
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if _executable_of(pid) is None or _is_zombie(pid):
+            _reap(pid)
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _reap(pid: int) -> None:
+    # Our own children must be reaped or they linger as zombies; others are not ours to wait for.
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"

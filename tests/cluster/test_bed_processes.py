@@ -1,0 +1,36 @@
+"""The bed's processes bind to loopback only, and `down` stops exactly what `up` started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from modelgate.testbed.listeners import is_loopback, listening_addresses
+from modelgate.testbed.localcluster import LocalCluster
+
+
+def test_every_bed_process_listens_on_loopback_only(local_bed: LocalCluster) -> None:
+    started = local_bed.processes.load()
+    assert {p.name for p in started} >= {
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kwok",
+        "prometheus",
+    }
+    for process in started:
+        addresses = listening_addresses(process.pid)
+        assert addresses, f"{process.name} listens on nothing"
+        assert all(is_loopback(a) for a in addresses), f"{process.name} listens on {addresses}"
+
+
+def test_down_stops_every_process_that_up_started(tmp_path: Path, local_bed: LocalCluster) -> None:
+    bed = LocalCluster(tmp_path / "second-bed")
+    bed.up()
+    started = bed.processes.load()
+    assert all(bed.processes.is_running(p) for p in started)
+    bed.down()
+    assert not any(bed.processes.is_running(p) for p in started)
+    assert bed.processes.load() == []
+    # The session's own bed is untouched by stopping another one.
+    assert local_bed.is_up()

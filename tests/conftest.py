@@ -1,0 +1,58 @@
+"""Shared fixtures. Cluster tests take their cluster from MODELGATE_KUBECONFIG (kind, or any
+cluster) when it is set; otherwise the session starts the local bed in a scratch folder and stops
+exactly what it started at the end."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from modelgate.testbed.localcluster import LocalCluster
+from tests.support.clusters import TestCluster
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/cluster/" in str(item.path).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestCluster]:
+    external = os.environ.get("MODELGATE_KUBECONFIG")
+    if external:
+        yield TestCluster(kubeconfig=Path(external), local=None)
+        return
+    bed = LocalCluster(tmp_path_factory.mktemp("bed"))
+    bed.up()
+    try:
+        yield TestCluster(kubeconfig=bed.kubeconfig, local=bed)
+    finally:
+        bed.down()
+
+
+@pytest.fixture(scope="session")
+def local_bed(cluster: TestCluster) -> LocalCluster:
+    """The local bed's extras (its Prometheus, process control); skipped on other clusters."""
+    if cluster.local is None:
+        pytest.skip("needs the local bed (MODELGATE_KUBECONFIG points at another cluster)")
+    return cluster.local
+
+
+@pytest.fixture(scope="session")
+def api_client(cluster: TestCluster) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(cluster.kubeconfig))
+
+
+@pytest.fixture
+def namespace(api_client: client.ApiClient) -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core = client.CoreV1Api(api_client)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    core.delete_namespace(name)

@@ -1,0 +1,45 @@
+"""Small helpers over the kubernetes client for tests: create from dicts, read routes, wait."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client, utils
+
+from modelgate.testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
+from modelgate.testbed.waiting import wait_for
+
+
+def create(api_client: client.ApiClient, manifest: Manifest) -> None:
+    if manifest["apiVersion"].startswith(GATEWAY_GROUP):
+        meta = manifest["metadata"]
+        client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+            GATEWAY_GROUP, GATEWAY_VERSION, meta["namespace"], "httproutes", manifest
+        )
+    else:
+        utils.create_from_dict(api_client, manifest)
+
+
+def get_route(api_client: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    route: dict[str, Any] = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+        GATEWAY_GROUP, GATEWAY_VERSION, namespace, "httproutes", name
+    )
+    return route
+
+
+def route_weights(api_client: client.ApiClient, namespace: str, name: str, rule: int = 0) -> dict[str, int]:
+    refs = get_route(api_client, namespace, name)["spec"]["rules"][rule]["backendRefs"]
+    return {ref["name"]: ref.get("weight", 1) for ref in refs}
+
+
+def wait_deployment_available(
+    api_client: client.ApiClient, namespace: str, name: str, timeout: float = 60
+) -> None:
+    apps = client.AppsV1Api(api_client)
+
+    def available() -> bool:
+        status = apps.read_namespaced_deployment_status(name, namespace).status
+        conditions = {c.type: c.status for c in status.conditions or []}
+        return conditions.get("Available") == "True" and status.ready_replicas == status.replicas
+
+    wait_for(available, timeout=timeout, what=f"deployment {namespace}/{name} to become Available")
