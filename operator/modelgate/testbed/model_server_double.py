@@ -1,0 +1,459 @@
+"""A test double of an LLM inference server: OpenAI-style chat completions, vLLM's metric names.
+
+A test sets failure, refusal and latency knobs (`Behaviour`) at start, or changes them while the
+double runs with `PUT /admin/behaviour`.
+
+Latency is not slept by default: each answered request observes its *configured* latency in the
+histograms and is answered at once, so a test can fake a slow tail in milliseconds. Set
+`simulate_latency_sleep` to really wait.
+
+Outcomes are deterministic, not coin flips: over n requests exactly round(n * rate) take an
+outcome (halves round up), spread evenly, so tests can assert exact counts. Refusals are drawn from
+the requests that do not fail, scaled so that they stay a share of all requests, and the tail
+latency from the answered ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import itertools
+import json
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_MODEL_NAME = "chat-model"
+CHAT_HANDLER = "/v1/chat/completions"
+# vLLM's own bucket boundaries, so the gate's quantile estimates behave as they would against vLLM.
+E2E_LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0)
+TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+ANSWER = "This is a canned answer from the model server double, which only pretends to be a model."
+REFUSAL = "I'm sorry, but I can't help with that."
+
+
+class Latency(BaseModel):
+    """Per-request latency in seconds: `median` for most answered requests, `tail_latency` for a
+    `tail_rate` share of them. `ttft` (time to first token) defaults to a tenth of the latency."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    median: float = Field(default=0.2, ge=0)
+    tail_rate: float = Field(default=0.0, ge=0, le=1)
+    tail_latency: float = Field(default=0.0, ge=0)
+    ttft: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _tail_is_slow(self) -> Latency:
+        if self.tail_rate > 0 and self.tail_latency < self.median:
+            raise ValueError("tail_latency must be at least median when tail_rate > 0")
+        return self
+
+
+class Behaviour(BaseModel):
+    """The double's knobs. Rates are shares of all chat requests."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    error_rate: float = Field(default=0.0, ge=0, le=1, description="answered HTTP 500")
+    refusal_rate: float = Field(default=0.0, ge=0, le=1, description="answered 200 with a refusal")
+    latency: Latency = Latency()
+    requests_waiting: int = Field(default=0, ge=0, description="value of vllm:num_requests_waiting")
+    simulate_latency_sleep: bool = False
+
+    @model_validator(mode="after")
+    def _rates_fit(self) -> Behaviour:
+        if self.error_rate + self.refusal_rate > 1:
+            raise ValueError("error_rate + refusal_rate must not exceed 1")
+        return self
+
+
+def exact_rate(rate: float) -> Fraction:
+    """`rate` as a fraction (0.1 is 1/10, not the float just below it), so counts come out exact."""
+    return Fraction(rate).limit_denominator(1_000_000)
+
+
+class EvenSpread:
+    """Says yes to exactly round(n * rate) of n calls (halves round up), evenly spread: error
+    diffusion, not coin flips."""
+
+    def __init__(self, rate: Fraction) -> None:
+        self._rate = rate
+        self._credit = Fraction(1, 2)
+
+    def next(self) -> bool:
+        self._credit += self._rate
+        if self._credit >= 1:
+            self._credit -= 1
+            return True
+        return False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: Literal["error", "refusal", "answer"]
+    latency: float
+    ttft: float
+
+
+class OutcomePlanner:
+    """Decides each request's fate from the behaviour; pure apart from its own spread state."""
+
+    def __init__(self, behaviour: Behaviour) -> None:
+        self.behaviour = behaviour
+        error_rate = exact_rate(behaviour.error_rate)
+        self._errors = EvenSpread(error_rate)
+        # Refusals come from the requests that did not fail, scaled to stay a share of all requests.
+        refusal_share = (
+            exact_rate(behaviour.refusal_rate) / (1 - error_rate) if error_rate < 1 else Fraction(0)
+        )
+        self._refusals = EvenSpread(refusal_share)
+        self._tail = EvenSpread(exact_rate(behaviour.latency.tail_rate))
+
+    def next(self) -> Outcome:
+        if self._errors.next():
+            return Outcome("error", 0.0, 0.0)
+        refused = self._refusals.next()
+        latency = self.behaviour.latency
+        seconds = latency.tail_latency if self._tail.next() else latency.median
+        ttft = latency.ttft if latency.ttft is not None else seconds / 10
+        return Outcome("refusal" if refused else "answer", seconds, ttft)
+
+
+class DoubleMetrics:
+    """vLLM's series, in a registry of the double's own (several doubles may share a process)."""
+
+    def __init__(self, model_name: str) -> None:
+        self.registry = CollectorRegistry()
+        labels = ["model_name"]
+        r = self.registry
+        self.e2e_latency = Histogram(
+            "vllm:e2e_request_latency_seconds",
+            "End-to-end request latency in seconds.",
+            labels,
+            buckets=E2E_LATENCY_BUCKETS,
+            registry=r,
+        ).labels(model_name)
+        self.ttft = Histogram(
+            "vllm:time_to_first_token_seconds",
+            "Time to first token in seconds.",
+            labels,
+            buckets=TTFT_BUCKETS,
+            registry=r,
+        ).labels(model_name)
+        # prometheus_client adds the `_total` suffix to counters on exposition.
+        self._success = Counter(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            ["model_name", "finished_reason"],
+            registry=r,
+        )
+        self._http = Counter(
+            "http_requests", "Total number of HTTP requests.", ["method", "handler", "status"], registry=r
+        )
+        self.refusals = Counter(
+            "llm_refusals", "Requests the model refused to answer.", labels, registry=r
+        ).labels(model_name)
+        self.waiting = Gauge(
+            "vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels, registry=r
+        ).labels(model_name)
+        self.running = Gauge(
+            "vllm:num_requests_running", "Number of requests currently running.", labels, registry=r
+        ).labels(model_name)
+        self._model_name = model_name
+
+    def count_success(self, finished_reason: str) -> None:
+        self._success.labels(self._model_name, finished_reason).inc()
+
+    def count_http(self, method: str, handler: str, status: int) -> None:
+        self._http.labels(method, handler, str(status)).inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class ModelServerDouble:
+    """The double's state and its aiohttp application."""
+
+    def __init__(self, behaviour: Behaviour, model_name: str = DEFAULT_MODEL_NAME) -> None:
+        self.model_name = model_name
+        self.metrics = DoubleMetrics(model_name)
+        self._ids = itertools.count(1)
+        self.behaviour = behaviour
+
+    @property
+    def behaviour(self) -> Behaviour:
+        return self._planner.behaviour
+
+    @behaviour.setter
+    def behaviour(self, behaviour: Behaviour) -> None:
+        # A fresh planner: counts after a change are exact for the new rates.
+        self._planner = OutcomePlanner(behaviour)
+        self.metrics.waiting.set(behaviour.requests_waiting)
+        log.info("behaviour set", model_name=self.model_name, **behaviour.model_dump())
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post(CHAT_HANDLER, self._chat_completions)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/admin/behaviour", self._get_behaviour)
+        app.router.add_put("/admin/behaviour", self._put_behaviour)
+        return app
+
+    async def _chat_completions(self, request: web.Request) -> web.Response:
+        self.metrics.running.inc()
+        try:
+            status, payload = await self._complete(request)
+        finally:
+            self.metrics.running.dec()
+        self.metrics.count_http(request.method, CHAT_HANDLER, status)
+        return web.json_response(payload, status=status)
+
+    async def _complete(self, request: web.Request) -> tuple[int, dict[str, Any]]:
+        try:
+            body = await request.json()
+            messages, max_tokens = _parse_chat_request(body)
+        except ValueError as error:  # malformed JSON included
+            return 400, _error_body(f"invalid request: {error}", "BadRequestError", 400)
+        outcome = self._planner.next()
+        if outcome.kind == "error":
+            return 500, _error_body("injected failure (model server double)", "InternalServerError", 500)
+        if self.behaviour.simulate_latency_sleep:
+            await asyncio.sleep(outcome.latency)
+        self.metrics.e2e_latency.observe(outcome.latency)
+        self.metrics.ttft.observe(outcome.ttft)
+        if outcome.kind == "refusal":
+            self.metrics.refusals.inc()
+            content, finish_reason = REFUSAL, "stop"
+        else:
+            content, finish_reason = _truncated(ANSWER, max_tokens)
+        self.metrics.count_success(finish_reason)
+        return 200, self._completion(messages, content, finish_reason)
+
+    def _completion(
+        self, messages: Sequence[Mapping[str, Any]], content: str, finish_reason: str
+    ) -> dict[str, Any]:
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+        completion_tokens = len(content.split())
+        return {
+            "id": f"chatcmpl-{next(self._ids):08x}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    async def _models(self, _: web.Request) -> web.Response:
+        model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "modelgate"}
+        return web.json_response({"object": "list", "data": [model]})
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        return web.Response(
+            body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4}
+        )
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _get_behaviour(self, _: web.Request) -> web.Response:
+        return web.json_response(self.behaviour.model_dump(mode="json"))
+
+    async def _put_behaviour(self, request: web.Request) -> web.Response:
+        try:
+            changes = await request.json()
+        except ValueError as error:
+            return web.json_response({"error": f"body is not JSON: {error}"}, status=400)
+        if not isinstance(changes, dict):
+            return web.json_response({"error": "body must be a JSON object of behaviour fields"}, status=400)
+        try:
+            self.behaviour = Behaviour.model_validate(_merged(self.behaviour.model_dump(), changes))
+        except ValidationError as error:
+            return web.json_response(_validation_body(error), status=400)
+        return web.json_response(self.behaviour.model_dump(mode="json"))
+
+
+def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None]:
+    if not isinstance(body, dict):
+        raise ValueError("body must be a JSON object")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise ValueError("messages must be a non-empty list of objects")
+    max_tokens = body.get("max_tokens")
+    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+        raise ValueError("max_tokens must be a positive integer")
+    return messages, max_tokens
+
+
+def _truncated(text: str, max_tokens: int | None) -> tuple[str, str]:
+    # One word stands for one token: a small max_tokens cuts the answer, as a real model would.
+    words = text.split()
+    if max_tokens is None or len(words) <= max_tokens:
+        return text, "stop"
+    return " ".join(words[:max_tokens]), "length"
+
+
+def _error_body(message: str, error_type: str, code: int) -> dict[str, Any]:
+    # The shape vLLM's OpenAI server answers errors with.
+    return {"object": "error", "message": message, "type": error_type, "param": None, "code": code}
+
+
+def _merged(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `changes` applied, recursing into nested objects (a partial update)."""
+    merged = dict(base)
+    for key, value in changes.items():
+        current = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            merged[key] = _merged(current, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _validation_body(error: ValidationError) -> dict[str, Any]:
+    fields = {".".join(str(part) for part in e["loc"]) or "behaviour": e["msg"] for e in error.errors()}
+    summary = "; ".join(f"{name}: {message}" for name, message in fields.items())
+    return {"error": f"invalid behaviour: {summary}", "fields": fields}
+
+
+def require_loopback_host(host: str) -> str:
+    """The double is for local tests only: it never listens beyond the machine."""
+    try:
+        if ipaddress.IPv4Address(host).is_loopback:
+            return host
+    except ValueError:
+        pass
+    raise ValueError(f"host {host!r} is not an IPv4 loopback address such as 127.0.0.1")
+
+
+class RunningServer:
+    """A double serving in this process's event loop."""
+
+    def __init__(self, double: ModelServerDouble, runner: web.AppRunner, host: str, port: int) -> None:
+        self.double = double
+        self.host = host
+        self.port = port
+        self._runner = runner
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def behaviour(self) -> Behaviour:
+        return self.double.behaviour
+
+    @behaviour.setter
+    def behaviour(self, behaviour: Behaviour) -> None:
+        self.double.behaviour = behaviour
+
+    async def close(self) -> None:
+        await self._runner.cleanup()
+
+
+async def start_model_server(
+    behaviour: Behaviour | None = None,
+    *,
+    model_name: str = DEFAULT_MODEL_NAME,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> RunningServer:
+    """Starts a double; `port=0` picks a free port (see `.port`)."""
+    require_loopback_host(host)
+    double = ModelServerDouble(behaviour or Behaviour(), model_name)
+    runner = web.AppRunner(double.app(), access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    bound_port = runner.addresses[0][1]
+    log.info("model server double listening", host=host, port=bound_port, model_name=model_name)
+    return RunningServer(double, runner, host, bound_port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m modelgate.testbed.model_server_double", description=__doc__
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8000, help="0 picks a free port; see the 'listening' line"
+    )
+    parser.add_argument("--model-name", default=DEFAULT_MODEL_NAME)
+    parser.add_argument("--error-rate", type=float, default=0.0)
+    parser.add_argument("--refusal-rate", type=float, default=0.0)
+    parser.add_argument("--latency", type=float, default=0.2, help="median latency in seconds")
+    parser.add_argument("--tail-rate", type=float, default=0.0)
+    parser.add_argument("--tail-latency", type=float, default=0.0)
+    parser.add_argument("--ttft", type=float, default=None)
+    parser.add_argument("--requests-waiting", type=int, default=0)
+    parser.add_argument("--sleep", action="store_true", help="really sleep the configured latency")
+    return parser
+
+
+def _behaviour_from_args(args: argparse.Namespace) -> Behaviour:
+    return Behaviour(
+        error_rate=args.error_rate,
+        refusal_rate=args.refusal_rate,
+        latency=Latency(
+            median=args.latency, tail_rate=args.tail_rate, tail_latency=args.tail_latency, ttft=args.ttft
+        ),
+        requests_waiting=args.requests_waiting,
+        simulate_latency_sleep=args.sleep,
+    )
+
+
+async def _serve(behaviour: Behaviour, model_name: str, host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    server = await start_model_server(behaviour, model_name=model_name, host=host, port=port)
+    # The parent learns the port from this line (stdout carries nothing else; logs go to stderr).
+    print(json.dumps({"listening": f"{server.host}:{server.port}"}), flush=True)
+    await stop.wait()
+    await server.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        behaviour = _behaviour_from_args(args)
+        require_loopback_host(args.host)
+    except ValueError as error:  # pydantic's ValidationError included
+        parser.error(str(error))
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    asyncio.run(_serve(behaviour, args.model_name, args.host, args.port))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,416 @@
+"""Plays the gateway in the local bed: sends a steady rate of chat requests to model server doubles,
+split by the backend weights of one HTTPRoute rule, and follows the route as the operator edits it.
+
+Weight parsing and scheduling are pure functions (tested without a cluster). The route watch runs in
+a thread, so the blocking Kubernetes client never stalls the event loop that sends the traffic.
+Traffic only ever goes to loopback addresses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import itertools
+import json
+import signal
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import aiohttp
+import structlog
+from kubernetes import config as kube_config
+from kubernetes import watch as kube_watch
+from kubernetes.client import CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+log = structlog.get_logger(__name__)
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+GATEWAY_VERSION = "v1"
+HTTPROUTES = "httproutes"
+DEFAULT_WEIGHT = 1  # Gateway API: a backendRef without a weight has weight 1
+CHAT_PATH = "/v1/chat/completions"
+CHAT_REQUEST = {"messages": [{"role": "user", "content": "Say hello in one sentence."}], "max_tokens": 32}
+WATCH_BACKOFF_MIN = 0.5
+WATCH_BACKOFF_MAX = 10.0
+
+Weights = dict[str, int]
+
+
+class RouteError(ValueError):
+    """The HTTPRoute cannot be read as asked (missing, no such rule, a malformed backendRef)."""
+
+
+def parse_backend_weights(route: Mapping[str, Any], rule_index: int = 0) -> Weights:
+    """The backend weights of rule `rule_index`, in the route's order. Weight 0 means no traffic;
+    backendRefs naming the same backend add up."""
+    name = route.get("metadata", {}).get("name", "<unnamed>")
+    rules = route.get("spec", {}).get("rules") or []
+    if not 0 <= rule_index < len(rules):
+        raise RouteError(f"HTTPRoute {name} has {len(rules)} rule(s); rule index {rule_index} does not exist")
+    weights: Weights = {}
+    for ref in rules[rule_index].get("backendRefs") or []:
+        backend = ref.get("name")
+        weight = ref.get("weight", DEFAULT_WEIGHT)
+        if not isinstance(backend, str) or not backend:
+            raise RouteError(f"HTTPRoute {name} rule {rule_index}: a backendRef has no name")
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
+            raise RouteError(
+                f"HTTPRoute {name} rule {rule_index}: backend {backend} has invalid weight {weight!r}"
+            )
+        weights[backend] = weights.get(backend, 0) + weight
+    return weights
+
+
+def require_loopback_url(url: str) -> str:
+    """`url` without a trailing slash, if it is plain http to a loopback IP address."""
+    parts = urlsplit(url)
+    try:
+        loopback = ipaddress.ip_address(parts.hostname or "").is_loopback
+    except ValueError:
+        loopback = False
+    if parts.scheme != "http" or not loopback:
+        raise ValueError(
+            f"{url!r} is not an http:// URL on a loopback IP address; traffic may only go to loopback "
+            "addresses such as http://127.0.0.1:8000"
+        )
+    return url.rstrip("/")
+
+
+def parse_backend_arg(text: str) -> tuple[str, str]:
+    """`NAME=URL` from the command line."""
+    name, sep, url = text.partition("=")
+    if not sep or not name:
+        raise ValueError(f"{text!r} is not NAME=URL")
+    return name, require_loopback_url(url)
+
+
+class SmoothWeightedRoundRobin:
+    """nginx's smooth weighted round robin: each cycle of sum(weights) picks gives every backend
+    exactly its weight, interleaved as evenly as possible (90/10 sends one in ten to the light one)."""
+
+    def __init__(self, weights: Mapping[str, int] | None = None) -> None:
+        self.set_weights(weights or {})
+
+    def set_weights(self, weights: Mapping[str, int]) -> None:
+        # The cycle restarts, so the split is exact from the change on.
+        self._weights = {name: weight for name, weight in weights.items() if weight > 0}
+        self._current = dict.fromkeys(self._weights, 0)
+
+    def pick(self) -> str | None:
+        """The next backend, or None when no backend has weight."""
+        total = sum(self._weights.values())
+        if total == 0:
+            return None
+        for name, weight in self._weights.items():
+            self._current[name] += weight
+        chosen = max(self._current, key=self._current.__getitem__)
+        self._current[chosen] -= total
+        return chosen
+
+
+@dataclass
+class TrafficStats:
+    sent: Counter[str] = field(default_factory=Counter)
+    """Requests sent, per backend."""
+    responses: Counter[tuple[str, int]] = field(default_factory=Counter)
+    """Answers, per (backend, HTTP status)."""
+    failed: Counter[str] = field(default_factory=Counter)
+    """Requests that got no HTTP answer (refused connection, timeout), per backend."""
+    unroutable: int = 0
+    """Ticks with nowhere to send: no backend with weight, or no URL for the chosen backend."""
+
+    def as_dict(self) -> dict[str, Any]:
+        responses: dict[str, dict[str, int]] = {}
+        for (backend, status), count in sorted(self.responses.items()):
+            responses.setdefault(backend, {})[str(status)] = count
+        return {
+            "sent": dict(self.sent),
+            "responses": responses,
+            "failed": dict(self.failed),
+            "unroutable": self.unroutable,
+        }
+
+
+class TrafficDriver:
+    """Sends `rps` chat requests a second to the `targets` (backend name -> the base URLs of its
+    pods, taken in turn as a Service would), split by the current weights. Call its methods from
+    the event loop's thread."""
+
+    def __init__(
+        self,
+        targets: Mapping[str, Sequence[str]],
+        *,
+        rps: float = 20.0,
+        max_in_flight: int = 32,
+        request_timeout: float = 10.0,
+    ) -> None:
+        if rps <= 0 or max_in_flight < 1:
+            raise ValueError("rps must be positive and max_in_flight at least 1")
+        self._targets = {
+            name: itertools.cycle([require_loopback_url(url) for url in urls])
+            for name, urls in targets.items()
+            if urls
+        }
+        self._interval = 1.0 / rps
+        self._max_in_flight = max_in_flight
+        self._timeout = aiohttp.ClientTimeout(total=request_timeout)
+        self._weights: Weights = {}
+        self._scheduler = SmoothWeightedRoundRobin()
+        self._stop = asyncio.Event()
+        self.stats = TrafficStats()
+
+    def set_weights(self, weights: Mapping[str, int]) -> None:
+        if dict(weights) == self._weights:
+            return  # a re-list that changed nothing must not restart the scheduler's cycle
+        self._weights = dict(weights)
+        self._scheduler.set_weights(weights)
+        log.info("route weights", weights=self._weights)
+        unknown = [name for name, weight in self._weights.items() if weight > 0 and name not in self._targets]
+        if unknown:
+            log.warning("weighted backends without a URL; their share is unroutable", backends=unknown)
+
+    def current_weights(self) -> Weights:
+        return dict(self._weights)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, duration: float | None = None, max_requests: int | None = None) -> TrafficStats:
+        """Sends traffic until `stop()`, `duration` seconds or `max_requests` ticks (unroutable ones
+        included), then waits for the answers still in flight."""
+        loop = asyncio.get_running_loop()
+        deadline = None if duration is None else loop.time() + duration
+        in_flight = asyncio.Semaphore(self._max_in_flight)
+        tasks: set[asyncio.Task[None]] = set()
+        ticks = 0
+        next_at = loop.time()
+        async with aiohttp.ClientSession(timeout=self._timeout) as session:
+            while (max_requests is None or ticks < max_requests) and await self._tick_at(next_at, deadline):
+                ticks += 1
+                backend = self._scheduler.pick()
+                pods = self._targets.get(backend) if backend is not None else None
+                url = next(pods) if pods is not None else None
+                if backend is None or url is None:
+                    self.stats.unroutable += 1
+                else:
+                    await in_flight.acquire()
+                    self.stats.sent[backend] += 1
+                    task = asyncio.create_task(self._send(session, backend, url, in_flight))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                # Late ticks catch up by at most one interval: a stall must not end in a burst.
+                next_at = max(next_at + self._interval, loop.time() - self._interval)
+            await asyncio.gather(*tasks)
+        return self.stats
+
+    async def _tick_at(self, at: float, deadline: float | None) -> bool:
+        """Waits until `at`; False if the run ends first."""
+        if deadline is not None and at >= deadline:
+            return False
+        try:
+            await asyncio.wait_for(
+                self._stop.wait(), timeout=max(0.0, at - asyncio.get_running_loop().time())
+            )
+        except TimeoutError:
+            return True
+        return False
+
+    async def _send(
+        self, session: aiohttp.ClientSession, backend: str, url: str, in_flight: asyncio.Semaphore
+    ) -> None:
+        try:
+            async with session.post(url + CHAT_PATH, json=CHAT_REQUEST) as response:
+                await response.read()
+                self.stats.responses[(backend, response.status)] += 1
+        except (aiohttp.ClientError, TimeoutError) as error:
+            self.stats.failed[backend] += 1
+            log.debug("request failed", backend=backend, error=repr(error))
+        finally:
+            in_flight.release()
+
+
+class HTTPRouteWatcher:
+    """Reads one HTTPRoute rule's weights and follows its changes. A route or rule the gateway
+    could not use routes nothing, so it reports empty weights."""
+
+    def __init__(
+        self,
+        api: CustomObjectsApi,
+        namespace: str,
+        name: str,
+        rule_index: int = 0,
+        *,
+        watch_timeout: int = 60,
+    ) -> None:
+        self._api = api
+        self._name = f"{namespace}/{name}"
+        self._list_args = (GATEWAY_GROUP, GATEWAY_VERSION, namespace, HTTPROUTES)
+        self._selector = f"metadata.name={name}"
+        self._rule_index = rule_index
+        self._watch_timeout = watch_timeout
+        self._stopping = threading.Event()
+        self._watch: Any = None
+
+    def read(self) -> tuple[Weights, str]:
+        """The rule's weights and the resourceVersion a watch resumes from (blocking)."""
+        listing = cast(
+            "dict[str, Any]",
+            self._api.list_namespaced_custom_object(*self._list_args, field_selector=self._selector),
+        )
+        items = listing.get("items") or []
+        if not items:
+            raise RouteError(f"HTTPRoute {self._name} not found")
+        return parse_backend_weights(items[0], self._rule_index), str(listing["metadata"]["resourceVersion"])
+
+    def follow(self, on_change: Callable[[Weights], None]) -> None:
+        """Calls `on_change` from a daemon thread with the weights after each change (and after
+        each re-list, which may repeat them), until `stop()`."""
+        thread = threading.Thread(
+            target=self._follow, args=(on_change,), name=f"watch {self._name}", daemon=True
+        )
+        thread.start()
+
+    def stop(self) -> None:
+        """Ends the watch without waiting for the thread (it may sit in a blocking read)."""
+        self._stopping.set()
+        if self._watch is not None:
+            self._watch.stop()
+
+    def _follow(self, on_change: Callable[[Weights], None]) -> None:
+        backoff = WATCH_BACKOFF_MIN
+        while not self._stopping.is_set():
+            try:
+                self._list_and_watch(on_change)
+                backoff = WATCH_BACKOFF_MIN
+            except Exception as error:  # whatever broke the watch, the cure is a re-list
+                if self._stopping.is_set():
+                    return
+                if isinstance(error, ApiException) and error.status == HTTPStatus.GONE:
+                    continue  # the watch merely expired
+                log.warning(
+                    "route watch interrupted; re-listing",
+                    route=self._name,
+                    error=str(error),
+                    retry_in=backoff,
+                )
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, WATCH_BACKOFF_MAX)
+
+    def _list_and_watch(self, on_change: Callable[[Weights], None]) -> None:
+        try:
+            weights, resource_version = self.read()
+        except RouteError:
+            on_change({})
+            raise
+        on_change(weights)
+        self._watch = kube_watch.Watch()  # type: ignore[no-untyped-call]
+        if self._stopping.is_set():  # stop() came before this watch existed
+            return
+        for event in self._watch.stream(
+            self._api.list_namespaced_custom_object,
+            *self._list_args,
+            field_selector=self._selector,
+            resource_version=resource_version,
+            timeout_seconds=self._watch_timeout,
+            _request_timeout=self._watch_timeout + 10,  # a dead connection must not hang the thread
+        ):
+            if self._stopping.is_set():
+                return
+            if event["type"] == "DELETED":
+                on_change({})
+            elif event["type"] in ("ADDED", "MODIFIED"):
+                on_change(self._usable_weights(event["object"]))
+
+    def _usable_weights(self, route: Mapping[str, Any]) -> Weights:
+        try:
+            return parse_backend_weights(route, self._rule_index)
+        except RouteError as error:
+            log.warning("route unusable; routing nothing", route=self._name, error=str(error))
+            return {}
+
+
+async def drive_route(
+    driver: TrafficDriver,
+    watcher: HTTPRouteWatcher,
+    *,
+    duration: float | None = None,
+    max_requests: int | None = None,
+) -> TrafficStats:
+    """Runs `driver` with the route's weights, following the route until the run ends. Raises
+    RouteError at once if the route cannot be used."""
+    weights, _ = await asyncio.to_thread(watcher.read)
+    driver.set_weights(weights)
+    loop = asyncio.get_running_loop()
+
+    def on_change(weights: Weights) -> None:  # called from the watch thread
+        loop.call_soon_threadsafe(driver.set_weights, weights)
+
+    watcher.follow(on_change)
+    try:
+        return await driver.run(duration=duration, max_requests=max_requests)
+    finally:
+        watcher.stop()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m modelgate.testbed.traffic_driver", description=__doc__)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--route", required=True, help="HTTPRoute name")
+    parser.add_argument("--rule-index", type=int, default=0)
+    parser.add_argument(
+        "--backend",
+        action="append",
+        required=True,
+        type=_backend_arg,
+        metavar="NAME=URL",
+        help="base URL of a double serving a backendRef; repeat per backend and per pod",
+    )
+    parser.add_argument("--rps", type=float, default=20.0)
+    parser.add_argument("--duration", type=float, default=None, help="seconds; default until SIGINT/SIGTERM")
+    parser.add_argument("--max-in-flight", type=int, default=32)
+    return parser
+
+
+def _backend_arg(text: str) -> tuple[str, str]:
+    try:
+        return parse_backend_arg(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+async def _drive(args: argparse.Namespace, api: CustomObjectsApi) -> TrafficStats:
+    targets: dict[str, list[str]] = {}
+    for backend, url in args.backend:
+        targets.setdefault(backend, []).append(url)
+    driver = TrafficDriver(targets, rps=args.rps, max_in_flight=args.max_in_flight)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, driver.stop)
+    watcher = HTTPRouteWatcher(api, args.namespace, args.route, args.rule_index)
+    return await drive_route(driver, watcher, duration=args.duration)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    api = CustomObjectsApi(kube_config.new_client_from_config(config_file=args.kubeconfig))  # type: ignore[no-untyped-call]
+    try:
+        stats = asyncio.run(_drive(args, api))
+    except RouteError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps(stats.as_dict()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""The model server double: exact outcome counts, vLLM's metric names, the admin API and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import select
+import subprocess
+import sys
+import urllib.request
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from modelgate.testbed.model_server_double import (
+    Behaviour,
+    EvenSpread,
+    Latency,
+    RunningServer,
+    exact_rate,
+    start_model_server,
+)
+
+T = TypeVar("T")
+MODEL = "chat-v1"
+CHAT_REQUEST = {"messages": [{"role": "user", "content": "Hello there"}]}
+Scenario = Callable[[RunningServer, aiohttp.ClientSession], Awaitable[T]]
+
+
+def with_double(behaviour: Behaviour, scenario: Scenario[T]) -> T:
+    async def run() -> T:
+        server = await start_model_server(behaviour, model_name=MODEL)
+        try:
+            async with aiohttp.ClientSession() as session:
+                return await scenario(server, session)
+        finally:
+            await server.close()
+
+    return asyncio.run(run())
+
+
+async def chat(server: RunningServer, session: aiohttp.ClientSession, n: int) -> list[tuple[int, Any]]:
+    answers = []
+    for _ in range(n):
+        async with session.post(f"{server.url}/v1/chat/completions", json=CHAT_REQUEST) as response:
+            answers.append((response.status, await response.json()))
+    return answers
+
+
+async def scrape(server: RunningServer, session: aiohttp.ClientSession) -> str:
+    async with session.get(f"{server.url}/metrics") as response:
+        assert response.status == 200
+        return await response.text()
+
+
+def samples(metrics_text: str, name: str) -> dict[frozenset[tuple[str, str]], float]:
+    """Values of the samples called `name`, keyed by their label sets."""
+    return {
+        frozenset(sample.labels.items()): sample.value
+        for family in text_string_to_metric_families(metrics_text)
+        for sample in family.samples
+        if sample.name == name
+    }
+
+
+def value(metrics_text: str, name: str, **labels: str) -> float:
+    return samples(metrics_text, name)[frozenset(labels.items())]
+
+
+def test_error_rate_fails_exactly_that_share_of_requests() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[Counter[int], str]:
+        answers = await chat(server, session, 200)
+        return Counter(status for status, _ in answers), await scrape(server, session)
+
+    statuses, metrics = with_double(Behaviour(error_rate=0.08), scenario)
+
+    assert statuses == {200: 184, 500: 16}
+    assert 'http_requests_total{handler="/v1/chat/completions",method="POST",status="500"} 16.0' in metrics
+    assert (
+        value(metrics, "http_requests_total", method="POST", handler="/v1/chat/completions", status="200")
+        == 184
+    )
+    assert value(metrics, "vllm:request_success_total", model_name=MODEL, finished_reason="stop") == 184
+
+
+def test_refusals_answer_200_and_are_counted() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[list[Any], str]:
+        return await chat(server, session, 200), await scrape(server, session)
+
+    answers, metrics = with_double(Behaviour(error_rate=0.08, refusal_rate=0.1), scenario)
+
+    refusals = [
+        body
+        for status, body in answers
+        if status == 200 and body["choices"][0]["message"]["content"].startswith("I'm sorry")
+    ]
+    assert len(refusals) == 20  # a share of all 200 requests, though drawn from those that did not fail
+    assert all(body["choices"][0]["finish_reason"] == "stop" for body in refusals)
+    assert value(metrics, "llm_refusals_total", model_name=MODEL) == 20
+    assert value(metrics, "vllm:request_success_total", model_name=MODEL, finished_reason="stop") == 184
+
+
+def test_slow_tail_shows_in_the_top_buckets_while_the_median_stays_fast() -> None:
+    latency = Latency(median=0.2, tail_rate=0.05, tail_latency=12.0)
+
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> str:
+        await chat(server, session, 100)
+        return await scrape(server, session)
+
+    metrics = with_double(Behaviour(latency=latency), scenario)
+
+    def bucket(le: str) -> float:
+        return value(metrics, "vllm:e2e_request_latency_seconds_bucket", model_name=MODEL, le=le)
+
+    assert bucket("0.3") == 95
+    assert bucket("10.0") == 95
+    assert bucket("15.0") == 100
+    assert value(metrics, "vllm:e2e_request_latency_seconds_sum", model_name=MODEL) == pytest.approx(
+        95 * 0.2 + 5 * 12
+    )
+    # Time to first token defaults to a tenth of the latency.
+    assert value(metrics, "vllm:time_to_first_token_seconds_bucket", model_name=MODEL, le="0.02") == 95
+    assert value(metrics, "vllm:time_to_first_token_seconds_bucket", model_name=MODEL, le="2.5") == 100
+
+
+def test_exposes_vllm_series_by_their_exact_names() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> str:
+        await chat(server, session, 10)
+        return await scrape(server, session)
+
+    metrics = with_double(Behaviour(error_rate=0.1, refusal_rate=0.1, requests_waiting=3), scenario)
+    names = {sample.name for family in text_string_to_metric_families(metrics) for sample in family.samples}
+
+    assert {
+        "vllm:e2e_request_latency_seconds_bucket",
+        "vllm:time_to_first_token_seconds_bucket",
+        "vllm:request_success_total",
+        "http_requests_total",
+        "llm_refusals_total",
+        "vllm:num_requests_waiting",
+        "vllm:num_requests_running",
+    } <= names
+    assert value(metrics, "vllm:num_requests_waiting", model_name=MODEL) == 3
+    assert value(metrics, "vllm:num_requests_running", model_name=MODEL) == 0
+
+
+def test_small_max_tokens_stops_for_length() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[Any, str]:
+        request = {**CHAT_REQUEST, "max_tokens": 3}
+        async with session.post(f"{server.url}/v1/chat/completions", json=request) as response:
+            body = await response.json()
+        return body, await scrape(server, session)
+
+    body, metrics = with_double(Behaviour(), scenario)
+
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"]["completion_tokens"] == 3
+    assert value(metrics, "vllm:request_success_total", model_name=MODEL, finished_reason="length") == 1
+
+
+def test_chat_request_without_messages_is_a_400() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[int, Any]:
+        async with session.post(f"{server.url}/v1/chat/completions", json={"prompt": "hi"}) as response:
+            return response.status, await response.json()
+
+    status, body = with_double(Behaviour(), scenario)
+
+    assert status == 400
+    assert "messages" in body["message"]
+
+
+def test_admin_put_updates_only_the_given_knobs() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[Any, Counter[int]]:
+        change = {"error_rate": 1.0, "latency": {"tail_rate": 0.5, "tail_latency": 3.0}}
+        async with session.put(f"{server.url}/admin/behaviour", json=change) as response:
+            assert response.status == 200
+        async with session.get(f"{server.url}/admin/behaviour") as response:
+            current = await response.json()
+        return current, Counter(status for status, _ in await chat(server, session, 4))
+
+    current, statuses = with_double(Behaviour(latency=Latency(median=0.4)), scenario)
+
+    assert current["error_rate"] == 1.0
+    assert current["latency"] == {"median": 0.4, "tail_rate": 0.5, "tail_latency": 3.0, "ttft": None}
+    assert statuses == {500: 4}
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"latency": {"tail_rate": 1.5}}, "latency.tail_rate"),
+        ({"eror_rate": 0.1}, "eror_rate"),
+        ({"error_rate": "lots"}, "error_rate"),
+        ({"error_rate": 0.6, "refusal_rate": 0.6}, "error_rate + refusal_rate"),
+        ({"latency": {"tail_rate": 0.1, "tail_latency": 0.01}}, "tail_latency"),
+    ],
+)
+def test_admin_rejects_bad_knobs_naming_the_field(change: dict[str, Any], field: str) -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[int, Any]:
+        async with session.put(f"{server.url}/admin/behaviour", json=change) as response:
+            return response.status, await response.json()
+
+    behaviour = Behaviour(error_rate=0.2)
+    status, body = with_double(behaviour, scenario)
+
+    assert status == 400
+    assert field in body["error"]
+
+
+def test_admin_rejects_a_body_that_is_not_an_object() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[int, Behaviour]:
+        async with session.put(f"{server.url}/admin/behaviour", json=[0.5]) as response:
+            return response.status, server.behaviour
+
+    status, behaviour = with_double(Behaviour(error_rate=0.2), scenario)
+
+    assert status == 400
+    assert behaviour == Behaviour(error_rate=0.2)
+
+
+@settings(derandomize=True, max_examples=200)
+@given(rate=st.floats(min_value=0, max_value=1), n=st.integers(min_value=1, max_value=400))
+def test_even_spread_says_yes_to_exactly_the_rounded_share(rate: float, n: int) -> None:
+    spread = EvenSpread(exact_rate(rate))
+    assert sum(spread.next() for _ in range(n)) == math.floor(n * exact_rate(rate) + Fraction(1, 2))
+
+
+def test_listens_on_loopback_only() -> None:
+    with pytest.raises(ValueError, match="loopback"):
+        asyncio.run(start_model_server(host="0.0.0.0"))
+
+
+def test_cli_with_port_zero_prints_where_it_listens(tmp_path: Path) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "modelgate.testbed.model_server_double",
+        "--port",
+        "0",
+        "--model-name",
+        "cli",
+    ]
+    stderr_log = tmp_path / "stderr.log"
+    with (
+        stderr_log.open("wb") as stderr,
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr) as process,
+    ):
+        try:
+            assert process.stdout is not None
+            ready, _, _ = select.select([process.stdout], [], [], 30)
+            assert ready, f"no listening line; stderr: {stderr_log.read_text()}"
+            host, port = json.loads(process.stdout.readline())["listening"].rsplit(":", 1)
+
+            assert host == "127.0.0.1"
+            assert listening_addresses(int(port)) == {"0100007F"}  # 127.0.0.1 in /proc/net/tcp's byte order
+            no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            with no_proxy.open(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
+                assert response.read() == b"ok"
+        finally:
+            process.terminate()  # by its pid
+            exit_code = process.wait(timeout=30)
+    assert exit_code == 0
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses of the listening TCP sockets on `port`, IPv4 and IPv6."""
+    addresses = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, port_hex = local.rsplit(":", 1)
+            if state == "0A" and int(port_hex, 16) == port:  # 0A: LISTEN
+                addresses.add(address)
+    return addresses
