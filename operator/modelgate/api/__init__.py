@@ -1,0 +1,60 @@
+"""Pydantic models of the ModelRollout custom resource (spec and status), with camelCase aliases; no I/O."""
+
+from modelgate.api.duration import parse_duration
+from modelgate.api.errors import FieldPathError, InvalidSpecError
+from modelgate.api.spec import (
+    AnalysisSpec,
+    DeploymentRef,
+    GatewayAPIRouting,
+    MetricPreset,
+    MetricSpec,
+    ModelRolloutSpec,
+    OnPrometheusError,
+    Pause,
+    PrometheusSpec,
+    RollbackSpec,
+    SecretKeyRef,
+    Step,
+    TrafficRouting,
+    parse_spec,
+)
+from modelgate.api.status import (
+    AnalysisSample,
+    Condition,
+    ConditionStatus,
+    MetricAnalysis,
+    ModelRolloutStatus,
+    Phase,
+    RollbackReason,
+    Timestamp,
+    Verdict,
+)
+
+__all__ = [
+    "AnalysisSample",
+    "AnalysisSpec",
+    "Condition",
+    "ConditionStatus",
+    "DeploymentRef",
+    "FieldPathError",
+    "GatewayAPIRouting",
+    "InvalidSpecError",
+    "MetricAnalysis",
+    "MetricPreset",
+    "MetricSpec",
+    "ModelRolloutSpec",
+    "ModelRolloutStatus",
+    "OnPrometheusError",
+    "Pause",
+    "Phase",
+    "PrometheusSpec",
+    "RollbackReason",
+    "RollbackSpec",
+    "SecretKeyRef",
+    "Step",
+    "Timestamp",
+    "TrafficRouting",
+    "Verdict",
+    "parse_duration",
+    "parse_spec",
+]

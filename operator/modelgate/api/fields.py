@@ -1,0 +1,61 @@
+"""Constrained field types shared by the spec models; patterns and lengths are the CRD's."""
+
+import re
+from datetime import timedelta
+from typing import Annotated
+
+from pydantic import AfterValidator, StringConstraints
+
+from modelgate.api.duration import DURATION_PATTERN, parse_duration
+
+OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+METRIC_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
+# No quotes, braces or backslashes: the value goes inside a PromQL label matcher unescaped.
+POD_REGEX_PATTERN = r"^[a-zA-Z0-9.\-_*+?()|\[\]^$]+$"
+HTTP_URL_PATTERN = r"^https?://[^\s/?#]+(/[^\s]*)?$"
+
+# What a value failing each pattern should look like instead, for error messages.
+PATTERN_HINTS = {
+    OBJECT_NAME_PATTERN: "must be a lowercase RFC 1123 name: a-z, 0-9, '-' and '.', "
+    "starting and ending with a letter or digit",
+    METRIC_NAME_PATTERN: "must be a lowercase RFC 1123 label: a-z, 0-9 and '-', "
+    "starting and ending with a letter or digit",
+    SECRET_KEY_PATTERN: "must consist of letters, digits, '-', '_' and '.'",
+    POD_REGEX_PATTERN: "must be a regular expression without quotes, braces, backslashes or spaces",
+    HTTP_URL_PATTERN: "must be an http:// or https:// URL",
+    DURATION_PATTERN: "must be a Go-style duration such as 30s, 5m, 1h30m or 500ms",
+}
+
+
+def _parses_as_duration(text: str) -> str:
+    parse_duration(text)
+    return text
+
+
+def _compiles(regex: str) -> str:
+    # The CRD's CEL rule does the same with RE2, which agrees with `re` on what the pattern lets through.
+    try:
+        re.compile(regex)
+    except re.error as error:
+        raise ValueError(f"must be a valid regular expression ({error})") from None
+    return regex
+
+
+def _is_positive_duration(text: str) -> str:
+    if parse_duration(text) <= timedelta():
+        raise ValueError("must be greater than zero")
+    return text
+
+
+ObjectName = Annotated[str, StringConstraints(max_length=253, pattern=OBJECT_NAME_PATTERN)]
+MetricName = Annotated[str, StringConstraints(max_length=63, pattern=METRIC_NAME_PATTERN)]
+SecretKey = Annotated[str, StringConstraints(max_length=253, pattern=SECRET_KEY_PATTERN)]
+PodRegex = Annotated[
+    str, StringConstraints(max_length=253, pattern=POD_REGEX_PATTERN), AfterValidator(_compiles)
+]
+HttpUrl = Annotated[str, StringConstraints(max_length=2048, pattern=HTTP_URL_PATTERN)]
+Duration = Annotated[
+    str, StringConstraints(max_length=32, pattern=DURATION_PATTERN), AfterValidator(_parses_as_duration)
+]
+PositiveDuration = Annotated[Duration, AfterValidator(_is_positive_duration)]
