@@ -1,0 +1,143 @@
+"""The validated values that may appear inside a PromQL query.
+
+Every string a rollout spec contributes to a query passes through `QueryContext`, and each is
+checked against a character set that cannot close a PromQL string literal or a label selector
+(no quotes, backticks, braces, backslashes or newlines). That check, not escaping, is what keeps
+a spec from injecting PromQL: presets and user templates only ever receive these values.
+
+The range window (`interval`) is the analysis interval, but never shorter than `min_window`
+(default 1m). `rate()` needs at least two samples inside its range, and Prometheus advises a
+range of at least four scrape intervals; with the common 15s scrape interval, an analysis
+interval of 30s would otherwise produce empty or jumpy rates.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+from modelgate.api.duration import parse_duration
+
+Side = Literal["candidate", "incumbent"]
+
+DEFAULT_MIN_WINDOW = "1m"
+
+# All patterns are used with fullmatch: `$` would also accept a trailing newline.
+# Namespaces are DNS-1123 labels; Deployment names are DNS-1123 subdomains.
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# Regex syntax without quotes, backticks, braces or backslashes: enough for pod-name patterns.
+_SAFE_REGEX = re.compile(r"[A-Za-z0-9._*+?|()\[\]^$-]+")
+_MAX_REGEX_LENGTH = 256
+_DURATION = re.compile(r"([0-9]+(ms|s|m|h))+")
+_DURATION_PART = re.compile(r"([0-9]+)(ms|s|m|h)")
+_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000}
+
+
+class QueryContextError(ValueError):
+    """A value that is not allowed inside a PromQL query."""
+
+
+def parse_duration_ms(duration: str) -> int:
+    """Milliseconds in a Go-style duration restricted to ms/s/m/h (e.g. "1m30s")."""
+    if not _DURATION.fullmatch(duration):
+        raise QueryContextError(
+            f"invalid duration {duration!r}: expected a Go-style duration such as 30s, 5m or 1h30m"
+        )
+    return sum(int(amount) * _UNIT_MS[unit] for amount, unit in _DURATION_PART.findall(duration))
+
+
+def default_pod_regex(deployment: str) -> str:
+    """Pods of a Deployment are named `<deployment>-<pod-template-hash>-<suffix>`.
+
+    Matching exactly those two trailing segments (PromQL anchors regexes) keeps `chat` from also
+    matching the pods of `chat-v2`, which `chat-.*` would.
+    """
+    return f"{deployment}-[a-z0-9]+-[a-z0-9]+"
+
+
+def promql_window(interval: timedelta) -> str:
+    """A PromQL range duration (whole units only: PromQL rejects `1.5m`)."""
+    milliseconds = round(interval.total_seconds() * 1000)
+    return f"{milliseconds // 1000}s" if milliseconds % 1000 == 0 else f"{milliseconds}ms"
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """Validated query inputs; constructing one with an unsafe value raises QueryContextError."""
+
+    namespace: str
+    incumbent_deployment: str
+    candidate_deployment: str
+    incumbent_pod_regex: str
+    candidate_pod_regex: str
+    interval: str  # the PromQL range window, e.g. "1m"
+
+    def __post_init__(self) -> None:
+        _check_namespace(self.namespace)
+        _check_deployment("incumbent", self.incumbent_deployment)
+        _check_deployment("candidate", self.candidate_deployment)
+        _check_pod_regex("incumbent", self.incumbent_pod_regex)
+        _check_pod_regex("candidate", self.candidate_pod_regex)
+        if parse_duration_ms(self.interval) == 0:
+            raise QueryContextError(f"interval {self.interval!r} must be longer than zero")
+
+    @classmethod
+    def for_rollout(
+        cls,
+        namespace: str,
+        incumbent_deployment: str,
+        candidate_deployment: str,
+        analysis_interval: str,
+        *,
+        incumbent_pod_regex: str | None = None,
+        candidate_pod_regex: str | None = None,
+        min_window: str = DEFAULT_MIN_WINDOW,
+    ) -> QueryContext:
+        """Build the context from spec values: default pod regexes, window = max(interval, min_window)."""
+        try:
+            window = max(analysis_interval, min_window, key=parse_duration)
+        except ValueError as error:
+            raise QueryContextError(str(error)) from None
+        if not _DURATION.fullmatch(window):
+            window = promql_window(parse_duration(window))
+        return cls(
+            namespace=namespace,
+            incumbent_deployment=incumbent_deployment,
+            candidate_deployment=candidate_deployment,
+            incumbent_pod_regex=_or_default(incumbent_pod_regex, incumbent_deployment),
+            candidate_pod_regex=_or_default(candidate_pod_regex, candidate_deployment),
+            interval=window,
+        )
+
+    def pod_regex(self, side: Side) -> str:
+        return self.candidate_pod_regex if side == "candidate" else self.incumbent_pod_regex
+
+
+def _or_default(pod_regex: str | None, deployment: str) -> str:
+    # Only None means "not set": an empty regex from a spec is a mistake and fails validation.
+    return default_pod_regex(deployment) if pod_regex is None else pod_regex
+
+
+def _check_namespace(namespace: str) -> None:
+    if len(namespace) > 63 or not _DNS1123_LABEL.fullmatch(namespace):
+        raise QueryContextError(f"namespace {namespace!r} is not a valid Kubernetes namespace name")
+
+
+def _check_deployment(side: Side, name: str) -> None:
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        raise QueryContextError(f"{side} deployment {name!r} is not a valid Kubernetes name (DNS-1123)")
+
+
+def _check_pod_regex(side: Side, regex: str) -> None:
+    if len(regex) > _MAX_REGEX_LENGTH or not _SAFE_REGEX.fullmatch(regex):
+        raise QueryContextError(
+            f"{side} pod regex {regex!r} is not allowed: use at most {_MAX_REGEX_LENGTH} characters "
+            "from letters, digits and . _ * + ? | ( ) [ ] ^ $ -"
+        )
+    try:
+        re.compile(regex)
+    except re.error as exc:  # catch e.g. unbalanced parentheses here, not as a PromQL error later
+        raise QueryContextError(f"{side} pod regex {regex!r} does not compile: {exc}") from None

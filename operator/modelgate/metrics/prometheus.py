@@ -1,0 +1,138 @@
+"""MetricProvider for the Prometheus HTTP API (and API-compatible backends: Thanos, Mimir, ...)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Sequence
+from urllib.parse import urlparse
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from urllib3.util.retry import Retry
+
+from modelgate.metrics.provider import QueryResult
+
+# The library's default retries (3, with backoff, also on HTTP 5xx) would stretch one query far
+# beyond `timeout`; the engine retries on its next tick and counts consecutive errors instead.
+# `read=False`, as in requests' own default, keeps a read timeout a `requests.Timeout` (with
+# `read=0` urllib3 wraps it and requests reports a ConnectionError).
+_NO_RETRIES = Retry(total=0, read=False)
+# PrometheusApiClientException carries only "HTTP Status Code <n> (<repr of the body bytes>)".
+_HTTP_ERROR = re.compile(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)", re.DOTALL)
+_MAX_DETAIL = 300
+
+
+class PrometheusProvider:
+    """Instant queries against one Prometheus.
+
+    `timeout` bounds connecting and each wait for response data, so a call that gets no answer
+    returns an error after about `timeout` seconds.
+    """
+
+    def __init__(self, address: str, timeout: float = 5.0, bearer_token: str | None = None) -> None:
+        parsed = urlparse(address)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"Prometheus address {address!r} must be an http:// or https:// URL")
+        if timeout <= 0:
+            raise ValueError(f"Prometheus timeout must be positive, got {timeout}")
+        self.address = address.rstrip("/")
+        self.timeout = timeout
+        headers = None if bearer_token is None else {"Authorization": f"Bearer {_clean_token(bearer_token)}"}
+        self._client = PrometheusConnect(
+            url=self.address, headers=headers, retry=_NO_RETRIES, timeout=timeout
+        )
+
+    def query(self, promql: str) -> QueryResult:
+        try:
+            result = self._client.custom_query(promql)
+        except requests.Timeout:  # before ConnectionError: ConnectTimeout is both
+            return QueryResult(error=f"Prometheus at {self.address} did not answer within {self.timeout}s")
+        except requests.ConnectionError as exc:
+            return QueryResult(error=f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}")
+        except PrometheusApiClientException as exc:
+            return QueryResult(error=f"Prometheus at {self.address} {_describe_http_error(str(exc))}")
+        except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+            # ValueError includes a body that is not JSON (e.g. a proxy's HTML page); Key/TypeError
+            # a JSON body without `data.result`.
+            return QueryResult(
+                error=f"unexpected response from Prometheus at {self.address}: {_truncate(repr(exc))}"
+            )
+        return _parse_result(result)
+
+    def is_online(self) -> bool:
+        # A real query exercises the same endpoint, auth and proxies as the analysis does; `/-/ready`
+        # does not exist behind path-prefixed API gateways (Mimir, Cortex), and `/` answers for any
+        # web server at that address.
+        return self.query("vector(1)").value == 1.0
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _clean_token(token: str) -> str:
+    # Tokens read from Secrets often end with a newline. Anything else unprintable is rejected here,
+    # without echoing the token, rather than by requests at query time with the token in the message.
+    token = token.strip()
+    if not token or not token.isprintable() or " " in token:
+        raise ValueError("the Prometheus bearer token is empty or contains whitespace or control characters")
+    return token
+
+
+def _parse_result(result: object) -> QueryResult:
+    """Turn `data.result` of an instant query into one value; the library drops `resultType`."""
+    if not isinstance(result, list):
+        return QueryResult(error=f"unexpected query result: {_truncate(repr(result))}")
+    if not result:
+        return QueryResult()  # empty vector
+    if not isinstance(result[0], dict):
+        return _sample_value(result, sample_count=1)  # scalar: [<time>, "<value>"]
+    if len(result) > 1:
+        return QueryResult(
+            error=f"query returned {len(result)} series; a metric query must return one",
+            sample_count=len(result),
+        )
+    series = result[0]
+    if "value" not in series:  # a range vector has "values"
+        return QueryResult(error="query returned a range vector; a metric query must return one value")
+    return _sample_value(series["value"], sample_count=1)
+
+
+def _sample_value(sample: object, sample_count: int) -> QueryResult:
+    """A sample is [<unix time>, "<value>"]; values are strings such as "0.5", "NaN" or "+Inf"."""
+    if not isinstance(sample, Sequence) or len(sample) != 2 or not isinstance(sample[1], str):
+        return QueryResult(error=f"unexpected sample in query result: {_truncate(repr(sample))}")
+    try:
+        return QueryResult(value=float(sample[1]), sample_count=sample_count)
+    except ValueError:
+        return QueryResult(error=f"query returned a non-numeric value {_truncate(sample[1])!r}")
+
+
+def _describe_http_error(message: str) -> str:
+    """'answered HTTP 400 (bad_data): <PromQL error>' from the library's exception text."""
+    match = _HTTP_ERROR.fullmatch(message)
+    if match is None:
+        return f"failed: {_truncate(message)}"
+    status, body_repr = match.groups()
+    body = ast.literal_eval(body_repr).decode("utf-8", errors="replace").strip()
+    if not body:
+        return f"answered HTTP {status}"
+    try:
+        payload = json.loads(body)
+        detail = f"({payload['errorType']}): {payload['error']}"
+    except (ValueError, TypeError, KeyError):  # not the API's error JSON, e.g. a proxy's page
+        detail = body
+    return f"answered HTTP {status} {_truncate(detail)}"
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost reason ("Connection refused") instead of requests' nested retry wrapper text."""
+    while (reason := exc.__cause__ or exc.__context__) is not None:
+        exc = reason
+    return _truncate(str(exc))
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."

@@ -1,0 +1,172 @@
+"""QueryContext: the only gate between spec values and PromQL text."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from modelgate.metrics.context import QueryContext, QueryContextError, default_pod_regex, parse_duration_ms
+
+
+def make(**overrides: str) -> QueryContext:
+    values = {
+        "namespace": "serving",
+        "incumbent_deployment": "chat-v1",
+        "candidate_deployment": "chat-v2",
+        "analysis_interval": "30s",
+    }
+    values.update(overrides)
+    return QueryContext.for_rollout(**values)
+
+
+def test_defaults_pod_regexes_from_deployment_names() -> None:
+    ctx = make()
+    assert ctx.incumbent_pod_regex == "chat-v1-[a-z0-9]+-[a-z0-9]+"
+    assert ctx.candidate_pod_regex == "chat-v2-[a-z0-9]+-[a-z0-9]+"
+    assert ctx.pod_regex("candidate") == "chat-v2-[a-z0-9]+-[a-z0-9]+"
+    assert ctx.pod_regex("incumbent") == "chat-v1-[a-z0-9]+-[a-z0-9]+"
+
+
+def test_explicit_pod_regexes_win_over_defaults() -> None:
+    ctx = QueryContext.for_rollout(
+        "serving",
+        "chat-v1",
+        "chat-v2",
+        "30s",
+        incumbent_pod_regex="chat-v1-[a-z0-9]+-[a-z0-9]+",
+        candidate_pod_regex="(chat-v2|chat-v2-gpu)-.*",
+    )
+    assert ctx.incumbent_pod_regex == "chat-v1-[a-z0-9]+-[a-z0-9]+"
+    assert ctx.candidate_pod_regex == "(chat-v2|chat-v2-gpu)-.*"
+
+
+@pytest.mark.parametrize(
+    ("analysis_interval", "window"),
+    [("30s", "1m"), ("1m", "1m"), ("90s", "90s"), ("2m", "2m"), ("1m30s", "1m30s"), ("500ms", "1m")],
+)
+def test_window_is_analysis_interval_but_at_least_the_minimum(analysis_interval: str, window: str) -> None:
+    assert make(analysis_interval=analysis_interval).interval == window
+
+
+def test_minimum_window_is_configurable() -> None:
+    ctx = QueryContext.for_rollout("serving", "chat-v1", "chat-v2", "30s", min_window="2m")
+    assert ctx.interval == "2m"
+
+
+@pytest.mark.parametrize(
+    ("duration", "ms"), [("500ms", 500), ("30s", 30_000), ("5m", 300_000), ("1h30m", 5_400_000)]
+)
+def test_parse_duration(duration: str, ms: int) -> None:
+    assert parse_duration_ms(duration) == ms
+
+
+@pytest.mark.parametrize("duration", ["", "30", "1d", "-1m", "1m ", "5m]", "5m\n", "1m)[5m"])
+def test_invalid_durations_are_rejected(duration: str) -> None:
+    with pytest.raises(QueryContextError, match="invalid duration"):
+        make(analysis_interval=duration)
+
+
+@pytest.mark.parametrize(("interval", "window"), [("1.5m", "90s"), ("90.5s", "90500ms"), ("2m", "2m")])
+def test_fractional_intervals_become_whole_promql_durations(interval: str, window: str) -> None:
+    # The CRD accepts Go's fractional durations; PromQL ranges take whole units only.
+    assert make(analysis_interval=interval).interval == window
+
+
+def test_zero_window_is_rejected() -> None:
+    ctx = make()
+    with pytest.raises(QueryContextError, match="longer than zero"):
+        dataclasses.replace(ctx, interval="0s")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        'chat"}',
+        'chat",pod=~".*',
+        "Chat",
+        "chat_v2",
+        "-chat",
+        "chat-",
+        "chat v2",
+        "chat\n",
+        "chat{",
+        "a" * 254,
+    ],
+)
+def test_unsafe_deployment_names_are_rejected(name: str) -> None:
+    with pytest.raises(QueryContextError, match="candidate deployment"):
+        make(candidate_deployment=name)
+    with pytest.raises(QueryContextError, match="incumbent deployment"):
+        make(incumbent_deployment=name)
+
+
+def test_dotted_deployment_names_are_valid() -> None:
+    assert make(candidate_deployment="chat.v2").candidate_deployment == "chat.v2"
+
+
+@pytest.mark.parametrize("namespace", ['serving"}', "serving.prod", "Serving", "", "a" * 64, "serving\n"])
+def test_unsafe_namespaces_are_rejected(namespace: str) -> None:
+    with pytest.raises(QueryContextError, match="namespace"):
+        make(namespace=namespace)
+
+
+@pytest.mark.parametrize(
+    "regex",
+    [
+        'chat-.*"} or vector(0) or {x="',  # closes the string and the selector
+        "chat-.*'",
+        "chat-`",
+        "chat-{2}",
+        "chat-}",
+        "chat\\.v2-.*",
+        "chat-.*\n",  # a trailing newline slips past `$`-anchored patterns
+        "chat-\n.*",
+        "chat -.*",
+        "",
+        "a" * 257,
+    ],
+)
+def test_unsafe_pod_regexes_are_rejected(regex: str) -> None:
+    with pytest.raises(QueryContextError, match="candidate pod regex"):
+        make(candidate_pod_regex=regex)
+    with pytest.raises(QueryContextError, match="incumbent pod regex"):
+        make(incumbent_pod_regex=regex)
+
+
+def test_pod_regex_that_does_not_compile_is_rejected() -> None:
+    with pytest.raises(QueryContextError, match="does not compile"):
+        make(candidate_pod_regex="(chat-v2-.*")
+
+
+def test_direct_construction_is_validated_too() -> None:
+    with pytest.raises(QueryContextError):
+        QueryContext(
+            namespace="serving",
+            incumbent_deployment="chat-v1",
+            candidate_deployment="chat-v2",
+            incumbent_pod_regex="chat-v1-.*",
+            candidate_pod_regex='x"',
+            interval="1m",
+        )
+
+
+# Mostly safe characters, so that some inputs pass validation, mixed with every delimiter.
+@given(st.text(alphabet="ab9-.*+?|()[]^$\"'`{}\\\n\r =~,"))
+def test_accepted_values_cannot_contain_promql_delimiters(text: str) -> None:
+    """Whatever the input, a value that passes validation has no character that ends a string or selector."""
+    for field in ("namespace", "candidate_deployment", "candidate_pod_regex"):
+        try:
+            ctx = make(**{field: text})
+        except QueryContextError:
+            continue
+        assert not set(getattr(ctx, field)) & set("\"'`{}\\\n\r")
+
+
+def test_default_pod_regex_matches_only_that_deployments_pods() -> None:
+    assert re.fullmatch(default_pod_regex("chat"), "chat-7d9f8c6b5-abcde")
+    assert not re.fullmatch(default_pod_regex("chat"), "chat-v2-7d9f8c6b5-abcde")
+    assert not re.fullmatch(default_pod_regex("chat-v2"), "chat-v2-gpu-7d9f8c6b5-abcde")

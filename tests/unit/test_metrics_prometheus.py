@@ -1,0 +1,259 @@
+"""PrometheusProvider's handling of Prometheus API answers, against a canned local HTTP server."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from modelgate.metrics.prometheus import PrometheusProvider
+from modelgate.metrics.provider import MetricProvider, QueryResult
+
+
+def vector(*values: str) -> tuple[int, str]:
+    series = [{"metric": {"pod": f"p{i}"}, "value": [1700000000.0, v]} for i, v in enumerate(values)]
+    return 200, json.dumps({"status": "success", "data": {"resultType": "vector", "result": series}})
+
+
+# PromQL text -> (HTTP status, body). The fake server answers by the `query` parameter.
+CANNED: dict[str, tuple[int, str]] = {
+    "one_series": vector("0.25"),
+    "empty": vector(),
+    "nan": vector("NaN"),
+    "inf": vector("+Inf"),
+    "two_series": vector("1", "2"),
+    "scalar": (
+        200,
+        json.dumps({"status": "success", "data": {"resultType": "scalar", "result": [1.0, "3"]}}),
+    ),
+    "vector(1)": vector("1"),
+    "range": (
+        200,
+        json.dumps(
+            {
+                "status": "success",
+                "data": {"resultType": "matrix", "result": [{"metric": {}, "values": [[1.0, "1"]]}]},
+            }
+        ),
+    ),
+    "string": (
+        200,
+        json.dumps({"status": "success", "data": {"resultType": "string", "result": [1.0, "x"]}}),
+    ),
+    "not_json": (200, "<html>login</html>"),
+    "bad_promql": (
+        400,
+        json.dumps(
+            {
+                "status": "error",
+                "errorType": "bad_data",
+                "error": 'invalid parameter "query": 1:5: parse error: unclosed left parenthesis',
+            }
+        ),
+    ),
+    "unavailable": (503, "overloaded"),
+}
+
+
+@dataclass
+class FakePrometheus:
+    address: str
+    requests: list[tuple[str, str | None]] = field(default_factory=list)  # (query, Authorization)
+    # A query named "hang" blocks until this is set: a server that never answers in time.
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakePrometheus]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            query = parse_qs(url.query).get("query", [""])[0]
+            state.requests.append((query, self.headers.get("Authorization")))
+            if url.path != "/api/v1/query":
+                status, body = 404, "404 page not found"
+            elif query == "hang":
+                state.release.wait(timeout=10)
+                status, body = vector("1")
+            else:
+                status, body = CANNED[query]
+            payload = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state = FakePrometheus(address=f"http://127.0.0.1:{server.server_address[1]}")
+    # A short poll interval only makes shutdown() return sooner; nothing waits on it otherwise.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    yield state
+    state.release.set()
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.fixture
+def provider(fake: FakePrometheus) -> Iterator[PrometheusProvider]:
+    prometheus = PrometheusProvider(fake.address, timeout=2.0)
+    yield prometheus
+    prometheus.close()
+
+
+def test_one_series_gives_its_value(provider: PrometheusProvider) -> None:
+    assert provider.query("one_series") == QueryResult(value=0.25, sample_count=1)
+
+
+def test_scalar_gives_its_value(provider: PrometheusProvider) -> None:
+    assert provider.query("scalar") == QueryResult(value=3.0, sample_count=1)
+
+
+def test_empty_vector_is_empty_not_zero(provider: PrometheusProvider) -> None:
+    result = provider.query("empty")
+    assert result == QueryResult(value=None, error=None, sample_count=0)
+    assert result.is_empty
+    assert not result.is_error
+
+
+def test_nan_is_kept(provider: PrometheusProvider) -> None:
+    result = provider.query("nan")
+    assert result.value is not None
+    assert math.isnan(result.value)
+    assert result.is_nan
+    assert not result.is_empty
+    assert not result.is_error
+
+
+def test_infinity_is_a_value(provider: PrometheusProvider) -> None:
+    assert provider.query("inf").value == math.inf
+
+
+def test_two_series_is_an_error(provider: PrometheusProvider) -> None:
+    result = provider.query("two_series")
+    assert result == QueryResult(
+        error="query returned 2 series; a metric query must return one", sample_count=2
+    )
+    assert result.is_error
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("range", "query returned a range vector; a metric query must return one value"),
+        ("string", "query returned a non-numeric value 'x'"),
+    ],
+)
+def test_results_of_other_shapes_are_errors(provider: PrometheusProvider, query: str, message: str) -> None:
+    assert provider.query(query) == QueryResult(error=message)
+
+
+def test_promql_error_names_address_and_reason(provider: PrometheusProvider, fake: FakePrometheus) -> None:
+    result = provider.query("bad_promql")
+    assert result.error == (
+        f"Prometheus at {fake.address} answered HTTP 400 (bad_data): "
+        'invalid parameter "query": 1:5: parse error: unclosed left parenthesis'
+    )
+    assert result.value is None
+
+
+def test_server_error_is_reported_once_without_retries(
+    provider: PrometheusProvider, fake: FakePrometheus
+) -> None:
+    assert provider.query("unavailable").error == f"Prometheus at {fake.address} answered HTTP 503 overloaded"
+    assert [query for query, _ in fake.requests] == ["unavailable"]
+
+
+def test_body_that_is_not_api_json_is_an_error(provider: PrometheusProvider, fake: FakePrometheus) -> None:
+    error = provider.query("not_json").error
+    assert error is not None
+    assert error.startswith(f"unexpected response from Prometheus at {fake.address}: ")
+
+
+def test_wrong_path_prefix_is_an_error(fake: FakePrometheus) -> None:
+    prometheus = PrometheusProvider(fake.address + "/prometheus/", timeout=2.0)
+    try:
+        result = prometheus.query("one_series")
+    finally:
+        prometheus.close()
+    assert result.error == f"Prometheus at {fake.address}/prometheus answered HTTP 404 404 page not found"
+
+
+def test_connection_refused_is_an_error() -> None:
+    with socket.socket() as sock:  # a port that was just free: nothing listens on it
+        sock.bind(("127.0.0.1", 0))
+        address = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    prometheus = PrometheusProvider(address, timeout=2.0)
+    try:
+        result = prometheus.query("one_series")
+        online = prometheus.is_online()
+    finally:
+        prometheus.close()
+    assert result.error is not None
+    assert result.error.startswith(f"cannot connect to Prometheus at {address}: ")
+    assert "refused" in result.error.lower()
+    assert not online
+
+
+def test_timeout_is_an_error(fake: FakePrometheus) -> None:
+    prometheus = PrometheusProvider(fake.address, timeout=0.2)
+    try:
+        result = prometheus.query("hang")
+    finally:
+        fake.release.set()
+        prometheus.close()
+    assert result == QueryResult(error=f"Prometheus at {fake.address} did not answer within 0.2s")
+
+
+def test_bearer_token_is_sent(fake: FakePrometheus) -> None:
+    prometheus = PrometheusProvider(fake.address, timeout=2.0, bearer_token="s3cret\n")
+    try:
+        prometheus.query("one_series")
+    finally:
+        prometheus.close()
+    assert fake.requests == [("one_series", "Bearer s3cret")]
+
+
+def test_no_authorization_header_without_token(provider: PrometheusProvider, fake: FakePrometheus) -> None:
+    provider.query("one_series")
+    assert fake.requests == [("one_series", None)]
+
+
+def test_is_online_runs_a_query(provider: PrometheusProvider, fake: FakePrometheus) -> None:
+    assert provider.is_online()
+    assert [query for query, _ in fake.requests] == ["vector(1)"]
+
+
+def test_provider_satisfies_the_protocol(provider: PrometheusProvider) -> None:
+    metric_provider: MetricProvider = provider
+    assert metric_provider.query("one_series").value == 0.25
+
+
+@pytest.mark.parametrize("address", ["prometheus:9090", "ftp://prometheus", "http://", ""])
+def test_address_must_be_an_http_url(address: str) -> None:
+    with pytest.raises(ValueError, match="must be an http"):
+        PrometheusProvider(address)
+
+
+def test_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="timeout must be positive"):
+        PrometheusProvider("http://prometheus:9090", timeout=0)
+
+
+@pytest.mark.parametrize("token", ["", " \n", "two words", "line\nbreak"])
+def test_malformed_token_is_rejected_without_echoing_it(token: str) -> None:
+    with pytest.raises(ValueError, match="bearer token") as excinfo:
+        PrometheusProvider("http://prometheus:9090", bearer_token=token)
+    assert token.strip() == "" or token not in str(excinfo.value)
