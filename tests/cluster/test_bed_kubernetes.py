@@ -7,8 +7,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from modelgate.testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, http_route, model_deployment
-from tests.support.kube import create, route_weights, wait_deployment_available
+from modelgate.testbed.manifests import http_route, model_deployment
+from tests.support.kube import create, route_weights, set_route_weights, wait_deployment_available
 
 
 def test_api_server_rejects_object_that_violates_crd_schema(
@@ -38,19 +38,5 @@ def test_deployment_becomes_available_with_ready_pods_on_fake_nodes(
 
 def test_httproute_weights_can_be_patched(api_client: client.ApiClient, namespace: str) -> None:
     create(api_client, http_route("chat", namespace, {"chat-v1": 100, "chat-v2": 0}))
-    patch = {
-        "spec": {
-            "rules": [
-                {
-                    "backendRefs": [
-                        {"name": "chat-v1", "port": 8000, "weight": 80},
-                        {"name": "chat-v2", "port": 8000, "weight": 20},
-                    ]
-                }
-            ]
-        }
-    }
-    client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-        GATEWAY_GROUP, GATEWAY_VERSION, namespace, "httproutes", "chat", patch
-    )
+    set_route_weights(api_client, namespace, "chat", {"chat-v1": 80, "chat-v2": 20})
     assert route_weights(api_client, namespace, "chat") == {"chat-v1": 80, "chat-v2": 20}

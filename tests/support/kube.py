@@ -32,6 +32,19 @@ def route_weights(api_client: client.ApiClient, namespace: str, name: str, rule:
     return {ref["name"]: ref.get("weight", 1) for ref in refs}
 
 
+def set_route_weights(
+    api_client: client.ApiClient, namespace: str, name: str, weights: dict[str, int]
+) -> None:
+    """Rewrites the first rule's weights the way a person with kubectl edit would (a full update)."""
+    objects = client.CustomObjectsApi(api_client)
+    route = get_route(api_client, namespace, name)
+    for ref in route["spec"]["rules"][0]["backendRefs"]:
+        ref["weight"] = weights[ref["name"]]
+    objects.replace_namespaced_custom_object(
+        GATEWAY_GROUP, GATEWAY_VERSION, namespace, "httproutes", name, route
+    )
+
+
 def wait_deployment_available(
     api_client: client.ApiClient, namespace: str, name: str, timeout: float = 60
 ) -> None:

@@ -71,20 +71,20 @@ class ProcessRegistry:
 
     def stop_all(self, timeout: float = 15.0) -> None:
         """Stops the recorded processes, the last started first."""
-        remaining = self.load()
-        for process in reversed(remaining):
+        for process in reversed(self.load()):
             self.stop(process, timeout)
         self._file.unlink(missing_ok=True)
 
     def stop(self, process: StartedProcess, timeout: float = 15.0) -> None:
-        if not self.is_running(process):
-            return
-        os.kill(process.pid, signal.SIGTERM)
-        if not _wait_gone(process.pid, timeout):
-            log.warning("process ignored SIGTERM; killing", component=process.name, pid=process.pid)
-            os.kill(process.pid, signal.SIGKILL)
-            _wait_gone(process.pid, timeout)
-        log.info("process stopped", component=process.name, pid=process.pid)
+        """Stops one recorded process and forgets it."""
+        if self.is_running(process):
+            os.kill(process.pid, signal.SIGTERM)
+            if not _wait_gone(process.pid, timeout):
+                log.warning("process ignored SIGTERM; killing", component=process.name, pid=process.pid)
+                os.kill(process.pid, signal.SIGKILL)
+                _wait_gone(process.pid, timeout)
+            log.info("process stopped", component=process.name, pid=process.pid)
+        self._save([p for p in self.load() if p != process])
 
 
 def _executable_of(pid: int) -> str | None:

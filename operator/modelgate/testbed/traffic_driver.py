@@ -414,3 +414,44 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+class BackgroundTraffic:
+    """Drives traffic along a route from a thread of its own, so a test or the demo can go on."""
+
+    def __init__(self, driver: TrafficDriver, watcher: HTTPRouteWatcher) -> None:
+        self.driver = driver
+        self._watcher = watcher
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="traffic", daemon=True)
+
+    def __enter__(self) -> BackgroundTraffic:
+        self._thread.start()
+        self._started.wait(timeout=30)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> TrafficStats:
+        if self._loop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self.driver.stop)
+        self._thread.join(timeout=30)
+        return self.driver.stats
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._loop.call_soon(self._started.set)
+            await drive_route(self.driver, self._watcher)
+
+        try:
+            asyncio.run(main())
+        except BaseException as error:  # reported to the starting thread, or logged after
+            self._error = error
+            self._started.set()
+            log.error("traffic stopped", error=repr(error))

@@ -1,0 +1,103 @@
+"""Model-server doubles standing in for the Pods of model Deployments.
+
+The bed's fake nodes (kwok) run no containers, so for each Ready Pod of a Deployment the fleet
+starts one double process on 127.0.0.1 and registers it with the bed's Prometheus under the labels
+Kubernetes discovery would give that Pod (`namespace`, `pod`, `container`). Pod names are the real
+ones the ReplicaSet controller chose, so queries select series exactly as they would in a cluster.
+The doubles are recorded with the bed's processes: `make cluster-down` stops them too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.request
+from dataclasses import dataclass
+
+from kubernetes import client
+
+from modelgate.testbed.localcluster import LocalCluster, free_port
+from modelgate.testbed.model_server_double import Behaviour
+from modelgate.testbed.processes import StartedProcess
+from modelgate.testbed.waiting import wait_for
+
+
+@dataclass(frozen=True)
+class PodDouble:
+    namespace: str
+    deployment: str
+    pod: str
+    url: str
+    process: StartedProcess
+
+    @property
+    def target_name(self) -> str:
+        return f"{self.namespace}.{self.pod}"
+
+
+class ModelFleet:
+    def __init__(self, bed: LocalCluster, api_client: client.ApiClient) -> None:
+        self.bed = bed
+        self.core = client.CoreV1Api(api_client)
+        self.apps = client.AppsV1Api(api_client)
+        self.doubles: list[PodDouble] = []
+
+    def serve(self, namespace: str, deployment: str, behaviour: Behaviour | None = None) -> list[PodDouble]:
+        """Starts a double for every Ready Pod of the Deployment (waiting until all replicas are)."""
+        pods = wait_for(
+            lambda: self._ready_pods(namespace, deployment),
+            timeout=60,
+            what=f"the Pods of deployment {namespace}/{deployment} to be Ready",
+        )
+        started = [self._start(namespace, deployment, pod) for pod in pods]
+        self.doubles.extend(started)
+        self.set_behaviour(deployment, behaviour or Behaviour())
+        for double in started:
+            self.bed.scrape_targets.add(
+                double.target_name,
+                double.url.removeprefix("http://"),
+                {"namespace": namespace, "pod": double.pod, "container": "server", "deployment": deployment},
+            )
+        return started
+
+    def urls(self, deployment: str) -> list[str]:
+        return [d.url for d in self.doubles if d.deployment == deployment]
+
+    def set_behaviour(self, deployment: str, behaviour: Behaviour) -> None:
+        body = json.dumps(behaviour.model_dump(mode="json")).encode()
+        for url in self.urls(deployment):
+            request = urllib.request.Request(f"{url}/admin/behaviour", data=body, method="PUT")
+            request.add_header("Content-Type", "application/json")
+            with urllib.request.urlopen(request, timeout=5) as response:
+                response.read()
+
+    def stop(self) -> None:
+        for double in self.doubles:
+            self.bed.scrape_targets.remove(double.target_name)
+            self.bed.processes.stop(double.process)
+        self.doubles.clear()
+
+    def _ready_pods(self, namespace: str, deployment: str) -> list[str] | None:
+        spec = self.apps.read_namespaced_deployment(deployment, namespace).spec
+        selector = ",".join(f"{k}={v}" for k, v in spec.selector.match_labels.items())
+        pods = self.core.list_namespaced_pod(namespace, label_selector=selector).items
+        ready = [
+            p.metadata.name
+            for p in pods
+            if p.metadata.deletion_timestamp is None
+            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+        ]
+        return sorted(ready) if len(ready) == spec.replicas else None
+
+    def _start(self, namespace: str, deployment: str, pod: str) -> PodDouble:
+        port = free_port()
+        argv = [sys.executable, "-m", "modelgate.testbed.model_server_double", "--port", str(port)]
+        process = self.bed.processes.start(f"double-{namespace}-{pod}", [*argv, "--model-name", deployment])
+        url = f"http://127.0.0.1:{port}"
+
+        def healthy() -> bool:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
+                return bool(response.status == 200)
+
+        wait_for(healthy, timeout=30, what=f"the double for pod {pod}")
+        return PodDouble(namespace, deployment, pod, url, process)
