@@ -9,15 +9,18 @@ from kubernetes import client, utils
 from modelgate.testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
 from modelgate.testbed.waiting import wait_for
 
+CUSTOM_PLURALS = {"HTTPRoute": "httproutes", "ModelRollout": "modelrollouts"}
+
 
 def create(api_client: client.ApiClient, manifest: Manifest) -> None:
-    if manifest["apiVersion"].startswith(GATEWAY_GROUP):
-        meta = manifest["metadata"]
-        client.CustomObjectsApi(api_client).create_namespaced_custom_object(
-            GATEWAY_GROUP, GATEWAY_VERSION, meta["namespace"], "httproutes", manifest
-        )
-    else:
+    plural = CUSTOM_PLURALS.get(manifest["kind"])
+    if plural is None:
         utils.create_from_dict(api_client, manifest)
+        return
+    group, version = manifest["apiVersion"].split("/")
+    client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        group, version, manifest["metadata"]["namespace"], plural, manifest
+    )
 
 
 def get_route(api_client: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:

@@ -1,0 +1,47 @@
+"""Traffic routers, one module each, chosen by the key the spec sets under `spec.trafficRouting`.
+
+Adding a router: a module with a class taking (kube, namespace, <its config model>) and implementing
+TrafficRouter, plus one line in ROUTERS (and its field in TrafficRouting and the CRD).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from modelgate.api import TrafficRouting
+from modelgate.kube import Kube
+from modelgate.routers.base import TrafficRouter
+from modelgate.routers.gatewayapi import GatewayAPIRouter
+
+RouterFactory = Callable[[Kube, str, Any], TrafficRouter]
+
+ROUTERS: dict[str, RouterFactory] = {
+    "gatewayAPI": GatewayAPIRouter,
+}
+
+
+class UnknownRouterError(ValueError):
+    pass
+
+
+def router_for(routing: TrafficRouting, kube: Kube, namespace: str) -> TrafficRouter:
+    """The router for the key set in `routing` (e.g. "gatewayAPI"), configured by that key's value."""
+    key = routing.router_key
+    factory = ROUTERS.get(key)
+    if factory is None:
+        registered = ", ".join(sorted(ROUTERS))
+        raise UnknownRouterError(
+            f"no traffic router is registered for spec.trafficRouting.{key}; registered: {registered}"
+        )
+    return factory(kube, namespace, _router_config(routing, key))
+
+
+def _router_config(routing: TrafficRouting, key: str) -> Any:
+    for name, field in type(routing).model_fields.items():
+        if field.alias == key:
+            return getattr(routing, name)
+    raise UnknownRouterError(f"spec.trafficRouting has no field {key}")
+
+
+__all__ = ["ROUTERS", "GatewayAPIRouter", "TrafficRouter", "UnknownRouterError", "router_for"]

@@ -1,0 +1,26 @@
+"""The one interface every traffic router implements."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from modelgate.core.model import LiveRoute, RouteProblem
+
+
+class TrafficRouter(Protocol):
+    """Splits traffic between the incumbent and the candidate. Calls block (worker threads).
+
+    A RouteProblem is a configuration that cannot work as it stands (the route, rule or a backend
+    is missing or ambiguous); the rollout fails on it. When the API server cannot be asked, the
+    methods raise modelgate.kube.KubeError instead, which the caller retries on its next tick.
+    """
+
+    def read(self) -> LiveRoute | RouteProblem:
+        """The weights that are live now, or why the route cannot be used."""
+        ...
+
+    def set_weights(self, candidate_weight: int) -> LiveRoute | RouteProblem:
+        """Routes `candidate_weight` (0..100) to the candidate and the rest to the incumbent.
+        Returns the weights as stored by the write, or why the route cannot be used (then nothing
+        was written)."""
+        ...

@@ -1,0 +1,204 @@
+"""Traffic splitting through the backend weights of one rule of a Gateway API HTTPRoute.
+
+Only the `weight` of the two named backendRefs is ever written, with a JSON patch guarded by a `test`
+of the resourceVersion that was read: every other field, rule and backendRef stays as its owner
+left it, and a write that raced with another writer is redone on the fresh object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from modelgate.api import GatewayAPIRouting
+from modelgate.core.model import LiveRoute, RouteProblem
+from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+GATEWAY_VERSION = "v1"
+HTTPROUTES = "httproutes"
+DEFAULT_WEIGHT = 1  # what Gateway API implementations use for a backendRef without a weight
+MAX_WRITE_ATTEMPTS = 5
+SPEC_FIELD = "spec.trafficRouting.gatewayAPI"
+
+
+@dataclass(frozen=True)
+class BackendPair:
+    """Where the incumbent's and the candidate's backendRefs sit in a route, and their weights."""
+
+    rule_index: int
+    incumbent_index: int
+    candidate_index: int
+    incumbent_weight: int
+    candidate_weight: int
+
+    @property
+    def live(self) -> LiveRoute:
+        return LiveRoute(incumbent_weight=self.incumbent_weight, candidate_weight=self.candidate_weight)
+
+
+def locate_backends(route: Mapping[str, Any], routing: GatewayAPIRouting) -> BackendPair | RouteProblem:
+    """Finds the two backendRefs named by `routing` in an HTTPRoute object (a dict as the API
+    server returns it). A backendRef counts when its name matches and it refers to a Service in
+    the route's own namespace (kind absent or "Service", group absent or "", namespace absent or
+    the route's)."""
+    metadata = route.get("metadata", {})
+    route_id = f"{metadata.get('namespace')}/{metadata.get('name')}"
+    rules: Sequence[Mapping[str, Any]] = route.get("spec", {}).get("rules") or []
+    index = routing.rule_index
+    if index >= len(rules):
+        return RouteProblem(
+            "RuleNotFound",
+            f"HTTPRoute {route_id} has {len(rules)} rule(s); {SPEC_FIELD}.ruleIndex is {index}",
+        )
+    refs: Sequence[Mapping[str, Any]] = rules[index].get("backendRefs") or []
+    where = f"rule {index} of HTTPRoute {route_id}"
+    namespace = metadata.get("namespace")
+    incumbent = _backend_index(refs, routing.incumbent_backend, "incumbentBackend", where, namespace)
+    if isinstance(incumbent, RouteProblem):
+        return incumbent
+    candidate = _backend_index(refs, routing.candidate_backend, "candidateBackend", where, namespace)
+    if isinstance(candidate, RouteProblem):
+        return candidate
+    return BackendPair(
+        rule_index=index,
+        incumbent_index=incumbent,
+        candidate_index=candidate,
+        incumbent_weight=backend_weight(refs[incumbent]),
+        candidate_weight=backend_weight(refs[candidate]),
+    )
+
+
+def backend_weight(ref: Mapping[str, Any]) -> int:
+    weight = ref.get("weight")
+    return DEFAULT_WEIGHT if weight is None else int(weight)
+
+
+def weight_patch(pair: BackendPair, resource_version: str, candidate_weight: int) -> list[dict[str, Any]]:
+    """A JSON patch that sets the two weights, and applies only to the object at `resource_version`
+    (the one `pair` was located in), so the indexes cannot point at other backends. `add` sets a
+    member whether or not it exists, so an absent weight is written too."""
+    refs = f"/spec/rules/{pair.rule_index}/backendRefs"
+    return [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
+        {"op": "add", "path": f"{refs}/{pair.incumbent_index}/weight", "value": 100 - candidate_weight},
+        {"op": "add", "path": f"{refs}/{pair.candidate_index}/weight", "value": candidate_weight},
+    ]
+
+
+def _refers_to_local_service(ref: Mapping[str, object], namespace: str | None) -> bool:
+    return (
+        ref.get("kind", "Service") == "Service"
+        and ref.get("group", "") == ""
+        and ref.get("namespace", namespace) == namespace
+    )
+
+
+def _backend_index(
+    refs: Sequence[Mapping[str, Any]], name: str, field: str, where: str, namespace: str | None
+) -> int | RouteProblem:
+    found = [
+        i
+        for i, ref in enumerate(refs)
+        if ref.get("name") == name and _refers_to_local_service(ref, namespace)
+    ]
+    if not found:
+        present = ", ".join(_describe(ref, namespace) for ref in refs) or "none"
+        return RouteProblem(
+            "BackendNotFound",
+            f"{where} has no backendRef named {name} ({SPEC_FIELD}.{field}); it has: {present}",
+        )
+    if len(found) > 1:
+        positions = ", ".join(f"backendRefs[{i}]" for i in found)
+        return RouteProblem(
+            "BackendAmbiguous",
+            f"{where} has {len(found)} backendRefs named {name} ({SPEC_FIELD}.{field}): {positions};"
+            " keep one so that its weight is unambiguous",
+        )
+    return found[0]
+
+
+def _describe(ref: Mapping[str, Any], namespace: str | None) -> str:
+    """A backendRef's name, with what disqualifies it when it is not a Service of this namespace."""
+    name = str(ref.get("name"))
+    if _refers_to_local_service(ref, namespace):
+        return name
+    group, kind = ref.get("group", ""), ref.get("kind", "Service")
+    if (group, kind) != ("", "Service"):
+        return f"{name} ({group}/{kind})" if group else f"{name} ({kind})"
+    return f"{name} (namespace {ref.get('namespace')})"
+
+
+class GatewayAPIRouter:
+    def __init__(self, kube: Kube, namespace: str, routing: GatewayAPIRouting) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.routing = routing
+
+    @property
+    def route_id(self) -> str:
+        return f"{self.namespace}/{self.routing.http_route}"
+
+    def read(self) -> LiveRoute | RouteProblem:
+        route = self._get_route()
+        if route is None:
+            return self._route_not_found()
+        located = locate_backends(route, self.routing)
+        return located if isinstance(located, RouteProblem) else located.live
+
+    def set_weights(self, candidate_weight: int) -> LiveRoute | RouteProblem:
+        if not 0 <= candidate_weight <= 100:
+            raise ValueError(f"candidate weight must be 0..100, got {candidate_weight}")
+        rejected: tuple[str, PatchNotApplied] | None = None
+        for _attempt in range(MAX_WRITE_ATTEMPTS):
+            route = self._get_route()
+            if route is None:
+                return self._route_not_found()
+            version = str(route["metadata"]["resourceVersion"])
+            if rejected is not None and rejected[0] == version:
+                # The patch failed although the route had not changed: not a race, so not retried.
+                raise KubeError(
+                    rejected[1].status,
+                    f"HTTPRoute {self.route_id}: the API server could not apply the weight patch to an"
+                    f" unchanged route: {rejected[1].message}",
+                ) from rejected[1]
+            located = locate_backends(route, self.routing)
+            if isinstance(located, RouteProblem):
+                return located
+            try:
+                written = self.kube.json_patch_custom(
+                    GATEWAY_GROUP,
+                    GATEWAY_VERSION,
+                    self.namespace,
+                    HTTPROUTES,
+                    self.routing.http_route,
+                    weight_patch(located, version, candidate_weight),
+                )
+            except NotFound:
+                return self._route_not_found()
+            except Conflict:
+                continue
+            except PatchNotApplied as rejection:
+                # Almost always the resourceVersion `test`: another writer got in between. The next
+                # read tells (a new resourceVersion), and the patch is rebuilt on the fresh route.
+                rejected = (version, rejection)
+                continue
+            written_pair = locate_backends(written, self.routing)
+            return written_pair if isinstance(written_pair, RouteProblem) else written_pair.live
+        raise Conflict(
+            None,
+            f"HTTPRoute {self.route_id} changed under each of {MAX_WRITE_ATTEMPTS} attempts to set its"
+            " weights; giving up for now",
+        )
+
+    def _get_route(self) -> dict[str, Any] | None:
+        try:
+            return self.kube.get_custom(
+                GATEWAY_GROUP, GATEWAY_VERSION, self.namespace, HTTPROUTES, self.routing.http_route
+            )
+        except NotFound:
+            return None
+
+    def _route_not_found(self) -> RouteProblem:
+        return RouteProblem("RouteNotFound", f"HTTPRoute {self.route_id} not found")

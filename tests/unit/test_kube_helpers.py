@@ -1,0 +1,72 @@
+"""The pure parts of modelgate.kube and the router registry: event text limits, how API errors are
+translated, and which router a spec picks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from modelgate.api import GatewayAPIRouting, TrafficRouting
+from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied, _translated, truncate_utf8
+from modelgate.routers import GatewayAPIRouter, UnknownRouterError, router_for
+
+GATEWAY = GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")
+
+
+def test_truncate_utf8_keeps_short_text() -> None:
+    assert truncate_utf8("rolled back", 1024) == "rolled back"
+
+
+def test_truncate_utf8_cuts_bytes_not_characters() -> None:
+    cut = truncate_utf8("é" * 600, 1024)  # 1200 bytes
+    assert cut.endswith("...")
+    assert len(cut.encode("utf-8")) <= 1024
+    assert set(cut[:-3]) == {"é"}
+
+
+def status_body(code: int, message: str, causes: bool = False) -> str:
+    details = {"causes": [{"field": "spec.x", "message": "bad"}]} if causes else {}
+    return json.dumps({"kind": "Status", "code": code, "message": message, "details": details})
+
+
+@pytest.mark.parametrize(
+    ("code", "causes", "json_patch", "expected"),
+    [
+        (404, False, False, NotFound),
+        (409, False, False, Conflict),
+        (422, False, True, PatchNotApplied),  # what a failed `test` op returns
+        (422, True, True, KubeError),  # the patched object broke the schema
+        (422, False, False, KubeError),
+        (403, False, False, KubeError),
+    ],
+)
+def test_api_errors_become_our_exceptions(
+    code: int, causes: bool, json_patch: bool, expected: type[KubeError]
+) -> None:
+    with pytest.raises(KubeError) as raised, _translated(json_patch=json_patch):
+        raise ApiException(
+            status=code, reason="reason", body=status_body(code, "what the server said", causes)
+        )
+    assert type(raised.value) is expected
+    assert (raised.value.status, raised.value.message) == (code, "what the server said")
+
+
+def test_router_for_picks_the_router_the_spec_names() -> None:
+    router = router_for(TrafficRouting(gateway_api=GATEWAY), Kube(client.ApiClient()), "serving")
+    assert isinstance(router, GatewayAPIRouter)
+    assert (router.namespace, router.routing) == ("serving", GATEWAY)
+
+
+class FutureRouting(TrafficRouting):
+    """A spec with a router key that has no router registered."""
+
+    future_mesh: GatewayAPIRouting | None = None
+
+
+def test_router_for_rejects_an_unregistered_key() -> None:
+    routing = FutureRouting(future_mesh=GATEWAY)
+    with pytest.raises(UnknownRouterError, match=r"spec.trafficRouting.futureMesh; registered: gatewayAPI"):
+        router_for(routing, Kube(client.ApiClient()), "serving")
