@@ -1,0 +1,62 @@
+"""When things are due, computed from timestamps in status (never from how long the operator ran)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
+
+ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
+# How often a rollout with nothing scheduled is looked at again: terminal and waiting rollouts
+# still re-assert their weights and notice a candidate becoming Available.
+RESYNC = timedelta(seconds=10)
+MIN_WAKEUP = timedelta(milliseconds=200)
+
+
+def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> bool:
+    """Metrics are evaluated every interval while the candidate takes traffic in an active rollout,
+    and once more as soon as the current step is one interval old: the first run that can complete
+    it (so a step lasts one interval, not up to two)."""
+    if (
+        spec.analysis is None
+        or status.phase not in (Phase.PROGRESSING, Phase.PAUSED)
+        or status.current_weight == 0
+    ):
+        return False
+    last = status.last_analysis_at
+    if last is None or now - last >= spec.analysis.interval_timedelta:
+        return True
+    settled = step_settles_at(spec, status)
+    return settled is not None and last < settled <= now
+
+
+def step_settles_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
+    """From when an analysis run counts for the current step: one interval after it started."""
+    if spec.analysis is None or status.step_started_at is None:
+        return None
+    return status.step_started_at + spec.analysis.interval_timedelta
+
+
+def pause_ends_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
+    """The end of the current timed pause; None when the step is not one or has not started."""
+    if status.current_step_index >= len(spec.steps) or status.step_started_at is None:
+        return None
+    pause = spec.steps[status.current_step_index].pause
+    if pause is None or pause.duration_timedelta is None:
+        return None
+    return status.step_started_at + pause.duration_timedelta
+
+
+def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
+    """How long the operator may sleep before this rollout needs looking at again."""
+    candidates = [RESYNC]
+    if spec.analysis is not None and status.phase in ACTIVE_PHASES and status.current_weight > 0:
+        last = status.last_analysis_at or now
+        candidates.append(last + spec.analysis.interval_timedelta - now)
+        settled = step_settles_at(spec, status)
+        if settled is not None and last < settled:
+            candidates.append(settled - now)
+    pause_end = pause_ends_at(spec, status)
+    if pause_end is not None and status.phase in ACTIVE_PHASES:
+        candidates.append(pause_end - now)
+    return max(min(candidates), MIN_WAKEUP)

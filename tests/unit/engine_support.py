@@ -1,0 +1,302 @@
+"""Builders and a tick-by-tick simulator for testing the pure engine (`modelgate.core.decide`).
+
+Nothing here sleeps or touches a cluster: time is a fake clock handed to `decide` as `now`, and the
+"route" is a pair of weights that SetWeight actions overwrite, the way a router would.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from typing import Any
+
+from modelgate.api import (
+    AnalysisSpec,
+    MetricSpec,
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    Phase,
+    Step,
+)
+from modelgate.core import (
+    AnalysisRun,
+    Command,
+    CommandAction,
+    Decision,
+    LiveRoute,
+    Observations,
+    RecordEvent,
+    RouteProblem,
+    SetWeight,
+    analysis_due,
+    decide,
+)
+from modelgate.core.model import MetricQuery
+from modelgate.metrics.provider import QueryResult
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+INTERVAL = timedelta(seconds=30)
+ENOUGH_REQUESTS = 1000.0
+TOO_FEW_REQUESTS = 3.0
+
+# The contract's seed metrics, plus one with only a lower bound.
+ERROR_RATE = MetricSpec(name="error-rate", preset="errorRate", max=0.01)
+P99_LATENCY = MetricSpec(name="p99-latency", preset="latencyP99", max=2.5)
+THROUGHPUT = MetricSpec(name="throughput", query="sum(rate(x[1m]))", min=5.0)
+DEFAULT_METRICS = (ERROR_RATE, P99_LATENCY)
+
+
+# -- spec builders ----------------------------------------------------------------------------------
+def weight(value: int) -> Step:
+    return Step(set_weight=value)
+
+
+def timed_pause(duration: str) -> Step:
+    return Step.model_validate({"pause": {"duration": duration}})
+
+
+def indefinite_pause() -> Step:
+    return Step.model_validate({"pause": {}})
+
+
+def analysis_spec(
+    metrics: Iterable[MetricSpec] = DEFAULT_METRICS, *, interval: str = "30s", min_requests: int = 50
+) -> AnalysisSpec:
+    return AnalysisSpec.model_validate(
+        {
+            "interval": interval,
+            "minRequests": min_requests,
+            "prometheus": {"address": "http://prometheus.monitoring:9090"},
+            "metrics": [m.model_dump(by_alias=True, exclude_none=True) for m in metrics],
+        }
+    )
+
+
+def make_spec(
+    *steps: Step,
+    analysis: AnalysisSpec | None = None,
+    with_analysis: bool = True,
+    candidate: str = "chat-v2",
+    on_prometheus_error: str = "pause",
+    max_consecutive_errors: int = 3,
+) -> ModelRolloutSpec:
+    """A valid spec; `with_analysis` adds the default metrics unless `analysis` is given."""
+    if analysis is None and with_analysis:
+        analysis = analysis_spec()
+    document: dict[str, Any] = {
+        "incumbent": {"deployment": "chat-v1"},
+        "candidate": {"deployment": candidate},
+        "trafficRouting": {
+            "gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "chat-v1", "candidateBackend": "chat-v2"}
+        },
+        "steps": [s.model_dump(by_alias=True, exclude_none=True) for s in (steps or (weight(100),))],
+        "rollback": {
+            "onPrometheusError": on_prometheus_error,
+            "maxConsecutiveErrors": max_consecutive_errors,
+        },
+    }
+    if analysis is not None:
+        document["analysis"] = analysis.model_dump(by_alias=True, exclude_none=True)
+    return ModelRolloutSpec.model_validate(document)
+
+
+def with_candidate(spec: ModelRolloutSpec, candidate: str) -> ModelRolloutSpec:
+    return spec.model_copy(update={"candidate": spec.candidate.model_copy(update={"deployment": candidate})})
+
+
+# -- observations -----------------------------------------------------------------------------------
+def live(candidate_weight: int) -> LiveRoute:
+    return LiveRoute(incumbent_weight=100 - candidate_weight, candidate_weight=candidate_weight)
+
+
+ROUTE_NOT_FOUND = RouteProblem(reason="RouteNotFound", message="HTTPRoute serving/chat does not exist")
+
+
+def observe(
+    route: LiveRoute | RouteProblem | None = None,
+    *,
+    generation: int = 1,
+    available: bool = True,
+    analysis: AnalysisRun | None = None,
+    command: Command | None = None,
+) -> Observations:
+    return Observations(
+        generation=generation,
+        candidate_available=available,
+        candidate_message="1/1 replicas available" if available else "0/1 replicas available",
+        route=route if route is not None else live(0),
+        analysis=analysis,
+        command=command,
+    )
+
+
+def command(action: CommandAction, id_: str | None = None) -> Command:
+    return Command(action=action, id=id_ or f"{action}-1")
+
+
+# -- analysis runs ----------------------------------------------------------------------------------
+class Outcome(Enum):
+    """What a whole analysis run looks like; only PASS should ever let a step advance."""
+
+    PASS = "pass"
+    FAIL = "fail"  # one metric's value is outside its bounds
+    EMPTY = "empty"  # one metric's query matched nothing
+    NAN = "nan"  # one metric's query returned NaN
+    ERROR = "error"  # one metric's query failed
+    FEW_REQUESTS = "few-requests"  # the candidate served fewer than minRequests
+    NO_REQUEST_COUNT = "no-request-count"  # the request-count query matched nothing
+
+
+def passing_value(metric: MetricSpec) -> float:
+    if metric.max is not None and metric.min is not None:
+        return (metric.max + metric.min) / 2
+    if metric.max is not None:
+        return metric.max / 2
+    assert metric.min is not None
+    return metric.min + 1
+
+
+def failing_value(metric: MetricSpec) -> float:
+    return metric.max * 2 + 1 if metric.max is not None else (metric.min or 0) - 1
+
+
+def query_of(metric: MetricSpec) -> str:
+    return metric.query or f"preset:{metric.preset}"
+
+
+def analysis_run(
+    spec: ModelRolloutSpec,
+    at: datetime,
+    outcome: Outcome = Outcome.PASS,
+    *,
+    metric: str | None = None,
+    results: Mapping[str, QueryResult] | None = None,
+    requests: QueryResult | None = None,
+) -> AnalysisRun:
+    """A run where every metric passes except as `outcome` says, which hits `metric` (default: the
+    first); `results` and `requests` override individual query results."""
+    assert spec.analysis is not None
+    target = metric or spec.analysis.metrics[0].name
+    request_count = QueryResult(value=ENOUGH_REQUESTS, sample_count=1)
+    if outcome is Outcome.FEW_REQUESTS:
+        request_count = QueryResult(value=TOO_FEW_REQUESTS, sample_count=1)
+    elif outcome is Outcome.NO_REQUEST_COUNT:
+        request_count = QueryResult()
+    measured: dict[str, MetricQuery] = {}
+    for spec_metric in spec.analysis.metrics:
+        result = QueryResult(value=passing_value(spec_metric), sample_count=1)
+        if spec_metric.name == target:
+            result = _outcome_result(spec_metric, outcome, result)
+        if results is not None and spec_metric.name in results:
+            result = results[spec_metric.name]
+        measured[spec_metric.name] = MetricQuery(query=query_of(spec_metric), result=result)
+    return AnalysisRun(at=at, request_count=requests or request_count, metrics=measured)
+
+
+def _outcome_result(metric: MetricSpec, outcome: Outcome, passing: QueryResult) -> QueryResult:
+    if outcome is Outcome.FAIL:
+        return QueryResult(value=failing_value(metric), sample_count=1)
+    if outcome is Outcome.EMPTY:
+        return QueryResult()
+    if outcome is Outcome.NAN:
+        return QueryResult(value=math.nan, sample_count=1)
+    if outcome is Outcome.ERROR:
+        return QueryResult(error="Prometheus at http://prometheus.monitoring:9090 did not answer within 5s")
+    return passing
+
+
+# -- decisions ----------------------------------------------------------------------------------------
+def weights_set(decision: Decision) -> list[int]:
+    return [a.candidate_weight for a in decision.actions if isinstance(a, SetWeight)]
+
+
+def event_reasons(decision: Decision) -> list[str]:
+    return [a.reason for a in decision.actions if isinstance(a, RecordEvent)]
+
+
+def round_trip(status: ModelRolloutStatus) -> ModelRolloutStatus:
+    """The status as the operator would read it back from the API server after a restart."""
+    return ModelRolloutStatus.model_validate(status.to_patch())
+
+
+# -- the simulator ------------------------------------------------------------------------------------
+@dataclass
+class Simulator:
+    """Feeds `decide` tick by tick, like the operator would: keeps the live weights, applies SetWeight
+    actions to them, advances a fake clock and records every weight it ever applied.
+
+    With `restart_every_tick`, the status passes through its JSON form between ticks, as it would
+    across operator restarts.
+    """
+
+    spec: ModelRolloutSpec
+    now: datetime = T0
+    status: ModelRolloutStatus = field(default_factory=ModelRolloutStatus)
+    route: LiveRoute | RouteProblem = field(default_factory=lambda: live(0))
+    generation: int = 1
+    available: bool = True
+    router_applies: bool = True  # False: a slow router, whose writes are not live yet
+    restart_every_tick: bool = False
+    applied: list[int] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+
+    @property
+    def phase(self) -> Phase | None:
+        return self.status.phase
+
+    @property
+    def live_weight(self) -> int | None:
+        return self.route.candidate_weight if isinstance(self.route, LiveRoute) else None
+
+    def advance(self, delta: timedelta) -> None:
+        self.now += delta
+
+    def analysis_due(self) -> bool:
+        return analysis_due(self.spec, self.status, self.now)
+
+    def run(self, outcome: Outcome = Outcome.PASS, **overrides: Any) -> AnalysisRun:
+        """An analysis run taken now."""
+        return analysis_run(self.spec, self.now, outcome, **overrides)
+
+    def tick(
+        self,
+        *,
+        analysis: AnalysisRun | Outcome | None = None,
+        command: Command | None = None,
+        after: timedelta = timedelta(),
+    ) -> Decision:
+        """One tick, `after` the previous one; an `analysis` given as an Outcome is taken at the
+        tick's time."""
+        self.advance(after)
+        if isinstance(analysis, Outcome):
+            analysis = self.run(analysis)
+        observed = Observations(
+            generation=self.generation,
+            candidate_available=self.available,
+            candidate_message="1/1 replicas available" if self.available else "0/1 replicas available",
+            route=self.route,
+            analysis=analysis,
+            command=command,
+        )
+        decision = decide(self.spec, self.status, observed, self.now)
+        self.status = round_trip(decision.status) if self.restart_every_tick else decision.status
+        for action in decision.actions:
+            if isinstance(action, SetWeight) and isinstance(self.route, LiveRoute) and self.router_applies:
+                self.route = LiveRoute(action.incumbent_weight, action.candidate_weight)
+                self.applied.append(action.candidate_weight)
+        self.decisions.append(decision)
+        return decision
+
+    def tick_with_analysis(
+        self, outcome: Outcome = Outcome.PASS, *, after: timedelta = timedelta()
+    ) -> Decision:
+        """A tick that carries an analysis run when one is due, as the operator does."""
+        self.advance(after)
+        return self.tick(analysis=outcome if self.analysis_due() else None)
+
+    def start(self) -> Decision:
+        """The first tick: with the candidate Available, the rollout enters step 0 at once."""
+        return self.tick()

@@ -1,0 +1,178 @@
+"""Manual commands: abort rolls back now, retry starts again from step 0, each command id is handled
+once, and a command that does not apply is reported and changes nothing else."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from modelgate.api import ModelRolloutSpec, Phase
+from modelgate.core import CommandAction, Decision, decide
+from tests.unit.engine_support import (
+    INTERVAL,
+    ROUTE_NOT_FOUND,
+    Outcome,
+    Simulator,
+    command,
+    event_reasons,
+    indefinite_pause,
+    live,
+    make_spec,
+    observe,
+    weight,
+    weights_set,
+)
+
+
+def spec() -> ModelRolloutSpec:
+    return make_spec(weight(20), indefinite_pause(), weight(60), weight(100))
+
+
+def in_phase(phase: Phase) -> Simulator:
+    """A rollout of `spec()` brought into `phase` by ordinary ticks."""
+    sim = Simulator(spec())
+    if phase is Phase.PENDING:
+        sim.available = False
+        sim.tick()
+    elif phase is Phase.PROGRESSING:
+        sim.start()
+    elif phase is Phase.PAUSED:
+        sim.start()
+        sim.tick(analysis=Outcome.PASS, after=INTERVAL)
+    elif phase is Phase.SUCCEEDED:
+        sim.start()
+        sim.tick(command=command(CommandAction.PROMOTE_FULL, "setup"))
+    elif phase is Phase.ROLLED_BACK:
+        sim.start()
+        sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
+    elif phase is Phase.FAILED:
+        sim.route = ROUTE_NOT_FOUND
+        sim.tick()
+    assert sim.phase is phase
+    return sim
+
+
+@pytest.mark.parametrize("phase", [Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED])
+def test_abort_rolls_back_from_an_active_phase(phase: Phase) -> None:
+    sim = in_phase(phase)
+    had_traffic = sim.live_weight != 0
+
+    decision = sim.tick(command=command(CommandAction.ABORT))
+
+    assert (decision.status.phase, decision.status.current_weight) == (Phase.ROLLED_BACK, 0)
+    assert weights_set(decision) == ([0] if had_traffic else [])
+    assert sim.live_weight == 0
+    reason = decision.status.rollback_reason
+    assert reason is not None and "aborted" in reason.message
+    assert reason.time == sim.now
+
+
+def test_abort_from_failed_takes_the_candidate_out_once_the_route_works_again() -> None:
+    # Failed keeps weights frozen; an abort (as Argo Rollouts allows until completion) ends it.
+    sim = in_phase(Phase.FAILED)
+    aborted = sim.tick(command=command(CommandAction.ABORT))
+    assert aborted.status.phase is Phase.ROLLED_BACK
+    assert weights_set(aborted) == []  # the route is still missing: nothing can be written
+    sim.route = live(30)
+    assert weights_set(sim.tick()) == [0]
+
+
+@pytest.mark.parametrize("phase", [Phase.ROLLED_BACK, Phase.FAILED])
+def test_retry_starts_again_from_step_zero(phase: Phase) -> None:
+    sim = in_phase(phase)
+    sim.route = live(0)
+
+    decision = sim.tick(command=command(CommandAction.RETRY), after=timedelta(minutes=5))
+
+    status = decision.status
+    assert (status.current_step_index, status.rollback_reason, status.analysis) == (0, None, ())
+    assert status.phase is Phase.PROGRESSING  # Pending, and the candidate is Available: step 0
+    assert weights_set(decision) == [20]
+    assert "Retry" in event_reasons(decision)
+
+
+def test_retry_waits_in_pending_for_an_unavailable_candidate() -> None:
+    sim = in_phase(Phase.ROLLED_BACK)
+    sim.available = False
+
+    decision = sim.tick(command=command(CommandAction.RETRY))
+
+    assert (decision.status.phase, decision.status.current_weight) == (Phase.PENDING, 0)
+
+
+def test_a_command_is_handled_once_per_id() -> None:
+    sim = in_phase(Phase.ROLLED_BACK)
+    retry = command(CommandAction.RETRY, "retry-7")
+    assert sim.tick(command=retry).status.phase is Phase.PROGRESSING
+    failed = sim.tick(command=retry, analysis=Outcome.FAIL, after=INTERVAL)
+    assert failed.status.phase is Phase.ROLLED_BACK
+
+    # The command is still there on later ticks (and after restarts): it does not start a third rollout.
+    decision = sim.tick(command=retry, after=timedelta(minutes=1))
+
+    assert decision.status.phase is Phase.ROLLED_BACK
+    assert event_reasons(decision) == []
+    assert decision.status.last_command_id == "retry-7"
+
+
+def test_a_second_promote_with_the_same_id_does_not_skip_another_step() -> None:
+    sim = Simulator(make_spec(indefinite_pause(), indefinite_pause(), weight(100)))
+    sim.start()
+    promote = command(CommandAction.PROMOTE, "p-1")
+
+    sim.tick(command=promote)
+    assert sim.status.current_step_index == 1
+    sim.tick(command=promote, after=timedelta(seconds=1))
+    assert sim.status.current_step_index == 1
+
+    sim.tick(command=command(CommandAction.PROMOTE, "p-2"))
+    assert sim.status.current_step_index == 2
+
+
+NOT_APPLICABLE = [
+    (Phase.PENDING, CommandAction.PROMOTE),
+    (Phase.PENDING, CommandAction.PROMOTE_FULL),
+    (Phase.PENDING, CommandAction.RESUME),
+    (Phase.PENDING, CommandAction.RETRY),
+    (Phase.PROGRESSING, CommandAction.RESUME),
+    (Phase.PROGRESSING, CommandAction.RETRY),
+    (Phase.PAUSED, CommandAction.RESUME),
+    (Phase.PAUSED, CommandAction.RETRY),
+    (Phase.SUCCEEDED, CommandAction.PROMOTE),
+    (Phase.SUCCEEDED, CommandAction.PROMOTE_FULL),
+    (Phase.SUCCEEDED, CommandAction.ABORT),
+    (Phase.SUCCEEDED, CommandAction.RESUME),
+    (Phase.SUCCEEDED, CommandAction.RETRY),
+    (Phase.ROLLED_BACK, CommandAction.PROMOTE),
+    (Phase.ROLLED_BACK, CommandAction.PROMOTE_FULL),
+    (Phase.ROLLED_BACK, CommandAction.ABORT),
+    (Phase.ROLLED_BACK, CommandAction.RESUME),
+    (Phase.FAILED, CommandAction.PROMOTE),
+    (Phase.FAILED, CommandAction.PROMOTE_FULL),
+    (Phase.FAILED, CommandAction.RESUME),
+]
+
+
+@pytest.mark.parametrize(("phase", "action"), NOT_APPLICABLE, ids=lambda x: str(x))
+def test_a_command_that_does_not_apply_is_reported_and_changes_nothing_else(
+    phase: Phase, action: CommandAction
+) -> None:
+    sim = in_phase(phase)
+    observed = observe(sim.route, available=sim.available)
+    now = sim.now + timedelta(seconds=1)
+
+    without = decide(sim.spec, sim.status, observed, now)
+    with_command = decide(
+        sim.spec, sim.status, observe(sim.route, available=sim.available, command=command(action, "x")), now
+    )
+
+    ignored = [e for e in with_command.events if e.reason == "CommandIgnored"]
+    assert len(ignored) == 1 and ignored[0].type == "Warning"
+    assert str(action) in ignored[0].message
+    assert with_command.status == without.status.model_copy(update={"last_command_id": "x"})
+    assert _without_ignored(with_command) == without.actions
+
+
+def _without_ignored(decision: Decision) -> tuple[object, ...]:
+    return tuple(a for a in decision.actions if getattr(a, "reason", None) != "CommandIgnored")

@@ -1,0 +1,113 @@
+"""When the operator looks again: analysis is due while the candidate takes traffic in an active
+rollout, and the next wakeup is the soonest of pause end, next analysis and RESYNC, never below
+MIN_WAKEUP."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.core import analysis_due, next_wakeup
+from modelgate.core.schedule import MIN_WAKEUP, RESYNC, pause_ends_at
+from tests.unit.engine_support import (
+    T0,
+    Outcome,
+    Simulator,
+    analysis_spec,
+    indefinite_pause,
+    make_spec,
+    timed_pause,
+    weight,
+)
+
+SPEC = make_spec(weight(20), timed_pause("5s"), indefinite_pause(), weight(100))
+FAST = make_spec(weight(20), weight(100), analysis=analysis_spec(interval="4s"))
+
+
+def status(phase: Phase, *, step: int = 0, weight_: int = 20, **fields: object) -> ModelRolloutStatus:
+    return ModelRolloutStatus(
+        phase=phase, current_step_index=step, current_weight=weight_, step_started_at=T0, **fields
+    )
+
+
+# -- analysis_due -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("phase", [Phase.PROGRESSING, Phase.PAUSED])
+def test_analysis_is_due_at_once_in_an_active_phase_with_traffic(phase: Phase) -> None:
+    assert analysis_due(SPEC, status(phase), T0)
+
+
+def test_analysis_is_due_one_interval_after_the_last() -> None:
+    done = status(Phase.PROGRESSING, last_analysis_at=T0 + timedelta(seconds=40))
+    assert not analysis_due(SPEC, done, T0 + timedelta(seconds=69))
+    assert analysis_due(SPEC, done, T0 + timedelta(seconds=70))
+
+
+def test_analysis_is_due_as_soon_as_the_step_is_one_interval_old() -> None:
+    # The last run (10s into the step) cannot complete it; the first that can is due at 30s, not 40s.
+    early = status(Phase.PROGRESSING, last_analysis_at=T0 + timedelta(seconds=10))
+    assert not analysis_due(SPEC, early, T0 + timedelta(seconds=29))
+    assert analysis_due(SPEC, early, T0 + timedelta(seconds=30))
+    assert next_wakeup(SPEC, early, T0 + timedelta(seconds=25)) == timedelta(seconds=5)
+
+
+@pytest.mark.parametrize("phase", [Phase.PENDING, Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED])
+def test_analysis_is_not_due_outside_an_active_rollout(phase: Phase) -> None:
+    assert not analysis_due(SPEC, status(phase), T0)
+
+
+def test_analysis_is_not_due_without_traffic_or_metrics() -> None:
+    assert not analysis_due(SPEC, status(Phase.PROGRESSING, weight_=0), T0)
+    assert not analysis_due(make_spec(weight(20), with_analysis=False), status(Phase.PROGRESSING), T0)
+
+
+# -- pause_ends_at and next_wakeup ---------------------------------------------------------------------
+def test_pause_ends_at_only_for_a_started_timed_pause() -> None:
+    assert pause_ends_at(SPEC, status(Phase.PROGRESSING, step=1)) == T0 + timedelta(seconds=5)
+    assert pause_ends_at(SPEC, status(Phase.PROGRESSING, step=0)) is None  # a setWeight step
+    assert pause_ends_at(SPEC, status(Phase.PAUSED, step=2)) is None  # indefinite
+    assert pause_ends_at(SPEC, status(Phase.SUCCEEDED, step=4)) is None  # past the last step
+    unstarted = ModelRolloutStatus(phase=Phase.PROGRESSING, current_step_index=1)
+    assert pause_ends_at(SPEC, unstarted) is None
+
+
+def test_next_wakeup_is_the_pause_end_when_that_comes_first() -> None:
+    paused = status(Phase.PROGRESSING, step=1, last_analysis_at=T0)
+    assert next_wakeup(SPEC, paused, T0 + timedelta(seconds=2)) == timedelta(seconds=3)
+
+
+def test_next_wakeup_is_the_next_analysis_when_that_comes_first() -> None:
+    analysed = status(Phase.PROGRESSING, last_analysis_at=T0 + timedelta(seconds=4))
+    assert next_wakeup(FAST, analysed, T0 + timedelta(seconds=5)) == timedelta(seconds=3)
+
+
+def test_steps_last_one_interval_when_the_operator_sleeps_as_told() -> None:
+    sim = Simulator(make_spec(weight(20), weight(40), timed_pause("45s"), weight(100)))
+    sim.start()
+    completed_at = []
+    while sim.phase is not Phase.SUCCEEDED and len(sim.decisions) < 50:
+        index = sim.status.current_step_index
+        sim.tick_with_analysis(Outcome.PASS, after=next_wakeup(sim.spec, sim.status, sim.now))
+        if sim.status.current_step_index != index:
+            completed_at.append(sim.now - T0)
+    assert completed_at == [timedelta(seconds=s) for s in (30, 60, 105, 135)]
+
+
+def test_next_wakeup_is_resync_when_nothing_comes_sooner() -> None:
+    assert next_wakeup(SPEC, status(Phase.SUCCEEDED, step=4, weight_=100), T0) == RESYNC
+    assert next_wakeup(SPEC, status(Phase.ROLLED_BACK, weight_=0), T0) == RESYNC
+    assert next_wakeup(SPEC, ModelRolloutStatus(phase=Phase.PENDING), T0) == RESYNC
+    analysed = status(Phase.PROGRESSING, last_analysis_at=T0)
+    assert next_wakeup(SPEC, analysed, T0) == RESYNC  # the 30s interval is further away
+
+
+def test_next_wakeup_never_goes_below_the_floor() -> None:
+    overdue = status(Phase.PROGRESSING, step=1, last_analysis_at=T0)
+    assert next_wakeup(SPEC, overdue, T0 + timedelta(hours=1)) == MIN_WAKEUP
+    assert next_wakeup(SPEC, status(Phase.PROGRESSING, step=1), T0 + timedelta(seconds=5)) == MIN_WAKEUP
+
+
+def test_next_wakeup_ignores_a_pause_of_a_finished_rollout() -> None:
+    aborted_in_pause = status(Phase.ROLLED_BACK, step=1, weight_=0)
+    assert next_wakeup(SPEC, aborted_in_pause, T0 + timedelta(seconds=1)) == RESYNC
