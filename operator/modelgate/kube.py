@@ -386,3 +386,14 @@ def _raise_translated(error: ApiException, *, json_patch: bool) -> NoReturn:
     if code == 422 and json_patch and not (status.get("details") or {}).get("causes"):
         raise PatchNotApplied(code, message) from None
     raise KubeError(code, message) from None
+
+
+def default_namespace(kubeconfig: str | Path | None = None) -> str:
+    """The namespace of the kubeconfig's current context, as kubectl would use it."""
+    try:
+        _, context = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig) if kubeconfig else None
+        )
+    except (config.ConfigException, TypeError, KeyError):
+        return "default"
+    return str(context.get("context", {}).get("namespace") or "default")

@@ -1,25 +1,32 @@
-"""Entry point: dispatches sub-commands."""
+"""modelgate: metric-gated canary rollouts for model deployments (also `kubectl modelrollout`)."""
+
+from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from modelgate import __version__
+from modelgate.cli import control, run
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="modelgate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"modelgate {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run.add_parser(commands)
+    control.add_parsers(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
         parser.print_help()
         return 2
-    return 0
+    return handler(args)
 
 
 if __name__ == "__main__":

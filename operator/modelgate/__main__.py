@@ -1,0 +1,7 @@
+"""`python -m modelgate` is the `modelgate` command."""
+
+import sys
+
+from modelgate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,99 @@
+"""How a rollout looks in a terminal (shared by `status` and the demo's live view)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from modelgate.api import ModelRolloutStatus, Verdict
+
+VERDICT_STYLE = {
+    Verdict.PASS: "green",
+    Verdict.FAIL: "bold red",
+    Verdict.INCONCLUSIVE: "yellow",
+    Verdict.ERROR: "magenta",
+}
+PHASE_STYLE = {
+    "Succeeded": "bold green",
+    "RolledBack": "bold red",
+    "Failed": "bold red",
+    "Paused": "yellow",
+    "Progressing": "cyan",
+    "Pending": "dim",
+}
+
+
+def _threshold(metric: dict[str, Any]) -> str:
+    parts = []
+    if metric.get("min") is not None:
+        parts.append(f">= {metric['min']:g}")
+    if metric.get("max") is not None:
+        parts.append(f"<= {metric['max']:g}")
+    return " and ".join(parts)
+
+
+def _step_label(step: dict[str, Any]) -> str:
+    if "setWeight" in step:
+        return f"setWeight {step['setWeight']}"
+    duration = (step.get("pause") or {}).get("duration")
+    return f"pause {duration}" if duration else "pause (until promote)"
+
+
+def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | None = None) -> RenderableType:
+    meta, spec = body["metadata"], body["spec"]
+    status = ModelRolloutStatus.model_validate(body.get("status") or {})
+    steps = spec.get("steps", [])
+    phase = str(status.phase or "Pending")
+    header = Table.grid(padding=(0, 2))
+    header.add_row("Rollout", f"{meta['namespace']}/{meta['name']}")
+    header.add_row("Phase", Text(phase, style=PHASE_STYLE.get(phase, "")))
+    index = status.current_step_index
+    step = _step_label(steps[index]) if index < len(steps) else "done"
+    header.add_row("Step", f"{min(index + 1, len(steps))}/{len(steps)}: {step}")
+    header.add_row(
+        "Weights",
+        f"{spec['incumbent']['deployment']} {100 - status.current_weight}% / "
+        f"{spec['candidate']['deployment']} {status.current_weight}%",
+    )
+    if isinstance(live_weights, tuple):
+        header.add_row("Live route", f"{live_weights[0]} / {live_weights[1]}")
+    elif live_weights is not None:
+        header.add_row("Live route", Text(live_weights, style="red"))
+    header.add_row("Message", status.message or "")
+    parts: list[RenderableType] = [header]
+    if status.rollback_reason is not None:
+        reason = status.rollback_reason
+        parts.append(Text(f"Rolled back: {reason.message}", style="bold red"))
+        if reason.query:
+            parts.append(Text(f"  query: {reason.query}", style="dim"))
+    parts.append(_metrics_table(spec, status))
+    return Group(*parts)
+
+
+def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
+    table = Table(title="Analysis", title_justify="left")
+    for column in ("Metric", "Value", "Threshold", "Verdict", "Failures", "At", "Detail"):
+        table.add_column(column)
+    last = {m.name: m for m in status.analysis}
+    for metric in (spec.get("analysis") or {}).get("metrics", []):
+        record = last.get(metric["name"])
+        limit = metric.get("failureLimit", 0)
+        if record is None:
+            table.add_row(
+                metric["name"], "-", _threshold(metric), "-", f"0/{limit}", "-", "not evaluated yet"
+            )
+            continue
+        value = "-" if record.value is None else f"{record.value:.4g}"
+        table.add_row(
+            metric["name"],
+            value,
+            _threshold(metric),
+            Text(record.verdict.value, style=VERDICT_STYLE[record.verdict]),
+            f"{record.failures}/{limit}",
+            record.time.strftime("%H:%M:%S"),
+            record.message or "",
+        )
+    return table

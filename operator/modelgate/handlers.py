@@ -1,0 +1,57 @@
+"""kopf registrations only: watch events feed the per-rollout loops; nothing is decided here."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.loops import RolloutLoops
+
+# Set explicitly (kopf's advice): changing them later would make kopf treat every object as new.
+ANNOTATION_PREFIX = "modelgate.io"
+FINALIZER = "modelgate.io/finalizer"
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=ANNOTATION_PREFIX, key="last-handled-configuration"
+    )
+    # modelgate writes its own Events; kopf's would repeat every log line as one.
+    settings.posting.enabled = False
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """In a pod, the service account; elsewhere $KUBECONFIG, read when logging in (the kubernetes
+    client library reads it once, at import, before `modelgate run --kubeconfig` could set it)."""
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+
+@kopf.on.cleanup()
+async def stop_loops(memo: kopf.Memo, **_: Any) -> None:
+    loops: RolloutLoops = memo.loops
+    await loops.stop()
+
+
+@kopf.on.event(API_GROUP, API_VERSION, PLURAL)
+async def rollout_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    loops: RolloutLoops = memo.loops
+    loops.notice(type, body)
+
+
+@kopf.on.event("apps", "v1", "deployments")
+async def deployment_event(namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any) -> None:
+    loops: RolloutLoops = memo.loops
+    if namespace and name:
+        loops.notice_deployment(namespace, name)
+
+
+logging.getLogger("kopf.objects").setLevel(logging.WARNING)

@@ -1,0 +1,105 @@
+"""One asyncio task per ModelRollout: tick, then sleep until the engine's next wake-up or until
+something that matters changes (the spec, a command, the candidate Deployment).
+
+kopf's own daemons and timers would add a finalizer to every ModelRollout, and a finalizer makes
+deletion hang while the operator is down; watch events plus these tasks need none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import structlog
+
+from modelgate import observability
+from modelgate.commands import COMMAND_ANNOTATION
+from modelgate.kube import NotFound
+from modelgate.reconciler import Reconciler
+
+log = structlog.get_logger("modelgate.loops")
+Key = tuple[str, str]  # namespace, name
+# After an unexpected error (API server unreachable, ...) the tick is retried after this, doubled
+# each time up to the maximum.
+ERROR_BACKOFF = timedelta(seconds=1)
+MAX_ERROR_BACKOFF = timedelta(seconds=30)
+
+
+@dataclass
+class _Rollout:
+    trigger: tuple[Any, ...]
+    candidate: str
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+
+def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What wakes a rollout at once when it changes: its spec (generation) and a pending command."""
+    meta = body["metadata"]
+    return meta.get("generation"), (meta.get("annotations") or {}).get(COMMAND_ANNOTATION)
+
+
+class RolloutLoops:
+    def __init__(self, reconciler: Reconciler) -> None:
+        self.reconciler = reconciler
+        self._rollouts: dict[Key, _Rollout] = {}
+
+    def notice(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """Called for every watch event of a ModelRollout."""
+        meta = body["metadata"]
+        key = (meta["namespace"], meta["name"])
+        if event_type == "DELETED":
+            self._forget(key)
+            return
+        candidate = str((body.get("spec") or {}).get("candidate", {}).get("deployment", ""))
+        rollout = self._rollouts.get(key)
+        if rollout is None:
+            rollout = _Rollout(_trigger(body), candidate)
+            self._rollouts[key] = rollout
+            rollout.task = asyncio.create_task(self._run(key, rollout), name=f"rollout {key[0]}/{key[1]}")
+            return
+        rollout.candidate = candidate
+        trigger = _trigger(body)
+        if trigger != rollout.trigger:
+            rollout.trigger = trigger
+            rollout.wake.set()
+
+    def notice_deployment(self, namespace: str, name: str) -> None:
+        """A Deployment changed: rollouts waiting for it as their candidate look again now."""
+        for (rollout_namespace, _), rollout in self._rollouts.items():
+            if rollout_namespace == namespace and rollout.candidate == name:
+                rollout.wake.set()
+
+    async def stop(self) -> None:
+        for key in list(self._rollouts):
+            self._forget(key)
+
+    def _forget(self, key: Key) -> None:
+        rollout = self._rollouts.pop(key, None)
+        if rollout is not None and rollout.task is not None:
+            rollout.task.cancel()
+        observability.forget_rollout(*key)
+
+    async def _run(self, key: Key, rollout: _Rollout) -> None:
+        namespace, name = key
+        backoff = ERROR_BACKOFF
+        while True:
+            rollout.wake.clear()
+            try:
+                result = await asyncio.to_thread(self.reconciler.tick_by_name, namespace, name)
+            except NotFound:
+                log.info("rollout gone", namespace=namespace, rollout=name)
+                return
+            except Exception as error:  # a failed tick is retried; the loop must outlive it
+                log.exception("tick failed; retrying", namespace=namespace, rollout=name, error=str(error))
+                wait = backoff
+                backoff = min(backoff * 2, MAX_ERROR_BACKOFF)
+            else:
+                wait = result.wake_after
+                backoff = ERROR_BACKOFF
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(rollout.wake.wait(), timeout=wait.total_seconds())

@@ -1,0 +1,71 @@
+"""Structured logs (structlog: JSON in the cluster, console for people) and the operator's own
+Prometheus metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from typing import Literal
+
+import structlog
+from prometheus_client import Counter, Gauge, Histogram
+
+LogFormat = Literal["json", "console"]
+
+
+def configure_logging(log_format: LogFormat = "json", level: int = logging.INFO) -> None:
+    renderer: structlog.types.Processor = (
+        structlog.processors.JSONRenderer() if log_format == "json" else structlog.dev.ConsoleRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
+        cache_logger_on_first_use=True,
+    )
+    # kopf and the kubernetes client log through the standard library; keep them quieter.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+
+
+_ROLLOUT = ("namespace", "rollout")
+PHASES = ("Pending", "Progressing", "Paused", "Succeeded", "RolledBack", "Failed")
+
+ROLLOUT_PHASE = Gauge(
+    "modelgate_rollout_phase", "1 for the rollout's current phase, 0 for the others", [*_ROLLOUT, "phase"]
+)
+ROLLOUT_WEIGHT = Gauge("modelgate_rollout_candidate_weight", "Candidate traffic weight in percent", _ROLLOUT)
+ROLLOUT_STEP = Gauge("modelgate_rollout_step", "Index of the current step", _ROLLOUT)
+METRIC_VALUE = Gauge(
+    "modelgate_analysis_metric_value", "Last value of an analysed metric", [*_ROLLOUT, "metric"]
+)
+METRIC_VERDICT = Counter(
+    "modelgate_analysis_verdicts", "Analysis verdicts by metric and verdict", [*_ROLLOUT, "metric", "verdict"]
+)
+PROMOTIONS = Counter("modelgate_promotions", "Rollouts that reached Succeeded", _ROLLOUT)
+ROLLBACKS = Counter("modelgate_rollbacks", "Rollouts rolled back", [*_ROLLOUT, "reason"])
+QUERY_ERRORS = Counter("modelgate_prometheus_query_errors", "Failed metric queries", _ROLLOUT)
+RECONCILE_SECONDS = Histogram(
+    "modelgate_reconcile_duration_seconds",
+    "Time one reconcile tick took (observe, decide, apply)",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+
+
+def forget_rollout(namespace: str, rollout: str) -> None:
+    """Drops a deleted rollout's series, so gauges do not report it forever."""
+    for gauge in (ROLLOUT_WEIGHT, ROLLOUT_STEP):
+        _remove(gauge, namespace, rollout)
+    for phase in PHASES:
+        _remove(ROLLOUT_PHASE, namespace, rollout, phase)
+
+
+def _remove(metric: Gauge, *labels: str) -> None:
+    with contextlib.suppress(KeyError):
+        metric.remove(*labels)
