@@ -4,6 +4,7 @@ exactly what it started at the end."""
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Iterator
@@ -12,13 +13,19 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from modelgate.testbed.localcluster import LocalCluster
+from modelgate.testbed.crds import install_crds
+from modelgate.testbed.localcluster import LocalCluster, kubectl
+from modelgate.testbed.operator_process import OperatorProcess
 from tests.support.clusters import TestCluster
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "tests/cluster/" in str(item.path).replace(os.sep, "/"):
+        path = str(item.path).replace(os.sep, "/")
+        if "tests/cluster/" in path:
+            item.add_marker(pytest.mark.cluster)
+        elif "tests/e2e/" in path:
+            item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.cluster)
 
 
@@ -26,6 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestCluster]:
     external = os.environ.get("MODELGATE_KUBECONFIG")
     if external:
+        install_crds(functools.partial(kubectl, Path(external)))
         yield TestCluster(kubeconfig=Path(external), local=None)
         return
     bed = LocalCluster(tmp_path_factory.mktemp("bed"))
@@ -56,3 +64,12 @@ def namespace(api_client: client.ApiClient) -> Iterator[str]:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     yield name
     core.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def operator(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
+    """`modelgate run` as a real process for the whole session; tests may kill and restart it."""
+    process = OperatorProcess(cluster.kubeconfig, tmp_path_factory.mktemp("operator"))
+    process.start()
+    yield process
+    process.stop()

@@ -13,6 +13,7 @@ import json
 import sys
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 
 from kubernetes import client
 
@@ -78,9 +79,9 @@ class ModelFleet:
         self.doubles.clear()
 
     def _ready_pods(self, namespace: str, deployment: str) -> list[str] | None:
-        spec = self.apps.read_namespaced_deployment(deployment, namespace).spec
+        spec: Any = self.apps.read_namespaced_deployment(deployment, namespace).spec
         selector = ",".join(f"{k}={v}" for k, v in spec.selector.match_labels.items())
-        pods = self.core.list_namespaced_pod(namespace, label_selector=selector).items
+        pods: list[Any] = self.core.list_namespaced_pod(namespace, label_selector=selector).items
         ready = [
             p.metadata.name
             for p in pods

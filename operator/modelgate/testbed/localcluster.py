@@ -24,12 +24,12 @@ from modelgate.testbed import components
 from modelgate.testbed.bed_prometheus import ScrapeTargets, write_config
 from modelgate.testbed.binaries import binary
 from modelgate.testbed.components import LOOPBACK, Layout, Ports
-from modelgate.testbed.gomodules import module_dir
+from modelgate.testbed.crds import install_crds
 from modelgate.testbed.kubeconfig import write_kubeconfig
 from modelgate.testbed.kwok_stages import write_stages
 from modelgate.testbed.pki import LocalPKI
 from modelgate.testbed.processes import ProcessRegistry
-from modelgate.testbed.versions import REPO_ROOT, pinned_versions
+from modelgate.testbed.versions import pinned_versions
 from modelgate.testbed.waiting import wait_for
 
 log = structlog.get_logger(__name__)
@@ -191,40 +191,14 @@ class LocalCluster:
         )
 
     def kubectl(self, *args: str, stdin: str | None = None) -> str:
-        result = subprocess.run(
-            [str(binary("kubectl")), f"--kubeconfig={self.kubeconfig}", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
-        return result.stdout
+        return kubectl(self.kubeconfig, *args, stdin=stdin)
 
     def _create_fake_nodes(self) -> None:
         for name in FAKE_NODES:
             self.kubectl("apply", "-f", "-", stdin=json.dumps(_fake_node(name)))
 
     def install_crds(self) -> None:
-        """Gateway API (standard channel), Istio networking, and modelgate's own CRDs. Server-side
-        apply: some are too large for the last-applied annotation of client-side apply."""
-        versions = pinned_versions()
-        sources = [
-            module_dir("sigs.k8s.io/gateway-api", versions["GATEWAY_API_VERSION"])
-            / "config"
-            / "crd"
-            / "standard",
-            module_dir("istio.io/api", versions["ISTIO_API_VERSION"])
-            / "kubernetes"
-            / "customresourcedefinitions.gen.yaml",
-        ]
-        own = REPO_ROOT / "crds"
-        if own.is_dir():
-            sources.append(own)
-        for source in sources:
-            self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(source))
-        self.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+        install_crds(self.kubectl)
 
     def _wait_for_nodes_ready(self) -> None:
         for name in FAKE_NODES:
@@ -239,6 +213,20 @@ class LocalCluster:
             timeout=STARTUP_TIMEOUT,
             what="the default ServiceAccount",
         )
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    """The pinned kubectl against `kubeconfig`; a failure raises with kubectl's own message."""
+    result = subprocess.run(
+        [str(binary("kubectl")), f"--kubeconfig={kubeconfig}", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"kubectl {' '.join(args)} failed: {result.stderr.strip()}")
+    return result.stdout
 
 
 def _fake_node(name: str) -> dict[str, object]:

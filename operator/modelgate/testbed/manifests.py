@@ -60,3 +60,51 @@ def http_route(name: str, namespace: str, weights: dict[str, int], gateway: str 
             ],
         },
     }
+
+
+def model_rollout(
+    name: str,
+    namespace: str,
+    *,
+    steps: list[dict[str, Any]],
+    prometheus: str,
+    metrics: list[dict[str, Any]],
+    incumbent: str = "chat-v1",
+    candidate: str = "chat-v2",
+    route: str = "chat",
+    interval: str = "2s",
+    min_requests: int = 20,
+    rollback: dict[str, Any] | None = None,
+) -> Manifest:
+    """A ModelRollout between two model Deployments behind one HTTPRoute rule."""
+    return {
+        "apiVersion": "modelgate.io/v1alpha1",
+        "kind": "ModelRollout",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "incumbent": {"deployment": incumbent},
+            "candidate": {"deployment": candidate},
+            "trafficRouting": {
+                "gatewayAPI": {
+                    "httpRoute": route,
+                    "incumbentBackend": incumbent,
+                    "candidateBackend": candidate,
+                }
+            },
+            "steps": steps,
+            "analysis": {
+                "interval": interval,
+                "minRequests": min_requests,
+                "prometheus": {"address": prometheus, "timeout": "2s"},
+                "metrics": metrics,
+            },
+            "rollback": rollback or {},
+        },
+    }
+
+
+SEED_METRICS: list[dict[str, Any]] = [
+    {"name": "error-rate", "preset": "errorRate", "max": 0.01},
+    {"name": "p99-latency", "preset": "latencyP99", "max": 2.5},
+    {"name": "refusal-rate", "preset": "refusalRate", "max": 0.05},
+]

@@ -1,0 +1,26 @@
+"""The CRDs every cluster the suite runs on needs: Gateway API (standard channel), Istio's networking
+API, and modelgate's own, from the pinned Go modules and this repository."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from modelgate.testbed.gomodules import module_dir
+from modelgate.testbed.versions import REPO_ROOT, pinned_versions
+
+Kubectl = Callable[..., str]
+
+
+def install_crds(kubectl: Kubectl) -> None:
+    """Server-side apply: some of these CRDs are too large for client-side apply's annotation."""
+    versions = pinned_versions()
+    gateway_api = module_dir("sigs.k8s.io/gateway-api", versions["GATEWAY_API_VERSION"])
+    istio = module_dir("istio.io/api", versions["ISTIO_API_VERSION"])
+    sources = [
+        gateway_api / "config" / "crd" / "standard",
+        istio / "kubernetes" / "customresourcedefinitions.gen.yaml",
+        REPO_ROOT / "crds",
+    ]
+    for source in sources:
+        kubectl("apply", "--server-side", "--force-conflicts", "-f", str(source))
+    kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")

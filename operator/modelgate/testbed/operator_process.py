@@ -1,0 +1,64 @@
+"""The operator as a real process (`modelgate run`), for the tests and the demo."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import urllib.request
+from pathlib import Path
+
+from modelgate.testbed.localcluster import free_port
+from modelgate.testbed.processes import ProcessRegistry, StartedProcess
+from modelgate.testbed.waiting import wait_for
+
+
+class OperatorProcess:
+    """`modelgate run` against a kubeconfig, with its logs in a file; stopped by its pid."""
+
+    def __init__(self, kubeconfig: Path, state_dir: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.registry = ProcessRegistry(state_dir)
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self.process: StartedProcess | None = None
+        self.log_file = state_dir / "logs" / "operator.log"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    def start(self) -> None:
+        argv = [
+            sys.executable,
+            "-m",
+            "modelgate",
+            "run",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--metrics-address=127.0.0.1:{self.metrics_port}",
+            f"--health-address=127.0.0.1:{self.health_port}",
+            "--log-format=json",
+        ]
+        self.process = self.registry.start("operator", argv, env={"PYTHONUNBUFFERED": "1"})
+        wait_for(self._healthy, timeout=60, what=f"the operator's liveness endpoint (log: {self.log_file})")
+
+    def _healthy(self) -> bool:
+        url = f"http://127.0.0.1:{self.health_port}/healthz"
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.registry.stop(self.process)
+            self.process = None
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no goodbye, as when a node dies."""
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.registry.stop(self.process)  # reaps it and forgets the record
+        self.process = None
+
+    def logs(self) -> str:
+        return self.log_file.read_text() if self.log_file.exists() else ""

@@ -1,0 +1,51 @@
+"""The operator SIGKILLed during a timed pause resumes at the same step, with the remaining pause
+computed from status; no weight ever moves backwards."""
+
+from __future__ import annotations
+
+import time
+
+from kubernetes import client
+
+from modelgate.api import Phase
+from modelgate.testbed.localcluster import LocalCluster
+from modelgate.testbed.manifests import SEED_METRICS, model_rollout
+from modelgate.testbed.model_server_double import Behaviour
+from modelgate.testbed.operator_process import OperatorProcess
+from tests.support.scenario import serving
+
+PAUSE_SECONDS = 8
+
+
+def test_operator_killed_mid_pause_resumes_the_same_pause(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
+) -> None:
+    steps = [{"setWeight": 20}, {"pause": {"duration": f"{PAUSE_SECONDS}s"}}, {"setWeight": 100}]
+    manifest = model_rollout(
+        "chat",
+        namespace,
+        steps=steps,
+        prometheus=local_bed.prometheus_url,
+        metrics=SEED_METRICS,
+        interval="1s",
+    )
+    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+        scenario.apply(manifest)
+        pausing = scenario.wait_for_status("the timed pause", lambda s: s.current_step_index == 1)
+        assert pausing.step_started_at is not None
+        pause_ends = pausing.step_started_at.timestamp() + PAUSE_SECONDS
+
+        operator.kill()
+        operator.start()
+        after_restart = scenario.status()
+        assert after_restart.step_started_at == pausing.step_started_at
+        assert after_restart.current_step_index in (1, 3)  # 3: done, if the restart outlasted the pause
+
+        final = scenario.wait_for_status("success", lambda s: s.phase is Phase.SUCCEEDED)
+        assert final.current_weight == 100
+        full_at = scenario.recorder.first_time_at(100, after=0)
+        assert full_at is not None
+        # Not before the pause's end as recorded in status, and not long after it either.
+        assert pause_ends <= full_at < pause_ends + 10, (full_at - pause_ends, time.time() - pause_ends)
+        weights = scenario.recorder.candidate_weights()
+        assert weights == sorted(weights) == [0, 20, 100]
