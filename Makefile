@@ -48,7 +48,7 @@ lint: venv
 	$(VENV)/bin/mypy
 
 test: setup lint
-	bash hack/pytest.sh required tests
+	bash hack/pytest.sh required tests/unit tests/cluster tests/e2e --durations=15
 
 demo: setup
 	$(PY) -m modelgate.testbed.demo
