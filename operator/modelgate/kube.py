@@ -144,6 +144,22 @@ class Kube:
                 )
         return [_as_object(item) for item in _as_object(listed).get("items", [])]
 
+    def list_events(self, namespace: str, kind: str, name: str) -> list[Object]:
+        """events.k8s.io Events about one object, oldest first (the API server keeps them for an
+        hour by default, its --event-ttl)."""
+        selector = f"regarding.kind={kind},regarding.name={name}"
+        with _translated():
+            listed = self._custom.list_namespaced_custom_object(
+                "events.k8s.io",
+                "v1",
+                namespace,
+                "events",
+                field_selector=selector,
+                _request_timeout=self.request_timeout,
+            )
+        items = [_as_object(item) for item in _as_object(listed).get("items", [])]
+        return sorted(items, key=lambda e: str(e.get("eventTime") or e.get("deprecatedLastTimestamp") or ""))
+
     def json_patch_custom(
         self,
         group: str,

@@ -60,10 +60,11 @@ class Reconciler:
             with metrics.RECONCILE_SECONDS.time():
                 return self._tick(body, namespace, name)
         finally:
-            structlog.contextvars.unbind_contextvars("namespace", "rollout")
+            structlog.contextvars.unbind_contextvars("namespace", "rollout", "step", "weight")
 
     def _tick(self, body: Mapping[str, Any], namespace: str, name: str) -> TickResult:
         status = ModelRolloutStatus.model_validate(body.get("status") or {})
+        structlog.contextvars.bind_contextvars(step=status.current_step_index, weight=status.current_weight)
         try:
             spec = parse_spec(body.get("spec") or {})
             command = decode_command(body["metadata"].get("annotations"))
@@ -88,6 +89,9 @@ class Reconciler:
             command=command,
         )
         decision = decide(spec, status, observed, now)
+        structlog.contextvars.bind_contextvars(
+            step=decision.status.current_step_index, weight=decision.status.current_weight
+        )
         self._apply(body, status, decision, router_set=router.set_weights)
         self._clear_handled_command(namespace, name, command, decision.status)
         self._export(namespace, name, decision, analysis)
@@ -108,6 +112,7 @@ class Reconciler:
             log.info("weights set", candidate_weight=change.candidate_weight, live=repr(live))
         for event in decision.events:
             self.kube.create_event(body, event.type.value, event.reason, event.message)
+            log.info("transition", reason=event.reason, type=event.type.value, detail=event.message)
         if decision.status != before:
             self.kube.patch_status(meta["namespace"], meta["name"], decision.status.to_patch())
         if decision.status.phase != before.phase:
@@ -115,8 +120,6 @@ class Reconciler:
                 "phase changed",
                 phase=decision.status.phase,
                 previous=before.phase,
-                step=decision.status.current_step_index,
-                weight=decision.status.current_weight,
                 message=decision.status.message,
             )
         if decision.status.phase is Phase.ROLLED_BACK and before.phase is not Phase.ROLLED_BACK:

@@ -82,6 +82,19 @@ def test_status_promote_abort_and_retry(
         scenario.wait_for_status("success", lambda s: s.phase is Phase.SUCCEEDED)
         assert scenario.recorder.candidate_weights() == [0, 20, 50, 0, 20, 100]
 
+        listed = modelgate(kubeconfig, "get", "-A")
+        assert listed.returncode == 0, listed.stderr
+        assert namespace in listed.stdout and "Succeeded" in listed.stdout
+        # --watch ends by itself once every rollout in the namespace has finished.
+        watched = modelgate(kubeconfig, "status", "--watch", "-n", namespace)
+        assert watched.returncode == 0, watched.stderr
+        assert "step 4/4" in watched.stdout and "candidate 100%" in watched.stdout
+        history = modelgate(kubeconfig, "history", "chat", "-n", namespace)
+        assert history.returncode == 0, history.stderr
+        for reason in ("NewRollout", "Aborted", "RolledBack", "Retry", "Promoted", "RolloutSucceeded"):
+            assert reason in history.stdout, f"{reason} not in:\n{history.stdout}"
+        assert "Recent analysis" in history.stdout
+
 
 def test_unknown_rollout_is_a_clear_error(operator: OperatorProcess, namespace: str) -> None:
     shown = modelgate(operator.kubeconfig, "status", "nothing-here", "-n", namespace)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 
 from modelgate import __version__
-from modelgate.cli import control, run
+from modelgate.cli import run, steer, views
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,7 +15,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"modelgate {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run.add_parser(commands)
-    control.add_parsers(commands)
+    views.add_parsers(commands)
+    steer.add_parsers(commands)
     return parser
 
 

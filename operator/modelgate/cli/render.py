@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Group, RenderableType
+from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
@@ -97,3 +99,83 @@ def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
             record.message or "",
         )
     return table
+
+
+def _age(created: str | None) -> str:
+    if not created:
+        return "-"
+    seconds = int(
+        (datetime.now(UTC) - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds()
+    )
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def render_list(rollouts: list[dict[str, Any]], *, with_namespace: bool) -> Table:
+    """The `kubectl get mro` columns."""
+    table = Table(box=None, header_style="bold")
+    columns = ["NAMESPACE"] if with_namespace else []
+    for column in [*columns, "NAME", "PHASE", "WEIGHT", "STEP", "INCUMBENT", "CANDIDATE", "AGE", "MESSAGE"]:
+        table.add_column(column)
+    for body in rollouts:
+        meta, spec, status = body["metadata"], body["spec"], body.get("status") or {}
+        phase = status.get("phase") or "-"
+        row = [meta["namespace"]] if with_namespace else []
+        table.add_row(
+            *row,
+            meta["name"],
+            Text(phase, style=PHASE_STYLE.get(phase, "")),
+            str(status.get("currentWeight", "-")),
+            str(status.get("currentStepIndex", "-")),
+            spec["incumbent"]["deployment"],
+            spec["candidate"]["deployment"],
+            _age(meta.get("creationTimestamp")),
+            status.get("message") or "",
+        )
+    return table
+
+
+def render_progress(rollouts: list[dict[str, Any]]) -> Table:
+    """One progress bar per rollout: steps done, and the candidate's share of traffic."""
+    table = Table(box=None, show_header=False, padding=(0, 1))
+    for body in rollouts:
+        status = ModelRolloutStatus.model_validate(body.get("status") or {})
+        steps = len(body["spec"].get("steps", []))
+        done = min(status.current_step_index, steps)
+        phase = str(status.phase or "Pending")
+        style = PHASE_STYLE.get(phase, "")
+        table.add_row(
+            body["metadata"]["name"],
+            ProgressBar(total=steps or 1, completed=done, width=30, complete_style=style or "cyan"),
+            f"step {done}/{steps}",
+            f"candidate {status.current_weight}%",
+            Text(phase, style=style),
+        )
+    return table
+
+
+def render_history(body: dict[str, Any], events: list[dict[str, Any]]) -> RenderableType:
+    """Transitions as Events recorded them, then the recent analysis samples of every metric."""
+    transitions = Table(title="Transitions (Events)", title_justify="left")
+    for column in ("Time", "Type", "Reason", "Message"):
+        transitions.add_column(column)
+    for event in events:
+        when = str(event.get("eventTime") or event.get("deprecatedLastTimestamp") or "")[:19].replace(
+            "T", " "
+        )
+        style = "red" if event.get("type") == "Warning" else ""
+        transitions.add_row(
+            when, Text(str(event.get("type")), style=style), str(event.get("reason")), str(event.get("note"))
+        )
+    status = ModelRolloutStatus.model_validate(body.get("status") or {})
+    samples = Table(title="Recent analysis", title_justify="left")
+    for column in ("Metric", "Time", "Value", "Verdict"):
+        samples.add_column(column)
+    for metric in status.analysis:
+        for sample in metric.history:
+            value = "-" if sample.value is None else f"{sample.value:.4g}"
+            verdict = Text(sample.verdict.value, style=VERDICT_STYLE[sample.verdict])
+            samples.add_row(metric.name, sample.time.strftime("%H:%M:%S"), value, verdict)
+    return Group(transitions, samples)

@@ -1,0 +1,32 @@
+"""What every `modelgate` sub-command shares: the target rollout and the cluster it lives in."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.kube import Kube, default_namespace
+
+
+def add_target_arguments(parser: argparse.ArgumentParser, *, name: str = "required") -> None:
+    if name == "required":
+        parser.add_argument("name", help="the ModelRollout")
+    elif name == "optional":
+        parser.add_argument("name", nargs="?", help="the ModelRollout (default: every one in the namespace)")
+    parser.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace")
+    parser.add_argument("--kubeconfig", type=Path, help="default: $KUBECONFIG or ~/.kube/config")
+
+
+def connect(args: argparse.Namespace) -> tuple[Kube, str]:
+    namespace = args.namespace or default_namespace(args.kubeconfig)
+    return Kube.from_kubeconfig(args.kubeconfig), namespace
+
+
+def read_rollout(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
+    return kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name)
+
+
+def list_rollouts(kube: Kube, namespace: str | None) -> list[dict[str, Any]]:
+    return kube.list_custom(API_GROUP, API_VERSION, namespace, PLURAL)

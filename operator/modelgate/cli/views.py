@@ -1,0 +1,113 @@
+"""`modelgate get|status|history`: look at rollouts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+
+from modelgate.api import Phase, parse_spec
+from modelgate.cli.common import add_target_arguments, connect, list_rollouts, read_rollout
+from modelgate.cli.render import render_history, render_list, render_progress, render_status
+from modelgate.core.model import LiveRoute
+from modelgate.kube import Kube, KubeError, NotFound
+from modelgate.routers import router_for
+
+FINISHED = {Phase.SUCCEEDED.value, Phase.ROLLED_BACK.value, Phase.FAILED.value}
+REFRESH_SECONDS = 1.0
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    get = commands.add_parser("get", help="list rollouts: phase, weight, step, incumbent, candidate, age")
+    add_target_arguments(get, name="optional")
+    get.add_argument("-A", "--all-namespaces", action="store_true")
+    get.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    get.set_defaults(handler=show_list)
+
+    status = commands.add_parser("status", help="progress, weights and every metric against its threshold")
+    add_target_arguments(status, name="optional")
+    status.add_argument(
+        "-w", "--watch", action="store_true", help="keep the view live until every rollout ends"
+    )
+    status.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    status.set_defaults(handler=show_status)
+
+    history = commands.add_parser("history", help="what happened: transitions (Events) and recent analyses")
+    add_target_arguments(history)
+    history.set_defaults(handler=show_history)
+
+
+def _not_found(console: Console, namespace: str, name: str) -> int:
+    console.print(f"[red]ModelRollout {namespace}/{name} not found[/red]")
+    return 1
+
+
+def show_list(args: argparse.Namespace) -> int:
+    kube, namespace = connect(args)
+    rollouts = list_rollouts(kube, None if args.all_namespaces else namespace)
+    if args.name:
+        rollouts = [r for r in rollouts if r["metadata"]["name"] == args.name]
+    console = Console()
+    if args.output == "json":
+        console.print_json(json.dumps(rollouts))
+    else:
+        console.print(render_list(rollouts, with_namespace=args.all_namespaces))
+    return 0
+
+
+def live_weights(kube: Kube, namespace: str, body: dict[str, Any]) -> tuple[int, int] | str:
+    try:
+        live = router_for(parse_spec(body["spec"]).traffic_routing, kube, namespace).read()
+    except (KubeError, ValueError) as error:
+        return f"cannot read the route: {error}"
+    return (live.incumbent_weight, live.candidate_weight) if isinstance(live, LiveRoute) else live.message
+
+
+def _view(kube: Kube, namespace: str, rollouts: list[dict[str, Any]]) -> RenderableType:
+    parts: list[RenderableType] = [render_progress(rollouts)]
+    for body in rollouts:
+        parts.append(render_status(body, live_weights=live_weights(kube, namespace, body)))
+    return Group(*parts)
+
+
+def _targets(kube: Kube, namespace: str, name: str | None) -> list[dict[str, Any]]:
+    if name:
+        return [read_rollout(kube, namespace, name)]
+    return list_rollouts(kube, namespace)
+
+
+def show_status(args: argparse.Namespace) -> int:
+    kube, namespace = connect(args)
+    console = Console()
+    try:
+        rollouts = _targets(kube, namespace, args.name)
+    except NotFound:
+        return _not_found(console, namespace, args.name)
+    if args.output == "json":
+        console.print_json(json.dumps([r.get("status") or {} for r in rollouts]))
+        return 0
+    if not args.watch:
+        console.print(_view(kube, namespace, rollouts))
+        return 0
+    with Live(_view(kube, namespace, rollouts), console=console, refresh_per_second=4) as live:
+        while not all((r.get("status") or {}).get("phase") in FINISHED for r in rollouts):
+            time.sleep(REFRESH_SECONDS)  # a screen refresh
+            rollouts = _targets(kube, namespace, args.name)
+            live.update(_view(kube, namespace, rollouts))
+    return 0
+
+
+def show_history(args: argparse.Namespace) -> int:
+    kube, namespace = connect(args)
+    console = Console()
+    try:
+        body = read_rollout(kube, namespace, args.name)
+    except NotFound:
+        return _not_found(console, namespace, args.name)
+    events = kube.list_events(namespace, "ModelRollout", args.name)
+    console.print(render_history(body, events))
+    return 0

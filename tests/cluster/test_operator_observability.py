@@ -1,0 +1,91 @@
+"""What an operator of modelgate sees: its metrics scraped by Prometheus following a rollout, an
+Event for every transition, and JSON logs that carry rollout, namespace, step and weight."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from modelgate.api import Phase
+from modelgate.metrics.prometheus import PrometheusProvider
+from modelgate.testbed.localcluster import LocalCluster
+from modelgate.testbed.manifests import SEED_METRICS, model_rollout
+from modelgate.testbed.model_server_double import Behaviour
+from modelgate.testbed.operator_process import OperatorProcess
+from modelgate.testbed.waiting import wait_for
+from tests.support.scenario import serving
+
+STEPS = [{"setWeight": 10}, {"setWeight": 30}, {"setWeight": 60}]
+
+
+@pytest.fixture
+def operator_scraped(local_bed: LocalCluster, operator: OperatorProcess) -> Iterator[PrometheusProvider]:
+    target = "modelgate-operator"
+    local_bed.scrape_targets.add(target, f"127.0.0.1:{operator.metrics_port}", {"job": "modelgate"})
+    yield PrometheusProvider(local_bed.prometheus_url, timeout=2)
+    local_bed.scrape_targets.remove(target)
+
+
+def test_metrics_events_and_logs_follow_a_rollout(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    operator_scraped: PrometheusProvider,
+) -> None:
+    prometheus = operator_scraped
+    started = time.time()
+    manifest = model_rollout(
+        "chat",
+        namespace,
+        steps=STEPS,
+        prometheus=local_bed.prometheus_url,
+        metrics=SEED_METRICS,
+        interval="2s",
+    )
+    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+        scenario.apply(manifest)
+        scenario.wait_for_status("success", lambda s: s.phase is Phase.SUCCEEDED)
+
+    selector = f'namespace="{namespace}",rollout="chat"'
+
+    def scraped_success() -> bool:
+        phase = prometheus.query(f'modelgate_rollout_phase{{{selector},phase="Succeeded"}}')
+        promotions = prometheus.query(f"modelgate_promotions_total{{{selector}}}")
+        return phase.value == 1 and promotions.value == 1
+
+    wait_for(scraped_success, timeout=30, what="Prometheus to scrape the operator's view of the success")
+
+    def weights_seen() -> set[int]:
+        # A subquery evaluates at whole seconds, so the newest sample shows a moment later: poll.
+        window = f"{int(time.time() - started) + 5}s"
+        seen = set()
+        for weight in (10, 30, 60, 100):
+            series = f"modelgate_rollout_candidate_weight{{{selector}}} == {weight}"
+            if prometheus.query(f"count_over_time(({series})[{window}:1s])").value:
+                seen.add(weight)
+        return seen
+
+    wait_for(
+        lambda: weights_seen() == {10, 30, 60, 100}, timeout=15, what="every step's weight in Prometheus"
+    )
+    verdicts = prometheus.query(f'sum(modelgate_analysis_verdicts_total{{{selector},verdict="Pass"}})')
+    assert verdicts.value is not None and verdicts.value >= 3 * len(SEED_METRICS)
+
+    events = client.CoreV1Api(api_client).list_namespaced_event(namespace).items
+    reasons = [e.reason for e in sorted(events, key=lambda e: e.event_time or e.first_timestamp)]
+    for expected in ("NewRollout", "RolloutStarted", "WeightSet", "StepCompleted", "RolloutSucceeded"):
+        assert expected in reasons, reasons
+
+    lines = [json.loads(line) for line in operator.logs().splitlines() if line.startswith("{")]
+    ours = [line for line in lines if line.get("namespace") == namespace]
+    transitions = [line for line in ours if line["event"] == "transition"]
+    assert {"RolloutStarted", "RolloutSucceeded"} <= {line["reason"] for line in transitions}
+    for line in transitions:
+        assert {"rollout", "namespace", "step", "weight", "level", "timestamp"} <= line.keys(), line
+    succeeded = next(line for line in transitions if line["reason"] == "RolloutSucceeded")
+    assert (succeeded["rollout"], succeeded["weight"]) == ("chat", 100)
