@@ -43,8 +43,8 @@ cluster-status:
 	$(PY) -m modelgate.testbed status --root .localcluster
 
 lint: venv
-	$(VENV)/bin/ruff check operator tests
-	$(VENV)/bin/ruff format --check operator tests
+	$(VENV)/bin/ruff check operator tests argocd
+	$(VENV)/bin/ruff format --check operator tests argocd
 	$(VENV)/bin/mypy
 
 test: setup lint
