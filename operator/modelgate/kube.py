@@ -224,16 +224,16 @@ class Kube:
 
     # -- built-in resources ----------------------------------------------------------------------
     def deployment_availability(self, namespace: str, name: str) -> DeploymentAvailability:
-        """Whether the Deployment can take traffic now. Available means all of:
+        """Whether the Deployment can take traffic now: its own rollout is complete and available,
+        the test `kubectl rollout status` and Flagger apply. All of:
 
-        - its `Available` condition is True: the controller sees at least the minimum number of
-          replicas (spec.replicas - maxUnavailable) available;
-        - status.observedGeneration >= metadata.generation: the condition describes the current
-          spec, not the one before an edit;
-        - status.availableReplicas >= 1: `Available` is also True with zero replicas, whose minimum
-          availability is trivially met;
-        - status.updatedReplicas >= 1: at least one pod runs the current template (during a template
-          change, pods of the old one keep `Available` True).
+        - status.observedGeneration >= metadata.generation: the status describes the current spec;
+        - its `Available` condition is True;
+        - updatedReplicas >= spec.replicas >= 1: every wanted replica runs the current template
+          (zero replicas can serve nothing, though `Available` is True for them);
+        - status.replicas == updatedReplicas: no pod of an older template is left, which would
+          keep `Available` True while the new template cannot even be scheduled;
+        - availableReplicas >= updatedReplicas: the new pods are Ready, not merely created.
 
         The message names the first of these that is missing, then "<available> of <spec.replicas>
         replicas available".
@@ -348,6 +348,7 @@ def _availability(what: str, deployment: Any) -> DeploymentAvailability:
     status = deployment.status
     observed = status.observed_generation or 0
     wanted = deployment.spec.replicas if deployment.spec.replicas is not None else 1
+    total = status.replicas or 0
     updated = status.updated_replicas or 0
     ready = status.available_replicas or 0
     replicas = f"{ready} of {wanted} replicas available"
@@ -359,10 +360,14 @@ def _availability(what: str, deployment: Any) -> DeploymentAvailability:
         missing = "it has no Available condition yet"
     elif condition.status != "True":
         missing = f"it is not Available ({condition.reason}: {condition.message})"
-    elif ready < 1:
-        missing = "no replica is available"
-    elif updated < 1:
-        missing = "no replica runs the current template yet"
+    elif wanted < 1:
+        missing = "it is scaled to zero replicas"
+    elif updated < wanted:
+        missing = f"{updated} of {wanted} replicas run the current template"
+    elif total > updated:
+        missing = f"{total - updated} replica(s) of an older template are still there"
+    elif ready < updated:
+        missing = f"{updated - ready} replica(s) of the current template are not available yet"
     else:
         return DeploymentAvailability(exists=True, available=True, message=f"{what}: {replicas}")
     return DeploymentAvailability(exists=True, available=False, message=f"{what}: {missing}; {replicas}")

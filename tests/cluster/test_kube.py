@@ -122,7 +122,7 @@ def test_deployment_scaled_to_zero_is_not_available(
     assert kube.deployment_availability(namespace, "chat-v2") == DeploymentAvailability(
         exists=True,
         available=False,
-        message=f"Deployment {namespace}/chat-v2: no replica is available; 0 of 0 replicas available",
+        message=f"Deployment {namespace}/chat-v2: it is scaled to zero replicas; 0 of 0 replicas available",
     )
 
 
