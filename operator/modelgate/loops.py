@@ -18,8 +18,7 @@ import structlog
 
 from modelgate import observability
 from modelgate.commands import COMMAND_ANNOTATION
-from modelgate.kube import NotFound
-from modelgate.reconciler import Reconciler
+from modelgate.reconciler import Reconciler, RolloutGone
 
 log = structlog.get_logger("modelgate.loops")
 Key = tuple[str, str]  # namespace, name
@@ -91,7 +90,7 @@ class RolloutLoops:
             rollout.wake.clear()
             try:
                 result = await asyncio.to_thread(self.reconciler.tick_by_name, namespace, name)
-            except NotFound:
+            except RolloutGone:
                 log.info("rollout gone", namespace=namespace, rollout=name)
                 return
             except Exception as error:  # a failed tick is retried; the loop must outlive it

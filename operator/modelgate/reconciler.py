@@ -21,8 +21,8 @@ from modelgate.commands import COMMAND_ANNOTATION, decode_command
 from modelgate.core import Decision, Observations, analysis_due, decide, next_wakeup
 from modelgate.core.model import AnalysisRun, Command, LiveRoute, RouteProblem
 from modelgate.core.schedule import RESYNC
-from modelgate.kube import Kube
-from modelgate.metrics.analysis import analysis_queries, run_analysis
+from modelgate.kube import Kube, KubeError, NotFound
+from modelgate.metrics.analysis import analysis_queries, failed_analysis, run_analysis
 from modelgate.metrics.context import QueryContextError
 from modelgate.metrics.prometheus import PrometheusProvider
 from modelgate.metrics.template import TemplateError
@@ -34,6 +34,10 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+class RolloutGone(Exception):
+    """The ModelRollout was deleted; its loop ends."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,13 @@ class Reconciler:
         self._providers: dict[tuple[str, float, str | None], PrometheusProvider] = {}
 
     def tick_by_name(self, namespace: str, name: str) -> TickResult:
-        """Reads the rollout fresh (never a cached copy that may predate our own last write)."""
-        return self.tick(self.kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name))
+        """Reads the rollout fresh (never a cached copy that may predate our own last write).
+        Raises RolloutGone when it no longer exists."""
+        try:
+            body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name)
+        except NotFound:
+            raise RolloutGone(f"ModelRollout {namespace}/{name} no longer exists") from None
+        return self.tick(body)
 
     def tick(self, body: Mapping[str, Any]) -> TickResult:
         meta = body["metadata"]
@@ -79,7 +88,15 @@ class Reconciler:
         availability = self.kube.deployment_availability(namespace, spec.candidate.deployment)
         analysis: AnalysisRun | None = None
         if queries is not None and isinstance(route, LiveRoute) and analysis_due(spec, status, now):
-            analysis = run_analysis(self._provider(spec, namespace), queries, self.clock())
+            try:
+                provider = self._provider(spec, namespace)
+            except KubeError as error:
+                # Like an unreachable Prometheus: held, then paused or rolled back per policy.
+                analysis = failed_analysis(
+                    queries, self.clock(), f"cannot read the Prometheus token: {error}"
+                )
+            else:
+                analysis = run_analysis(provider, queries, self.clock())
         observed = Observations(
             generation=int(body["metadata"].get("generation", 0)),
             candidate_available=availability.available,

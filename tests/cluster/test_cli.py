@@ -44,7 +44,7 @@ def test_status_promote_abort_and_retry(
         assert shown.returncode == 0, shown.stderr
         for expected in (
             "Paused",
-            "2/4",
+            "1/4 completed; now: pause (until promote)",
             "chat-v1 80% / chat-v2 20%",
             "80 / 20",
             "error-rate",
@@ -69,9 +69,8 @@ def test_status_promote_abort_and_retry(
         assert "modelgate.io/command" not in annotations  # handled commands are cleared
 
         ignored = modelgate(kubeconfig, "resume", "chat", "-n", namespace)
-        assert ignored.returncode == 0
-        events = client.CoreV1Api(api_client).list_namespaced_event(namespace).items
-        assert any(e.reason == "CommandIgnored" for e in events)
+        assert ignored.returncode == 4, ignored.stdout + ignored.stderr
+        assert "resume ignored: `modelgate resume` does not apply in phase RolledBack" in ignored.stdout
 
         retried = modelgate(kubeconfig, "retry", "chat", "-n", namespace)
         assert retried.returncode == 0, retried.stdout + retried.stderr

@@ -54,7 +54,7 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     header.add_row("Phase", Text(phase, style=PHASE_STYLE.get(phase, "")))
     index = status.current_step_index
     step = _step_label(steps[index]) if index < len(steps) else "done"
-    header.add_row("Step", f"{min(index + 1, len(steps))}/{len(steps)}: {step}")
+    header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
     header.add_row(
         "Weights",
         f"{spec['incumbent']['deployment']} {100 - status.current_weight}% / "

@@ -10,7 +10,7 @@ from modelgate.api import ModelRolloutSpec
 from modelgate.core.model import AnalysisRun, MetricQuery
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import preset_query, request_count_query
-from modelgate.metrics.provider import MetricProvider
+from modelgate.metrics.provider import MetricProvider, QueryResult
 from modelgate.metrics.template import render_query
 
 
@@ -47,4 +47,14 @@ def run_analysis(provider: MetricProvider, queries: AnalysisQueries, at: datetim
         metrics={
             name: MetricQuery(promql, provider.query(promql)) for name, promql in queries.metrics.items()
         },
+    )
+
+
+def failed_analysis(queries: AnalysisQueries, at: datetime, error: str) -> AnalysisRun:
+    """A run in which no query could be sent (e.g. the Prometheus credentials are unreadable)."""
+    failed = QueryResult(error=error)
+    return AnalysisRun(
+        at=at,
+        request_count=failed,
+        metrics={name: MetricQuery(promql, failed) for name, promql in queries.metrics.items()},
     )
