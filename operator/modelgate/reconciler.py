@@ -90,7 +90,7 @@ class Reconciler:
         if queries is not None and isinstance(route, LiveRoute) and analysis_due(spec, status, now):
             try:
                 provider = self._provider(spec, namespace)
-            except KubeError as error:
+            except (KubeError, ValueError) as error:  # unreadable Secret, or a malformed token
                 # Like an unreachable Prometheus: held, then paused or rolled back per policy.
                 analysis = failed_analysis(
                     queries, self.clock(), f"cannot read the Prometheus token: {error}"
