@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := prometheus
 
-.PHONY: setup apt-deps venv bins cluster-up cluster-down cluster-status lint typecheck test test-unit test-cluster demo bench clean
+.PHONY: setup apt-deps venv bins cluster-up cluster-down cluster-status lint test demo bench docs clean
 
 setup: apt-deps venv bins
 
@@ -49,6 +49,9 @@ lint: venv
 
 test: setup lint
 	bash hack/pytest.sh required tests/unit tests/cluster tests/e2e --durations=15
+
+docs: venv
+	$(PY) -m modelgate.docs_gen
 
 demo: setup
 	$(PY) -m modelgate.testbed.demo
