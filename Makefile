@@ -7,7 +7,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := prometheus
+APT_PACKAGES := prometheus shellcheck
 
 .PHONY: setup apt-deps venv bins cluster-up cluster-down cluster-status lint test demo bench docs clean
 

@@ -62,7 +62,7 @@ go_install() {  # name version package
 
 link_pinned() {
   mkdir -p "$cache/bin"
-  local pinned_dirs=("kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION")
+  local pinned_dirs=("kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION" "actionlint-$ACTIONLINT_VERSION")
   for d in "${pinned_dirs[@]}"; do
     for b in "$cache/$d/bin/"*; do ln -sfn "$b" "$cache/bin/$(basename "$b")"; done
   done
@@ -73,12 +73,14 @@ case "${1:-all}" in
   etcd) build_etcd ;;
   kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;
   helm) go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm ;;
+  actionlint) go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint ;;
   all)
     build_etcd
     go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
     go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
+    go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint
     build_kubernetes
     link_pinned
     ;;
-  *) echo "usage: build-bins.sh [all|kubernetes|etcd|kwok|helm]" >&2; exit 2 ;;
+  *) echo "usage: build-bins.sh [all|kubernetes|etcd|kwok|helm|actionlint]" >&2; exit 2 ;;
 esac

@@ -8,7 +8,16 @@ import shutil
 from pathlib import Path
 
 CACHE = Path(os.environ.get("MODELGATE_CACHE", Path.home() / ".cache" / "modelgate"))
-GO_BUILT = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "helm")
+GO_BUILT = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "kwok",
+    "helm",
+    "actionlint",
+)
 
 
 class MissingBinary(FileNotFoundError):

@@ -382,9 +382,12 @@ async def start_model_server(
     model_name: str = DEFAULT_MODEL_NAME,
     host: str = "127.0.0.1",
     port: int = 0,
+    allow_any_host: bool = False,
 ) -> RunningServer:
-    """Starts a double; `port=0` picks a free port (see `.port`)."""
-    require_loopback_host(host)
+    """Starts a double; `port=0` picks a free port (see `.port`). Only loopback hosts, unless
+    `allow_any_host` (in a Pod of the kind end-to-end run, where the kubelet must reach it)."""
+    if not allow_any_host:
+        require_loopback_host(host)
     double = ModelServerDouble(behaviour or Behaviour(), model_name)
     runner = web.AppRunner(double.app(), access_log=None)
     await runner.setup()
@@ -403,6 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m modelgate.testbed.model_server_double", description=__doc__
     )
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--allow-any-host",
+        action="store_true",
+        help="allow a non-loopback --host; only for running as a Pod (the kind end-to-end run)",
+    )
     parser.add_argument(
         "--port", type=int, default=8000, help="0 picks a free port; see the 'listening' line"
     )
@@ -430,12 +438,14 @@ def _behaviour_from_args(args: argparse.Namespace) -> Behaviour:
     )
 
 
-async def _serve(behaviour: Behaviour, model_name: str, host: str, port: int) -> None:
+async def _serve(behaviour: Behaviour, model_name: str, host: str, port: int, allow_any_host: bool) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    server = await start_model_server(behaviour, model_name=model_name, host=host, port=port)
+    server = await start_model_server(
+        behaviour, model_name=model_name, host=host, port=port, allow_any_host=allow_any_host
+    )
     # The parent learns the port from this line (stdout carries nothing else; logs go to stderr).
     print(json.dumps({"listening": f"{server.host}:{server.port}"}), flush=True)
     await stop.wait()
@@ -447,11 +457,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         behaviour = _behaviour_from_args(args)
-        require_loopback_host(args.host)
+        if not args.allow_any_host:
+            require_loopback_host(args.host)
     except ValueError as error:  # pydantic's ValidationError included
         parser.error(str(error))
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
-    asyncio.run(_serve(behaviour, args.model_name, args.host, args.port))
+    asyncio.run(_serve(behaviour, args.model_name, args.host, args.port, args.allow_any_host))
     return 0
 
 
