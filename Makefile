@@ -43,8 +43,8 @@ cluster-status:
 	$(PY) -m modelgate.testbed status --root .localcluster
 
 lint: venv
-	$(VENV)/bin/ruff check operator tests argocd
-	$(VENV)/bin/ruff format --check operator tests argocd
+	$(VENV)/bin/ruff check operator tests argocd bench
+	$(VENV)/bin/ruff format --check operator tests argocd bench
 	$(VENV)/bin/mypy
 
 test: setup lint
@@ -57,7 +57,7 @@ demo: setup
 	$(PY) -m modelgate.testbed.demo
 
 bench: setup
-	bash hack/pytest.sh optional bench -m bench
+	bash hack/pytest.sh optional bench -m bench -s
 
 clean: cluster-down
 	rm -rf .localcluster .pytest_cache .mypy_cache .ruff_cache
