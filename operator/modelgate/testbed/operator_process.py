@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 from modelgate.testbed.localcluster import free_port
@@ -16,8 +17,9 @@ from modelgate.testbed.waiting import wait_for
 class OperatorProcess:
     """`modelgate run` against a kubeconfig, with its logs in a file; stopped by its pid."""
 
-    def __init__(self, kubeconfig: Path, state_dir: Path) -> None:
+    def __init__(self, kubeconfig: Path, state_dir: Path, namespaces: Sequence[str] = ()) -> None:
         self.kubeconfig = kubeconfig
+        self.namespaces = list(namespaces)  # empty: every namespace
         self.registry = ProcessRegistry(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_port = free_port()
@@ -39,6 +41,7 @@ class OperatorProcess:
             f"--metrics-address=127.0.0.1:{self.metrics_port}",
             f"--health-address=127.0.0.1:{self.health_port}",
             "--log-format=json",
+            *(f"--namespace={namespace}" for namespace in self.namespaces),
         ]
         self.process = self.registry.start("operator", argv, env={"PYTHONUNBUFFERED": "1"})
         wait_for(self._healthy, timeout=60, what=f"the operator's liveness endpoint (log: {self.log_file})")

@@ -1,0 +1,111 @@
+{{/* The chart's name, or nameOverride. */}}
+{{- define "modelgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The objects' name: fullnameOverride, or the release name (with the chart's name unless it
+already contains it). */}}
+{{- define "modelgate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Quoted: a release named `y` or `on` would otherwise be a YAML boolean. */}}
+{{- define "modelgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "modelgate.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
+{{- end }}
+
+{{- define "modelgate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+{{ include "modelgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
+{{- end }}
+
+{{- define "modelgate.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "modelgate.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "modelgate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* Fails on scope/namespace combinations that would watch something other than what was asked. */}}
+{{- define "modelgate.validateScope" -}}
+{{- if eq .Values.rbac.scope "namespaces" }}
+{{- if not .Values.watchNamespaces }}
+{{- fail "rbac.scope is namespaces: list the namespaces to watch in watchNamespaces" }}
+{{- end }}
+{{- else if .Values.watchNamespaces }}
+{{- fail "watchNamespaces is set but rbac.scope is cluster (all namespaces): set rbac.scope=namespaces to watch only those" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The operator's permissions inside the namespaces it watches: the same rules for the ClusterRole
+(scope cluster) and for the Role in each watched namespace (scope namespaces). Verbs are exactly
+what operator/modelgate/kube.py and kopf call; nothing with "*", no delete.
+*/}}
+{{- define "modelgate.namespacedRules" -}}
+# kopf lists and watches ModelRollouts; the reconciler gets them and merge-patches annotations
+# (it clears a consumed `modelgate promote/abort/...` command).
+- apiGroups: ["modelgate.io"]
+  resources: ["modelrollouts"]
+  verbs: ["get", "list", "watch", "patch"]
+# The reconciler writes status through the status subresource only.
+- apiGroups: ["modelgate.io"]
+  resources: ["modelrollouts/status"]
+  verbs: ["patch"]
+# kopf watches Deployments to wake a rollout when its candidate changes; the reconciler reads the
+# candidate's availability. Deployments are never written.
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch"]
+# The Gateway API router reads the HTTPRoute and JSON-patches the two backend weights.
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["httproutes"]
+  verbs: ["get", "patch"]
+# Every decision is recorded as an events.k8s.io/v1 Event (kopf's own event posting is off).
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create"]
+{{- with .Values.rbac.prometheusSecrets }}
+# Bearer tokens for Prometheus (spec.analysis.prometheus.bearerTokenSecretRef): these names only.
+- apiGroups: [""]
+  resources: ["secrets"]
+  resourceNames: {{ toJson . }}
+  verbs: ["get"]
+{{- end }}
+{{- end }}
+
+{{/*
+What kopf reads cluster-wide, verified by running the operator under this ServiceAccount: without
+it kopf retries each 403 nine times (about 90 s of ERROR logs) before it falls back.
+*/}}
+{{- define "modelgate.kopfClusterRules" -}}
+# kopf watches CRDs to notice a changed or newly installed ModelRollout CRD without a restart.
+- apiGroups: ["apiextensions.k8s.io"]
+  resources: ["customresourcedefinitions"]
+  verbs: ["list", "watch"]
+{{- if eq .Values.rbac.scope "namespaces" }}
+# With -n, kopf lists and watches namespaces to start a watcher per watched namespace; without it
+# no rollout is watched until the retries are exhausted.
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["list", "watch"]
+{{- end }}
+{{- end }}

@@ -1,0 +1,52 @@
+"""`helm install` of charts/modelgate into the bed: the API server accepts every object (the same
+validation as `kubectl apply --dry-run=server`) and the Deployment is created as rendered. The pods
+do not really run: kwok fakes them."""
+
+from __future__ import annotations
+
+import json
+
+from kubernetes import client
+
+from modelgate.testbed.localcluster import LocalCluster
+from tests.support.helm import helm, installed_chart
+
+
+def test_chart_installs_and_creates_the_operator_deployment(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str
+) -> None:
+    values = {
+        "rbac": {"prometheusSecrets": ["prom-token"]},
+        "grafanaDashboard": {"enabled": True},
+        "podDisruptionBudget": {"enabled": True},
+    }
+    with installed_chart(local_bed.kubeconfig, namespace, values) as release:
+        status = json.loads(helm(local_bed.kubeconfig, "status", release.name, "-n", namespace, "-o", "json"))
+        assert status["info"]["status"] == "deployed"
+
+        deployment = client.AppsV1Api(api_client).read_namespaced_deployment(release.fullname, namespace)
+        assert deployment.spec.replicas == 1
+        assert deployment.spec.strategy.type == "Recreate"
+        pod = deployment.spec.template.spec
+        assert pod.service_account_name == release.fullname
+        (container,) = pod.containers
+        assert container.image == "ghcr.io/modelgate/modelgate:0.1.0"
+        assert container.command == ["modelgate"]
+        assert container.args[:2] == ["run", "--all-namespaces"]
+        assert container.security_context.read_only_root_filesystem is True
+        assert container.liveness_probe.http_get.path == "/healthz"
+
+        core = client.CoreV1Api(api_client)
+        core.read_namespaced_service_account(release.fullname, namespace)
+        service = core.read_namespaced_service(f"{release.fullname}-metrics", namespace)
+        assert [(p.name, p.port) for p in service.spec.ports] == [("http-metrics", 8080)]
+        dashboard = core.read_namespaced_config_map(f"{release.fullname}-dashboard", namespace)
+        assert dashboard.metadata.labels["grafana_dashboard"] == "1"
+        client.PolicyV1Api(api_client).read_namespaced_pod_disruption_budget(release.fullname, namespace)
+
+        rbac = client.RbacAuthorizationV1Api(api_client)
+        binding = rbac.read_cluster_role_binding(release.fullname)
+        assert [(s.kind, s.name, s.namespace) for s in binding.subjects] == [
+            ("ServiceAccount", release.fullname, namespace)
+        ]
+        assert rbac.read_cluster_role(release.fullname).rules

@@ -1,0 +1,297 @@
+"""The chart's RBAC is enough and no more: the operator, run as the chart's ServiceAccount (a
+TokenRequest token, out of the cluster), completes a rollout with no permission error; and
+`kubectl auth can-i --as` shows that the ServiceAccount can do what the operator needs and nothing
+else, in both scopes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from kubernetes import client
+
+from modelgate.api import Phase
+from modelgate.testbed.binaries import binary
+from modelgate.testbed.localcluster import LocalCluster
+from modelgate.testbed.manifests import SEED_METRICS, model_rollout
+from modelgate.testbed.model_server_double import Behaviour
+from modelgate.testbed.operator_process import OperatorProcess
+from modelgate.testbed.serviceaccount import service_account_kubeconfig, service_account_username
+from tests.support.cli import modelgate
+from tests.support.helm import installed_chart
+from tests.support.scenario import serving
+
+PROMETHEUS_SECRET = "prom-token"
+OTHER_SECRET = "other-token"
+# A 403 that is not about RBAC: writes into a namespace being deleted (left over by earlier tests).
+NAMESPACE_TERMINATING = "because it is being terminated"
+PERMISSION_ERROR = re.compile(r"forbidden|(?<![.\d])403(?![.\d])|not enough permissions", re.IGNORECASE)
+
+
+class Check(NamedTuple):
+    """A question for `kubectl auth can-i`: `resource` may be `resource/name`."""
+
+    verb: str
+    resource: str
+    subresource: str = ""
+
+
+ROLLOUTS = "modelrollouts.modelgate.io"
+ROUTES = "httproutes.gateway.networking.k8s.io"
+DEPLOYMENTS = "deployments.apps"
+CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+
+# What the operator does in a namespace it watches (see operator/modelgate/kube.py and kopf).
+NEEDED: list[Check] = [
+    *(Check(verb, ROLLOUTS) for verb in ("get", "list", "watch", "patch")),
+    Check("patch", ROLLOUTS, "status"),
+    *(Check(verb, DEPLOYMENTS) for verb in ("get", "list", "watch")),
+    Check("get", ROUTES),
+    Check("patch", ROUTES),
+    Check("create", "events.events.k8s.io"),
+    Check("get", f"secrets/{PROMETHEUS_SECRET}"),
+]
+NEVER_IN_A_NAMESPACE: list[Check] = [
+    Check("get", f"secrets/{OTHER_SECRET}"),
+    *(Check(verb, "secrets") for verb in ("get", "list", "watch", "create")),
+    Check("patch", f"secrets/{PROMETHEUS_SECRET}"),
+    *(Check(verb, ROLLOUTS) for verb in ("create", "update", "delete", "deletecollection")),
+    Check("update", ROLLOUTS, "status"),
+    *(Check(verb, DEPLOYMENTS) for verb in ("create", "update", "patch", "delete")),
+    Check("patch", DEPLOYMENTS, "scale"),
+    *(Check(verb, ROUTES) for verb in ("create", "update", "delete", "list", "watch")),
+    Check("create", "events"),  # core/v1: kopf's own event posting is off
+    Check("create", "pods"),
+    Check("get", "pods"),
+    Check("create", "pods", "exec"),
+    Check("get", "configmaps"),
+    Check("get", "services"),
+    Check("patch", "services"),
+    Check("get", "virtualservices.networking.istio.io"),
+    Check("patch", "virtualservices.networking.istio.io"),
+    Check("create", "serviceaccounts", "token"),
+    Check("create", "rolebindings.rbac.authorization.k8s.io"),
+    Check("create", "roles.rbac.authorization.k8s.io"),
+    Check("escalate", "roles.rbac.authorization.k8s.io"),
+    Check("bind", "clusterroles.rbac.authorization.k8s.io"),
+    Check("impersonate", "serviceaccounts"),
+    Check("*", "*"),
+]
+NEVER_CLUSTER_WIDE: list[Check] = [
+    Check("create", "clusterrolebindings.rbac.authorization.k8s.io"),
+    Check("create", "clusterroles.rbac.authorization.k8s.io"),
+    *(Check(verb, CRDS) for verb in ("get", "create", "update", "delete")),
+    Check("get", "nodes"),
+    Check("delete", "namespaces"),
+    Check("impersonate", "users"),
+    Check("list", "secrets"),
+    Check("*", "*"),
+]
+KOPF_CLUSTER_READS = [Check("list", CRDS), Check("watch", CRDS)]
+NAMESPACE_READS = [Check("list", "namespaces"), Check("watch", "namespaces")]
+ALL_NAMESPACES_READS = [Check(verb, kind) for verb in ("list", "watch") for kind in (ROLLOUTS, DEPLOYMENTS)]
+
+
+@contextmanager
+def running(operator: OperatorProcess) -> Iterator[OperatorProcess]:
+    try:
+        operator.start()  # inside: a start that never got healthy is stopped too
+        yield operator
+    finally:
+        operator.stop()
+
+
+@contextmanager
+def admin_operator_stopped(operator: OperatorProcess) -> Iterator[None]:
+    """The session's operator runs as admin in every namespace; it would act on the same rollout
+    and hide a missing permission, so it is stopped meanwhile (conftest lets tests restart it)."""
+    operator.stop()
+    try:
+        yield
+    finally:
+        operator.start()
+
+
+@pytest.fixture
+def new_namespace(api_client: client.ApiClient) -> Iterator[Callable[[], str]]:
+    """Makes further fresh namespaces, deleted at the end."""
+    core = client.CoreV1Api(api_client)
+    created: list[str] = []
+
+    def make() -> str:
+        name = f"t-{uuid.uuid4().hex[:10]}"
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+        created.append(name)
+        return name
+
+    yield make
+    for name in created:
+        core.delete_namespace(name)
+
+
+def create_secrets(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    for name in (PROMETHEUS_SECRET, OTHER_SECRET):
+        secret = client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data={"token": "s3cret"})
+        core.create_namespaced_secret(namespace, secret)
+
+
+def chart_values(scope: str, watched: Sequence[str]) -> dict[str, Any]:
+    return {
+        "rbac": {"scope": scope, "prometheusSecrets": [PROMETHEUS_SECRET]},
+        "watchNamespaces": list(watched) if scope == "namespaces" else [],
+    }
+
+
+def can_i(kubeconfig: Path, user: str, check: Check, namespace: str | None) -> bool:
+    """`kubectl auth can-i` as `user`; namespace None asks about all namespaces (cluster scope)."""
+    where = [f"--namespace={namespace}"] if namespace else ["--all-namespaces"]
+    subresource = [f"--subresource={check.subresource}"] if check.subresource else []
+    argv = [str(binary("kubectl")), f"--kubeconfig={kubeconfig}", "auth", "can-i", check.verb, check.resource]
+    result = subprocess.run(
+        [*argv, f"--as={user}", *where, *subresource],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    answer = result.stdout.strip()
+    if answer not in ("yes", "no"):
+        raise RuntimeError(f"kubectl auth can-i {check}: {result.stderr.strip()}")
+    return answer == "yes"
+
+
+def wrong_answers(
+    kubeconfig: Path, user: str, checks: Sequence[Check], namespace: str | None, expected: bool
+) -> list[str]:
+    """The checks whose answer is not `expected`, described. Asked in parallel: each is a kubectl run."""
+    where = f"in {namespace}" if namespace else "cluster-wide"
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda check: can_i(kubeconfig, user, check, namespace), checks))
+    return [
+        f"{'cannot' if expected else 'CAN'} {' '.join(filter(None, check))} {where}"
+        for check, answer in zip(checks, answers, strict=True)
+        if answer is not expected
+    ]
+
+
+def permission_errors(log: str) -> list[str]:
+    return [
+        line
+        for line in log.splitlines()
+        if PERMISSION_ERROR.search(line) and NAMESPACE_TERMINATING not in line
+    ]
+
+
+@pytest.mark.parametrize("scope", ["cluster", "namespaces"])
+def test_operator_completes_a_rollout_as_the_charts_service_account(
+    scope: str,
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    new_namespace: Callable[[], str],
+    operator: OperatorProcess,
+    tmp_path: Path,
+) -> None:
+    serving_namespace = new_namespace()
+    create_secrets(api_client, serving_namespace)
+    manifest = model_rollout(
+        "chat",
+        serving_namespace,
+        steps=[{"setWeight": 20}, {"pause": {}}, {"setWeight": 60}],
+        prometheus=local_bed.prometheus_url,
+        metrics=SEED_METRICS,
+    )
+    # The operator reads this Secret itself: its `get` on exactly this name is exercised too.
+    manifest["spec"]["analysis"]["prometheus"]["bearerTokenSecretRef"] = {
+        "name": PROMETHEUS_SECRET,
+        "key": "token",
+    }
+    values = chart_values(scope, [serving_namespace])
+    with installed_chart(local_bed.kubeconfig, namespace, values) as release:
+        kubeconfig = service_account_kubeconfig(
+            local_bed, api_client, namespace, release.fullname, tmp_path / "service-account.kubeconfig"
+        )
+        watched = [serving_namespace] if scope == "namespaces" else []
+        restricted = OperatorProcess(kubeconfig, tmp_path / "operator", watched)
+        with (
+            admin_operator_stopped(operator),
+            running(restricted),
+            serving(local_bed, api_client, serving_namespace, Behaviour()) as scenario,
+        ):
+            scenario.apply(manifest)
+            scenario.wait_for_status(
+                "the indefinite pause", lambda s: s.phase is Phase.PAUSED and s.current_step_index == 1
+            )
+            # A person promotes; the operator consumes the command by patching its annotation away.
+            promoted = modelgate(local_bed.kubeconfig, "promote", "chat", "-n", serving_namespace)
+            assert promoted.returncode == 0, promoted.stdout + promoted.stderr
+            final = scenario.wait_for_status(
+                "the rollout to end",
+                lambda s: s.phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED),
+                timeout=120,
+            )
+            assert final.phase is Phase.SUCCEEDED, final.message
+            scenario.wait_for_status(
+                "the route to show 100", lambda s: scenario.recorder.candidate_weights()[-1] == 100
+            )
+            assert scenario.recorder.candidate_weights() == [0, 20, 60, 100]
+            # Raw dicts: the typed EventsV1Api refuses the controllers' events, which have no eventTime.
+            events = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
+                "events.k8s.io", "v1", serving_namespace, "events"
+            )["items"]
+            assert any(e.get("reportingController") == "modelgate.io/operator" for e in events)
+        errors = permission_errors(restricted.logs())
+        assert not errors, f"permission errors in {restricted.log_file}:\n" + "\n".join(errors)
+
+
+def test_cluster_scope_grants_only_what_the_operator_needs(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    new_namespace: Callable[[], str],
+) -> None:
+    serving_namespace = new_namespace()
+    create_secrets(api_client, serving_namespace)
+    with installed_chart(local_bed.kubeconfig, namespace, chart_values("cluster", [])) as release:
+        user = service_account_username(namespace, release.fullname)
+        admin = local_bed.kubeconfig
+        wrong = [
+            *wrong_answers(admin, user, NEEDED, serving_namespace, expected=True),
+            *wrong_answers(admin, user, NEVER_IN_A_NAMESPACE, serving_namespace, expected=False),
+            *wrong_answers(admin, user, ALL_NAMESPACES_READS + KOPF_CLUSTER_READS, None, expected=True),
+            *wrong_answers(admin, user, NEVER_CLUSTER_WIDE + NAMESPACE_READS, None, expected=False),
+        ]
+    assert wrong == []
+
+
+def test_namespaces_scope_grants_nothing_outside_the_watched_namespaces(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    new_namespace: Callable[[], str],
+) -> None:
+    watched = [new_namespace(), new_namespace()]
+    unwatched = new_namespace()
+    for name in (*watched, unwatched):
+        create_secrets(api_client, name)
+    with installed_chart(local_bed.kubeconfig, namespace, chart_values("namespaces", watched)) as release:
+        user = service_account_username(namespace, release.fullname)
+        admin = local_bed.kubeconfig
+        wrong: list[str] = []
+        for name in watched:
+            wrong += wrong_answers(admin, user, NEEDED, name, expected=True)
+        # Every watched namespace gets the same Role: asking one of them the rest is enough.
+        wrong += wrong_answers(admin, user, NEVER_IN_A_NAMESPACE, watched[0], expected=False)
+        wrong += wrong_answers(admin, user, NEEDED, unwatched, expected=False)
+        wrong += wrong_answers(admin, user, NEEDED, namespace, expected=False)  # not even its own
+        wrong += wrong_answers(admin, user, KOPF_CLUSTER_READS + NAMESPACE_READS, None, expected=True)
+        wrong += wrong_answers(admin, user, NEVER_CLUSTER_WIDE + ALL_NAMESPACES_READS, None, expected=False)
+    assert wrong == []

@@ -1,0 +1,340 @@
+"""charts/modelgate without a cluster: `helm lint`, `helm template` for every documented values
+combination, least-privilege RBAC, the hardened Deployment, the values schema, and the CRD copy."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from modelgate.testbed.binaries import binary
+from modelgate.testbed.versions import REPO_ROOT
+
+CHART = REPO_ROOT / "charts" / "modelgate"
+MIN_KUBE_VERSION = "1.30.0"  # Chart.yaml's kubeVersion floor: the chart must render there
+NAMESPACE = "modelgate-system"
+Object = dict[str, Any]
+# Verbs the operator never uses; the last three would let it grant itself more.
+FORBIDDEN_VERBS = {"delete", "deletecollection", "escalate", "bind", "impersonate"}
+
+# Every combination values.yaml documents.
+COMBINATIONS: dict[str, Object] = {
+    "default": {},
+    "cluster scope": {"rbac": {"scope": "cluster"}},
+    "namespaces scope": {"rbac": {"scope": "namespaces"}, "watchNamespaces": ["team-a", "team-b"]},
+    "serviceMonitor": {"serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus"}}},
+    "podDisruptionBudget": {"podDisruptionBudget": {"enabled": True}},
+    "grafanaDashboard": {"grafanaDashboard": {"enabled": True}},
+    "prometheusRule": {"prometheusRule": {"enabled": True}},
+    "prometheusSecrets": {"rbac": {"prometheusSecrets": ["prom-token", "prom-token-2"]}},
+    "no RBAC, existing ServiceAccount": {
+        "rbac": {"create": False},
+        "serviceAccount": {"create": False, "name": "ops-provided"},
+    },
+    "everything": {
+        "rbac": {"scope": "namespaces", "prometheusSecrets": ["prom-token"]},
+        "watchNamespaces": ["team-a", "team-b"],
+        "serviceMonitor": {"enabled": True},
+        "podDisruptionBudget": {"enabled": True},
+        "grafanaDashboard": {"enabled": True},
+        "prometheusRule": {"enabled": True},
+        "image": {"tag": "0.1.1", "pullPolicy": "Always"},
+        "logFormat": "console",
+        "verbose": True,
+        "env": [{"name": "TZ", "value": "UTC"}],
+        "podAnnotations": {"example.com/team": "ml"},
+        "priorityClassName": "system-cluster-critical",
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}],
+        "affinity": {"nodeAffinity": {}},
+        "imagePullSecrets": [{"name": "regcred"}],
+    },
+}
+
+
+def helm(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(binary("helm")), *args], input=stdin, capture_output=True, text=True, check=False, timeout=60
+    )
+
+
+def render(values: Object | None = None, *, release: str = "mg", namespace: str = NAMESPACE) -> list[Object]:
+    """`helm template` with `values` (as a values file on stdin); the objects it renders."""
+    result = helm(
+        "template",
+        release,
+        str(CHART),
+        f"--namespace={namespace}",
+        f"--kube-version={MIN_KUBE_VERSION}",
+        "--values=-",
+        stdin=yaml.safe_dump(values or {}),
+    )
+    assert result.returncode == 0, result.stderr
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def render_error(values: Object, kube_version: str = MIN_KUBE_VERSION) -> str:
+    result = helm(
+        "template",
+        "mg",
+        str(CHART),
+        f"--kube-version={kube_version}",
+        "--values=-",
+        stdin=yaml.safe_dump(values),
+    )
+    assert result.returncode != 0, f"rendered although it should not:\n{result.stdout}"
+    return result.stderr
+
+
+def of_kind(objects: list[Object], kind: str) -> list[Object]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def the(objects: list[Object], kind: str) -> Object:
+    (found,) = of_kind(objects, kind)
+    return found
+
+
+def rules(objects: list[Object]) -> Iterator[tuple[Object, Object]]:
+    """(Role or ClusterRole, rule) for every RBAC rule rendered."""
+    for role in objects:
+        if role["kind"] in ("Role", "ClusterRole"):
+            for rule in role["rules"]:
+                yield role, rule
+
+
+def container(objects: list[Object]) -> Object:
+    (only,) = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return only
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["lint", "lint --strict"])
+@pytest.mark.parametrize("values", ["default", "namespaces scope", "everything"])
+def test_helm_lint_passes(strict: bool, values: str, tmp_path: Path) -> None:
+    values_file = tmp_path / "values.yaml"
+    values_file.write_text(yaml.safe_dump(COMBINATIONS[values]))
+    result = helm("lint", str(CHART), f"--values={values_file}", *(["--strict"] if strict else []))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", COMBINATIONS)
+def test_every_combination_renders_least_privilege_rbac(name: str) -> None:
+    for role, rule in rules(render(COMBINATIONS[name])):
+        where = f"{role['kind']} {role['metadata']['name']}: {rule}"
+        for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+            assert "*" not in rule.get(field, []), where
+        assert not FORBIDDEN_VERBS & set(rule["verbs"]), where
+        if "secrets" in rule["resources"]:
+            assert rule["verbs"] == ["get"] and rule.get("resourceNames"), where
+
+
+@pytest.mark.parametrize("name", COMBINATIONS)
+def test_every_combination_renders_a_hardened_single_replica_deployment(name: str) -> None:
+    objects = render(COMBINATIONS[name])
+    deployment = the(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    pod = deployment["spec"]["template"]["spec"]
+    operator = container(objects)
+    assert operator["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert {"name": "tmp", "mountPath": "/tmp"} in operator["volumeMounts"]
+    assert {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}} in pod["volumes"]
+    assert operator["resources"]["requests"] and operator["resources"]["limits"]
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert operator[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    # Inside the pod the endpoints must listen on every interface, for the kubelet and Prometheus.
+    assert "--metrics-address=0.0.0.0:8080" in operator["args"]
+    assert "--health-address=0.0.0.0:8081" in operator["args"]
+    ports = {p["name"]: p["containerPort"] for p in operator["ports"]}
+    assert ports == {"http-metrics": 8080, "health": 8081}
+    assert pod["serviceAccountName"] == (
+        "ops-provided" if name == "no RBAC, existing ServiceAccount" else "mg-modelgate"
+    )
+
+
+def test_names_that_yaml_reads_as_booleans_stay_strings() -> None:
+    # `helm install on -n no` must not render `name: on` (true) or `namespace: no` (false).
+    values = {**COMBINATIONS["everything"], "watchNamespaces": ["yes", "off"], "priorityClassName": "on"}
+    for obj in render(values, release="on", namespace="no"):
+        metadata = obj["metadata"]
+        texts = [metadata["name"], metadata.get("namespace", ""), *metadata.get("labels", {}).values()]
+        texts += [s["namespace"] for s in obj.get("subjects", [])]
+        assert all(isinstance(text, str) for text in texts), metadata
+
+
+def test_default_renders_the_operator_watching_all_namespaces() -> None:
+    objects = render()
+    assert sorted(o["kind"] for o in objects) == [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+        "Service",
+        "ServiceAccount",
+    ]
+    operator = container(objects)
+    assert operator["image"] == "ghcr.io/modelgate/modelgate:0.1.0"
+    assert operator["command"] == ["modelgate"]
+    assert operator["args"][:2] == ["run", "--all-namespaces"]
+    assert "--log-format=json" in operator["args"]
+    assert "--verbose" not in operator["args"]
+
+
+def test_cluster_scope_grants_exactly_what_the_operator_and_kopf_use() -> None:
+    objects = render(COMBINATIONS["cluster scope"])
+    granted = {
+        (g, r, v)
+        for _, rule in rules(objects)
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    assert granted == {
+        *(("modelgate.io", "modelrollouts", v) for v in ("get", "list", "watch", "patch")),
+        ("modelgate.io", "modelrollouts/status", "patch"),
+        *(("apps", "deployments", v) for v in ("get", "list", "watch")),
+        ("gateway.networking.k8s.io", "httproutes", "get"),
+        ("gateway.networking.k8s.io", "httproutes", "patch"),
+        ("events.k8s.io", "events", "create"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
+    }
+    binding = the(objects, "ClusterRoleBinding")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "mg-modelgate", "namespace": NAMESPACE}]
+    assert not of_kind(objects, "Role") and not of_kind(objects, "RoleBinding")
+
+
+def test_namespaces_scope_grants_namespaced_rights_only_in_the_watched_namespaces() -> None:
+    objects = render(COMBINATIONS["namespaces scope"])
+    assert sorted(r["metadata"]["namespace"] for r in of_kind(objects, "Role")) == ["team-a", "team-b"]
+    for binding in of_kind(objects, "RoleBinding"):
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": "mg-modelgate",
+        }
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "mg-modelgate", "namespace": NAMESPACE}
+        ]
+    # Cluster-wide, only what kopf reads to find the namespaces and the CRDs: nothing namespaced.
+    assert the(objects, "ClusterRole")["rules"] == [
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["list", "watch"],
+        },
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
+    ]
+    args = container(objects)["args"]
+    assert "--namespace=team-a" in args and "--namespace=team-b" in args
+    assert "--all-namespaces" not in args
+
+
+def test_prometheus_secrets_are_granted_by_name_only() -> None:
+    secret_rule = {
+        "apiGroups": [""],
+        "resources": ["secrets"],
+        "resourceNames": ["prom-token", "prom-token-2"],
+        "verbs": ["get"],
+    }
+    assert secret_rule in the(render(COMBINATIONS["prometheusSecrets"]), "ClusterRole")["rules"]
+    assert not [rule for _, rule in rules(render()) if "secrets" in rule["resources"]]
+    for role in of_kind(render(COMBINATIONS["everything"]), "Role"):
+        assert {**secret_rule, "resourceNames": ["prom-token"]} in role["rules"]
+
+
+def test_no_rbac_and_an_existing_service_account_render_neither() -> None:
+    kinds = {o["kind"] for o in render(COMBINATIONS["no RBAC, existing ServiceAccount"])}
+    assert kinds == {"Deployment", "Service"}
+
+
+def test_pod_settings_are_passed_through() -> None:
+    values = COMBINATIONS["everything"]
+    objects = render(values)
+    pod = the(objects, "Deployment")["spec"]["template"]
+    for key in ("nodeSelector", "tolerations", "affinity", "priorityClassName", "imagePullSecrets"):
+        assert pod["spec"][key] == values[key]
+    assert pod["metadata"]["annotations"] == values["podAnnotations"]
+    operator = container(objects)
+    assert operator["image"] == "ghcr.io/modelgate/modelgate:0.1.1"
+    assert operator["imagePullPolicy"] == "Always"
+    assert {"name": "TZ", "value": "UTC"} in operator["env"]
+    assert "--log-format=console" in operator["args"] and "--verbose" in operator["args"]
+
+
+def test_metrics_service_selects_the_operator_pod() -> None:
+    objects = render()
+    service = the(objects, "Service")
+    pod_labels = the(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert service["spec"]["ports"] == [
+        {"name": "http-metrics", "port": 8080, "targetPort": "http-metrics", "protocol": "TCP"}
+    ]
+
+
+def test_service_monitor_and_pdb_select_the_operator() -> None:
+    objects = render({**COMBINATIONS["serviceMonitor"], **COMBINATIONS["podDisruptionBudget"]})
+    selector = the(objects, "Deployment")["spec"]["selector"]
+    monitor = the(objects, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus"
+    (endpoint,) = monitor["spec"]["endpoints"]
+    # The rollout's `namespace` label must survive the scrape.
+    assert endpoint["port"] == "http-metrics" and endpoint["honorLabels"] is True
+    pdb = the(objects, "PodDisruptionBudget")
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": selector}
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"rbac": {"scope": "everything"}}, "at '/rbac/scope': value must be one of 'cluster', 'namespaces'"),
+        ({"image": {"tag": 5}}, "at '/image/tag': got number, want string"),
+        ({"replicaCount": 2}, "additional properties 'replicaCount' not allowed"),
+        ({"watchNamespaces": ["Team_A"]}, "at '/watchNamespaces/0'"),
+        (
+            {"rbac": {"prometheusSecrets": "prom-token"}},
+            "at '/rbac/prometheusSecrets': got string, want array",
+        ),
+        ({"serviceMonitor": {"enabled": "yes"}}, "at '/serviceMonitor/enabled': got string, want boolean"),
+    ],
+)
+def test_schema_rejects_wrong_values_naming_the_field(values: Object, message: str) -> None:
+    error = render_error(values)
+    assert "values don't meet the specifications of the schema" in error
+    assert message in error
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"rbac": {"scope": "namespaces"}}, "list the namespaces to watch in watchNamespaces"),
+        ({"watchNamespaces": ["team-a"]}, "set rbac.scope=namespaces to watch only those"),
+        ({"serviceAccount": {"create": False}}, "serviceAccount.name is required"),
+    ],
+)
+def test_contradictory_values_fail_with_a_clear_message(values: Object, message: str) -> None:
+    assert message in render_error(values)
+
+
+def test_kubernetes_older_than_the_floor_is_refused() -> None:
+    assert "chart requires kubeVersion: >=1.30.0-0" in render_error({}, kube_version="1.29.9")
+
+
+def test_chart_crd_is_a_byte_copy_of_the_repository_crd() -> None:
+    name = "modelrollouts.modelgate.io.yaml"
+    copied = (CHART / "crds" / name).read_bytes()
+    assert copied == (REPO_ROOT / "crds" / name).read_bytes(), (
+        f"charts/modelgate/crds/{name} differs from crds/{name}: copy it again"
+    )
