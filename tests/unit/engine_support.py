@@ -300,3 +300,24 @@ class Simulator:
     def start(self) -> Decision:
         """The first tick: with the candidate Available, the rollout enters step 0 at once."""
         return self.tick()
+
+
+def simulator_in(phase: Phase, spec: ModelRolloutSpec | None = None) -> Simulator:
+    """A rollout (by default 20% -> indefinite pause -> 100%) brought into `phase` by ordinary ticks."""
+    sim = Simulator(spec or make_spec(weight(20), indefinite_pause(), weight(100)))
+    if phase is Phase.PENDING:
+        sim.available = False
+        sim.tick()
+    elif phase is Phase.FAILED:
+        sim.route = ROUTE_NOT_FOUND
+        sim.tick()
+    else:
+        sim.start()
+    if phase is Phase.PAUSED:
+        sim.tick(analysis=Outcome.PASS, after=INTERVAL)
+    elif phase is Phase.SUCCEEDED:
+        sim.tick(command=command(CommandAction.PROMOTE_FULL, "setup"))
+    elif phase is Phase.ROLLED_BACK:
+        sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
+    assert sim.phase is phase
+    return sim

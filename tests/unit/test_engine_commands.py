@@ -11,7 +11,6 @@ from modelgate.api import ModelRolloutSpec, Phase
 from modelgate.core import CommandAction, Decision, decide
 from tests.unit.engine_support import (
     INTERVAL,
-    ROUTE_NOT_FOUND,
     Outcome,
     Simulator,
     command,
@@ -20,6 +19,7 @@ from tests.unit.engine_support import (
     live,
     make_spec,
     observe,
+    simulator_in,
     weight,
     weights_set,
 )
@@ -30,27 +30,7 @@ def spec() -> ModelRolloutSpec:
 
 
 def in_phase(phase: Phase) -> Simulator:
-    """A rollout of `spec()` brought into `phase` by ordinary ticks."""
-    sim = Simulator(spec())
-    if phase is Phase.PENDING:
-        sim.available = False
-        sim.tick()
-    elif phase is Phase.PROGRESSING:
-        sim.start()
-    elif phase is Phase.PAUSED:
-        sim.start()
-        sim.tick(analysis=Outcome.PASS, after=INTERVAL)
-    elif phase is Phase.SUCCEEDED:
-        sim.start()
-        sim.tick(command=command(CommandAction.PROMOTE_FULL, "setup"))
-    elif phase is Phase.ROLLED_BACK:
-        sim.start()
-        sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
-    elif phase is Phase.FAILED:
-        sim.route = ROUTE_NOT_FOUND
-        sim.tick()
-    assert sim.phase is phase
-    return sim
+    return simulator_in(phase, spec())
 
 
 @pytest.mark.parametrize("phase", [Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED])

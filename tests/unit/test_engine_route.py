@@ -17,11 +17,9 @@ from tests.unit.engine_support import (
     Simulator,
     command,
     event_reasons,
-    indefinite_pause,
     live,
-    make_spec,
     round_trip,
-    weight,
+    simulator_in,
     weights_set,
 )
 
@@ -29,26 +27,6 @@ from tests.unit.engine_support import (
 def route_ready(sim: Simulator) -> tuple[ConditionStatus, str] | None:
     ready = condition(sim.status.conditions, ROUTE_READY)
     return (ready.status, ready.reason) if ready else None
-
-
-def simulator_in(phase: Phase) -> Simulator:
-    sim = Simulator(make_spec(weight(20), indefinite_pause(), weight(100)))
-    if phase is Phase.PENDING:
-        sim.available = False
-        sim.tick()
-    elif phase is Phase.PROGRESSING:
-        sim.start()
-    elif phase is Phase.PAUSED:
-        sim.start()
-        sim.tick(analysis=Outcome.PASS, after=INTERVAL)
-    elif phase is Phase.SUCCEEDED:
-        sim.start()
-        sim.tick(command=command(CommandAction.PROMOTE_FULL, "setup"))
-    elif phase is Phase.ROLLED_BACK:
-        sim.start()
-        sim.tick(command=command(CommandAction.ABORT, "setup"))
-    assert sim.phase is phase
-    return sim
 
 
 @pytest.mark.parametrize("phase", [Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED])
