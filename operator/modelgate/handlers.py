@@ -24,6 +24,10 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     )
     # modelgate writes its own Events; kopf's would repeat every log line as one.
     settings.posting.enabled = False
+    # No cluster-wide scans of CRDs and namespaces: kopf would need list/watch on both, which the
+    # operator's own work does not. The cost: a ModelRollout CRD installed after the operator starts
+    # needs a restart (Helm installs crds/ before the operator), and -n takes exact names.
+    settings.scanning.disabled = True
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
 

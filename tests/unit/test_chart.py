@@ -191,7 +191,7 @@ def test_default_renders_the_operator_watching_all_namespaces() -> None:
     assert "--verbose" not in operator["args"]
 
 
-def test_cluster_scope_grants_exactly_what_the_operator_and_kopf_use() -> None:
+def test_cluster_scope_grants_exactly_what_the_operator_uses() -> None:
     objects = render(COMBINATIONS["cluster scope"])
     granted = {
         (g, r, v)
@@ -207,8 +207,6 @@ def test_cluster_scope_grants_exactly_what_the_operator_and_kopf_use() -> None:
         ("gateway.networking.k8s.io", "httproutes", "get"),
         ("gateway.networking.k8s.io", "httproutes", "patch"),
         ("events.k8s.io", "events", "create"),
-        ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
-        ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
     }
     binding = the(objects, "ClusterRoleBinding")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "mg-modelgate", "namespace": NAMESPACE}]
@@ -227,15 +225,8 @@ def test_namespaces_scope_grants_namespaced_rights_only_in_the_watched_namespace
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "mg-modelgate", "namespace": NAMESPACE}
         ]
-    # Cluster-wide, only what kopf reads to find the namespaces and the CRDs: nothing namespaced.
-    assert the(objects, "ClusterRole")["rules"] == [
-        {
-            "apiGroups": ["apiextensions.k8s.io"],
-            "resources": ["customresourcedefinitions"],
-            "verbs": ["list", "watch"],
-        },
-        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
-    ]
+    # Nothing cluster-wide: kopf runs without cluster scans (modelgate.handlers).
+    assert not of_kind(objects, "ClusterRole") and not of_kind(objects, "ClusterRoleBinding")
     args = container(objects)["args"]
     assert "--namespace=team-a" in args and "--namespace=team-b" in args
     assert "--all-namespaces" not in args

@@ -91,21 +91,3 @@ what operator/modelgate/kube.py and kopf call; nothing with "*", no delete.
   verbs: ["get"]
 {{- end }}
 {{- end }}
-
-{{/*
-What kopf reads cluster-wide, verified by running the operator under this ServiceAccount: without
-it kopf retries each 403 nine times (about 90 s of ERROR logs) before it falls back.
-*/}}
-{{- define "modelgate.kopfClusterRules" -}}
-# kopf watches CRDs to notice a changed or newly installed ModelRollout CRD without a restart.
-- apiGroups: ["apiextensions.k8s.io"]
-  resources: ["customresourcedefinitions"]
-  verbs: ["list", "watch"]
-{{- if eq .Values.rbac.scope "namespaces" }}
-# With -n, kopf lists and watches namespaces to start a watcher per watched namespace; without it
-# no rollout is watched until the retries are exhausted.
-- apiGroups: [""]
-  resources: ["namespaces"]
-  verbs: ["list", "watch"]
-{{- end }}
-{{- end }}
