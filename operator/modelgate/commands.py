@@ -15,6 +15,13 @@ from collections.abc import Mapping
 from modelgate.core.model import Command, CommandAction
 
 COMMAND_ANNOTATION = "modelgate.io/command"
+# "true": the operator leaves this rollout alone (no reads of its route, no writes at all), e.g.
+# while a person steers traffic by hand; removing it resumes from what status says.
+SKIP_RECONCILE_ANNOTATION = "modelgate.io/skip-reconcile"
+
+
+def skips_reconcile(annotations: Mapping[str, str] | None) -> bool:
+    return (annotations or {}).get(SKIP_RECONCILE_ANNOTATION) == "true"
 
 
 def encode_command(action: CommandAction) -> str:

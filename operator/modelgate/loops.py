@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 
 from modelgate import observability
-from modelgate.commands import COMMAND_ANNOTATION
+from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.reconciler import Reconciler, RolloutGone
 
 log = structlog.get_logger("modelgate.loops")
@@ -37,9 +37,11 @@ class _Rollout:
 
 
 def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What wakes a rollout at once when it changes: its spec (generation) and a pending command."""
+    """What wakes a rollout at once when it changes: its spec (generation), a pending command, and
+    the skip-reconcile annotation."""
     meta = body["metadata"]
-    return meta.get("generation"), (meta.get("annotations") or {}).get(COMMAND_ANNOTATION)
+    annotations = meta.get("annotations") or {}
+    return meta.get("generation"), annotations.get(COMMAND_ANNOTATION), skips_reconcile(annotations)
 
 
 class RolloutLoops:

@@ -17,7 +17,7 @@ import structlog
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate import observability as metrics
 from modelgate.api import InvalidSpecError, ModelRolloutSpec, ModelRolloutStatus, Phase, parse_spec
-from modelgate.commands import COMMAND_ANNOTATION, decode_command
+from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
 from modelgate.core import Decision, Observations, analysis_due, decide, next_wakeup
 from modelgate.core.model import AnalysisRun, Command, LiveRoute, RouteProblem
 from modelgate.core.schedule import RESYNC
@@ -72,6 +72,9 @@ class Reconciler:
             structlog.contextvars.unbind_contextvars("namespace", "rollout", "step", "weight")
 
     def _tick(self, body: Mapping[str, Any], namespace: str, name: str) -> TickResult:
+        if skips_reconcile(body["metadata"].get("annotations")):
+            log.info("skip-reconcile is set; leaving the rollout alone")
+            return TickResult(None, RESYNC)
         status = ModelRolloutStatus.model_validate(body.get("status") or {})
         structlog.contextvars.bind_contextvars(step=status.current_step_index, weight=status.current_weight)
         try:

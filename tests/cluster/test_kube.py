@@ -10,6 +10,7 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import Condition, ConditionStatus, ModelRolloutStatus, Phase, RollbackReason
+from modelgate.commands import SKIP_RECONCILE_ANNOTATION
 from modelgate.kube import API_GROUP, API_VERSION, MODELROLLOUTS, DeploymentAvailability, Kube, NotFound
 from modelgate.testbed.manifests import model_deployment
 from modelgate.testbed.waiting import wait_for
@@ -27,7 +28,12 @@ def model_rollout(namespace: str, name: str = "chat") -> dict[str, Any]:
     return {
         "apiVersion": f"{API_GROUP}/{API_VERSION}",
         "kind": "ModelRollout",
-        "metadata": {"name": name, "namespace": namespace, "annotations": {"team": "llm"}},
+        # skip-reconcile: these tests write status themselves; the session's operator must not.
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {"team": "llm", SKIP_RECONCILE_ANNOTATION: "true"},
+        },
         "spec": {
             "incumbent": {"deployment": "chat-v1"},
             "candidate": {"deployment": "chat-v2"},
@@ -220,7 +226,11 @@ def test_patch_annotations_sets_and_removes(kube: Kube, namespace: str, rollout:
 
     stored = kube.patch_annotations(namespace, "chat", {"modelgate.io/command-id": None})
 
-    assert stored["metadata"]["annotations"] == {"team": "llm", "modelgate.io/command": "promote"}
+    assert stored["metadata"]["annotations"] == {
+        "team": "llm",
+        SKIP_RECONCILE_ANNOTATION: "true",
+        "modelgate.io/command": "promote",
+    }
 
 
 # -- create_event --------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ the field; a rollout whose HTTPRoute is missing ends Failed and changes no traff
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from modelgate.testbed.localcluster import LocalCluster
 from modelgate.testbed.manifests import SEED_METRICS, Manifest, model_rollout
 from modelgate.testbed.model_server_double import Behaviour
 from modelgate.testbed.operator_process import OperatorProcess
+from modelgate.testbed.waiting import wait_for
 from tests.support.kube import create
 from tests.support.scenario import serving
 
@@ -112,3 +114,35 @@ def test_missing_route_ends_failed_and_changes_no_traffic(
         events = client.CoreV1Api(api_client).list_namespaced_event(namespace).items
         assert any(e.reason == "RouteNotFound" and e.type == "Warning" for e in events)
         assert scenario.recorder.candidate_weights() == [0]
+
+
+def test_skip_reconcile_leaves_a_rollout_alone_until_removed(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
+) -> None:
+    manifest = model_rollout(
+        "chat",
+        namespace,
+        steps=[{"setWeight": 50}],
+        prometheus=local_bed.prometheus_url,
+        metrics=SEED_METRICS,
+    )
+    manifest["metadata"]["annotations"] = {"modelgate.io/skip-reconcile": "true"}
+    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+        scenario.apply(manifest)
+
+        def skipped() -> bool:
+            lines = [json.loads(line) for line in operator.logs().splitlines() if line.startswith("{")]
+            return any(
+                line["event"] == "skip-reconcile is set; leaving the rollout alone"
+                and line.get("namespace") == namespace
+                for line in lines
+            )
+
+        wait_for(skipped, timeout=30, what="the operator to skip the rollout")
+        assert scenario.rollout().get("status") is None
+        assert scenario.recorder.candidate_weights() == [0]
+        unskip = {"metadata": {"annotations": {"modelgate.io/skip-reconcile": None}}}
+        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+            "modelgate.io", "v1alpha1", namespace, "modelrollouts", "chat", unskip
+        )
+        scenario.wait_for_status("success once reconciled", lambda s: s.phase is Phase.SUCCEEDED)
