@@ -45,6 +45,25 @@ def test_step_waits_for_its_weight_to_be_live() -> None:
     assert "waiting for weight 20 to be live" in (decision.status.message or "")
 
 
+def test_no_step_finishes_while_the_candidate_is_not_available() -> None:
+    sim = Simulator(make_spec(weight(20), weight(50), weight(100)))
+    sim.start()
+    sim.available = False  # e.g. its pods crash mid-rollout
+
+    held = sim.tick(analysis=Outcome.PASS, after=INTERVAL)
+
+    assert (held.status.current_step_index, held.status.current_weight) == (0, 20)
+    assert weights_set(held) == []  # its traffic is held, neither raised nor dropped
+    assert "holding: the candidate is not Available" in (held.status.message or "")
+    available = next(c for c in held.status.conditions if c.type == "CandidateAvailable")
+    assert (available.status, available.reason) == ("False", "NotAvailable")
+
+    sim.available = True
+    resumed = sim.tick(analysis=Outcome.PASS, after=INTERVAL)
+    assert resumed.status.current_step_index == 1
+    assert weights_set(resumed) == [50]
+
+
 def test_step_advances_on_a_pass_taken_one_interval_after_it_started() -> None:
     sim = Simulator(make_spec(weight(20), weight(50), weight(100)))
     sim.start()

@@ -172,14 +172,8 @@ class _Tick:
 
     def pending(self) -> None:
         self.set_weight(0)
-        available = self.observed.candidate_available
-        self.condition(
-            cond.CANDIDATE_AVAILABLE,
-            available,
-            "Available" if available else "NotAvailable",
-            self.observed.candidate_message,
-        )
-        if not available:
+        self.note_candidate_availability()
+        if not self.observed.candidate_available:
             self.update(message=f"waiting for the candidate: {self.observed.candidate_message}")
             return
         self.update(phase=Phase.PROGRESSING)
@@ -194,9 +188,19 @@ class _Tick:
         if ran and not self.analyse():
             return
         self.set_weight(self.status.current_weight)  # re-assert what this step wrote if it drifted
+        self.note_candidate_availability()
         if self.error_paused:
             return
         self.advance_while_complete()
+
+    def note_candidate_availability(self) -> None:
+        available = self.observed.candidate_available
+        self.condition(
+            cond.CANDIDATE_AVAILABLE,
+            available,
+            "Available" if available else "NotAvailable",
+            self.observed.candidate_message,
+        )
 
     def analyse(self) -> bool:
         """Records the run; returns False when it ended the rollout."""
@@ -246,6 +250,11 @@ class _Tick:
         step = self.step
         if not self.weights_live:
             self.note(f"waiting for weight {self.status.current_weight} to be live")
+            return False
+        if not self.observed.candidate_available:
+            # As Flagger halts: no step is finished while the candidate is not Available; its
+            # traffic stays as it is, and the metrics decide whether that is a rollback.
+            self.note(f"holding: the candidate is not Available ({self.observed.candidate_message})")
             return False
         if step.pause is not None:
             ends_at = pause_ends_at(self.spec, self.status)
