@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from modelgate.testbed.listeners import is_loopback, listening_addresses
 from modelgate.testbed.localcluster import LocalCluster
 
@@ -34,3 +36,11 @@ def test_down_stops_every_process_that_up_started(tmp_path: Path, local_bed: Loc
     assert bed.processes.load() == []
     # The session's own bed is untouched by stopping another one.
     assert local_bed.is_up()
+
+
+def test_up_refuses_a_folder_that_holds_something_else(tmp_path: Path) -> None:
+    precious = tmp_path / "notes.txt"
+    precious.write_text("not a bed")
+    with pytest.raises(RuntimeError, match="holds no bed"):
+        LocalCluster(tmp_path).up()
+    assert precious.read_text() == "not a bed"

@@ -95,8 +95,12 @@ class LocalCluster:
             raise RuntimeError(
                 f"a bed is already recorded in {self.layout.root}; run `make cluster-down` first"
             )
+        root = self.layout.root
+        if root.is_dir() and any(root.iterdir()) and not self._state_file.exists():
+            # Only a previous bed's state is wiped: never a folder someone named by mistake.
+            raise RuntimeError(f"{root} is not empty and holds no bed (no bed.json): choose another --root")
         total = time.monotonic()
-        shutil.rmtree(self.layout.root, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
         self.layout.root.mkdir(parents=True)
         self.ports = Ports(*(free_port() for _ in Ports.__dataclass_fields__))
         self._state_file.write_text(json.dumps(asdict(self.ports)))

@@ -27,10 +27,6 @@ class OperatorProcess:
         self.process: StartedProcess | None = None
         self.log_file = state_dir / "logs" / "operator.log"
 
-    @property
-    def metrics_url(self) -> str:
-        return f"http://127.0.0.1:{self.metrics_port}/metrics"
-
     def start(self) -> None:
         argv = [
             sys.executable,
