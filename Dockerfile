@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# modelgate's operator image. The kind end-to-end (e2e/kind.sh) runs the same image as the
-# model-server doubles (`python -m modelgate.testbed.model_server_double`) and the load generator.
+# modelgate's operator image: the operator's wheel and its dependencies, nothing else. The kind
+# end-to-end (e2e/kind.sh) runs it as the load generator too, and adds the test bed on top of it
+# for the model-server doubles (e2e/testbed.Dockerfile).
 #
 #   docker build -t modelgate:dev .
 #   docker run --rm --read-only --tmpfs /tmp modelgate:dev --help

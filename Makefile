@@ -34,27 +34,27 @@ bins:
 	bash hack/build-bins.sh all
 
 cluster-up: setup
-	$(PY) -m modelgate.testbed up --root .localcluster
+	$(PY) -m testbed up --root .localcluster
 
 cluster-down:
-	$(PY) -m modelgate.testbed down --root .localcluster
+	$(PY) -m testbed down --root .localcluster
 
 cluster-status:
-	$(PY) -m modelgate.testbed status --root .localcluster
+	$(PY) -m testbed status --root .localcluster
 
 lint: venv
-	$(VENV)/bin/ruff check operator tests argocd bench
-	$(VENV)/bin/ruff format --check operator tests argocd bench
+	$(VENV)/bin/ruff check operator testbed tooling tests argocd bench
+	$(VENV)/bin/ruff format --check operator testbed tooling tests argocd bench
 	$(VENV)/bin/mypy
 
 test: setup lint
 	bash hack/pytest.sh required tests/unit tests/cluster tests/e2e --durations=15
 
 docs: venv
-	$(PY) -m modelgate.docs_gen
+	$(PY) -m tooling.docs_gen
 
 demo: setup
-	$(PY) -m modelgate.testbed.demo
+	$(PY) -m testbed.demo
 
 bench: setup
 	bash hack/pytest.sh optional bench -m bench -s

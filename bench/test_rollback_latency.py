@@ -11,11 +11,11 @@ from kubernetes import client
 
 from bench.report import record, summary
 from modelgate.api import Phase
-from modelgate.testbed.localcluster import LocalCluster
-from modelgate.testbed.manifests import SEED_METRICS, model_rollout
-from modelgate.testbed.model_server_double import Behaviour
-from modelgate.testbed.operator_process import OperatorProcess
-from modelgate.testbed.waiting import wait_for
+from testbed.localcluster import LocalCluster
+from testbed.manifests import SEED_METRICS, model_rollout
+from testbed.model_server_double import Behaviour
+from testbed.operator_process import OperatorProcess
+from testbed.waiting import wait_for
 from tests.support.scenario import serving
 
 pytestmark = pytest.mark.bench

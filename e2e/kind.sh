@@ -26,7 +26,8 @@ kind=${KIND:-kind}
 kubectl=${KUBECTL:-kubectl}
 helm=${HELM:-helm}
 docker=${DOCKER:-docker}
-image=modelgate:e2e # the tag e2e/manifests/*.yaml run, loaded into the nodes (never pulled)
+image=modelgate:e2e # the operator and load generator's tag, loaded into the nodes (never pulled)
+testbed_image=modelgate-testbed:e2e # the model-server doubles' tag (the operator image plus testbed/)
 # Istio's release that matches the istio.io/api module the bed installs CRDs from.
 istio_version=${ISTIO_API_VERSION#v}
 istio_charts=https://istio-release.storage.googleapis.com/charts
@@ -156,11 +157,13 @@ fi
 log "image $image"
 "$docker" build -t "$image" \
   --build-arg REVISION="${GITHUB_SHA:-$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)}" "$root"
+log "image $testbed_image (the model-server doubles)"
+"$docker" build -t "$testbed_image" -f "$root/e2e/testbed.Dockerfile" --build-arg BASE="$image" "$root"
 
 log "kind cluster $cluster"
 created=1
 "$kind" create cluster --name "$cluster" --config "$root/kind-config.yaml" --kubeconfig "$KUBECONFIG" --wait 180s
-"$kind" load docker-image "$image" --name "$cluster"
+"$kind" load docker-image "$image" "$testbed_image" --name "$cluster"
 
 log "Gateway API $GATEWAY_API_VERSION (standard channel)"
 k apply --server-side -f "$gateway_api_crds"

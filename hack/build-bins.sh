@@ -2,7 +2,7 @@
 # Builds the local control plane's binaries once and caches them outside the repo:
 #   ${MODELGATE_CACHE:-~/.cache/modelgate}/<component>-<version>/bin/
 # A component whose binaries are all present is not rebuilt. Prints how long each build took.
-# ${cache}/bin/ links to the pinned versions; that is where modelgate.testbed looks.
+# ${cache}/bin/ links to the pinned versions; that is where testbed looks.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MODELGATE_CACHE:-$HOME/.cache/modelgate}

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from modelgate.testbed.crds import install_crds
-from modelgate.testbed.localcluster import LocalCluster, kubectl
-from modelgate.testbed.operator_process import OperatorProcess
+from testbed.crds import install_crds
+from testbed.localcluster import LocalCluster, kubectl
+from testbed.operator_process import OperatorProcess
 from tests.support.clusters import TestCluster
 
 

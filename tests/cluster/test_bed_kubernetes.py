@@ -7,7 +7,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from modelgate.testbed.manifests import http_route, model_deployment
+from testbed.manifests import http_route, model_deployment
 from tests.support.kube import create, route_weights, set_route_weights, wait_deployment_available
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from modelgate.testbed.listeners import is_loopback, listening_addresses
-from modelgate.testbed.localcluster import LocalCluster
+from testbed.listeners import is_loopback, listening_addresses
+from testbed.localcluster import LocalCluster
 
 
 def test_every_bed_process_listens_on_loopback_only(local_bed: LocalCluster) -> None:

@@ -13,12 +13,12 @@ from kubernetes import client
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import preset_query
 from modelgate.metrics.prometheus import PrometheusProvider
-from modelgate.testbed.fleet import ModelFleet
-from modelgate.testbed.localcluster import LocalCluster
-from modelgate.testbed.manifests import http_route, model_deployment
-from modelgate.testbed.model_server_double import Behaviour, Latency
-from modelgate.testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver
-from modelgate.testbed.waiting import wait_for
+from testbed.fleet import ModelFleet
+from testbed.localcluster import LocalCluster
+from testbed.manifests import http_route, model_deployment
+from testbed.model_server_double import Behaviour, Latency
+from testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver
+from testbed.waiting import wait_for
 from tests.support.kube import create, set_route_weights
 
 # Short windows: the doubles' behaviour is constant, and the test should not wait a minute.

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from modelgate.testbed.binaries import binary
-from modelgate.testbed.localcluster import kubectl
-from modelgate.testbed.versions import REPO_ROOT
+from testbed.binaries import binary
+from testbed.localcluster import kubectl
+from testbed.versions import REPO_ROOT
 from tests.support.clusters import TestCluster
 
 KIND_SCRIPT = REPO_ROOT / "e2e" / "kind.sh"

@@ -22,7 +22,7 @@ from modelgate.routers.gatewayapi import (
     MAX_WRITE_ATTEMPTS,
     GatewayAPIRouter,
 )
-from modelgate.testbed.manifests import http_route
+from testbed.manifests import http_route
 from tests.support.kube import create, get_route, route_weights
 
 ROUTING = GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")

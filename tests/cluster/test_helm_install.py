@@ -8,7 +8,7 @@ import json
 
 from kubernetes import client
 
-from modelgate.testbed.localcluster import LocalCluster
+from testbed.localcluster import LocalCluster
 from tests.support.helm import helm, installed_chart
 
 

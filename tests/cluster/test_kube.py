@@ -12,8 +12,8 @@ from kubernetes import client
 from modelgate.api import Condition, ConditionStatus, ModelRolloutStatus, Phase, RollbackReason
 from modelgate.commands import SKIP_RECONCILE_ANNOTATION
 from modelgate.kube import API_GROUP, API_VERSION, MODELROLLOUTS, DeploymentAvailability, Kube, NotFound
-from modelgate.testbed.manifests import model_deployment
-from modelgate.testbed.waiting import wait_for
+from testbed.manifests import model_deployment
+from testbed.waiting import wait_for
 from tests.support.kube import create
 
 STARTED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)

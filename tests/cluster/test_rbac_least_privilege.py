@@ -18,12 +18,12 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import Phase
-from modelgate.testbed.binaries import binary
-from modelgate.testbed.localcluster import LocalCluster
-from modelgate.testbed.manifests import SEED_METRICS, model_rollout
-from modelgate.testbed.model_server_double import Behaviour
-from modelgate.testbed.operator_process import OperatorProcess
-from modelgate.testbed.serviceaccount import service_account_kubeconfig, service_account_username
+from testbed.binaries import binary
+from testbed.localcluster import LocalCluster
+from testbed.manifests import SEED_METRICS, model_rollout
+from testbed.model_server_double import Behaviour
+from testbed.operator_process import OperatorProcess
+from testbed.serviceaccount import service_account_kubeconfig, service_account_username
 from tests.support.cli import modelgate
 from tests.support.helm import installed_chart
 from tests.support.scenario import serving

@@ -9,10 +9,10 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import Phase, Verdict
-from modelgate.testbed.localcluster import LocalCluster
-from modelgate.testbed.manifests import SEED_METRICS, model_rollout
-from modelgate.testbed.model_server_double import Behaviour
-from modelgate.testbed.operator_process import OperatorProcess
+from testbed.localcluster import LocalCluster
+from testbed.manifests import SEED_METRICS, model_rollout
+from testbed.model_server_double import Behaviour
+from testbed.operator_process import OperatorProcess
 from tests.support.cli import modelgate
 from tests.support.scenario import Scenario, serving
 

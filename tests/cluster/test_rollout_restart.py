@@ -8,10 +8,10 @@ import time
 from kubernetes import client
 
 from modelgate.api import Phase
-from modelgate.testbed.localcluster import LocalCluster
-from modelgate.testbed.manifests import SEED_METRICS, model_rollout
-from modelgate.testbed.model_server_double import Behaviour
-from modelgate.testbed.operator_process import OperatorProcess
+from testbed.localcluster import LocalCluster
+from testbed.manifests import SEED_METRICS, model_rollout
+from testbed.model_server_double import Behaviour
+from testbed.operator_process import OperatorProcess
 from tests.support.scenario import serving
 
 PAUSE_SECONDS = 8

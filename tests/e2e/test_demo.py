@@ -13,7 +13,7 @@ import pytest
 @pytest.mark.usefixtures("local_bed")  # skipped against other clusters: the demo needs the bed binaries
 def test_demo_promotes_the_good_candidate_and_rolls_back_the_bad_one(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "modelgate.testbed.demo", "--root", str(tmp_path / "bed")],
+        [sys.executable, "-m", "testbed.demo", "--root", str(tmp_path / "bed")],
         capture_output=True,
         text=True,
         timeout=600,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelgate.testbed.localcluster import LocalCluster
+from testbed.localcluster import LocalCluster
 
 
 @dataclass(frozen=True)

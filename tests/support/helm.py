@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from modelgate.testbed.binaries import binary
-from modelgate.testbed.versions import REPO_ROOT
+from testbed.binaries import binary
+from testbed.versions import REPO_ROOT
 
 CHART = REPO_ROOT / "charts" / "modelgate"
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from kubernetes import client, utils
 
-from modelgate.testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
-from modelgate.testbed.waiting import wait_for
+from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
+from testbed.waiting import wait_for
 
 CUSTOM_PLURALS = {"HTTPRoute": "httproutes", "ModelRollout": "modelrollouts"}
 

@@ -14,9 +14,9 @@ from kubernetes import client, watch
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus
-from modelgate.testbed.fleet import ModelFleet
-from modelgate.testbed.localcluster import LocalCluster
-from modelgate.testbed.manifests import (
+from testbed.fleet import ModelFleet
+from testbed.localcluster import LocalCluster
+from testbed.manifests import (
     GATEWAY_GROUP,
     GATEWAY_VERSION,
     Manifest,
@@ -24,9 +24,9 @@ from modelgate.testbed.manifests import (
     model_deployment,
     model_service,
 )
-from modelgate.testbed.model_server_double import Behaviour
-from modelgate.testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver
-from modelgate.testbed.waiting import wait_for
+from testbed.model_server_double import Behaviour
+from testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver
+from testbed.waiting import wait_for
 from tests.support.kube import create
 
 

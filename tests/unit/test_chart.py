@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from modelgate.testbed.binaries import binary
-from modelgate.testbed.versions import REPO_ROOT
+from testbed.binaries import binary
+from testbed.versions import REPO_ROOT
 
 CHART = REPO_ROOT / "charts" / "modelgate"
 MIN_KUBE_VERSION = "1.30.0"  # Chart.yaml's kubeVersion floor: the chart must render there

@@ -14,7 +14,7 @@ import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
 from modelgate import observability
-from modelgate.testbed.binaries import binary
+from testbed.binaries import binary
 from tests.unit.test_chart import CHART, render, the
 
 DASHBOARD = CHART / "dashboards" / "modelgate.json"

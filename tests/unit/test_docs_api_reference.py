@@ -1,4 +1,4 @@
-"""docs/api-reference.md is generated from the CRD by `python -m modelgate.docs_gen`; the committed file
+"""docs/api-reference.md is generated from the CRD by `python -m tooling.docs_gen`; the committed file
 must be what the generator writes, and the generator must leave out nothing of the schema."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from modelgate import docs_gen
+from tooling import docs_gen
 
 ROOT = Path(__file__).resolve().parents[2]
 REGENERATE = f"run `.venv/bin/{docs_gen.COMMAND}` and commit the result"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from modelgate.docs_gen import anchor
+from tooling.docs_gen import anchor
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

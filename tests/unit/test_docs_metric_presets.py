@@ -1,5 +1,5 @@
 """docs/metric-presets.md shows the PromQL the operator runs: its generated blocks must be what
-`python -m modelgate.docs_gen` renders from modelgate.metrics, and that must be what the reconciler's
+`python -m tooling.docs_gen` renders from modelgate.metrics, and that must be what the reconciler's
 own code path builds for the same rollout."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from modelgate import docs_gen
+from tooling import docs_gen
 from modelgate.api import parse_spec
 from modelgate.metrics.analysis import analysis_queries
 from modelgate.metrics.presets import PRESETS

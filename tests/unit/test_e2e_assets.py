@@ -28,10 +28,10 @@ import pytest
 import yaml
 
 from modelgate.cli.main import build_parser as modelgate_parser
-from modelgate.testbed import binaries
-from modelgate.testbed.model_server_double import Behaviour, start_model_server
-from modelgate.testbed.model_server_double import build_parser as double_parser
-from modelgate.testbed.versions import REPO_ROOT
+from testbed import binaries
+from testbed.model_server_double import Behaviour, start_model_server
+from testbed.model_server_double import build_parser as double_parser
+from testbed.versions import REPO_ROOT
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 DOCKERIGNORE = REPO_ROOT / ".dockerignore"
@@ -267,12 +267,12 @@ def test_dockerignore_keeps_local_state_out_and_the_build_inputs_in(dockerfile: 
     for source in [
         *sources,
         "operator/modelgate/__init__.py",
-        "operator/modelgate/testbed/traffic_driver.py",
+        "testbed/traffic_driver.py",
     ]:
         assert not dockerignored(source, patterns), source
 
 
-def test_wheel_built_from_the_docker_context_has_the_package_and_console_scripts(
+def test_wheel_built_from_the_docker_context_has_only_the_operator_and_its_console_scripts(
     dockerfile: Dockerfile, tmp_path: Path
 ) -> None:
     # The context the builder stage sees: its COPY sources, less what .dockerignore drops.
@@ -314,8 +314,13 @@ def test_wheel_built_from_the_docker_context_has_the_package_and_console_scripts
         names = set(archive.namelist())
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         scripts = archive.read(entry_points).decode()
-    for module in ("__init__", "cli/__init__", "testbed/model_server_double", "testbed/traffic_driver"):
+    for module in ("__init__", "cli/__init__", "core/engine", "reconciler"):
         assert f"modelgate/{module}.py" in names, module
+    # The operator only: the test bed and the doc tooling are development code.
+    modules = [n for n in names if n.endswith(".py")]
+    assert modules and all(n.startswith("modelgate/") for n in modules), modules
+    development = ("testbed", "tooling", "docs_gen", "model_server_double", "traffic_driver", "localcluster")
+    assert not [n for n in modules if any(part in n for part in development)]
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
     parsed = configparser.ConfigParser()
     parsed.read_string(scripts)
@@ -445,6 +450,15 @@ def test_kind_script_uses_the_pinned_gateway_api_and_istio_versions() -> None:
     assert "--set image.repository=modelgate --set image.tag=e2e --set image.pullPolicy=Never" in text
 
 
+def test_doubles_image_is_the_operator_image_plus_the_test_bed() -> None:
+    text = KIND_SCRIPT.read_text()
+    assert '-f "$root/e2e/testbed.Dockerfile" --build-arg BASE="$image"' in text
+    assert 'load docker-image "$image" "$testbed_image"' in text
+    testbed_dockerfile = (REPO_ROOT / "e2e" / "testbed.Dockerfile").read_text()
+    assert "COPY testbed/ /opt/modelgate-dev/testbed/" in testbed_dockerfile
+    assert "ENV PYTHONPATH=/opt/modelgate-dev" in testbed_dockerfile
+
+
 @pytest.mark.parametrize("path", sorted(MANIFESTS.glob("*.yaml")), ids=lambda p: p.name)
 def test_e2e_manifest_is_namespaced_and_portable(path: Path) -> None:
     for doc in manifest_documents(path):
@@ -456,7 +470,7 @@ def test_e2e_manifest_is_namespaced_and_portable(path: Path) -> None:
             assert "namespace" not in subject, what
         for container in containers(doc):
             image = container["image"]
-            if image == "modelgate:e2e":
+            if image in ("modelgate:e2e", "modelgate-testbed:e2e"):
                 assert container["imagePullPolicy"] == "Never", what  # loaded by `kind load`, never pulled
             else:
                 assert re.fullmatch(r"[\w./-]+:v?\d+\.\d+\.\d+", image), f"{what}: {image} is not pinned"
@@ -535,7 +549,7 @@ def double_containers() -> list[tuple[str, dict[str, Any]]]:
     found = []
     for doc in manifest_documents(MANIFESTS / "models.yaml"):
         for container in containers(doc):
-            if container.get("command") == ["python", "-m", "modelgate.testbed.model_server_double"]:
+            if container.get("command") == ["python", "-m", "testbed.model_server_double"]:
                 found.append((doc["metadata"]["name"], container))
     return found
 

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from modelgate.testbed.model_server_double import (
+from testbed.model_server_double import (
     Behaviour,
     EvenSpread,
     Latency,
@@ -243,7 +243,7 @@ def test_cli_with_port_zero_prints_where_it_listens(tmp_path: Path) -> None:
     command = [
         sys.executable,
         "-m",
-        "modelgate.testbed.model_server_double",
+        "testbed.model_server_double",
         "--port",
         "0",
         "--model-name",

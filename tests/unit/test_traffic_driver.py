@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelgate.testbed.model_server_double import Behaviour, start_model_server
-from modelgate.testbed.traffic_driver import (
+from testbed.model_server_double import Behaviour, start_model_server
+from testbed.traffic_driver import (
     RouteError,
     SmoothWeightedRoundRobin,
     TrafficDriver,

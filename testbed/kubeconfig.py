@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from modelgate.testbed.pki import CertPair
+from testbed.pki import CertPair
 
 
 def _b64(path: Path) -> str:

@@ -17,10 +17,10 @@ from typing import Any
 
 from kubernetes import client
 
-from modelgate.testbed.localcluster import LocalCluster, free_port
-from modelgate.testbed.model_server_double import Behaviour
-from modelgate.testbed.processes import StartedProcess
-from modelgate.testbed.waiting import wait_for
+from testbed.localcluster import LocalCluster, free_port
+from testbed.model_server_double import Behaviour
+from testbed.processes import StartedProcess, python_module_env
+from testbed.waiting import wait_for
 
 
 @dataclass(frozen=True)
@@ -92,8 +92,10 @@ class ModelFleet:
 
     def _start(self, namespace: str, deployment: str, pod: str) -> PodDouble:
         port = free_port()
-        argv = [sys.executable, "-m", "modelgate.testbed.model_server_double", "--port", str(port)]
-        process = self.bed.processes.start(f"double-{namespace}-{pod}", [*argv, "--model-name", deployment])
+        argv = [sys.executable, "-m", "testbed.model_server_double", "--port", str(port)]
+        process = self.bed.processes.start(
+            f"double-{namespace}-{pod}", [*argv, "--model-name", deployment], env=python_module_env()
+        )
         url = f"http://127.0.0.1:{port}"
 
         def healthy() -> bool:

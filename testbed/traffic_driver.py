@@ -361,7 +361,7 @@ async def drive_route(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m modelgate.testbed.traffic_driver", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m testbed.traffic_driver", description=__doc__)
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--route", required=True, help="HTTPRoute name")

@@ -402,9 +402,7 @@ async def start_model_server(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m modelgate.testbed.model_server_double", description=__doc__
-    )
+    parser = argparse.ArgumentParser(prog="python -m testbed.model_server_double", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
     parser.add_argument(
         "--allow-any-host",

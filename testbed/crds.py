@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from modelgate.testbed.gomodules import module_dir
-from modelgate.testbed.versions import REPO_ROOT, pinned_versions
+from testbed.gomodules import module_dir
+from testbed.versions import REPO_ROOT, pinned_versions
 
 Kubectl = Callable[..., str]
 

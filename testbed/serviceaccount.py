@@ -7,8 +7,8 @@ from pathlib import Path
 
 from kubernetes import client
 
-from modelgate.testbed.kubeconfig import write_kubeconfig
-from modelgate.testbed.localcluster import LocalCluster
+from testbed.kubeconfig import write_kubeconfig
+from testbed.localcluster import LocalCluster
 
 TOKEN_LIFETIME_SECONDS = 3600
 

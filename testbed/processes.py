@@ -16,6 +16,8 @@ from pathlib import Path
 
 import structlog
 
+from testbed.versions import REPO_ROOT
+
 log = structlog.get_logger(__name__)
 
 
@@ -25,6 +27,13 @@ class StartedProcess:
     pid: int
     executable: str
     log_file: str
+
+
+def python_module_env() -> dict[str, str]:
+    """The environment for `python -m testbed.<module>` children: the test bed is not installed,
+    it is imported from the repository."""
+    paths = [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {"PYTHONPATH": os.pathsep.join(paths)}
 
 
 class ProcessRegistry:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from modelgate.testbed.gomodules import module_dir
+from testbed.gomodules import module_dir
 
 
 def _kustomization_files(directory: Path) -> list[Path]:

@@ -24,13 +24,13 @@ from rich.table import Table
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.cli.render import render_status
-from modelgate.testbed.fleet import ModelFleet
-from modelgate.testbed.localcluster import LocalCluster
-from modelgate.testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION
-from modelgate.testbed.model_server_double import Behaviour
-from modelgate.testbed.operator_process import OperatorProcess
-from modelgate.testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver
-from modelgate.testbed.versions import REPO_ROOT
+from testbed.fleet import ModelFleet
+from testbed.localcluster import LocalCluster
+from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION
+from testbed.model_server_double import Behaviour
+from testbed.operator_process import OperatorProcess
+from testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver
+from testbed.versions import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples"
 NAMESPACE = "demo"
@@ -184,7 +184,7 @@ def run(root: Path, console: Console) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m modelgate.testbed.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m testbed.demo", description=__doc__)
     parser.add_argument("--root", type=Path, default=Path(".localcluster"), help="the bed's state folder")
     args = parser.parse_args(argv)
     return run(args.root, Console())

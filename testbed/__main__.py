@@ -1,4 +1,4 @@
-"""`python -m modelgate.testbed up|down|status [--root DIR]`: the local control plane for humans."""
+"""`python -m testbed up|down|status [--root DIR]`: the local control plane for humans."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from modelgate.testbed.localcluster import LocalCluster
+from testbed.localcluster import LocalCluster
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m modelgate.testbed", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m testbed", description=__doc__)
     parser.add_argument("command", choices=["up", "down", "status"])
     parser.add_argument(
         "--root", type=Path, default=Path(".localcluster"), help="state folder (default .localcluster)"

@@ -1,7 +1,7 @@
 """A real Kubernetes control plane and Prometheus as plain processes on 127.0.0.1: etcd,
 kube-apiserver, kube-controller-manager, kube-scheduler, kwok with fake nodes, and Prometheus.
 
-`python -m modelgate.testbed.localcluster up|down|status` (what `make cluster-up` runs) and the
+`python -m testbed.localcluster up|down|status` (what `make cluster-up` runs) and the
 pytest fixtures both use `LocalCluster`."""
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from pathlib import Path
 
 import structlog
 
-from modelgate.testbed import components
-from modelgate.testbed.bed_prometheus import ScrapeTargets, write_config
-from modelgate.testbed.binaries import binary
-from modelgate.testbed.components import LOOPBACK, Layout, Ports
-from modelgate.testbed.crds import install_crds
-from modelgate.testbed.kubeconfig import write_kubeconfig
-from modelgate.testbed.kwok_stages import write_stages
-from modelgate.testbed.pki import LocalPKI
-from modelgate.testbed.processes import ProcessRegistry
-from modelgate.testbed.versions import pinned_versions
-from modelgate.testbed.waiting import wait_for
+from testbed import components
+from testbed.bed_prometheus import ScrapeTargets, write_config
+from testbed.binaries import binary
+from testbed.components import LOOPBACK, Layout, Ports
+from testbed.crds import install_crds
+from testbed.kubeconfig import write_kubeconfig
+from testbed.kwok_stages import write_stages
+from testbed.pki import LocalPKI
+from testbed.processes import ProcessRegistry
+from testbed.versions import pinned_versions
+from testbed.waiting import wait_for
 
 log = structlog.get_logger(__name__)
 

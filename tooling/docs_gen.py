@@ -1,8 +1,8 @@
 """The generated parts of docs/: the API reference from the CRD, and the PromQL examples of the
 metric presets from the code that builds them.
 
-    python -m modelgate.docs_gen           # rewrite what is out of date
-    python -m modelgate.docs_gen --check   # exit 1, naming the files, when something is out of date
+    python -m tooling.docs_gen           # rewrite what is out of date
+    python -m tooling.docs_gen --check   # exit 1, naming the files, when something is out of date
 
 `docs/api-reference.md` is generated whole. `docs/metric-presets.md` is written by hand except for
 the blocks between `<!-- BEGIN GENERATED key -->` and `<!-- END GENERATED key -->`, which are
@@ -28,11 +28,11 @@ from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryCon
 from modelgate.metrics.presets import PRESETS, preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 CRD_FILE = Path("crds/modelrollouts.modelgate.io.yaml")
 API_REFERENCE = Path("docs/api-reference.md")
 METRIC_PRESETS = Path("docs/metric-presets.md")
-COMMAND = "python -m modelgate.docs_gen"
+COMMAND = "python -m tooling.docs_gen"
 
 Node = Mapping[str, Any]
 

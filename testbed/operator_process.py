@@ -9,9 +9,9 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from modelgate.testbed.localcluster import free_port
-from modelgate.testbed.processes import ProcessRegistry, StartedProcess
-from modelgate.testbed.waiting import wait_for
+from testbed.localcluster import free_port
+from testbed.processes import ProcessRegistry, StartedProcess
+from testbed.waiting import wait_for
 
 
 class OperatorProcess:
