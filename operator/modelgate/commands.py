@@ -12,7 +12,7 @@ import json
 import uuid
 from collections.abc import Mapping
 
-from modelgate.core.model import Command, CommandAction
+from modelgate.core import Command, CommandAction
 
 COMMAND_ANNOTATION = "modelgate.io/command"
 # "true": the operator leaves this rollout alone (no reads of its route, no writes at all), e.g.

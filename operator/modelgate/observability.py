@@ -11,6 +11,9 @@ from typing import Literal
 import structlog
 from prometheus_client import Counter, Gauge, Histogram
 
+from modelgate.api import Phase
+from modelgate.core import AnalysisRun, Decision
+
 LogFormat = Literal["json", "console"]
 
 
@@ -35,7 +38,7 @@ def configure_logging(log_format: LogFormat = "json", level: int = logging.INFO)
 
 
 _ROLLOUT = ("namespace", "rollout")
-PHASES = ("Pending", "Progressing", "Paused", "Succeeded", "RolledBack", "Failed")
+PHASES = tuple(Phase)
 
 ROLLOUT_PHASE = Gauge(
     "modelgate_rollout_phase", "1 for the rollout's current phase, 0 for the others", [*_ROLLOUT, "phase"]
@@ -56,6 +59,27 @@ RECONCILE_SECONDS = Histogram(
     "Time one reconcile tick took (observe, decide, apply)",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+
+
+def export(namespace: str, name: str, decision: Decision, analysis: AnalysisRun | None) -> None:
+    """One tick's results as the operator's own metrics, read from the typed decision."""
+    status = decision.status
+    for phase in PHASES:
+        ROLLOUT_PHASE.labels(namespace, name, phase).set(1 if status.phase == phase else 0)
+    ROLLOUT_WEIGHT.labels(namespace, name).set(status.current_weight)
+    ROLLOUT_STEP.labels(namespace, name).set(status.current_step_index)
+    if analysis is not None:
+        for record in status.analysis:
+            METRIC_VERDICT.labels(namespace, name, record.name, record.verdict).inc()
+            if record.value is not None:
+                METRIC_VALUE.labels(namespace, name, record.name).set(record.value)
+        if analysis.error_count:
+            QUERY_ERRORS.labels(namespace, name).inc(analysis.error_count)
+    outcome = decision.outcome
+    if outcome is not None and outcome.phase is Phase.SUCCEEDED:
+        PROMOTIONS.labels(namespace, name).inc()
+    elif outcome is not None and outcome.phase is Phase.ROLLED_BACK:
+        ROLLBACKS.labels(namespace, name, outcome.reason.value).inc()
 
 
 def forget_rollout(namespace: str, rollout: str) -> None:

@@ -12,7 +12,7 @@ from kubernetes import client
 
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import preset_query
-from modelgate.metrics.prometheus import PrometheusProvider
+from modelgate.metrics.prometheus import PrometheusClient
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster
 from testbed.manifests import http_route, model_deployment
@@ -45,7 +45,7 @@ def traffic(api_client: client.ApiClient, fleet: ModelFleet, namespace: str, rou
     return BackgroundTraffic(TrafficDriver(targets, rps=100), watcher)
 
 
-def measured(prometheus: PrometheusProvider, promql: str) -> float | None:
+def measured(prometheus: PrometheusClient, promql: str) -> float | None:
     return prometheus.query(promql).value
 
 
@@ -59,7 +59,7 @@ def test_presets_measure_the_configured_error_latency_and_refusal_rates(
     deploy(api_client, fleet, namespace, "chat-v2", behaviour)
     create(api_client, http_route("chat", namespace, {"chat-v1": 0, "chat-v2": 100}))
     ctx = QueryContext.for_rollout(namespace, "chat-v1", "chat-v2", WINDOW, min_window=WINDOW)
-    prometheus = PrometheusProvider(local_bed.prometheus_url, timeout=2)
+    prometheus = PrometheusClient(local_bed.prometheus_url, timeout=2)
     with traffic(api_client, fleet, namespace, "chat"):
         # Tolerances: deterministic outcomes, but a 10 s window holds about 1000 requests and its
         # edges fall between scrapes; the P99 comes from vLLM's buckets, so it is only known to
@@ -90,7 +90,7 @@ def test_route_weight_change_changes_the_measured_split(
     deploy(api_client, fleet, namespace, "chat-v1", Behaviour())
     deploy(api_client, fleet, namespace, "chat-v2", Behaviour())
     create(api_client, http_route("chat", namespace, {"chat-v1": 90, "chat-v2": 10}))
-    prometheus = PrometheusProvider(local_bed.prometheus_url, timeout=2)
+    prometheus = PrometheusClient(local_bed.prometheus_url, timeout=2)
     share = (
         f'sum(rate(http_requests_total{{namespace="{namespace}",deployment="chat-v2"}}[5s]))'
         f' / sum(rate(http_requests_total{{namespace="{namespace}"}}[5s]))'

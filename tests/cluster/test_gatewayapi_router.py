@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import GatewayAPIRouting
-from modelgate.core.model import LiveRoute, RouteProblem
+from modelgate.core import LiveRoute, RouteProblem
 from modelgate.kube import Conflict, Kube, KubeError
 from modelgate.routers.gatewayapi import (
     GATEWAY_GROUP,

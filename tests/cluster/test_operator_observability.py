@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import Phase
-from modelgate.metrics.prometheus import PrometheusProvider
+from modelgate.metrics.prometheus import PrometheusClient
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
@@ -23,10 +23,10 @@ STEPS = [{"setWeight": 10}, {"setWeight": 30}, {"setWeight": 60}]
 
 
 @pytest.fixture
-def operator_scraped(local_bed: LocalCluster, operator: OperatorProcess) -> Iterator[PrometheusProvider]:
+def operator_scraped(local_bed: LocalCluster, operator: OperatorProcess) -> Iterator[PrometheusClient]:
     target = "modelgate-operator"
     local_bed.scrape_targets.add(target, f"127.0.0.1:{operator.metrics_port}", {"job": "modelgate"})
-    yield PrometheusProvider(local_bed.prometheus_url, timeout=2)
+    yield PrometheusClient(local_bed.prometheus_url, timeout=2)
     local_bed.scrape_targets.remove(target)
 
 
@@ -35,7 +35,7 @@ def test_metrics_events_and_logs_follow_a_rollout(
     api_client: client.ApiClient,
     namespace: str,
     operator: OperatorProcess,
-    operator_scraped: PrometheusProvider,
+    operator_scraped: PrometheusClient,
 ) -> None:
     prometheus = operator_scraped
     started = time.time()

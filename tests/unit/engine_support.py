@@ -1,7 +1,7 @@
 """Builders and a tick-by-tick simulator for testing the pure engine (`modelgate.core.decide`).
 
 Nothing here sleeps or touches a cluster: time is a fake clock handed to `decide` as `now`, and the
-"route" is a pair of weights that SetWeight actions overwrite, the way a router would.
+"route" is a pair of weights that each decision's weight overwrites, the way a router would.
 """
 
 from __future__ import annotations
@@ -26,16 +26,16 @@ from modelgate.core import (
     Command,
     CommandAction,
     Decision,
+    Event,
     LiveRoute,
+    MetricQuery,
     Observations,
-    RecordEvent,
+    QueryResult,
+    Reason,
     RouteProblem,
-    SetWeight,
     analysis_due,
     decide,
 )
-from modelgate.core.model import MetricQuery
-from modelgate.metrics.provider import QueryResult
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 INTERVAL = timedelta(seconds=30)
@@ -112,7 +112,7 @@ def live(candidate_weight: int) -> LiveRoute:
     return LiveRoute(incumbent_weight=100 - candidate_weight, candidate_weight=candidate_weight)
 
 
-ROUTE_NOT_FOUND = RouteProblem(reason="RouteNotFound", message="HTTPRoute serving/chat does not exist")
+ROUTE_NOT_FOUND = RouteProblem(reason=Reason.ROUTE_NOT_FOUND, message="HTTPRoute serving/chat does not exist")
 
 
 def observe(
@@ -210,11 +210,16 @@ def _outcome_result(metric: MetricSpec, outcome: Outcome, passing: QueryResult) 
 
 # -- decisions ----------------------------------------------------------------------------------------
 def weights_set(decision: Decision) -> list[int]:
-    return [a.candidate_weight for a in decision.actions if isinstance(a, SetWeight)]
+    return [] if decision.weight is None else [decision.weight]
 
 
 def event_reasons(decision: Decision) -> list[str]:
-    return [a.reason for a in decision.actions if isinstance(a, RecordEvent)]
+    return [event.reason for event in decision.events]
+
+
+def effects(decision: Decision) -> tuple[int | None, tuple[Event, ...]]:
+    """What a decision asks the operator to do besides writing status: a weight and Events."""
+    return decision.weight, decision.events
 
 
 def round_trip(status: ModelRolloutStatus) -> ModelRolloutStatus:
@@ -225,8 +230,8 @@ def round_trip(status: ModelRolloutStatus) -> ModelRolloutStatus:
 # -- the simulator ------------------------------------------------------------------------------------
 @dataclass
 class Simulator:
-    """Feeds `decide` tick by tick, like the operator would: keeps the live weights, applies SetWeight
-    actions to them, advances a fake clock and records every weight it ever applied.
+    """Feeds `decide` tick by tick, like the operator would: keeps the live weights, applies each
+    decision's weight to them, advances a fake clock and records every weight it ever applied.
 
     With `restart_every_tick`, the status passes through its JSON form between ticks, as it would
     across operator restarts.
@@ -283,10 +288,10 @@ class Simulator:
         )
         decision = decide(self.spec, self.status, observed, self.now)
         self.status = round_trip(decision.status) if self.restart_every_tick else decision.status
-        for action in decision.actions:
-            if isinstance(action, SetWeight) and isinstance(self.route, LiveRoute) and self.router_applies:
-                self.route = LiveRoute(action.incumbent_weight, action.candidate_weight)
-                self.applied.append(action.candidate_weight)
+        wanted = decision.weight
+        if wanted is not None and isinstance(self.route, LiveRoute) and self.router_applies:
+            self.route = LiveRoute(100 - wanted, wanted)
+            self.applied.append(wanted)
         self.decisions.append(decision)
         return decision
 

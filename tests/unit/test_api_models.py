@@ -14,9 +14,11 @@ from pydantic import ValidationError
 
 from modelgate.api import (
     AnalysisSample,
+    CommandResult,
     Condition,
     ConditionStatus,
     InvalidSpecError,
+    LastCommand,
     MetricAnalysis,
     ModelRolloutSpec,
     ModelRolloutStatus,
@@ -351,7 +353,10 @@ def full_status() -> ModelRolloutStatus:
         message="rolled back: error-rate 0.034 > max 0.01",
         observed_generation=3,
         rollout_candidate="chat-v2",
-        last_command_id="c0ffee",
+        last_command=LastCommand(
+            id="c0ffee", name="abort", result=CommandResult.APPLIED, message="rolled back", time=T0
+        ),
+        live_weight=0,
         current_step_index=2,
         current_weight=0,
         step_started_at=T0 - timedelta(minutes=2),

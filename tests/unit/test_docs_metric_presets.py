@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tooling import docs_gen
 from modelgate.api import parse_spec
-from modelgate.metrics.analysis import analysis_queries
 from modelgate.metrics.presets import PRESETS
+from modelgate.metrics.prometheus import analysis_plan
 from modelgate.metrics.template import TEMPLATE_VARIABLES
+from tooling import docs_gen
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / docs_gen.METRIC_PRESETS
@@ -49,7 +49,7 @@ def test_the_doc_shows_what_the_reconciler_runs(doc: str) -> None:
             },
         }
     )
-    queries = analysis_queries(spec, docs_gen.EXAMPLE_NAMESPACE)
+    queries = analysis_plan(spec, docs_gen.EXAMPLE_NAMESPACE)
     for query in [queries.request_count, *queries.metrics.values()]:
         assert f"```promql\n{query}\n```" in doc, f"{docs_gen.METRIC_PRESETS} does not show {query}"
 

@@ -9,10 +9,8 @@ from datetime import timedelta
 import pytest
 
 from modelgate.api import MetricSpec, Phase, Verdict
-from modelgate.core import AnalysisRun
+from modelgate.core import AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.analysis import judge, judge_traffic
-from modelgate.core.model import MetricQuery
-from modelgate.metrics.provider import QueryResult
 from tests.unit.engine_support import (
     ERROR_RATE,
     INTERVAL,

@@ -7,13 +7,14 @@ from datetime import timedelta
 
 import pytest
 
-from modelgate.api import ModelRolloutSpec, Phase
-from modelgate.core import CommandAction, Decision, decide
+from modelgate.api import CommandResult, ModelRolloutSpec, Phase
+from modelgate.core import CommandAction, Decision, Event, Reason, decide
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
     Simulator,
     command,
+    effects,
     event_reasons,
     indefinite_pause,
     live,
@@ -93,7 +94,11 @@ def test_a_command_is_handled_once_per_id() -> None:
 
     assert decision.status.phase is Phase.ROLLED_BACK
     assert event_reasons(decision) == []
-    assert decision.status.last_command_id == "retry-7"
+    assert decision.status.last_command is not None
+    assert (decision.status.last_command.id, decision.status.last_command.result) == (
+        "retry-7",
+        CommandResult.APPLIED,
+    )
 
 
 def test_a_second_promote_with_the_same_id_does_not_skip_another_step() -> None:
@@ -147,12 +152,16 @@ def test_a_command_that_does_not_apply_is_reported_and_changes_nothing_else(
         sim.spec, sim.status, observe(sim.route, available=sim.available, command=command(action, "x")), now
     )
 
-    ignored = [e for e in with_command.events if e.reason == "CommandIgnored"]
+    ignored = [e for e in with_command.events if e.reason is Reason.COMMAND_IGNORED]
     assert len(ignored) == 1 and ignored[0].type == "Warning"
     assert str(action) in ignored[0].message
-    assert with_command.status == without.status.model_copy(update={"last_command_id": "x"})
-    assert _without_ignored(with_command) == without.actions
+    handled = with_command.status.last_command
+    assert handled is not None
+    assert (handled.id, handled.name, handled.result) == ("x", action.value, CommandResult.IGNORED)
+    assert str(action) in handled.message
+    assert with_command.status == without.status.model_copy(update={"last_command": handled})
+    assert _without_ignored(with_command) == effects(without)
 
 
-def _without_ignored(decision: Decision) -> tuple[object, ...]:
-    return tuple(a for a in decision.actions if getattr(a, "reason", None) != "CommandIgnored")
+def _without_ignored(decision: Decision) -> tuple[int | None, tuple[Event, ...]]:
+    return decision.weight, tuple(e for e in decision.events if e.reason is not Reason.COMMAND_IGNORED)

@@ -5,10 +5,8 @@ resets the count."""
 from __future__ import annotations
 
 from modelgate.api import Phase, Verdict
-from modelgate.core import CommandAction
-from modelgate.core.conditions import ANALYSIS_HEALTHY, condition
-from modelgate.core.engine import PROMETHEUS_UNAVAILABLE
-from modelgate.metrics.provider import QueryResult
+from modelgate.core import CommandAction, ConditionType, QueryResult, Reason
+from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
@@ -33,7 +31,7 @@ def progressing_at_20(policy: str = "pause", limit: int = 3) -> Simulator:
 
 
 def health_reason(sim: Simulator) -> str | None:
-    healthy = condition(sim.status.conditions, ANALYSIS_HEALTHY)
+    healthy = condition(sim.status.conditions, ConditionType.ANALYSIS_HEALTHY)
     return healthy.reason if healthy else None
 
 
@@ -58,7 +56,7 @@ def test_errors_at_the_limit_pause_without_promoting() -> None:
     assert weights_set(decision) == []
     assert sim.live_weight == 20
     assert "AnalysisPaused" in event_reasons(decision)
-    assert health_reason(sim) == PROMETHEUS_UNAVAILABLE
+    assert health_reason(sim) == Reason.PROMETHEUS_UNAVAILABLE
     assert "modelgate resume" in (decision.status.message or "")
 
     more = sim.tick(analysis=Outcome.ERROR, after=INTERVAL)
@@ -74,7 +72,7 @@ def test_paused_on_errors_stays_paused_when_prometheus_answers_again() -> None:
     for _ in range(3):
         decision = sim.tick(analysis=Outcome.PASS, after=INTERVAL)
         assert (decision.status.phase, decision.status.current_step_index) == (Phase.PAUSED, 0)
-        assert health_reason(sim) == PROMETHEUS_UNAVAILABLE
+        assert health_reason(sim) == Reason.PROMETHEUS_UNAVAILABLE
     assert sim.status.consecutive_prometheus_errors == 0
     assert sim.status.analysis[0].verdict is Verdict.PASS  # still recorded
     assert sim.applied == [20]
@@ -98,7 +96,7 @@ def test_resume_on_an_indefinite_pause_keeps_waiting_for_promote() -> None:
     sim.tick(analysis=Outcome.PASS, after=INTERVAL)
     assert (sim.phase, sim.status.current_step_index) == (Phase.PAUSED, 1)
     sim.tick(analysis=Outcome.ERROR, after=INTERVAL)
-    assert health_reason(sim) == PROMETHEUS_UNAVAILABLE
+    assert health_reason(sim) == Reason.PROMETHEUS_UNAVAILABLE
 
     resumed = sim.tick(command=command(CommandAction.RESUME))
 

@@ -25,9 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from modelgate.api import MetricSpec, ModelRolloutSpec, ModelRolloutStatus, Phase, Step
-from modelgate.core import CommandAction, Decision
-from modelgate.core.conditions import ANALYSIS_HEALTHY, condition
-from modelgate.core.engine import PROMETHEUS_UNAVAILABLE
+from modelgate.core import CommandAction, ConditionType, Decision, Reason
+from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
     ERROR_RATE,
     P99_LATENCY,
@@ -148,8 +147,12 @@ def expected_weight(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> int:
 
 
 def paused_on_errors(status: ModelRolloutStatus) -> bool:
-    healthy = condition(status.conditions, ANALYSIS_HEALTHY)
-    return status.phase is Phase.PAUSED and healthy is not None and healthy.reason == PROMETHEUS_UNAVAILABLE
+    healthy = condition(status.conditions, ConditionType.ANALYSIS_HEALTHY)
+    return (
+        status.phase is Phase.PAUSED
+        and healthy is not None
+        and healthy.reason == Reason.PROMETHEUS_UNAVAILABLE
+    )
 
 
 @dataclass(frozen=True)
@@ -203,10 +206,10 @@ def test_random_rollouts_keep_the_contract(spec: ModelRolloutSpec, plans: list[T
 
         cmd = None
         if plan.action is not None:
-            if not plan.repeat_command_id or before.last_command_id is None:
+            if not plan.repeat_command_id or before.last_command is None:
                 command_count += 1
             cmd = command(plan.action, f"{plan.action}-{command_count}")
-        handled = cmd is not None and cmd.id != before.last_command_id
+        handled = cmd is not None and (before.last_command is None or cmd.id != before.last_command.id)
         action = cmd.action if cmd is not None and handled else None
 
         # Analysis only on ticks without a command, so that every run fed is also evaluated.

@@ -13,6 +13,7 @@ from tests.unit.engine_support import (
     Simulator,
     analysis_run,
     command,
+    effects,
     indefinite_pause,
     live,
     make_spec,
@@ -39,7 +40,7 @@ def test_a_timed_pause_resumes_from_step_started_at_after_a_restart() -> None:
     early_run = analysis_run(sim.spec, one_second_early)
     held = decide(sim.spec, restored, observe(live(20), analysis=early_run), one_second_early)
     assert held.status.current_step_index == 1
-    assert held.actions == ()
+    assert effects(held) == (None, ())
 
     pause_end = pause_started + timedelta(minutes=10)
     on_time = decide(
@@ -67,7 +68,7 @@ def test_a_whole_rollout_decides_the_same_with_a_restart_between_every_tick() ->
     play(steady)
     play(restarting)
 
-    assert [d.actions for d in restarting.decisions] == [d.actions for d in steady.decisions]
+    assert [effects(d) for d in restarting.decisions] == [effects(d) for d in steady.decisions]
     assert restarting.status == steady.status
     assert restarting.applied == steady.applied
     assert (steady.phase, steady.status.current_step_index) == (Phase.PAUSED, 2)

@@ -8,14 +8,15 @@ from datetime import timedelta
 import pytest
 
 from modelgate.api import ConditionStatus, Phase
-from modelgate.core import CommandAction, RouteProblem
-from modelgate.core.conditions import ROUTE_READY, condition
+from modelgate.core import CommandAction, ConditionType, Reason, RouteProblem
+from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
     INTERVAL,
     ROUTE_NOT_FOUND,
     Outcome,
     Simulator,
     command,
+    effects,
     event_reasons,
     live,
     round_trip,
@@ -25,7 +26,7 @@ from tests.unit.engine_support import (
 
 
 def route_ready(sim: Simulator) -> tuple[ConditionStatus, str] | None:
-    ready = condition(sim.status.conditions, ROUTE_READY)
+    ready = condition(sim.status.conditions, ConditionType.ROUTE_READY)
     return (ready.status, ready.reason) if ready else None
 
 
@@ -51,7 +52,7 @@ def test_failed_stays_failed_until_the_generation_changes() -> None:
     sim.route = live(20)  # fixed by hand, but the spec is the same
     for _ in range(3):
         decision = sim.tick(after=timedelta(minutes=1))
-        assert (decision.status.phase, decision.actions) == (Phase.FAILED, ())
+        assert (decision.status.phase, effects(decision)) == (Phase.FAILED, (None, ()))
 
     sim.generation = 2
     decision = sim.tick()
@@ -88,7 +89,7 @@ def test_retry_with_the_route_still_broken_fails_again() -> None:
 def test_a_route_problem_after_the_rollout_only_sets_the_condition(phase: Phase) -> None:
     sim = simulator_in(phase)
     weight_before = sim.status.current_weight
-    sim.route = RouteProblem(reason="BackendNotFound", message="Service chat-v2 does not exist")
+    sim.route = RouteProblem(reason=Reason.BACKEND_NOT_FOUND, message="Service chat-v2 does not exist")
 
     decision = sim.tick(after=timedelta(minutes=1))
 
@@ -107,7 +108,7 @@ def test_a_route_problem_after_the_rollout_only_sets_the_condition(phase: Phase)
 
 def test_a_long_route_problem_message_still_makes_a_valid_status() -> None:
     sim = simulator_in(Phase.PROGRESSING)
-    sim.route = RouteProblem(reason="RouteNotFound", message="no such route: " + "x" * 40_000)
+    sim.route = RouteProblem(reason=Reason.ROUTE_NOT_FOUND, message="no such route: " + "x" * 40_000)
 
     decision = sim.tick()
 

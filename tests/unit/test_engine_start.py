@@ -6,13 +6,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutStatus, Phase
-from modelgate.core import decide
-from modelgate.core.conditions import CANDIDATE_AVAILABLE, condition
+from modelgate.core import ConditionType, decide
+from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
     INTERVAL,
     T0,
     Outcome,
     Simulator,
+    effects,
     event_reasons,
     indefinite_pause,
     live,
@@ -35,7 +36,7 @@ def test_new_rollout_waits_in_pending_at_weight_zero() -> None:
     assert status.observed_generation == 1
     assert weights_set(decision) == []  # already 0: nothing to write
     assert "NewRollout" in event_reasons(decision)
-    available = condition(status.conditions, CANDIDATE_AVAILABLE)
+    available = condition(status.conditions, ConditionType.CANDIDATE_AVAILABLE)
     assert available is not None and available.status is ConditionStatus.FALSE
 
 
@@ -69,7 +70,7 @@ def test_pending_moves_to_step_zero_when_the_candidate_is_available() -> None:
     assert status.step_started_at == sim.now
     assert weights_set(decision) == [10]
     assert {"RolloutStarted", "WeightSet"} <= set(event_reasons(decision))
-    available = condition(status.conditions, CANDIDATE_AVAILABLE)
+    available = condition(status.conditions, ConditionType.CANDIDATE_AVAILABLE)
     assert available is not None and available.status is ConditionStatus.TRUE
 
 
@@ -136,8 +137,8 @@ def test_a_spec_edit_that_keeps_the_current_step_carries_on() -> None:
     sim.generation = 2
     decision = sim.tick()
 
-    assert (decision.status.phase, decision.status.current_step_index, decision.actions) == (
+    assert (decision.status.phase, decision.status.current_step_index, effects(decision)) == (
         Phase.PAUSED,
         1,
-        (),
+        (None, ()),
     )

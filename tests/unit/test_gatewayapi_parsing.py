@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from modelgate.api import GatewayAPIRouting
-from modelgate.core.model import LiveRoute, RouteProblem
+from modelgate.core import LiveRoute, RouteProblem
 from modelgate.routers.gatewayapi import BackendPair, backend_weight, locate_backends, weight_patch
 
 ROUTING = GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")

@@ -10,21 +10,28 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from modelgate.api import GatewayAPIRouting, TrafficRouting
-from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied, _translated, truncate_utf8
+from modelgate.core.limits import clip
+from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied
+from modelgate.kube.errors import translated
 from modelgate.routers import GatewayAPIRouter, UnknownRouterError, router_for
 
 GATEWAY = GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")
 
 
-def test_truncate_utf8_keeps_short_text() -> None:
-    assert truncate_utf8("rolled back", 1024) == "rolled back"
+def test_clip_keeps_short_text() -> None:
+    assert clip("rolled back", 1024, utf8=True) == clip("rolled back", 1024) == "rolled back"
 
 
-def test_truncate_utf8_cuts_bytes_not_characters() -> None:
-    cut = truncate_utf8("é" * 600, 1024)  # 1200 bytes
+def test_clip_utf8_cuts_bytes_not_characters() -> None:
+    cut = clip("é" * 600, 1024, utf8=True)  # 1200 bytes
     assert cut.endswith("...")
     assert len(cut.encode("utf-8")) <= 1024
     assert set(cut[:-3]) == {"é"}
+
+
+def test_clip_counts_characters_by_default() -> None:
+    cut = clip("é" * 600, 500)
+    assert len(cut) == 500 and cut.endswith("...")
 
 
 def status_body(code: int, message: str, causes: bool = False) -> str:
@@ -46,7 +53,7 @@ def status_body(code: int, message: str, causes: bool = False) -> str:
 def test_api_errors_become_our_exceptions(
     code: int, causes: bool, json_patch: bool, expected: type[KubeError]
 ) -> None:
-    with pytest.raises(KubeError) as raised, _translated(json_patch=json_patch):
+    with pytest.raises(KubeError) as raised, translated(json_patch=json_patch):
         raise ApiException(
             status=code, reason="reason", body=status_body(code, "what the server said", causes)
         )

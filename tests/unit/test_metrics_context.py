@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from datetime import timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from modelgate.metrics.context import QueryContext, QueryContextError, default_pod_regex, parse_duration_ms
+from modelgate.api import parse_duration
+from modelgate.metrics.context import QueryContext, QueryContextError, default_pod_regex
 
 
 def make(**overrides: str) -> QueryContext:
@@ -61,7 +63,8 @@ def test_minimum_window_is_configurable() -> None:
     ("duration", "ms"), [("500ms", 500), ("30s", 30_000), ("5m", 300_000), ("1h30m", 5_400_000)]
 )
 def test_parse_duration(duration: str, ms: int) -> None:
-    assert parse_duration_ms(duration) == ms
+    # One duration grammar for the spec and the query window.
+    assert parse_duration(duration) == timedelta(milliseconds=ms)
 
 
 @pytest.mark.parametrize("duration", ["", "30", "1d", "-1m", "1m ", "5m]", "5m\n", "1m)[5m"])

@@ -1,4 +1,4 @@
-"""PrometheusProvider's handling of Prometheus API answers, against a canned local HTTP server."""
+"""PrometheusClient's handling of Prometheus API answers, against a canned local HTTP server."""
 
 from __future__ import annotations
 
@@ -8,13 +8,18 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from kubernetes import client
 
-from modelgate.metrics.prometheus import PrometheusProvider
-from modelgate.metrics.provider import MetricProvider, QueryResult
+from modelgate.api import AnalysisSpec
+from modelgate.core import QueryResult
+from modelgate.kube import Kube
+from modelgate.metrics import AnalysisPlan, MetricProvider
+from modelgate.metrics.prometheus import PrometheusClient, PrometheusProvider
 
 
 def vector(*values: str) -> tuple[int, str]:
@@ -107,28 +112,28 @@ def fake() -> Iterator[FakePrometheus]:
 
 
 @pytest.fixture
-def provider(fake: FakePrometheus) -> Iterator[PrometheusProvider]:
-    prometheus = PrometheusProvider(fake.address, timeout=2.0)
+def provider(fake: FakePrometheus) -> Iterator[PrometheusClient]:
+    prometheus = PrometheusClient(fake.address, timeout=2.0)
     yield prometheus
     prometheus.close()
 
 
-def test_one_series_gives_its_value(provider: PrometheusProvider) -> None:
+def test_one_series_gives_its_value(provider: PrometheusClient) -> None:
     assert provider.query("one_series") == QueryResult(value=0.25, sample_count=1)
 
 
-def test_scalar_gives_its_value(provider: PrometheusProvider) -> None:
+def test_scalar_gives_its_value(provider: PrometheusClient) -> None:
     assert provider.query("scalar") == QueryResult(value=3.0, sample_count=1)
 
 
-def test_empty_vector_is_empty_not_zero(provider: PrometheusProvider) -> None:
+def test_empty_vector_is_empty_not_zero(provider: PrometheusClient) -> None:
     result = provider.query("empty")
     assert result == QueryResult(value=None, error=None, sample_count=0)
     assert result.is_empty
     assert not result.is_error
 
 
-def test_nan_is_kept(provider: PrometheusProvider) -> None:
+def test_nan_is_kept(provider: PrometheusClient) -> None:
     result = provider.query("nan")
     assert result.value is not None
     assert math.isnan(result.value)
@@ -137,11 +142,11 @@ def test_nan_is_kept(provider: PrometheusProvider) -> None:
     assert not result.is_error
 
 
-def test_infinity_is_a_value(provider: PrometheusProvider) -> None:
+def test_infinity_is_a_value(provider: PrometheusClient) -> None:
     assert provider.query("inf").value == math.inf
 
 
-def test_two_series_is_an_error(provider: PrometheusProvider) -> None:
+def test_two_series_is_an_error(provider: PrometheusClient) -> None:
     result = provider.query("two_series")
     assert result == QueryResult(
         error="query returned 2 series; a metric query must return one", sample_count=2
@@ -156,11 +161,11 @@ def test_two_series_is_an_error(provider: PrometheusProvider) -> None:
         ("string", "query returned a non-numeric value 'x'"),
     ],
 )
-def test_results_of_other_shapes_are_errors(provider: PrometheusProvider, query: str, message: str) -> None:
+def test_results_of_other_shapes_are_errors(provider: PrometheusClient, query: str, message: str) -> None:
     assert provider.query(query) == QueryResult(error=message)
 
 
-def test_promql_error_names_address_and_reason(provider: PrometheusProvider, fake: FakePrometheus) -> None:
+def test_promql_error_names_address_and_reason(provider: PrometheusClient, fake: FakePrometheus) -> None:
     result = provider.query("bad_promql")
     assert result.error == (
         f"Prometheus at {fake.address} answered HTTP 400 (bad_data): "
@@ -170,20 +175,20 @@ def test_promql_error_names_address_and_reason(provider: PrometheusProvider, fak
 
 
 def test_server_error_is_reported_once_without_retries(
-    provider: PrometheusProvider, fake: FakePrometheus
+    provider: PrometheusClient, fake: FakePrometheus
 ) -> None:
     assert provider.query("unavailable").error == f"Prometheus at {fake.address} answered HTTP 503 overloaded"
     assert [query for query, _ in fake.requests] == ["unavailable"]
 
 
-def test_body_that_is_not_api_json_is_an_error(provider: PrometheusProvider, fake: FakePrometheus) -> None:
+def test_body_that_is_not_api_json_is_an_error(provider: PrometheusClient, fake: FakePrometheus) -> None:
     error = provider.query("not_json").error
     assert error is not None
     assert error.startswith(f"unexpected response from Prometheus at {fake.address}: ")
 
 
 def test_wrong_path_prefix_is_an_error(fake: FakePrometheus) -> None:
-    prometheus = PrometheusProvider(fake.address + "/prometheus/", timeout=2.0)
+    prometheus = PrometheusClient(fake.address + "/prometheus/", timeout=2.0)
     try:
         result = prometheus.query("one_series")
     finally:
@@ -195,7 +200,7 @@ def test_connection_refused_is_an_error() -> None:
     with socket.socket() as sock:  # a port that was just free: nothing listens on it
         sock.bind(("127.0.0.1", 0))
         address = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    prometheus = PrometheusProvider(address, timeout=2.0)
+    prometheus = PrometheusClient(address, timeout=2.0)
     try:
         result = prometheus.query("one_series")
         online = prometheus.is_online()
@@ -208,7 +213,7 @@ def test_connection_refused_is_an_error() -> None:
 
 
 def test_timeout_is_an_error(fake: FakePrometheus) -> None:
-    prometheus = PrometheusProvider(fake.address, timeout=0.2)
+    prometheus = PrometheusClient(fake.address, timeout=0.2)
     try:
         result = prometheus.query("hang")
     finally:
@@ -218,7 +223,7 @@ def test_timeout_is_an_error(fake: FakePrometheus) -> None:
 
 
 def test_bearer_token_is_sent(fake: FakePrometheus) -> None:
-    prometheus = PrometheusProvider(fake.address, timeout=2.0, bearer_token="s3cret\n")
+    prometheus = PrometheusClient(fake.address, timeout=2.0, bearer_token="s3cret\n")
     try:
         prometheus.query("one_series")
     finally:
@@ -226,34 +231,42 @@ def test_bearer_token_is_sent(fake: FakePrometheus) -> None:
     assert fake.requests == [("one_series", "Bearer s3cret")]
 
 
-def test_no_authorization_header_without_token(provider: PrometheusProvider, fake: FakePrometheus) -> None:
+def test_no_authorization_header_without_token(provider: PrometheusClient, fake: FakePrometheus) -> None:
     provider.query("one_series")
     assert fake.requests == [("one_series", None)]
 
 
-def test_is_online_runs_a_query(provider: PrometheusProvider, fake: FakePrometheus) -> None:
+def test_is_online_runs_a_query(provider: PrometheusClient, fake: FakePrometheus) -> None:
     assert provider.is_online()
     assert [query for query, _ in fake.requests] == ["vector(1)"]
 
 
-def test_provider_satisfies_the_protocol(provider: PrometheusProvider) -> None:
-    metric_provider: MetricProvider = provider
-    assert metric_provider.query("one_series").value == 0.25
+def test_provider_runs_every_query_of_a_plan_through_one_client(fake: FakePrometheus) -> None:
+    analysis = AnalysisSpec.model_validate(
+        {"prometheus": {"address": fake.address}, "metrics": [{"name": "m", "query": "q", "max": 1}]}
+    )
+    plan = AnalysisPlan("serving", analysis, "scalar", {"m": "one_series", "gone": "unavailable"})
+    provider: MetricProvider = PrometheusProvider(Kube(client.ApiClient()))
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    run = provider.run(plan, at)
+    assert (run.at, run.request_count.value, run.metrics["m"].result.value) == (at, 3.0, 0.25)
+    assert run.metrics["m"].query == "one_series"
+    assert run.metrics["gone"].result.error is not None and run.error_count == 1
 
 
 @pytest.mark.parametrize("address", ["prometheus:9090", "ftp://prometheus", "http://", ""])
 def test_address_must_be_an_http_url(address: str) -> None:
     with pytest.raises(ValueError, match="must be an http"):
-        PrometheusProvider(address)
+        PrometheusClient(address)
 
 
 def test_timeout_must_be_positive() -> None:
     with pytest.raises(ValueError, match="timeout must be positive"):
-        PrometheusProvider("http://prometheus:9090", timeout=0)
+        PrometheusClient("http://prometheus:9090", timeout=0)
 
 
 @pytest.mark.parametrize("token", ["", " \n", "two words", "line\nbreak"])
 def test_malformed_token_is_rejected_without_echoing_it(token: str) -> None:
     with pytest.raises(ValueError, match="bearer token") as excinfo:
-        PrometheusProvider("http://prometheus:9090", bearer_token=token)
+        PrometheusClient("http://prometheus:9090", bearer_token=token)
     assert token.strip() == "" or token not in str(excinfo.value)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from modelgate.metrics.provider import QueryResult
+from modelgate.core import QueryResult
 
 
 def test_value() -> None:

@@ -20,8 +20,10 @@ from modelgate.api.spec import (
 )
 from modelgate.api.status import (
     AnalysisSample,
+    CommandResult,
     Condition,
     ConditionStatus,
+    LastCommand,
     MetricAnalysis,
     ModelRolloutStatus,
     Phase,
@@ -33,12 +35,14 @@ from modelgate.api.status import (
 __all__ = [
     "AnalysisSample",
     "AnalysisSpec",
+    "CommandResult",
     "Condition",
     "ConditionStatus",
     "DeploymentRef",
     "FieldPathError",
     "GatewayAPIRouting",
     "InvalidSpecError",
+    "LastCommand",
     "MetricAnalysis",
     "MetricPreset",
     "MetricSpec",

@@ -153,6 +153,12 @@ class AnalysisSpec(SpecModel):
     def interval_timedelta(self) -> timedelta:
         return parse_duration(self.interval)
 
+    @property
+    def provider_key(self) -> str:
+        """The metric provider in use, by which providers are registered. Prometheus is the only
+        provider field today; a second one makes this "the one provider field that is set"."""
+        return "prometheus"
+
 
 class RollbackSpec(SpecModel):
     on_prometheus_error: OnPrometheusError = "pause"

@@ -42,6 +42,11 @@ class Verdict(StrEnum):
     ERROR = "Error"
 
 
+class CommandResult(StrEnum):
+    APPLIED = "Applied"
+    IGNORED = "Ignored"
+
+
 class ConditionStatus(StrEnum):
     TRUE = "True"
     FALSE = "False"
@@ -78,6 +83,17 @@ class RollbackReason(StatusModel):
     query: Annotated[str, StringConstraints(max_length=4096)] | None = None
 
 
+class LastCommand(StatusModel):
+    """The last manual command the operator handled (promote, abort, resume, retry): the CLI reads
+    its result here. Its id makes a command apply once, even across operator restarts."""
+
+    id: Annotated[str, StringConstraints(max_length=253)]
+    name: Annotated[str, StringConstraints(max_length=63)]
+    result: CommandResult
+    message: Annotated[str, StringConstraints(max_length=1024)]
+    time: Timestamp
+
+
 class Condition(StatusModel):
     type: Annotated[str, StringConstraints(max_length=316, pattern=CONDITION_TYPE_PATTERN)]
     status: ConditionStatus
@@ -92,9 +108,12 @@ class ModelRolloutStatus(StatusModel):
     message: Annotated[str, StringConstraints(max_length=4096)] | None = None
     observed_generation: Annotated[int, Field(ge=0)] | None = None
     rollout_candidate: Annotated[str, StringConstraints(max_length=253)] | None = None
-    last_command_id: Annotated[str, StringConstraints(max_length=253)] | None = None
+    last_command: LastCommand | None = None
     current_step_index: Annotated[int, Field(ge=0, le=50)] = 0
     current_weight: Annotated[int, Field(ge=0, le=100)] = 0
+    # What the router read from, or wrote to, the route: differs from current_weight while a write
+    # has not taken.
+    live_weight: Annotated[int, Field(ge=0, le=100)] | None = None
     step_started_at: Timestamp | None = None
     last_analysis_at: Timestamp | None = None
     consecutive_prometheus_errors: Annotated[int, Field(ge=0)] = 0

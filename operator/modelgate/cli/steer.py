@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 
-from modelgate.api import ModelRolloutStatus
+from modelgate.api import CommandResult, ModelRolloutStatus
 from modelgate.cli.common import add_target_arguments, connect, read_rollout
 from modelgate.commands import COMMAND_ANNOTATION, encode_command
-from modelgate.core.model import CommandAction
-from modelgate.kube import Kube, NotFound
+from modelgate.core import CommandAction
+from modelgate.kube import NotFound
 
 COMMANDS: dict[str, tuple[CommandAction, str]] = {
     "promote": (CommandAction.PROMOTE, "finish the current step (a pause, or a step waiting for analysis)"),
@@ -23,7 +22,7 @@ COMMANDS: dict[str, tuple[CommandAction, str]] = {
 }
 COMMAND_TIMEOUT = 30.0
 NOT_APPLIED = 3  # exit code: requested, but the operator did not confirm it in time
-IGNORED = 4  # exit code: the operator handled it and found it does not apply (see the Event)
+IGNORED = 4  # exit code: the operator handled it and found it does not apply
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,18 +55,17 @@ def send_command(args: argparse.Namespace) -> int:
         console.print(f"{action.value} requested for {namespace}/{args.name}")
         return 0
     command_id = json.loads(encoded)["id"]
-    sent_at = datetime.now(UTC) - timedelta(seconds=1)  # events carry the operator's clock; allow skew
     deadline = time.monotonic() + COMMAND_TIMEOUT
     while time.monotonic() < deadline:
         status = ModelRolloutStatus.model_validate(
             read_rollout(kube, namespace, args.name).get("status") or {}
         )
-        if status.last_command_id == command_id:
-            ignored = _ignored_because(kube, namespace, args.name, sent_at)
-            if ignored is not None:
-                console.print(f"[yellow]{action.value} ignored: {ignored}[/yellow]")
+        handled = status.last_command
+        if handled is not None and handled.id == command_id:
+            if handled.result is CommandResult.IGNORED:
+                console.print(f"[yellow]{action.value} ignored: {handled.message}[/yellow]")
                 return IGNORED
-            console.print(f"{action.value} applied: {status.phase} - {status.message}")
+            console.print(f"{action.value} applied: {handled.message}; {status.phase} - {status.message}")
             return 0
         time.sleep(0.5)  # polling the API server until the deadline
     console.print(
@@ -75,12 +73,3 @@ def send_command(args: argparse.Namespace) -> int:
         f"{COMMAND_TIMEOUT:.0f}s: is it running?[/yellow]"
     )
     return NOT_APPLIED
-
-
-def _ignored_because(kube: Kube, namespace: str, name: str, since: datetime) -> str | None:
-    """The operator records a command that does not apply as a CommandIgnored Event."""
-    for event in reversed(kube.list_events(namespace, "ModelRollout", name)):
-        when = str(event.get("eventTime") or "")
-        if event.get("reason") == "CommandIgnored" and when and datetime.fromisoformat(when) >= since:
-            return str(event.get("note"))
-    return None

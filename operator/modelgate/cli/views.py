@@ -13,7 +13,7 @@ from rich.live import Live
 from modelgate.api import Phase, parse_spec
 from modelgate.cli.common import add_target_arguments, connect, list_rollouts, read_rollout
 from modelgate.cli.render import render_history, render_list, render_progress, render_status
-from modelgate.core.model import LiveRoute
+from modelgate.core import LiveRoute
 from modelgate.kube import Kube, KubeError, NotFound
 from modelgate.routers import router_for
 

@@ -1,36 +1,50 @@
 """The pure canary engine: `decide(spec, status, observations, now) -> Decision`.
 
-Imports nothing from kopf, kubernetes or any HTTP client; every moment arrives as `now`, every wait
-is computed from timestamps kept in status, so an operator restart resumes where it was.
+Imports only `modelgate.api` and the standard library (an import contract in `make lint` checks it);
+every moment arrives as `now`, every wait is computed from timestamps kept in status, so an operator
+restart resumes where it was. Adapters (routers, metric providers) produce the types defined here.
 """
 
-from modelgate.core.engine import decide
+from modelgate.core.engine import decide, decide_unusable
 from modelgate.core.model import (
-    AnalysisRun,
     Command,
     CommandAction,
     Decision,
-    EventType,
+    Event,
     LiveRoute,
     Observations,
-    RecordEvent,
+    Outcome,
     RouteProblem,
-    SetWeight,
+    SpecProblem,
+    WriteFailed,
+    WriteResult,
 )
+from modelgate.core.reasons import ConditionType, EventType, Reason
+from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.schedule import analysis_due, next_wakeup
+from modelgate.core.writes import settle_write
 
 __all__ = [
     "AnalysisRun",
     "Command",
     "CommandAction",
+    "ConditionType",
     "Decision",
+    "Event",
     "EventType",
     "LiveRoute",
+    "MetricQuery",
     "Observations",
-    "RecordEvent",
+    "Outcome",
+    "QueryResult",
+    "Reason",
     "RouteProblem",
-    "SetWeight",
+    "SpecProblem",
+    "WriteFailed",
+    "WriteResult",
     "analysis_due",
     "decide",
+    "decide_unusable",
     "next_wakeup",
+    "settle_write",
 ]

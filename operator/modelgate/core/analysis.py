@@ -9,8 +9,7 @@ from datetime import datetime
 
 from modelgate.api import AnalysisSample, AnalysisSpec, MetricAnalysis, MetricSpec, RollbackReason, Verdict
 from modelgate.core import limits
-from modelgate.core.model import AnalysisRun, MetricQuery
-from modelgate.metrics.provider import QueryResult
+from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 
 HISTORY_LENGTH = 10
 

@@ -5,19 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from modelgate.api import Condition, ConditionStatus
-
-# Condition types the engine maintains.
-ROUTE_READY = "RouteReady"
-CANDIDATE_AVAILABLE = "CandidateAvailable"
-ANALYSIS_HEALTHY = "AnalysisHealthy"
-COMPLETED = "Completed"
+from modelgate.core.reasons import ConditionType, Reason
 
 
 def set_condition(
     conditions: tuple[Condition, ...],
-    type_: str,
+    type_: ConditionType,
     status: bool,
-    reason: str,
+    reason: Reason,
     message: str,
     now: datetime,
     generation: int,
@@ -36,5 +31,5 @@ def set_condition(
     return (*(c for c in conditions if c.type != type_), updated)
 
 
-def condition(conditions: tuple[Condition, ...], type_: str) -> Condition | None:
+def condition(conditions: tuple[Condition, ...], type_: ConditionType) -> Condition | None:
     return next((c for c in conditions if c.type == type_), None)

@@ -19,20 +19,18 @@ from modelgate.api import (
 from modelgate.core import conditions as cond
 from modelgate.core import limits
 from modelgate.core.analysis import evaluate
+from modelgate.core.commands import handle_command
 from modelgate.core.model import (
-    Action,
-    CommandAction,
     Decision,
-    EventType,
+    Event,
     LiveRoute,
     Observations,
-    RecordEvent,
+    Outcome,
     RouteProblem,
-    SetWeight,
+    SpecProblem,
 )
+from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.schedule import pause_ends_at, step_settles_at
-
-PROMETHEUS_UNAVAILABLE = "PrometheusUnavailable"
 
 
 def decide(
@@ -40,7 +38,22 @@ def decide(
 ) -> Decision:
     tick = _Tick(spec, status, observed, now)
     tick.run()
-    return Decision(tick.status, tuple(tick.actions))
+    return tick.decision
+
+
+def decide_unusable(
+    problem: SpecProblem, status: ModelRolloutStatus, generation: int, now: datetime
+) -> Decision:
+    """A spec the operator cannot use ends the rollout Failed, naming the field; the route is left as
+    it is. Said once: the same problem again changes nothing."""
+    message = limits.clip(problem.message, limits.STATUS_MESSAGE)
+    if status.phase is Phase.FAILED and status.message == message:
+        return Decision(status)
+    failed = status.model_copy(
+        update={"phase": Phase.FAILED, "message": message, "observed_generation": generation}
+    )
+    outcome = None if status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INVALID_SPEC)
+    return Decision(failed, events=(Event(Reason.INVALID_SPEC, problem.message),), outcome=outcome)
 
 
 class _Tick:
@@ -51,7 +64,14 @@ class _Tick:
         self.status = status
         self.observed = observed
         self.now = now
-        self.actions: list[Action] = []
+        self.weight: int | None = None
+        self.events: list[Event] = []
+        self.outcome: Outcome | None = None
+        self.command_handled = False
+
+    @property
+    def decision(self) -> Decision:
+        return Decision(self.status, self.weight, tuple(self.events), self.outcome, self.command_handled)
 
     # -- small helpers -------------------------------------------------------------------------
     def update(self, **fields: object) -> None:
@@ -64,10 +84,10 @@ class _Tick:
         """What the current step waits for, as the status message."""
         self.update(message=f"step {self.status.current_step_index}: {text}")
 
-    def event(self, type_: EventType, reason: str, message: str) -> None:
-        self.actions.append(RecordEvent(type_, reason, message))
+    def event(self, reason: Reason, message: str) -> None:
+        self.events.append(Event(reason, message))
 
-    def condition(self, type_: str, ok: bool, reason: str, message: str) -> None:
+    def condition(self, type_: ConditionType, ok: bool, reason: Reason, message: str) -> None:
         conditions = cond.set_condition(
             self.status.conditions,
             type_,
@@ -82,20 +102,18 @@ class _Tick:
     def set_weight(self, weight: int) -> None:
         """Asks for `weight` unless it is already live; the last call in a tick wins."""
         self.update(current_weight=weight)
-        self.actions = [a for a in self.actions if not isinstance(a, SetWeight)]
         route = self.observed.route
-        if not isinstance(route, LiveRoute) or (route.incumbent_weight, route.candidate_weight) != (
+        live = isinstance(route, LiveRoute) and (route.incumbent_weight, route.candidate_weight) == (
             100 - weight,
             weight,
-        ):
-            self.actions.append(SetWeight(weight))
+        )
+        self.weight = None if live else weight
 
     @property
     def weights_live(self) -> bool:
         route = self.observed.route
         wanted = self.status.current_weight
-        written = any(isinstance(a, SetWeight) for a in self.actions)
-        return isinstance(route, LiveRoute) and not written and route.candidate_weight == wanted
+        return isinstance(route, LiveRoute) and self.weight is None and route.candidate_weight == wanted
 
     @property
     def step(self) -> Step:
@@ -114,37 +132,40 @@ class _Tick:
 
     @property
     def error_paused(self) -> bool:
-        healthy = cond.condition(self.status.conditions, cond.ANALYSIS_HEALTHY)
+        healthy = cond.condition(self.status.conditions, ConditionType.ANALYSIS_HEALTHY)
         return (
             self.status.phase is Phase.PAUSED
             and healthy is not None
-            and healthy.reason == PROMETHEUS_UNAVAILABLE
+            and healthy.reason == Reason.PROMETHEUS_UNAVAILABLE
         )
 
     # -- the tick ----------------------------------------------------------------------------------
     def run(self) -> None:
         generation_changed = self.status.observed_generation != self.observed.generation
         if self.status.rollout_candidate != self.spec.candidate.deployment:
-            self.start_rollout("NewRollout", f"rolling out {self.spec.candidate.deployment}")
+            self.start_rollout(Reason.NEW_ROLLOUT, f"rolling out {self.spec.candidate.deployment}")
         elif generation_changed and self.status.phase is Phase.FAILED:
-            self.start_rollout("SpecChanged", "the spec changed; starting again from step 0")
+            self.start_rollout(Reason.SPEC_CHANGED, "the spec changed; starting again from step 0")
         elif self.current_step_removed:
             # Like Argo Rollouts when the steps change: start over rather than guess where to go on.
             removed = self.status.current_step_index
             self.start_rollout(
-                "SpecChanged", f"step {removed} was removed from the spec; starting again from step 0"
+                Reason.SPEC_CHANGED, f"step {removed} was removed from the spec; starting again from step 0"
             )
         self.update(observed_generation=self.observed.generation)
-        if self.observed.command is not None and self.observed.command.id != self.status.last_command_id:
-            self.update(last_command_id=self.observed.command.id)
-            self.handle_command(self.observed.command.action)
+        command = self.observed.command
+        handled = self.status.last_command
+        if command is not None and (handled is None or command.id != handled.id):
+            handle_command(self, command)
+            self.command_handled = True
         phase = self.status.phase
         if phase is Phase.FAILED:
             return
-        if isinstance(self.observed.route, RouteProblem):
-            self.route_problem(self.observed.route)
+        route = self.observed.route
+        if isinstance(route, RouteProblem):
+            self.route_problem(route)
             return
-        self.condition(cond.ROUTE_READY, True, "RouteFound", "the route and both backends exist")
+        self.note_route(route)
         if phase is Phase.SUCCEEDED:
             self.set_weight(100)
         elif phase is Phase.ROLLED_BACK:
@@ -154,7 +175,18 @@ class _Tick:
         else:
             self.progress()
 
-    def start_rollout(self, reason: str, message: str) -> None:
+    def note_route(self, route: LiveRoute) -> None:
+        """RouteReady, and the weight the route carries; a write that has not taken (reported when
+        it was made) stays reported until the route carries the weight."""
+        self.update(live_weight=route.candidate_weight)
+        ready = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
+        not_taken = ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED
+        if not (not_taken and route.candidate_weight != self.status.current_weight):
+            self.condition(
+                ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, "the route and both backends exist"
+            )
+
+    def start_rollout(self, reason: Reason, message: str) -> None:
         self.update(
             phase=Phase.PENDING,
             message=message,
@@ -168,7 +200,7 @@ class _Tick:
             rollback_reason=None,
             conditions=(),
         )
-        self.event(EventType.NORMAL, reason, message)
+        self.event(reason, message)
 
     def pending(self) -> None:
         self.set_weight(0)
@@ -177,9 +209,7 @@ class _Tick:
             self.update(message=f"waiting for the candidate: {self.observed.candidate_message}")
             return
         self.update(phase=Phase.PROGRESSING)
-        self.event(
-            EventType.NORMAL, "RolloutStarted", f"candidate {self.spec.candidate.deployment} is Available"
-        )
+        self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.deployment} is Available")
         self.enter_step(0)
         self.advance_while_complete()
 
@@ -196,9 +226,9 @@ class _Tick:
     def note_candidate_availability(self) -> None:
         available = self.observed.candidate_available
         self.condition(
-            cond.CANDIDATE_AVAILABLE,
+            ConditionType.CANDIDATE_AVAILABLE,
             available,
-            "Available" if available else "NotAvailable",
+            Reason.AVAILABLE if available else Reason.NOT_AVAILABLE,
             self.observed.candidate_message,
         )
 
@@ -209,19 +239,20 @@ class _Tick:
         result = evaluate(self.spec.analysis, run, self.status.analysis)
         self.update(analysis=result.metrics, last_analysis_at=run.at)
         if result.breach is not None:
-            self.rollback(result.breach, "MetricBreach")
+            self.rollback(result.breach, Reason.METRIC_BREACH)
             return False
         if not result.any_error:
             self.update(consecutive_prometheus_errors=0)
             verdicts = ", ".join(f"{m.name}={m.verdict}" for m in result.metrics)
             if self.error_paused:
-                # A pause on errors lasts until `modelgate resume`, even once Prometheus answers again.
-                message = f"Prometheus answers again ({verdicts}); paused until `modelgate resume`"
-                self.condition(cond.ANALYSIS_HEALTHY, False, PROMETHEUS_UNAVAILABLE, message)
+                # A pause on errors lasts until `modelgate resume`, even once the queries succeed again.
+                message = f"metric queries succeed again ({verdicts}); paused until `modelgate resume`"
+                self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, message)
                 self.update(message=f"paused: {message}")
                 return True
             passing = result.all_pass
-            self.condition(cond.ANALYSIS_HEALTHY, passing, "Passing" if passing else "Inconclusive", verdicts)
+            verdict = Reason.PASSING if passing else Reason.INCONCLUSIVE
+            self.condition(ConditionType.ANALYSIS_HEALTHY, passing, verdict, verdicts)
             return True
         errors = self.status.consecutive_prometheus_errors + 1
         self.update(consecutive_prometheus_errors=errors)
@@ -229,21 +260,21 @@ class _Tick:
         detail = f"metric queries failed {errors} time(s) in a row: {first_error.message}"
         limit = self.spec.rollback.max_consecutive_errors
         if errors < limit and not self.error_paused:
-            self.condition(cond.ANALYSIS_HEALTHY, False, "QueryError", detail)
+            self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.QUERY_ERROR, detail)
             return True
         if errors >= limit and self.spec.rollback.on_prometheus_error == "rollback":
             reason = RollbackReason(time=run.at, message=limits.clip(detail, limits.ANALYSIS_MESSAGE))
-            self.rollback(reason, PROMETHEUS_UNAVAILABLE)
+            self.rollback(reason, Reason.PROMETHEUS_UNAVAILABLE)
             return False
         if not self.error_paused:
-            self.event(EventType.WARNING, "AnalysisPaused", f"{detail}; paused until `modelgate resume`")
-        self.condition(cond.ANALYSIS_HEALTHY, False, PROMETHEUS_UNAVAILABLE, detail)
+            self.event(Reason.ANALYSIS_PAUSED, f"{detail}; paused until `modelgate resume`")
+        self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, detail)
         self.update(phase=Phase.PAUSED, message=f"paused: {detail}; run `modelgate resume` to continue")
         return True
 
     def advance_while_complete(self) -> None:
         while self.status.phase in (Phase.PROGRESSING, Phase.PAUSED) and self.step_complete():
-            self.event(EventType.NORMAL, "StepCompleted", f"step {self.status.current_step_index} completed")
+            self.event(Reason.STEP_COMPLETED, f"step {self.status.current_step_index} completed")
             self.enter_step(self.status.current_step_index + 1)
 
     def step_complete(self) -> bool:
@@ -290,10 +321,10 @@ class _Tick:
         if step.set_weight is not None:
             self.set_weight(step.set_weight)
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: candidate weight {step.set_weight}")
-            self.event(EventType.NORMAL, "WeightSet", f"step {index}: candidate weight {step.set_weight}%")
+            self.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {step.set_weight}%")
         elif step.pause is not None and step.pause.duration is None:
             self.update(phase=Phase.PAUSED, message=f"step {index}: paused until `modelgate promote`")
-            self.event(EventType.NORMAL, "Paused", f"step {index}: waiting for `modelgate promote`")
+            self.event(Reason.PAUSED, f"step {index}: waiting for `modelgate promote`")
         else:
             assert step.pause is not None
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: pausing for {step.pause.duration}")
@@ -306,53 +337,24 @@ class _Tick:
             step_started_at=self.now,
             message=f"{self.spec.candidate.deployment} takes all traffic",
         )
-        self.condition(cond.COMPLETED, True, "Succeeded", "every step completed")
-        self.event(EventType.NORMAL, "RolloutSucceeded", f"{self.spec.candidate.deployment} promoted to 100%")
+        self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
+        self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.deployment} promoted to 100%")
+        self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
-    def rollback(self, reason: RollbackReason, condition_reason: str) -> None:
+    def rollback(self, reason: RollbackReason, cause: Reason) -> None:
         self.set_weight(0)
         self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, message=f"rolled back: {reason.message}")
-        self.condition(cond.COMPLETED, False, "RolledBack", reason.message)
-        self.event(EventType.WARNING, "RolledBack", f"{condition_reason}: {reason.message}")
+        self.condition(ConditionType.COMPLETED, False, Reason.ROLLED_BACK, reason.message)
+        self.event(Reason.ROLLED_BACK, f"{cause}: {reason.message}")
+        self.outcome = Outcome(Phase.ROLLED_BACK, cause)
 
     def route_problem(self, problem: RouteProblem) -> None:
         """An active rollout cannot go on and ends Failed; a finished one keeps its phase."""
-        self.actions = [a for a in self.actions if not isinstance(a, SetWeight)]
-        previous = cond.condition(self.status.conditions, cond.ROUTE_READY)
+        self.weight = None
+        previous = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
         if previous is None or previous.reason != problem.reason:
-            self.event(EventType.WARNING, problem.reason, problem.message)
-        self.condition(cond.ROUTE_READY, False, problem.reason, problem.message)
+            self.event(problem.reason, problem.message)
+        self.condition(ConditionType.ROUTE_READY, False, problem.reason, problem.message)
         if self.status.phase not in (Phase.SUCCEEDED, Phase.ROLLED_BACK):
             self.update(phase=Phase.FAILED, message=problem.message)
-
-    # -- manual commands ---------------------------------------------------------------------------
-    def handle_command(self, action: CommandAction) -> None:
-        phase = self.status.phase
-        active = phase in (Phase.PROGRESSING, Phase.PAUSED)
-        if action is CommandAction.ABORT and (active or phase in (Phase.PENDING, Phase.FAILED)):
-            self.rollback(RollbackReason(time=self.now, message="aborted by `modelgate abort`"), "Aborted")
-        elif action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
-            self.start_rollout("Retry", f"retrying {self.spec.candidate.deployment} from step 0")
-        elif action is CommandAction.RESUME and self.error_paused:
-            # Back to what the step itself does: an indefinite pause still waits for `modelgate promote`.
-            self.update(
-                phase=Phase.PAUSED if self.at_indefinite_pause else Phase.PROGRESSING,
-                consecutive_prometheus_errors=0,
-            )
-            if self.at_indefinite_pause:
-                self.note("paused until `modelgate promote`")
-            self.condition(cond.ANALYSIS_HEALTHY, False, "Resumed", "resumed by `modelgate resume`")
-            self.event(EventType.NORMAL, "Resumed", "resumed by `modelgate resume`")
-        elif action is CommandAction.PROMOTE_FULL and active:
-            self.event(
-                EventType.NORMAL, "Promoted", "`modelgate promote --full`: skipping the remaining steps"
-            )
-            self.succeed()
-        elif action is CommandAction.PROMOTE and active and not self.error_paused:
-            index = self.status.current_step_index
-            self.event(EventType.NORMAL, "Promoted", f"`modelgate promote`: step {index} finished by hand")
-            self.enter_step(index + 1)
-        else:
-            self.event(
-                EventType.WARNING, "CommandIgnored", f"`modelgate {action}` does not apply in phase {phase}"
-            )
+            self.outcome = Outcome(Phase.FAILED, problem.reason)

@@ -9,5 +9,12 @@ STATUS_MESSAGE = 4096  # ModelRolloutStatus.message
 CONDITION_MESSAGE = 32768  # Condition.message
 
 
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def clip(text: str, limit: int, *, utf8: bool = False) -> str:
+    """`text` cut to `limit` characters (the CRD's maxLength), or with `utf8` to `limit` UTF-8 bytes
+    (what Events' validation counts), ending in "..." when cut and never mid-character."""
+    size = len(text.encode()) if utf8 else len(text)
+    if size <= limit:
+        return text
+    if not utf8:
+        return text[: limit - 3] + "..."
+    return text.encode()[: limit - 3].decode(errors="ignore") + "..."

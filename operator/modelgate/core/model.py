@@ -1,19 +1,18 @@
-"""What the engine reads (observations, commands) and what it asks for (actions)."""
+"""What the engine reads (observations, commands) and what it decides (a Decision)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from enum import StrEnum
 
-from modelgate.api import ModelRolloutStatus
-from modelgate.metrics.provider import QueryResult
+from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.core.reasons import EventType, Reason
+from modelgate.core.results import AnalysisRun
 
 
 @dataclass(frozen=True)
 class LiveRoute:
-    """The weights the router reads back from what is live."""
+    """The weights a router read back from what is live."""
 
     incumbent_weight: int
     candidate_weight: int
@@ -23,23 +22,26 @@ class LiveRoute:
 class RouteProblem:
     """The route cannot be used as configured (missing route, rule or backend)."""
 
-    reason: str  # a condition reason, e.g. "RouteNotFound"
+    reason: Reason
     message: str
 
 
 @dataclass(frozen=True)
-class MetricQuery:
-    query: str  # the PromQL that ran, for status and rollbackReason
-    result: QueryResult
+class SpecProblem:
+    """A spec the operator cannot use although the API server took it (an older CRD, or what only
+    the operator can check, such as a query template); `message` names the field."""
+
+    message: str
 
 
 @dataclass(frozen=True)
-class AnalysisRun:
-    """One evaluation of every metric, taken at `at`."""
+class WriteFailed:
+    """A weight write that could not be made (e.g. other writers changed the route every time)."""
 
-    at: datetime
-    request_count: QueryResult
-    metrics: Mapping[str, MetricQuery]
+    message: str
+
+
+WriteResult = LiveRoute | RouteProblem | WriteFailed
 
 
 class CommandAction(StrEnum):
@@ -68,42 +70,32 @@ class Observations:
     command: Command | None = None
 
 
-class EventType(StrEnum):
-    NORMAL = "Normal"
-    WARNING = "Warning"
-
-
 @dataclass(frozen=True)
-class SetWeight:
-    """Route `candidate_weight`% to the candidate and the rest to the incumbent (absolute, idempotent)."""
-
-    candidate_weight: int
-
-    @property
-    def incumbent_weight(self) -> int:
-        return 100 - self.candidate_weight
-
-
-@dataclass(frozen=True)
-class RecordEvent:
-    type: EventType
-    reason: str
+class Event:
+    reason: Reason
     message: str
 
+    @property
+    def type(self) -> EventType:
+        return self.reason.event_type
 
-Action = SetWeight | RecordEvent
+
+@dataclass(frozen=True)
+class Outcome:
+    """The end a rollout reached in this tick, and why: what the operator's metrics count."""
+
+    phase: Phase  # Succeeded, RolledBack or Failed
+    reason: Reason
 
 
 @dataclass(frozen=True)
 class Decision:
+    """One tick's result. `weight` is the candidate weight to write (the incumbent gets the rest), or
+    None to leave the route alone; the command handled in this tick, if any, is in
+    `status.last_command` and `command_handled`."""
+
     status: ModelRolloutStatus
-    actions: tuple[Action, ...] = field(default_factory=tuple)
-
-    @property
-    def weight_change(self) -> SetWeight | None:
-        changes = [a for a in self.actions if isinstance(a, SetWeight)]
-        return changes[-1] if changes else None
-
-    @property
-    def events(self) -> list[RecordEvent]:
-        return [a for a in self.actions if isinstance(a, RecordEvent)]
+    weight: int | None = None
+    events: tuple[Event, ...] = ()
+    outcome: Outcome | None = None
+    command_handled: bool = False

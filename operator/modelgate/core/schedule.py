@@ -11,6 +11,8 @@ ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
 # still re-assert their weights and notice a candidate becoming Available.
 RESYNC = timedelta(seconds=10)
 MIN_WAKEUP = timedelta(milliseconds=200)
+# A weight write that did not take is tried again this soon, not at the next resync.
+WRITE_RETRY = timedelta(seconds=1)
 
 
 def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> bool:
@@ -50,6 +52,9 @@ def pause_ends_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetim
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
     """How long the operator may sleep before this rollout needs looking at again."""
     candidates = [RESYNC]
+    written = status.live_weight is None or status.live_weight == status.current_weight
+    if not written and status.phase is not Phase.FAILED:
+        candidates.append(WRITE_RETRY)
     if spec.analysis is not None and status.phase in ACTIVE_PHASES and status.current_weight > 0:
         last = status.last_analysis_at or now
         candidates.append(last + spec.analysis.interval_timedelta - now)

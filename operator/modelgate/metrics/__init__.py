@@ -1,11 +1,46 @@
-"""Metric providers and presets.
+"""Metric providers, one module each, chosen by the provider key the spec sets under
+`spec.analysis` (today `prometheus`).
 
-- `context`: validated values allowed inside PromQL (`QueryContext`)
-- `template`: `{{ variable }}` substitution in user-written queries
-- `presets`: named PromQL queries (`errorRate`, `latencyP99`, `refusalRate`) and the request count
-- `provider`: the `MetricProvider` Protocol and `QueryResult`
-- `prometheus`: `PrometheusProvider`, the Prometheus HTTP API implementation
-
-Nothing is re-exported here on purpose: importing the pure modules (e.g. from `core`) must not
-pull in an HTTP client.
+Adding a provider: a module with a class taking a `Kube` and implementing `MetricProvider`
+(`base.py`), plus one line in PROVIDERS (and its field in AnalysisSpec, then `make generate`).
+Each provider's presets and query language stay beside it (`presets.py`, `context.py` and
+`template.py` are Prometheus's).
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from modelgate.api import AnalysisSpec
+from modelgate.kube import Kube
+from modelgate.metrics.base import AnalysisPlan, MetricProvider
+from modelgate.metrics.prometheus import PrometheusProvider
+
+ProviderFactory = Callable[[Kube], MetricProvider]
+
+PROVIDERS: dict[str, ProviderFactory] = {
+    "prometheus": PrometheusProvider,
+}
+
+
+class MetricProviders:
+    """The operator's providers, made on first use and kept (with their connections)."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self._made: dict[str, MetricProvider] = {}
+
+    def for_analysis(self, analysis: AnalysisSpec) -> MetricProvider:
+        key = analysis.provider_key
+        if key not in self._made:
+            factory = PROVIDERS.get(key)
+            if factory is None:
+                registered = ", ".join(sorted(PROVIDERS))
+                raise ValueError(
+                    f"no metric provider is registered for spec.analysis.{key}; registered: {registered}"
+                )
+            self._made[key] = factory(self.kube)
+        return self._made[key]
+
+
+__all__ = ["PROVIDERS", "AnalysisPlan", "MetricProvider", "MetricProviders", "PrometheusProvider"]

@@ -31,22 +31,10 @@ _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 # Regex syntax without quotes, backticks, braces or backslashes: enough for pod-name patterns.
 _SAFE_REGEX = re.compile(r"[A-Za-z0-9._*+?|()\[\]^$-]+")
 _MAX_REGEX_LENGTH = 256
-_DURATION = re.compile(r"([0-9]+(ms|s|m|h))+")
-_DURATION_PART = re.compile(r"([0-9]+)(ms|s|m|h)")
-_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000}
 
 
 class QueryContextError(ValueError):
     """A value that is not allowed inside a PromQL query."""
-
-
-def parse_duration_ms(duration: str) -> int:
-    """Milliseconds in a Go-style duration restricted to ms/s/m/h (e.g. "1m30s")."""
-    if not _DURATION.fullmatch(duration):
-        raise QueryContextError(
-            f"invalid duration {duration!r}: expected a Go-style duration such as 30s, 5m or 1h30m"
-        )
-    return sum(int(amount) * _UNIT_MS[unit] for amount, unit in _DURATION_PART.findall(duration))
 
 
 def default_pod_regex(deployment: str) -> str:
@@ -81,7 +69,11 @@ class QueryContext:
         _check_deployment("candidate", self.candidate_deployment)
         _check_pod_regex("incumbent", self.incumbent_pod_regex)
         _check_pod_regex("candidate", self.candidate_pod_regex)
-        if parse_duration_ms(self.interval) == 0:
+        try:
+            positive = parse_duration(self.interval) > timedelta()
+        except ValueError as error:
+            raise QueryContextError(str(error)) from None
+        if not positive:
             raise QueryContextError(f"interval {self.interval!r} must be longer than zero")
 
     @classmethod
@@ -101,7 +93,7 @@ class QueryContext:
             window = max(analysis_interval, min_window, key=parse_duration)
         except ValueError as error:
             raise QueryContextError(str(error)) from None
-        if not _DURATION.fullmatch(window):
+        if "." in window:  # PromQL takes whole units only
             window = promql_window(parse_duration(window))
         return cls(
             namespace=namespace,

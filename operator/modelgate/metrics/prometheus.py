@@ -1,4 +1,5 @@
-"""MetricProvider for the Prometheus HTTP API (and API-compatible backends: Thanos, Mimir, ...)."""
+"""The Prometheus metric provider (and API-compatible backends: Thanos, Mimir, ...): PromQL from the
+presets and user templates, run as instant queries over the HTTP API."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import ast
 import json
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from urllib.parse import urlparse
 
 import requests
@@ -13,7 +15,14 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
-from modelgate.metrics.provider import QueryResult
+from modelgate.api import ModelRolloutSpec
+from modelgate.core import AnalysisRun, MetricQuery, QueryResult
+from modelgate.core.limits import clip
+from modelgate.kube import Kube, KubeError
+from modelgate.metrics.base import AnalysisPlan
+from modelgate.metrics.context import QueryContext
+from modelgate.metrics.presets import preset_query, request_count_query
+from modelgate.metrics.template import render_query
 
 # The library's default retries (3, with backoff, also on HTTP 5xx) would stretch one query far
 # beyond `timeout`; the engine retries on its next tick and counts consecutive errors instead.
@@ -25,7 +34,59 @@ _HTTP_ERROR = re.compile(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)", re.DOTAL
 _MAX_DETAIL = 300
 
 
+def analysis_plan(spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
+    """The PromQL of every metric; raises QueryContextError or TemplateError (ValueErrors) for a spec
+    no query can be built from."""
+    assert spec.analysis is not None
+    ctx = QueryContext.for_rollout(
+        namespace,
+        spec.incumbent.deployment,
+        spec.candidate.deployment,
+        spec.analysis.interval,
+        incumbent_pod_regex=spec.incumbent.pod_regex,
+        candidate_pod_regex=spec.candidate.pod_regex,
+    )
+    metrics = {
+        metric.name: preset_query(metric.preset, ctx)
+        if metric.preset
+        else render_query(metric.query or "", ctx)
+        for metric in spec.analysis.metrics
+    }
+    return AnalysisPlan(namespace, spec.analysis, request_count_query(ctx), metrics)
+
+
 class PrometheusProvider:
+    """MetricProvider: one client per Prometheus address, timeout and bearer token, kept across ticks."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self._clients: dict[tuple[str, float, str | None], PrometheusClient] = {}
+
+    def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
+        return analysis_plan(spec, namespace)
+
+    def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
+        try:
+            client = self._client(plan)
+        except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
+            # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
+            return AnalysisRun.failed(plan.metrics, at, f"cannot read the Prometheus token: {error}")
+        measured = {name: MetricQuery(promql, client.query(promql)) for name, promql in plan.metrics.items()}
+        return AnalysisRun(at, client.query(plan.request_count), measured)
+
+    def _client(self, plan: AnalysisPlan) -> PrometheusClient:
+        prometheus = plan.analysis.prometheus
+        token = None
+        if prometheus.bearer_token_secret_ref is not None:
+            ref = prometheus.bearer_token_secret_ref
+            token = self.kube.read_secret_key(plan.namespace, ref.name, ref.key)
+        key = (prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
+        if key not in self._clients:
+            self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
+        return self._clients[key]
+
+
+class PrometheusClient:
     """Instant queries against one Prometheus.
 
     `timeout` bounds connecting and each wait for response data, so a call that gets no answer
@@ -135,4 +196,4 @@ def _root_cause(exc: BaseException) -> str:
 
 
 def _truncate(text: str) -> str:
-    return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."
+    return clip(text, _MAX_DETAIL)

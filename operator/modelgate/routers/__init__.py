@@ -22,7 +22,7 @@ ROUTERS: dict[str, RouterFactory] = {
 
 
 class UnknownRouterError(ValueError):
-    pass
+    """No router is registered for the key the spec sets."""
 
 
 def router_for(routing: TrafficRouting, kube: Kube, namespace: str) -> TrafficRouter:

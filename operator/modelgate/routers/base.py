@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from modelgate.core.model import LiveRoute, RouteProblem
+from modelgate.core import LiveRoute, RouteProblem
 
 
 class TrafficRouter(Protocol):
-    """Splits traffic between the incumbent and the candidate. Calls block (worker threads).
+    """Splits traffic between the incumbent and the candidate; one instance per tick. Calls block
+    (worker threads).
 
     A RouteProblem is a configuration that cannot work as it stands (the route, rule or a backend
     is missing or ambiguous); the rollout fails on it. When the API server cannot be asked, the
@@ -20,7 +21,8 @@ class TrafficRouter(Protocol):
         ...
 
     def set_weights(self, candidate_weight: int) -> LiveRoute | RouteProblem:
-        """Routes `candidate_weight` (0..100) to the candidate and the rest to the incumbent.
-        Returns the weights as stored by the write, or why the route cannot be used (then nothing
-        was written)."""
+        """Routes `candidate_weight` (0..100) to the candidate and the rest to the incumbent, and
+        verifies: returns the weights as stored by the write (what is live), or why the route cannot
+        be used (then nothing was written). The write is made against what `read` saw, so a tick
+        reads the route once; another writer in between makes it read again and retry."""
         ...

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelgate.api import GatewayAPIRouting
-from modelgate.core.model import LiveRoute, RouteProblem
+from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -49,7 +49,7 @@ def locate_backends(route: Mapping[str, Any], routing: GatewayAPIRouting) -> Bac
     index = routing.rule_index
     if index >= len(rules):
         return RouteProblem(
-            "RuleNotFound",
+            Reason.RULE_NOT_FOUND,
             f"HTTPRoute {route_id} has {len(rules)} rule(s); {SPEC_FIELD}.ruleIndex is {index}",
         )
     refs: Sequence[Mapping[str, Any]] = rules[index].get("backendRefs") or []
@@ -106,13 +106,13 @@ def _backend_index(
     if not found:
         present = ", ".join(_describe(ref, namespace) for ref in refs) or "none"
         return RouteProblem(
-            "BackendNotFound",
+            Reason.BACKEND_NOT_FOUND,
             f"{where} has no backendRef named {name} ({SPEC_FIELD}.{field}); it has: {present}",
         )
     if len(found) > 1:
         positions = ", ".join(f"backendRefs[{i}]" for i in found)
         return RouteProblem(
-            "BackendAmbiguous",
+            Reason.BACKEND_AMBIGUOUS,
             f"{where} has {len(found)} backendRefs named {name} ({SPEC_FIELD}.{field}): {positions};"
             " keep one so that its weight is unambiguous",
         )
@@ -135,13 +135,14 @@ class GatewayAPIRouter:
         self.kube = kube
         self.namespace = namespace
         self.routing = routing
+        self._seen: dict[str, Any] | None = None  # the route as last read or written
 
     @property
     def route_id(self) -> str:
         return f"{self.namespace}/{self.routing.http_route}"
 
     def read(self) -> LiveRoute | RouteProblem:
-        route = self._get_route()
+        route = self._seen = self._get_route()
         if route is None:
             return self._route_not_found()
         located = locate_backends(route, self.routing)
@@ -151,8 +152,9 @@ class GatewayAPIRouter:
         if not 0 <= candidate_weight <= 100:
             raise ValueError(f"candidate weight must be 0..100, got {candidate_weight}")
         rejected: tuple[str, PatchNotApplied] | None = None
-        for _attempt in range(MAX_WRITE_ATTEMPTS):
-            route = self._get_route()
+        for attempt in range(MAX_WRITE_ATTEMPTS):
+            route = self._seen if attempt == 0 and self._seen is not None else self._get_route()
+            self._seen = None
             if route is None:
                 return self._route_not_found()
             version = str(route["metadata"]["resourceVersion"])
@@ -184,6 +186,7 @@ class GatewayAPIRouter:
                 # read tells (a new resourceVersion), and the patch is rebuilt on the fresh route.
                 rejected = (version, rejection)
                 continue
+            self._seen = written
             written_pair = locate_backends(written, self.routing)
             return written_pair if isinstance(written_pair, RouteProblem) else written_pair.live
         raise Conflict(
@@ -201,4 +204,4 @@ class GatewayAPIRouter:
             return None
 
     def _route_not_found(self) -> RouteProblem:
-        return RouteProblem("RouteNotFound", f"HTTPRoute {self.route_id} not found")
+        return RouteProblem(Reason.ROUTE_NOT_FOUND, f"HTTPRoute {self.route_id} not found")

@@ -1,0 +1,67 @@
+"""Manual commands (promote, abort, resume, retry) within a tick; each ends Applied or Ignored in
+`status.lastCommand`, which is what the CLI reads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from modelgate.api import CommandResult, LastCommand, Phase, RollbackReason
+from modelgate.core import limits
+from modelgate.core.model import Command, CommandAction
+from modelgate.core.reasons import ConditionType, Reason
+
+if TYPE_CHECKING:
+    from modelgate.core.engine import _Tick
+
+
+def handle_command(tick: _Tick, command: Command) -> None:
+    applied = _apply(tick, command.action)
+    if applied is None:
+        phase = tick.status.phase
+        message = f"`modelgate {command.action}` does not apply in phase {phase}"
+        tick.event(Reason.COMMAND_IGNORED, message)
+        result = CommandResult.IGNORED
+    else:
+        message, result = applied, CommandResult.APPLIED
+    tick.update(
+        last_command=LastCommand(
+            id=command.id,
+            name=command.action.value,
+            result=result,
+            message=limits.clip(message, limits.ANALYSIS_MESSAGE),
+            time=tick.now,
+        )
+    )
+
+
+def _apply(tick: _Tick, action: CommandAction) -> str | None:
+    """What the command did, or None when it does not apply in the rollout's phase."""
+    phase = tick.status.phase
+    active = phase in (Phase.PROGRESSING, Phase.PAUSED)
+    if action is CommandAction.ABORT and (active or phase in (Phase.PENDING, Phase.FAILED)):
+        tick.rollback(RollbackReason(time=tick.now, message="aborted by `modelgate abort`"), Reason.ABORTED)
+        return "rolled back: all traffic to the incumbent"
+    if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
+        tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.deployment} from step 0")
+        return "started again from step 0"
+    if action is CommandAction.RESUME and tick.error_paused:
+        # Back to what the step itself does: an indefinite pause still waits for `modelgate promote`.
+        tick.update(
+            phase=Phase.PAUSED if tick.at_indefinite_pause else Phase.PROGRESSING,
+            consecutive_prometheus_errors=0,
+        )
+        if tick.at_indefinite_pause:
+            tick.note("paused until `modelgate promote`")
+        tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, "resumed by `modelgate resume`")
+        tick.event(Reason.RESUMED, "resumed by `modelgate resume`")
+        return "resumed"
+    if action is CommandAction.PROMOTE_FULL and active:
+        tick.event(Reason.PROMOTED, "`modelgate promote --full`: skipping the remaining steps")
+        tick.succeed()
+        return "skipped the remaining steps: the candidate takes all traffic"
+    if action is CommandAction.PROMOTE and active and not tick.error_paused:
+        index = tick.status.current_step_index
+        tick.event(Reason.PROMOTED, f"`modelgate promote`: step {index} finished by hand")
+        tick.enter_step(index + 1)
+        return f"step {index} finished by hand"
+    return None

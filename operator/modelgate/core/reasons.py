@@ -1,0 +1,80 @@
+"""Every reason the operator gives, for Events and conditions, and the condition types it keeps.
+
+These are the only spellings: the engine, the metrics export, the CLI and the docs test all use the
+members, so nothing parses a reason back out of a message.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class EventType(StrEnum):
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+class ConditionType(StrEnum):
+    ROUTE_READY = "RouteReady"
+    CANDIDATE_AVAILABLE = "CandidateAvailable"
+    ANALYSIS_HEALTHY = "AnalysisHealthy"
+    COMPLETED = "Completed"
+
+
+class Reason(StrEnum):
+    # The rollout's life.
+    NEW_ROLLOUT = "NewRollout"
+    SPEC_CHANGED = "SpecChanged"
+    RETRY = "Retry"
+    ROLLOUT_STARTED = "RolloutStarted"
+    WEIGHT_SET = "WeightSet"
+    PAUSED = "Paused"
+    STEP_COMPLETED = "StepCompleted"
+    ROLLOUT_SUCCEEDED = "RolloutSucceeded"
+    SUCCEEDED = "Succeeded"
+    ROLLED_BACK = "RolledBack"
+    INVALID_SPEC = "InvalidSpec"
+    # Why a rollback happened.
+    METRIC_BREACH = "MetricBreach"
+    ABORTED = "Aborted"
+    # Kept from v1alpha1's first release (the spec's field is `onPrometheusError`): metric queries
+    # failed `maxConsecutiveErrors` times in a row, whichever provider ran them.
+    PROMETHEUS_UNAVAILABLE = "PrometheusUnavailable"
+    # Analysis health.
+    PASSING = "Passing"
+    INCONCLUSIVE = "Inconclusive"
+    QUERY_ERROR = "QueryError"
+    ANALYSIS_PAUSED = "AnalysisPaused"
+    RESUMED = "Resumed"
+    # Manual commands.
+    PROMOTED = "Promoted"
+    COMMAND_IGNORED = "CommandIgnored"
+    # The candidate.
+    AVAILABLE = "Available"
+    NOT_AVAILABLE = "NotAvailable"
+    # The route.
+    ROUTE_FOUND = "RouteFound"
+    ROUTE_NOT_FOUND = "RouteNotFound"
+    RULE_NOT_FOUND = "RuleNotFound"
+    BACKEND_NOT_FOUND = "BackendNotFound"
+    BACKEND_AMBIGUOUS = "BackendAmbiguous"
+    WEIGHT_NOT_APPLIED = "WeightNotApplied"
+
+    @property
+    def event_type(self) -> EventType:
+        return EventType.WARNING if self in _WARNINGS else EventType.NORMAL
+
+
+_WARNINGS = frozenset(
+    {
+        Reason.ROLLED_BACK,
+        Reason.INVALID_SPEC,
+        Reason.ANALYSIS_PAUSED,
+        Reason.COMMAND_IGNORED,
+        Reason.ROUTE_NOT_FOUND,
+        Reason.RULE_NOT_FOUND,
+        Reason.BACKEND_NOT_FOUND,
+        Reason.BACKEND_AMBIGUOUS,
+        Reason.WEIGHT_NOT_APPLIED,
+    }
+)

@@ -1,0 +1,66 @@
+"""What metric providers produce: one number per query, or why not. Failures are data, never
+exceptions, so the engine decides what a failed query means for the rollout."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """The outcome of one query.
+
+    value: the single sample, or None when the query matched nothing or failed. NaN is kept as NaN.
+    error: why the query failed (unreachable, timeout, HTTP or query-language error, unexpected shape).
+    sample_count: how many series (or scalars) the backend returned.
+    """
+
+    value: float | None = None
+    error: str | None = None
+    sample_count: int = 0
+
+    def __post_init__(self) -> None:
+        if self.error is not None and self.value is not None:
+            raise ValueError("a failed query has no value")
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+    @property
+    def is_empty(self) -> bool:
+        """The query succeeded but matched nothing."""
+        return self.error is None and self.value is None
+
+    @property
+    def is_nan(self) -> bool:
+        """The query succeeded with NaN, e.g. 0/0 when no requests arrived in the window."""
+        return self.value is not None and math.isnan(self.value)
+
+
+@dataclass(frozen=True)
+class MetricQuery:
+    query: str  # the query that ran, for status and rollbackReason
+    result: QueryResult
+
+
+@dataclass(frozen=True)
+class AnalysisRun:
+    """One evaluation of every metric, taken at `at`."""
+
+    at: datetime
+    request_count: QueryResult
+    metrics: Mapping[str, MetricQuery]
+
+    @property
+    def error_count(self) -> int:
+        return sum(1 for measured in self.metrics.values() if measured.result.is_error)
+
+    @classmethod
+    def failed(cls, queries: Mapping[str, str], at: datetime, error: str) -> AnalysisRun:
+        """A run in which no query could be sent (e.g. the provider's credentials are unreadable)."""
+        failed = QueryResult(error=error)
+        return cls(at, failed, {name: MetricQuery(query, failed) for name, query in queries.items()})

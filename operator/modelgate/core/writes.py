@@ -1,0 +1,44 @@
+"""What a weight write returned, folded into the tick's decision: the weight the route now carries
+goes to status, and a write that did not take is a Warning (once, until it takes) and a retry."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+
+from modelgate.api import ModelRolloutStatus
+from modelgate.core import conditions as cond
+from modelgate.core import limits
+from modelgate.core.model import Decision, Event, LiveRoute, WriteResult
+from modelgate.core.reasons import ConditionType, Reason
+
+
+def settle_write(
+    before: ModelRolloutStatus, decision: Decision, written: WriteResult, now: datetime, generation: int
+) -> Decision:
+    wanted = decision.weight
+    assert wanted is not None, "only a decision that wrote a weight has a write to settle"
+    status = decision.status
+    if isinstance(written, LiveRoute):
+        status = status.model_copy(update={"live_weight": written.candidate_weight})
+        if written.candidate_weight == wanted:
+            return dataclasses.replace(decision, status=status)
+        problem = f"the route carries candidate weight {written.candidate_weight} after writing {wanted}"
+    else:  # a RouteProblem or a WriteFailed
+        problem = f"writing candidate weight {wanted} failed: {written.message}"
+    message = limits.clip(f"{problem}; retrying", limits.CONDITION_MESSAGE)
+    conditions = cond.set_condition(
+        status.conditions,
+        ConditionType.ROUTE_READY,
+        False,
+        Reason.WEIGHT_NOT_APPLIED,
+        message,
+        now,
+        generation,
+    )
+    status = status.model_copy(update={"conditions": conditions})
+    events = decision.events
+    reported = cond.condition(before.conditions, ConditionType.ROUTE_READY)
+    if reported is None or reported.reason != Reason.WEIGHT_NOT_APPLIED:
+        events = (*events, Event(Reason.WEIGHT_NOT_APPLIED, message))
+    return dataclasses.replace(decision, status=status, events=events)

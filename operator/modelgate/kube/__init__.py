@@ -1,0 +1,18 @@
+"""The only caller of the `kubernetes` client (`client.py`), its errors, and pure helpers over the
+objects it reads and writes."""
+
+from modelgate.kube.client import FIELD_MANAGER, Kube, Object, default_namespace
+from modelgate.kube.errors import Conflict, KubeError, NotFound, PatchNotApplied
+from modelgate.kube.objects import DeploymentAvailability
+
+__all__ = [
+    "FIELD_MANAGER",
+    "Conflict",
+    "DeploymentAvailability",
+    "Kube",
+    "KubeError",
+    "NotFound",
+    "Object",
+    "PatchNotApplied",
+    "default_namespace",
+]
