@@ -46,6 +46,7 @@ lint: venv
 	$(VENV)/bin/ruff check operator testbed tooling tests argocd bench
 	$(VENV)/bin/ruff format --check operator testbed tooling tests argocd bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 test: setup lint
 	bash hack/pytest.sh required tests/unit tests/cluster tests/e2e --durations=15

@@ -29,7 +29,7 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
-from testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver
+from testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver, parse_backend_weights
 from testbed.versions import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -74,7 +74,7 @@ class Demo:
         route: Any = self.objects.get_namespaced_custom_object(
             GATEWAY_GROUP, GATEWAY_VERSION, NAMESPACE, "httproutes", "chat"
         )
-        weights = {ref["name"]: ref.get("weight", 1) for ref in route["spec"]["rules"][0]["backendRefs"]}
+        weights = parse_backend_weights(route)
         spec: Any = self.rollout()["spec"]["trafficRouting"]["gatewayAPI"]
         if spec["incumbentBackend"] in weights and spec["candidateBackend"] in weights:
             return weights[spec["incumbentBackend"]], weights[spec["candidateBackend"]]

@@ -7,6 +7,7 @@ from typing import Any
 from kubernetes import client, utils
 
 from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
+from testbed.traffic_driver import parse_backend_weights
 from testbed.waiting import wait_for
 
 CUSTOM_PLURALS = {"HTTPRoute": "httproutes", "ModelRollout": "modelrollouts"}
@@ -31,8 +32,7 @@ def get_route(api_client: client.ApiClient, namespace: str, name: str) -> dict[s
 
 
 def route_weights(api_client: client.ApiClient, namespace: str, name: str, rule: int = 0) -> dict[str, int]:
-    refs = get_route(api_client, namespace, name)["spec"]["rules"][rule]["backendRefs"]
-    return {ref["name"]: ref.get("weight", 1) for ref in refs}
+    return parse_backend_weights(get_route(api_client, namespace, name), rule)
 
 
 def set_route_weights(

@@ -25,7 +25,7 @@ from testbed.manifests import (
     model_service,
 )
 from testbed.model_server_double import Behaviour
-from testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver
+from testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver, parse_backend_weights
 from testbed.waiting import wait_for
 from tests.support.kube import create
 
@@ -70,10 +70,8 @@ class RouteRecorder:
                 timeout_seconds=5,
             )
             for event in stream:
-                refs = {
-                    r["name"]: r.get("weight", 1) for r in event["object"]["spec"]["rules"][0]["backendRefs"]
-                }
-                self.seen.append((time.time(), refs["chat-v1"], refs["chat-v2"]))
+                weights = parse_backend_weights(event["object"])
+                self.seen.append((time.time(), weights["chat-v1"], weights["chat-v2"]))
 
 
 @dataclass
