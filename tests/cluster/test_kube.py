@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from modelgate import API_GROUP, API_VERSION
+from modelgate import PLURAL as MODELROLLOUTS
 from modelgate.api import Condition, ConditionStatus, ModelRolloutStatus, Phase, RollbackReason
 from modelgate.commands import SKIP_RECONCILE_ANNOTATION
-from modelgate.kube import API_GROUP, API_VERSION, MODELROLLOUTS, DeploymentAvailability, Kube, NotFound
+from modelgate.kube import DeploymentAvailability, Kube, NotFound
 from testbed.manifests import model_deployment
 from testbed.waiting import wait_for
 from tests.support.kube import create
