@@ -1,4 +1,5 @@
-"""Constrained field types shared by the spec models; patterns and lengths are the CRD's."""
+"""Constrained field types shared by the spec models; `make generate` writes their patterns, lengths and
+CEL rules into the CRD."""
 
 import re
 from datetime import timedelta

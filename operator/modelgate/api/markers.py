@@ -49,6 +49,6 @@ def list_map(*keys: str) -> JsonDict:
     return {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": map_keys}
 
 
-# For an optional field the API server should store as null rather than drop: by default a schema
-# allows no null, and the API server drops the null the operator's status patch sends.
+# For an optional field whose null the API server should keep. Other fields allow no null, and the
+# API server drops the nulls of the operator's status patches (ModelRolloutStatus.to_patch).
 NULLABLE: JsonDict = {"nullable": True}
