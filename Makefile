@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := prometheus shellcheck
 
-.PHONY: setup apt-deps venv bins cluster-up cluster-down cluster-status lint test demo bench docs clean
+.PHONY: setup apt-deps venv bins cluster-up cluster-down cluster-status lint test demo bench generate docs clean
 
 setup: apt-deps venv bins
 
@@ -51,8 +51,12 @@ lint: venv
 test: setup lint
 	bash hack/pytest.sh required tests/unit tests/cluster tests/e2e --durations=15
 
-docs: venv
+# The CRD (and the chart's copy) from the models in operator/modelgate/api, then the docs from the CRD.
+generate: venv
+	$(PY) -m tooling.crd_gen
 	$(PY) -m tooling.docs_gen
+
+docs: generate
 
 demo: setup
 	$(PY) -m testbed.demo

@@ -1,5 +1,6 @@
 """charts/modelgate without a cluster: `helm lint`, `helm template` for every documented values
-combination, least-privilege RBAC, the hardened Deployment, the values schema, and the CRD copy."""
+combination, least-privilege RBAC, the hardened Deployment and the values schema. Its crds/ is
+written by `make generate` (tests/unit/test_generated_files.py)."""
 
 from __future__ import annotations
 
@@ -321,11 +322,3 @@ def test_contradictory_values_fail_with_a_clear_message(values: Object, message:
 
 def test_kubernetes_older_than_the_floor_is_refused() -> None:
     assert "chart requires kubeVersion: >=1.30.0-0" in render_error({}, kube_version="1.29.9")
-
-
-def test_chart_crd_is_a_byte_copy_of_the_repository_crd() -> None:
-    name = "modelrollouts.modelgate.io.yaml"
-    copied = (CHART / "crds" / name).read_bytes()
-    assert copied == (REPO_ROOT / "crds" / name).read_bytes(), (
-        f"charts/modelgate/crds/{name} differs from crds/{name}: copy it again"
-    )

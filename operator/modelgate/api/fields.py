@@ -1,12 +1,14 @@
-"""Constrained field types shared by the spec models; patterns and lengths are the CRD's."""
+"""Constrained field types shared by the spec models; `make generate` writes their patterns, lengths and
+CEL rules into the CRD."""
 
 import re
 from datetime import timedelta
 from typing import Annotated
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from modelgate.api.duration import DURATION_PATTERN, parse_duration
+from modelgate.api.markers import CelRule, cel_rules
 
 OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 METRIC_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -52,10 +54,29 @@ ObjectName = Annotated[str, StringConstraints(max_length=253, pattern=OBJECT_NAM
 MetricName = Annotated[str, StringConstraints(max_length=63, pattern=METRIC_NAME_PATTERN)]
 SecretKey = Annotated[str, StringConstraints(max_length=253, pattern=SECRET_KEY_PATTERN)]
 PodRegex = Annotated[
-    str, StringConstraints(max_length=253, pattern=POD_REGEX_PATTERN), AfterValidator(_compiles)
+    str,
+    StringConstraints(max_length=253, pattern=POD_REGEX_PATTERN),
+    AfterValidator(_compiles),
+    Field(
+        json_schema_extra=cel_rules(
+            # True for any regex that compiles; one that does not fails to evaluate, which rejects
+            # the object with the parse error, e.g. "missing closing )".
+            CelRule("''.matches(self) || !''.matches(self)", message="must be a valid regular expression")
+        )
+    ),
 ]
 HttpUrl = Annotated[str, StringConstraints(max_length=2048, pattern=HTTP_URL_PATTERN)]
 Duration = Annotated[
     str, StringConstraints(max_length=32, pattern=DURATION_PATTERN), AfterValidator(_parses_as_duration)
 ]
-PositiveDuration = Annotated[Duration, AfterValidator(_is_positive_duration)]
+PositiveDuration = Annotated[
+    Duration,
+    AfterValidator(_is_positive_duration),
+    Field(
+        json_schema_extra=cel_rules(
+            # A well-formed duration is positive exactly when it has a non-zero digit; unlike
+            # duration(), this cannot fail on input the pattern already rejects.
+            CelRule("self.matches('[1-9]')", message="must be greater than zero")
+        )
+    ),
+]

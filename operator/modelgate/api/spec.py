@@ -1,7 +1,8 @@
-"""ModelRollout.spec as frozen pydantic models, mirroring crds/modelrollouts.modelgate.io.yaml.
+"""ModelRollout.spec as frozen pydantic models, from which `make generate` writes the CRD's schema.
 
-Field names, bounds, patterns and defaults are the CRD's; the validators repeat its CEL rules, so a
-spec that did not pass through the API server (tests, the CLI, an older CRD) gets the same answers.
+Field names, bounds, patterns, defaults, descriptions and CEL rules are declared here once; the
+validators repeat the CEL rules, so a spec that did not pass through the API server (tests, the CLI,
+an older CRD) gets the same answers.
 """
 
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from modelgate.api.fields import (
     PositiveDuration,
     SecretKey,
 )
+from modelgate.api.markers import CelRule, JsonDict, cel_rules, list_map
 
 MetricPreset = Literal["errorRate", "latencyP99", "refusalRate"]
 OnPrometheusError = Literal["pause", "rollback"]
@@ -40,16 +42,38 @@ class SpecModel(BaseModel):
 
 
 class DeploymentRef(SpecModel):
-    deployment: ObjectName
-    # None means the default, `<deployment>-.*` (modelgate.metrics.context.default_pod_regex).
-    pod_regex: PodRegex | None = None
+    deployment: ObjectName = Field(description="Name of a Deployment in the ModelRollout's namespace.")
+    # None means the default (modelgate.metrics.context.default_pod_regex).
+    pod_regex: PodRegex | None = Field(
+        None,
+        description="Regular expression (RE2, fully anchored) matched against the `pod` label to pick "
+        "this Deployment's metric series. Defaults to `<deployment>-[a-z0-9]+-[a-z0-9]+`, the names of "
+        "the Deployment's own pods; set it when pods are named otherwise. Quotes, braces and "
+        "backslashes are not allowed, so the value can be placed inside a PromQL label matcher as is.",
+    )
 
 
 class GatewayAPIRouting(SpecModel):
-    http_route: ObjectName
-    rule_index: Annotated[int, Field(ge=0)] = 0
-    incumbent_backend: ObjectName
-    candidate_backend: ObjectName
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "self.candidateBackend != self.incumbentBackend",
+                field_path=".candidateBackend",
+                message="must differ from incumbentBackend",
+            )
+        )
+    )
+
+    http_route: ObjectName = Field(description="Name of the HTTPRoute.")
+    rule_index: Annotated[int, Field(ge=0)] = Field(
+        0, description="Index of the route rule whose backendRefs hold the two backends."
+    )
+    incumbent_backend: ObjectName = Field(
+        description="backendRef name (usually a Service) that reaches the incumbent."
+    )
+    candidate_backend: ObjectName = Field(
+        description="backendRef name (usually a Service) that reaches the candidate."
+    )
 
     @model_validator(mode="after")
     def _backends_differ(self) -> Self:
@@ -58,15 +82,39 @@ class GatewayAPIRouting(SpecModel):
         return self
 
 
-class TrafficRouting(SpecModel):
-    """Exactly one router is set; a new router is one more optional field here and in the CRD."""
+def _router_keys(model: type[BaseModel]) -> list[str]:
+    return [str(field.alias) for field in model.model_fields.values()]
 
-    gateway_api: GatewayAPIRouting | None = Field(default=None, alias="gatewayAPI")
+
+def _one_router_rule(schema: JsonDict, model: type[BaseModel]) -> None:
+    # One has() per router field, so a new router is a new field and nothing else.
+    keys = _router_keys(model)
+    has_each = ", ".join(f"has(self.{key})" for key in keys)
+    schema.update(
+        cel_rules(
+            CelRule(
+                f"[{has_each}].exists_one(isSet, isSet)",
+                message=f"exactly one router must be set; supported routers: {', '.join(keys)}",
+            )
+        )
+    )
+
+
+class TrafficRouting(SpecModel):
+    # Exactly one router is set; a new router is one more optional field here.
+    model_config = ConfigDict(json_schema_extra=_one_router_rule)
+
+    gateway_api: GatewayAPIRouting | None = Field(
+        default=None,
+        alias="gatewayAPI",
+        description="Split traffic by rewriting the backend weights of one rule of a Gateway API "
+        "HTTPRoute in the ModelRollout's namespace.",
+    )
 
     @model_validator(mode="after")
     def _exactly_one_router(self) -> Self:
         if len(self._set_router_keys()) != 1:
-            supported = ", ".join(str(field.alias) for field in type(self).model_fields.values())
+            supported = ", ".join(_router_keys(type(self)))
             raise ValueError(f"exactly one router must be set; supported routers: {supported}")
         return self
 
@@ -81,7 +129,9 @@ class TrafficRouting(SpecModel):
 
 
 class Pause(SpecModel):
-    duration: Duration | None = None
+    duration: Duration | None = Field(
+        None, description="How long to pause, as a Go-style duration (30s, 5m, 1h30m)."
+    )
 
     @property
     def duration_timedelta(self) -> timedelta | None:
@@ -90,8 +140,22 @@ class Pause(SpecModel):
 
 
 class Step(SpecModel):
-    set_weight: Annotated[int, Field(ge=0, le=100)] | None = None
-    pause: Pause | None = None
+    """One step; set exactly one of setWeight or pause."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule("has(self.setWeight) != has(self.pause)", message="set exactly one of setWeight or pause")
+        )
+    )
+
+    set_weight: Annotated[int, Field(ge=0, le=100)] | None = Field(
+        None, description="Route this percentage of traffic to the candidate."
+    )
+    pause: Pause | None = Field(
+        None,
+        description="Hold the current weight, analysis continuing. Without a duration the pause lasts "
+        "until `modelgate promote`.",
+    )
 
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Self:
@@ -101,14 +165,20 @@ class Step(SpecModel):
 
 
 class SecretKeyRef(SpecModel):
-    name: ObjectName
-    key: SecretKey
+    name: ObjectName = Field(description="Name of the Secret.")
+    key: SecretKey = Field(description="Key within the Secret's data.")
 
 
 class PrometheusSpec(SpecModel):
-    address: HttpUrl
-    timeout: PositiveDuration = "5s"
-    bearer_token_secret_ref: SecretKeyRef | None = None
+    address: HttpUrl = Field(
+        description="Base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090."
+    )
+    timeout: PositiveDuration = Field(
+        "5s", description="Timeout of one query, as a Go-style duration; must be positive."
+    )
+    bearer_token_secret_ref: SecretKeyRef | None = Field(
+        None, description="Secret key, in the ModelRollout's namespace, holding a bearer token."
+    )
 
     @property
     def timeout_timedelta(self) -> timedelta:
@@ -116,12 +186,43 @@ class PrometheusSpec(SpecModel):
 
 
 class MetricSpec(SpecModel):
-    name: MetricName
-    preset: MetricPreset | None = None
-    query: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = None
-    max: FiniteFloat | None = None
-    min: FiniteFloat | None = None
-    failure_limit: Annotated[int, Field(ge=0)] = 0
+    """One metric; set preset or query, and max, min or both."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "has(self.preset) != has(self.query)",
+                message_expression="'metric ' + self.name + ': set exactly one of preset or query'",
+            ),
+            CelRule(
+                "has(self.max) || has(self.min)",
+                message_expression="'metric ' + self.name + ': set max, min or both'",
+            ),
+            CelRule(
+                "!has(self.max) || !has(self.min) || self.min <= self.max",
+                field_path=".min",
+                message_expression="'metric ' + self.name + ': min must not be greater than max'",
+            ),
+        )
+    )
+
+    name: MetricName = Field(description="Name of the metric, shown in status and events (a DNS-1123 label).")
+    preset: MetricPreset | None = Field(
+        None,
+        description="A built-in query: errorRate (share of failed requests), latencyP99 (seconds), "
+        "refusalRate (share of refused requests, from llm_refusals_total).",
+    )
+    query: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = Field(
+        None,
+        description="PromQL returning one number (one series). These variables are replaced by checked "
+        "values: `{{ namespace }}`, `{{ incumbent.deployment }}`, `{{ candidate.deployment }}`, "
+        "`{{ incumbent.podRegex }}`, `{{ candidate.podRegex }}` and `{{ interval }}` (the query window).",
+    )
+    max: FiniteFloat | None = Field(None, description="The metric fails when its value is above this.")
+    min: FiniteFloat | None = Field(None, description="The metric fails when its value is below this.")
+    failure_limit: Annotated[int, Field(ge=0)] = Field(
+        0, description="Fail verdicts tolerated during a rollout; one more rolls back."
+    )
 
     @model_validator(mode="after")
     def _well_formed(self) -> Self:
@@ -135,10 +236,20 @@ class MetricSpec(SpecModel):
 
 
 class AnalysisSpec(SpecModel):
-    interval: PositiveDuration = "30s"
-    min_requests: Annotated[int, Field(ge=0)] = 50
-    prometheus: PrometheusSpec
-    metrics: Annotated[tuple[MetricSpec, ...], Field(min_length=1, max_length=20)]
+    interval: PositiveDuration = Field(
+        "30s", description="How often the metrics are evaluated, as a Go-style duration; must be positive."
+    )
+    min_requests: Annotated[int, Field(ge=0)] = Field(
+        50,
+        description="Candidate requests needed in the query window (the interval, but at least 1m) for a "
+        "verdict; with fewer, every metric is Inconclusive.",
+    )
+    prometheus: PrometheusSpec = Field(description="The Prometheus server the metrics are read from.")
+    metrics: Annotated[tuple[MetricSpec, ...], Field(min_length=1, max_length=20)] = Field(
+        description="The metrics to check, names unique. Missing data (an empty result, NaN, too few "
+        "requests) is Inconclusive, never Pass.",
+        json_schema_extra=list_map("name"),
+    )
 
     @model_validator(mode="after")
     def _unique_metric_names(self) -> Self:
@@ -161,17 +272,52 @@ class AnalysisSpec(SpecModel):
 
 
 class RollbackSpec(SpecModel):
-    on_prometheus_error: OnPrometheusError = "pause"
-    max_consecutive_errors: Annotated[int, Field(ge=1)] = 3
+    on_prometheus_error: OnPrometheusError = Field(
+        "pause",
+        description="After maxConsecutiveErrors failed evaluations in a row, pause (keep the weight and "
+        "wait for `modelgate resume`) or roll back.",
+    )
+    max_consecutive_errors: Annotated[int, Field(ge=1)] = Field(
+        3, description="Evaluations in a row with a Prometheus error before onPrometheusError applies."
+    )
 
 
 class ModelRolloutSpec(SpecModel):
-    incumbent: DeploymentRef
-    candidate: DeploymentRef
-    traffic_routing: TrafficRouting
-    steps: Annotated[tuple[Step, ...], Field(min_length=1, max_length=50)]
-    analysis: AnalysisSpec | None = None
-    rollback: RollbackSpec = RollbackSpec()
+    """The desired rollout."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "self.candidate.deployment != self.incumbent.deployment",
+                field_path=".candidate.deployment",
+                message_expression="'must differ from spec.incumbent.deployment (both are ' "
+                "+ self.incumbent.deployment + ')'",
+            )
+        )
+    )
+
+    incumbent: DeploymentRef = Field(
+        description="The Deployment serving today; it takes back all traffic on rollback."
+    )
+    candidate: DeploymentRef = Field(
+        description="The Deployment being rolled out; must differ from the incumbent. Changing it starts "
+        "a new rollout from step 0."
+    )
+    traffic_routing: TrafficRouting = Field(
+        description="How traffic is split between the two Deployments. Set exactly one router."
+    )
+    steps: Annotated[tuple[Step, ...], Field(min_length=1, max_length=50)] = Field(
+        description="What to do, in order. Weights move only as these steps say, or to 0 on rollback. "
+        "After the last step the candidate keeps the weight it was given."
+    )
+    analysis: AnalysisSpec | None = Field(
+        None,
+        description="Metrics that gate every step. Without analysis the steps advance on time and manual "
+        "promotion alone.",
+    )
+    rollback: RollbackSpec = Field(
+        RollbackSpec(), description="What happens when the metrics cannot be read."
+    )
 
     @model_validator(mode="after")
     def _candidate_differs(self) -> Self:

@@ -1,4 +1,7 @@
-"""ModelRollout.status as frozen pydantic models; the engine returns a new status rather than editing one."""
+"""ModelRollout.status as frozen pydantic models; the engine returns a new status rather than editing one.
+
+`make generate` writes the CRD's status schema from them, descriptions included.
+"""
 
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -6,6 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, FiniteFloat, StringConstraints
 from pydantic.alias_generators import to_camel
+
+from modelgate.api.markers import NULLABLE, list_map
 
 # metav1.Condition's: an optional DNS-subdomain prefix and "/", then a qualified name.
 CONDITION_TYPE_PATTERN = (
@@ -57,69 +62,160 @@ class StatusModel(BaseModel):
     model_config = ConfigDict(frozen=True, populate_by_name=True, alias_generator=to_camel, extra="forbid")
 
 
+EVALUATED_AT = "When the metric was evaluated."
+VALUE_RETURNED = "The value the query returned; absent or null when there was none."
+
+
 class AnalysisSample(StatusModel):
-    time: Timestamp
-    value: FiniteFloat | None = None
-    verdict: Verdict
+    """One past evaluation."""
+
+    time: Timestamp = Field(description=EVALUATED_AT)
+    value: FiniteFloat | None = Field(None, description=VALUE_RETURNED, json_schema_extra=NULLABLE)
+    verdict: Verdict = Field(description="The verdict of that evaluation.")
 
 
 class MetricAnalysis(StatusModel):
-    name: Annotated[str, StringConstraints(max_length=63)]
-    verdict: Verdict
-    time: Timestamp
-    value: FiniteFloat | None = None
-    query: Annotated[str, StringConstraints(max_length=4096)] | None = None
-    message: Annotated[str, StringConstraints(max_length=1024)] | None = None
-    failures: Annotated[int, Field(ge=0)] = 0  # Fail verdicts in this rollout, against failureLimit
-    history: Annotated[tuple[AnalysisSample, ...], Field(max_length=10)] = ()
+    """The latest evaluation of one metric."""
+
+    name: Annotated[str, StringConstraints(max_length=63)] = Field(
+        description="The metric's name in spec.analysis.metrics."
+    )
+    verdict: Verdict = Field(
+        description="Pass, Fail (threshold breached), Inconclusive (no data, NaN or too few requests) or "
+        "Error (the query failed)."
+    )
+    time: Timestamp = Field(description=EVALUATED_AT)
+    value: FiniteFloat | None = Field(None, description=VALUE_RETURNED, json_schema_extra=NULLABLE)
+    query: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
+        None, description="The PromQL that was run, with pod regular expressions filled in."
+    )
+    message: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
+        None, description="Why the verdict is what it is, e.g. the Prometheus error."
+    )
+    failures: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description="Fail verdicts of this metric since the rollout started; the rollout rolls back when "
+        "this exceeds the metric's failureLimit.",
+    )
+    history: Annotated[tuple[AnalysisSample, ...], Field(max_length=10)] = Field(
+        (), description="The most recent evaluations, oldest first, at most 10."
+    )
 
 
 class RollbackReason(StatusModel):
-    time: Timestamp
-    message: Annotated[str, StringConstraints(max_length=1024)]
-    metric: Annotated[str, StringConstraints(max_length=63)] | None = None
-    value: FiniteFloat | None = None
-    threshold: FiniteFloat | None = None
-    query: Annotated[str, StringConstraints(max_length=4096)] | None = None
+    time: Timestamp = Field(description="When the rollback was decided.")
+    message: Annotated[str, StringConstraints(max_length=1024)] = Field(
+        description='Human-readable cause, e.g. "metric error-rate: 0.034 is above the maximum 0.01; 1 '
+        'breach(es), failureLimit 0" or "aborted by `modelgate abort`".'
+    )
+    metric: Annotated[str, StringConstraints(max_length=63)] | None = Field(
+        None, description="The metric that failed; absent for a manual abort or Prometheus errors."
+    )
+    value: FiniteFloat | None = Field(None, description="The failing value.", json_schema_extra=NULLABLE)
+    threshold: FiniteFloat | None = Field(None, description="The max or min the value breached.")
+    query: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
+        None, description="The PromQL that returned the failing value."
+    )
 
 
 class LastCommand(StatusModel):
-    """The last manual command the operator handled (promote, abort, resume, retry): the CLI reads
-    its result here. Its id makes a command apply once, even across operator restarts."""
+    """The last manual command the operator handled (promote, abort, resume, retry): the CLI reads its
+    result here. Its id makes a command apply once, even across operator restarts."""
 
-    id: Annotated[str, StringConstraints(max_length=253)]
-    name: Annotated[str, StringConstraints(max_length=63)]
-    result: CommandResult
-    message: Annotated[str, StringConstraints(max_length=1024)]
-    time: Timestamp
+    id: Annotated[str, StringConstraints(max_length=253)] = Field(description="Id the CLI gave the command.")
+    name: Annotated[str, StringConstraints(max_length=63)] = Field(
+        description="The command: promote, promote-full, abort, resume or retry."
+    )
+    result: CommandResult = Field(
+        description="Applied, or Ignored when the command does not apply in the rollout's phase."
+    )
+    message: Annotated[str, StringConstraints(max_length=1024)] = Field(
+        description="What the command did, or why it was ignored."
+    )
+    time: Timestamp = Field(description="When the operator handled it.")
 
 
 class Condition(StatusModel):
-    type: Annotated[str, StringConstraints(max_length=316, pattern=CONDITION_TYPE_PATTERN)]
-    status: ConditionStatus
-    reason: Annotated[str, StringConstraints(min_length=1, max_length=1024, pattern=CONDITION_REASON_PATTERN)]
-    message: Annotated[str, StringConstraints(max_length=32768)]
-    last_transition_time: Timestamp
-    observed_generation: Annotated[int, Field(ge=0)] | None = None
+    """One condition (the shape of metav1.Condition)."""
+
+    type: Annotated[str, StringConstraints(max_length=316, pattern=CONDITION_TYPE_PATTERN)] = Field(
+        description="Type of condition in CamelCase."
+    )
+    status: ConditionStatus = Field(description="Status of the condition.")
+    reason: Annotated[
+        str, StringConstraints(min_length=1, max_length=1024, pattern=CONDITION_REASON_PATTERN)
+    ] = Field(description="Programmatic identifier of the reason for the last transition, in CamelCase.")
+    message: Annotated[str, StringConstraints(max_length=32768)] = Field(
+        description="Human-readable details of the last transition."
+    )
+    last_transition_time: Timestamp = Field(description="When the condition last changed status.")
+    observed_generation: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="The metadata.generation the condition was set for."
+    )
 
 
 class ModelRolloutStatus(StatusModel):
-    phase: Phase | None = None
-    message: Annotated[str, StringConstraints(max_length=4096)] | None = None
-    observed_generation: Annotated[int, Field(ge=0)] | None = None
-    rollout_candidate: Annotated[str, StringConstraints(max_length=253)] | None = None
-    last_command: LastCommand | None = None
-    current_step_index: Annotated[int, Field(ge=0, le=50)] = 0
-    current_weight: Annotated[int, Field(ge=0, le=100)] = 0
-    # What the router read from, or wrote to, the route: differs from current_weight while a write
-    # has not taken.
-    live_weight: Annotated[int, Field(ge=0, le=100)] | None = None
-    step_started_at: Timestamp | None = None
-    last_analysis_at: Timestamp | None = None
-    consecutive_prometheus_errors: Annotated[int, Field(ge=0)] = 0
-    analysis: Annotated[tuple[MetricAnalysis, ...], Field(max_length=20)] = ()
-    rollback_reason: RollbackReason | None = None
-    conditions: Annotated[tuple[Condition, ...], Field(max_length=16)] = ()
+    """Observed state, written only by the operator. Every wait is computed from the timestamps here, so
+    a restarted operator resumes where it was."""
+
+    phase: Phase | None = Field(
+        None,
+        description="Pending (waiting for the candidate to be Available), Progressing, Paused (manual "
+        "pause, or Prometheus errors with onPrometheusError=pause), Succeeded, RolledBack, or Failed (a "
+        "configuration that cannot work, e.g. a missing HTTPRoute).",
+    )
+    message: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
+        None, description="Human-readable summary of what the operator is doing or waiting for."
+    )
+    observed_generation: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="The metadata.generation of the spec this status was computed from."
+    )
+    rollout_candidate: Annotated[str, StringConstraints(max_length=253)] | None = Field(
+        None,
+        description="The candidate Deployment this status belongs to. When spec.candidate.deployment "
+        "differs, the operator starts a new rollout from step 0.",
+    )
+    last_command: LastCommand | None = Field(
+        None, description="The last manual command the operator handled, and its result."
+    )
+    current_step_index: Annotated[int, Field(ge=0, le=50)] = Field(
+        0,
+        description="Index into spec.steps of the step being executed; equals the number of steps once "
+        "all have completed.",
+    )
+    current_weight: Annotated[int, Field(ge=0, le=100)] = Field(
+        0, description="Percentage of traffic the operator last routed to the candidate."
+    )
+    live_weight: Annotated[int, Field(ge=0, le=100)] | None = Field(
+        None,
+        description="The candidate's weight on the route as the operator last read or wrote it; differs "
+        "from currentWeight while a weight write has not taken.",
+    )
+    step_started_at: Timestamp | None = Field(
+        None, description="When the current step started; timed pauses end at stepStartedAt + duration."
+    )
+    last_analysis_at: Timestamp | None = Field(
+        None,
+        description="When the metrics were last evaluated; the next evaluation is due one interval later.",
+    )
+    consecutive_prometheus_errors: Annotated[int, Field(ge=0)] = Field(
+        0,
+        description="Evaluations in a row in which a query failed; compared with "
+        "spec.rollback.maxConsecutiveErrors, reset by an evaluation without errors.",
+    )
+    analysis: Annotated[tuple[MetricAnalysis, ...], Field(max_length=20)] = Field(
+        (),
+        description="The latest evaluation of each metric of spec.analysis.metrics.",
+        json_schema_extra=list_map("name"),
+    )
+    rollback_reason: RollbackReason | None = Field(
+        None, description="Why the rollout was rolled back; cleared when it is retried."
+    )
+    conditions: Annotated[tuple[Condition, ...], Field(max_length=16)] = Field(
+        (),
+        description="Standard Kubernetes conditions, one per type.",
+        json_schema_extra=list_map("type"),
+    )
 
     def to_patch(self) -> dict[str, Any]:
         """The status as the body of a JSON merge patch of the status subresource.
