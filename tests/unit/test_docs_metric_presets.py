@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tooling import docs_gen
 from modelgate.api import parse_spec
 from modelgate.metrics.analysis import analysis_queries
 from modelgate.metrics.presets import PRESETS
 from modelgate.metrics.template import TEMPLATE_VARIABLES
+from tooling import docs_gen
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / docs_gen.METRIC_PRESETS
