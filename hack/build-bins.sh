@@ -51,18 +51,46 @@ build_etcd() {
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
-go_install() {  # name version package
-  local name=$1 version=$2 pkg=$3
-  local out=$cache/$name-$version/bin
+go_install() {  # name version package [cache-dir suffix naming the recipe] [ldflags]
+  local name=$1 version=$2 pkg=$3 recipe=${4:-} ldflags="-s -w ${5:-}"
+  local out=$cache/$name-$version$recipe/bin
   if have_all "$out" "$name"; then echo "build-bins: $name $version cached in $out"; return; fi
   mkdir -p "$out.tmp"
-  GOBIN="$out.tmp" timed "$name $version" go install -ldflags "-s -w" "$pkg@$version"
+  GOBIN="$out.tmp" timed "$name $version" go install -ldflags "$ldflags" "$pkg@$version"
   rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
+# helm built as its release is (helm's Makefile at the tag sets these): without them `helm version`
+# says "v3.22" and `helm template`/`helm lint` assume Kubernetes v1.20 when given no --kube-version.
+# The Makefile derives that default from helm's own client-go requirement: v0.N -> Kubernetes 1.N.
+# The release's gitCommit (the tag's commit) is left empty: nothing here knows it.
+# A new recipe gets a new suffix, so a helm cached from an older recipe is rebuilt once.
+helm_recipe=-release-ldflags
+helm_release_ldflags() {
+  local gomod client_go minor major
+  gomod=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+  client_go=$(awk '$1 == "k8s.io/client-go" {print $2}' "$gomod")
+  [[ $client_go =~ ^v0\.[0-9]+\. ]] || { echo "build-bins: no k8s.io/client-go v0.N in helm's go.mod" >&2; exit 1; }
+  client_go=${client_go#v}
+  major=$((${client_go%%.*} + 1))
+  minor=${client_go#*.}; minor=${minor%%.*}
+  local flags="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  flags+=" -X helm.sh/helm/v3/internal/version.metadata= -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    flags+=" -X $pkg.k8sVersionMajor=$major -X $pkg.k8sVersionMinor=$minor"
+  done
+  echo "$flags"
+}
+
+build_helm() {
+  local ldflags
+  ldflags=$(helm_release_ldflags)
+  go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "$helm_recipe" "$ldflags"
 }
 
 link_pinned() {
   mkdir -p "$cache/bin"
-  local pinned_dirs=("kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION" "actionlint-$ACTIONLINT_VERSION")
+  local pinned_dirs=("kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION$helm_recipe" "actionlint-$ACTIONLINT_VERSION")
   for d in "${pinned_dirs[@]}"; do
     for b in "$cache/$d/bin/"*; do ln -sfn "$b" "$cache/bin/$(basename "$b")"; done
   done
@@ -72,12 +100,12 @@ case "${1:-all}" in
   kubernetes) build_kubernetes ;;
   etcd) build_etcd ;;
   kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;
-  helm) go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm ;;
+  helm) build_helm ;;
   actionlint) go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint ;;
   all)
     build_etcd
     go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
-    go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm
+    build_helm
     go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint
     build_kubernetes
     link_pinned

@@ -212,11 +212,13 @@ class LocalCluster:
 
     def _wait_for_default_service_account(self) -> None:
         # Pods are refused until the service-account controller has created `default`.
-        wait_for(
-            lambda: self.kubectl("get", "serviceaccount", "default", "-n", "default", "-o", "name"),
-            timeout=STARTUP_TIMEOUT,
-            what="the default ServiceAccount",
-        )
+        def created() -> bool:
+            found = self.kubectl(
+                "get", "serviceaccount/default", "-n", "default", "-o", "name", "--ignore-not-found"
+            )
+            return bool(found)
+
+        wait_for(created, timeout=STARTUP_TIMEOUT, what="the default ServiceAccount")
 
 
 def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from testbed.localcluster import free_port
 from testbed.processes import ProcessRegistry, StartedProcess
@@ -61,3 +63,8 @@ class OperatorProcess:
 
     def logs(self) -> str:
         return self.log_file.read_text() if self.log_file.exists() else ""
+
+    def log_records(self) -> list[dict[str, Any]]:
+        """The JSON log lines written so far; a line the operator is still writing is left out."""
+        complete = self.logs().rpartition("\n")[0]
+        return [json.loads(line) for line in complete.splitlines() if line.startswith("{")]

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import http.client
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from modelgate.kube import KubeError
+
 T = TypeVar("T")
+
+# What a probe may raise while the thing it watches is still coming up: a refused or reset
+# connection, an HTTP error status, a half-sent response, an API server answering 404 or 503.
+# Anything else (a failed assert, a typo, a missing key, a wrong type) is a bug in the probe or
+# in what it checks, and waiting longer cannot fix it.
+TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
+    OSError,  # includes urllib's URLError and HTTPError, requests' errors, socket and TLS errors
+    http.client.HTTPException,
+    urllib3.exceptions.HTTPError,  # the kubernetes client's MaxRetryError, ProtocolError
+    ApiException,
+    KubeError,
+)
 
 
 class WaitTimeout(TimeoutError):
@@ -21,7 +39,8 @@ def wait_for(
     interval: float = 0.1,
 ) -> T:
     """Calls `probe` until it returns something other than None or False, and returns that.
-    Exceptions from the probe count as "not yet"; the last one is reported on timeout."""
+    TRANSIENT_ERRORS from the probe count as "not yet", and the last one is reported on timeout;
+    any other exception propagates at once."""
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
     while True:
@@ -29,9 +48,9 @@ def wait_for(
             result = probe()
             if result is not None and result is not False:
                 return result
-        except Exception as error:  # any failure of a probe means "not ready yet"
+        except TRANSIENT_ERRORS as error:
             last_error = error
         if time.monotonic() >= deadline:
-            detail = f": last error: {last_error}" if last_error else ""
-            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
+            detail = f": last error: {type(last_error).__name__}: {last_error}" if last_error else ""
+            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}{detail}") from last_error
         time.sleep(interval)

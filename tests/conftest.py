@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from testbed.crds import install_crds
 from testbed.localcluster import LocalCluster, kubectl
 from testbed.operator_process import OperatorProcess
 from tests.support.clusters import TestCluster
+from tests.support.kube import scratch_namespace
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -59,11 +59,8 @@ def api_client(cluster: TestCluster) -> client.ApiClient:
 
 @pytest.fixture
 def namespace(api_client: client.ApiClient) -> Iterator[str]:
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    core = client.CoreV1Api(api_client)
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-    yield name
-    core.delete_namespace(name)
+    with scratch_namespace(api_client) as name:
+        yield name
 
 
 @pytest.fixture(scope="session")

@@ -6,93 +6,191 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import pytest
 from kubernetes import client
 
-from modelgate.api import Phase
+from modelgate.api import ModelRolloutStatus, Phase
 from testbed.binaries import binary
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from tests.support.cli import modelgate
-from tests.support.scenario import serving
+from tests.support.kube import scratch_namespace
+from tests.support.scenario import Scenario, serving
+
+STEPS = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}, {"pause": {}}]
 
 
-def test_status_promote_abort_and_retry(
-    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
+@dataclass(frozen=True)
+class Walk:
+    """One rollout per module, steered through the CLI; serving it is the expensive part."""
+
+    scenario: Scenario
+    kubeconfig: Path
+
+    @property
+    def namespace(self) -> str:
+        return self.scenario.namespace
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return modelgate(self.kubeconfig, *args, "-n", self.namespace)
+
+    def steer(
+        self, *args: str, until: str, reached: Callable[[ModelRolloutStatus], bool]
+    ) -> ModelRolloutStatus:
+        """Runs a steering command that must succeed, then waits for the rollout to show its effect."""
+        done = self.cli(*args)
+        if done.returncode != 0:
+            pytest.fail(f"modelgate {' '.join(args)} exited {done.returncode}: {done.stdout}{done.stderr}")
+        return self.scenario.wait_for_status(until, reached)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The rollout where a step of the walk left it, read right then (later steps change it)."""
+
+    status: ModelRolloutStatus
+    rollout: dict[str, Any]
+
+
+def paused_at(step_index: int) -> Callable[[ModelRolloutStatus], bool]:
+    return lambda s: s.phase is Phase.PAUSED and s.current_step_index == step_index
+
+
+# The walk's fixtures follow the rollout in order, each from the one before; the state a test
+# checks is captured when the walk passes it, so the tests only read and may run in any order.
+
+
+@pytest.fixture(scope="module")
+def walk(local_bed: LocalCluster, api_client: client.ApiClient, operator: OperatorProcess) -> Iterator[Walk]:
+    with (
+        scratch_namespace(api_client) as namespace,
+        serving(local_bed, api_client, namespace, Behaviour()) as scenario,
+    ):
+        scenario.apply(
+            model_rollout(
+                "chat",
+                namespace,
+                steps=STEPS,
+                prometheus=local_bed.prometheus_url,
+                metrics=SEED_METRICS,
+                interval="1s",
+            )
+        )
+        yield Walk(scenario, operator.kubeconfig)
+
+
+@pytest.fixture(scope="module")
+def status_at_first_pause(walk: Walk) -> subprocess.CompletedProcess[str]:
+    walk.scenario.wait_for_status("the first pause", paused_at(1))
+    walk.scenario.wait_for_status("an analysis", lambda s: bool(s.analysis))
+    return walk.cli("status", "chat")
+
+
+@pytest.fixture(scope="module")
+def promoted(walk: Walk, status_at_first_pause: subprocess.CompletedProcess[str]) -> ModelRolloutStatus:
+    return walk.steer("promote", "chat", until="the second pause", reached=paused_at(3))
+
+
+@pytest.fixture(scope="module")
+def aborted(walk: Walk, promoted: ModelRolloutStatus) -> Stage:
+    status = walk.steer("abort", "chat", until="the abort", reached=lambda s: s.phase is Phase.ROLLED_BACK)
+    return Stage(status, walk.scenario.rollout())
+
+
+@pytest.fixture(scope="module")
+def resume_after_abort(walk: Walk, aborted: Stage) -> subprocess.CompletedProcess[str]:
+    return walk.cli("resume", "chat")
+
+
+@pytest.fixture(scope="module")
+def retried(walk: Walk, resume_after_abort: subprocess.CompletedProcess[str]) -> ModelRolloutStatus:
+    return walk.steer("retry", "chat", until="the retry's first pause", reached=paused_at(1))
+
+
+@pytest.fixture(scope="module")
+def succeeded(walk: Walk, retried: ModelRolloutStatus) -> Walk:
+    walk.steer("promote", "--full", "chat", until="success", reached=lambda s: s.phase is Phase.SUCCEEDED)
+    return walk
+
+
+def test_status_shows_phase_progress_weights_and_analysis(
+    status_at_first_pause: subprocess.CompletedProcess[str],
 ) -> None:
-    kubeconfig = operator.kubeconfig
-    steps = [{"setWeight": 20}, {"pause": {}}, {"setWeight": 50}, {"pause": {}}]
-    manifest = model_rollout(
-        "chat",
-        namespace,
-        steps=steps,
-        prometheus=local_bed.prometheus_url,
-        metrics=SEED_METRICS,
-        interval="1s",
-    )
-    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
-        scenario.apply(manifest)
-        scenario.wait_for_status(
-            "the first pause", lambda s: s.phase is Phase.PAUSED and s.current_step_index == 1
-        )
-        scenario.wait_for_status("an analysis", lambda s: bool(s.analysis))
+    shown = status_at_first_pause
+    assert shown.returncode == 0, shown.stderr
+    for expected in (
+        "Paused",
+        "1/4 completed; now: pause (until promote)",
+        "chat-v1 80% / chat-v2 20%",
+        "80 / 20",
+        "error-rate",
+        "<= 0.01",
+        "Pass",
+    ):
+        assert expected in shown.stdout, f"{expected!r} not in:\n{shown.stdout}"
 
-        shown = modelgate(kubeconfig, "status", "chat", "-n", namespace)
-        assert shown.returncode == 0, shown.stderr
-        for expected in (
-            "Paused",
-            "1/4 completed; now: pause (until promote)",
-            "chat-v1 80% / chat-v2 20%",
-            "80 / 20",
-            "error-rate",
-            "<= 0.01",
-            "Pass",
-        ):
-            assert expected in shown.stdout, f"{expected!r} not in:\n{shown.stdout}"
 
-        promoted = modelgate(kubeconfig, "promote", "chat", "-n", namespace)
-        assert promoted.returncode == 0, promoted.stdout + promoted.stderr
-        scenario.wait_for_status(
-            "the second pause", lambda s: s.phase is Phase.PAUSED and s.current_step_index == 3
-        )
-        assert scenario.status().current_weight == 50
+def test_promote_moves_on_to_the_next_step(promoted: ModelRolloutStatus) -> None:
+    # From the pause at index 1 through setWeight 50 to the pause at index 3.
+    assert promoted.current_weight == 50
 
-        aborted = modelgate(kubeconfig, "abort", "chat", "-n", namespace)
-        assert aborted.returncode == 0, aborted.stdout + aborted.stderr
-        rolled_back = scenario.wait_for_status("the abort", lambda s: s.phase is Phase.ROLLED_BACK)
-        assert rolled_back.rollback_reason is not None
-        assert "abort" in rolled_back.rollback_reason.message
-        annotations = scenario.rollout()["metadata"].get("annotations") or {}
-        assert "modelgate.io/command" not in annotations  # handled commands are cleared
 
-        ignored = modelgate(kubeconfig, "resume", "chat", "-n", namespace)
-        assert ignored.returncode == 4, ignored.stdout + ignored.stderr
-        assert "resume ignored: `modelgate resume` does not apply in phase RolledBack" in ignored.stdout
+def test_abort_rolls_back_saying_why(aborted: Stage) -> None:
+    assert aborted.status.current_weight == 0
+    assert aborted.status.rollback_reason is not None
+    assert "abort" in aborted.status.rollback_reason.message
 
-        retried = modelgate(kubeconfig, "retry", "chat", "-n", namespace)
-        assert retried.returncode == 0, retried.stdout + retried.stderr
-        again = scenario.wait_for_status("the retry's first pause", lambda s: s.phase is Phase.PAUSED)
-        assert again.rollback_reason is None
-        full = modelgate(kubeconfig, "promote", "--full", "chat", "-n", namespace)
-        assert full.returncode == 0, full.stdout + full.stderr
-        scenario.wait_for_status("success", lambda s: s.phase is Phase.SUCCEEDED)
-        assert scenario.recorder.candidate_weights() == [0, 20, 50, 0, 20, 100]
 
-        listed = modelgate(kubeconfig, "get", "-A")
-        assert listed.returncode == 0, listed.stderr
-        assert namespace in listed.stdout and "Succeeded" in listed.stdout
-        # --watch ends by itself once every rollout in the namespace has finished.
-        watched = modelgate(kubeconfig, "status", "--watch", "-n", namespace)
-        assert watched.returncode == 0, watched.stderr
-        assert "step 4/4" in watched.stdout and "candidate 100%" in watched.stdout
-        history = modelgate(kubeconfig, "history", "chat", "-n", namespace)
-        assert history.returncode == 0, history.stderr
-        for reason in ("NewRollout", "Aborted", "RolledBack", "Retry", "Promoted", "RolloutSucceeded"):
-            assert reason in history.stdout, f"{reason} not in:\n{history.stdout}"
-        assert "Recent analysis" in history.stdout
+def test_a_handled_command_is_cleared(aborted: Stage) -> None:
+    annotations = aborted.rollout["metadata"].get("annotations") or {}
+    assert "modelgate.io/command" not in annotations
+
+
+def test_resume_after_a_rollback_is_ignored_with_a_reason(
+    resume_after_abort: subprocess.CompletedProcess[str],
+) -> None:
+    ignored = resume_after_abort
+    assert ignored.returncode == 4, ignored.stdout + ignored.stderr
+    assert "resume ignored: `modelgate resume` does not apply in phase RolledBack" in ignored.stdout
+
+
+def test_retry_starts_the_rollout_over(retried: ModelRolloutStatus) -> None:
+    assert retried.rollback_reason is None
+    assert retried.current_weight == 20
+
+
+def test_full_promotion_skips_the_remaining_steps(succeeded: Walk) -> None:
+    # The first attempt 20 -> 50, the abort to 0, the retry's 20, then --full straight to 100.
+    assert succeeded.scenario.recorder.candidate_weights() == [0, 20, 50, 0, 20, 100]
+
+
+def test_get_lists_the_rollout_with_its_phase_across_namespaces(succeeded: Walk) -> None:
+    listed = modelgate(succeeded.kubeconfig, "get", "-A")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line for line in listed.stdout.splitlines() if succeeded.namespace in line]
+    assert len(rows) == 1, listed.stdout
+    assert "chat" in rows[0] and "Succeeded" in rows[0], rows[0]
+
+
+def test_status_watch_ends_once_every_rollout_has_finished(succeeded: Walk) -> None:
+    watched = succeeded.cli("status", "--watch")
+    assert watched.returncode == 0, watched.stderr
+    assert "step 4/4" in watched.stdout and "candidate 100%" in watched.stdout
+
+
+def test_history_tells_every_transition_and_the_recent_analysis(succeeded: Walk) -> None:
+    history = succeeded.cli("history", "chat")
+    assert history.returncode == 0, history.stderr
+    for reason in ("NewRollout", "Aborted", "RolledBack", "Retry", "Promoted", "RolloutSucceeded"):
+        assert reason in history.stdout, f"{reason} not in:\n{history.stdout}"
+    assert "Recent analysis" in history.stdout
 
 
 def test_unknown_rollout_is_a_clear_error(operator: OperatorProcess, namespace: str) -> None:

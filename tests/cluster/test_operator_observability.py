@@ -3,7 +3,6 @@ Event for every transition, and JSON logs that carry rollout, namespace, step an
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 
@@ -81,7 +80,7 @@ def test_metrics_events_and_logs_follow_a_rollout(
     for expected in ("NewRollout", "RolloutStarted", "WeightSet", "StepCompleted", "RolloutSucceeded"):
         assert expected in reasons, reasons
 
-    lines = [json.loads(line) for line in operator.logs().splitlines() if line.startswith("{")]
+    lines = operator.log_records()
     ours = [line for line in lines if line.get("namespace") == namespace]
     transitions = [line for line in ours if line["event"] == "transition"]
     assert {"RolloutStarted", "RolloutSucceeded"} <= {line["reason"] for line in transitions}

@@ -4,7 +4,6 @@ the field; a rollout whose HTTPRoute is missing ends Failed and changes no traff
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -131,11 +130,10 @@ def test_skip_reconcile_leaves_a_rollout_alone_until_removed(
         scenario.apply(manifest)
 
         def skipped() -> bool:
-            lines = [json.loads(line) for line in operator.logs().splitlines() if line.startswith("{")]
             return any(
                 line["event"] == "skip-reconcile is set; leaving the rollout alone"
                 and line.get("namespace") == namespace
-                for line in lines
+                for line in operator.log_records()
             )
 
         wait_for(skipped, timeout=30, what="the operator to skip the rollout")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kubernetes import client, utils
@@ -11,6 +14,18 @@ from testbed.traffic_driver import parse_backend_weights
 from testbed.waiting import wait_for
 
 CUSTOM_PLURALS = {"HTTPRoute": "httproutes", "ModelRollout": "modelrollouts"}
+
+
+@contextmanager
+def scratch_namespace(api_client: client.ApiClient) -> Iterator[str]:
+    """A namespace of its own, deleted at the end."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core = client.CoreV1Api(api_client)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    try:
+        yield name
+    finally:
+        core.delete_namespace(name)
 
 
 def create(api_client: client.ApiClient, manifest: Manifest) -> None:

@@ -38,27 +38,40 @@ class RouteRecorder:
     namespace: str
     name: str
     seen: list[tuple[float, int, int]] = field(default_factory=list)
+    failure: Exception | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
         threading.Thread(target=self._watch, daemon=True).start()
-        wait_for(lambda: self.seen, timeout=10, what="the route recorder's first event")
+        wait_for(self.recorded, timeout=10, what="the route recorder's first event")
 
     def stop(self) -> None:
         self._stop.set()
 
+    def recorded(self) -> list[tuple[float, int, int]]:
+        """What the watch saw; raises if it died, since a dead recorder would look like a quiet route."""
+        if self.failure is not None:
+            raise RuntimeError(f"the route recorder's watch failed: {self.failure!r}") from self.failure
+        return self.seen
+
     def candidate_weights(self) -> list[int]:
         """The distinct successive candidate weights, in order."""
         weights: list[int] = []
-        for _, _, candidate in self.seen:
+        for _, _, candidate in self.recorded():
             if not weights or weights[-1] != candidate:
                 weights.append(candidate)
         return weights
 
     def first_time_at(self, candidate_weight: int, after: float) -> float | None:
-        return next((t for t, _, c in self.seen if c == candidate_weight and t >= after), None)
+        return next((t for t, _, c in self.recorded() if c == candidate_weight and t >= after), None)
 
     def _watch(self) -> None:
+        try:
+            self._record()
+        except Exception as error:  # handed to the test thread by recorded()
+            self.failure = error
+
+    def _record(self) -> None:
         while not self._stop.is_set():
             stream = watch.Watch().stream(
                 self.api.list_namespaced_custom_object,

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from testbed.binaries import binary
-from testbed.versions import REPO_ROOT
+from testbed.versions import REPO_ROOT, pinned_versions
 
 CHART = REPO_ROOT / "charts" / "modelgate"
 MIN_KUBE_VERSION = "1.30.0"  # Chart.yaml's kubeVersion floor: the chart must render there
@@ -63,14 +63,25 @@ def helm(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[st
     )
 
 
-def render(values: Object | None = None, *, release: str = "mg", namespace: str = NAMESPACE) -> list[Object]:
+def kube_version_args(kube_version: str | None) -> list[str]:
+    """None leaves the Kubernetes version to helm's default, as `helm template` users do."""
+    return [] if kube_version is None else [f"--kube-version={kube_version}"]
+
+
+def render(
+    values: Object | None = None,
+    *,
+    release: str = "mg",
+    namespace: str = NAMESPACE,
+    kube_version: str | None = MIN_KUBE_VERSION,
+) -> list[Object]:
     """`helm template` with `values` (as a values file on stdin); the objects it renders."""
     result = helm(
         "template",
         release,
         str(CHART),
         f"--namespace={namespace}",
-        f"--kube-version={MIN_KUBE_VERSION}",
+        *kube_version_args(kube_version),
         "--values=-",
         stdin=yaml.safe_dump(values or {}),
     )
@@ -78,12 +89,12 @@ def render(values: Object | None = None, *, release: str = "mg", namespace: str 
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
-def render_error(values: Object, kube_version: str = MIN_KUBE_VERSION) -> str:
+def render_error(values: Object, kube_version: str | None = None) -> str:
     result = helm(
         "template",
         "mg",
         str(CHART),
-        f"--kube-version={kube_version}",
+        *kube_version_args(kube_version),
         "--values=-",
         stdin=yaml.safe_dump(values),
     )
@@ -111,6 +122,19 @@ def rules(objects: list[Object]) -> Iterator[tuple[Object, Object]]:
 def container(objects: list[Object]) -> Object:
     (only,) = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
     return only
+
+
+def test_helm_is_the_pinned_release() -> None:
+    # hack/build-bins.sh must build helm with its release's ldflags; without them it says "v3.22".
+    result = helm("version", "--template", "{{.Version}}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == pinned_versions()["HELM_VERSION"]
+
+
+def test_chart_renders_at_helm_default_kubernetes_version() -> None:
+    # A helm built without its release's ldflags assumes Kubernetes 1.20, below the chart's floor.
+    objects = render(kube_version=None)
+    assert the(objects, "Deployment")["metadata"]["name"] == "mg-modelgate"
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["lint", "lint --strict"])

@@ -30,7 +30,7 @@ def test_generated_blocks_are_current(doc: str) -> None:
 
 
 def test_the_doc_shows_what_the_reconciler_runs(doc: str) -> None:
-    """The same rollout, through the code path the reconciler uses (spec -> analysis_queries)."""
+    """The same rollout, through the code path the reconciler uses (spec -> analysis_plan)."""
     spec = parse_spec(
         {
             "incumbent": {"deployment": docs_gen.EXAMPLE_INCUMBENT},

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from datetime import timedelta
 
 import pytest
@@ -11,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from modelgate.api import parse_duration
-from modelgate.metrics.context import QueryContext, QueryContextError, default_pod_regex
+from modelgate.metrics.context import QueryContext, QueryContextError
 
 
 def make(**overrides: str) -> QueryContext:
@@ -23,27 +22,6 @@ def make(**overrides: str) -> QueryContext:
     }
     values.update(overrides)
     return QueryContext.for_rollout(**values)
-
-
-def test_defaults_pod_regexes_from_deployment_names() -> None:
-    ctx = make()
-    assert ctx.incumbent_pod_regex == "chat-v1-[a-z0-9]+-[a-z0-9]+"
-    assert ctx.candidate_pod_regex == "chat-v2-[a-z0-9]+-[a-z0-9]+"
-    assert ctx.pod_regex("candidate") == "chat-v2-[a-z0-9]+-[a-z0-9]+"
-    assert ctx.pod_regex("incumbent") == "chat-v1-[a-z0-9]+-[a-z0-9]+"
-
-
-def test_explicit_pod_regexes_win_over_defaults() -> None:
-    ctx = QueryContext.for_rollout(
-        "serving",
-        "chat-v1",
-        "chat-v2",
-        "30s",
-        incumbent_pod_regex="chat-v1-[a-z0-9]+-[a-z0-9]+",
-        candidate_pod_regex="(chat-v2|chat-v2-gpu)-.*",
-    )
-    assert ctx.incumbent_pod_regex == "chat-v1-[a-z0-9]+-[a-z0-9]+"
-    assert ctx.candidate_pod_regex == "(chat-v2|chat-v2-gpu)-.*"
 
 
 @pytest.mark.parametrize(
@@ -167,9 +145,3 @@ def test_accepted_values_cannot_contain_promql_delimiters(text: str) -> None:
         except QueryContextError:
             continue
         assert not set(getattr(ctx, field)) & set("\"'`{}\\\n\r")
-
-
-def test_default_pod_regex_matches_only_that_deployments_pods() -> None:
-    assert re.fullmatch(default_pod_regex("chat"), "chat-7d9f8c6b5-abcde")
-    assert not re.fullmatch(default_pod_regex("chat"), "chat-v2-7d9f8c6b5-abcde")
-    assert not re.fullmatch(default_pod_regex("chat-v2"), "chat-v2-gpu-7d9f8c6b5-abcde")

@@ -1,9 +1,12 @@
-"""The exact PromQL each preset produces."""
+"""What each preset's PromQL measures, evaluated by Prometheus's engine over known series."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from modelgate.api import parse_spec
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import (
     PRESETS,
@@ -12,47 +15,172 @@ from modelgate.metrics.presets import (
     preset_query,
     request_count_query,
 )
+from modelgate.metrics.prometheus import analysis_plan
+from tests.support.promql import NO_DATA, assert_evaluates, counter, one
 
-CTX = QueryContext.for_rollout("serving", "chat-v1", "chat-v2", "30s")
-CANDIDATE = 'namespace="serving",pod=~"chat-v2-[a-z0-9]+-[a-z0-9]+"'
-INCUMBENT = 'namespace="serving",pod=~"chat-v1-[a-z0-9]+-[a-z0-9]+"'
+# Incumbent `chat` and candidate `chat-v2` share a prefix: the default pod regexes must still
+# keep their pods apart. Pod names are `<deployment>-<pod-template-hash>-<suffix>`.
+INCUMBENT_PODS = ("chat-7d9f8c6b5-abcde", "chat-7d9f8c6b5-fghij")
+CANDIDATE_PODS = ("chat-v2-5c4b3a2f1-xyz12", "chat-v2-5c4b3a2f1-uvw34")
+CTX = QueryContext.for_rollout("serving", "chat", "chat-v2", "30s")  # the window: 1m
 
 
-def test_error_rate() -> None:
-    assert preset_query("errorRate", CTX) == (
-        f'(sum(rate(http_requests_total{{{CANDIDATE},status=~"5.."}}[1m])) or vector(0))'
-        f" / sum(rate(http_requests_total{{{CANDIDATE}}}[1m]))"
+def requests(namespace: str, pod: str, status: str) -> str:
+    return f'http_requests_total{{namespace="{namespace}",pod="{pod}",status="{status}"}}'
+
+
+def latency_buckets(pod: str, cumulative_per_second: dict[str, float]) -> dict[str, str]:
+    return {
+        f'vllm:e2e_request_latency_seconds_bucket{{namespace="serving",pod="{pod}",le="{le}"}}': counter(rate)
+        for le, rate in cumulative_per_second.items()
+    }
+
+
+def refusals(namespace: str, pod: str) -> str:
+    return f'llm_refusals_total{{namespace="{namespace}",pod="{pod}"}}'
+
+
+candidate_a, candidate_b = CANDIDATE_PODS
+incumbent_a, incumbent_b = INCUMBENT_PODS
+SERIES: dict[str, str] = {
+    # Candidate: 16 requests/s, 2 of them 5xx (one "503", one grouped "5xx"); a 429 is no error.
+    requests("serving", candidate_a, "200"): counter(7),
+    requests("serving", candidate_a, "503"): counter(1),
+    requests("serving", candidate_b, "200"): counter(6),
+    requests("serving", candidate_b, "429"): counter(1),
+    requests("serving", candidate_b, "5xx"): counter(1),
+    refusals("serving", candidate_a): counter(1),
+    refusals("serving", candidate_b): counter(1),
+    # 100 requests/s: 90 within 0.5s, ..., 98 within 5s, all within 10s; summed over both pods.
+    **latency_buckets(candidate_a, {"0.5": 45, "1": 48, "2.5": 48, "5": 49, "10": 50, "+Inf": 50}),
+    **latency_buckets(candidate_b, {"0.5": 45, "1": 48, "2.5": 49, "5": 49, "10": 50, "+Inf": 50}),
+    # Incumbent: 20 requests/s, half of them 500; refusals counted but none yet; 96% within 5s.
+    requests("serving", incumbent_a, "200"): counter(10),
+    requests("serving", incumbent_b, "500"): counter(10),
+    refusals("serving", incumbent_a): counter(0),
+    **latency_buckets(incumbent_a, {"0.5": 0, "1": 0, "2.5": 0, "5": 96, "10": 100, "+Inf": 100}),
+    # Decoys the candidate's selector must not pick up: another namespace's pod of the same name,
+    # and the pod of a Deployment `chat-v2-gpu`.
+    requests("other", candidate_a, "500"): counter(100),
+    requests("serving", "chat-v2-gpu-6b5a4c3d2-qrs56", "500"): counter(100),
+    # Namespace `healthy`: requests, never an error, no refusal counter exported.
+    requests("healthy", candidate_a, "200"): counter(4),
+}
+# Namespace `idle` has no series at all.
+HEALTHY = QueryContext.for_rollout("healthy", "chat", "chat-v2", "30s")
+IDLE = QueryContext.for_rollout("idle", "chat", "chat-v2", "30s")
+
+
+def test_error_rate_is_the_share_of_5xx_answers(tmp_path: Path) -> None:
+    assert_evaluates(
+        tmp_path,
+        SERIES,
+        {
+            preset_query("errorRate", CTX): one(2 / 16),
+            preset_query("errorRate", CTX, side="incumbent"): one(10 / 20),
+        },
     )
 
 
-def test_latency_p99() -> None:
-    assert preset_query("latencyP99", CTX) == (
-        "histogram_quantile(0.99, sum by (le) "
-        f"(rate(vllm:e2e_request_latency_seconds_bucket{{{CANDIDATE}}}[1m])))"
+def test_error_rate_without_any_5xx_series_is_zero_and_without_requests_no_data(tmp_path: Path) -> None:
+    # A healthy candidate never creates a 5xx series; no requests at all must not look healthy.
+    assert_evaluates(
+        tmp_path,
+        SERIES,
+        {preset_query("errorRate", HEALTHY): one(0), preset_query("errorRate", IDLE): NO_DATA},
     )
 
 
-def test_refusal_rate() -> None:
-    assert preset_query("refusalRate", CTX) == (
-        f"sum(rate(llm_refusals_total{{{CANDIDATE}}}[1m]))"
-        f" / sum(rate(http_requests_total{{{CANDIDATE}}}[1m]))"
+def test_latency_p99_interpolates_in_the_bucket_holding_the_99th_request(tmp_path: Path) -> None:
+    # Candidate: 98 of 100 within 5s, 100 within 10s: the 99th lies halfway, at 7.5s.
+    # Incumbent: 96 within 5s, 100 within 10s: the 99th lies three quarters in, at 8.75s.
+    assert_evaluates(
+        tmp_path,
+        SERIES,
+        {
+            preset_query("latencyP99", CTX): one(7.5),
+            preset_query("latencyP99", CTX, side="incumbent"): one(8.75),
+            preset_query("latencyP99", IDLE): NO_DATA,
+        },
     )
 
 
-def test_request_count() -> None:
-    assert request_count_query(CTX) == f"sum(increase(http_requests_total{{{CANDIDATE}}}[1m]))"
+def test_refusal_rate_is_the_share_of_refused_requests(tmp_path: Path) -> None:
+    assert_evaluates(
+        tmp_path,
+        SERIES,
+        {
+            preset_query("refusalRate", CTX): one(2 / 16),
+            preset_query("refusalRate", CTX, side="incumbent"): one(0),
+            # No refusal counter exported: no data, never a healthy 0.
+            preset_query("refusalRate", HEALTHY): NO_DATA,
+        },
+    )
 
 
-def test_incumbent_variants_select_the_incumbent_pods() -> None:
-    assert request_count_query(CTX, "incumbent") == f"sum(increase(http_requests_total{{{INCUMBENT}}}[1m]))"
-    for name in PRESETS:
-        assert preset_query(name, CTX, "incumbent") == preset_query(name, CTX).replace(CANDIDATE, INCUMBENT)
+def test_request_count_is_each_sides_requests_in_the_window(tmp_path: Path) -> None:
+    # Each side counts only its own pods: `chat`'s regex must not take in `chat-v2-...`, and
+    # `chat-v2`'s neither `chat-...` nor `chat-v2-gpu-...` nor the other namespace's pods.
+    assert_evaluates(
+        tmp_path,
+        SERIES,
+        {
+            request_count_query(CTX): one(16 * 60),
+            request_count_query(CTX, side="incumbent"): one(20 * 60),
+            request_count_query(IDLE): NO_DATA,
+        },
+    )
 
 
-def test_window_and_custom_regex_flow_into_the_query() -> None:
-    ctx = QueryContext.for_rollout("ml", "a", "b", "5m", candidate_pod_regex="b-gpu-.*")
-    assert (
-        request_count_query(ctx) == 'sum(increase(http_requests_total{namespace="ml",pod=~"b-gpu-.*"}[5m]))'
+def test_window_and_custom_regex_flow_into_the_query(tmp_path: Path) -> None:
+    two_minutes = QueryContext.for_rollout("serving", "chat", "chat-v2", "2m")
+    one_pod_each = QueryContext.for_rollout(
+        "serving", "chat", "chat-v2", "30s", incumbent_pod_regex=incumbent_a, candidate_pod_regex=candidate_a
+    )
+    assert_evaluates(
+        tmp_path,
+        SERIES,
+        {
+            request_count_query(two_minutes): one(16 * 120),
+            request_count_query(one_pod_each): one(8 * 60),
+            request_count_query(one_pod_each, side="incumbent"): one(10 * 60),
+        },
+    )
+
+
+def test_the_reconcilers_queries_measure_the_specs_deployments(tmp_path: Path) -> None:
+    spec = parse_spec(
+        {
+            "incumbent": {"deployment": "chat"},
+            "candidate": {"deployment": "chat-v2"},
+            "trafficRouting": {
+                "gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "chat", "candidateBackend": "chat-v2"}
+            },
+            "steps": [{"setWeight": 10}],
+            "analysis": {
+                "interval": "30s",
+                "prometheus": {"address": "http://prometheus:9090"},
+                "metrics": [
+                    {"name": "errors", "preset": "errorRate", "max": 0.01},
+                    {
+                        "name": "refusals-per-second",
+                        "query": 'sum(rate(llm_refusals_total{namespace="{{ namespace }}",'
+                        'pod=~"{{ candidate.podRegex }}"}[{{ interval }}]))',
+                        "max": 1,
+                    },
+                ],
+            },
+        }
+    )
+    queries = analysis_plan(spec, "serving")
+    assert_evaluates(
+        tmp_path,
+        SERIES,
+        {
+            queries.request_count: one(16 * 60),
+            queries.metrics["errors"]: one(2 / 16),
+            queries.metrics["refusals-per-second"]: one(2),
+        },
     )
 
 
