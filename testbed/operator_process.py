@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from testbed.localcluster import free_port
 from testbed.processes import ProcessRegistry, StartedProcess
 from testbed.waiting import wait_for
@@ -68,3 +70,15 @@ class OperatorProcess:
         """The JSON log lines written so far; a line the operator is still writing is left out."""
         complete = self.logs().rpartition("\n")[0]
         return [json.loads(line) for line in complete.splitlines() if line.startswith("{")]
+
+    def counter(self, name: str, **labels: str) -> float:
+        """The sum of one of the operator's own counters over the series matching `labels`, read from
+        its /metrics endpoint (e.g. `modelgate_api_requests_total`, verb="get")."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        return sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == name and labels.items() <= sample.labels.items()
+        )

@@ -1,13 +1,17 @@
-"""kopf registrations only: watch events feed the per-rollout loops; nothing is decided here."""
+"""kopf registrations only: watch events feed the caches a tick reads and wake the per-rollout
+loops; nothing is decided here."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kopf
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.kube import Kube
 from modelgate.loops import RolloutLoops
 
 # Set explicitly (kopf's advice): changing them later would make kopf treat every object as new.
@@ -16,7 +20,11 @@ FINALIZER = "modelgate.io/finalizer"
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    # Ticks run in this pool: their waits on the API server and Prometheus overlap, bounded.
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=memo.workers, thread_name_prefix="tick")
+    )
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -45,17 +53,37 @@ async def stop_loops(memo: kopf.Memo, **_: Any) -> None:
     await loops.stop()
 
 
+def _cache(memo: kopf.Memo, plural: str, event_type: str | None, body: kopf.Body) -> None:
+    kube: Kube = memo.kube
+    cache = kube.caches[plural]
+    if event_type == "DELETED":
+        cache.delete(body["metadata"].get("namespace", ""), body["metadata"]["name"])
+    else:
+        cache.put(body)
+
+
 @kopf.on.event(API_GROUP, API_VERSION, PLURAL)
 async def rollout_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _cache(memo, PLURAL, type, body)
     loops: RolloutLoops = memo.loops
     loops.notice(type, body)
 
 
 @kopf.on.event("apps", "v1", "deployments")
-async def deployment_event(namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any) -> None:
+async def deployment_event(
+    type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    _cache(memo, "deployments", type, body)
     loops: RolloutLoops = memo.loops
     if namespace and name:
         loops.notice_deployment(namespace, name)
+
+
+@kopf.on.event("gateway.networking.k8s.io", "v1", "httproutes")
+async def route_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    # Only cached: a route changed by someone else is set right at the rollout's next tick (at most
+    # 10 s), not at once, so that two writers do not fight at the speed of the watch.
+    _cache(memo, "httproutes", type, body)
 
 
 logging.getLogger("kopf.objects").setLevel(logging.WARNING)

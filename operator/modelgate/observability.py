@@ -54,6 +54,12 @@ METRIC_VERDICT = Counter(
 PROMOTIONS = Counter("modelgate_promotions", "Rollouts that reached Succeeded", _ROLLOUT)
 ROLLBACKS = Counter("modelgate_rollbacks", "Rollouts rolled back", [*_ROLLOUT, "reason"])
 QUERY_ERRORS = Counter("modelgate_prometheus_query_errors", "Failed metric queries", _ROLLOUT)
+API_REQUESTS = Counter(
+    "modelgate_api_requests", "Requests the operator sent to the Kubernetes API server", ["verb"]
+)
+METRIC_QUERIES = Counter(
+    "modelgate_metric_queries", "Queries the operator sent to metric providers", ["provider"]
+)
 RECONCILE_SECONDS = Histogram(
     "modelgate_reconcile_duration_seconds",
     "Time one reconcile tick took (observe, decide, apply)",

@@ -62,8 +62,9 @@ class Reconciler:
         self.providers = MetricProviders(kube)
 
     def tick_by_name(self, namespace: str, name: str) -> TickResult:
-        """Reads the rollout fresh (never a cached copy that may predate our own last write).
-        Raises RolloutGone when it no longer exists."""
+        """Reads the rollout from the watch cache, which holds the newer of the watch's copy and the
+        one our own last write returned (never one that predates it). Raises RolloutGone when it no
+        longer exists."""
         try:
             body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name)
         except NotFound:

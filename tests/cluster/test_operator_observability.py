@@ -46,9 +46,15 @@ def test_metrics_events_and_logs_follow_a_rollout(
         metrics=SEED_METRICS,
         interval="2s",
     )
+    gets_before = operator.counter("modelgate_api_requests_total", verb="get")
+    ticks_before = operator.counter("modelgate_reconcile_duration_seconds_count")
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(manifest)
         scenario.wait_for_status("success", lambda s: s.phase is Phase.SUCCEEDED)
+    # A tick reads the rollout, its route and its Deployment from the watch caches, not the API server.
+    gets = operator.counter("modelgate_api_requests_total", verb="get") - gets_before
+    ticks = operator.counter("modelgate_reconcile_duration_seconds_count") - ticks_before
+    assert ticks >= 5 and gets <= 3, (gets, ticks)
 
     selector = f'namespace="{namespace}",rollout="chat"'
 

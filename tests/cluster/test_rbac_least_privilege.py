@@ -48,13 +48,12 @@ ROUTES = "httproutes.gateway.networking.k8s.io"
 DEPLOYMENTS = "deployments.apps"
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 
-# What the operator does in a namespace it watches (see operator/modelgate/kube.py and kopf).
+# What the operator does in a namespace it watches (see operator/modelgate/kube/ and handlers.py).
 NEEDED: list[Check] = [
     *(Check(verb, ROLLOUTS) for verb in ("get", "list", "watch", "patch")),
     Check("patch", ROLLOUTS, "status"),
     *(Check(verb, DEPLOYMENTS) for verb in ("get", "list", "watch")),
-    Check("get", ROUTES),
-    Check("patch", ROUTES),
+    *(Check(verb, ROUTES) for verb in ("get", "list", "watch", "patch")),
     Check("create", "events.events.k8s.io"),
     Check("get", f"secrets/{PROMETHEUS_SECRET}"),
 ]
@@ -66,7 +65,7 @@ NEVER_IN_A_NAMESPACE: list[Check] = [
     Check("update", ROLLOUTS, "status"),
     *(Check(verb, DEPLOYMENTS) for verb in ("create", "update", "patch", "delete")),
     Check("patch", DEPLOYMENTS, "scale"),
-    *(Check(verb, ROUTES) for verb in ("create", "update", "delete", "list", "watch")),
+    *(Check(verb, ROUTES) for verb in ("create", "update", "delete")),
     Check("create", "events"),  # core/v1: kopf's own event posting is off
     Check("create", "pods"),
     Check("get", "pods"),
@@ -97,7 +96,9 @@ NEVER_CLUSTER_WIDE: list[Check] = [
 # kopf runs without cluster scans (modelgate.handlers): no list/watch of CRDs or namespaces.
 KOPF_SCANS = [Check("list", CRDS), Check("watch", CRDS)]
 NAMESPACE_READS = [Check("list", "namespaces"), Check("watch", "namespaces")]
-ALL_NAMESPACES_READS = [Check(verb, kind) for verb in ("list", "watch") for kind in (ROLLOUTS, DEPLOYMENTS)]
+ALL_NAMESPACES_READS = [
+    Check(verb, kind) for verb in ("list", "watch") for kind in (ROLLOUTS, DEPLOYMENTS, ROUTES)
+]
 
 
 @contextmanager

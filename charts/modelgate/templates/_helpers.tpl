@@ -58,7 +58,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{/*
 The operator's permissions inside the namespaces it watches: the same rules for the ClusterRole
 (scope cluster) and for the Role in each watched namespace (scope namespaces). Verbs are exactly
-what operator/modelgate/kube.py and kopf call; nothing with "*", no delete.
+what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 */}}
 {{- define "modelgate.namespacedRules" -}}
 # kopf lists and watches ModelRollouts; the reconciler gets them and merge-patches annotations
@@ -75,10 +75,11 @@ what operator/modelgate/kube.py and kopf call; nothing with "*", no delete.
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch"]
-# The Gateway API router reads the HTTPRoute and JSON-patches the two backend weights.
+# The Gateway API router reads the HTTPRoute (from a watch cache) and JSON-patches the two backend
+# weights.
 - apiGroups: ["gateway.networking.k8s.io"]
   resources: ["httproutes"]
-  verbs: ["get", "patch"]
+  verbs: ["get", "list", "watch", "patch"]
 # Every decision is recorded as an events.k8s.io/v1 Event (kopf's own event posting is off).
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

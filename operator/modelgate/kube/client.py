@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,10 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.errors import KubeError, NotFound, translated
 from modelgate.kube.objects import DeploymentAvailability, availability, event_body
+from modelgate.observability import API_REQUESTS
 
 FIELD_MANAGER = "modelgate"
 DEFAULT_REQUEST_TIMEOUT = 30.0
@@ -38,7 +42,10 @@ class Kube:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         reporting_host: str | None = None,
     ) -> None:
+        """Reads go to the API server until `watch_caches` is called (the operator does: its watches
+        keep the caches current; the CLI does not)."""
         self.api_client = api_client
+        self.caches: dict[str, ObjectCache] = {}
         # Without a timeout a hung connection would block a worker thread forever.
         self.request_timeout = request_timeout
         self.reporting_host = reporting_host or socket.gethostname()
@@ -46,27 +53,57 @@ class Kube:
         self._core = client.CoreV1Api(api_client)
         self._apps = client.AppsV1Api(api_client)
 
+    def watch_caches(self) -> dict[str, ObjectCache]:
+        """Turns on the caches of the kinds a tick reads, by plural; the caller feeds them from
+        watches of the same scope. A Deployment is cached as its essentials only."""
+        self.caches = {
+            PLURAL: ObjectCache(),
+            "httproutes": ObjectCache(),
+            "deployments": ObjectCache(deployment_essentials),
+        }
+        return self.caches
+
+    def _remember(self, plural: str, obj: Object) -> Object:
+        cache = self.caches.get(plural)
+        if cache is not None:
+            cache.put(obj)
+        return obj
+
     @classmethod
-    def from_kubeconfig(cls, path: str | Path | None = None) -> Kube:
+    def from_kubeconfig(cls, path: str | Path | None = None, *, connections: int | None = None) -> Kube:
         """The kubeconfig at `path`; with None, the in-cluster service account when running in a
-        pod, else the default kubeconfig ($KUBECONFIG or ~/.kube/config)."""
-        if path is not None:
-            return cls(config.new_client_from_config(config_file=str(path)))  # type: ignore[no-untyped-call]
+        pod, else the default kubeconfig ($KUBECONFIG or ~/.kube/config). `connections`: how many
+        connections to keep open, at least the number of threads that use this client at once (more
+        threads than connections open and close one per request)."""
         configuration = client.Configuration()
+        if connections is not None:
+            configuration.connection_pool_maxsize = connections
+        if path is not None:
+            config.load_kube_config(config_file=str(path), client_configuration=configuration)  # type: ignore[no-untyped-call]
+            return cls(client.ApiClient(configuration))
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException:
-            return cls(config.new_client_from_config())  # type: ignore[no-untyped-call]
+            config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         return cls(client.ApiClient(configuration))
 
     # -- custom resources ------------------------------------------------------------------------
-    def get_custom(self, group: str, version: str, namespace: str, plural: str, name: str) -> Object:
-        with translated():
-            return _as_object(
+    def get_custom(
+        self, group: str, version: str, namespace: str, plural: str, name: str, *, fresh: bool = False
+    ) -> Object:
+        """The cached copy when there is one (never mutate it), else, or with `fresh`, the API
+        server's."""
+        cache = None if fresh else self.caches.get(plural)
+        held = None if cache is None else cache.get(namespace, name)
+        if held is not None:
+            return held
+        with _request("get"):
+            obj = _as_object(
                 self._custom.get_namespaced_custom_object(
                     group, version, namespace, plural, name, _request_timeout=self.request_timeout
                 )
             )
+        return self._remember(plural, obj)
 
     def list_custom(
         self,
@@ -77,7 +114,7 @@ class Kube:
         label_selector: str | None = None,
     ) -> list[Object]:
         """The items in `namespace`, or in all namespaces when it is None."""
-        with translated():
+        with _request("list"):
             if namespace is None:
                 listed = self._custom.list_cluster_custom_object(
                     group,
@@ -101,7 +138,7 @@ class Kube:
         """events.k8s.io Events about one object, oldest first (the API server keeps them for an
         hour by default, its --event-ttl)."""
         selector = f"regarding.kind={kind},regarding.name={name}"
-        with translated():
+        with _request("list"):
             listed = self._custom.list_namespaced_custom_object(
                 "events.k8s.io",
                 "v1",
@@ -124,8 +161,8 @@ class Kube:
         field_manager: str = FIELD_MANAGER,
     ) -> Object:
         """Applies an RFC 6902 JSON patch and returns the object as stored afterwards."""
-        with translated(json_patch=True):
-            return _as_object(
+        with _request("patch", json_patch=True):
+            obj = _as_object(
                 self._custom.patch_namespaced_custom_object(
                     group,
                     version,
@@ -138,13 +175,14 @@ class Kube:
                     _request_timeout=self.request_timeout,
                 )
             )
+        return self._remember(plural, obj)
 
     # -- ModelRollouts ---------------------------------------------------------------------------
     def patch_status(self, namespace: str, name: str, status_body: Mapping[str, Any]) -> Object:
         """Merge-patches a ModelRollout's status subresource with `status_body` (the value of
         `.status`); keys set to None are removed. Returns the whole object as stored."""
-        with translated():
-            return _as_object(
+        with _request("patch"):
+            obj = _as_object(
                 self._custom.patch_namespaced_custom_object_status(
                     API_GROUP,
                     API_VERSION,
@@ -157,11 +195,12 @@ class Kube:
                     _request_timeout=self.request_timeout,
                 )
             )
+        return self._remember(PLURAL, obj)
 
     def patch_annotations(self, namespace: str, name: str, annotations: Mapping[str, str | None]) -> Object:
         """Sets a ModelRollout's annotations; a None value removes that annotation."""
-        with translated():
-            return _as_object(
+        with _request("patch"):
+            obj = _as_object(
                 self._custom.patch_namespaced_custom_object(
                     API_GROUP,
                     API_VERSION,
@@ -174,6 +213,7 @@ class Kube:
                     _request_timeout=self.request_timeout,
                 )
             )
+        return self._remember(PLURAL, obj)
 
     # -- built-in resources ----------------------------------------------------------------------
     def deployment_availability(self, namespace: str, name: str) -> DeploymentAvailability:
@@ -192,20 +232,25 @@ class Kube:
         replicas available".
         """
         what = f"Deployment {namespace}/{name}"
-        try:
-            with translated():
-                deployment = self._apps.read_namespaced_deployment(
-                    name, namespace, _request_timeout=self.request_timeout
-                )
-        except NotFound:
-            return DeploymentAvailability(exists=False, available=False, message=f"{what} not found")
+        cache = self.caches.get("deployments")
+        deployment = None if cache is None else cache.get(namespace, name)
+        if deployment is None:
+            try:
+                with _request("get"):
+                    # The JSON as sent: the typed model's deserialization costs more than the read.
+                    response: Any = self._apps.read_namespaced_deployment(
+                        name, namespace, _preload_content=False, _request_timeout=self.request_timeout
+                    )
+            except NotFound:
+                return DeploymentAvailability(exists=False, available=False, message=f"{what} not found")
+            deployment = self._remember("deployments", _as_object(json.loads(response.data)))
         return availability(what, deployment)
 
     def read_secret_key(self, namespace: str, name: str, key: str) -> str:
         """The UTF-8 text stored under `key` in a Secret's data."""
         what = f"Secret {namespace}/{name}"
         try:
-            with translated():
+            with _request("get"):
                 secret = self._core.read_namespaced_secret(
                     name, namespace, _request_timeout=self.request_timeout
                 )
@@ -239,7 +284,7 @@ class Kube:
         # Through the generic endpoint: the typed EventsV1Api would serialize eventTime with
         # datetime.isoformat(), which drops the microseconds the MicroTime format requires when they
         # happen to be zero.
-        with translated():
+        with _request("create"):
             return _as_object(
                 self._custom.create_namespaced_custom_object(
                     "events.k8s.io",
@@ -268,3 +313,11 @@ def default_namespace(kubeconfig: str | Path | None = None) -> str:
     except (config.ConfigException, TypeError, KeyError):
         return "default"
     return str(context.get("context", {}).get("namespace") or "default")
+
+
+@contextmanager
+def _request(verb: str, *, json_patch: bool = False) -> Iterator[None]:
+    """One request to the API server: counted (the operator's own request rate), errors translated."""
+    API_REQUESTS.labels(verb).inc()
+    with translated(json_patch=json_patch):
+        yield

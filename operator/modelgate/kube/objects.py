@@ -27,23 +27,25 @@ class DeploymentAvailability:
     message: str
 
 
-def availability(what: str, deployment: Any) -> DeploymentAvailability:
-    generation = deployment.metadata.generation or 0
-    status = deployment.status
-    observed = status.observed_generation or 0
-    wanted = deployment.spec.replicas if deployment.spec.replicas is not None else 1
-    total = status.replicas or 0
-    updated = status.updated_replicas or 0
-    ready = status.available_replicas or 0
+def availability(what: str, deployment: Mapping[str, Any]) -> DeploymentAvailability:
+    """`deployment` as the API server returns it (JSON), or its essentials (cache.py)."""
+    generation = deployment["metadata"].get("generation") or 0
+    status = deployment.get("status") or {}
+    observed = status.get("observedGeneration") or 0
+    replicas_wanted = (deployment.get("spec") or {}).get("replicas")
+    wanted = 1 if replicas_wanted is None else replicas_wanted
+    total = status.get("replicas") or 0
+    updated = status.get("updatedReplicas") or 0
+    ready = status.get("availableReplicas") or 0
     replicas = f"{ready} of {wanted} replicas available"
-    condition = next((c for c in status.conditions or [] if c.type == "Available"), None)
+    condition = next((c for c in status.get("conditions") or [] if c.get("type") == "Available"), None)
 
     if observed < generation:
         missing = f"the controller has not yet observed generation {generation} (observed {observed})"
     elif condition is None:
         missing = "it has no Available condition yet"
-    elif condition.status != "True":
-        missing = f"it is not Available ({condition.reason}: {condition.message})"
+    elif condition.get("status") != "True":
+        missing = f"it is not Available ({condition.get('reason')}: {condition.get('message')})"
     elif wanted < 1:
         missing = "it is scaled to zero replicas"
     elif updated < wanted:

@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
+from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from modelgate.api import ModelRolloutSpec
@@ -23,6 +24,7 @@ from modelgate.metrics.base import AnalysisPlan
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import render_query
+from modelgate.observability import METRIC_QUERIES
 
 # The library's default retries (3, with backoff, also on HTTP 5xx) would stretch one query far
 # beyond `timeout`; the engine retries on its next tick and counts consecutive errors instead.
@@ -32,6 +34,7 @@ _NO_RETRIES = Retry(total=0, read=False)
 # PrometheusApiClientException carries only "HTTP Status Code <n> (<repr of the body bytes>)".
 _HTTP_ERROR = re.compile(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)", re.DOTALL)
 _MAX_DETAIL = 300
+_CONNECTIONS = 64
 
 
 def analysis_plan(spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
@@ -102,11 +105,16 @@ class PrometheusClient:
         self.address = address.rstrip("/")
         self.timeout = timeout
         headers = None if bearer_token is None else {"Authorization": f"Bearer {_clean_token(bearer_token)}"}
+        # Idle connections kept per Prometheus: more than the operator's tick threads, so that no
+        # query opens a connection that the pool then drops (requests keeps 10 by default).
+        session = requests.Session()
+        session.mount(f"{self.address}/", HTTPAdapter(max_retries=_NO_RETRIES, pool_maxsize=_CONNECTIONS))
         self._client = PrometheusConnect(
-            url=self.address, headers=headers, retry=_NO_RETRIES, timeout=timeout
+            url=self.address, headers=headers, retry=_NO_RETRIES, timeout=timeout, session=session
         )
 
     def query(self, promql: str) -> QueryResult:
+        METRIC_QUERIES.labels("prometheus").inc()
         try:
             result = self._client.custom_query(promql)
         except requests.Timeout:  # before ConnectionError: ConnectTimeout is both

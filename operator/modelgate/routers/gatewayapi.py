@@ -153,7 +153,10 @@ class GatewayAPIRouter:
             raise ValueError(f"candidate weight must be 0..100, got {candidate_weight}")
         rejected: tuple[str, PatchNotApplied] | None = None
         for attempt in range(MAX_WRITE_ATTEMPTS):
-            route = self._seen if attempt == 0 and self._seen is not None else self._get_route()
+            # The route `read` saw (or the cache's copy); after a failed precondition, the server's.
+            route = (
+                self._seen if attempt == 0 and self._seen is not None else self._get_route(fresh=attempt > 0)
+            )
             self._seen = None
             if route is None:
                 return self._route_not_found()
@@ -195,10 +198,15 @@ class GatewayAPIRouter:
             " weights; giving up for now",
         )
 
-    def _get_route(self) -> dict[str, Any] | None:
+    def _get_route(self, *, fresh: bool = False) -> dict[str, Any] | None:
         try:
             return self.kube.get_custom(
-                GATEWAY_GROUP, GATEWAY_VERSION, self.namespace, HTTPROUTES, self.routing.http_route
+                GATEWAY_GROUP,
+                GATEWAY_VERSION,
+                self.namespace,
+                HTTPROUTES,
+                self.routing.http_route,
+                fresh=fresh,
             )
         except NotFound:
             return None
