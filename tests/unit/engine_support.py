@@ -33,6 +33,7 @@ from modelgate.core import (
     QueryResult,
     Reason,
     RouteProblem,
+    SideCounts,
     analysis_due,
     decide,
 )
@@ -155,11 +156,19 @@ def passing_value(metric: MetricSpec) -> float:
         return (metric.max + metric.min) / 2
     if metric.max is not None:
         return metric.max / 2
-    assert metric.min is not None
-    return metric.min + 1
+    if metric.min is not None:
+        return metric.min + 1
+    return 0.01  # judged only against the incumbent (compare, sequential): any value will do
 
 
 def failing_value(metric: MetricSpec) -> float:
+    if metric.max is None and metric.min is None:
+        assert metric.compare is not None and metric.compare.max_ratio is not None
+        return passing_value(metric) * metric.compare.max_ratio * 2
+    return _failing_bound(metric)
+
+
+def _failing_bound(metric: MetricSpec) -> float:
     return metric.max * 2 + 1 if metric.max is not None else (metric.min or 0) - 1
 
 
@@ -175,9 +184,13 @@ def analysis_run(
     metric: str | None = None,
     results: Mapping[str, QueryResult] | None = None,
     requests: QueryResult | None = None,
+    incumbent: Mapping[str, QueryResult] | None = None,
+    incumbent_requests: QueryResult | None = None,
+    counts: Mapping[str, tuple[SideCounts, SideCounts]] | None = None,
 ) -> AnalysisRun:
     """A run where every metric passes except as `outcome` says, which hits `metric` (default: the
-    first); `results` and `requests` override individual query results."""
+    first); `results` and `requests` override individual query results. The incumbent's value of a
+    metric that compares is the candidate's passing value unless `incumbent` says otherwise."""
     assert spec.analysis is not None
     target = metric or spec.analysis.metrics[0].name
     request_count = QueryResult(value=ENOUGH_REQUESTS, sample_count=1)
@@ -192,8 +205,19 @@ def analysis_run(
             result = _outcome_result(spec_metric, outcome, result)
         if results is not None and spec_metric.name in results:
             result = results[spec_metric.name]
-        measured[spec_metric.name] = MetricQuery(query=query_of(spec_metric), result=result)
-    return AnalysisRun(at=at, request_count=requests or request_count, metrics=measured)
+        base = QueryResult(value=passing_value(spec_metric), sample_count=1) if spec_metric.compare else None
+        measured[spec_metric.name] = MetricQuery(
+            query=query_of(spec_metric),
+            result=result,
+            incumbent=(incumbent or {}).get(spec_metric.name, base),
+            counts=(counts or {}).get(spec_metric.name),
+        )
+    return AnalysisRun(
+        at=at,
+        request_count=requests or request_count,
+        metrics=measured,
+        incumbent_request_count=incumbent_requests or QueryResult(value=ENOUGH_REQUESTS, sample_count=1),
+    )
 
 
 def _outcome_result(metric: MetricSpec, outcome: Outcome, passing: QueryResult) -> QueryResult:

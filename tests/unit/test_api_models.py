@@ -200,11 +200,11 @@ INVALID_SPECS = {
     ),
     "unknown preset": (
         _set("analysis.metrics.0.preset", "successRate"),
-        "spec.analysis.metrics[0].preset: must be 'errorRate', 'latencyP99' or 'refusalRate'",
+        "spec.analysis.metrics[0].preset: must be 'errorRate', 'abortRate', 'refusalRate'",
     ),
     "metric with neither max nor min": (
         _delete("analysis.metrics.0.max"),
-        "spec.analysis.metrics[0]: metric error-rate: set max, min or both",
+        "spec.analysis.metrics[0]: metric error-rate: set max, min, compare or sequential",
     ),
     "candidate == incumbent": (
         _set("candidate.deployment", "chat-v1"),

@@ -13,32 +13,19 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    FiniteFloat,
-    StringConstraints,
     ValidationError,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 
+from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
-from modelgate.api.fields import (
-    Duration,
-    HttpUrl,
-    MetricName,
-    ObjectName,
-    PodRegex,
-    PositiveDuration,
-    SecretKey,
-)
-from modelgate.api.markers import CelRule, JsonDict, cel_rules, list_map
+from modelgate.api.fields import Duration, ObjectName, PodRegex, PositiveDuration
+from modelgate.api.markers import CelRule, JsonDict, cel_rules
+from modelgate.api.specmodel import SpecModel
 
-MetricPreset = Literal["errorRate", "latencyP99", "refusalRate"]
 OnPrometheusError = Literal["pause", "rollback"]
-
-
-class SpecModel(BaseModel):
-    model_config = ConfigDict(frozen=True, populate_by_name=True, alias_generator=to_camel, extra="forbid")
+DeadlineAction = Literal["pause", "rollback", "fail"]
 
 
 class DeploymentRef(SpecModel):
@@ -164,113 +151,6 @@ class Step(SpecModel):
         return self
 
 
-class SecretKeyRef(SpecModel):
-    name: ObjectName = Field(description="Name of the Secret.")
-    key: SecretKey = Field(description="Key within the Secret's data.")
-
-
-class PrometheusSpec(SpecModel):
-    address: HttpUrl = Field(
-        description="Base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090."
-    )
-    timeout: PositiveDuration = Field(
-        "5s", description="Timeout of one query, as a Go-style duration; must be positive."
-    )
-    bearer_token_secret_ref: SecretKeyRef | None = Field(
-        None, description="Secret key, in the ModelRollout's namespace, holding a bearer token."
-    )
-
-    @property
-    def timeout_timedelta(self) -> timedelta:
-        return parse_duration(self.timeout)
-
-
-class MetricSpec(SpecModel):
-    """One metric; set preset or query, and max, min or both."""
-
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule(
-                "has(self.preset) != has(self.query)",
-                message_expression="'metric ' + self.name + ': set exactly one of preset or query'",
-            ),
-            CelRule(
-                "has(self.max) || has(self.min)",
-                message_expression="'metric ' + self.name + ': set max, min or both'",
-            ),
-            CelRule(
-                "!has(self.max) || !has(self.min) || self.min <= self.max",
-                field_path=".min",
-                message_expression="'metric ' + self.name + ': min must not be greater than max'",
-            ),
-        )
-    )
-
-    name: MetricName = Field(description="Name of the metric, shown in status and events (a DNS-1123 label).")
-    preset: MetricPreset | None = Field(
-        None,
-        description="A built-in query: errorRate (share of failed requests), latencyP99 (seconds), "
-        "refusalRate (share of refused requests, from llm_refusals_total).",
-    )
-    query: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = Field(
-        None,
-        description="PromQL returning one number (one series). These variables are replaced by checked "
-        "values: `{{ namespace }}`, `{{ incumbent.deployment }}`, `{{ candidate.deployment }}`, "
-        "`{{ incumbent.podRegex }}`, `{{ candidate.podRegex }}` and `{{ interval }}` (the query window).",
-    )
-    max: FiniteFloat | None = Field(None, description="The metric fails when its value is above this.")
-    min: FiniteFloat | None = Field(None, description="The metric fails when its value is below this.")
-    failure_limit: Annotated[int, Field(ge=0)] = Field(
-        0, description="Fail verdicts tolerated during a rollout; one more rolls back."
-    )
-
-    @model_validator(mode="after")
-    def _well_formed(self) -> Self:
-        if (self.preset is None) == (self.query is None):
-            raise ValueError(f"metric {self.name}: set exactly one of preset or query")
-        if self.max is None and self.min is None:
-            raise ValueError(f"metric {self.name}: set max, min or both")
-        if self.max is not None and self.min is not None and self.min > self.max:
-            raise FieldPathError("min", f"metric {self.name}: min must not be greater than max")
-        return self
-
-
-class AnalysisSpec(SpecModel):
-    interval: PositiveDuration = Field(
-        "30s", description="How often the metrics are evaluated, as a Go-style duration; must be positive."
-    )
-    min_requests: Annotated[int, Field(ge=0)] = Field(
-        50,
-        description="Candidate requests needed in the query window (the interval, but at least 1m) for a "
-        "verdict; with fewer, every metric is Inconclusive.",
-    )
-    prometheus: PrometheusSpec = Field(description="The Prometheus server the metrics are read from.")
-    metrics: Annotated[tuple[MetricSpec, ...], Field(min_length=1, max_length=20)] = Field(
-        description="The metrics to check, names unique. Missing data (an empty result, NaN, too few "
-        "requests) is Inconclusive, never Pass.",
-        json_schema_extra=list_map("name"),
-    )
-
-    @model_validator(mode="after")
-    def _unique_metric_names(self) -> Self:
-        seen: set[str] = set()
-        for index, metric in enumerate(self.metrics):
-            if metric.name in seen:
-                raise FieldPathError(f"metrics[{index}].name", f"duplicate metric name {metric.name}")
-            seen.add(metric.name)
-        return self
-
-    @property
-    def interval_timedelta(self) -> timedelta:
-        return parse_duration(self.interval)
-
-    @property
-    def provider_key(self) -> str:
-        """The metric provider in use, by which providers are registered. Prometheus is the only
-        provider field today; a second one makes this "the one provider field that is set"."""
-        return "prometheus"
-
-
 class RollbackSpec(SpecModel):
     on_prometheus_error: OnPrometheusError = Field(
         "pause",
@@ -279,6 +159,31 @@ class RollbackSpec(SpecModel):
     )
     max_consecutive_errors: Annotated[int, Field(ge=1)] = Field(
         3, description="Evaluations in a row with a Prometheus error before onPrometheusError applies."
+    )
+
+
+class Deadline(SpecModel):
+    after: PositiveDuration = Field(description="How long the rollout may stay so, as a Go-style duration.")
+    action: DeadlineAction = Field(
+        description="Then: pause (wait for `modelgate resume` or `promote`), rollback, or fail (Failed, "
+        "weights left as they are)."
+    )
+
+    @property
+    def after_timedelta(self) -> timedelta:
+        return parse_duration(self.after)
+
+
+class ProgressDeadlines(SpecModel):
+    """So that a rollout that cannot make progress does not hold two model fleets forever."""
+
+    pending: Deadline | None = Field(
+        None, description="The candidate has not become Available this long after the rollout started."
+    )
+    inconclusive: Deadline | None = Field(
+        None,
+        description="The current step's analysis has been Inconclusive (too little data) this long, "
+        "counted from its first Inconclusive verdict in the step.",
     )
 
 
@@ -317,6 +222,9 @@ class ModelRolloutSpec(SpecModel):
     )
     rollback: RollbackSpec = Field(
         RollbackSpec(), description="What happens when the metrics cannot be read."
+    )
+    progress_deadlines: ProgressDeadlines | None = Field(
+        None, description="What to do when a rollout stays Pending or Inconclusive too long."
     )
 
     @model_validator(mode="after")

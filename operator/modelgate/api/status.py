@@ -74,6 +74,23 @@ class AnalysisSample(StatusModel):
     verdict: Verdict = Field(description="The verdict of that evaluation.")
 
 
+class SequentialEvidence(StatusModel):
+    """The sequential test's state, so that a restarted operator goes on with the same evidence."""
+
+    log_likelihood_ratios: Annotated[
+        tuple[Annotated[float, Field(description="The log likelihood ratio at one rate ratio.")], ...],
+        Field(max_length=32),
+    ] = Field(description="One running log likelihood ratio per rate ratio of the test's mixture grid.")
+    log_evidence: FiniteFloat = Field(
+        description="Log of the mixture's evidence against 'the candidate is no worse'; the test rolls back "
+        "when it reaches log(1/alpha)."
+    )
+    candidate_events: Annotated[float, Field(ge=0)] = Field(description="Events counted on the candidate.")
+    candidate_requests: Annotated[float, Field(ge=0)] = Field(description="Candidate requests counted.")
+    incumbent_events: Annotated[float, Field(ge=0)] = Field(description="Events counted on the incumbent.")
+    incumbent_requests: Annotated[float, Field(ge=0)] = Field(description="Incumbent requests counted.")
+
+
 class MetricAnalysis(StatusModel):
     """The latest evaluation of one metric."""
 
@@ -86,6 +103,11 @@ class MetricAnalysis(StatusModel):
     )
     time: Timestamp = Field(description=EVALUATED_AT)
     value: FiniteFloat | None = Field(None, description=VALUE_RETURNED, json_schema_extra=NULLABLE)
+    incumbent_value: FiniteFloat | None = Field(
+        None,
+        description="The incumbent's value from the same query at the same time, for metrics that compare.",
+        json_schema_extra=NULLABLE,
+    )
     query: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
         None, description="The PromQL that was run, with pod regular expressions filled in."
     )
@@ -99,6 +121,9 @@ class MetricAnalysis(StatusModel):
     )
     history: Annotated[tuple[AnalysisSample, ...], Field(max_length=10)] = Field(
         (), description="The most recent evaluations, oldest first, at most 10."
+    )
+    sequential: SequentialEvidence | None = Field(
+        None, description="The sequential test's evidence so far, for metrics with a sequential test."
     )
 
 
@@ -190,6 +215,14 @@ class ModelRolloutStatus(StatusModel):
         None,
         description="The candidate's weight on the route as the operator last read or wrote it; differs "
         "from currentWeight while a weight write has not taken.",
+    )
+    pending_since: Timestamp | None = Field(
+        None, description="When the rollout started waiting for the candidate (its progress deadline)."
+    )
+    inconclusive_since: Timestamp | None = Field(
+        None,
+        description="When the current step's analysis first came out Inconclusive, unless it passed since "
+        "(its progress deadline).",
     )
     step_started_at: Timestamp | None = Field(
         None, description="When the current step started; timed pauses end at stepStartedAt + duration."

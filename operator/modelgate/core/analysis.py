@@ -1,5 +1,6 @@
 """Turning one analysis run into verdicts. Missing data never passes: an empty result, NaN or too
-few candidate requests is Inconclusive; a failed query is Error."""
+few requests (the candidate's, and the incumbent's for metrics that compare or test) is
+Inconclusive; a failed query is Error. A dry-run metric is judged and shown, and decides nothing."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from modelgate.api import AnalysisSample, AnalysisSpec, MetricAnalysis, MetricSpec, RollbackReason, Verdict
-from modelgate.core import limits
+from modelgate.api import (
+    AnalysisSample,
+    AnalysisSpec,
+    MetricAnalysis,
+    MetricSpec,
+    RollbackReason,
+    SequentialEvidence,
+    Verdict,
+)
+from modelgate.core import limits, sequential
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 
 HISTORY_LENGTH = 10
@@ -21,7 +30,8 @@ class Judgement:
 
 
 def judge(metric: MetricSpec, result: QueryResult, traffic: Judgement | None) -> Judgement:
-    """The verdict for one metric's value; `traffic` is set when the run as a whole has too little."""
+    """The verdict of one value against the metric's fixed bounds; `traffic` is set when the run has
+    too little traffic for any verdict."""
     if result.error is not None:
         return Judgement(Verdict.ERROR, result.error)
     if traffic is not None:
@@ -35,50 +45,151 @@ def judge(metric: MetricSpec, result: QueryResult, traffic: Judgement | None) ->
         return Judgement(Verdict.FAIL, f"{_show(value)} is above the maximum {_show(metric.max)}")
     if metric.min is not None and value < metric.min:
         return Judgement(Verdict.FAIL, f"{_show(value)} is below the minimum {_show(metric.min)}")
-    return Judgement(Verdict.PASS, f"{_show(value)} {_bounds(metric)}")
+    return Judgement(Verdict.PASS, f"{_show(value)} {_bounds(metric)}".rstrip())
 
 
-def judge_traffic(request_count: QueryResult, min_requests: int) -> Judgement | None:
-    """Inconclusive (or Error) for every metric when the candidate served too few requests."""
+def judge_traffic(request_count: QueryResult, min_requests: int, side: str = "candidate") -> Judgement | None:
+    """Inconclusive (or Error) when one side served too few requests."""
     if request_count.error is not None:
-        return Judgement(Verdict.ERROR, f"counting candidate requests failed: {request_count.error}")
+        return Judgement(Verdict.ERROR, f"counting {side} requests failed: {request_count.error}")
     count = request_count.value
     if count is None or math.isnan(count):
         if min_requests == 0:
             return None
-        return Judgement(Verdict.INCONCLUSIVE, "no candidate requests in the window")
+        return Judgement(Verdict.INCONCLUSIVE, f"no {side} requests in the window")
     if count < min_requests:
         return Judgement(
             Verdict.INCONCLUSIVE,
-            f"only {count:.0f} candidate requests in the window; minRequests is {min_requests}",
+            f"only {count:.0f} {side} requests in the window; minRequests is {min_requests}",
         )
     return None
+
+
+def compare(metric: MetricSpec, candidate: float, incumbent: QueryResult | None) -> Judgement | None:
+    """The candidate's value against the incumbent's; None when it passes."""
+    rule = metric.compare
+    assert rule is not None
+    if incumbent is None or incumbent.error is not None:
+        detail = incumbent.error if incumbent is not None else "it was not queried"
+        return Judgement(Verdict.ERROR, f"the incumbent's query failed: {detail}")
+    if incumbent.value is None or math.isnan(incumbent.value):
+        return Judgement(Verdict.INCONCLUSIVE, "the incumbent's query returned no data")
+    base = incumbent.value
+    if rule.max_ratio is not None and candidate > rule.max_ratio * base:
+        return Judgement(
+            Verdict.FAIL,
+            f"{_show(candidate)} is above {_show(rule.max_ratio)} x the incumbent's {_show(base)}",
+        )
+    if rule.max_increase is not None and candidate > base + rule.max_increase:
+        return Judgement(
+            Verdict.FAIL,
+            f"{_show(candidate)} is above the incumbent's {_show(base)} + {_show(rule.max_increase)}",
+        )
+    return None
+
+
+def accumulate(measured: MetricQuery, earlier: SequentialEvidence | None) -> SequentialEvidence | None:
+    """The sequential test's evidence after this run's counts; unchanged when they are missing."""
+    before = earlier or SequentialEvidence(
+        log_likelihood_ratios=(),
+        log_evidence=0.0,
+        candidate_events=0,
+        candidate_requests=0,
+        incumbent_events=0,
+        incumbent_requests=0,
+    )
+    if measured.counts is None:
+        return earlier
+    values = [q.value for side in measured.counts for q in (side.requests, side.events)]
+    if any(v is None or not math.isfinite(v) or v < 0 for v in values):
+        return earlier  # no data this interval: the test waits, it never guesses
+    c_requests, c_events, i_requests, i_events = (float(v or 0.0) for v in values)
+    ratios = sequential.update(
+        before.log_likelihood_ratios,
+        sequential.Counts(c_requests, c_events),
+        sequential.Counts(i_requests, i_events),
+    )
+    return SequentialEvidence(
+        log_likelihood_ratios=tuple(round(r, 6) for r in ratios),
+        log_evidence=round(sequential.log_evidence(ratios), 6),
+        candidate_events=before.candidate_events + c_events,
+        candidate_requests=before.candidate_requests + c_requests,
+        incumbent_events=before.incumbent_events + i_events,
+        incumbent_requests=before.incumbent_requests + i_requests,
+    )
+
+
+def test_verdict(metric: MetricSpec, evidence: SequentialEvidence | None) -> Judgement | None:
+    """Fail when the sequential test rejects; None otherwise."""
+    if metric.sequential is None or evidence is None:
+        return None
+    alpha = metric.sequential.alpha
+    if not sequential.rejects(evidence.log_likelihood_ratios, alpha):
+        return None
+    return Judgement(
+        Verdict.FAIL,
+        f"sequential test: the candidate's rate is higher (evidence {math.exp(evidence.log_evidence):.3g} "
+        f">= 1/alpha = {1 / alpha:.3g}; candidate {evidence.candidate_events:.0f}/"
+        f"{evidence.candidate_requests:.0f}, incumbent {evidence.incumbent_events:.0f}/"
+        f"{evidence.incumbent_requests:.0f})",
+    )
 
 
 @dataclass(frozen=True)
 class Evaluation:
     metrics: tuple[MetricAnalysis, ...]
-    breach: RollbackReason | None  # the first metric whose failures went past its failureLimit
-    any_error: bool
+    gating: frozenset[str]  # the metrics that decide (all but dry runs)
+    breach: RollbackReason | None  # the first gating metric whose failures went past its failureLimit
+    any_error: bool  # of a gating metric
 
     @property
     def all_pass(self) -> bool:
-        return bool(self.metrics) and all(m.verdict is Verdict.PASS for m in self.metrics)
+        deciding = [m for m in self.metrics if m.name in self.gating]
+        return all(m.verdict is Verdict.PASS for m in deciding)
+
+    @property
+    def inconclusive(self) -> bool:
+        return any(m.verdict is Verdict.INCONCLUSIVE for m in self.metrics if m.name in self.gating)
 
 
 def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAnalysis, ...]) -> Evaluation:
     traffic = judge_traffic(run.request_count, analysis.min_requests)
+    incumbent_traffic = judge_traffic(run.incumbent_traffic(), analysis.min_requests, "incumbent")
     earlier = {m.name: m for m in previous}
     results = []
     breach = None
     for metric in analysis.metrics:
         measured = run.metrics[metric.name]
-        judgement = judge(metric, measured.result, traffic)
-        record = _record(metric, measured, judgement, run.at, earlier.get(metric.name))
+        before = earlier.get(metric.name)
+        evidence = accumulate(measured, before.sequential if before else None) if metric.sequential else None
+        judgement = _judge_all(metric, measured, traffic, incumbent_traffic, evidence)
+        record = _record(metric, measured, judgement, run.at, before, evidence)
         results.append(record)
-        if breach is None and record.failures > metric.failure_limit:
+        if breach is None and not metric.dry_run and record.failures > metric.failure_limit:
             breach = _rollback_reason(metric, record, measured.result.value, run.at)
-    return Evaluation(tuple(results), breach, any(m.verdict is Verdict.ERROR for m in results))
+    gating = frozenset(m.name for m in analysis.metrics if not m.dry_run)
+    any_error = any(m.verdict is Verdict.ERROR for m in results if m.name in gating)
+    return Evaluation(tuple(results), gating, breach, any_error)
+
+
+def _judge_all(
+    metric: MetricSpec,
+    measured: MetricQuery,
+    traffic: Judgement | None,
+    incumbent_traffic: Judgement | None,
+    evidence: SequentialEvidence | None,
+) -> Judgement:
+    against_incumbent = metric.compare is not None or metric.sequential is not None
+    rejected = test_verdict(metric, evidence)
+    if rejected is not None:
+        return rejected  # anytime-valid: the evidence so far is enough, whatever this window's size
+    judgement = judge(metric, measured.result, traffic or (incumbent_traffic if against_incumbent else None))
+    if judgement.verdict is not Verdict.PASS or metric.compare is None:
+        return judgement
+    assert measured.result.value is not None
+    return compare(metric, measured.result.value, measured.incumbent) or Judgement(
+        Verdict.PASS, f"{judgement.message}; {_comparison(metric, measured.incumbent)}".strip("; ")
+    )
 
 
 def _record(
@@ -87,6 +198,7 @@ def _record(
     judgement: Judgement,
     at: datetime,
     earlier: MetricAnalysis | None,
+    evidence: SequentialEvidence | None,
 ) -> MetricAnalysis:
     value = _finite(measured.result.value)
     failures = (earlier.failures if earlier else 0) + (judgement.verdict is Verdict.FAIL)
@@ -99,10 +211,12 @@ def _record(
         verdict=judgement.verdict,
         time=at,
         value=value,
+        incumbent_value=_finite(measured.incumbent.value) if measured.incumbent else None,
         query=limits.clip(measured.query, limits.QUERY),
         message=limits.clip(judgement.message, limits.ANALYSIS_MESSAGE),
         failures=failures,
         history=history[-HISTORY_LENGTH:],
+        sequential=evidence,
     )
 
 
@@ -141,3 +255,9 @@ def _bounds(metric: MetricSpec) -> str:
     if metric.max is not None:
         limits_text.append(f"<= {_show(metric.max)}")
     return " and ".join(limits_text)
+
+
+def _comparison(metric: MetricSpec, incumbent: QueryResult | None) -> str:
+    if incumbent is None or incumbent.value is None:
+        return ""
+    return f"incumbent {_show(incumbent.value)}"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from modelgate.api import CommandResult, LastCommand, Phase, RollbackReason
 from modelgate.core import limits
+from modelgate.core.deadlines import deadline_paused
 from modelgate.core.model import Command, CommandAction
 from modelgate.core.reasons import ConditionType, Reason
 
@@ -44,13 +45,17 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
         tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.deployment} from step 0")
         return "started again from step 0"
-    if action is CommandAction.RESUME and tick.error_paused:
-        # Back to what the step itself does: an indefinite pause still waits for `modelgate promote`.
+    if action is CommandAction.RESUME and (tick.error_paused or deadline_paused(tick)):
+        # Back to what the step itself does: an indefinite pause still waits for `modelgate promote`;
+        # the progress deadlines count again from now.
+        pending = phase is Phase.PENDING
         tick.update(
-            phase=Phase.PAUSED if tick.at_indefinite_pause else Phase.PROGRESSING,
+            phase=phase if pending else Phase.PAUSED if tick.at_indefinite_pause else Phase.PROGRESSING,
             consecutive_prometheus_errors=0,
+            pending_since=tick.now if pending else None,
+            inconclusive_since=None,
         )
-        if tick.at_indefinite_pause:
+        if tick.at_indefinite_pause and not pending:
             tick.note("paused until `modelgate promote`")
         tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, "resumed by `modelgate resume`")
         tick.event(Reason.RESUMED, "resumed by `modelgate resume`")

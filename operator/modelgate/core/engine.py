@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from modelgate.api import (
+    MetricAnalysis,
     ModelRolloutSpec,
     ModelRolloutStatus,
     Phase,
@@ -20,6 +21,7 @@ from modelgate.core import conditions as cond
 from modelgate.core import limits
 from modelgate.core.analysis import evaluate
 from modelgate.core.commands import handle_command
+from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
 from modelgate.core.model import (
     Decision,
     Event,
@@ -195,6 +197,8 @@ class _Tick:
             current_weight=0,
             step_started_at=None,
             last_analysis_at=None,
+            pending_since=self.now,
+            inconclusive_since=None,
             consecutive_prometheus_errors=0,
             analysis=(),
             rollback_reason=None,
@@ -207,8 +211,9 @@ class _Tick:
         self.note_candidate_availability()
         if not self.observed.candidate_available:
             self.update(message=f"waiting for the candidate: {self.observed.candidate_message}")
+            pending_deadline(self)
             return
-        self.update(phase=Phase.PROGRESSING)
+        self.update(phase=Phase.PROGRESSING, pending_since=None)
         self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.deployment} is Available")
         self.enter_step(0)
         self.advance_while_complete()
@@ -219,7 +224,7 @@ class _Tick:
             return
         self.set_weight(self.status.current_weight)  # re-assert what this step wrote if it drifted
         self.note_candidate_availability()
-        if self.error_paused:
+        if self.error_paused or deadline_paused(self) or inconclusive_deadline(self):
             return
         self.advance_while_complete()
 
@@ -250,6 +255,13 @@ class _Tick:
                 self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, message)
                 self.update(message=f"paused: {message}")
                 return True
+            self.update(
+                inconclusive_since=None
+                if result.all_pass or not result.inconclusive
+                else self.status.inconclusive_since or run.at
+            )
+            if deadline_paused(self):
+                return True  # held until `modelgate resume`; a breach still rolls back
             passing = result.all_pass
             verdict = Reason.PASSING if passing else Reason.INCONCLUSIVE
             self.condition(ConditionType.ANALYSIS_HEALTHY, passing, verdict, verdicts)
@@ -304,7 +316,7 @@ class _Tick:
         settled = step_settles_at(self.spec, self.status)
         assert settled is not None
         latest = {m.name: m for m in self.status.analysis}
-        for metric in analysis.metrics:
+        for metric in (m for m in analysis.metrics if not m.dry_run):
             record = latest.get(metric.name)
             if record is None or record.time < settled or record.verdict is not Verdict.PASS:
                 state = "no analysis yet" if record is None or record.time < settled else record.message
@@ -316,7 +328,14 @@ class _Tick:
         if index >= len(self.spec.steps):
             self.succeed()
             return
-        self.update(current_step_index=index, step_started_at=self.now)
+        self.update(
+            current_step_index=index,
+            step_started_at=self.now,
+            inconclusive_since=None,
+            analysis=self.failures_for_new_step(),
+        )
+        if deadline_paused(self):
+            self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, f"step {index} started")
         step = self.step
         if step.set_weight is not None:
             self.set_weight(step.set_weight)
@@ -328,6 +347,17 @@ class _Tick:
         else:
             assert step.pause is not None
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: pausing for {step.pause.duration}")
+
+    def failures_for_new_step(self) -> tuple[MetricAnalysis, ...]:
+        """Metrics whose failureLimit counts per step start the step with no failures."""
+        per_step = (
+            {m.name for m in self.spec.analysis.metrics if m.failure_limit_scope == "step"}
+            if (self.spec.analysis)
+            else set()
+        )
+        return tuple(
+            m.model_copy(update={"failures": 0}) if m.name in per_step else m for m in self.status.analysis
+        )
 
     def succeed(self) -> None:
         self.set_weight(100)

@@ -46,6 +46,7 @@ class Reason(StrEnum):
     QUERY_ERROR = "QueryError"
     ANALYSIS_PAUSED = "AnalysisPaused"
     RESUMED = "Resumed"
+    PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
     # Manual commands.
     PROMOTED = "Promoted"
     COMMAND_IGNORED = "CommandIgnored"
@@ -70,6 +71,7 @@ _WARNINGS = frozenset(
         Reason.ROLLED_BACK,
         Reason.INVALID_SPEC,
         Reason.ANALYSIS_PAUSED,
+        Reason.PROGRESS_DEADLINE_EXCEEDED,
         Reason.COMMAND_IGNORED,
         Reason.ROUTE_NOT_FOUND,
         Reason.RULE_NOT_FOUND,

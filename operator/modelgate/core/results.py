@@ -42,9 +42,19 @@ class QueryResult:
 
 
 @dataclass(frozen=True)
+class SideCounts:
+    """What one side served since the previous evaluation, and the events (errors, ...) among them."""
+
+    requests: QueryResult
+    events: QueryResult
+
+
+@dataclass(frozen=True)
 class MetricQuery:
     query: str  # the query that ran, for status and rollbackReason
-    result: QueryResult
+    result: QueryResult  # the candidate's value
+    incumbent: QueryResult | None = None  # the same query for the incumbent, for metrics that compare
+    counts: tuple[SideCounts, SideCounts] | None = None  # candidate, incumbent: for the sequential test
 
 
 @dataclass(frozen=True)
@@ -54,10 +64,14 @@ class AnalysisRun:
     at: datetime
     request_count: QueryResult
     metrics: Mapping[str, MetricQuery]
+    incumbent_request_count: QueryResult | None = None  # asked when a metric compares or tests
 
     @property
     def error_count(self) -> int:
         return sum(1 for measured in self.metrics.values() if measured.result.is_error)
+
+    def incumbent_traffic(self) -> QueryResult:
+        return self.incumbent_request_count or QueryResult(error="the incumbent's requests were not counted")
 
     @classmethod
     def failed(cls, queries: Mapping[str, str], at: datetime, error: str) -> AnalysisRun:

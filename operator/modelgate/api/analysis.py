@@ -1,0 +1,298 @@
+"""ModelRollout.spec.analysis: where metrics come from, and how each one judges the candidate: fixed
+bounds, a comparison with the incumbent in the same window, or a sequential test on counts."""
+
+from datetime import timedelta
+from typing import Annotated, Literal, Self
+
+from pydantic import ConfigDict, Field, FiniteFloat, StringConstraints, model_validator
+
+from modelgate.api.duration import parse_duration
+from modelgate.api.errors import FieldPathError
+from modelgate.api.fields import HttpUrl, MetricName, ObjectName, PositiveDuration, SecretKey
+from modelgate.api.markers import CelRule, cel_rules, list_map
+from modelgate.api.specmodel import SpecModel
+
+# Shares of requests, in [0, 1]; the sequential test works on their counts.
+RATE_PRESETS = ("errorRate", "abortRate", "refusalRate", "slowRequestRate")
+# Seconds.
+LATENCY_PRESETS = ("ttftP50", "ttftP99", "tpotP99", "latencyP99")
+OTHER_PRESETS = ("tokensPerSecond", "queueDepth")
+MetricPreset = Literal[
+    "errorRate",
+    "abortRate",
+    "refusalRate",
+    "slowRequestRate",
+    "ttftP50",
+    "ttftP99",
+    "tpotP99",
+    "latencyP99",
+    "tokensPerSecond",
+    "queueDepth",
+]
+MetricSource = Literal["vllm", "sglang", "tgi", "triton", "llm-d", "istio"]
+
+
+def _cel_list(names: tuple[str, ...]) -> str:
+    return "[" + ", ".join(f"'{name}'" for name in names) + "]"
+
+
+class SecretKeyRef(SpecModel):
+    name: ObjectName = Field(description="Name of the Secret.")
+    key: SecretKey = Field(description="Key within the Secret's data.")
+
+
+class PrometheusSpec(SpecModel):
+    address: HttpUrl = Field(
+        description="Base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090."
+    )
+    timeout: PositiveDuration = Field(
+        "5s", description="Timeout of one query, as a Go-style duration; must be positive."
+    )
+    bearer_token_secret_ref: SecretKeyRef | None = Field(
+        None, description="Secret key, in the ModelRollout's namespace, holding a bearer token."
+    )
+
+    @property
+    def timeout_timedelta(self) -> timedelta:
+        return parse_duration(self.timeout)
+
+
+class Comparison(SpecModel):
+    """The candidate against the incumbent, both read from the same query at the same time."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "has(self.maxRatio) || has(self.maxIncrease)", message="set maxRatio, maxIncrease or both"
+            ),
+            CelRule(
+                "!has(self.maxRatio) || self.maxRatio > 0.0",
+                field_path=".maxRatio",
+                message="must be positive",
+            ),
+        )
+    )
+
+    max_ratio: FiniteFloat | None = Field(
+        None,
+        description="Fails when candidate > maxRatio x incumbent, e.g. 1.2 for a TTFT P99 at most 20% "
+        "higher.",
+    )
+    max_increase: Annotated[float, Field(ge=0)] | None = Field(
+        None,
+        description="Fails when candidate > incumbent + maxIncrease, in the metric's unit, e.g. 0.005 for "
+        "an error rate at most half a point higher.",
+    )
+
+    @model_validator(mode="after")
+    def _well_formed(self) -> Self:
+        if self.max_ratio is None and self.max_increase is None:
+            raise ValueError("set maxRatio, maxIncrease or both")
+        if self.max_ratio is not None and self.max_ratio <= 0:
+            raise FieldPathError("maxRatio", "must be positive")
+        return self
+
+
+class SequentialTest(SpecModel):
+    """An anytime-valid test on counts: rolls back as soon as the evidence says the candidate's rate is
+    higher than the incumbent's, with a false-rollback probability of at most alpha however long the
+    rollout runs (docs/statistics.md)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "self.alpha > 0.0 && self.alpha <= 0.5", field_path=".alpha", message="must be in (0, 0.5]"
+            )
+        )
+    )
+
+    alpha: FiniteFloat = Field(0.05, description="The false-rollback probability allowed, in (0, 0.5].")
+
+    @model_validator(mode="after")
+    def _alpha_in_range(self) -> Self:
+        if not 0 < self.alpha <= 0.5:
+            raise FieldPathError("alpha", f"must be in (0, 0.5] (got {self.alpha})")
+        return self
+
+
+class MetricSpec(SpecModel):
+    """One metric: a preset or a query, judged by fixed bounds (max, min), a comparison with the
+    incumbent, a sequential test, or several of these."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "has(self.preset) != has(self.query)",
+                message_expression="'metric ' + self.name + ': set exactly one of preset or query'",
+            ),
+            CelRule(
+                "has(self.max) || has(self.min) || has(self.compare) || has(self.sequential)",
+                message_expression="'metric ' + self.name + ': set max, min, compare or sequential'",
+            ),
+            CelRule(
+                "!has(self.max) || !has(self.min) || self.min <= self.max",
+                field_path=".min",
+                message_expression="'metric ' + self.name + ': min must not be greater than max'",
+            ),
+            CelRule(
+                f"!has(self.preset) || !(self.preset in {_cel_list(RATE_PRESETS)}) "
+                "|| !has(self.max) || (self.max >= 0.0 && self.max <= 1.0)",
+                field_path=".max",
+                message_expression="'metric ' + self.name + ': ' + self.preset "
+                "+ ' is a share of requests: max must be in [0, 1]'",
+            ),
+            CelRule(
+                f"!has(self.preset) || !(self.preset in {_cel_list(RATE_PRESETS)}) "
+                "|| !has(self.min) || (self.min >= 0.0 && self.min <= 1.0)",
+                field_path=".min",
+                message_expression="'metric ' + self.name + ': ' + self.preset "
+                "+ ' is a share of requests: min must be in [0, 1]'",
+            ),
+            CelRule(
+                f"!has(self.preset) || !(self.preset in {_cel_list(LATENCY_PRESETS)}) "
+                "|| ((!has(self.max) || self.max > 0.0) && (!has(self.min) || self.min > 0.0))",
+                field_path=".max",
+                message_expression="'metric ' + self.name + ': ' + self.preset "
+                "+ ' is a latency in seconds: max and min must be positive'",
+            ),
+            CelRule(
+                f"!has(self.sequential) || (has(self.preset) && self.preset in {_cel_list(RATE_PRESETS)})",
+                field_path=".sequential",
+                message_expression="'metric ' + self.name + ': a sequential test needs a preset that counts "
+                f"requests: one of {', '.join(RATE_PRESETS)}'",
+            ),
+            CelRule(
+                "has(self.threshold) == (has(self.preset) && self.preset == 'slowRequestRate')",
+                field_path=".threshold",
+                message_expression="'metric ' + self.name + ': threshold is required by slowRequestRate and "
+                "means nothing to other metrics'",
+            ),
+            CelRule(
+                "!has(self.source) || has(self.preset)",
+                field_path=".source",
+                message_expression="'metric ' + self.name + ': source applies to presets only'",
+            ),
+        )
+    )
+
+    name: MetricName = Field(description="Name of the metric, shown in status and events (a DNS-1123 label).")
+    preset: MetricPreset | None = Field(
+        None,
+        description="A built-in query over the source's metric names (docs/presets.md): errorRate, "
+        "abortRate, refusalRate and slowRequestRate (shares of requests, in [0, 1]); ttftP50, ttftP99, "
+        "tpotP99 and latencyP99 (seconds); tokensPerSecond; queueDepth.",
+    )
+    source: MetricSource | None = Field(
+        None,
+        description="The serving stack whose metric names the preset reads; default: spec.analysis.source.",
+    )
+    threshold: Annotated[float, Field(ge=0)] | None = Field(
+        None,
+        description="For slowRequestRate: the latency in seconds above which a request counts as slow; "
+        "one of the source's histogram bucket bounds (docs/presets.md).",
+    )
+    query: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = Field(
+        None,
+        description="PromQL returning one number (one series). These variables are replaced by checked "
+        "values: `{{ namespace }}`, `{{ incumbent.deployment }}`, `{{ candidate.deployment }}`, "
+        "`{{ incumbent.podRegex }}`, `{{ candidate.podRegex }}`, `{{ target.deployment }}` and "
+        "`{{ target.podRegex }}` (the side being evaluated: the candidate, or the incumbent for compare), "
+        "and `{{ interval }}` (the query window).",
+    )
+    max: FiniteFloat | None = Field(None, description="The metric fails when its value is above this.")
+    min: FiniteFloat | None = Field(None, description="The metric fails when its value is below this.")
+    compare: Comparison | None = Field(
+        None,
+        description="Judge the candidate against the incumbent, both queried at the same time; too little "
+        "data on either side is Inconclusive.",
+    )
+    sequential: SequentialTest | None = Field(
+        None,
+        description="An anytime-valid test of the candidate's rate against the incumbent's (rate presets).",
+    )
+    failure_limit: Annotated[int, Field(ge=0)] = Field(
+        0, description="Fail verdicts tolerated (see failureLimitScope); one more rolls back."
+    )
+    failure_limit_scope: Literal["rollout", "step"] = Field(
+        "rollout", description="Count Fail verdicts over the whole rollout, or afresh in each step."
+    )
+    dry_run: bool = Field(
+        False, description="Evaluate and show the metric, but never fail the rollout or hold a step on it."
+    )
+
+    @model_validator(mode="after")
+    def _well_formed(self) -> Self:
+        name = self.name
+        if (self.preset is None) == (self.query is None):
+            raise ValueError(f"metric {name}: set exactly one of preset or query")
+        if self.max is None and self.min is None and self.compare is None and self.sequential is None:
+            raise ValueError(f"metric {name}: set max, min, compare or sequential")
+        if self.max is not None and self.min is not None and self.min > self.max:
+            raise FieldPathError("min", f"metric {name}: min must not be greater than max")
+        for bound, value in (("max", self.max), ("min", self.min)):
+            if value is None:
+                continue
+            if self.preset in RATE_PRESETS and not 0 <= value <= 1:
+                raise FieldPathError(
+                    bound, f"metric {name}: {self.preset} is a share of requests: {bound} must be in [0, 1]"
+                )
+            if self.preset in LATENCY_PRESETS and value <= 0:
+                raise FieldPathError(
+                    bound,
+                    f"metric {name}: {self.preset} is a latency in seconds: max and min must be positive",
+                )
+        if self.sequential is not None and self.preset not in RATE_PRESETS:
+            raise FieldPathError(
+                "sequential",
+                f"metric {name}: a sequential test needs a preset that counts "
+                f"requests: one of {', '.join(RATE_PRESETS)}",
+            )
+        if (self.threshold is not None) != (self.preset == "slowRequestRate"):
+            raise FieldPathError(
+                "threshold",
+                f"metric {name}: threshold is required by slowRequestRate and means nothing to other metrics",
+            )
+        if self.source is not None and self.preset is None:
+            raise FieldPathError("source", f"metric {name}: source applies to presets only")
+        return self
+
+
+class AnalysisSpec(SpecModel):
+    interval: PositiveDuration = Field(
+        "30s", description="How often the metrics are evaluated, as a Go-style duration; must be positive."
+    )
+    min_requests: Annotated[int, Field(ge=0)] = Field(
+        50,
+        description="Candidate requests needed in the query window (the interval, but at least 1m) for a "
+        "verdict, and incumbent requests too for metrics that compare; with fewer, Inconclusive.",
+    )
+    prometheus: PrometheusSpec = Field(description="The Prometheus server the metrics are read from.")
+    source: MetricSource = Field(
+        "vllm",
+        description="The serving stack whose metric names the presets read (vllm, sglang, tgi, triton, "
+        "llm-d, istio); a metric may name another.",
+    )
+    metrics: Annotated[tuple[MetricSpec, ...], Field(min_length=1, max_length=20)] = Field(
+        description="The metrics to check, names unique. Missing data (an empty result, NaN, too few "
+        "requests) is Inconclusive, never Pass.",
+        json_schema_extra=list_map("name"),
+    )
+
+    @model_validator(mode="after")
+    def _unique_metric_names(self) -> Self:
+        seen: set[str] = set()
+        for index, metric in enumerate(self.metrics):
+            if metric.name in seen:
+                raise FieldPathError(f"metrics[{index}].name", f"duplicate metric name {metric.name}")
+            seen.add(metric.name)
+        return self
+
+    @property
+    def interval_timedelta(self) -> timedelta:
+        return parse_duration(self.interval)
+
+    @property
+    def provider_key(self) -> str:
+        """The metric provider in use, by which providers are registered. Prometheus is the only
+        provider field today; a second one makes this "the one provider field that is set"."""
+        return "prometheus"

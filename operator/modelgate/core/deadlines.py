@@ -1,0 +1,61 @@
+"""Progress deadlines: a rollout Pending (candidate never Available) or Inconclusive (too little
+data) past its deadline takes the configured action, instead of holding two model fleets forever,
+as Flagger's and Argo Rollouts' progress deadlines do."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from modelgate.api import Deadline, Phase, RollbackReason
+from modelgate.core import conditions as cond
+from modelgate.core.model import Outcome
+from modelgate.core.reasons import ConditionType, Reason
+
+if TYPE_CHECKING:
+    from modelgate.core.engine import _Tick
+
+
+def pending_deadline(tick: _Tick) -> bool:
+    """Acts on the pending deadline if it has passed; True when it did (the tick goes no further)."""
+    deadlines = tick.spec.progress_deadlines
+    since = tick.status.pending_since
+    if deadlines is None or deadlines.pending is None or since is None:
+        return False
+    what = f"the candidate has not become Available within {deadlines.pending.after}"
+    return _act(tick, deadlines.pending, since, what)
+
+
+def inconclusive_deadline(tick: _Tick) -> bool:
+    """Acts on the inconclusive deadline if it has passed; True when it did (the tick goes no further)."""
+    deadlines = tick.spec.progress_deadlines
+    since = tick.status.inconclusive_since
+    if deadlines is None or deadlines.inconclusive is None or since is None:
+        return False
+    what = f"the analysis has been Inconclusive for {deadlines.inconclusive.after}"
+    return _act(tick, deadlines.inconclusive, since, what)
+
+
+def deadline_paused(tick: _Tick) -> bool:
+    healthy = cond.condition(tick.status.conditions, ConditionType.ANALYSIS_HEALTHY)
+    return healthy is not None and healthy.reason == Reason.PROGRESS_DEADLINE_EXCEEDED
+
+
+def _act(tick: _Tick, deadline: Deadline, since: datetime, what: str) -> bool:
+    if tick.now - since < deadline.after_timedelta or deadline_paused(tick):
+        return False
+    message = f"{what} ({deadline.action} per spec.progressDeadlines)"
+    if deadline.action == "rollback":
+        tick.rollback(RollbackReason(time=tick.now, message=message), Reason.PROGRESS_DEADLINE_EXCEEDED)
+        return True
+    tick.event(Reason.PROGRESS_DEADLINE_EXCEEDED, message)
+    if deadline.action == "fail":
+        tick.update(phase=Phase.FAILED, message=message)
+        tick.outcome = Outcome(Phase.FAILED, Reason.PROGRESS_DEADLINE_EXCEEDED)
+        return True
+    # pause: the weights stay; `modelgate resume` (or `promote`) restarts the clock.
+    tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROGRESS_DEADLINE_EXCEEDED, message)
+    tick.update(message=f"paused: {message}; run `modelgate resume` to continue")
+    if tick.status.phase is not Phase.PENDING:
+        tick.update(phase=Phase.PAUSED)
+    return True

@@ -1,0 +1,176 @@
+"""Judging a candidate as ML teams do: against the incumbent in the same window, by a sequential test
+on counts, with dry-run metrics, per-step failure limits and progress deadlines."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from modelgate.api import MetricSpec, Phase, ProgressDeadlines, Verdict
+from modelgate.core import CommandAction, ConditionType, Decision, QueryResult, Reason, SideCounts
+from modelgate.core.conditions import condition
+from tests.unit.engine_support import (
+    ERROR_RATE,
+    INTERVAL,
+    Outcome,
+    Simulator,
+    analysis_spec,
+    command,
+    event_reasons,
+    make_spec,
+    timed_pause,
+    weight,
+)
+
+TTFT = MetricSpec.model_validate({"name": "ttft", "preset": "ttftP99", "compare": {"maxRatio": 1.2}})
+ERRORS = MetricSpec.model_validate(
+    {"name": "errors", "preset": "errorRate", "compare": {"maxIncrease": 0.005}}
+)
+TESTED = MetricSpec.model_validate({"name": "errors", "preset": "errorRate", "sequential": {"alpha": 0.05}})
+
+
+def value(v: float | None) -> QueryResult:
+    return QueryResult(value=v, sample_count=1)
+
+
+def evaluated(sim: Simulator, outcome: Outcome = Outcome.PASS, **overrides: object) -> Decision:
+    """One interval later, a tick with an analysis run taken then."""
+    sim.advance(INTERVAL)
+    return sim.tick(analysis=sim.run(outcome, **overrides))
+
+
+def started(*metrics: MetricSpec, steps: tuple = (weight(10), weight(100))) -> Simulator:
+    sim = Simulator(make_spec(*steps, analysis=analysis_spec(metrics)))
+    sim.start()
+    return sim
+
+
+def test_twice_the_incumbents_ttft_rolls_back_by_the_ratio_rule() -> None:
+    sim = started(TTFT)
+    decision = evaluated(sim, results={"ttft": value(2.0)}, incumbent={"ttft": value(1.0)})
+    assert decision.status.phase is Phase.ROLLED_BACK
+    (record,) = decision.status.analysis
+    assert (record.verdict, record.value, record.incumbent_value) == (Verdict.FAIL, 2.0, 1.0)
+    assert "above 1.2 x the incumbent's 1" in (record.message or "")
+
+
+def test_within_the_ratio_passes_and_shows_both_values() -> None:
+    sim = started(TTFT)
+    decision = evaluated(sim, results={"ttft": value(1.1)}, incumbent={"ttft": value(1.0)})
+    (record,) = decision.status.analysis
+    assert (record.verdict, record.value, record.incumbent_value) == (Verdict.PASS, 1.1, 1.0)
+
+
+def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate() -> None:
+    sim = started(ERRORS)
+    decision = evaluated(sim, results={"errors": value(0.01)}, incumbent={"errors": value(0.30)})
+    assert decision.status.phase is not Phase.ROLLED_BACK
+    assert decision.status.analysis[0].verdict is Verdict.PASS
+
+
+def test_too_little_data_on_the_incumbent_side_is_inconclusive() -> None:
+    sim = started(TTFT)
+    few = evaluated(sim, incumbent_requests=value(3))
+    assert few.status.analysis[0].verdict is Verdict.INCONCLUSIVE
+    assert "incumbent requests" in (few.status.analysis[0].message or "")
+    none = evaluated(sim, incumbent={"ttft": value(None)})
+    assert none.status.analysis[0].verdict is Verdict.INCONCLUSIVE
+
+
+def counts(c_events: int, i_events: int, c_requests: int = 40, i_requests: int = 360) -> tuple:
+    return (
+        SideCounts(value(c_requests), value(c_events)),
+        SideCounts(value(i_requests), value(i_events)),
+    )
+
+
+def test_the_sequential_test_rolls_back_on_evidence_and_keeps_it_in_status() -> None:
+    sim = started(TESTED, steps=(weight(10), timed_pause("1h"), weight(100)))
+    for interval in range(1, 30):  # noqa: B007 - the interval it stopped at is checked below
+        decision = evaluated(sim, counts={"errors": counts(2, 4)})
+        record = decision.status.analysis[0]
+        assert record.sequential is not None
+        if decision.status.phase is Phase.ROLLED_BACK:
+            break
+    assert decision.status.phase is Phase.ROLLED_BACK, "5% against 1.1% never rejected"
+    assert interval <= 10
+    assert record.sequential.candidate_events == 2 * interval
+    assert decision.status.rollback_reason is not None
+    assert "sequential test" in decision.status.rollback_reason.message
+
+
+def test_the_sequential_test_waits_when_counts_are_missing() -> None:
+    sim = started(TESTED)
+    missing = (SideCounts(value(None), value(None)), SideCounts(value(360), value(3)))
+    decision = evaluated(sim, counts={"errors": missing})
+    assert decision.status.analysis[0].sequential is None
+    assert decision.status.phase is not Phase.ROLLED_BACK
+
+
+def test_a_dry_run_metric_is_shown_but_never_fails_or_holds_the_rollout() -> None:
+    shadow = MetricSpec.model_validate({"name": "shadow", "preset": "latencyP99", "max": 1, "dryRun": True})
+    sim = started(ERROR_RATE, shadow)
+    decision = evaluated(sim, Outcome.FAIL, metric="shadow")
+    verdicts = {m.name: m.verdict for m in decision.status.analysis}
+    assert verdicts == {"error-rate": Verdict.PASS, "shadow": Verdict.FAIL}
+    assert decision.status.current_step_index == 1  # the step completed on error-rate alone
+    assert decision.status.phase is not Phase.ROLLED_BACK
+
+
+def test_a_per_step_failure_limit_starts_afresh_in_each_step() -> None:
+    flaky = MetricSpec.model_validate(
+        {
+            "name": "error-rate",
+            "preset": "errorRate",
+            "max": 0.01,
+            "failureLimit": 1,
+            "failureLimitScope": "step",
+        }
+    )
+    sim = started(flaky, steps=(weight(10), weight(50), weight(100)))
+    assert sim.tick(analysis=Outcome.FAIL, after=INTERVAL).status.analysis[0].failures == 1
+    moved = sim.tick(analysis=Outcome.PASS, after=INTERVAL)
+    assert moved.status.current_step_index == 1 and moved.status.analysis[0].failures == 0
+    again = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
+    assert again.status.phase is not Phase.ROLLED_BACK  # one failure in this step, as allowed
+
+
+def with_deadlines(sim: Simulator, **deadlines: dict) -> Simulator:
+    sim.spec = sim.spec.model_copy(update={"progress_deadlines": ProgressDeadlines.model_validate(deadlines)})
+    return sim
+
+
+def test_a_candidate_never_available_is_rolled_back_at_its_deadline() -> None:
+    sim = with_deadlines(Simulator(make_spec(weight(10))), pending={"after": "10m", "action": "rollback"})
+    sim.available = False
+    assert sim.tick().status.phase is Phase.PENDING
+    assert sim.tick(after=timedelta(minutes=9)).status.phase is Phase.PENDING
+    decision = sim.tick(after=timedelta(minutes=1))
+    assert decision.status.phase is Phase.ROLLED_BACK
+    assert decision.outcome is not None and decision.outcome.reason is Reason.PROGRESS_DEADLINE_EXCEEDED
+
+
+def test_a_pending_deadline_may_fail_the_rollout() -> None:
+    sim = with_deadlines(Simulator(make_spec(weight(10))), pending={"after": "1m", "action": "fail"})
+    sim.available = False
+    sim.tick()
+    decision = sim.tick(after=timedelta(minutes=2))
+    assert decision.status.phase is Phase.FAILED
+    assert Reason.PROGRESS_DEADLINE_EXCEEDED in event_reasons(decision)
+
+
+def test_inconclusive_past_its_deadline_pauses_until_resume() -> None:
+    sim = with_deadlines(started(ERROR_RATE), inconclusive={"after": "2m", "action": "pause"})
+    for _ in range(4):
+        sim.tick(analysis=Outcome.FEW_REQUESTS, after=INTERVAL)
+    assert sim.phase is Phase.PROGRESSING
+    paused = sim.tick(analysis=Outcome.FEW_REQUESTS, after=INTERVAL)
+    assert paused.status.phase is Phase.PAUSED
+    assert "Inconclusive for 2m" in (paused.status.message or "")
+    health = condition(paused.status.conditions, ConditionType.ANALYSIS_HEALTHY)
+    assert health is not None and health.reason == Reason.PROGRESS_DEADLINE_EXCEEDED
+    held = sim.tick(analysis=Outcome.PASS, after=INTERVAL)
+    assert (held.status.phase, held.status.current_step_index) == (Phase.PAUSED, 0)
+    assert "Inconclusive for 2m" in (held.status.message or "")
+    # Resumed, the passing analysis taken while held counts: the step completes at once.
+    resumed = sim.tick(command=command(CommandAction.RESUME))
+    assert (resumed.status.phase, resumed.status.current_step_index) == (Phase.PROGRESSING, 1)
