@@ -304,6 +304,10 @@ VARIABLE_MEANINGS: Mapping[str, str] = {
     "candidate.deployment": "`spec.candidate.deployment`",
     "incumbent.podRegex": "`spec.incumbent.podRegex`, or the default for the incumbent",
     "candidate.podRegex": "`spec.candidate.podRegex`, or the default for the candidate",
+    "target.deployment": "the side being evaluated: the candidate's Deployment, or the incumbent's "
+    "when the metric compares (`compare`)",
+    "target.podRegex": "the side being evaluated: the candidate's pod regex, or the incumbent's when "
+    "the metric compares",
     "interval": f"the range window: max(`spec.analysis.interval`, {DEFAULT_MIN_WINDOW}), a PromQL duration",
 }
 # Spec values a user might try in order to break out of a label matcher; each must be refused.

@@ -10,7 +10,7 @@ import pytest
 
 from modelgate.api import parse_spec
 from modelgate.metrics.presets import PRESETS
-from modelgate.metrics.prometheus import analysis_plan
+from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.template import TEMPLATE_VARIABLES
 from tooling import docs_gen
 
@@ -50,7 +50,7 @@ def test_the_doc_shows_what_the_reconciler_runs(doc: str) -> None:
         }
     )
     queries = analysis_plan(spec, docs_gen.EXAMPLE_NAMESPACE)
-    for query in [queries.request_count, *queries.metrics.values()]:
+    for query in [queries.request_count, *(metric.candidate for metric in queries.metrics.values())]:
         assert f"```promql\n{query}\n```" in doc, f"{docs_gen.METRIC_PRESETS} does not show {query}"
 
 

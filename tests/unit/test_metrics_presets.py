@@ -15,7 +15,7 @@ from modelgate.metrics.presets import (
     preset_query,
     request_count_query,
 )
-from modelgate.metrics.prometheus import analysis_plan
+from modelgate.metrics.promql_plan import analysis_plan
 from tests.support.promql import NO_DATA, assert_evaluates, counter, one
 
 # Incumbent `chat` and candidate `chat-v2` share a prefix: the default pod regexes must still
@@ -178,8 +178,8 @@ def test_the_reconcilers_queries_measure_the_specs_deployments(tmp_path: Path) -
         SERIES,
         {
             queries.request_count: one(16 * 60),
-            queries.metrics["errors"]: one(2 / 16),
-            queries.metrics["refusals-per-second"]: one(2),
+            queries.metrics["errors"].candidate: one(2 / 16),
+            queries.metrics["refusals-per-second"].candidate: one(2),
         },
     )
 

@@ -8,7 +8,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -18,7 +18,7 @@ from kubernetes import client
 from modelgate.api import AnalysisSpec
 from modelgate.core import QueryResult
 from modelgate.kube import Kube
-from modelgate.metrics import AnalysisPlan, MetricProvider
+from modelgate.metrics import AnalysisPlan, CountQueries, MetricPlan, MetricProvider
 from modelgate.metrics.prometheus import PrometheusClient, PrometheusProvider
 
 
@@ -245,12 +245,28 @@ def test_provider_runs_every_query_of_a_plan_through_one_client(fake: FakePromet
     analysis = AnalysisSpec.model_validate(
         {"prometheus": {"address": fake.address}, "metrics": [{"name": "m", "query": "q", "max": 1}]}
     )
-    plan = AnalysisPlan("serving", analysis, "scalar", {"m": "one_series", "gone": "unavailable"})
+    windows: list[str] = []
+
+    def counts(window: str) -> tuple[CountQueries, CountQueries]:
+        windows.append(window)
+        return CountQueries("scalar", "one_series"), CountQueries("scalar", "empty")
+
+    metrics = {"m": MetricPlan("one_series", "scalar", counts), "gone": MetricPlan("unavailable")}
+    plan = AnalysisPlan("serving", analysis, "scalar", "one_series", metrics)
     provider: MetricProvider = PrometheusProvider(Kube(client.ApiClient()))
     at = datetime(2026, 1, 1, tzinfo=UTC)
-    run = provider.run(plan, at)
-    assert (run.at, run.request_count.value, run.metrics["m"].result.value) == (at, 3.0, 0.25)
-    assert run.metrics["m"].query == "one_series"
+    run = provider.run(plan, at, at - timedelta(seconds=90))
+    measured = run.metrics["m"]
+    assert (run.at, run.request_count.value, measured.result.value) == (at, 3.0, 0.25)
+    assert run.incumbent_request_count is not None and run.incumbent_request_count.value == 0.25
+    assert measured.query == "one_series"
+    assert measured.incumbent is not None and measured.incumbent.value == 3.0
+    # Counts cover exactly the time since the previous evaluation.
+    assert windows == ["90s"] and measured.counts is not None
+    assert [(side.requests.value, side.events.value) for side in measured.counts] == [
+        (3.0, 0.25),
+        (3.0, None),
+    ]
     assert run.metrics["gone"].result.error is not None and run.error_count == 1
 
 

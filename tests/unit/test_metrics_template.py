@@ -103,5 +103,7 @@ def test_template_variables_list_the_documented_names() -> None:
         "candidate.deployment",
         "incumbent.podRegex",
         "candidate.podRegex",
+        "target.deployment",
+        "target.podRegex",
         "interval",
     )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from modelgate.api import AnalysisSpec
 from modelgate.kube import Kube
-from modelgate.metrics.base import AnalysisPlan, MetricProvider
+from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan, MetricProvider
 from modelgate.metrics.prometheus import PrometheusProvider
 
 ProviderFactory = Callable[[Kube], MetricProvider]
@@ -43,4 +43,12 @@ class MetricProviders:
         return self._made[key]
 
 
-__all__ = ["PROVIDERS", "AnalysisPlan", "MetricProvider", "MetricProviders", "PrometheusProvider"]
+__all__ = [
+    "PROVIDERS",
+    "AnalysisPlan",
+    "CountQueries",
+    "MetricPlan",
+    "MetricProvider",
+    "MetricProviders",
+    "PrometheusProvider",
+]

@@ -107,6 +107,9 @@ class QueryContext:
     def pod_regex(self, side: Side) -> str:
         return self.candidate_pod_regex if side == "candidate" else self.incumbent_pod_regex
 
+    def deployment(self, side: Side) -> str:
+        return self.candidate_deployment if side == "candidate" else self.incumbent_deployment
+
 
 def _or_default(pod_regex: str | None, deployment: str) -> str:
     # Only None means "not set": an empty regex from a spec is a mistake and fails validation.

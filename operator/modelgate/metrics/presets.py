@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from modelgate.metrics.base import CountQueries
 from modelgate.metrics.context import QueryContext, Side
 
 # Builders take a label selector body (`namespace="ns",pod=~"re"`) and a range window ("1m").
@@ -93,3 +94,17 @@ def preset_query(name: str, ctx: QueryContext, side: Side = "candidate") -> str:
 def request_count_query(ctx: QueryContext, side: Side = "candidate") -> str:
     """Requests one side served in the window; the engine compares it with `minRequests`."""
     return f"sum(increase(http_requests_total{{{selector(ctx, side)}}}[{ctx.interval}]))"
+
+
+def count_queries(name: str, ctx: QueryContext, side: Side, window: str) -> CountQueries | None:
+    """For the sequential test: one side's requests and events over `window`; None for presets that
+    do not count requests."""
+    sel = selector(ctx, side)
+    requests = f"sum(increase(http_requests_total{{{sel}}}[{window}]))"
+    if name == "errorRate":
+        events = f'sum(increase(http_requests_total{{{sel},status=~"5.."}}[{window}])) or vector(0)'
+    elif name == "refusalRate":
+        events = f"sum(increase(llm_refusals_total{{{sel}}}[{window}]))"
+    else:
+        return None
+    return CountQueries(requests=requests, events=events)

@@ -7,7 +7,7 @@ import ast
 import json
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlparse
 
 import requests
@@ -17,13 +17,12 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from modelgate.api import ModelRolloutSpec
-from modelgate.core import AnalysisRun, MetricQuery, QueryResult
+from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideCounts
 from modelgate.core.limits import clip
 from modelgate.kube import Kube, KubeError
-from modelgate.metrics.base import AnalysisPlan
-from modelgate.metrics.context import QueryContext
-from modelgate.metrics.presets import preset_query, request_count_query
-from modelgate.metrics.template import render_query
+from modelgate.metrics.base import AnalysisPlan, MetricPlan
+from modelgate.metrics.context import promql_window
+from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.observability import METRIC_QUERIES
 
 # The library's default retries (3, with backoff, also on HTTP 5xx) would stretch one query far
@@ -37,27 +36,6 @@ _MAX_DETAIL = 300
 _CONNECTIONS = 64
 
 
-def analysis_plan(spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
-    """The PromQL of every metric; raises QueryContextError or TemplateError (ValueErrors) for a spec
-    no query can be built from."""
-    assert spec.analysis is not None
-    ctx = QueryContext.for_rollout(
-        namespace,
-        spec.incumbent.deployment,
-        spec.candidate.deployment,
-        spec.analysis.interval,
-        incumbent_pod_regex=spec.incumbent.pod_regex,
-        candidate_pod_regex=spec.candidate.pod_regex,
-    )
-    metrics = {
-        metric.name: preset_query(metric.preset, ctx)
-        if metric.preset
-        else render_query(metric.query or "", ctx)
-        for metric in spec.analysis.metrics
-    }
-    return AnalysisPlan(namespace, spec.analysis, request_count_query(ctx), metrics)
-
-
 class PrometheusProvider:
     """MetricProvider: one client per Prometheus address, timeout and bearer token, kept across ticks."""
 
@@ -68,14 +46,23 @@ class PrometheusProvider:
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
         return analysis_plan(spec, namespace)
 
-    def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
+    def run(self, plan: AnalysisPlan, at: datetime, since: datetime | None) -> AnalysisRun:
         try:
             client = self._client(plan)
         except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
             # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
-            return AnalysisRun.failed(plan.metrics, at, f"cannot read the Prometheus token: {error}")
-        measured = {name: MetricQuery(promql, client.query(promql)) for name, promql in plan.metrics.items()}
-        return AnalysisRun(at, client.query(plan.request_count), measured)
+            queries = {name: metric.candidate for name, metric in plan.metrics.items()}
+            return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {error}")
+        elapsed = at - since if since is not None else plan.analysis.interval_timedelta
+        window = promql_window(max(elapsed, timedelta(seconds=1)))
+        measured = {name: _measure(client, metric, window) for name, metric in plan.metrics.items()}
+        incumbent = plan.incumbent_request_count
+        return AnalysisRun(
+            at,
+            client.query(plan.request_count),
+            measured,
+            incumbent_request_count=client.query(incumbent) if incumbent is not None else None,
+        )
 
     def _client(self, plan: AnalysisPlan) -> PrometheusClient:
         prometheus = plan.analysis.prometheus
@@ -87,6 +74,21 @@ class PrometheusProvider:
         if key not in self._clients:
             self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
         return self._clients[key]
+
+
+def _measure(client: PrometheusClient, metric: MetricPlan, window: str) -> MetricQuery:
+    counts = None
+    if metric.counts is not None:
+        counts = tuple(
+            SideCounts(client.query(side.requests), client.query(side.events))
+            for side in metric.counts(window)
+        )
+    return MetricQuery(
+        metric.candidate,
+        client.query(metric.candidate),
+        incumbent=client.query(metric.incumbent) if metric.incumbent is not None else None,
+        counts=(counts[0], counts[1]) if counts else None,
+    )
 
 
 class PrometheusClient:

@@ -10,16 +10,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from modelgate.metrics.context import QueryContext
+from modelgate.metrics.context import QueryContext, Side
 
-# Variable name -> how to read it from the context. Names follow the spec's camelCase.
-_VARIABLES: Mapping[str, Callable[[QueryContext], str]] = {
-    "namespace": lambda ctx: ctx.namespace,
-    "incumbent.deployment": lambda ctx: ctx.incumbent_deployment,
-    "candidate.deployment": lambda ctx: ctx.candidate_deployment,
-    "incumbent.podRegex": lambda ctx: ctx.incumbent_pod_regex,
-    "candidate.podRegex": lambda ctx: ctx.candidate_pod_regex,
-    "interval": lambda ctx: ctx.interval,
+# Variable name -> how to read it from the context and the side being evaluated ("target": the
+# candidate, or the incumbent when a metric compares). Names follow the spec's camelCase.
+_VARIABLES: Mapping[str, Callable[[QueryContext, Side], str]] = {
+    "namespace": lambda ctx, _: ctx.namespace,
+    "incumbent.deployment": lambda ctx, _: ctx.incumbent_deployment,
+    "candidate.deployment": lambda ctx, _: ctx.candidate_deployment,
+    "incumbent.podRegex": lambda ctx, _: ctx.incumbent_pod_regex,
+    "candidate.podRegex": lambda ctx, _: ctx.candidate_pod_regex,
+    "target.deployment": lambda ctx, side: ctx.deployment(side),
+    "target.podRegex": lambda ctx, side: ctx.pod_regex(side),
+    "interval": lambda ctx, _: ctx.interval,
 }
 TEMPLATE_VARIABLES = tuple(_VARIABLES)
 
@@ -30,7 +33,7 @@ class TemplateError(ValueError):
     """A query template that cannot be rendered."""
 
 
-def render_query(template: str, ctx: QueryContext) -> str:
+def render_query(template: str, ctx: QueryContext, side: Side = "candidate") -> str:
     """Substitute every `{{ variable }}`; unknown or malformed placeholders raise TemplateError."""
 
     def substitute(match: re.Match[str]) -> str:
@@ -40,7 +43,7 @@ def render_query(template: str, ctx: QueryContext) -> str:
                 f"unknown variable {name!r} in query {template!r}; "
                 f"known variables: {', '.join(TEMPLATE_VARIABLES)}"
             )
-        return _VARIABLES[name](ctx)
+        return _VARIABLES[name](ctx, side)
 
     rendered = _PLACEHOLDER.sub(substitute, template)
     # Substituted values never contain braces, so a `{{` left over is a broken placeholder
