@@ -47,17 +47,18 @@ class Kube:
         self._apps = client.AppsV1Api(api_client)
 
     @classmethod
-    def from_kubeconfig(cls, path: str | Path | None = None) -> Kube:
+    def from_kubeconfig(cls, path: str | Path | None = None, *, reporting_host: str | None = None) -> Kube:
         """The kubeconfig at `path`; with None, the in-cluster service account when running in a
         pod, else the default kubeconfig ($KUBECONFIG or ~/.kube/config)."""
         if path is not None:
-            return cls(config.new_client_from_config(config_file=str(path)))  # type: ignore[no-untyped-call]
+            api_client = config.new_client_from_config(config_file=str(path))  # type: ignore[no-untyped-call]
+            return cls(api_client, reporting_host=reporting_host)
         configuration = client.Configuration()
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException:
-            return cls(config.new_client_from_config())  # type: ignore[no-untyped-call]
-        return cls(client.ApiClient(configuration))
+            return cls(config.new_client_from_config(), reporting_host=reporting_host)  # type: ignore[no-untyped-call]
+        return cls(client.ApiClient(configuration), reporting_host=reporting_host)
 
     # -- custom resources ------------------------------------------------------------------------
     def get_custom(self, group: str, version: str, namespace: str, plural: str, name: str) -> Object:
@@ -65,6 +66,14 @@ class Kube:
             return _as_object(
                 self._custom.get_namespaced_custom_object(
                     group, version, namespace, plural, name, _request_timeout=self.request_timeout
+                )
+            )
+
+    def get_cluster_custom(self, group: str, version: str, plural: str, name: str) -> Object:
+        with translated():
+            return _as_object(
+                self._custom.get_cluster_custom_object(
+                    group, version, plural, name, _request_timeout=self.request_timeout
                 )
             )
 
