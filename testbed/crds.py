@@ -1,5 +1,6 @@
 """The CRDs every cluster the suite runs on needs: Gateway API (standard channel), Istio's networking
-API, and modelgate's own, from the pinned Go modules and this repository."""
+API, modelgate's own and kopf's peering CRDs (the chart's copy), from the pinned Go modules and this
+repository."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def install_crds(kubectl: Kubectl) -> None:
         gateway_api / "config" / "crd" / "standard",
         istio / "kubernetes" / "customresourcedefinitions.gen.yaml",
         REPO_ROOT / "crds",
+        REPO_ROOT / "charts" / "modelgate" / "crds" / "kopfpeerings.kopf.dev.yaml",
     ]
     for source in sources:
         kubectl("apply", "--server-side", "--force-conflicts", "-f", str(source))

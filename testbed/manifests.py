@@ -67,39 +67,43 @@ def model_rollout(
     namespace: str,
     *,
     steps: list[dict[str, Any]],
-    prometheus: str,
-    metrics: list[dict[str, Any]],
+    prometheus: str | None = None,
+    metrics: list[dict[str, Any]] | None = None,
     incumbent: str = "chat-v1",
     candidate: str = "chat-v2",
     route: str = "chat",
     interval: str = "2s",
     min_requests: int = 20,
     rollback: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
 ) -> Manifest:
-    """A ModelRollout between two model Deployments behind one HTTPRoute rule."""
+    """A ModelRollout between two model Deployments behind one HTTPRoute rule; without `prometheus`,
+    one without analysis, whose steps advance on time alone."""
+    spec: Manifest = {
+        "incumbent": {"deployment": incumbent},
+        "candidate": {"deployment": candidate},
+        "trafficRouting": {
+            "gatewayAPI": {
+                "httpRoute": route,
+                "incumbentBackend": incumbent,
+                "candidateBackend": candidate,
+            }
+        },
+        "steps": steps,
+        "rollback": rollback or {},
+    }
+    if prometheus is not None:
+        spec["analysis"] = {
+            "interval": interval,
+            "minRequests": min_requests,
+            "prometheus": {"address": prometheus, "timeout": "2s"},
+            "metrics": metrics or [],
+        }
     return {
         "apiVersion": "modelgate.io/v1alpha1",
         "kind": "ModelRollout",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "incumbent": {"deployment": incumbent},
-            "candidate": {"deployment": candidate},
-            "trafficRouting": {
-                "gatewayAPI": {
-                    "httpRoute": route,
-                    "incumbentBackend": incumbent,
-                    "candidateBackend": candidate,
-                }
-            },
-            "steps": steps,
-            "analysis": {
-                "interval": interval,
-                "minRequests": min_requests,
-                "prometheus": {"address": prometheus, "timeout": "2s"},
-                "metrics": metrics,
-            },
-            "rollback": rollback or {},
-        },
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+        "spec": spec,
     }
 
 

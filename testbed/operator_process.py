@@ -21,9 +21,16 @@ from testbed.waiting import wait_for
 class OperatorProcess:
     """`modelgate run` against a kubeconfig, with its logs in a file; stopped by its pid."""
 
-    def __init__(self, kubeconfig: Path, state_dir: Path, namespaces: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        state_dir: Path,
+        namespaces: Sequence[str] = (),
+        extra_args: Sequence[str] = (),
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.namespaces = list(namespaces)  # empty: every namespace
+        self.extra_args = list(extra_args)  # more `modelgate run` options, e.g. --selector
         self.registry = ProcessRegistry(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_port = free_port()
@@ -42,6 +49,7 @@ class OperatorProcess:
             f"--health-address=127.0.0.1:{self.health_port}",
             "--log-format=json",
             *(f"--namespace={namespace}" for namespace in self.namespaces),
+            *self.extra_args,
         ]
         self.process = self.registry.start("operator", argv, env={"PYTHONUNBUFFERED": "1"})
         wait_for(self._healthy, timeout=60, what=f"the operator's liveness endpoint (log: {self.log_file})")

@@ -10,7 +10,6 @@ import subprocess
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,6 +25,7 @@ from testbed.operator_process import OperatorProcess
 from testbed.serviceaccount import service_account_kubeconfig, service_account_username
 from tests.support.cli import modelgate
 from tests.support.helm import installed_chart
+from tests.support.operators import admin_operator_stopped, running
 from tests.support.scenario import serving
 
 PROMETHEUS_SECRET = "prom-token"
@@ -47,6 +47,8 @@ ROLLOUTS = "modelrollouts.modelgate.io"
 ROUTES = "httproutes.gateway.networking.k8s.io"
 DEPLOYMENTS = "deployments.apps"
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+CLUSTER_PEERINGS = "clusterkopfpeerings.kopf.dev"
+PEERINGS = "kopfpeerings.kopf.dev"
 
 # What the operator does in a namespace it watches (see operator/modelgate/kube/ and handlers.py).
 NEEDED: list[Check] = [
@@ -81,6 +83,7 @@ NEVER_IN_A_NAMESPACE: list[Check] = [
     Check("escalate", "roles.rbac.authorization.k8s.io"),
     Check("bind", "clusterroles.rbac.authorization.k8s.io"),
     Check("impersonate", "serviceaccounts"),
+    Check("get", PEERINGS),  # without peering.enabled
     Check("*", "*"),
 ]
 NEVER_CLUSTER_WIDE: list[Check] = [
@@ -91,34 +94,27 @@ NEVER_CLUSTER_WIDE: list[Check] = [
     Check("delete", "namespaces"),
     Check("impersonate", "users"),
     Check("list", "secrets"),
+    Check("list", CLUSTER_PEERINGS),  # without peering.enabled
     Check("*", "*"),
 ]
+
+
+def peering_checks(resource: str, name: str) -> tuple[list[Check], list[Check]]:
+    """With peering.enabled: kopf lists and watches the peering objects and patches its record into
+    the release's; the loops get it. (needed, never)."""
+    needed = [Check("list", resource), Check("watch", resource)]
+    needed += [Check("get", f"{resource}/{name}"), Check("patch", f"{resource}/{name}")]
+    never = [Check(verb, f"{resource}/other-release") for verb in ("get", "patch")]
+    never += [Check(verb, resource) for verb in ("create", "update", "delete")]
+    return needed, never
+
+
 # kopf runs without cluster scans (modelgate.handlers): no list/watch of CRDs or namespaces.
 KOPF_SCANS = [Check("list", CRDS), Check("watch", CRDS)]
 NAMESPACE_READS = [Check("list", "namespaces"), Check("watch", "namespaces")]
 ALL_NAMESPACES_READS = [
     Check(verb, kind) for verb in ("list", "watch") for kind in (ROLLOUTS, DEPLOYMENTS, ROUTES)
 ]
-
-
-@contextmanager
-def running(operator: OperatorProcess) -> Iterator[OperatorProcess]:
-    try:
-        operator.start()  # inside: a start that never got healthy is stopped too
-        yield operator
-    finally:
-        operator.stop()
-
-
-@contextmanager
-def admin_operator_stopped(operator: OperatorProcess) -> Iterator[None]:
-    """The session's operator runs as admin in every namespace; it would act on the same rollout
-    and hide a missing permission, so it is stopped meanwhile (conftest lets tests restart it)."""
-    operator.stop()
-    try:
-        yield
-    finally:
-        operator.start()
 
 
 @pytest.fixture
@@ -145,10 +141,11 @@ def create_secrets(api_client: client.ApiClient, namespace: str) -> None:
         core.create_namespaced_secret(namespace, secret)
 
 
-def chart_values(scope: str, watched: Sequence[str]) -> dict[str, Any]:
+def chart_values(scope: str, watched: Sequence[str], peering: bool = False) -> dict[str, Any]:
     return {
         "rbac": {"scope": scope, "prometheusSecrets": [PROMETHEUS_SECRET]},
         "watchNamespaces": list(watched) if scope == "namespaces" else [],
+        "peering": {"enabled": peering, "name": "", "lifetime": 60},
     }
 
 
@@ -192,9 +189,14 @@ def permission_errors(log: str) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("scope", ["cluster", "namespaces"])
+@pytest.mark.parametrize(
+    ("scope", "peering"),
+    [("cluster", False), ("namespaces", False), ("cluster", True)],
+    ids=["cluster", "namespaces", "cluster with peering"],
+)
 def test_operator_completes_a_rollout_as_the_charts_service_account(
     scope: str,
+    peering: bool,
     local_bed: LocalCluster,
     api_client: client.ApiClient,
     namespace: str,
@@ -216,13 +218,15 @@ def test_operator_completes_a_rollout_as_the_charts_service_account(
         "name": PROMETHEUS_SECRET,
         "key": "token",
     }
-    values = chart_values(scope, [serving_namespace])
+    values = chart_values(scope, [serving_namespace], peering)
     with installed_chart(local_bed.kubeconfig, namespace, values) as release:
         kubeconfig = service_account_kubeconfig(
             local_bed, api_client, namespace, release.fullname, tmp_path / "service-account.kubeconfig"
         )
         watched = [serving_namespace] if scope == "namespaces" else []
-        restricted = OperatorProcess(kubeconfig, tmp_path / "operator", watched)
+        # As the chart's Deployment runs it: peering through the ClusterKopfPeering the chart made.
+        options = [f"--peering={release.fullname}"] if peering else []
+        restricted = OperatorProcess(kubeconfig, tmp_path / "operator", watched, options)
         with (
             admin_operator_stopped(operator),
             running(restricted),
@@ -298,4 +302,30 @@ def test_namespaces_scope_grants_nothing_outside_the_watched_namespaces(
         wrong += wrong_answers(admin, user, NEEDED, namespace, expected=False)  # not even its own
         cluster_wide = NEVER_CLUSTER_WIDE + ALL_NAMESPACES_READS + KOPF_SCANS + NAMESPACE_READS
         wrong += wrong_answers(admin, user, cluster_wide, None, expected=False)
+    assert wrong == []
+
+
+@pytest.mark.parametrize("scope", ["cluster", "namespaces"])
+def test_peering_grants_only_the_releases_peering_object(
+    scope: str,
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    new_namespace: Callable[[], str],
+) -> None:
+    watched, unwatched = new_namespace(), new_namespace()
+    values = chart_values(scope, [watched], peering=True)
+    with installed_chart(local_bed.kubeconfig, namespace, values) as release:
+        user = service_account_username(namespace, release.fullname)
+        admin = local_bed.kubeconfig
+        if scope == "cluster":
+            needed, never = peering_checks(CLUSTER_PEERINGS, release.fullname)
+            wrong = wrong_answers(admin, user, needed, None, expected=True)
+            wrong += wrong_answers(admin, user, never, None, expected=False)
+        else:
+            needed, never = peering_checks(PEERINGS, release.fullname)
+            wrong = wrong_answers(admin, user, needed, watched, expected=True)
+            wrong += wrong_answers(admin, user, never, watched, expected=False)
+            wrong += wrong_answers(admin, user, needed, unwatched, expected=False)
+            wrong += wrong_answers(admin, user, [Check("list", CLUSTER_PEERINGS)], None, expected=False)
     assert wrong == []

@@ -9,7 +9,9 @@ from typing import Any
 
 from kubernetes import client, utils
 
-from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
+from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.api import ModelRolloutStatus
+from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest, http_route, model_deployment
 from testbed.traffic_driver import parse_backend_weights
 from testbed.waiting import wait_for
 
@@ -74,3 +76,19 @@ def wait_deployment_available(
         return conditions.get("Available") == "True" and status.ready_replicas == status.replicas
 
     wait_for(available, timeout=timeout, what=f"deployment {namespace}/{name} to become Available")
+
+
+def create_model_routes(api_client: client.ApiClient, namespace: str, routes: list[str]) -> None:
+    """chat-v1 (the incumbent) and chat-v2 (the candidate), one replica each and no traffic, and an
+    HTTPRoute between them for each name in `routes`: enough for rollouts without analysis."""
+    for name in ("chat-v1", "chat-v2"):
+        create(api_client, model_deployment(name, namespace, replicas=1))
+    for route in routes:
+        create(api_client, http_route(route, namespace, {"chat-v1": 100, "chat-v2": 0}))
+
+
+def rollout_status(api_client: client.ApiClient, namespace: str, name: str) -> ModelRolloutStatus:
+    body = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+        API_GROUP, API_VERSION, namespace, PLURAL, name
+    )
+    return ModelRolloutStatus.model_validate(body.get("status") or {})

@@ -36,9 +36,20 @@ COMBINATIONS: dict[str, Object] = {
         "rbac": {"create": False},
         "serviceAccount": {"create": False, "name": "ops-provided"},
     },
+    "rolloutSelector": {"rolloutSelector": "modelgate.io/shard=a"},
+    "peering": {"replicas": 2, "peering": {"enabled": True, "name": "", "lifetime": 60}},
+    "peering in namespaces scope": {
+        "replicas": 3,
+        "peering": {"enabled": True, "name": "mg-peers", "lifetime": 30},
+        "rbac": {"scope": "namespaces"},
+        "watchNamespaces": ["team-a", "team-b"],
+    },
     "everything": {
         "rbac": {"scope": "namespaces", "prometheusSecrets": ["prom-token"]},
         "watchNamespaces": ["team-a", "team-b"],
+        "rolloutSelector": "modelgate.io/shard in (a, b)",
+        "replicas": 2,
+        "peering": {"enabled": True, "name": "", "lifetime": 60},
         "serviceMonitor": {"enabled": True},
         "podDisruptionBudget": {"enabled": True},
         "grafanaDashboard": {"enabled": True},
@@ -158,11 +169,19 @@ def test_every_combination_renders_least_privilege_rbac(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", COMBINATIONS)
-def test_every_combination_renders_a_hardened_single_replica_deployment(name: str) -> None:
-    objects = render(COMBINATIONS[name])
+def test_every_combination_renders_a_hardened_deployment(name: str) -> None:
+    values = COMBINATIONS[name]
+    objects = render(values)
     deployment = the(objects, "Deployment")
-    assert deployment["spec"]["replicas"] == 1
-    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert deployment["spec"]["replicas"] == values.get("replicas", 1)
+    if "peering" in values:
+        # New pods start as standbys: an update never leaves the rollouts without an operator.
+        assert deployment["spec"]["strategy"] == {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+        }
+    else:  # standalone: the old pod is gone before the new one starts
+        assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     pod = deployment["spec"]["template"]["spec"]
     operator = container(objects)
     assert operator["securityContext"] == {
@@ -256,6 +275,71 @@ def test_namespaces_scope_grants_namespaced_rights_only_in_the_watched_namespace
     assert "--all-namespaces" not in args
 
 
+def kopf_rules(objects: list[Object]) -> list[tuple[str, Object]]:
+    return [(role["kind"], rule) for role, rule in rules(objects) if rule["apiGroups"] == ["kopf.dev"]]
+
+
+def test_peering_in_cluster_scope_grants_only_the_releases_cluster_peering() -> None:
+    objects = render(COMBINATIONS["peering"])
+    assert kopf_rules(objects) == [
+        (
+            "ClusterRole",
+            {"apiGroups": ["kopf.dev"], "resources": ["clusterkopfpeerings"], "verbs": ["list", "watch"]},
+        ),
+        (
+            "ClusterRole",
+            {
+                "apiGroups": ["kopf.dev"],
+                "resources": ["clusterkopfpeerings"],
+                "resourceNames": ["mg-modelgate"],
+                "verbs": ["get", "patch"],
+            },
+        ),
+    ]
+    (peering,) = of_kind(objects, "ClusterKopfPeering")
+    assert peering["apiVersion"] == "kopf.dev/v1" and peering["metadata"]["name"] == "mg-modelgate"
+    args = container(objects)["args"]
+    assert "--peering=mg-modelgate" in args and "--peering-lifetime=60" in args
+
+
+def test_peering_in_namespaces_scope_uses_a_peering_object_per_watched_namespace() -> None:
+    objects = render(COMBINATIONS["peering in namespaces scope"])
+    peerings = of_kind(objects, "KopfPeering")
+    assert sorted((p["metadata"]["namespace"], p["metadata"]["name"]) for p in peerings) == [
+        ("team-a", "mg-peers"),
+        ("team-b", "mg-peers"),
+    ]
+    assert not of_kind(objects, "ClusterKopfPeering")
+    granted = kopf_rules(objects)
+    assert {kind for kind, _ in granted} == {"Role"}
+    assert {
+        (r["resources"][0], tuple(r["verbs"]), tuple(r.get("resourceNames", []))) for _, r in granted
+    } == {
+        ("kopfpeerings", ("list", "watch"), ()),
+        ("kopfpeerings", ("get", "patch"), ("mg-peers",)),
+    }
+    args = container(objects)["args"]
+    assert "--peering=mg-peers" in args and "--peering-lifetime=30" in args
+
+
+def test_without_peering_nothing_of_kopfs_is_rendered_or_granted() -> None:
+    objects = render(COMBINATIONS["everything"] | {"replicas": 1, "peering": {"enabled": False}})
+    assert not kopf_rules(objects)
+    assert not {o["kind"] for o in objects} & {"KopfPeering", "ClusterKopfPeering"}
+    assert not [arg for arg in container(objects)["args"] if arg.startswith("--peering")]
+
+
+def test_the_rollout_selector_is_passed_to_the_operator() -> None:
+    assert "--selector=modelgate.io/shard=a" in container(render(COMBINATIONS["rolloutSelector"]))["args"]
+    assert "--selector=modelgate.io/shard in (a, b)" in container(render(COMBINATIONS["everything"]))["args"]
+    assert not [arg for arg in container(render())["args"] if arg.startswith("--selector")]
+
+
+def test_the_pdb_keeps_all_replicas_but_one() -> None:
+    objects = render({**COMBINATIONS["peering"], **COMBINATIONS["podDisruptionBudget"]})
+    assert the(objects, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
+
+
 def test_prometheus_secrets_are_granted_by_name_only() -> None:
     secret_rule = {
         "apiGroups": [""],
@@ -323,6 +407,11 @@ def test_service_monitor_and_pdb_select_the_operator() -> None:
             "at '/rbac/prometheusSecrets': got string, want array",
         ),
         ({"serviceMonitor": {"enabled": "yes"}}, "at '/serviceMonitor/enabled': got string, want boolean"),
+        ({"replicas": 0}, "at '/replicas': minimum: got 0, want 1"),
+        ({"peering": {"enabled": "yes"}}, "at '/peering/enabled': got string, want boolean"),
+        ({"peering": {"lifetime": 5}}, "at '/peering/lifetime': minimum: got 5, want 10"),
+        ({"peering": {"name": "Peers"}}, "at '/peering/name'"),
+        ({"rolloutSelector": ["a"]}, "at '/rolloutSelector': got array, want string"),
     ],
 )
 def test_schema_rejects_wrong_values_naming_the_field(values: Object, message: str) -> None:
@@ -337,6 +426,7 @@ def test_schema_rejects_wrong_values_naming_the_field(values: Object, message: s
         ({"rbac": {"scope": "namespaces"}}, "list the namespaces to watch in watchNamespaces"),
         ({"watchNamespaces": ["team-a"]}, "set rbac.scope=namespaces to watch only those"),
         ({"serviceAccount": {"create": False}}, "serviceAccount.name is required"),
+        ({"replicas": 2}, "replicas is 2 but peering.enabled is false"),
     ],
 )
 def test_contradictory_values_fail_with_a_clear_message(values: Object, message: str) -> None:

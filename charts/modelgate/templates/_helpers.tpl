@@ -44,14 +44,41 @@ app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
-{{/* Fails on scope/namespace combinations that would watch something other than what was asked. */}}
-{{- define "modelgate.validateScope" -}}
+{{/* Fails on values that would run something other than what was asked: a scope without its
+namespaces, or several replicas that would all act. */}}
+{{- define "modelgate.validate" -}}
 {{- if eq .Values.rbac.scope "namespaces" }}
 {{- if not .Values.watchNamespaces }}
 {{- fail "rbac.scope is namespaces: list the namespaces to watch in watchNamespaces" }}
 {{- end }}
 {{- else if .Values.watchNamespaces }}
 {{- fail "watchNamespaces is set but rbac.scope is cluster (all namespaces): set rbac.scope=namespaces to watch only those" }}
+{{- end }}
+{{- if and (gt (int .Values.replicas) 1) (not .Values.peering.enabled) }}
+{{- fail (printf "replicas is %d but peering.enabled is false: without peering every replica would act on the same rollouts; set peering.enabled=true (one acts, the others stand by) or replicas=1" (int .Values.replicas)) }}
+{{- end }}
+{{- end }}
+
+{{/* kopf's peering object of this release: peering.name, or the release's full name. */}}
+{{- define "modelgate.peeringName" -}}
+{{- default (include "modelgate.fullname" .) .Values.peering.name }}
+{{- end }}
+
+{{/*
+kopf's peering, with peering.enabled, in the scope's kind: kopf lists and watches the peering
+objects and merge-patches its own record into this release's; the operator's loops get it before
+each tick. get and patch only on this release's object, by name.
+*/}}
+{{- define "modelgate.peeringRules" -}}
+{{- if .Values.peering.enabled -}}
+{{- $resource := ternary "clusterkopfpeerings" "kopfpeerings" (eq .Values.rbac.scope "cluster") -}}
+- apiGroups: ["kopf.dev"]
+  resources: [{{ $resource | quote }}]
+  verbs: ["list", "watch"]
+- apiGroups: ["kopf.dev"]
+  resources: [{{ $resource | quote }}]
+  resourceNames: [{{ include "modelgate.peeringName" . | quote }}]
+  verbs: ["get", "patch"]
 {{- end }}
 {{- end }}
 

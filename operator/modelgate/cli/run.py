@@ -5,13 +5,18 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
+from datetime import UTC, datetime
 from pathlib import Path
 
 import kopf
 from prometheus_client import start_http_server
 
+from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.kube import Kube, KubeError
 from modelgate.loops import RolloutLoops
 from modelgate.observability import configure_logging
+from modelgate.peering import PeeredReconciler, Peering, seniority_priority
 from modelgate.reconciler import Reconciler
 
 
@@ -35,6 +40,30 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=DEFAULT_WORKERS,
         help="threads that run ticks; their waits on the API server and Prometheus overlap",
     )
+    run.add_argument(
+        "-l",
+        "--selector",
+        help="handle only the ModelRollouts with these labels (a label selector, e.g. modelgate.io/shard=a)",
+    )
+    run.add_argument(
+        "--peering",
+        metavar="NAME",
+        help="run as one of several replicas: kopf's peering object NAME (a ClusterKopfPeering, or with "
+        "-n a KopfPeering in each namespace) lets the oldest live replica act (default: standalone)",
+    )
+    run.add_argument(
+        "--peering-lifetime",
+        type=int,
+        default=60,
+        metavar="SECONDS",
+        help="how long a replica that stopped renewing its peering record is taken as alive",
+    )
+    run.add_argument(
+        "--identity",
+        default=socket.gethostname(),
+        help="this replica's name in Events (reportingInstance) and in the peering object; unique per "
+        "replica (default: the host name, the pod's name in a pod)",
+    )
     run.add_argument("--log-format", choices=["json", "console"], default="json")
     run.add_argument("--verbose", action="store_true", help="debug logs")
     run.set_defaults(handler=run_operator)
@@ -55,20 +84,47 @@ def run_operator(args: argparse.Namespace) -> int:
         # kopf's own login reads $KUBECONFIG; the reconciler gets the same file.
         os.environ["KUBECONFIG"] = str(args.kubeconfig)
     from modelgate import handlers  # noqa: F401 - registers the handlers
-    from modelgate.kube import Kube
 
     metrics_host, metrics_port = _split(args.metrics_address)
     if metrics_port:
         start_http_server(metrics_port, metrics_host)
     health_host, health_port = _split(args.health_address)
-    kube = Kube.from_kubeconfig(args.kubeconfig, connections=args.workers)
+    kube = Kube.from_kubeconfig(args.kubeconfig, connections=args.workers, reporting_host=args.identity)
     kube.watch_caches()  # fed by the handlers' watches
-    loops = RolloutLoops(Reconciler(kube))
+    settings = kopf.OperatorSettings()
+    if args.selector:
+        _check_selector(kube, args.selector, args.namespace)
+        # Server-side: rollouts outside the selector never reach this operator.
+        settings.watching.label_selectors[API_GROUP, API_VERSION, PLURAL] = args.selector
+    reconciler = Reconciler(kube)
+    priority = None
+    if args.peering:
+        priority = seniority_priority(datetime.now(UTC))
+        settings.peering.lifetime = args.peering_lifetime
+        # Pausing and resuming is the one thing an operator of a standby needs to see in its logs.
+        logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
+        peering = Peering(args.peering, args.identity, priority, clusterwide=not args.namespace)
+        reconciler = PeeredReconciler(kube, peering)
     kopf.run(
-        standalone=True,
+        settings=settings,
+        standalone=not args.peering,
+        peering_name=args.peering,
+        priority=priority,
+        identity=args.identity,
         clusterwide=not args.namespace,
         namespaces=args.namespace or [],
         liveness_endpoint=f"http://{health_host}:{health_port}/healthz",
-        memo=kopf.Memo(loops=loops, kube=kube, workers=args.workers),
+        memo=kopf.Memo(loops=RolloutLoops(reconciler), kube=kube, workers=args.workers),
     )
     return 0
+
+
+def _check_selector(kube: Kube, selector: str, namespaces: list[str] | None) -> None:
+    """The API server parses the selector: a typo fails here, not in every watch request."""
+    try:
+        namespace = namespaces[0] if namespaces else None
+        kube.list_custom(API_GROUP, API_VERSION, namespace, PLURAL, label_selector=selector)
+    except KubeError as error:
+        if error.status == 400:
+            raise SystemExit(f"modelgate run: --selector {selector!r}: {error.message}") from None
+        raise

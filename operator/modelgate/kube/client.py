@@ -70,7 +70,13 @@ class Kube:
         return obj
 
     @classmethod
-    def from_kubeconfig(cls, path: str | Path | None = None, *, connections: int | None = None) -> Kube:
+    def from_kubeconfig(
+        cls,
+        path: str | Path | None = None,
+        *,
+        connections: int | None = None,
+        reporting_host: str | None = None,
+    ) -> Kube:
         """The kubeconfig at `path`; with None, the in-cluster service account when running in a
         pod, else the default kubeconfig ($KUBECONFIG or ~/.kube/config). `connections`: how many
         connections to keep open, at least the number of threads that use this client at once (more
@@ -80,12 +86,12 @@ class Kube:
             configuration.connection_pool_maxsize = connections
         if path is not None:
             config.load_kube_config(config_file=str(path), client_configuration=configuration)  # type: ignore[no-untyped-call]
-            return cls(client.ApiClient(configuration))
+            return cls(client.ApiClient(configuration), reporting_host=reporting_host)
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException:
             config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        return cls(client.ApiClient(configuration))
+        return cls(client.ApiClient(configuration), reporting_host=reporting_host)
 
     # -- custom resources ------------------------------------------------------------------------
     def get_custom(
@@ -104,6 +110,14 @@ class Kube:
                 )
             )
         return self._remember(plural, obj)
+
+    def get_cluster_custom(self, group: str, version: str, plural: str, name: str) -> Object:
+        with translated():
+            return _as_object(
+                self._custom.get_cluster_custom_object(
+                    group, version, plural, name, _request_timeout=self.request_timeout
+                )
+            )
 
     def list_custom(
         self,
