@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,7 +11,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from modelgate.api import ModelRolloutStatus, Verdict
+from modelgate.api import MetricAnalysis, ModelRolloutStatus, Verdict
 
 VERDICT_STYLE = {
     Verdict.PASS: "green",
@@ -34,7 +35,15 @@ def _threshold(metric: dict[str, Any]) -> str:
         parts.append(f">= {metric['min']:g}")
     if metric.get("max") is not None:
         parts.append(f"<= {metric['max']:g}")
-    return " and ".join(parts)
+    compare = metric.get("compare") or {}
+    if compare.get("maxRatio") is not None:
+        parts.append(f"<= {compare['maxRatio']:g} x incumbent")
+    if compare.get("maxIncrease") is not None:
+        parts.append(f"<= incumbent + {compare['maxIncrease']:g}")
+    if metric.get("sequential"):
+        parts.append(f"sequential test, alpha {metric['sequential'].get('alpha', 0.05):g}")
+    text = " and ".join(parts)
+    return f"{text} (dry run)" if metric.get("dryRun") else text
 
 
 def _step_label(step: dict[str, Any]) -> str:
@@ -77,7 +86,7 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
 
 def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
     table = Table(title="Analysis", title_justify="left")
-    for column in ("Metric", "Value", "Threshold", "Verdict", "Failures", "At", "Detail"):
+    for column in ("Metric", "Value", "Incumbent", "Threshold", "Verdict", "Failures", "At", "Detail"):
         table.add_column(column)
     last = {m.name: m for m in status.analysis}
     for metric in (spec.get("analysis") or {}).get("metrics", []):
@@ -85,20 +94,31 @@ def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
         limit = metric.get("failureLimit", 0)
         if record is None:
             table.add_row(
-                metric["name"], "-", _threshold(metric), "-", f"0/{limit}", "-", "not evaluated yet"
+                metric["name"], "-", "-", _threshold(metric), "-", f"0/{limit}", "-", "not evaluated yet"
             )
             continue
         value = "-" if record.value is None else f"{record.value:.4g}"
+        incumbent = "-" if record.incumbent_value is None else f"{record.incumbent_value:.4g}"
         table.add_row(
             metric["name"],
             value,
+            incumbent,
             _threshold(metric),
             Text(record.verdict.value, style=VERDICT_STYLE[record.verdict]),
             f"{record.failures}/{limit}",
             record.time.strftime("%H:%M:%S"),
-            record.message or "",
+            _detail(metric, record),
         )
     return table
+
+
+def _detail(metric: dict[str, Any], record: MetricAnalysis) -> str:
+    """The verdict's reason, and for a sequential test how far its evidence is from a rollback."""
+    evidence = record.sequential
+    if evidence is None or not metric.get("sequential"):
+        return record.message or ""
+    limit = 1 / float(metric["sequential"].get("alpha", 0.05))
+    return f"{record.message or ''}; evidence {math.exp(evidence.log_evidence):.3g} of {limit:g}".lstrip("; ")
 
 
 def _age(created: str | None) -> str:

@@ -1,0 +1,52 @@
+"""`modelgate status` shows what a comparison and a sequential test decided on."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from rich.console import Console
+
+from modelgate.api import MetricAnalysis, ModelRolloutStatus, SequentialEvidence, Verdict
+from modelgate.cli.render import render_status
+
+AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def shown(metrics: list[dict], records: tuple[MetricAnalysis, ...]) -> str:
+    body = {
+        "metadata": {"namespace": "serving", "name": "chat"},
+        "spec": {
+            "incumbent": {"deployment": "chat-v1"},
+            "candidate": {"deployment": "chat-v2"},
+            "steps": [{"setWeight": 10}],
+            "analysis": {"metrics": metrics},
+        },
+        "status": ModelRolloutStatus(analysis=records).to_patch(),
+    }
+    console = Console(width=250, record=True)
+    console.print(render_status(body))
+    return console.export_text()
+
+
+def test_a_comparison_shows_both_values_and_the_rule() -> None:
+    record = MetricAnalysis(name="ttft", verdict=Verdict.FAIL, time=AT, value=2.0, incumbent_value=1.0)
+    text = shown([{"name": "ttft", "preset": "ttftP99", "compare": {"maxRatio": 1.2}}], (record,))
+    row = next(line for line in text.splitlines() if line.strip("│ ").startswith("ttft"))
+    assert "2" in row and "1 " in row and "1.2 x incumbent" in row and "Fail" in row
+
+
+def test_a_sequential_test_shows_its_evidence_against_the_bar() -> None:
+    evidence = SequentialEvidence(
+        log_likelihood_ratios=(1.0,),
+        log_evidence=math.log(4.0),
+        candidate_events=3,
+        candidate_requests=40,
+        incumbent_events=4,
+        incumbent_requests=360,
+    )
+    record = MetricAnalysis(name="errors", verdict=Verdict.PASS, time=AT, value=0.01, sequential=evidence)
+    metric = {"name": "errors", "preset": "errorRate", "sequential": {"alpha": 0.05}, "dryRun": True}
+    text = shown([metric], (record,))
+    assert "evidence 4 of 20" in text
+    assert "sequential test, alpha 0.05 (dry run)" in text
