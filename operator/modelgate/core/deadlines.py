@@ -19,21 +19,21 @@ if TYPE_CHECKING:
 def pending_deadline(tick: _Tick) -> bool:
     """Acts on the pending deadline if it has passed; True when it did (the tick goes no further)."""
     deadlines = tick.spec.progress_deadlines
-    since = tick.status.pending_since
-    if deadlines is None or deadlines.pending is None or since is None:
-        return False
-    what = f"the candidate has not become Available within {deadlines.pending.after}"
-    return _act(tick, deadlines.pending, since, what)
+    deadline = deadlines.pending if deadlines else None
+    return _check(tick, deadline, tick.status.pending_since, "the candidate has not become Available within")
 
 
 def inconclusive_deadline(tick: _Tick) -> bool:
     """Acts on the inconclusive deadline if it has passed; True when it did (the tick goes no further)."""
     deadlines = tick.spec.progress_deadlines
-    since = tick.status.inconclusive_since
-    if deadlines is None or deadlines.inconclusive is None or since is None:
+    deadline = deadlines.inconclusive if deadlines else None
+    return _check(tick, deadline, tick.status.inconclusive_since, "the analysis has been Inconclusive for")
+
+
+def _check(tick: _Tick, deadline: Deadline | None, since: datetime | None, what: str) -> bool:
+    if deadline is None or since is None:
         return False
-    what = f"the analysis has been Inconclusive for {deadlines.inconclusive.after}"
-    return _act(tick, deadlines.inconclusive, since, what)
+    return _act(tick, deadline, since, f"{what} {deadline.after}")
 
 
 def deadline_paused(tick: _Tick) -> bool:
