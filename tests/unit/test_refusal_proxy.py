@@ -217,7 +217,8 @@ def test_large_bodies_and_end_to_end_headers_pass_through_unchanged() -> None:
         body = bytes(range(256)) * (32 * 1024)  # 8 MiB, not JSON, not text
         sent = {"Authorization": "Bearer t", "X-Request-Id": "r-1", "Content-Type": "application/x-test"}
         async with echo_server() as upstream, proxied(upstream) as (proxy, session):
-            response = await session.post(f"{proxy.url}/echo?a=1&b=%2F", data=body, headers=sent)
+            url = URL(f"{proxy.url}/echo?a=1&b=%2F", encoded=True)  # as sent, not normalised by yarl
+            response = await session.post(url, data=body, headers=sent)
             assert await response.read() == body
             assert response.headers.getall("Set-Cookie") == ["a=1", "b=2"]
             assert response.headers["X-Seen-Path"] == "/echo?a=1&b=%2F"
