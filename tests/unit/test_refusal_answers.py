@@ -160,13 +160,16 @@ def test_a_stream_reads_the_same_however_it_is_split(cuts: list[int]) -> None:
     assert stream.answer() == Answer("chat-v1", (Choice("I\u2019m sorry, but no", "stop"),))
 
 
-def test_reader_stops_reading_an_answer_over_its_limit_and_reports_none() -> None:
+def test_reader_passes_on_a_json_answer_over_its_limit_unread_and_keeps_only_a_streams_text() -> None:
     body = chat_json("I cannot help with that.")
     within = AnswerReader(streamed=False, limit=len(body))
     within.feed(body[:10])
     within.feed(body[10:])
     assert within.answer() == answer_from_json(body)
-    over = AnswerReader(streamed=True, limit=len(STREAM) - 1)
-    over.feed(STREAM)
+    over = AnswerReader(streamed=False, limit=len(body) - 1)
+    over.feed(body)
     assert over.over_limit
     assert over.answer() is None
+    stream = AnswerReader(streamed=True, limit=1)
+    stream.feed(STREAM)
+    assert classify(stream.answer(), DEFAULTS) is RefusalReason.PATTERN

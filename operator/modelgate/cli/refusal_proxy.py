@@ -54,7 +54,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--max-classified-bytes",
         type=int,
         default=ProxySettings.max_classified_bytes,
-        help="answers larger than this are passed on but not classified (default: %(default)s)",
+        help="JSON answers larger than this are passed on but not classified; streamed answers keep "
+        "only their text (default: %(default)s)",
     )
     proxy.add_argument("--log-format", choices=["json", "console"], default="json")
     proxy.add_argument("--verbose", action="store_true", help="debug logs (one line per answer)")

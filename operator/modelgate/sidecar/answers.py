@@ -114,8 +114,9 @@ def answer_from_json(body: bytes) -> Answer | None:
 
 
 class AnswerReader:
-    """Reads one response body as it passes through, a JSON answer or a stream of events, and keeps
-    at most `limit` bytes of it: a larger answer is passed on but not read (`answer()` is None)."""
+    """Reads one response body as it passes through: a stream of events keeps only the answer's
+    text; a JSON answer is kept whole up to `limit` bytes, and a larger one is passed on but not
+    read (`answer()` is None)."""
 
     def __init__(self, streamed: bool, limit: int) -> None:
         self._streamed = StreamedAnswer() if streamed else None
@@ -128,22 +129,21 @@ class AnswerReader:
         return self._size > self._limit
 
     def feed(self, chunk: bytes) -> None:
+        if self._streamed is not None:
+            self._streamed.feed(chunk)
+            return
         if self.over_limit:
             return
         self._size += len(chunk)
         if self.over_limit:
-            self._streamed, self._body = None, []
-        elif self._streamed is not None:
-            self._streamed.feed(chunk)
+            self._body.clear()
         else:
             self._body.append(chunk)
 
     def answer(self) -> Answer | None:
-        if self.over_limit:
-            return None
         if self._streamed is not None:
             return self._streamed.answer()
-        return answer_from_json(b"".join(self._body))
+        return None if self.over_limit else answer_from_json(b"".join(self._body))
 
 
 class StreamedAnswer:

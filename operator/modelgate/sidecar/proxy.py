@@ -52,8 +52,8 @@ class ProxySettings:
     patterns: RefusalPatterns
     # Model names whose series exist (at 0) from the start; answers may name others.
     models: tuple[str, ...] = ()
-    # Answers larger than this are passed on but not classified.
-    max_classified_bytes: int = 16 * 1024 * 1024
+    # JSON answers larger than this are passed on but not classified (streams keep only their text).
+    max_classified_bytes: int = 4 * 1024 * 1024
 
 
 class RefusalMetrics:
