@@ -7,9 +7,7 @@ that both see the same load on the machine."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +16,8 @@ import aiohttp
 import pytest
 
 from bench.report import record, summary
-from testbed.localcluster import free_port
-from testbed.processes import ProcessRegistry, python_module_env
-from testbed.waiting import wait_for
+from testbed.processes import ProcessRegistry
+from testbed.proxied_double import start_proxied_double
 
 pytestmark = pytest.mark.bench
 
@@ -39,30 +36,11 @@ class Routes:
 @pytest.fixture(scope="module")
 def routes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Routes]:
     processes = ProcessRegistry(Path(tmp_path_factory.mktemp("refusal-proxy-bench")))
-    server_port, proxy_port, metrics_port = free_port(), free_port(), free_port()
-    server = [sys.executable, "-m", "testbed.model_server_double", "--port", str(server_port)]
-    proxy = [
-        sys.executable,
-        "-m",
-        "modelgate",
-        "refusal-proxy",
-        "--upstream",
-        f"http://127.0.0.1:{server_port}",
-    ]
-    proxy += ["--port", str(proxy_port), "--metrics-port", str(metrics_port), "--model", "chat-model"]
+    pod = start_proxied_double(processes, "chat-model")
     try:
-        for name, argv in (("double", server), ("refusal-proxy", proxy)):
-            processes.start(name, argv, env=python_module_env())
-        for port in (server_port, metrics_port):
-            wait_for(lambda port=port: _healthy(port), timeout=60, what=f"port {port} to answer /healthz")
-        yield Routes(f"http://127.0.0.1:{server_port}{CHAT}", f"http://127.0.0.1:{proxy_port}{CHAT}")
+        yield Routes(f"{pod.server_url}{CHAT}", f"{pod.proxy_url}{CHAT}")
     finally:
-        processes.stop_all()
-
-
-def _healthy(port: int) -> bool:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
-        return bool(response.status == 200)
+        pod.stop(processes)
 
 
 @dataclass

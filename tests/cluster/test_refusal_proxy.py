@@ -5,18 +5,16 @@ before they end; the refusal rate the presets compute is the share of refused an
 from __future__ import annotations
 
 import json
-import sys
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from modelgate.metrics.prometheus import PrometheusClient
-from testbed.localcluster import LocalCluster, free_port
+from testbed.localcluster import LocalCluster
 from testbed.model_server_double import Behaviour
-from testbed.processes import StartedProcess, python_module_env
+from testbed.proxied_double import ProxiedDouble, start_proxied_double
 from testbed.waiting import wait_for
 
 NAMESPACE = "serving"
@@ -32,48 +30,17 @@ REFUSAL_RATE = (
 )
 
 
-@dataclass(frozen=True)
-class Sidecar:
-    server: str
-    proxy: str
-
-
 @pytest.fixture
-def sidecar(local_bed: LocalCluster) -> Iterator[Sidecar]:
-    started: list[StartedProcess] = []
-    server_port, proxy_port, metrics_port = free_port(), free_port(), free_port()
-    server = [sys.executable, "-m", "testbed.model_server_double", "--port", str(server_port)]
-    proxy = [
-        sys.executable,
-        "-m",
-        "modelgate",
-        "refusal-proxy",
-        "--upstream",
-        f"http://127.0.0.1:{server_port}",
-    ]
-    proxy += ["--port", str(proxy_port), "--metrics-port", str(metrics_port), "--model", "chat-v2"]
+def sidecar(local_bed: LocalCluster) -> Iterator[ProxiedDouble]:
+    pod = start_proxied_double(local_bed.processes, "chat-v2")
     target = f"{NAMESPACE}.{POD}.refusal-proxy"
+    labels = {"namespace": NAMESPACE, "pod": POD, "container": "refusal-proxy"}
+    local_bed.scrape_targets.add(target, pod.metrics_address, labels)
     try:
-        for name, argv in (("refusal-double", server), ("refusal-proxy", proxy)):
-            started.append(local_bed.processes.start(name, [*argv], env=python_module_env()))
-        for url in (f"http://127.0.0.1:{server_port}/healthz", f"http://127.0.0.1:{metrics_port}/healthz"):
-            wait_for(lambda url=url: get(url) == b"ok", timeout=60, what=f"{url} to answer")
-        local_bed.scrape_targets.add(
-            target,
-            f"127.0.0.1:{metrics_port}",
-            {"namespace": NAMESPACE, "pod": POD, "container": "refusal-proxy"},
-        )
-        yield Sidecar(f"http://127.0.0.1:{server_port}", f"http://127.0.0.1:{proxy_port}")
+        yield pod
     finally:
         local_bed.scrape_targets.remove(target)
-        for process in reversed(started):
-            local_bed.processes.stop(process)
-
-
-def get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        body: bytes = response.read()
-        return body
+        pod.stop(local_bed.processes)
 
 
 def post(url: str, body: Any, method: str = "POST") -> bytes:
@@ -84,8 +51,8 @@ def post(url: str, body: Any, method: str = "POST") -> bytes:
         return answer
 
 
-def set_behaviour(sidecar: Sidecar, behaviour: Behaviour) -> None:
-    post(f"{sidecar.server}/admin/behaviour", behaviour.model_dump(mode="json"), method="PUT")
+def set_behaviour(sidecar: ProxiedDouble, behaviour: Behaviour) -> None:
+    post(f"{sidecar.server_url}/admin/behaviour", behaviour.model_dump(mode="json"), method="PUT")
 
 
 def events(stream: bytes) -> list[Any]:
@@ -95,7 +62,7 @@ def events(stream: bytes) -> list[Any]:
 
 
 def test_streams_pass_through_and_prometheus_sees_the_refusal_rate(
-    local_bed: LocalCluster, sidecar: Sidecar
+    local_bed: LocalCluster, sidecar: ProxiedDouble
 ) -> None:
     prometheus = PrometheusClient(local_bed.prometheus_url, timeout=2)
     # Exported at 0 before any request: the refusal rate has data as soon as requests arrive.
@@ -107,7 +74,9 @@ def test_streams_pass_through_and_prometheus_sees_the_refusal_rate(
 
     set_behaviour(sidecar, Behaviour(hold_streams=True))
     streaming = urllib.request.Request(
-        f"{sidecar.proxy}{CHAT}", data=json.dumps({**CHAT_REQUEST, "stream": True}).encode(), method="POST"
+        f"{sidecar.proxy_url}{CHAT}",
+        data=json.dumps({**CHAT_REQUEST, "stream": True}).encode(),
+        method="POST",
     )
     streaming.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(streaming, timeout=30) as response:
@@ -116,19 +85,19 @@ def test_streams_pass_through_and_prometheus_sees_the_refusal_rate(
         # first chunk while the last one does not exist yet.
         first = response.readline() + response.readline()
         assert events(first)[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
-        assert json.loads(post(f"{sidecar.server}/admin/release-streams", {})) == {"released": 1}
+        assert json.loads(post(f"{sidecar.server_url}/admin/release-streams", {})) == {"released": 1}
         through_proxy = first + response.read()
     set_behaviour(sidecar, Behaviour())
-    direct = post(f"{sidecar.server}{CHAT}", {**CHAT_REQUEST, "stream": True})
+    direct = post(f"{sidecar.server_url}{CHAT}", {**CHAT_REQUEST, "stream": True})
     assert events(through_proxy) == events(direct)
 
     # A quarter refused in words, half of the requests streamed; then answers cut by a content filter.
     set_behaviour(sidecar, Behaviour(refusal_rate=0.25))
     for number in range(40):
-        post(f"{sidecar.proxy}{CHAT}", {**CHAT_REQUEST, "stream": number % 2 == 0})
+        post(f"{sidecar.proxy_url}{CHAT}", {**CHAT_REQUEST, "stream": number % 2 == 0})
     set_behaviour(sidecar, Behaviour(refusal_rate=1.0, refusal_style="content_filter"))
     for number in range(5):
-        post(f"{sidecar.proxy}{CHAT}", {**CHAT_REQUEST, "stream": number % 2 == 0})
+        post(f"{sidecar.proxy_url}{CHAT}", {**CHAT_REQUEST, "stream": number % 2 == 0})
 
     def scraped() -> dict[str, float | None] | None:
         queries = {
