@@ -8,6 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -25,7 +26,8 @@ MODEL = "chat-v1"
 CHAT = "/v1/chat/completions"
 CHAT_REQUEST = {"messages": [{"role": "user", "content": "Hello"}]}
 STREAM_REQUEST = {**CHAT_REQUEST, "stream": True}
-Counts = dict[tuple[str, frozenset[tuple[str, str]]], float]
+Series = tuple[str, frozenset[tuple[str, str]]]
+Counts = dict[Series, float]
 
 
 @asynccontextmanager
@@ -63,11 +65,19 @@ async def counts(proxy: RunningProxy, session: aiohttp.ClientSession) -> Counts:
     }
 
 
-def requests(code: str, endpoint: str = CHAT) -> tuple[str, frozenset[tuple[str, str]]]:
+async def counted(proxy: RunningProxy, session: aiohttp.ClientSession, series: Series) -> None:
+    """Polls the proxy's metrics until `series` is 1 (a client that left is counted a moment later)."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while (await counts(proxy, session)).get(series) != 1:
+        assert asyncio.get_running_loop().time() < deadline, f"{series} did not reach 1"
+        await asyncio.sleep(0.05)
+
+
+def requests(code: str, endpoint: str = CHAT) -> Series:
     return "llm_requests_total", frozenset({"model": MODEL, "endpoint": endpoint, "code": code}.items())
 
 
-def refusals(reason: str) -> tuple[str, frozenset[tuple[str, str]]]:
+def refusals(reason: str) -> Series:
     return "llm_refusals_total", frozenset({"model": MODEL, "reason": reason}.items())
 
 
@@ -144,10 +154,7 @@ def test_a_client_that_leaves_mid_stream_is_counted_as_499() -> None:
             # The proxy notices when it writes the rest of the stream.
             await release(server, session)
 
-            deadline = asyncio.get_running_loop().time() + 10
-            while (await counts(proxy, session)).get(requests("499")) != 1:
-                assert asyncio.get_running_loop().time() < deadline, "the client that left was not counted"
-                await asyncio.sleep(0.05)
+            await counted(proxy, session, requests("499"))
 
     run(scenario)
 
@@ -180,9 +187,18 @@ def test_other_paths_are_forwarded_but_not_counted() -> None:
     run(scenario)
 
 
+@dataclass
+class EchoServer:
+    url: str
+    slow_started: asyncio.Event = field(default_factory=asyncio.Event)
+    slow_cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 @asynccontextmanager
-async def echo_server() -> AsyncIterator[str]:
-    """Answers with the request's body, reports the headers it received, and breaks off a stream."""
+async def echo_server() -> AsyncIterator[EchoServer]:
+    """Answers with the request's body and reports the headers it received (/echo), breaks off a
+    stream (chat completions), and never finishes an answer (completions)."""
+    server = EchoServer("")
 
     async def echo(request: web.Request) -> web.StreamResponse:
         body = await request.read()
@@ -200,14 +216,25 @@ async def echo_server() -> AsyncIterator[str]:
         request.transport.close()
         return response
 
+    async def slow(_: web.Request) -> web.StreamResponse:
+        server.slow_started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:  # the proxy closed the connection
+            server.slow_cancelled.set()
+            raise
+        raise AssertionError("unreachable")
+
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/echo", echo)
     app.router.add_post(CHAT, broken)
-    runner = web.AppRunner(app, access_log=None)
+    app.router.add_post("/v1/completions", slow)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
+    server.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
     try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+        yield server
     finally:
         await runner.cleanup()
 
@@ -216,7 +243,7 @@ def test_large_bodies_and_end_to_end_headers_pass_through_unchanged() -> None:
     async def scenario() -> None:
         body = bytes(range(256)) * (32 * 1024)  # 8 MiB, not JSON, not text
         sent = {"Authorization": "Bearer t", "X-Request-Id": "r-1", "Content-Type": "application/x-test"}
-        async with echo_server() as upstream, proxied(upstream) as (proxy, session):
+        async with echo_server() as upstream, proxied(upstream.url) as (proxy, session):
             url = URL(f"{proxy.url}/echo?a=1&b=%2F", encoded=True)  # as sent, not normalised by yarl
             response = await session.post(url, data=body, headers=sent)
             assert await response.read() == body
@@ -231,10 +258,22 @@ def test_large_bodies_and_end_to_end_headers_pass_through_unchanged() -> None:
 
 def test_a_stream_the_server_breaks_off_is_broken_for_the_client_too_and_counted_as_502() -> None:
     async def scenario() -> None:
-        async with echo_server() as upstream, proxied(upstream) as (proxy, session):
+        async with echo_server() as upstream, proxied(upstream.url) as (proxy, session):
             async with session.post(f"{proxy.url}{CHAT}", json=STREAM_REQUEST) as response:
                 with pytest.raises(aiohttp.ClientPayloadError):
                     await response.read()
             assert (await counts(proxy, session))[requests("502")] == 1
+
+    run(scenario)
+
+
+def test_a_client_that_leaves_before_the_answer_closes_the_servers_connection_and_is_counted() -> None:
+    async def scenario() -> None:
+        async with echo_server() as upstream, proxied(upstream.url) as (proxy, session):
+            client = asyncio.create_task(session.post(f"{proxy.url}/v1/completions", json={"prompt": "Hi"}))
+            await upstream.slow_started.wait()
+            client.cancel()  # the client closes its connection while the server is still answering
+            await upstream.slow_cancelled.wait()
+            await counted(proxy, session, requests("499", "/v1/completions"))
 
     run(scenario)

@@ -5,6 +5,7 @@ own so that the server's own /metrics stays reachable through the proxy."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -133,8 +134,12 @@ class RefusalProxy:
         except (aiohttp.ClientError, TimeoutError) as error:
             log.warning("upstream unreachable", url=str(url), error=_describe(error))
             if endpoint is not None:
-                self.metrics.count(self._model(None), endpoint, str(HTTPStatus.BAD_GATEWAY.value), None)
+                self._count(endpoint, str(HTTPStatus.BAD_GATEWAY.value), None)
             return web.json_response(_bad_gateway(error), status=HTTPStatus.BAD_GATEWAY)
+        except asyncio.CancelledError:  # the client left before the server began to answer
+            if endpoint is not None:
+                self._count(endpoint, CLIENT_CLOSED, None)
+            raise
         async with upstream:
             return await self._relay(request, upstream, endpoint)
 
@@ -152,18 +157,20 @@ class RefusalProxy:
                     reader.feed(chunk)
                 await response.write(chunk)
             await response.write_eof()
-        except ConnectionResetError:  # the client left; the server should stop generating too
-            code = CLIENT_CLOSED
-            upstream.close()
-            log.info("client disconnected", path=request.path)
+        except ConnectionResetError:  # a write to the client failed
+            code = _client_left(request, upstream)
+        except asyncio.CancelledError:  # aiohttp cancels the handler of a client that left
+            code = _client_left(request, upstream)
+            raise
         except aiohttp.ClientError as error:  # the server broke off mid-answer
             code = str(HTTPStatus.BAD_GATEWAY.value)
             log.warning("upstream broke off", path=request.path, error=_describe(error))
             # Close rather than end the body: the client must not take a partial answer for a whole one.
             if request.transport is not None:
                 request.transport.close()
-        if endpoint is not None:
-            self._count(endpoint, code, reader)
+        finally:
+            if endpoint is not None:
+                self._count(endpoint, code, reader)
         return response
 
     def _reader(self, upstream: aiohttp.ClientResponse) -> AnswerReader | None:
@@ -219,6 +226,13 @@ def _end_to_end(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
     return CIMultiDict((name, value) for name, value in headers.items() if name.lower() not in dropped)
 
 
+def _client_left(request: web.Request, upstream: aiohttp.ClientResponse) -> str:
+    # Closing the server's connection lets it stop generating, as it would for the client itself.
+    upstream.close()
+    log.info("client disconnected", path=request.path)
+    return CLIENT_CLOSED
+
+
 def _describe(error: BaseException) -> str:
     return str(error) or type(error).__name__  # a timeout's message is empty
 
@@ -256,7 +270,9 @@ async def start_refusal_proxy(
     """Serves the proxy and its metrics; port 0 picks a free port (see the result)."""
     proxy = RefusalProxy(settings, RefusalMetrics(settings.models))
     runners = (
-        web.AppRunner(proxy.app(), access_log=None),
+        # Cancelled handlers: a client that leaves while the server is still answering is noticed at
+        # once, not at the next write, and the server's connection is closed with it.
+        web.AppRunner(proxy.app(), access_log=None, handler_cancellation=True),
         web.AppRunner(proxy.metrics_app(), access_log=None),
     )
     bound = []
