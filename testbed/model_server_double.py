@@ -3,6 +3,10 @@
 A test sets failure, refusal and latency knobs (`Behaviour`) at start, or changes them while the
 double runs with `PUT /admin/behaviour`.
 
+A request with `"stream": true` is answered with server-sent events as vLLM sends them: one chunk per
+word, then `data: [DONE]`. With `hold_streams`, each stream stops after its first chunk until
+`POST /admin/release-streams`, so a test can see what a client receives before the answer ends.
+
 Latency is not slept by default: each answered request observes its *configured* latency in the
 histograms and is answered at once, so a test can fake a slow tail in milliseconds. Set
 `simulate_latency_sleep` to really wait.
@@ -43,6 +47,9 @@ E2E_LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 ANSWER = "This is a canned answer from the model server double, which only pretends to be a model."
 REFUSAL = "I'm sorry, but I can't help with that."
+# A content filter stops an answer after this many words.
+FILTERED_AFTER_WORDS = 3
+RefusalStyle = Literal["text", "content_filter"]
 
 
 class Latency(BaseModel):
@@ -70,9 +77,15 @@ class Behaviour(BaseModel):
 
     error_rate: float = Field(default=0.0, ge=0, le=1, description="answered HTTP 500")
     refusal_rate: float = Field(default=0.0, ge=0, le=1, description="answered 200 with a refusal")
+    refusal_style: RefusalStyle = Field(
+        default="text",
+        description="text: a refusal worded as one, finish_reason stop; content_filter: the start of "
+        "an ordinary answer cut off with finish_reason content_filter",
+    )
     latency: Latency = Latency()
     requests_waiting: int = Field(default=0, ge=0, description="value of vllm:num_requests_waiting")
     simulate_latency_sleep: bool = False
+    hold_streams: bool = Field(default=False, description="streams wait after their first chunk")
 
     @model_validator(mode="after")
     def _rates_fit(self) -> Behaviour:
@@ -193,6 +206,8 @@ class ModelServerDouble:
         self.metrics = DoubleMetrics(model_name)
         self._ids = itertools.count(1)
         self.behaviour = behaviour
+        self._release = asyncio.Event()
+        self._held = 0
 
     @property
     def behaviour(self) -> Behaviour:
@@ -213,37 +228,73 @@ class ModelServerDouble:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/admin/behaviour", self._get_behaviour)
         app.router.add_put("/admin/behaviour", self._put_behaviour)
+        app.router.add_post("/admin/release-streams", self._release_streams)
         return app
 
-    async def _chat_completions(self, request: web.Request) -> web.Response:
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
         self.metrics.running.inc()
         try:
-            status, payload = await self._complete(request)
+            status, payload, streamed = await self._complete(request)
+            if streamed and status == 200:
+                response = await self._stream(request, payload)
+            else:
+                response = web.json_response(payload, status=status)
         finally:
             self.metrics.running.dec()
         self.metrics.count_http(request.method, CHAT_HANDLER, status)
-        return web.json_response(payload, status=status)
+        return response
 
-    async def _complete(self, request: web.Request) -> tuple[int, dict[str, Any]]:
+    async def _complete(self, request: web.Request) -> tuple[int, dict[str, Any], bool]:
         try:
             body = await request.json()
-            messages, max_tokens = _parse_chat_request(body)
+            messages, max_tokens, streamed = _parse_chat_request(body)
         except ValueError as error:  # malformed JSON included
-            return 400, _error_body(f"invalid request: {error}", "BadRequestError", 400)
+            return 400, _error_body(f"invalid request: {error}", "BadRequestError", 400), False
         outcome = self._planner.next()
         if outcome.kind == "error":
-            return 500, _error_body("injected failure (model server double)", "InternalServerError", 500)
+            return (
+                500,
+                _error_body("injected failure (model server double)", "InternalServerError", 500),
+                False,
+            )
         if self.behaviour.simulate_latency_sleep:
             await asyncio.sleep(outcome.latency)
         self.metrics.e2e_latency.observe(outcome.latency)
         self.metrics.ttft.observe(outcome.ttft)
         if outcome.kind == "refusal":
             self.metrics.refusals.inc()
-            content, finish_reason = REFUSAL, "stop"
+            content, finish_reason = self._refusal()
         else:
             content, finish_reason = _truncated(ANSWER, max_tokens)
         self.metrics.count_success(finish_reason)
-        return 200, self._completion(messages, content, finish_reason)
+        return 200, self._completion(messages, content, finish_reason), streamed
+
+    def _refusal(self) -> tuple[str, str]:
+        if self.behaviour.refusal_style == "content_filter":
+            return " ".join(ANSWER.split()[:FILTERED_AFTER_WORDS]), "content_filter"
+        return REFUSAL, "stop"
+
+    async def _stream(self, request: web.Request, completion: Mapping[str, Any]) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        release = self._release
+        for number, chunk in enumerate(stream_chunks(completion)):
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if number == 0 and self.behaviour.hold_streams:
+                self._held += 1
+                await release.wait()
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def _release_streams(self, _: web.Request) -> web.Response:
+        """Lets the streams held now go on; later ones are held again (while `hold_streams`)."""
+        released, self._held = self._held, 0
+        self._release.set()
+        self._release = asyncio.Event()
+        return web.json_response({"released": released})
 
     def _completion(
         self, messages: Sequence[Mapping[str, Any]], content: str, finish_reason: str
@@ -298,7 +349,27 @@ class ModelServerDouble:
         return web.json_response(self.behaviour.model_dump(mode="json"))
 
 
-def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None]:
+def stream_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A chat completion as vLLM streams it: the role, one chunk per word, then the finish reason."""
+    (choice,) = completion["choices"]
+    words = choice["message"]["content"].split(" ")
+    deltas = [
+        {"role": "assistant", "content": ""},
+        *({"content": w if i == 0 else f" {w}"} for i, w in enumerate(words)),
+    ]
+    finish: list[str | None] = [*(None for _ in deltas), choice["finish_reason"]]
+    head = {key: completion[key] for key in ("id", "created", "model")}
+    return [
+        {
+            **head,
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
+        }
+        for delta, reason in zip([*deltas, {}], finish, strict=True)
+    ]
+
+
+def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None, bool]:
     if not isinstance(body, dict):
         raise ValueError("body must be a JSON object")
     messages = body.get("messages")
@@ -307,7 +378,10 @@ def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None]:
     max_tokens = body.get("max_tokens")
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
         raise ValueError("max_tokens must be a positive integer")
-    return messages, max_tokens
+    streamed = body.get("stream", False)
+    if not isinstance(streamed, bool):
+        raise ValueError("stream must be true or false")
+    return messages, max_tokens, streamed
 
 
 def _truncated(text: str, max_tokens: int | None) -> tuple[str, str]:
@@ -420,6 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tail-latency", type=float, default=0.0)
     parser.add_argument("--ttft", type=float, default=None)
     parser.add_argument("--requests-waiting", type=int, default=0)
+    parser.add_argument("--refusal-style", choices=["text", "content_filter"], default="text")
     parser.add_argument("--sleep", action="store_true", help="really sleep the configured latency")
     return parser
 
@@ -428,6 +503,7 @@ def _behaviour_from_args(args: argparse.Namespace) -> Behaviour:
     return Behaviour(
         error_rate=args.error_rate,
         refusal_rate=args.refusal_rate,
+        refusal_style=args.refusal_style,
         latency=Latency(
             median=args.latency, tail_rate=args.tail_rate, tail_latency=args.tail_latency, ttft=args.ttft
         ),

@@ -109,6 +109,56 @@ def test_refusals_answer_200_and_are_counted() -> None:
     assert value(metrics, "vllm:request_success_total", model_name=MODEL, finished_reason="stop") == 184
 
 
+def test_content_filter_refusals_cut_the_answer_and_say_why() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> list[Any]:
+        return await chat(server, session, 2)
+
+    answers = with_double(Behaviour(refusal_rate=0.5, refusal_style="content_filter"), scenario)
+
+    filtered = [
+        body["choices"][0] for _, body in answers if body["choices"][0]["finish_reason"] == "content_filter"
+    ]
+    assert len(filtered) == 1
+    assert filtered[0]["message"]["content"] == "This is a"
+
+
+def test_a_streamed_answer_is_the_same_answer_in_server_sent_events() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[Any, bytes]:
+        async with session.post(f"{server.url}/v1/chat/completions", json=CHAT_REQUEST) as response:
+            whole = await response.json()
+        async with session.post(
+            f"{server.url}/v1/chat/completions", json={**CHAT_REQUEST, "stream": True}
+        ) as response:
+            assert response.content_type == "text/event-stream"
+            return whole, await response.read()
+
+    whole, stream = with_double(Behaviour(), scenario)
+
+    events = [event.removeprefix(b"data: ") for event in stream.split(b"\n\n") if event]
+    assert events[-1] == b"[DONE]"
+    chunks = [json.loads(event) for event in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" and c["model"] == MODEL for c in chunks)
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert text == whole["choices"][0]["message"]["content"]
+    assert [c["choices"][0]["finish_reason"] for c in chunks][-2:] == [None, "stop"]
+
+
+def test_held_streams_wait_after_their_first_chunk_until_released() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[int, bytes]:
+        async with session.post(
+            f"{server.url}/v1/chat/completions", json={**CHAT_REQUEST, "stream": True}
+        ) as response:
+            first = await response.content.readuntil(b"\n\n")
+            async with session.post(f"{server.url}/admin/release-streams") as released:
+                held = (await released.json())["released"]
+            return held, first + await response.read()
+
+    held, stream = with_double(Behaviour(hold_streams=True), scenario)
+
+    assert held == 1
+    assert stream.endswith(b"data: [DONE]\n\n")
+
+
 def test_slow_tail_shows_in_the_top_buckets_while_the_median_stays_fast() -> None:
     latency = Latency(median=0.2, tail_rate=0.05, tail_latency=12.0)
 
@@ -165,6 +215,19 @@ def test_small_max_tokens_stops_for_length() -> None:
     assert body["choices"][0]["finish_reason"] == "length"
     assert body["usage"]["completion_tokens"] == 3
     assert value(metrics, "vllm:request_success_total", model_name=MODEL, finished_reason="length") == 1
+
+
+def test_stream_that_is_not_a_boolean_is_a_400() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[int, Any]:
+        async with session.post(
+            f"{server.url}/v1/chat/completions", json={**CHAT_REQUEST, "stream": "yes"}
+        ) as r:
+            return r.status, await r.json()
+
+    status, body = with_double(Behaviour(), scenario)
+
+    assert status == 400
+    assert "stream must be true or false" in body["message"]
 
 
 def test_chat_request_without_messages_is_a_400() -> None:
