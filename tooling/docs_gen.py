@@ -6,9 +6,9 @@ code that builds them.
     python -m tooling.docs_gen --check   # exit 1, naming the files, when something is out of date
 
 `docs/api-reference.md` is generated whole. `docs/metric-presets.md` and `docs/presets.md` are
-written by hand except for the blocks between `<!-- BEGIN GENERATED key -->` and `<!-- END GENERATED key -->`, which are
-replaced. The output depends only on the inputs (no dates, no versions), so the tests can compare
-the committed files with a fresh rendering.
+written by hand except for the blocks between `<!-- BEGIN GENERATED key -->` and
+`<!-- END GENERATED key -->`, which are replaced. The output depends only on the inputs (no dates,
+no versions), so the tests can compare the committed files with a fresh rendering.
 """
 
 from __future__ import annotations
@@ -471,7 +471,9 @@ def generated_files(root: Path) -> dict[Path, str]:
     return {
         API_REFERENCE: render_api_reference(crd),
         METRIC_PRESETS: fill_generated_blocks(presets, metric_preset_blocks(), str(METRIC_PRESETS)),
-        PRESETS_BY_SOURCE: fill_generated_blocks(by_source, presets_by_source_blocks(), str(PRESETS_BY_SOURCE)),
+        PRESETS_BY_SOURCE: fill_generated_blocks(
+            by_source, presets_by_source_blocks(), str(PRESETS_BY_SOURCE)
+        ),
     }
 
 

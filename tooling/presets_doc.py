@@ -30,7 +30,12 @@ def _source(source: str, ctx: QueryContext) -> list[str]:
     lines = ["Requests (against `minRequests`, and the requests of every share):", ""]
     lines += _promql(request_count_query(source, ctx))
     for name in available(source):
-        lines += ["", f"`{name}`:", "", *_promql(preset_query(name, source, ctx, threshold=EXAMPLE_THRESHOLD))]
+        lines += [
+            "",
+            f"`{name}`:",
+            "",
+            *_promql(preset_query(name, source, ctx, threshold=EXAMPLE_THRESHOLD)),
+        ]
     lacks = STACKS[source].lacks
     if lacks:
         lines += ["", "No such preset:", ""]

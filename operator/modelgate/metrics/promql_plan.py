@@ -52,12 +52,16 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
         candidate = query("candidate")
     except UnknownPresetError as error:
         field = "source" if metric.source is not None else "preset"
-        raise UnknownPresetError(f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}") from None
+        raise UnknownPresetError(
+            f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}"
+        ) from None
     counts = partial(_counts, metric, source, ctx) if metric.sequential is not None else None
     return MetricPlan(candidate, query("incumbent") if metric.compare else None, counts)
 
 
-def _counts(metric: MetricSpec, source: str, ctx: QueryContext, window: str) -> tuple[CountQueries, CountQueries]:
+def _counts(
+    metric: MetricSpec, source: str, ctx: QueryContext, window: str
+) -> tuple[CountQueries, CountQueries]:
     assert metric.preset is not None
     candidate = count_queries(metric.preset, source, ctx, "candidate", window, threshold=metric.threshold)
     incumbent = count_queries(metric.preset, source, ctx, "incumbent", window, threshold=metric.threshold)

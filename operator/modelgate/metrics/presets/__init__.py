@@ -19,7 +19,10 @@ from modelgate.metrics.presets.catalog import PRESETS, Preset, Share, UnknownPre
 from modelgate.metrics.presets.common import Stack
 
 STACKS: Mapping[str, Stack] = MappingProxyType(
-    {stack.source: stack for stack in (vllm.STACK, sglang.STACK, tgi.STACK, triton.STACK, llmd.STACK, istio.STACK)}
+    {
+        stack.source: stack
+        for stack in (vllm.STACK, sglang.STACK, tgi.STACK, triton.STACK, llmd.STACK, istio.STACK)
+    }
 )
 
 
@@ -27,14 +30,18 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise UnknownPresetError(f"unknown metric preset {name!r}; known presets: {', '.join(PRESETS)}") from None
+        raise UnknownPresetError(
+            f"unknown metric preset {name!r}; known presets: {', '.join(PRESETS)}"
+        ) from None
 
 
 def get_stack(source: str) -> Stack:
     try:
         return STACKS[source]
     except KeyError:
-        raise UnknownPresetError(f"unknown metric source {source!r}; known sources: {', '.join(STACKS)}") from None
+        raise UnknownPresetError(
+            f"unknown metric source {source!r}; known sources: {', '.join(STACKS)}"
+        ) from None
 
 
 def available(source: str) -> tuple[str, ...]:

@@ -49,7 +49,9 @@ class Preset:
     query: Callable[[Stack, str, str], str | None] | None = None
 
 
-def _quantile(q: float, histogram: Callable[[Stack], Histogram | None]) -> Callable[[Stack, str, str], str | None]:
+def _quantile(
+    q: float, histogram: Callable[[Stack], Histogram | None]
+) -> Callable[[Stack, str, str], str | None]:
     def build(stack: Stack, selector: str, window: str) -> str | None:
         found = histogram(stack)
         return found.quantile(q, selector, window) if found is not None else None
@@ -136,7 +138,9 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
                 "seconds",
                 query=_quantile(0.99, lambda stack: stack.latency),
             ),
-            Preset("tokensPerSecond", "output tokens generated per second", "tokens/s", query=_tokens_per_second),
+            Preset(
+                "tokensPerSecond", "output tokens generated per second", "tokens/s", query=_tokens_per_second
+            ),
             Preset("queueDepth", "requests waiting in the server's queue", "requests", query=_queue_depth),
         )
     }

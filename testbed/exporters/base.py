@@ -1,0 +1,68 @@
+"""What every stack's exporter records, and the refusal counter they all share.
+
+An exporter turns the double's outcomes into one serving stack's series, under that stack's exact
+names and labels (docs/presets.md cites them). Each keeps a registry of its own, so that several
+doubles may share a process. Latencies are observed for answered requests only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who the double stands in for: the model it serves (the Deployment's name on the bed) and
+    the namespace of its pods."""
+
+    model_name: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answered request: `latency` (end to end) = `ttft` + (`tokens` - 1) x `tpot`."""
+
+    ttft: float
+    tpot: float
+    tokens: int
+    latency: float
+    finish_reason: str
+    refused: bool
+
+
+class Exporter:
+    """The base of every stack's exporter: the registry and `llm_refusals_total`, which no server
+    exports by itself (a refusal sidecar in the pod would; it is exported at 0 from the start)."""
+
+    def __init__(self, identity: Identity) -> None:
+        self.identity = identity
+        self.registry = CollectorRegistry()
+        # prometheus_client adds the `_total` suffix to counters on exposition.
+        self._refusals = Counter(
+            "llm_refusals", "Requests the model refused to answer.", ["model_name"], registry=self.registry
+        ).labels(identity.model_name)
+
+    def answered(self, answer: Answer) -> None:
+        if answer.refused:
+            self._refusals.inc()
+        self.record_answer(answer)
+
+    def record_answer(self, answer: Answer) -> None:
+        raise NotImplementedError
+
+    def failed(self) -> None:
+        """The server failed the request (HTTP 500)."""
+        raise NotImplementedError
+
+    def aborted(self) -> None:
+        """The client went away before the answer was complete."""
+        raise NotImplementedError
+
+    def set_waiting(self, requests: int) -> None:
+        """Requests in the server's queue; stacks without a queue gauge ignore it."""
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
