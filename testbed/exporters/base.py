@@ -7,9 +7,10 @@ doubles may share a process. Latencies are observed for answered requests only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ class Exporter:
         self._refusals = Counter(
             "llm_refusals", "Requests the model refused to answer.", ["model_name"], registry=self.registry
         ).labels(identity.model_name)
+
+    def histogram(self, name: str, buckets: Sequence[float], labels: Mapping[str, str]) -> Histogram:
+        """The series of histogram `name` with these labels (their values fixed for this double)."""
+        family = Histogram(name, name, list(labels), buckets=buckets, registry=self.registry)
+        return family.labels(**labels)
 
     def answered(self, answer: Answer) -> None:
         if answer.refused:

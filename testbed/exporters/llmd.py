@@ -4,7 +4,7 @@ does, which sums to the same."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter
 
 from testbed.exporters.base import Answer, Exporter, Identity
 
@@ -25,9 +25,6 @@ class LlmdExporter(Exporter):
         r, model = self.registry, identity.model_name
         labels = ["model_name", "target_model_name"]
 
-        def histogram(name: str, buckets: tuple[float, ...]) -> Histogram:
-            return Histogram(f"inference_objective_{name}", name, labels, buckets=buckets, registry=r)
-
         self.requests = Counter(
             "inference_objective_request", "Requests.", [*labels, "priority"], registry=r
         ).labels(model, model, "0")
@@ -35,10 +32,15 @@ class LlmdExporter(Exporter):
         self.errors = Counter(
             "inference_objective_request_error", "Errors.", [*labels, "error_code"], registry=r
         )
-        self.ttft = histogram("request_ttft_seconds", GENERAL_LATENCY_BUCKETS).labels(model, model)
-        self.tpot = histogram("request_tpot_seconds", TPOT_BUCKETS).labels(model, model)
-        self.latency = histogram("request_duration_seconds", GENERAL_LATENCY_BUCKETS).labels(model, model)
-        self.tokens = histogram("output_tokens", OUTPUT_TOKENS_BUCKETS).labels(model, model)
+        series = {"model_name": model, "target_model_name": model}
+        self.ttft = self.histogram(
+            "inference_objective_request_ttft_seconds", GENERAL_LATENCY_BUCKETS, series
+        )
+        self.tpot = self.histogram("inference_objective_request_tpot_seconds", TPOT_BUCKETS, series)
+        self.latency = self.histogram(
+            "inference_objective_request_duration_seconds", GENERAL_LATENCY_BUCKETS, series
+        )
+        self.tokens = self.histogram("inference_objective_output_tokens", OUTPUT_TOKENS_BUCKETS, series)
 
     def record_answer(self, answer: Answer) -> None:
         self.requests.inc()

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge
 
 from testbed.exporters.base import Answer, Exporter, Identity
 
@@ -22,12 +22,10 @@ class SglangExporter(Exporter):
         r, model = self.registry, identity.model_name
         labels = ["model_name"]
 
-        def histogram(name: str, buckets: tuple[float, ...]) -> Histogram:
-            return Histogram(name, name, labels, buckets=buckets, registry=r)
-
-        self.ttft = histogram("sglang:time_to_first_token_seconds", TTFT_BUCKETS).labels(model)
-        self.itl = histogram("sglang:inter_token_latency_seconds", INTER_TOKEN_LATENCY_BUCKETS).labels(model)
-        self.latency = histogram("sglang:e2e_request_latency_seconds", E2E_LATENCY_BUCKETS).labels(model)
+        series = {"model_name": model}
+        self.ttft = self.histogram("sglang:time_to_first_token_seconds", TTFT_BUCKETS, series)
+        self.itl = self.histogram("sglang:inter_token_latency_seconds", INTER_TOKEN_LATENCY_BUCKETS, series)
+        self.latency = self.histogram("sglang:e2e_request_latency_seconds", E2E_LATENCY_BUCKETS, series)
         self.tokens = Counter("sglang:generation_tokens", "Generation tokens.", labels, registry=r).labels(
             model
         )

@@ -3,7 +3,7 @@ prometheus-fastapi-instrumentator (vllm/entrypoints/serve/instrumentator/metrics
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge
 
 from testbed.exporters.base import Answer, Exporter, Identity
 
@@ -28,16 +28,12 @@ class VllmExporter(Exporter):
         r, model = self.registry, identity.model_name
         labels = ["model_name", "engine"]
 
-        def histogram(name: str, buckets: tuple[float, ...]) -> Histogram:
-            return Histogram(name, name, labels, buckets=buckets, registry=r)
-
-        self.ttft = histogram("vllm:time_to_first_token_seconds", TTFT_BUCKETS).labels(model, "0")
-        self.tpot = histogram(
-            "vllm:request_time_per_output_token_seconds", INTER_TOKEN_LATENCY_BUCKETS
-        ).labels(model, "0")
-        self.latency = histogram("vllm:e2e_request_latency_seconds", REQUEST_LATENCY_BUCKETS).labels(
-            model, "0"
+        series = {"model_name": model, "engine": "0"}
+        self.ttft = self.histogram("vllm:time_to_first_token_seconds", TTFT_BUCKETS, series)
+        self.tpot = self.histogram(
+            "vllm:request_time_per_output_token_seconds", INTER_TOKEN_LATENCY_BUCKETS, series
         )
+        self.latency = self.histogram("vllm:e2e_request_latency_seconds", REQUEST_LATENCY_BUCKETS, series)
         self.tokens = Counter("vllm:generation_tokens", "Generation tokens.", labels, registry=r).labels(
             model, "0"
         )

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TypeVar
 
 from modelgate.metrics.base import CountQueries
 from modelgate.metrics.context import QueryContext, Side
 from modelgate.metrics.presets import istio, llmd, sglang, tgi, triton, vllm
 from modelgate.metrics.presets.catalog import PRESETS, Preset, Share, UnknownPresetError
 from modelgate.metrics.presets.common import Stack
+
+T = TypeVar("T")
 
 STACKS: Mapping[str, Stack] = MappingProxyType(
     {
