@@ -5,10 +5,12 @@ target model and by destination workload; and which preset exists for which sour
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from modelgate.api import parse_spec
+from modelgate.api.analysis import MetricPreset, MetricSource
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import PRESETS, STACKS, UnknownPresetError, available, preset_query
 from modelgate.metrics.presets import request_count_query as requests_query
@@ -206,3 +208,8 @@ def test_a_preset_the_source_lacks_fails_the_plan_naming_the_field() -> None:
         "spec.analysis.metrics[1].preset (metric ttft): preset ttftP99 does not exist for source tgi"
     )
     assert STACKS["tgi"].lacks["ttftP99"] in message
+
+
+def test_the_sources_are_the_apis() -> None:
+    assert tuple(STACKS) == get_args(MetricSource)
+    assert tuple(PRESETS) == get_args(MetricPreset)
