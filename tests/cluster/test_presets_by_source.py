@@ -161,11 +161,11 @@ CASES = [(source, preset) for source in STACKS for preset in PRESETS]
 @pytest.mark.parametrize(("source", "preset"), CASES, ids=[f"{s}-{p}" for s, p in CASES])
 def test_preset_measures_the_doubles_knobs(serving: Serving, source: str, preset: str) -> None:
     ctx = serving.context(source)
-    threshold = slow_threshold(source) if preset == "slowRequestRate" else None
     if preset not in available(source):
         with pytest.raises(UnknownPresetError, match=f"preset {preset} does not exist for source {source}"):
-            preset_query(preset, source, ctx, threshold=threshold)
+            preset_query(preset, source, ctx, threshold=1.0)
         return
+    threshold = slow_threshold(source) if preset == "slowRequestRate" else None
     query = preset_query(preset, source, ctx, threshold=threshold)
     expected = expectation(serving, source, preset)
     measured: list[float | None] = []
