@@ -100,8 +100,9 @@ def serving(local_bed: LocalCluster, api_client: client.ApiClient) -> Iterator[S
     with scratch_namespace(api_client) as namespace:
         fleet = ModelFleet(local_bed, api_client)
         try:
-            for source in STACKS:
+            for source in STACKS:  # all first, so that their pods become Ready together
                 create(api_client, model_deployment(deployment(source), namespace, replicas=1))
+            for source in STACKS:
                 fleet.serve(namespace, deployment(source), BEHAVIOUR.model_copy(update={"source": source}))
             names = [deployment(source) for source in STACKS]
             create(api_client, http_route("chat", namespace, dict.fromkeys(names, 1)))
