@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from modelgate.metrics.context import QueryContext
+from modelgate.metrics.presets import preset_query
 from modelgate.metrics.prometheus import PrometheusClient
 from testbed.localcluster import LocalCluster
 from testbed.model_server_double import Behaviour
@@ -23,10 +25,10 @@ POD_REGEX = "chat-v2-[a-z0-9]+-[a-z0-9]+"
 CHAT = "/v1/chat/completions"
 CHAT_REQUEST = {"model": "chat-v2", "messages": [{"role": "user", "content": "Hello"}]}
 SELECTOR = f'namespace="{NAMESPACE}",pod=~"{POD_REGEX}"'
-# The refusalRate preset's query over the proxy's counters (docs/refusal-sidecar.md). The window
-# spans the whole test, so both sums cover every answer.
-REFUSAL_RATE = (
-    f"sum(rate(llm_refusals_total{{{SELECTOR}}}[5m])) / sum(rate(llm_requests_total{{{SELECTOR}}}[5m]))"
+# The refusalRate preset over the proxy's counters; a window that spans the whole test, so that
+# both sums cover every answer.
+REFUSAL_RATE = preset_query(
+    "refusalRate", "vllm", QueryContext.for_rollout(NAMESPACE, "chat", "chat-v2", "5m")
 )
 
 

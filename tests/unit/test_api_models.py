@@ -271,6 +271,10 @@ INVALID_SPECS = {
         _set("incumbent.podRegex", "chat-v1-(.*"),
         "spec.incumbent.podRegex: must be a valid regular expression (missing )",
     ),
+    "model name with a quote": (
+        _set("candidate.model", 'llama"} or up{'),
+        "spec.candidate.model: must consist of letters, digits, '.', '_', ':', '/' and '-'",
+    ),
     "address not a URL": (
         _set("analysis.prometheus.address", "prometheus:9090"),
         "spec.analysis.prometheus.address: must be an http:// or https:// URL",

@@ -181,7 +181,7 @@ def test_other_paths_are_forwarded_but_not_counted() -> None:
             async with session.get(f"{proxy.url}/v1/models") as response:
                 assert (await response.json())["data"][0]["id"] == MODEL
             async with session.get(f"{proxy.url}/metrics") as response:
-                assert "vllm:num_requests_running" in await response.text()  # the server's own metrics
+                assert "vllm:num_requests_waiting" in await response.text()  # the server's own metrics
             assert sum((await counts(proxy, session)).values()) == 0
 
     run(scenario)

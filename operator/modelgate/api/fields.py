@@ -16,6 +16,8 @@ SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
 # No quotes, braces or backslashes: the value goes inside a PromQL label matcher unescaped.
 POD_REGEX_PATTERN = r"^[a-zA-Z0-9.\-_*+?()|\[\]^$]+$"
 HTTP_URL_PATTERN = r"^https?://[^\s/?#]+(/[^\s]*)?$"
+# Model names as gateways report them, e.g. meta-llama/Llama-3.1-8B-Instruct or food-review:lora.
+MODEL_NAME_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._:/-]*$"
 
 # What a value failing each pattern should look like instead, for error messages.
 PATTERN_HINTS = {
@@ -26,6 +28,8 @@ PATTERN_HINTS = {
     SECRET_KEY_PATTERN: "must consist of letters, digits, '-', '_' and '.'",
     POD_REGEX_PATTERN: "must be a regular expression without quotes, braces, backslashes or spaces",
     HTTP_URL_PATTERN: "must be an http:// or https:// URL",
+    MODEL_NAME_PATTERN: "must consist of letters, digits, '.', '_', ':', '/' and '-', starting with a "
+    "letter or digit",
     DURATION_PATTERN: "must be a Go-style duration such as 30s, 5m, 1h30m or 500ms",
 }
 
@@ -65,6 +69,7 @@ PodRegex = Annotated[
         )
     ),
 ]
+ModelName = Annotated[str, StringConstraints(max_length=253, pattern=MODEL_NAME_PATTERN)]
 HttpUrl = Annotated[str, StringConstraints(max_length=2048, pattern=HTTP_URL_PATTERN)]
 Duration = Annotated[
     str, StringConstraints(max_length=32, pattern=DURATION_PATTERN), AfterValidator(_parses_as_duration)

@@ -20,7 +20,7 @@ from pydantic import (
 from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
-from modelgate.api.fields import Duration, ObjectName, PodRegex, PositiveDuration
+from modelgate.api.fields import Duration, ModelName, ObjectName, PodRegex, PositiveDuration
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
 from modelgate.api.specmodel import SpecModel
 
@@ -37,6 +37,12 @@ class DeploymentRef(SpecModel):
         "this Deployment's metric series. Defaults to `<deployment>-[a-z0-9]+-[a-z0-9]+`, the names of "
         "the Deployment's own pods; set it when pods are named otherwise. Quotes, braces and "
         "backslashes are not allowed, so the value can be placed inside a PromQL label matcher as is.",
+    )
+    # None means the Deployment's name.
+    model: ModelName | None = Field(
+        None,
+        description="The model name a gateway reports this side's requests under: the endpoint picker's "
+        "`target_model_name` label, read by presets with source llm-d. Defaults to the Deployment's name.",
     )
 
 
