@@ -174,3 +174,21 @@ def test_inconclusive_past_its_deadline_pauses_until_resume() -> None:
     # Resumed, the passing analysis taken while held counts: the step completes at once.
     resumed = sim.tick(command=command(CommandAction.RESUME))
     assert (resumed.status.phase, resumed.status.current_step_index) == (Phase.PROGRESSING, 1)
+
+
+def test_a_pending_deadline_that_pauses_holds_until_resume() -> None:
+    sim = with_deadlines(Simulator(make_spec(weight(10))), pending={"after": "1m", "action": "pause"})
+    sim.available = False
+    sim.tick()
+    paused = sim.tick(after=timedelta(minutes=2))
+    assert paused.status.phase is Phase.PENDING
+    assert Reason.PROGRESS_DEADLINE_EXCEEDED in event_reasons(paused)
+    # Later ticks keep saying why it holds, and an Available candidate does not end the pause.
+    still = sim.tick(after=INTERVAL)
+    assert "run `modelgate resume`" in (still.status.message or "")
+    sim.available = True
+    held = sim.tick(after=INTERVAL)
+    assert (held.status.phase, held.weight) == (Phase.PENDING, None)
+    assert "run `modelgate resume`" in (held.status.message or "")
+    resumed = sim.tick(command=command(CommandAction.RESUME))
+    assert (resumed.status.phase, resumed.status.current_weight) == (Phase.PROGRESSING, 10)
