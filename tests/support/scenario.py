@@ -88,11 +88,11 @@ class RouteRecorder:
 
 
 @dataclass
-class Scenario:
+class Rollouts:
+    """The ModelRollouts of one namespace: create them, read and wait for their status."""
+
     api_client: client.ApiClient
     namespace: str
-    fleet: ModelFleet
-    recorder: RouteRecorder
 
     def apply(self, manifest: Manifest) -> None:
         create(self.api_client, manifest)
@@ -119,6 +119,12 @@ class Scenario:
             raise AssertionError(
                 f"{error}; last status: {self.status(name).model_dump_json(indent=1)}"
             ) from None
+
+
+@dataclass
+class Scenario(Rollouts):
+    fleet: ModelFleet
+    recorder: RouteRecorder
 
 
 @contextmanager
