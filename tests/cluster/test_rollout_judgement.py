@@ -1,11 +1,10 @@
 """Judging against the incumbent on the bed (real API server, real Prometheus, doubles, the operator as
 a process): the sequential test, a comparison through an incumbent-side outage, dry runs, and the
-progress deadlines of rollouts that are stuck."""
+deadline of rollouts stuck Pending (the Inconclusive one is in test_rollout_rollback.py)."""
 
 from __future__ import annotations
 
 import math
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -13,24 +12,16 @@ from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase, Verdict
 from testbed.localcluster import LocalCluster
-from testbed.manifests import SEED_METRICS, http_route, model_deployment, model_rollout, model_service
+from testbed.manifests import http_route, model_deployment, model_rollout, model_service
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.cli import modelgate
 from tests.support.kube import create
-from tests.support.scenario import Rollouts, Scenario, serving
+from tests.support.scenario import Rollouts, serving
 
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 ALPHA = 0.05
-
-
-def _route_weights_until(scenario: Scenario, last: int) -> list[int]:
-    """The candidate weights the route showed, once it shows `last` (the recorder's watch may lag the
-    status, which is written after the route)."""
-    weights = scenario.recorder.candidate_weights
-    wait_for(lambda: weights()[-1] == last, timeout=10, what=f"the route at {last}")
-    return weights()
 
 
 def test_the_sequential_test_rolls_back_3_percent_errors_against_1_percent_at_10_percent_traffic(
@@ -67,7 +58,7 @@ def test_the_sequential_test_rolls_back_3_percent_errors_against_1_percent_at_10
         candidate_rate = evidence.candidate_events / evidence.candidate_requests
         incumbent_rate = evidence.incumbent_events / evidence.incumbent_requests
         assert candidate_rate > incumbent_rate
-        assert _route_weights_until(scenario, 0) == [0, 10, 0]
+        assert scenario.recorder.weights_until(0) == [0, 10, 0]
 
         at_10 = scenario.recorder.first_time_at(10, after=0)
         assert at_10 is not None
@@ -112,7 +103,7 @@ def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate_under_a
         final = scenario.wait_for_status("the end", lambda s: s.phase in FINISHED)
         assert final.phase is Phase.SUCCEEDED, final.message
         assert final.rollback_reason is None
-        assert _route_weights_until(scenario, 100) == [0, 50, 100]
+        assert scenario.recorder.weights_until(100) == [0, 50, 100]
 
 
 def _verdict(status: ModelRolloutStatus, metric: str) -> Verdict | None:
@@ -197,29 +188,3 @@ def test_a_rollout_pending_past_its_deadline_pauses_until_resume(
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     done = rollouts.wait_for_status("success after resume", lambda s: s.phase is Phase.SUCCEEDED)
     assert done.current_weight == 100
-
-
-def test_inconclusive_past_its_deadline_rolls_back(
-    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
-) -> None:
-    manifest = model_rollout(
-        "chat",
-        namespace,
-        steps=[{"setWeight": 10}, {"setWeight": 50}],
-        prometheus=local_bed.prometheus_url,
-        metrics=SEED_METRICS,
-        interval="1s",
-        min_requests=50,
-        progress_deadlines={"inconclusive": {"after": "3s", "action": "rollback"}},
-    )
-    # 2 requests a second, 10% of them to the candidate: far below minRequests in any window.
-    with serving(local_bed, api_client, namespace, Behaviour(), rps=2) as scenario:
-        scenario.apply(manifest)
-        final = scenario.wait_for_status("the end", lambda s: s.phase in FINISHED)
-        assert final.phase is Phase.ROLLED_BACK, final.message
-        assert final.rollback_reason is not None and final.rollback_reason.metric is None
-        for metric in final.analysis:  # too little data, never a breach
-            assert {sample.verdict for sample in metric.history} == {Verdict.INCONCLUSIVE}
-        assert final.inconclusive_since is not None
-        assert final.rollback_reason.time - final.inconclusive_since >= timedelta(seconds=3)
-        assert _route_weights_until(scenario, 0) == [0, 10, 0]
