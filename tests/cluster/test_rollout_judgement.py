@@ -81,9 +81,9 @@ def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate_under_a
     manifest = model_rollout(
         "chat",
         namespace,
-        # Half the traffic brings the candidate's first errors soon; the pause keeps the analysis going
-        # until they are counted.
-        steps=[{"setWeight": 50}, {"pause": {"duration": "6s"}}],
+        # Half the traffic brings the candidate's first errors soon; the pause holds it there, judged at
+        # every interval, until the test promotes it.
+        steps=[{"setWeight": 50}, {"pause": {}}],
         prometheus=local_bed.prometheus_url,
         metrics=[compared, fixed],
         interval="1s",
@@ -94,12 +94,14 @@ def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate_under_a
         judged = scenario.wait_for_status(
             "the fixed bound to fail", lambda s: _verdict(s, "errors-fixed") is Verdict.FAIL
         )
-        assert judged.phase is Phase.PROGRESSING
+        assert judged.phase is Phase.PAUSED
         errors = next(m for m in judged.analysis if m.name == "errors")
         assert errors.verdict is Verdict.PASS, errors.message
         assert errors.value is not None and errors.incumbent_value is not None
         assert 0 < errors.value < 0.05 < 0.1 < errors.incumbent_value
 
+        promoted = modelgate(operator.kubeconfig, "promote", "chat", "-n", namespace)
+        assert promoted.returncode == 0, promoted.stdout + promoted.stderr
         final = scenario.wait_for_status("the end", lambda s: s.phase in FINISHED)
         assert final.phase is Phase.SUCCEEDED, final.message
         assert final.rollback_reason is None
