@@ -70,3 +70,19 @@ def operator(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     process.start()
     yield process
     process.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What tests measured (`record_property(name, value)`), shown in every run's log, `make test`
+    included, not only with -s."""
+    lines = [
+        f"{report.nodeid}: {name}: {value}"
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+    ]
+    if lines:
+        terminalreporter.write_sep("-", "measurements")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -62,6 +62,12 @@ class RouteRecorder:
                 weights.append(candidate)
         return weights
 
+    def weights_until(self, last: int) -> list[int]:
+        """candidate_weights() once the route shows `last`: the watch may lag the rollout's status,
+        which is written after the route."""
+        wait_for(lambda: self.candidate_weights()[-1] == last, timeout=10, what=f"the route at {last}")
+        return self.candidate_weights()
+
     def first_time_at(self, candidate_weight: int, after: float) -> float | None:
         return next((t for t, _, c in self.recorded() if c == candidate_weight and t >= after), None)
 
@@ -88,11 +94,11 @@ class RouteRecorder:
 
 
 @dataclass
-class Scenario:
+class Rollouts:
+    """The ModelRollouts of one namespace: create them, read and wait for their status."""
+
     api_client: client.ApiClient
     namespace: str
-    fleet: ModelFleet
-    recorder: RouteRecorder
 
     def apply(self, manifest: Manifest) -> None:
         create(self.api_client, manifest)
@@ -119,6 +125,12 @@ class Scenario:
             raise AssertionError(
                 f"{error}; last status: {self.status(name).model_dump_json(indent=1)}"
             ) from None
+
+
+@dataclass
+class Scenario(Rollouts):
+    fleet: ModelFleet
+    recorder: RouteRecorder
 
 
 @contextmanager

@@ -139,10 +139,16 @@ def with_deadlines(sim: Simulator, **deadlines: dict) -> Simulator:
     return sim
 
 
-def test_a_candidate_never_available_is_rolled_back_at_its_deadline() -> None:
-    sim = with_deadlines(Simulator(make_spec(weight(10))), pending={"after": "10m", "action": "rollback"})
+def never_available(after: str, action: str) -> Simulator:
+    """A rollout Pending from its first tick, with a pending deadline."""
+    sim = with_deadlines(Simulator(make_spec(weight(10))), pending={"after": after, "action": action})
     sim.available = False
     assert sim.tick().status.phase is Phase.PENDING
+    return sim
+
+
+def test_a_candidate_never_available_is_rolled_back_at_its_deadline() -> None:
+    sim = never_available("10m", "rollback")
     assert sim.tick(after=timedelta(minutes=9)).status.phase is Phase.PENDING
     decision = sim.tick(after=timedelta(minutes=1))
     assert decision.status.phase is Phase.ROLLED_BACK
@@ -150,9 +156,7 @@ def test_a_candidate_never_available_is_rolled_back_at_its_deadline() -> None:
 
 
 def test_a_pending_deadline_may_fail_the_rollout() -> None:
-    sim = with_deadlines(Simulator(make_spec(weight(10))), pending={"after": "1m", "action": "fail"})
-    sim.available = False
-    sim.tick()
+    sim = never_available("1m", "fail")
     decision = sim.tick(after=timedelta(minutes=2))
     assert decision.status.phase is Phase.FAILED
     assert Reason.PROGRESS_DEADLINE_EXCEEDED in event_reasons(decision)
@@ -174,3 +178,19 @@ def test_inconclusive_past_its_deadline_pauses_until_resume() -> None:
     # Resumed, the passing analysis taken while held counts: the step completes at once.
     resumed = sim.tick(command=command(CommandAction.RESUME))
     assert (resumed.status.phase, resumed.status.current_step_index) == (Phase.PROGRESSING, 1)
+
+
+def test_a_pending_deadline_that_pauses_holds_until_resume() -> None:
+    sim = never_available("1m", "pause")
+    paused = sim.tick(after=timedelta(minutes=2))
+    assert paused.status.phase is Phase.PENDING
+    assert Reason.PROGRESS_DEADLINE_EXCEEDED in event_reasons(paused)
+    # Later ticks keep saying why it holds, and an Available candidate does not end the pause.
+    still = sim.tick(after=INTERVAL)
+    assert "run `modelgate resume`" in (still.status.message or "")
+    sim.available = True
+    held = sim.tick(after=INTERVAL)
+    assert (held.status.phase, held.weight) == (Phase.PENDING, None)
+    assert "run `modelgate resume`" in (held.status.message or "")
+    resumed = sim.tick(command=command(CommandAction.RESUME))
+    assert (resumed.status.phase, resumed.status.current_weight) == (Phase.PROGRESSING, 10)

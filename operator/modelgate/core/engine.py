@@ -209,6 +209,8 @@ class _Tick:
     def pending(self) -> None:
         self.set_weight(0)
         self.note_candidate_availability()
+        if deadline_paused(self):
+            return  # paused at its deadline: held, with the message saying why, until `modelgate resume`
         if not self.observed.candidate_available:
             self.update(message=f"waiting for the candidate: {self.observed.candidate_message}")
             pending_deadline(self)

@@ -49,6 +49,15 @@ def pause_ends_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetim
     return status.step_started_at + pause.duration_timedelta
 
 
+def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[datetime]:
+    """When the progress deadlines that are running (Pending since, Inconclusive since) pass."""
+    deadlines = spec.progress_deadlines
+    if deadlines is None:
+        return []
+    running = ((deadlines.pending, status.pending_since), (deadlines.inconclusive, status.inconclusive_since))
+    return [since + deadline.after_timedelta for deadline, since in running if deadline and since]
+
+
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
     """How long the operator may sleep before this rollout needs looking at again."""
     candidates = [RESYNC]
@@ -64,4 +73,7 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     pause_end = pause_ends_at(spec, status)
     if pause_end is not None and status.phase in ACTIVE_PHASES:
         candidates.append(pause_end - now)
+    if status.phase in ACTIVE_PHASES:
+        # Only those still ahead: one that passed was acted on, and a pause it caused would spin.
+        candidates.extend(at - now for at in deadlines_at(spec, status) if at > now)
     return max(min(candidates), MIN_WAKEUP)
