@@ -13,7 +13,8 @@ from modelgate.core import AnalysisRun
 
 @dataclass(frozen=True)
 class CountQueries:
-    """For the sequential test: one side's requests, and events among them, as cumulative totals."""
+    """One side's requests, and events among them, as two queries: cumulative totals for the
+    sequential test (presets also build rates with it)."""
 
     requests: str
     events: str
