@@ -329,6 +329,7 @@ def test_every_problem_is_reported_at_once() -> None:
         ("2h45m30.5s", timedelta(hours=2, minutes=45, seconds=30.5)),
         ("1m1ms", timedelta(minutes=1, milliseconds=1)),
         ("0s", timedelta()),
+        ("876000h", timedelta(hours=876000)),
     ],
 )
 def test_durations_parse(text: str, expected: timedelta) -> None:
@@ -336,7 +337,7 @@ def test_durations_parse(text: str, expected: timedelta) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "30", "5 m", "-5s", "1d", "1h-30m", "s", ".5s", "5s ", "1H", "99999999999h"]
+    "text", ["", "30", "5 m", "-5s", "1d", "1h-30m", "s", ".5s", "5s ", "1H", "99999999999h", "1000000000h", "876000h1ms"]
 )
 def test_malformed_durations_are_rejected(text: str) -> None:
     with pytest.raises(ValueError, match="invalid duration"):
