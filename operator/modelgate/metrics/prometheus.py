@@ -69,7 +69,11 @@ class PrometheusProvider:
         token = None
         if prometheus.bearer_token_secret_ref is not None:
             ref = prometheus.bearer_token_secret_ref
-            token = self.kube.read_secret_key(plan.namespace, ref.name, ref.key)
+            secret = f"Secret {plan.namespace}/{ref.name} key {ref.key}"
+            try:
+                token = _clean_token(self.kube.read_secret_key(plan.namespace, ref.name, ref.key))
+            except ValueError as error:
+                raise ValueError(f"spec.analysis.prometheus.bearerTokenSecretRef ({secret}): {error}") from None
         key = (prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
         if key not in self._clients:
             self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
@@ -144,11 +148,14 @@ class PrometheusClient:
 
 
 def _clean_token(token: str) -> str:
-    # Tokens read from Secrets often end with a newline. Anything else unprintable is rejected here,
-    # without echoing the token, rather than by requests at query time with the token in the message.
+    # Tokens read from Secrets often end with a newline. Anything else that is not visible ASCII is
+    # rejected here, without echoing the token: http.client would otherwise fail at query time with
+    # the whole header, token included, in its error (UnicodeEncodeError), or send it mangled.
     token = token.strip()
-    if not token or not token.isprintable() or " " in token:
-        raise ValueError("the Prometheus bearer token is empty or contains whitespace or control characters")
+    if not token or not all("!" <= char <= "~" for char in token):
+        raise ValueError(
+            "the Prometheus bearer token must be visible ASCII (no spaces, control or non-ASCII characters)"
+        )
     return token
 
 
