@@ -337,7 +337,22 @@ def test_durations_parse(text: str, expected: timedelta) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "30", "5 m", "-5s", "1d", "1h-30m", "s", ".5s", "5s ", "1H", "99999999999h", "1000000000h", "876000h1ms"]
+    "text",
+    [
+        "",
+        "30",
+        "5 m",
+        "-5s",
+        "1d",
+        "1h-30m",
+        "s",
+        ".5s",
+        "5s ",
+        "1H",
+        "99999999999h",
+        "1000000000h",
+        "876000h1ms",
+    ],
 )
 def test_malformed_durations_are_rejected(text: str) -> None:
     with pytest.raises(ValueError, match="invalid duration"):

@@ -69,11 +69,12 @@ class PrometheusProvider:
         token = None
         if prometheus.bearer_token_secret_ref is not None:
             ref = prometheus.bearer_token_secret_ref
-            secret = f"Secret {plan.namespace}/{ref.name} key {ref.key}"
+            field = "spec.analysis.prometheus.bearerTokenSecretRef"
             try:
                 token = _clean_token(self.kube.read_secret_key(plan.namespace, ref.name, ref.key))
-            except ValueError as error:
-                raise ValueError(f"spec.analysis.prometheus.bearerTokenSecretRef ({secret}): {error}") from None
+            except ValueError as error:  # names the field and the Secret key, never the token
+                secret = f"Secret {plan.namespace}/{ref.name} key {ref.key}"
+                raise ValueError(f"{field} ({secret}): {error}") from None
         key = (prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
         if key not in self._clients:
             self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
