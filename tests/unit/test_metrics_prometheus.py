@@ -317,5 +317,5 @@ def test_malformed_token_fails_the_run_naming_the_secret_key_not_the_token(token
     run = PrometheusProvider(SecretHolder(token)).run(plan, datetime(2026, 1, 1, tzinfo=UTC), None)
     error = run.metrics["m"].result.error
     assert error is not None and run.error_count == 1
-    assert "bearerTokenSecretRef (Secret serving/prom-token key token)" in error
+    assert "bearerTokenSecretRef: Secret serving/prom-token key token: " in error
     assert token not in error and "s3cr" not in error

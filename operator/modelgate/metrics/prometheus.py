@@ -52,7 +52,8 @@ class PrometheusProvider:
         except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
             # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
             queries = {name: metric.candidate for name, metric in plan.metrics.items()}
-            return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {error}")
+            field = "spec.analysis.prometheus.bearerTokenSecretRef"
+            return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {field}: {error}")
         elapsed = at - since if since is not None else plan.analysis.interval_timedelta
         window = promql_window(max(elapsed, timedelta(seconds=1)))
         measured = {name: _measure(client, metric, window) for name, metric in plan.metrics.items()}
@@ -69,12 +70,10 @@ class PrometheusProvider:
         token = None
         if prometheus.bearer_token_secret_ref is not None:
             ref = prometheus.bearer_token_secret_ref
-            field = "spec.analysis.prometheus.bearerTokenSecretRef"
             try:
                 token = _clean_token(self.kube.read_secret_key(plan.namespace, ref.name, ref.key))
-            except ValueError as error:  # names the field and the Secret key, never the token
-                secret = f"Secret {plan.namespace}/{ref.name} key {ref.key}"
-                raise ValueError(f"{field} ({secret}): {error}") from None
+            except ValueError as error:  # names the Secret key, never the token
+                raise ValueError(f"Secret {plan.namespace}/{ref.name} key {ref.key}: {error}") from None
         key = (prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
         if key not in self._clients:
             self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)

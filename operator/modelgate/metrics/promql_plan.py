@@ -13,8 +13,8 @@ from modelgate.metrics.template import render_query
 
 
 def analysis_plan(spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
-    """Raises QueryContextError or TemplateError (ValueErrors) for a spec no query can be built
-    from; the message names the metric."""
+    """Raises a ValueError (QueryContextError, or one naming the metric's field for a query that
+    cannot be built) for a spec no query can be built from."""
     analysis = spec.analysis
     assert analysis is not None
     ctx = QueryContext.for_rollout(
@@ -25,7 +25,9 @@ def analysis_plan(spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
         incumbent_pod_regex=spec.incumbent.pod_regex,
         candidate_pod_regex=spec.candidate.pod_regex,
     )
-    metrics = {metric.name: _metric_plan(metric, ctx) for metric in analysis.metrics}
+    metrics = {
+        metric.name: _named_metric_plan(index, metric, ctx) for index, metric in enumerate(analysis.metrics)
+    }
     against_incumbent = any(m.compare is not None or m.sequential is not None for m in analysis.metrics)
     return AnalysisPlan(
         namespace,
@@ -34,6 +36,13 @@ def analysis_plan(spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
         request_count_query(ctx, "incumbent") if against_incumbent else None,
         metrics,
     )
+
+
+def _named_metric_plan(index: int, metric: MetricSpec, ctx: QueryContext) -> MetricPlan:
+    try:
+        return _metric_plan(metric, ctx)
+    except ValueError as error:  # an unknown preset, a template that does not render
+        raise ValueError(f"spec.analysis.metrics[{index}] ({metric.name}): {error}") from None
 
 
 def _metric_plan(metric: MetricSpec, ctx: QueryContext) -> MetricPlan:
