@@ -5,7 +5,7 @@ import re
 from datetime import timedelta
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, AllowInfNan, Field, Strict, StringConstraints
 
 from modelgate.api.duration import DURATION_PATTERN, MAX_DURATION_TEXT, parse_duration
 from modelgate.api.markers import CelRule, cel_rules
@@ -50,6 +50,11 @@ def _is_positive_duration(text: str) -> str:
     return text
 
 
+# What the CRD's integer, number and boolean take: JSON values of that type only. Pydantic's lax
+# mode would also take "10" or "yes", which the API server refuses.
+Integer = Annotated[int, Strict()]
+Number = Annotated[float, Strict(), AllowInfNan(False)]
+Boolean = Annotated[bool, Strict()]
 ObjectName = Annotated[str, StringConstraints(max_length=253, pattern=OBJECT_NAME_PATTERN)]
 MetricName = Annotated[str, StringConstraints(max_length=63, pattern=METRIC_NAME_PATTERN)]
 SecretKey = Annotated[str, StringConstraints(max_length=253, pattern=SECRET_KEY_PATTERN)]
