@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 from tooling.dependency_audit import Audit, read_report
@@ -13,7 +14,7 @@ from tooling.dependency_audit import Audit, read_report
 REPO = Path(__file__).resolve().parents[2]
 
 
-def report(*dependencies: dict[str, object]) -> str:
+def report(*dependencies: Mapping[str, object]) -> str:
     return json.dumps({"dependencies": list(dependencies), "fixes": []})
 
 
