@@ -5,6 +5,7 @@ problem, Failed with the field in the message and the route's weights untouched.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 from modelgate.api import Phase
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
-from tests.support.bad_rollouts import BAD_ROLLOUTS, valid_rollout
+from tests.support.bad_rollouts import BAD_ROLLOUTS, UNKNOWN_FIELDS, valid_rollout
 from tests.support.kube import create, create_model_routes, rollout_status, route_weights, scratch_namespace
 
 BY_API_SERVER = {name: row for name, row in BAD_ROLLOUTS.items() if not row.by_operator}
@@ -50,6 +51,30 @@ def test_the_api_server_refuses_naming_the_field(
         create(api_client, manifest)
     assert refused.value.status == 422, refused.value.body
     assert BY_API_SERVER[case].field in refused_fields(refused.value), refused.value.body
+
+
+@pytest.mark.parametrize("case", UNKNOWN_FIELDS, ids=list(UNKNOWN_FIELDS))
+def test_unknown_fields_are_refused_under_strict_validation_and_never_kept(
+    api_client: client.ApiClient, shared_namespace: str, case: str
+) -> None:
+    manifest = valid_rollout(shared_namespace, name=f"unknown-{list(UNKNOWN_FIELDS).index(case)}")
+    UNKNOWN_FIELDS[case].edit(manifest)
+    objects = client.CustomObjectsApi(api_client)
+    args = ("modelgate.io", "v1alpha1", shared_namespace, "modelrollouts")
+    with pytest.raises(ApiException) as refused:
+        objects.create_namespaced_custom_object(*args, manifest, field_validation="Strict")
+    # A decoding error: HTTP 400 without causes, the field named in the message.
+    assert refused.value.status == 400, refused.value.body
+    assert f'unknown field \\"{UNKNOWN_FIELDS[case].field}\\"' in (refused.value.body or ""), (
+        refused.value.body
+    )
+
+    stored = objects.create_namespaced_custom_object(*args, manifest, field_validation="Ignore")
+    *parents, unknown = re.findall(r"[^.\[\]]+", UNKNOWN_FIELDS[case].field)
+    node = stored
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    assert unknown not in node  # pruned, not kept
 
 
 @pytest.fixture(scope="module")

@@ -255,3 +255,14 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         "spec.analysis.metrics[0]",
     ),
 }
+
+# Fields no schema declares (the CRD keeps no unknown fields): refused under strict field validation
+# (kubectl's default), pruned otherwise; the models refuse them either way.
+UNKNOWN_FIELDS: dict[str, BadRollout] = {
+    "misspelt field": BadRollout(
+        put("spec.rollback.maxConsecutiveError", 2), "spec.rollback.maxConsecutiveError"
+    ),
+    "unknown router": BadRollout(put("spec.trafficRouting.istio", {}), "spec.trafficRouting.istio"),
+    "unknown step field": BadRollout(put(f"{STEP0}.analysis", {}), "spec.steps[0].analysis"),
+    "unknown metric field": BadRollout(put(f"{METRIC0}.maximum", 1), "spec.analysis.metrics[0].maximum"),
+}

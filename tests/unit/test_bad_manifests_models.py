@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 
 from modelgate.api import InvalidSpecError, parse_spec
-from tests.support.bad_rollouts import BAD_ROLLOUTS, valid_rollout
+from tests.support.bad_rollouts import BAD_ROLLOUTS, UNKNOWN_FIELDS, valid_rollout
 
 BY_API_SERVER = {name: row for name, row in BAD_ROLLOUTS.items() if not row.by_operator}
-SPEC_ROWS = {name: row for name, row in BY_API_SERVER.items() if row.field.startswith("spec")}
+SPEC_ROWS = {
+    name: row for name, row in BY_API_SERVER.items() if row.field.startswith("spec")
+} | UNKNOWN_FIELDS
 BY_OPERATOR = {name: row for name, row in BAD_ROLLOUTS.items() if row.by_operator}
 
 
