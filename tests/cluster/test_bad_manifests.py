@@ -14,6 +14,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from modelgate.api import Phase
+from modelgate.commands import SKIP_RECONCILE_ANNOTATION
+from testbed.manifests import http_route
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.bad_rollouts import BAD_ROLLOUTS, UNKNOWN_FIELDS, valid_rollout
@@ -120,4 +122,40 @@ def test_the_operator_fails_the_rollout_naming_the_field_and_moves_no_traffic(
     assert status.message is not None and BY_OPERATOR[case].field in status.message, status.message
     assert status.current_weight == 0
     assert route_weights(api_client, shared_namespace, "chat") == UNTOUCHED
+    assert failed_ticks(operator, shared_namespace) == []
+
+
+def test_a_status_the_operator_cannot_read_fails_the_rollout_naming_the_field(
+    api_client: client.ApiClient,
+    shared_namespace: str,
+    operator: OperatorProcess,
+    operator_rows: dict[str, str],
+) -> None:
+    """The API server's date-time takes the year 9999, to which no pause can be added."""
+    create(api_client, http_route("by-hand", shared_namespace, UNTOUCHED))
+    manifest = valid_rollout(shared_namespace, name="status-by-hand")
+    manifest["spec"]["trafficRouting"]["gatewayAPI"]["httpRoute"] = "by-hand"
+    manifest["spec"]["steps"][1]["pause"]["duration"] = "2h"
+    manifest["metadata"]["annotations"] = {SKIP_RECONCILE_ANNOTATION: "true"}
+    create(api_client, manifest)
+    objects = client.CustomObjectsApi(api_client)
+    args = ("modelgate.io", "v1alpha1", shared_namespace, "modelrollouts", "status-by-hand")
+    by_hand = {
+        "phase": "Progressing",
+        "rolloutCandidate": "chat-v2",
+        "currentStepIndex": 1,  # the pause, which would end past datetime's end
+        "stepStartedAt": "9999-12-31T23:00:00Z",
+    }
+    objects.patch_namespaced_custom_object_status(*args, {"status": by_hand})
+    objects.patch_namespaced_custom_object(
+        *args, {"metadata": {"annotations": {SKIP_RECONCILE_ANNOTATION: None}}}
+    )
+
+    def failed() -> bool:  # read raw: the test's own model cannot read the status either, until then
+        return bool(objects.get_namespaced_custom_object(*args)["status"].get("phase") == "Failed")
+
+    wait_for(failed, timeout=60, what="the rollout with a hand-written status to fail")
+    status = rollout_status(api_client, shared_namespace, "status-by-hand")
+    assert status.message is not None and "status.stepStartedAt" in status.message, status.message
+    assert route_weights(api_client, shared_namespace, "by-hand") == UNTOUCHED
     assert failed_ticks(operator, shared_namespace) == []

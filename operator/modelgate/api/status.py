@@ -278,8 +278,8 @@ class ModelRolloutStatus(StatusModel):
 
 def parse_status(status: Mapping[str, Any]) -> ModelRolloutStatus:
     """Read a ModelRollout's status; InvalidSpecError lists each problem as `status.<path>: <reason>`.
-    The API server's schema is looser than the models (it takes a timestamp without a time zone, and
-    an object stored under an older CRD is never checked again)."""
+    The API server's schema is looser than the models (its date-time takes the year 9999, which no
+    duration can be added to, and an object stored under an older CRD is never checked again)."""
     try:
         return ModelRolloutStatus.model_validate(status)
     except ValidationError as error:
