@@ -1,7 +1,7 @@
-"""A Prometheus that wants a bearer token: the rollout reads it from its Secret and succeeds, a
-malformed or wrong token pauses it naming the Secret's field, and no token, right or wrong, ever
-shows in anything the operator puts out: its logs, its metrics, the rollout (status and all), the
-Events, or what `modelgate status` and `modelgate history` print."""
+"""A Prometheus that wants a bearer token: the rollout reads it from its Secret and succeeds; a
+missing Secret, a malformed or a wrong token pauses it naming the Secret's field, until `resume`.
+No token, right or wrong, ever shows in anything the operator puts out: its logs, its metrics, the
+rollout (status and all), the Events, or what `modelgate status` and `modelgate history` print."""
 
 from __future__ import annotations
 
@@ -140,11 +140,19 @@ def test_no_token_shows_in_any_output_whether_it_works_or_not(
         "key": "token",
     }
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
-        store_token(api_client, namespace, MALFORMED)
         scenario.apply(manifest)
-        malformed = paused_on(scenario, "a pause on the malformed token", "bearerTokenSecretRef")
+        missing = paused_on(
+            scenario, "a pause on the missing Secret", f"Secret {namespace}/prom-token not found"
+        )
+        assert missing.current_weight == 20  # the first step's weight, and no further
+
+        store_token(api_client, namespace, MALFORMED)
+        resume(scenario, operator)
+        malformed = paused_on(
+            scenario, "a pause on the malformed token", f"Secret {namespace}/prom-token key token"
+        )
         error = malformed.analysis[0].message or ""
-        assert "Secret " + namespace + "/prom-token key token" in error, error
+        assert "spec.analysis.prometheus.bearerTokenSecretRef" in error, error
 
         store_token(api_client, namespace, WRONG)
         resume(scenario, operator)
