@@ -40,6 +40,7 @@ from modelgate.api.status import (
     SequentialEvidence,
     Timestamp,
     Verdict,
+    parse_status,
 )
 
 __all__ = [
@@ -79,4 +80,5 @@ __all__ = [
     "Verdict",
     "parse_duration",
     "parse_spec",
+    "parse_status",
 ]
