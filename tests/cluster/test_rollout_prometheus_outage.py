@@ -91,35 +91,3 @@ def test_rollback_policy_rolls_back_after_max_consecutive_errors(
         assert "3 time(s) in a row" in rolled_back.rollback_reason.message
         scenario.wait_for_status("the route at 0", lambda s: scenario.recorder.candidate_weights()[-1] == 0)
         assert scenario.recorder.candidate_weights() == [0, 20, 0]
-
-
-def test_missing_token_secret_pauses_like_an_outage_and_resumes_once_it_exists(
-    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
-) -> None:
-    manifest = model_rollout(
-        "chat",
-        namespace,
-        steps=[{"setWeight": 20}, {"setWeight": 100}],
-        prometheus=local_bed.prometheus_url,
-        metrics=SEED_METRICS,
-        interval="1s",
-        rollback={"maxConsecutiveErrors": 2},
-    )
-    manifest["spec"]["analysis"]["prometheus"]["bearerTokenSecretRef"] = {
-        "name": "prom-token",
-        "key": "token",
-    }
-    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
-        scenario.apply(manifest)
-        paused = scenario.wait_for_status("the rollout to pause", lambda s: s.phase is Phase.PAUSED)
-        error = paused.analysis[0].message or ""
-        assert "cannot read the Prometheus token" in error and "prom-token" in error, error
-        assert paused.current_weight == 20
-
-        secret = client.V1Secret(
-            metadata=client.V1ObjectMeta(name="prom-token"), string_data={"token": "t0ken"}
-        )
-        client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
-        resumed = modelgate(operator.kubeconfig, "resume", "chat", "-n", namespace)
-        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        scenario.wait_for_status("success once the token is readable", lambda s: s.phase is Phase.SUCCEEDED)

@@ -275,8 +275,41 @@ def test_timeout_must_be_positive() -> None:
         PrometheusClient("http://prometheus:9090", timeout=0)
 
 
-@pytest.mark.parametrize("token", ["", " \n", "two words", "line\nbreak"])
+MALFORMED_TOKENS = ["", " \n", "two words", "line\nbreak", "s3cr\u20act-token", "s3cr\u00e9t", "tab\tbed"]
+
+
+@pytest.mark.parametrize("token", MALFORMED_TOKENS)
 def test_malformed_token_is_rejected_without_echoing_it(token: str) -> None:
     with pytest.raises(ValueError, match="bearer token") as excinfo:
         PrometheusClient("http://prometheus:9090", bearer_token=token)
     assert token.strip() == "" or token not in str(excinfo.value)
+
+
+class SecretHolder(Kube):
+    """A Kube whose every Secret key holds `token`."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(client.ApiClient())
+        self.token = token
+
+    def read_secret_key(self, namespace: str, name: str, key: str) -> str:
+        return self.token
+
+
+@pytest.mark.parametrize("token", ["s3cr\u20acet-token", "two words"])
+def test_malformed_token_fails_the_run_naming_the_secret_key_not_the_token(token: str) -> None:
+    analysis = AnalysisSpec.model_validate(
+        {
+            "prometheus": {
+                "address": "http://127.0.0.1:9",
+                "bearerTokenSecretRef": {"name": "prom-token", "key": "token"},
+            },
+            "metrics": [{"name": "m", "query": "q", "max": 1}],
+        }
+    )
+    plan = AnalysisPlan("serving", analysis, "up", None, {"m": MetricPlan("q")})
+    run = PrometheusProvider(SecretHolder(token)).run(plan, datetime(2026, 1, 1, tzinfo=UTC))
+    error = run.metrics["m"].result.error
+    assert error is not None and run.error_count == 1
+    assert "bearerTokenSecretRef: Secret serving/prom-token key token: " in error
+    assert token not in error and "s3cr" not in error

@@ -41,6 +41,7 @@ from modelgate.api.status import (
     SequentialEvidence,
     Timestamp,
     Verdict,
+    parse_status,
 )
 
 __all__ = [
@@ -81,4 +82,5 @@ __all__ = [
     "Verdict",
     "parse_duration",
     "parse_spec",
+    "parse_status",
 ]

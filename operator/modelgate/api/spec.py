@@ -20,7 +20,7 @@ from pydantic import (
 from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
-from modelgate.api.fields import Duration, ModelName, ObjectName, PodRegex, PositiveDuration
+from modelgate.api.fields import Duration, Integer, ModelName, ObjectName, PodRegex, PositiveDuration
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
 from modelgate.api.specmodel import SpecModel
 
@@ -58,7 +58,7 @@ class GatewayAPIRouting(SpecModel):
     )
 
     http_route: ObjectName = Field(description="Name of the HTTPRoute.")
-    rule_index: Annotated[int, Field(ge=0)] = Field(
+    rule_index: Annotated[Integer, Field(ge=0)] = Field(
         0, description="Index of the route rule whose backendRefs hold the two backends."
     )
     incumbent_backend: ObjectName = Field(
@@ -141,7 +141,7 @@ class Step(SpecModel):
         )
     )
 
-    set_weight: Annotated[int, Field(ge=0, le=100)] | None = Field(
+    set_weight: Annotated[Integer, Field(ge=0, le=100)] | None = Field(
         None, description="Route this percentage of traffic to the candidate."
     )
     pause: Pause | None = Field(
@@ -163,7 +163,7 @@ class RollbackSpec(SpecModel):
         description="After maxConsecutiveErrors failed evaluations in a row, pause (keep the weight and "
         "wait for `modelgate resume`) or roll back.",
     )
-    max_consecutive_errors: Annotated[int, Field(ge=1)] = Field(
+    max_consecutive_errors: Annotated[Integer, Field(ge=1)] = Field(
         3, description="Evaluations in a row with a Prometheus error before onPrometheusError applies."
     )
 

@@ -51,7 +51,8 @@ class PrometheusProvider:
         except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
             # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
             queries = {name: metric.candidate for name, metric in plan.metrics.items()}
-            return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {error}")
+            field = "spec.analysis.prometheus.bearerTokenSecretRef"
+            return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {field}: {error}")
         measured = {name: _measure(client, metric) for name, metric in plan.metrics.items()}
         incumbent = plan.incumbent_request_count
         return AnalysisRun(
@@ -66,7 +67,10 @@ class PrometheusProvider:
         token = None
         if prometheus.bearer_token_secret_ref is not None:
             ref = prometheus.bearer_token_secret_ref
-            token = self.kube.read_secret_key(plan.namespace, ref.name, ref.key)
+            try:
+                token = _clean_token(self.kube.read_secret_key(plan.namespace, ref.name, ref.key))
+            except ValueError as error:  # names the Secret key, never the token
+                raise ValueError(f"Secret {plan.namespace}/{ref.name} key {ref.key}: {error}") from None
         key = (prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
         if key not in self._clients:
             self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
@@ -141,11 +145,14 @@ class PrometheusClient:
 
 
 def _clean_token(token: str) -> str:
-    # Tokens read from Secrets often end with a newline. Anything else unprintable is rejected here,
-    # without echoing the token, rather than by requests at query time with the token in the message.
+    # Tokens read from Secrets often end with a newline. Anything else that is not visible ASCII is
+    # rejected here, without echoing the token: http.client would otherwise fail at query time with
+    # the whole header, token included, in its error (UnicodeEncodeError), or send it mangled.
     token = token.strip()
-    if not token or not token.isprintable() or " " in token:
-        raise ValueError("the Prometheus bearer token is empty or contains whitespace or control characters")
+    if not token or not all("!" <= char <= "~" for char in token):
+        raise ValueError(
+            "the Prometheus bearer token must be visible ASCII (no spaces, control or non-ASCII characters)"
+        )
     return token
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 from modelgate.api import MetricSpec, ModelRolloutSpec
 from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan
 from modelgate.metrics.context import QueryContext, Side
-from modelgate.metrics.presets import UnknownPresetError, count_queries, preset_query, request_count_query
+from modelgate.metrics.presets import count_queries, preset_query, request_count_query
 from modelgate.metrics.template import render_query
 
 
 def analysis_plan(spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
-    """Raises QueryContextError, TemplateError or UnknownPresetError (ValueErrors) for a spec no
-    query can be built from; the message names the metric."""
+    """Raises a ValueError (QueryContextError, UnknownPresetError, TemplateError) naming the metric's
+    field for a spec no query can be built from."""
     analysis = spec.analysis
     assert analysis is not None
     ctx = QueryContext.for_rollout(
@@ -48,11 +48,9 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
 
     try:
         candidate = query("candidate")
-    except UnknownPresetError as error:
-        field = "source" if metric.source is not None else "preset"
-        raise UnknownPresetError(
-            f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}"
-        ) from None
+    except ValueError as error:  # an unknown preset, a template that does not render
+        field = "query" if metric.preset is None else "source" if metric.source is not None else "preset"
+        raise ValueError(f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}") from None
     totals = _totals(metric, source, ctx) if metric.sequential is not None else None
     return MetricPlan(candidate, query("incumbent") if metric.compare else None, totals)
 
