@@ -120,7 +120,7 @@ class Reconciler:
         analysis: AnalysisRun | None = None
         due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
         if provider is not None and plan is not None and due:
-            analysis = provider.run(plan, self.clock(), status.last_analysis_at)
+            analysis = provider.run(plan, self.clock())
         observed = Observations(
             generation=generation,
             candidate_available=availability.available,

@@ -58,6 +58,14 @@ def test_the_sequential_test_rolls_back_3_percent_errors_against_1_percent_at_10
         candidate_rate = evidence.candidate_events / evidence.candidate_requests
         incumbent_rate = evidence.incumbent_events / evidence.incumbent_requests
         assert candidate_rate > incumbent_rate
+        # Differences of counters' totals: whole requests and events, none extrapolated or doubled.
+        counted = (
+            evidence.candidate_events,
+            evidence.candidate_requests,
+            evidence.incumbent_events,
+            evidence.incumbent_requests,
+        )
+        assert all(n.is_integer() for n in counted), counted
         assert scenario.recorder.weights_until(0) == [0, 10, 0]
 
         at_10 = scenario.recorder.first_time_at(10, after=0)

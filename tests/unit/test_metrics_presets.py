@@ -12,6 +12,7 @@ from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import (
     PRESETS,
     UnknownPresetError,
+    count_queries,
     get_preset,
     preset_query,
     request_count_query,
@@ -140,6 +141,38 @@ def test_request_count_is_each_sides_requests_in_the_window(tmp_path: Path) -> N
             request_count_query(VLLM, IDLE): NO_DATA,
         },
     )
+
+
+def test_the_sequential_tests_counts_are_each_sides_totals_as_last_scraped(tmp_path: Path) -> None:
+    # At 5m each counter has grown for 300s: exact totals, no window and no extrapolation.
+    sides = ("candidate", "incumbent")
+    candidate, incumbent = (count_queries("errorRate", VLLM, CTX, side) for side in sides)
+    healthy, idle = (count_queries("errorRate", VLLM, ctx, "candidate") for ctx in (HEALTHY, IDLE))
+    assert candidate and incumbent and healthy and idle
+    assert_evaluates(
+        tmp_path,
+        SERIES,
+        {
+            candidate.requests: one(16 * 300),
+            candidate.events: one(2 * 300),
+            incumbent.requests: one(20 * 300),
+            incumbent.events: one(10 * 300),
+            # Without a 5xx series yet, no errors; without requests, no data (the test waits).
+            healthy.events: one(0),
+            idle.requests: NO_DATA,
+        },
+    )
+
+
+def test_a_5xx_series_that_appears_with_its_first_error_counts_it(tmp_path: Path) -> None:
+    # increase() sees one sample of the new series and gives 0; the total is 1.
+    first_error = {
+        requests("serving", candidate_a, "200"): counter(7),
+        requests("serving", candidate_a, "500"): "_x19 1",
+    }
+    queries = count_queries("errorRate", VLLM, CTX, "candidate")
+    assert queries is not None
+    assert_evaluates(tmp_path, first_error, {queries.events: one(1), queries.requests: one(7 * 300 + 1)})
 
 
 def test_window_and_custom_regex_flow_into_the_query(tmp_path: Path) -> None:

@@ -12,7 +12,14 @@ import pytest
 from modelgate.api import parse_spec
 from modelgate.api.analysis import MetricPreset, MetricSource
 from modelgate.metrics.context import QueryContext
-from modelgate.metrics.presets import PRESETS, STACKS, UnknownPresetError, available, preset_query
+from modelgate.metrics.presets import (
+    PRESETS,
+    STACKS,
+    UnknownPresetError,
+    available,
+    count_queries,
+    preset_query,
+)
 from modelgate.metrics.presets import request_count_query as requests_query
 from modelgate.metrics.promql_plan import analysis_plan
 from tests.support.promql import NO_DATA, assert_evaluates, counter, one
@@ -39,6 +46,8 @@ def test_slow_request_rate_reads_the_threshold_bucket_as_either_client_spells_it
         **vllm_latency(POD_A, {"2.5": 90, "5.0": 96, "10.0": 100, "+Inf": 100}),
         **vllm_latency(POD_B, {"2.5": 90, "5": 94, "10": 100, "+Inf": 100}),
     }
+    totals = count_queries("slowRequestRate", "vllm", CTX, "candidate", threshold=5.0)
+    assert totals is not None
     assert_evaluates(
         tmp_path,
         series,
@@ -47,6 +56,9 @@ def test_slow_request_rate_reads_the_threshold_bucket_as_either_client_spells_it
             preset_query("slowRequestRate", "vllm", CTX, threshold=2.5): one(20 / 200),
             # Not a bucket bound: no data (Inconclusive), never a share that could pass.
             preset_query("slowRequestRate", "vllm", CTX, threshold=4.0): NO_DATA,
+            # The sequential test's totals: all requests so far, and those slower than 5 s.
+            totals.requests: one(200 * 300),
+            totals.events: one(10 * 300),
         },
     )
 

@@ -90,6 +90,13 @@ class AnalysisSample(StatusModel):
     verdict: Verdict = Field(description="The verdict of that evaluation.")
 
 
+class CounterTotals(StatusModel):
+    """One side's cumulative counters as read at an evaluation, summed over the side's pods."""
+
+    requests: Annotated[float, Field(ge=0)] = Field(description="The requests counter's total.")
+    events: Annotated[float, Field(ge=0)] = Field(description="The events counter's total (errors, ...).")
+
+
 class SequentialEvidence(StatusModel):
     """The sequential test's state, so that a restarted operator goes on with the same evidence."""
 
@@ -105,6 +112,14 @@ class SequentialEvidence(StatusModel):
     candidate_requests: Annotated[float, Field(ge=0)] = Field(description="Candidate requests counted.")
     incumbent_events: Annotated[float, Field(ge=0)] = Field(description="Events counted on the incumbent.")
     incumbent_requests: Annotated[float, Field(ge=0)] = Field(description="Incumbent requests counted.")
+    candidate_totals: CounterTotals | None = Field(
+        None,
+        description="The candidate's counters at the latest evaluation that read them; the next interval "
+        "counts what they grew by. A total that went down (a pod restarted or left) is a new baseline.",
+    )
+    incumbent_totals: CounterTotals | None = Field(
+        None, description="The incumbent's counters at the same evaluation, likewise."
+    )
 
 
 class MetricAnalysis(StatusModel):

@@ -7,7 +7,7 @@ import ast
 import json
 import re
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from urllib.parse import urlparse
 
 import requests
@@ -17,11 +17,10 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from modelgate.api import ModelRolloutSpec
-from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideCounts
+from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
 from modelgate.core.limits import clip
 from modelgate.kube import Kube, KubeError
 from modelgate.metrics.base import AnalysisPlan, MetricPlan
-from modelgate.metrics.context import promql_window
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.observability import METRIC_QUERIES
 
@@ -46,7 +45,7 @@ class PrometheusProvider:
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
         return analysis_plan(spec, namespace)
 
-    def run(self, plan: AnalysisPlan, at: datetime, since: datetime | None) -> AnalysisRun:
+    def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         try:
             client = self._client(plan)
         except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
@@ -54,9 +53,7 @@ class PrometheusProvider:
             queries = {name: metric.candidate for name, metric in plan.metrics.items()}
             field = "spec.analysis.prometheus.bearerTokenSecretRef"
             return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {field}: {error}")
-        elapsed = at - since if since is not None else plan.analysis.interval_timedelta
-        window = promql_window(max(elapsed, timedelta(seconds=1)))
-        measured = {name: _measure(client, metric, window) for name, metric in plan.metrics.items()}
+        measured = {name: _measure(client, metric) for name, metric in plan.metrics.items()}
         incumbent = plan.incumbent_request_count
         return AnalysisRun(
             at,
@@ -80,18 +77,18 @@ class PrometheusProvider:
         return self._clients[key]
 
 
-def _measure(client: PrometheusClient, metric: MetricPlan, window: str) -> MetricQuery:
-    counts = None
-    if metric.counts is not None:
-        counts = tuple(
-            SideCounts(client.query(side.requests), client.query(side.events))
-            for side in metric.counts(window)
+def _measure(client: PrometheusClient, metric: MetricPlan) -> MetricQuery:
+    totals = None
+    if metric.totals is not None:
+        candidate, incumbent = (
+            SideTotals(client.query(side.requests), client.query(side.events)) for side in metric.totals
         )
+        totals = (candidate, incumbent)
     return MetricQuery(
         metric.candidate,
         client.query(metric.candidate),
         incumbent=client.query(metric.incumbent) if metric.incumbent is not None else None,
-        counts=(counts[0], counts[1]) if counts else None,
+        totals=totals,
     )
 
 

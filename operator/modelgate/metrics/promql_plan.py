@@ -1,10 +1,8 @@
 """A rollout's analysis as PromQL: every metric's query for the candidate and, where the metric
-compares, for the incumbent; for a sequential test, the counts of both sides over a window. Presets
+compares, for the incumbent; for a sequential test, the total counts of both sides. Presets
 read the series of the metric's source, or of `spec.analysis.source`."""
 
 from __future__ import annotations
-
-from functools import partial
 
 from modelgate.api import MetricSpec, ModelRolloutSpec
 from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan
@@ -53,15 +51,13 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
     except ValueError as error:  # an unknown preset, a template that does not render
         field = "query" if metric.preset is None else "source" if metric.source is not None else "preset"
         raise ValueError(f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}") from None
-    counts = partial(_counts, metric, source, ctx) if metric.sequential is not None else None
-    return MetricPlan(candidate, query("incumbent") if metric.compare else None, counts)
+    totals = _totals(metric, source, ctx) if metric.sequential is not None else None
+    return MetricPlan(candidate, query("incumbent") if metric.compare else None, totals)
 
 
-def _counts(
-    metric: MetricSpec, source: str, ctx: QueryContext, window: str
-) -> tuple[CountQueries, CountQueries]:
+def _totals(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[CountQueries, CountQueries]:
     assert metric.preset is not None
-    candidate = count_queries(metric.preset, source, ctx, "candidate", window, threshold=metric.threshold)
-    incumbent = count_queries(metric.preset, source, ctx, "incumbent", window, threshold=metric.threshold)
+    candidate = count_queries(metric.preset, source, ctx, "candidate", threshold=metric.threshold)
+    incumbent = count_queries(metric.preset, source, ctx, "incumbent", threshold=metric.threshold)
     assert candidate is not None and incumbent is not None, "the API allows sequential on rate presets only"
     return candidate, incumbent

@@ -59,8 +59,8 @@ def preset_query(
     """One side's value of a preset (the candidate's, or the incumbent's for comparisons)."""
     preset, stack = _resolve(name, source)
     if preset.share is not None:
-        counts = _share(preset, stack, threshold).counts(stack, "rate", ctx, side, ctx.interval)
-        return f"{counts.events} / {counts.requests}"
+        rates = _share(preset, stack, threshold).rates(stack, ctx, side, ctx.interval)
+        return f"{rates.events} / {rates.requests}"
     assert preset.query is not None
     query = preset.query(stack, stack.select(ctx, side), ctx.interval)
     assert query is not None, f"{source} lacks {name} without saying why"
@@ -68,14 +68,14 @@ def preset_query(
 
 
 def count_queries(
-    name: str, source: str, ctx: QueryContext, side: Side, window: str, *, threshold: float | None = None
+    name: str, source: str, ctx: QueryContext, side: Side, *, threshold: float | None = None
 ) -> CountQueries | None:
-    """For the sequential test: one side's requests and events over `window`; None for presets that
-    do not count requests."""
+    """For the sequential test: one side's total requests and events, which it reads at each
+    evaluation and subtracts; None for presets that do not count requests."""
     preset, stack = _resolve(name, source)
     if preset.share is None:
         return None
-    return _share(preset, stack, threshold).counts(stack, "increase", ctx, side, window)
+    return _share(preset, stack, threshold).totals(stack, ctx, side)
 
 
 def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate") -> str:

@@ -24,17 +24,26 @@ class UnknownPresetError(ValueError):
 
 @dataclass(frozen=True)
 class Share:
-    """Events among a stack's requests, both counted the same way (`rate` or `increase`)."""
+    """Events among a stack's requests, both counted the same way (rates, or totals)."""
 
     requests: Counter
     events: Counter
     select: Selector | None = None  # when both are selected otherwise than the stack's own series
     complement: bool = False  # the events are the requests that `events` does not count
 
-    def counts(self, stack: Stack, function: str, ctx: QueryContext, side: Side, window: str) -> CountQueries:
+    def rates(self, stack: Stack, ctx: QueryContext, side: Side, window: str) -> CountQueries:
+        """Requests and events per second over `window`."""
+        return self._counted(lambda c, selector: c.over("rate", selector, window), stack, ctx, side)
+
+    def totals(self, stack: Stack, ctx: QueryContext, side: Side) -> CountQueries:
+        """Requests and events so far: the counters' totals."""
+        return self._counted(lambda c, selector: c.total(selector), stack, ctx, side)
+
+    def _counted(
+        self, count: Callable[[Counter, str], str], stack: Stack, ctx: QueryContext, side: Side
+    ) -> CountQueries:
         selector = (self.select or stack.select)(ctx, side)
-        requests = self.requests.over(function, selector, window)
-        events = self.events.over(function, selector, window)
+        requests, events = count(self.requests, selector), count(self.events, selector)
         if self.complement:
             events = f"({requests} - {events})"
         return CountQueries(requests=requests, events=events)

@@ -42,14 +42,19 @@ class Counter:
 
     def over(self, function: str, selector: str, window: str) -> str:
         """`sum(<function>(name{selector}[window]))` for each name, added up."""
-        terms = [
-            f"sum({function}({name}{{{_matchers(selector, self.matchers)}}}[{window}]))"
-            for name in self.names
-        ]
-        total = " + ".join(terms)
+        return self._added(lambda series: f"{function}({series}[{window}])", selector)
+
+    def total(self, selector: str) -> str:
+        """`sum(name{selector})` for each name, added up: the counters' values as last scraped, with
+        neither extrapolation nor a window whose edges could lose or repeat an increment."""
+        return self._added(lambda series: series, selector)
+
+    def _added(self, term: Callable[[str], str], selector: str) -> str:
+        terms = [f"sum({term(f'{name}{{{_matchers(selector, self.matchers)}}}')})" for name in self.names]
+        added = " + ".join(terms)
         if self.absent_means_zero:
-            return f"({total} or vector(0))"
-        return total if len(terms) == 1 else f"({total})"
+            return f"({added} or vector(0))"
+        return added if len(terms) == 1 else f"({added})"
 
 
 def counter(name: str, matchers: str = "", *, absent_means_zero: bool = False) -> Counter:
