@@ -1,5 +1,6 @@
 """Where benchmark numbers go: one JSON file per benchmark under bench/results/ (git-ignored),
-summarised by hand in bench/REPORT.md."""
+summarised in bench/REPORT.md. `python -m bench.report` prints the scale benchmark's table from
+the results at hand and draws its plot (bench/scale.png)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Any
 RESULTS = Path(__file__).parent / "results"
 
 
-def summary(samples: list[float]) -> dict[str, float]:
+def summary(samples: list[float]) -> dict[str, float | None]:
     ordered = sorted(samples)
+    if not ordered:
+        return {"n": 0, "median": None, "p90": None, "p99": None, "max": None}
     return {
         "n": len(ordered),
         "median": statistics.median(ordered),
@@ -42,3 +45,72 @@ def _cpus() -> int:
     import os
 
     return os.cpu_count() or 0
+
+
+SCALE_PLOT = Path(__file__).parent / "scale.png"
+_SCALE_COLUMNS = (
+    "| rollouts | load avg before / after | step lag p50 / p99 / max (s) | breach to 0 median / max (s) "
+    "| RSS peak (MiB) | CPU (cores) | API req/s | PromQL q/s | ticks/s | mean tick (ms) | ended |"
+)
+
+
+def scale_results() -> list[dict[str, Any]]:
+    """The scale benchmark's results per size, smallest first."""
+    documents = [json.loads(path.read_text()) for path in RESULTS.glob("scale-*.json")]
+    return sorted(documents, key=lambda d: int(d["rollouts"]))
+
+
+def scale_report() -> str:
+    """The Markdown table of every size measured; draws the plot beside it."""
+    rows = scale_results()
+    if rows:
+        plot_scale(rows, SCALE_PLOT)
+    lines = [_SCALE_COLUMNS, "|" + " --- |" * _SCALE_COLUMNS.count(" | ") + " --- |"]
+    for r in rows:
+        lag, breach = r["step_lag_seconds"], r["breach_to_zero_seconds"]
+        lines.append(
+            f"| {r['rollouts']} | {r['load_average_before'][0]:.1f} / {r['load_average_after'][0]:.1f} "
+            f"| {_s(lag['median'])} / {_s(lag['p99'])} / {_s(lag['max'])} "
+            f"| {_s(breach['median'])} / {_s(breach['max'])} "
+            f"| {r['rss_peak_mib']:.0f} | {r['cpu_cores']:.2f} | {r['api_requests_per_second']:.1f} "
+            f"| {r['promql_queries_per_second']:.1f} | {r['ticks_per_second']:.1f} | {r['tick_mean_ms']:.1f} "
+            f"| {r['ended']} of {r['rollouts']} |"
+        )
+    return "\n".join(lines)
+
+
+def _s(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f}"
+
+
+def plot_scale(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display
+    import matplotlib.pyplot as plt
+
+    sizes = [r["rollouts"] for r in rows]
+    figure, (lag_axes, cpu_axes) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for key, label in (("median", "p50"), ("p99", "p99"), ("max", "max")):
+        lag_axes.plot(
+            sizes, [r["step_lag_seconds"][key] or 0 for r in rows], marker="o", label=f"lag {label}"
+        )
+    lag_axes.plot(
+        sizes, [r["breach_to_zero_seconds"]["max"] or 0 for r in rows], marker="x", label="breach to 0, max"
+    )
+    lag_axes.axhline(2, color="grey", linestyle=":", label="target 2 s")
+    lag_axes.set(xscale="log", yscale="symlog", xlabel="rollouts", ylabel="seconds", title="Step lag")
+    lag_axes.legend(fontsize=8)
+    cpu_axes.plot(sizes, [r["cpu_cores"] for r in rows], marker="o", color="tab:red", label="CPU (cores)")
+    cpu_axes.set(xscale="log", xlabel="rollouts", ylabel="CPU (cores)", title="Operator resources")
+    memory_axes = cpu_axes.twinx()
+    memory_axes.plot(sizes, [r["rss_peak_mib"] for r in rows], marker="s", color="tab:blue", label="RSS peak")
+    memory_axes.set_ylabel("RSS peak (MiB)")
+    figure.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    print(scale_report())

@@ -60,6 +60,12 @@ API_REQUESTS = Counter(
 METRIC_QUERIES = Counter(
     "modelgate_metric_queries", "Queries the operator sent to metric providers", ["provider"]
 )
+TICK_WAIT_SECONDS = Histogram(
+    "modelgate_tick_wait_seconds",
+    "Time from when a tick was due to when a worker thread started it: the event loop's and the"
+    " worker pool's queues. Step lag beyond this and the tick's own duration is not the operator's.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30),
+)
 RECONCILE_SECONDS = Histogram(
     "modelgate_reconcile_duration_seconds",
     "Time one reconcile tick took (observe, decide, apply)",
