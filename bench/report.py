@@ -50,7 +50,7 @@ def _cpus() -> int:
 SCALE_PLOT = Path(__file__).parent / "scale.png"
 _SCALE_COLUMNS = (
     "| rollouts | load avg before / after | step lag p50 / p99 / max (s) | breach to 0 median / max (s) "
-    "| RSS peak (MiB) | CPU (cores) | API req/s | PromQL q/s | ticks/s | mean tick (ms) | ended |"
+    "| RSS peak (MiB) | CPU (cores) | API req/s | PromQL q/s | ticks/s | mean tick / wait (ms) | ended |"
 )
 
 
@@ -73,7 +73,7 @@ def scale_report() -> str:
             f"| {_s(lag['median'])} / {_s(lag['p99'])} / {_s(lag['max'])} "
             f"| {_s(breach['median'])} / {_s(breach['max'])} "
             f"| {r['rss_peak_mib']:.0f} | {r['cpu_cores']:.2f} | {r['api_requests_per_second']:.1f} "
-            f"| {r['promql_queries_per_second']:.1f} | {r['ticks_per_second']:.1f} | {r['tick_mean_ms']:.1f} "
+            f"| {r['promql_queries_per_second']:.1f} | {r['ticks_per_second']:.1f} | {r['tick_mean_ms']:.1f} / {r.get('tick_wait_mean_ms', 0):.1f} "
             f"| {r['ended']} of {r['rollouts']} |"
         )
     return "\n".join(lines)

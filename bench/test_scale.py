@@ -146,6 +146,7 @@ def _run(size: int, fleet: ScaleFleet, operator: OperatorProcess, recorder: Reco
         "promql_queries_per_second": counted["promql"] / window,
         "ticks_per_second": counted["ticks"] / window,
         "tick_mean_ms": 1000 * counted["tick_seconds"] / max(counted["ticks"], 1),
+        "tick_wait_mean_ms": 1000 * counted["wait_seconds"] / max(counted["waits"], 1),
     }
 
 
@@ -202,6 +203,8 @@ def _counters(operator: OperatorProcess) -> dict[str, float]:
         "promql": operator.counter("modelgate_metric_queries_total"),
         "ticks": operator.counter("modelgate_reconcile_duration_seconds_count"),
         "tick_seconds": operator.counter("modelgate_reconcile_duration_seconds_sum"),
+        "waits": operator.counter("modelgate_tick_wait_seconds_count"),
+        "wait_seconds": operator.counter("modelgate_tick_wait_seconds_sum"),
     }
 
 

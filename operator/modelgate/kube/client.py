@@ -112,7 +112,7 @@ class Kube:
         return self._remember(plural, obj)
 
     def get_cluster_custom(self, group: str, version: str, plural: str, name: str) -> Object:
-        with translated():
+        with _request("get"):
             return _as_object(
                 self._custom.get_cluster_custom_object(
                     group, version, plural, name, _request_timeout=self.request_timeout
