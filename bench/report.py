@@ -49,15 +49,16 @@ def _cpus() -> int:
 
 SCALE_PLOT = Path(__file__).parent / "scale.png"
 _SCALE_COLUMNS = (
-    "| rollouts | load avg before / after | step lag p50 / p99 / max (s) | breach to 0 median / max (s) "
-    "| RSS peak (MiB) | CPU (cores) | API req/s | PromQL q/s | ticks/s | mean tick / wait (ms) | ended |"
+    "| rollouts | workers | load avg before / after | step lag p50 / p99 / max (s) "
+    "| breach to 0 median / max (s) | RSS peak (MiB) | CPU (cores) | API req/s | PromQL q/s "
+    "| ticks/s | mean tick / wait (ms) | ended |"
 )
 
 
 def scale_results() -> list[dict[str, Any]]:
     """The scale benchmark's results per size, smallest first."""
     documents = [json.loads(path.read_text()) for path in RESULTS.glob("scale-*.json")]
-    return sorted(documents, key=lambda d: int(d["rollouts"]))
+    return sorted(documents, key=lambda d: (int(d["rollouts"]), str(d["workers"])))
 
 
 def scale_report() -> str:
@@ -69,11 +70,13 @@ def scale_report() -> str:
     for r in rows:
         lag, breach = r["step_lag_seconds"], r["breach_to_zero_seconds"]
         lines.append(
-            f"| {r['rollouts']} | {r['load_average_before'][0]:.1f} / {r['load_average_after'][0]:.1f} "
+            f"| {r['rollouts']} | {r['workers']} "
+            f"| {r['load_average_before'][0]:.1f} / {r['load_average_after'][0]:.1f} "
             f"| {_s(lag['median'])} / {_s(lag['p99'])} / {_s(lag['max'])} "
             f"| {_s(breach['median'])} / {_s(breach['max'])} "
             f"| {r['rss_peak_mib']:.0f} | {r['cpu_cores']:.2f} | {r['api_requests_per_second']:.1f} "
-            f"| {r['promql_queries_per_second']:.1f} | {r['ticks_per_second']:.1f} | {r['tick_mean_ms']:.1f} / {r.get('tick_wait_mean_ms', 0):.1f} "
+            f"| {r['promql_queries_per_second']:.1f} | {r['ticks_per_second']:.1f} "
+            f"| {r['tick_mean_ms']:.1f} / {r['tick_wait_mean_ms']:.1f} "
             f"| {r['ended']} of {r['rollouts']} |"
         )
     return "\n".join(lines)

@@ -46,6 +46,8 @@ from tests.support.kube import scratch_namespace
 pytestmark = [pytest.mark.bench, pytest.mark.timeout(3600)]
 
 SIZES = [int(n) for n in os.environ.get("MODELGATE_BENCH_SCALE_SIZES", "10,100,500,1000").split(",")]
+# `modelgate run --workers`; empty: the operator's default.
+WORKERS = os.environ.get("MODELGATE_BENCH_SCALE_WORKERS", "")
 INTERVAL = "10s"
 STEPS: list[dict[str, Any]] = [
     {"setWeight": 10},
@@ -92,7 +94,8 @@ def test_scale(size: int, fleet: ScaleFleet, cluster: TestCluster, tmp_path: Pat
     watches = recorder.watches(fleet.api_client, fleet.namespace)
     for w in watches:
         w.start()
-    operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator", namespaces=[fleet.namespace])
+    options = [f"--workers={WORKERS}"] if WORKERS else []
+    operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator", [fleet.namespace], options)
     operator.start()
     try:
         results = _run(size, fleet, operator, recorder)
@@ -103,7 +106,7 @@ def test_scale(size: int, fleet: ScaleFleet, cluster: TestCluster, tmp_path: Pat
         for w in watches:
             w.stop()
         _delete_rollouts(fleet)
-    record(f"scale-{size}", results)
+    record(f"scale-{size}" + (f"-workers{WORKERS}" if WORKERS else ""), results)
     print(scale_report())
     _check_targets(size, results)
 
@@ -131,7 +134,7 @@ def _run(size: int, fleet: ScaleFleet, operator: OperatorProcess, recorder: Reco
     return {
         "rollouts": size,
         "breaching": sum(1 for i in range(size) if breaching(i)),
-        "workers": "default",
+        "workers": WORKERS or "default",
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "create_seconds": created - started,
