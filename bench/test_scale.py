@@ -4,7 +4,8 @@ setWeight 50 / pause 20s, one metric every 10 s; one in 20 has a candidate that 
 
 Per size: how much later than its schedule each step ended (from the status timestamps), from a
 breaching evaluation to a route watch seeing weight 0, and the operator's RSS, CPU, API requests
-and PromQL queries per second. MODELGATE_BENCH_SCALE_SIZES (e.g. "10,100") picks the sizes."""
+and PromQL queries per second. MODELGATE_BENCH_SCALE_SIZES (e.g. "10,100,1000@64") picks the sizes
+(and --workers)."""
 
 from __future__ import annotations
 
@@ -45,9 +46,14 @@ from tests.support.kube import scratch_namespace
 
 pytestmark = [pytest.mark.bench, pytest.mark.timeout(3600)]
 
-SIZES = [int(n) for n in os.environ.get("MODELGATE_BENCH_SCALE_SIZES", "10,100,500,1000").split(",")]
-# `modelgate run --workers`; empty: the operator's default.
-WORKERS = os.environ.get("MODELGATE_BENCH_SCALE_WORKERS", "")
+# "N" runs N rollouts on the operator's default workers, "N@W" with `modelgate run --workers=W`.
+RUNS = [
+    (int(n), w or None)
+    for n, _, w in (
+        run.partition("@")
+        for run in os.environ.get("MODELGATE_BENCH_SCALE_SIZES", "10,100,500,1000").split(",")
+    )
+]
 INTERVAL = "10s"
 STEPS: list[dict[str, Any]] = [
     {"setWeight": 10},
@@ -77,28 +83,30 @@ def fleet(local_bed: LocalCluster, cluster: TestCluster) -> Iterator[ScaleFleet]
     """Objects for the largest size, made once; smaller sizes use the first of them."""
     api = bench_api_client(cluster.kubeconfig)
     with scratch_namespace(api) as namespace:
-        built = ScaleFleet(local_bed, api, namespace, max(SIZES), breaching)
+        built = ScaleFleet(local_bed, api, namespace, max(n for n, _ in RUNS), breaching)
         started = time.monotonic()
         try:
             built.build()
-            print(f"fleet of {max(SIZES)} built in {time.monotonic() - started:.0f}s")
+            print(f"fleet of {built.size} built in {time.monotonic() - started:.0f}s")
             yield built
         finally:
             built.tear_down()
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_scale(size: int, fleet: ScaleFleet, cluster: TestCluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("size", "workers"), RUNS, ids=[f"{n}@{w or 'default'}" for n, w in RUNS])
+def test_scale(
+    size: int, workers: str | None, fleet: ScaleFleet, cluster: TestCluster, tmp_path: Path
+) -> None:
     fleet.reset_routes(size)
     recorder = Recorder()
     watches = recorder.watches(fleet.api_client, fleet.namespace)
     for w in watches:
         w.start()
-    options = [f"--workers={WORKERS}"] if WORKERS else []
+    options = [f"--workers={workers}"] if workers else []
     operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator", [fleet.namespace], options)
     operator.start()
     try:
-        results = _run(size, fleet, operator, recorder)
+        results = {**_run(size, fleet, operator, recorder), "workers": workers or "default"}
         for w in watches:
             w.check()  # a dead watch would have missed what it reports
     finally:
@@ -106,7 +114,7 @@ def test_scale(size: int, fleet: ScaleFleet, cluster: TestCluster, tmp_path: Pat
         for w in watches:
             w.stop()
         _delete_rollouts(fleet)
-    record(f"scale-{size}" + (f"-workers{WORKERS}" if WORKERS else ""), results)
+    record(f"scale-{size}" + (f"-workers{workers}" if workers else ""), results)
     print(scale_report())
     _check_targets(size, results)
 
@@ -134,7 +142,6 @@ def _run(size: int, fleet: ScaleFleet, operator: OperatorProcess, recorder: Reco
     return {
         "rollouts": size,
         "breaching": sum(1 for i in range(size) if breaching(i)),
-        "workers": WORKERS or "default",
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "create_seconds": created - started,

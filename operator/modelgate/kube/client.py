@@ -288,7 +288,7 @@ class Kube:
         message: str,
         component: str = "modelgate",
         action: str = "Reconcile",
-    ) -> Object:
+    ) -> None:
         """Records an events.k8s.io/v1 Event about `involved`. The API server stores these as the same
         resource as core/v1 Events, so `kubectl describe` and `kubectl events` show them. `action` is
         the machine-readable thing being done."""
@@ -298,18 +298,19 @@ class Kube:
         # Through the generic endpoint: the typed EventsV1Api would serialize eventTime with
         # datetime.isoformat(), which drops the microseconds the MicroTime format requires when they
         # happen to be zero.
+        # The Event as stored is not needed: its response is read, not parsed.
         with _request("create"):
-            return _as_object(
-                self._custom.create_namespaced_custom_object(
-                    "events.k8s.io",
-                    "v1",
-                    involved["metadata"]["namespace"],
-                    "events",
-                    body,
-                    field_manager=FIELD_MANAGER,
-                    _request_timeout=self.request_timeout,
-                )
+            response: Any = self._custom.create_namespaced_custom_object(
+                "events.k8s.io",
+                "v1",
+                involved["metadata"]["namespace"],
+                "events",
+                body,
+                field_manager=FIELD_MANAGER,
+                _preload_content=False,
+                _request_timeout=self.request_timeout,
             )
+            response.data  # noqa: B018 - reads the body, so the connection goes back to the pool
 
 
 def _as_object(value: Any) -> Object:

@@ -33,7 +33,7 @@ _NO_RETRIES = Retry(total=0, read=False)
 # PrometheusApiClientException carries only "HTTP Status Code <n> (<repr of the body bytes>)".
 _HTTP_ERROR = re.compile(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)", re.DOTALL)
 _MAX_DETAIL = 300
-_CONNECTIONS = 64
+_CONNECTIONS = 256
 
 
 class PrometheusProvider:
