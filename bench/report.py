@@ -87,31 +87,43 @@ def _s(seconds: float | None) -> str:
 
 
 def plot_scale(rows: list[dict[str, Any]], path: Path) -> None:
+    """Lag (left) and CPU and RSS (right) against the number of rollouts, one line per workers
+    setting (a variant: "16 (main)" is the code before issue 8's changes)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display
     import matplotlib.pyplot as plt
 
-    sizes = [r["rollouts"] for r in rows]
-    figure, (lag_axes, cpu_axes) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for key, label in (("median", "p50"), ("p99", "p99"), ("max", "max")):
+    variants: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        variants.setdefault(str(row["workers"]), []).append(row)
+    figure, (lag_axes, cpu_axes, memory_axes) = plt.subplots(1, 3, figsize=(14, 4.2))
+    for variant, runs in variants.items():
+        sizes = [r["rollouts"] for r in runs]
         lag_axes.plot(
-            sizes, [r["step_lag_seconds"][key] or 0 for r in rows], marker="o", label=f"lag {label}"
+            sizes, [r["step_lag_seconds"]["p99"] or 0 for r in runs], marker="o", label=f"{variant}: p99"
         )
-    lag_axes.plot(
-        sizes, [r["breach_to_zero_seconds"]["max"] or 0 for r in rows], marker="x", label="breach to 0, max"
+        lag_axes.plot(
+            sizes,
+            [r["step_lag_seconds"]["median"] or 0 for r in runs],
+            marker=".",
+            linestyle="--",
+            label=f"{variant}: p50",
+        )
+        cpu_axes.plot(sizes, [r["cpu_cores"] for r in runs], marker="o", label=variant)
+        memory_axes.plot(sizes, [r["rss_peak_mib"] for r in runs], marker="s", label=variant)
+    lag_axes.axhline(2, color="grey", linestyle=":", label="target p99 2 s")
+    lag_axes.set(
+        xscale="log", yscale="symlog", xlabel="rollouts", ylabel="seconds", title="Step lag (workers)"
     )
-    lag_axes.axhline(2, color="grey", linestyle=":", label="target 2 s")
-    lag_axes.set(xscale="log", yscale="symlog", xlabel="rollouts", ylabel="seconds", title="Step lag")
-    lag_axes.legend(fontsize=8)
-    cpu_axes.plot(sizes, [r["cpu_cores"] for r in rows], marker="o", color="tab:red", label="CPU (cores)")
-    cpu_axes.set(xscale="log", xlabel="rollouts", ylabel="CPU (cores)", title="Operator resources")
-    memory_axes = cpu_axes.twinx()
-    memory_axes.plot(sizes, [r["rss_peak_mib"] for r in rows], marker="s", color="tab:blue", label="RSS peak")
-    memory_axes.set_ylabel("RSS peak (MiB)")
-    figure.legend(loc="lower right", fontsize=8)
+    cpu_axes.axhline(1, color="grey", linestyle=":", label="target 1 core")
+    cpu_axes.set(xscale="log", xlabel="rollouts", ylabel="cores", title="Operator CPU")
+    memory_axes.axhline(300, color="grey", linestyle=":", label="target 300 MB")
+    memory_axes.set(xscale="log", xlabel="rollouts", ylabel="MiB", title="Operator RSS, peak")
+    for axes in (lag_axes, cpu_axes, memory_axes):
+        axes.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=100)
     plt.close(figure)
 
 
