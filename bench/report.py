@@ -51,7 +51,7 @@ SCALE_PLOT = Path(__file__).parent / "scale.png"
 _SCALE_COLUMNS = (
     "| rollouts | workers | load avg before / after | step lag p50 / p99 / max (s) "
     "| breach to 0 median / max (s) | RSS peak (MiB) | CPU (cores) | API req/s | PromQL q/s "
-    "| ticks/s | mean tick / wait (ms) | ended |"
+    "| ticks/s | mean tick / wait (ms) | mean API request / PromQL query (ms) | ended |"
 )
 
 
@@ -76,10 +76,15 @@ def scale_report() -> str:
             f"| {_s(breach['median'])} / {_s(breach['max'])} "
             f"| {r['rss_peak_mib']:.0f} | {r['cpu_cores']:.2f} | {r['api_requests_per_second']:.1f} "
             f"| {r['promql_queries_per_second']:.1f} | {r['ticks_per_second']:.1f} "
-            f"| {r['tick_mean_ms']:.1f} / {r['tick_wait_mean_ms']:.1f} "
+            f"| {r['tick_mean_ms']:.0f} / {r['tick_wait_mean_ms']:.0f} "
+            f"| {_ms(r, 'api_request_mean_ms')} / {_ms(r, 'promql_query_mean_ms')} "
             f"| {r['ended']} of {r['rollouts']} |"
         )
     return "\n".join(lines)
+
+
+def _ms(row: dict[str, Any], key: str) -> str:
+    return f"{row[key]:.0f}" if key in row else "-"  # not measured before those histograms existed
 
 
 def _s(seconds: float | None) -> str:

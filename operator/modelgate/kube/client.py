@@ -23,7 +23,7 @@ from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.errors import KubeError, NotFound, translated
 from modelgate.kube.objects import DeploymentAvailability, availability, event_body
-from modelgate.observability import API_REQUESTS
+from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS
 
 FIELD_MANAGER = "modelgate"
 DEFAULT_REQUEST_TIMEOUT = 30.0
@@ -334,5 +334,5 @@ def default_namespace(kubeconfig: str | Path | None = None) -> str:
 def _request(verb: str, *, json_patch: bool = False) -> Iterator[None]:
     """One request to the API server: counted (the operator's own request rate), errors translated."""
     API_REQUESTS.labels(verb).inc()
-    with translated(json_patch=json_patch):
+    with API_REQUEST_SECONDS.labels(verb).time(), translated(json_patch=json_patch):
         yield
