@@ -118,9 +118,9 @@ def plot_scale(rows: list[dict[str, Any]], path: Path) -> None:
         cpu_axes.plot(sizes, [r["cpu_cores"] for r in runs], marker="o", label=variant)
         memory_axes.plot(sizes, [r["rss_peak_mib"] for r in runs], marker="s", label=variant)
     lag_axes.axhline(2, color="grey", linestyle=":", label="target p99 2 s")
-    lag_axes.set(
-        xscale="log", yscale="symlog", xlabel="rollouts", ylabel="seconds", title="Step lag (workers)"
-    )
+    lag_axes.set_yscale("symlog", linthresh=0.1)
+    lag_axes.set(xscale="log", xlabel="rollouts", ylabel="seconds", title="Step lag (workers)")
+    lag_axes.set_ylim(bottom=0)
     cpu_axes.axhline(1, color="grey", linestyle=":", label="target 1 core")
     cpu_axes.set(xscale="log", xlabel="rollouts", ylabel="cores", title="Operator CPU")
     memory_axes.axhline(300, color="grey", linestyle=":", label="target 300 MB")

@@ -37,6 +37,7 @@ from bench.scale_fleet import (
 from bench.scale_watch import Recorder
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api.duration import parse_duration
+from modelgate.cli.run import DEFAULT_WORKERS
 from testbed.localcluster import LocalCluster
 from testbed.manifests import model_rollout
 from testbed.operator_process import OperatorProcess
@@ -106,7 +107,10 @@ def test_scale(
     operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator", [fleet.namespace], options)
     operator.start()
     try:
-        results = {**_run(size, fleet, operator, recorder), "workers": workers or "default"}
+        results = {
+            **_run(size, fleet, operator, recorder),
+            "workers": workers or f"{DEFAULT_WORKERS} (default)",
+        }
         for w in watches:
             w.check()  # a dead watch would have missed what it reports
     finally:
