@@ -199,7 +199,7 @@ class LocalCluster:
 
     def _create_fake_nodes(self) -> None:
         for name in FAKE_NODES:
-            self.kubectl("apply", "-f", "-", stdin=json.dumps(_fake_node(name)))
+            self.kubectl("apply", "-f", "-", stdin=json.dumps(fake_node(name)))
 
     def install_crds(self) -> None:
         install_crds(self.kubectl)
@@ -235,7 +235,9 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
     return result.stdout
 
 
-def _fake_node(name: str) -> dict[str, object]:
+def fake_node(name: str, pods: int = 110) -> dict[str, object]:
+    """A Node that kwok runs, with room for `pods` Pods (kubelet's default is 110)."""
+    capacity = {"cpu": "32", "memory": "256Gi", "pods": str(pods)}
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -249,8 +251,5 @@ def _fake_node(name: str) -> dict[str, object]:
                 "kubernetes.io/arch": "amd64",
             },
         },
-        "status": {
-            "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-            "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-        },
+        "status": {"allocatable": capacity, "capacity": capacity},
     }

@@ -82,11 +82,16 @@ class OperatorProcess:
     def counter(self, name: str, **labels: str) -> float:
         """The sum of one of the operator's own counters over the series matching `labels`, read from
         its /metrics endpoint (e.g. `modelgate_api_requests_total`, verb="get")."""
+        return self.counters(name, **labels)[name]
+
+    def counters(self, *names: str, **labels: str) -> dict[str, float]:
+        """Like `counter`, for several names from one read of /metrics (which is large with
+        many rollouts, and costs the operator CPU to render)."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as response:
             text = response.read().decode()
-        return sum(
-            sample.value
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-            if sample.name == name and labels.items() <= sample.labels.items()
-        )
+        sums = dict.fromkeys(names, 0.0)
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name in sums and labels.items() <= sample.labels.items():
+                    sums[sample.name] += sample.value
+        return sums

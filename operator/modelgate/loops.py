@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -18,7 +19,7 @@ import structlog
 
 from modelgate import observability
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
-from modelgate.reconciler import Reconciler, RolloutGone
+from modelgate.reconciler import Reconciler, RolloutGone, TickResult
 
 log = structlog.get_logger("modelgate.loops")
 Key = tuple[str, str]  # namespace, name
@@ -85,22 +86,32 @@ class RolloutLoops:
             rollout.task.cancel()
         observability.forget_rollout(*key)
 
+    def _tick(self, namespace: str, name: str, due: float) -> tuple[TickResult, float]:
+        """In a worker thread; `due` is the time.monotonic() at which the tick should have started.
+        Returns the result and when the tick ended, from which its next wake-up counts."""
+        observability.TICK_WAIT_SECONDS.observe(max(time.monotonic() - due, 0.0))
+        return self.reconciler.tick_by_name(namespace, name), time.monotonic()
+
     async def _run(self, key: Key, rollout: _Rollout) -> None:
         namespace, name = key
         backoff = ERROR_BACKOFF
+        due = time.monotonic()
         while True:
             rollout.wake.clear()
             try:
-                result = await asyncio.to_thread(self.reconciler.tick_by_name, namespace, name)
+                result, ended = await asyncio.to_thread(self._tick, namespace, name, due)
             except RolloutGone:
                 log.info("rollout gone", namespace=namespace, rollout=name)
                 return
             except Exception as error:  # a failed tick is retried; the loop must outlive it
                 log.exception("tick failed; retrying", namespace=namespace, rollout=name, error=str(error))
-                wait = backoff
+                deadline = time.monotonic() + backoff.total_seconds()
                 backoff = min(backoff * 2, MAX_ERROR_BACKOFF)
             else:
-                wait = result.wake_after
+                # From the tick's end, not from when this loop resumed: a busy event loop does not
+                # push the next tick later.
+                deadline = ended + result.wake_after.total_seconds()
                 backoff = ERROR_BACKOFF
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(rollout.wake.wait(), timeout=wait.total_seconds())
+                await asyncio.wait_for(rollout.wake.wait(), timeout=max(deadline - time.monotonic(), 0.0))
+            due = min(deadline, time.monotonic())  # woken early by a change: due at once

@@ -60,6 +60,27 @@ API_REQUESTS = Counter(
 METRIC_QUERIES = Counter(
     "modelgate_metric_queries", "Queries the operator sent to metric providers", ["provider"]
 )
+# How long the round trips that a tick waits on take: with many rollouts, the part of a tick's time
+# that is not the operator's own.
+_ROUND_TRIP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+API_REQUEST_SECONDS = Histogram(
+    "modelgate_api_request_duration_seconds",
+    "Time from sending a request to the Kubernetes API server to having its answer",
+    ["verb"],
+    buckets=_ROUND_TRIP_BUCKETS,
+)
+METRIC_QUERY_SECONDS = Histogram(
+    "modelgate_metric_query_duration_seconds",
+    "Time one query to a metric provider took, answer or error",
+    ["provider"],
+    buckets=_ROUND_TRIP_BUCKETS,
+)
+TICK_WAIT_SECONDS = Histogram(
+    "modelgate_tick_wait_seconds",
+    "Time from when a tick was due to when a worker thread started it: the event loop's and the"
+    " worker pool's queues. Step lag beyond this and the tick's own duration is not the operator's.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30),
+)
 RECONCILE_SECONDS = Histogram(
     "modelgate_reconcile_duration_seconds",
     "Time one reconcile tick took (observe, decide, apply)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from modelgate.peering import Peering, blocking_peer, seniority_priority
+from modelgate.peering import PEERING_REFRESH, PeeredReconciler, Peering, blocking_peer, seniority_priority
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 ME = Peering("modelgate", "pod-b", priority=-200, clusterwide=True)
@@ -46,3 +46,31 @@ def test_a_record_without_lifetime_or_lastseen_gets_kopfs_defaults() -> None:
 def test_the_older_replica_outranks_the_younger() -> None:
     older, younger = seniority_priority(NOW), seniority_priority(NOW + timedelta(microseconds=1))
     assert older > younger
+
+
+class PeeringObjects:
+    """A Kube stand-in holding one KopfPeering per namespace, counting the reads."""
+
+    def __init__(self, records: dict[str, object]) -> None:
+        self.records = records
+        self.reads = 0
+
+    def get_custom(
+        self, group: str, version: str, namespace: str, plural: str, name: str
+    ) -> dict[str, object]:
+        self.reads += 1
+        return {"status": self.records}
+
+
+def test_ticks_share_one_read_of_the_peering_object_until_it_is_a_refresh_old() -> None:
+    kube = PeeringObjects({"pod-a": record(-100, 1)})
+    now = [NOW]
+    peered = PeeredReconciler(kube, Peering("modelgate", "pod-b", -200, clusterwide=False), lambda: now[0])  # type: ignore[arg-type]
+    for _ in range(100):
+        assert peered.standby_reason("ns") is not None
+    assert kube.reads == 1
+    kube.records = {}  # the peer left
+    now[0] += PEERING_REFRESH
+    assert peered.standby_reason("ns") is None
+    assert peered.standby_reason("other") is None  # each namespace has its own object
+    assert kube.reads == 3

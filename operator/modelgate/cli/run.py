@@ -69,8 +69,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.set_defaults(handler=run_operator)
 
 
-# Measured with bench/scale (bench/REPORT.md): enough for 1,000 rollouts at a 10 s interval.
-DEFAULT_WORKERS = 16
+# Measured with bench/test_scale (bench/REPORT.md): a tick mostly waits on the API server, so the
+# threads must cover the ticks due at once times their round trips; 16 left 500 rollouts queued.
+DEFAULT_WORKERS = 64
 
 
 def _split(address: str) -> tuple[str, int]:

@@ -23,7 +23,7 @@ from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.errors import KubeError, NotFound, translated
 from modelgate.kube.objects import DeploymentAvailability, availability, event_body
-from modelgate.observability import API_REQUESTS
+from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS
 
 FIELD_MANAGER = "modelgate"
 DEFAULT_REQUEST_TIMEOUT = 30.0
@@ -112,7 +112,7 @@ class Kube:
         return self._remember(plural, obj)
 
     def get_cluster_custom(self, group: str, version: str, plural: str, name: str) -> Object:
-        with translated():
+        with _request("get"):
             return _as_object(
                 self._custom.get_cluster_custom_object(
                     group, version, plural, name, _request_timeout=self.request_timeout
@@ -288,7 +288,7 @@ class Kube:
         message: str,
         component: str = "modelgate",
         action: str = "Reconcile",
-    ) -> Object:
+    ) -> None:
         """Records an events.k8s.io/v1 Event about `involved`. The API server stores these as the same
         resource as core/v1 Events, so `kubectl describe` and `kubectl events` show them. `action` is
         the machine-readable thing being done."""
@@ -298,18 +298,19 @@ class Kube:
         # Through the generic endpoint: the typed EventsV1Api would serialize eventTime with
         # datetime.isoformat(), which drops the microseconds the MicroTime format requires when they
         # happen to be zero.
+        # The Event as stored is not needed: its response is read, not parsed.
         with _request("create"):
-            return _as_object(
-                self._custom.create_namespaced_custom_object(
-                    "events.k8s.io",
-                    "v1",
-                    involved["metadata"]["namespace"],
-                    "events",
-                    body,
-                    field_manager=FIELD_MANAGER,
-                    _request_timeout=self.request_timeout,
-                )
+            response: Any = self._custom.create_namespaced_custom_object(
+                "events.k8s.io",
+                "v1",
+                involved["metadata"]["namespace"],
+                "events",
+                body,
+                field_manager=FIELD_MANAGER,
+                _preload_content=False,
+                _request_timeout=self.request_timeout,
             )
+            response.data  # noqa: B018 - reads the body, so the connection goes back to the pool
 
 
 def _as_object(value: Any) -> Object:
@@ -333,5 +334,5 @@ def default_namespace(kubeconfig: str | Path | None = None) -> str:
 def _request(verb: str, *, json_patch: bool = False) -> Iterator[None]:
     """One request to the API server: counted (the operator's own request rate), errors translated."""
     API_REQUESTS.labels(verb).inc()
-    with translated(json_patch=json_patch):
+    with API_REQUEST_SECONDS.labels(verb).time(), translated(json_patch=json_patch):
         yield

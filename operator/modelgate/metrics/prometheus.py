@@ -22,7 +22,7 @@ from modelgate.core.limits import clip
 from modelgate.kube import Kube, KubeError
 from modelgate.metrics.base import AnalysisPlan, MetricPlan
 from modelgate.metrics.promql_plan import analysis_plan
-from modelgate.observability import METRIC_QUERIES
+from modelgate.observability import METRIC_QUERIES, METRIC_QUERY_SECONDS
 
 # The library's default retries (3, with backoff, also on HTTP 5xx) would stretch one query far
 # beyond `timeout`; the engine retries on its next tick and counts consecutive errors instead.
@@ -32,7 +32,7 @@ _NO_RETRIES = Retry(total=0, read=False)
 # PrometheusApiClientException carries only "HTTP Status Code <n> (<repr of the body bytes>)".
 _HTTP_ERROR = re.compile(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)", re.DOTALL)
 _MAX_DETAIL = 300
-_CONNECTIONS = 64
+_CONNECTIONS = 256
 
 
 class PrometheusProvider:
@@ -118,6 +118,10 @@ class PrometheusClient:
 
     def query(self, promql: str) -> QueryResult:
         METRIC_QUERIES.labels("prometheus").inc()
+        with METRIC_QUERY_SECONDS.labels("prometheus").time():
+            return self._query(promql)
+
+    def _query(self, promql: str) -> QueryResult:
         try:
             result = self._client.custom_query(promql)
         except requests.Timeout:  # before ConnectionError: ConnectTimeout is both

@@ -1,0 +1,63 @@
+"""The per-rollout loops: a tick runs when it is due, counted from the end of the previous one, and
+how long it waited for the event loop and a worker thread is recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from typing import Any
+
+from modelgate import observability
+from modelgate.loops import RolloutLoops
+from modelgate.reconciler import RolloutGone, TickResult
+
+WAKE_AFTER = timedelta(milliseconds=30)
+TICKS = 4
+
+
+class CountingReconciler:
+    """Ticks `TICKS` times, recording when each started and ended, then reports the rollout gone."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+
+    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+        if len(self.spans) == TICKS:
+            raise RolloutGone(name)
+        started = time.monotonic()
+        time.sleep(0.005)  # the tick's own work
+        self.spans.append((started, time.monotonic()))
+        return TickResult(None, WAKE_AFTER)
+
+
+def _rollout(name: str) -> dict[str, Any]:
+    return {"metadata": {"namespace": "ns", "name": name, "generation": 1}, "spec": {}}
+
+
+def _waits_recorded() -> float:
+    return next(
+        sample.value
+        for metric in observability.TICK_WAIT_SECONDS.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_count")
+    )
+
+
+def test_each_tick_is_due_one_wake_up_after_the_previous_one_ended_and_its_wait_is_recorded() -> None:
+    reconciler = CountingReconciler()
+    loops = RolloutLoops(reconciler)  # type: ignore[arg-type]
+    recorded_before = _waits_recorded()
+
+    async def run() -> None:
+        loops.notice("ADDED", _rollout("chat"))
+        task = loops._rollouts["ns", "chat"].task
+        assert task is not None
+        await asyncio.wait_for(task, timeout=30)
+
+    asyncio.run(run())
+    assert len(reconciler.spans) == TICKS
+    for (_, previous_end), (start, _) in zip(reconciler.spans, reconciler.spans[1:], strict=False):
+        assert start - previous_end >= WAKE_AFTER.total_seconds()
+    # every tick that ran, and the one that found the rollout gone
+    assert _waits_recorded() - recorded_before == TICKS + 1
