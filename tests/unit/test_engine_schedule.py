@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from modelgate.api import ModelRolloutStatus, Phase
-from modelgate.core import analysis_due, next_wakeup
+from modelgate.core import analysis_due, next_wakeup, settle_write
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, pause_ends_at
 from tests.unit.engine_support import (
     T0,
@@ -17,6 +17,7 @@ from tests.unit.engine_support import (
     Simulator,
     analysis_spec,
     indefinite_pause,
+    live,
     make_spec,
     timed_pause,
     weight,
@@ -92,6 +93,38 @@ def test_steps_last_one_interval_when_the_operator_sleeps_as_told() -> None:
         if sim.status.current_step_index != index:
             completed_at.append(sim.now - T0)
     assert completed_at == [timedelta(seconds=s) for s in (30, 60, 105, 135)]
+
+
+def settled_tick(sim: Simulator, after: timedelta) -> None:
+    """A tick as the reconciler runs it: a weight it writes is recorded as live (core.settle_write)."""
+    before = sim.status
+    decision = sim.tick(after=after)
+    if decision.weight is not None:
+        sim.status = settle_write(before, decision, live(decision.weight), sim.now, sim.generation).status
+
+
+def test_without_analysis_steps_end_when_due_not_at_the_next_resync() -> None:
+    """A setWeight step without analysis is complete once its weight is live: the tick after the write
+    comes at once, not a resync later; a timed pause ends on time."""
+    sim = Simulator(make_spec(weight(20), timed_pause("15s"), weight(60), weight(100), with_analysis=False))
+    settled_tick(sim, after=timedelta())
+    completed_at = []
+    while sim.phase is not Phase.SUCCEEDED and len(sim.decisions) < 50:
+        index = sim.status.current_step_index
+        settled_tick(sim, after=next_wakeup(sim.spec, sim.status, sim.now))
+        if sim.status.current_step_index != index:
+            completed_at.append(sim.now - T0)
+    pause = timedelta(seconds=15)
+    assert completed_at == [MIN_WAKEUP, MIN_WAKEUP + pause, 2 * MIN_WAKEUP + pause, 3 * MIN_WAKEUP + pause]
+
+
+def test_a_step_held_by_an_unavailable_candidate_waits_for_a_resync() -> None:
+    sim = Simulator(make_spec(weight(20), weight(100), with_analysis=False))
+    settled_tick(sim, after=timedelta())
+    sim.available = False
+    settled_tick(sim, after=MIN_WAKEUP)
+    assert sim.status.current_step_index == 0
+    assert next_wakeup(sim.spec, sim.status, sim.now) == RESYNC
 
 
 def test_next_wakeup_is_resync_when_nothing_comes_sooner() -> None:
