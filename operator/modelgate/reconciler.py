@@ -32,7 +32,7 @@ from modelgate.core import (
     next_wakeup,
     settle_write,
 )
-from modelgate.core.schedule import RESYNC
+from modelgate.core.schedule import MIN_WAKEUP, RESYNC
 from modelgate.kube import Conflict, Kube, NotFound
 from modelgate.metrics import MetricProviders
 from modelgate.routers import TrafficRouter, router_for
@@ -129,7 +129,9 @@ class Reconciler:
         self._apply(body, status, decision)
         self._clear_handled_command(namespace, name, command, decision.status)
         observability.export(namespace, name, decision, analysis)
-        return TickResult(decision, next_wakeup(spec, decision.status, self.clock()))
+        # Timed from the decision's `now`, less the time the tick has taken since.
+        wake_after = next_wakeup(spec, decision.status, now) - (self.clock() - now)
+        return TickResult(decision, max(wake_after, MIN_WAKEUP))
 
     def _write(self, router: TrafficRouter, weight: int) -> WriteResult:
         try:

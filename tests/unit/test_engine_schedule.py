@@ -12,6 +12,7 @@ from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.core import analysis_due, next_wakeup, settle_write
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, pause_ends_at
 from tests.unit.engine_support import (
+    INTERVAL,
     T0,
     Outcome,
     Simulator,
@@ -127,6 +128,21 @@ def test_a_step_held_by_an_unavailable_candidate_waits_for_a_resync() -> None:
     assert next_wakeup(sim.spec, sim.status, sim.now) == RESYNC
 
 
+@pytest.mark.parametrize("with_analysis", [False, True])
+def test_a_pause_held_past_its_end_does_not_spin(with_analysis: bool) -> None:
+    """Once a timed pause is over, its end is no reason to look again: the step is held by something
+    else (here the candidate), and the rollout is looked at on a resync, an analysis or an event,
+    not every MIN_WAKEUP."""
+    sim = Simulator(make_spec(weight(20), timed_pause("5s"), weight(100), with_analysis=with_analysis))
+    settled_tick(sim, after=timedelta())
+    sim.tick_with_analysis(after=INTERVAL if with_analysis else MIN_WAKEUP)
+    assert sim.status.current_step_index == 1
+    sim.available = False
+    sim.tick_with_analysis(after=timedelta(seconds=60))
+    assert sim.status.current_step_index == 1
+    assert next_wakeup(sim.spec, sim.status, sim.now) == RESYNC  # sooner than the 30 s interval
+
+
 def test_next_wakeup_is_resync_when_nothing_comes_sooner() -> None:
     assert next_wakeup(SPEC, status(Phase.SUCCEEDED, step=4, weight_=100), T0) == RESYNC
     assert next_wakeup(SPEC, status(Phase.ROLLED_BACK, weight_=0), T0) == RESYNC
@@ -138,7 +154,9 @@ def test_next_wakeup_is_resync_when_nothing_comes_sooner() -> None:
 def test_next_wakeup_never_goes_below_the_floor() -> None:
     overdue = status(Phase.PROGRESSING, step=1, last_analysis_at=T0)
     assert next_wakeup(SPEC, overdue, T0 + timedelta(hours=1)) == MIN_WAKEUP
-    assert next_wakeup(SPEC, status(Phase.PROGRESSING, step=1), T0 + timedelta(seconds=5)) == MIN_WAKEUP
+    assert next_wakeup(
+        SPEC, status(Phase.PROGRESSING, step=1), T0 + timedelta(seconds=5) - MIN_WAKEUP / 2
+    ) == (MIN_WAKEUP)
 
 
 def test_next_wakeup_ignores_a_pause_of_a_finished_rollout() -> None:

@@ -72,7 +72,7 @@ def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datet
 
 
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
-    """How long the operator may sleep before this rollout needs looking at again."""
+    """How long after `now`, the time the decision was taken at, this rollout needs looking at again."""
     candidates = [RESYNC]
     written = status.live_weight is None or status.live_weight == status.current_weight
     if not written and status.phase is not Phase.FAILED:
@@ -87,6 +87,8 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     if step_due is not None:
         candidates.append(step_due - now)
     pause_end = pause_ends_at(spec, status)
-    if pause_end is not None and status.phase in ACTIVE_PHASES:
+    # A pause over by `now` (the decision's time) no longer wakes anyone: the step is held by
+    # something else (the candidate, the analysis), which wakes the rollout itself.
+    if pause_end is not None and status.phase in ACTIVE_PHASES and pause_end > now:
         candidates.append(pause_end - now)
     return max(min(candidates), MIN_WAKEUP)
