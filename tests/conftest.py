@@ -70,3 +70,11 @@ def operator(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture
+def prometheus_restarted(local_bed: LocalCluster) -> Iterator[None]:
+    """Whatever a test does to the bed's Prometheus, the next test finds it running."""
+    yield
+    if not any(p.name == "prometheus" for p in local_bed.processes.load()):
+        local_bed.start_prometheus()

@@ -1,0 +1,72 @@
+"""What the fault scenarios share: rollouts without analysis between chat-v1 and chat-v2 (see
+tests.support.kube.create_model_routes), and waiting for one to finish."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.api import ModelRolloutStatus, Phase
+from testbed.manifests import model_rollout
+from testbed.waiting import wait_for
+from tests.support.kube import rollout_status
+
+FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+# The weights of timed_steps, in order, from the route's initial 0.
+TIMED_WEIGHTS = [0, 20, 50, 100]
+
+
+def timed_steps(pause_seconds: float) -> list[dict[str, Any]]:
+    pause = {"pause": {"duration": f"{pause_seconds:g}s"}}
+    return [{"setWeight": 20}, pause, {"setWeight": 50}, pause, {"setWeight": 100}]
+
+
+def plain_rollout(name: str, namespace: str, route: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """A rollout without analysis: its steps advance on time alone."""
+    return model_rollout(name, namespace, steps=steps, route=route)
+
+
+def wait_status(
+    api_client: client.ApiClient,
+    namespace: str,
+    name: str,
+    predicate: Callable[[ModelRolloutStatus], bool],
+    what: str,
+    timeout: float = 60,
+) -> ModelRolloutStatus:
+    def probe() -> ModelRolloutStatus | None:
+        status = rollout_status(api_client, namespace, name)
+        return status if predicate(status) else None
+
+    return wait_for(probe, timeout=timeout, what=f"rollout {namespace}/{name}: {what}")
+
+
+def wait_phase(
+    api_client: client.ApiClient, namespace: str, name: str, phases: tuple[Phase, ...], timeout: float
+) -> ModelRolloutStatus:
+    return wait_status(
+        api_client, namespace, name, lambda s: s.phase in phases, f"phase {'/'.join(phases)}", timeout
+    )
+
+
+def wait_step(api_client: client.ApiClient, namespace: str, name: str, index: int) -> ModelRolloutStatus:
+    """The rollout at step `index`, still active."""
+    return wait_status(
+        api_client,
+        namespace,
+        name,
+        lambda s: s.current_step_index == index and s.phase not in FINISHED,
+        f"at step {index}",
+    )
+
+
+def send_command(api_client: client.ApiClient, namespace: str, name: str, action: str, id_: str) -> None:
+    """What `modelgate <action>` does: the command annotation, which the operator handles once by id."""
+    annotations = {"modelgate.io/command": json.dumps({"action": action, "id": id_})}
+    client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+        API_GROUP, API_VERSION, namespace, PLURAL, name, {"metadata": {"annotations": annotations}}
+    )
