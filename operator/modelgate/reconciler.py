@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from modelgate import API_GROUP, API_VERSION, PLURAL, observability
-from modelgate.api import ModelRolloutStatus, parse_spec
+from modelgate.api import ModelRolloutStatus, Phase, parse_spec
 from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
 from modelgate.core import (
     AnalysisRun,
@@ -39,6 +39,10 @@ from modelgate.routers import TrafficRouter, router_for
 
 log = structlog.get_logger("modelgate.reconciler")
 Clock = Callable[[], datetime]
+
+
+def _rolls_back(decision: Decision) -> bool:
+    return decision.outcome is not None and decision.outcome.phase is Phase.ROLLED_BACK
 
 
 def utc_now() -> datetime:
@@ -99,7 +103,7 @@ class Reconciler:
                 plan = provider.plan(spec, namespace)
         except ValueError as error:  # what the CRD's schema could not catch, or an older CRD let through
             unusable = decide_unusable(SpecProblem(str(error)), status, generation, self.clock())
-            self._apply(body, status, unusable)
+            self._apply(body, status, status, unusable)
             observability.export(namespace, name, unusable, None)
             return TickResult(unusable, RESYNC)
 
@@ -122,11 +126,16 @@ class Reconciler:
         structlog.contextvars.bind_contextvars(
             step=decision.status.current_step_index, weight=decision.status.current_weight
         )
+        stored = status
         if decision.weight is not None:
-            # Weights first: a rollback must reach the route before anything else is written.
+            if not _rolls_back(decision):
+                # The step first, then its weight: an operator that dies in between finds the new
+                # step in status and writes its weight, rather than the previous step's back.
+                stored = self._write_status(body, stored, decision.status)
+            # A rollback's weight goes first: it must reach the route before anything else.
             written = self._write(router, decision.weight)
             decision = settle_write(status, decision, written, self.clock(), generation)
-        self._apply(body, status, decision)
+        self._apply(body, status, stored, decision)
         self._clear_handled_command(namespace, name, command, decision.status)
         observability.export(namespace, name, decision, analysis)
         # Timed from the decision's `now`, less the time the tick has taken since.
@@ -141,13 +150,27 @@ class Reconciler:
         log.info("weights set", candidate_weight=weight, written=repr(written))
         return written
 
-    def _apply(self, body: Mapping[str, Any], before: ModelRolloutStatus, decision: Decision) -> None:
-        meta = body["metadata"]
+    def _write_status(
+        self, body: Mapping[str, Any], stored: ModelRolloutStatus, status: ModelRolloutStatus
+    ) -> ModelRolloutStatus:
+        """Writes `status` unless it is what is stored; returns what is stored now."""
+        if status != stored:
+            meta = body["metadata"]
+            self.kube.patch_status(meta["namespace"], meta["name"], status.to_patch())
+        return status
+
+    def _apply(
+        self,
+        body: Mapping[str, Any],
+        before: ModelRolloutStatus,
+        stored: ModelRolloutStatus,
+        decision: Decision,
+    ) -> None:
+        """Events, then the status (unless `stored` already is it); `before` is the tick's start."""
         for event in decision.events:
             self.kube.create_event(body, event.type.value, event.reason.value, event.message)
             log.info("transition", reason=event.reason.value, type=event.type.value, detail=event.message)
-        if decision.status != before:
-            self.kube.patch_status(meta["namespace"], meta["name"], decision.status.to_patch())
+        self._write_status(body, stored, decision.status)
         if decision.status.phase != before.phase:
             log.info(
                 "phase changed",
