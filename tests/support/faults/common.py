@@ -4,7 +4,8 @@ tests.support.kube.create_model_routes), and waiting for one to finish."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kubernetes import client
@@ -13,7 +14,8 @@ from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
 from testbed.manifests import model_rollout
 from testbed.waiting import wait_for
-from tests.support.kube import rollout_status
+from tests.support.kube import create, create_model_routes, rollout_status
+from tests.support.scenario import RouteRecorder
 
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 # The weights of timed_steps, in order, from the route's initial 0.
@@ -62,6 +64,23 @@ def wait_step(api_client: client.ApiClient, namespace: str, name: str, index: in
         lambda s: s.current_step_index == index and s.phase not in FINISHED,
         f"at step {index}",
     )
+
+
+@contextmanager
+def plain_rollout_at_step(
+    api_client: client.ApiClient, namespace: str, steps: list[dict[str, Any]], index: int = 1
+) -> Iterator[RouteRecorder]:
+    """Rollout `chat` without analysis on route `chat` between chat-v1 and chat-v2, brought to step
+    `index`; yields the recorder of every weight the route shows."""
+    create_model_routes(api_client, namespace, ["chat"])
+    recorder = RouteRecorder(client.CustomObjectsApi(api_client), namespace, "chat")
+    recorder.start()
+    try:
+        create(api_client, plain_rollout("chat", namespace, "chat", steps))
+        wait_step(api_client, namespace, "chat", index)
+        yield recorder
+    finally:
+        recorder.stop()
 
 
 def send_command(api_client: client.ApiClient, namespace: str, name: str, action: str, id_: str) -> None:

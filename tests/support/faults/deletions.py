@@ -18,15 +18,13 @@ from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, http_route, model_
 from testbed.operator_process import OperatorProcess
 from tests.support.faults.common import (
     TIMED_WEIGHTS,
-    plain_rollout,
+    plain_rollout_at_step,
     send_command,
     timed_steps,
     wait_phase,
     wait_status,
-    wait_step,
 )
-from tests.support.kube import create, create_model_routes, rollout_status
-from tests.support.scenario import RouteRecorder
+from tests.support.kube import create, rollout_status
 
 TICKS = "modelgate_reconcile_duration_seconds_count"
 
@@ -99,12 +97,7 @@ def removed_mid_rollout(
     past the pause's end: its status says what is missing, and the operator looks at it on a resync
     or an event (not in a loop) and logs no error. Then brings the thing back: the rollout succeeds
     (after `modelgate retry`, for the route), its weights as the steps say."""
-    create_model_routes(api_client, namespace, ["chat"])
-    recorder = RouteRecorder(client.CustomObjectsApi(api_client), namespace, "chat")
-    recorder.start()
-    try:
-        create(api_client, plain_rollout("chat", namespace, "chat", timed_steps(pause_seconds)))
-        wait_step(api_client, namespace, "chat", 1)
+    with plain_rollout_at_step(api_client, namespace, timed_steps(pause_seconds)) as recorder:
         shown = _remove(api_client, namespace, removal)
         reported = wait_status(api_client, namespace, "chat", shown, f"reporting {removal.value}")
         ticks_before, watched_from = operator.counter(TICKS), time.monotonic()
@@ -129,6 +122,4 @@ def removed_mid_rollout(
         assert final.current_weight == 100
         after = restored_at if removal is Removal.ROUTE_DELETED else 0  # a new route starts at 0
         assert recorder.candidate_weights(after=after) == TIMED_WEIGHTS[1:] if after else TIMED_WEIGHTS
-    finally:
-        recorder.stop()
     return {"ticks_per_second_held": ticks / window, "reported": reported.message or ""}

@@ -15,9 +15,8 @@ from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from tests.support.cli import modelgate
-from tests.support.faults.common import TIMED_WEIGHTS, plain_rollout, timed_steps, wait_phase, wait_step
-from tests.support.kube import create, create_model_routes
-from tests.support.scenario import RouteRecorder, Scenario, serving
+from tests.support.faults.common import TIMED_WEIGHTS, plain_rollout_at_step, timed_steps, wait_phase
+from tests.support.scenario import Scenario, serving
 
 
 def api_server_restart(
@@ -30,12 +29,7 @@ def api_server_restart(
 ) -> dict[str, float]:
     """kube-apiserver SIGKILLed during a timed pause and started again `down_seconds` later (etcd keeps
     the state): the rollout then completes, its weights as the steps say."""
-    create_model_routes(api_client, namespace, ["chat"])
-    recorder = RouteRecorder(client.CustomObjectsApi(api_client), namespace, "chat")
-    recorder.start()
-    try:
-        create(api_client, plain_rollout("chat", namespace, "chat", timed_steps(pause_seconds)))
-        wait_step(api_client, namespace, "chat", 1)
+    with plain_rollout_at_step(api_client, namespace, timed_steps(pause_seconds)) as recorder:
         bed.kill_component("kube-apiserver")
         killed_at = time.monotonic()
         try:
@@ -47,8 +41,6 @@ def api_server_restart(
         done_at = time.monotonic()
         assert final.current_weight == 100
         assert recorder.candidate_weights() == TIMED_WEIGHTS
-    finally:
-        recorder.stop()
     return {"down_seconds": back_at - killed_at, "back_to_succeeded_seconds": done_at - back_at}
 
 

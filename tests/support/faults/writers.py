@@ -16,10 +16,9 @@ from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.cli import modelgate
-from tests.support.faults.common import plain_rollout, wait_phase, wait_step
-from tests.support.kube import create, create_model_routes, rollout_status
+from tests.support.faults.common import plain_rollout_at_step, wait_phase
+from tests.support.kube import rollout_status
 from tests.support.operators import operator_events
-from tests.support.scenario import RouteRecorder
 
 WRITER = "weight-fighter"
 ITS_WEIGHT = 70  # the candidate weight the other writer keeps setting
@@ -39,9 +38,13 @@ class OtherWriter:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    def __enter__(self) -> OtherWriter:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         """Returns once its last write is done."""
@@ -71,16 +74,9 @@ class OtherWriter:
 def second_writer(
     api_client: client.ApiClient, namespace: str, operator: OperatorProcess, *, writes_while_held: int
 ) -> dict[str, float]:
-    create_model_routes(api_client, namespace, ["chat"])
-    objects = client.CustomObjectsApi(api_client)
-    recorder = RouteRecorder(objects, namespace, "chat")
-    recorder.start()
     steps = [{"setWeight": OURS}, {"pause": {"duration": "20s"}}, {"setWeight": 100}]
-    writer = OtherWriter(objects, namespace, "chat")
-    try:
-        create(api_client, plain_rollout("chat", namespace, "chat", steps))
-        wait_step(api_client, namespace, "chat", 1)
-        writer.start()
+    writer = OtherWriter(client.CustomObjectsApi(api_client), namespace, "chat")
+    with plain_rollout_at_step(api_client, namespace, steps) as recorder, writer:
         writing_since = time.time()
         held = wait_phase(api_client, namespace, "chat", (Phase.PAUSED,), timeout=60)
         held_after = time.time() - writing_since
@@ -107,7 +103,4 @@ def second_writer(
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         wait_phase(api_client, namespace, "chat", (Phase.SUCCEEDED,), timeout=90)
         assert recorder.candidate_weights(after=writing_since) == [ITS_WEIGHT, OURS, ITS_WEIGHT, OURS, 100]
-    finally:
-        writer.stop()
-        recorder.stop()
     return {"writing_to_held_seconds": held_after, "other_writes": writer.writes}
