@@ -65,7 +65,7 @@ def _remove(
         return lambda status: _candidate_held(status, "not found")
     if removal is Removal.CANDIDATE_SCALED_TO_ZERO:
         apps.patch_namespaced_deployment_scale("chat-v2", namespace, {"spec": {"replicas": 0}})
-        return lambda status: _candidate_held(status, "0 replicas")
+        return lambda status: _candidate_held(status, "scaled to zero")
     client.CustomObjectsApi(api_client).delete_namespaced_custom_object(
         GATEWAY_GROUP, GATEWAY_VERSION, namespace, "httproutes", "chat"
     )

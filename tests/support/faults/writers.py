@@ -38,13 +38,9 @@ class OtherWriter:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def __enter__(self) -> OtherWriter:
+    def start(self) -> None:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
 
     def stop(self) -> None:
         """Returns once its last write is done."""
@@ -76,31 +72,41 @@ def second_writer(
 ) -> dict[str, float]:
     steps = [{"setWeight": OURS}, {"pause": {"duration": "20s"}}, {"setWeight": 100}]
     writer = OtherWriter(client.CustomObjectsApi(api_client), namespace, "chat")
-    with plain_rollout_at_step(api_client, namespace, steps) as recorder, writer:
+    with plain_rollout_at_step(api_client, namespace, steps) as recorder:
         writing_since = time.time()
-        held = wait_phase(api_client, namespace, "chat", (Phase.PAUSED,), timeout=60)
-        held_after = time.time() - writing_since
-        ready = next(c for c in held.conditions if c.type == ConditionType.ROUTE_READY)
-        assert (ready.status, ready.reason) == ("False", Reason.ROUTE_CONFLICT), ready
-        assert WRITER in ready.message and WRITER in (held.message or "")
-        reasons = [e["reason"] for e in operator_events(api_client, namespace)["chat"]]
-        assert Reason.ROUTE_OVERWRITTEN in reasons and reasons.count(Reason.ROUTE_CONFLICT) == 1, reasons
+        writer.start()
+        try:
+            held = wait_phase(api_client, namespace, "chat", (Phase.PAUSED,), timeout=60)
+            held_after = time.time() - writing_since
+            ready = next(c for c in held.conditions if c.type == ConditionType.ROUTE_READY)
+            assert (ready.status, ready.reason) == ("False", Reason.ROUTE_CONFLICT), ready
+            assert WRITER in ready.message and WRITER in (held.message or "")
+            reasons = [e["reason"] for e in operator_events(api_client, namespace)["chat"]]
+            assert Reason.ROUTE_OVERWRITTEN in reasons and reasons.count(Reason.ROUTE_CONFLICT) == 1, reasons
 
-        # Held: the other writer goes on and the operator writes nothing more.
-        writes_at_hold = writer.writes
-        wait_for(
-            lambda: writer.writes >= writes_at_hold + writes_while_held,
-            timeout=writes_while_held * 3 + 30,
-            what=f"{writes_while_held} more writes of the other writer",
-        )
-        assert rollout_status(api_client, namespace, "chat").phase is Phase.PAUSED
-        while_writing = recorder.candidate_weights(after=writing_since)
-        # Ours once back, and the other writer's again: never a flap.
-        assert while_writing == [ITS_WEIGHT, OURS, ITS_WEIGHT], while_writing
-        writer.stop()
+            # Held: the other writer goes on and the operator writes nothing more.
+            writes_at_hold = writer.writes
+            wait_for(
+                lambda: writer.writes >= writes_at_hold + writes_while_held,
+                timeout=writes_while_held * 3 + 30,
+                what=f"{writes_while_held} more writes of the other writer",
+            )
+            assert rollout_status(api_client, namespace, "chat").phase is Phase.PAUSED
+            while_writing = recorder.candidate_weights(after=writing_since)
+            # Ours once back, and the other writer's again: never a flap.
+            assert while_writing == [ITS_WEIGHT, OURS, ITS_WEIGHT], while_writing
+            writer.stop()
 
-        resumed = modelgate(operator.kubeconfig, "resume", "chat", "-n", namespace)
-        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        wait_phase(api_client, namespace, "chat", (Phase.SUCCEEDED,), timeout=90)
-        assert recorder.candidate_weights(after=writing_since) == [ITS_WEIGHT, OURS, ITS_WEIGHT, OURS, 100]
+            resumed = modelgate(operator.kubeconfig, "resume", "chat", "-n", namespace)
+            assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+            wait_phase(api_client, namespace, "chat", (Phase.SUCCEEDED,), timeout=90)
+            assert recorder.candidate_weights(after=writing_since) == [
+                ITS_WEIGHT,
+                OURS,
+                ITS_WEIGHT,
+                OURS,
+                100,
+            ]
+        finally:
+            writer.stop()
     return {"writing_to_held_seconds": held_after, "other_writes": writer.writes}
