@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutSpec, Phase
-from modelgate.core import CommandAction, ConditionType, LiveRoute, Reason
+from modelgate.core import CommandAction, ConditionType, LiveRoute, Reason, next_wakeup
 from modelgate.core.conditions import condition
+from modelgate.core.schedule import RESYNC
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
@@ -165,3 +166,9 @@ def test_a_finished_rollout_holds_its_route_too_and_resume_writes_it_again() -> 
     resumed = sim.tick(command=command(CommandAction.RESUME))
 
     assert (resumed.status.phase, weights_set(resumed)) == (Phase.SUCCEEDED, [100])
+
+
+def test_a_held_rollout_is_not_retried_every_second() -> None:
+    sim = held(at_20())
+    assert sim.status.live_weight != sim.status.current_weight
+    assert next_wakeup(sim.spec, sim.status, sim.now) == RESYNC

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.core import conditions as cond
-from modelgate.core.reasons import ConditionType
+from modelgate.core.reasons import ConditionType, Reason
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
 # How often a rollout with nothing scheduled is looked at again: terminal and waiting rollouts
@@ -75,6 +75,9 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     """How long after `now`, the time the decision was taken at, this rollout needs looking at again."""
     candidates = [RESYNC]
     written = status.live_weight is None or status.live_weight == status.current_weight
+    ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
+    if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
+        written = True  # held for another writer: there is nothing to retry
     if not written and status.phase is not Phase.FAILED:
         candidates.append(WRITE_RETRY)
     if spec.analysis is not None and status.phase in ACTIVE_PHASES and status.current_weight > 0:
