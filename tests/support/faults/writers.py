@@ -16,7 +16,7 @@ from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.cli import modelgate
-from tests.support.faults.common import plain_rollout_at_step, wait_phase
+from tests.support.faults.common import plain_rollout_at_step, wait_phase, wait_status
 from tests.support.kube import rollout_status
 from tests.support.operators import operator_events
 
@@ -35,6 +35,7 @@ class OtherWriter:
     route: str
     period: float = 1.0
     writes: int = 0
+    failure: Exception | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -48,23 +49,27 @@ class OtherWriter:
         if self._thread is not None:
             self._thread.join(timeout=30)
 
+    def count(self) -> int:
+        """Its writes so far; raises what stopped it, if anything did."""
+        if self.failure is not None:
+            raise RuntimeError(f"the other writer failed: {self.failure!r}") from self.failure
+        return self.writes
+
     def _run(self) -> None:
         patch = [
             {"op": "replace", "path": "/spec/rules/0/backendRefs/0/weight", "value": 100 - ITS_WEIGHT},
             {"op": "replace", "path": "/spec/rules/0/backendRefs/1/weight", "value": ITS_WEIGHT},
         ]
-        while not self._stop.is_set():
-            self.api.patch_namespaced_custom_object(
-                GATEWAY_GROUP,
-                GATEWAY_VERSION,
-                self.namespace,
-                "httproutes",
-                self.route,
-                patch,
-                field_manager=WRITER,
-            )
-            self.writes += 1
-            self._stop.wait(self.period)  # the other writer's own rhythm
+        route = (GATEWAY_GROUP, GATEWAY_VERSION, self.namespace, "httproutes", self.route)
+        try:
+            while not self._stop.is_set():
+                self.api.patch_namespaced_custom_object(
+                    *route, patch, field_manager=WRITER, _content_type="application/json-patch+json"
+                )
+                self.writes += 1
+                self._stop.wait(self.period)  # the other writer's own rhythm
+        except Exception as error:  # handed to the test thread by count()
+            self.failure = error
 
 
 def second_writer(
@@ -76,7 +81,13 @@ def second_writer(
         writing_since = time.time()
         writer.start()
         try:
-            held = wait_phase(api_client, namespace, "chat", (Phase.PAUSED,), timeout=60)
+            held = wait_status(
+                api_client,
+                namespace,
+                "chat",
+                lambda s: writer.count() > 0 and s.phase is Phase.PAUSED,
+                "held",
+            )
             held_after = time.time() - writing_since
             ready = next(c for c in held.conditions if c.type == ConditionType.ROUTE_READY)
             assert (ready.status, ready.reason) == ("False", Reason.ROUTE_CONFLICT), ready
@@ -85,9 +96,9 @@ def second_writer(
             assert Reason.ROUTE_OVERWRITTEN in reasons and reasons.count(Reason.ROUTE_CONFLICT) == 1, reasons
 
             # Held: the other writer goes on and the operator writes nothing more.
-            writes_at_hold = writer.writes
+            writes_at_hold = writer.count()
             wait_for(
-                lambda: writer.writes >= writes_at_hold + writes_while_held,
+                lambda: writer.count() >= writes_at_hold + writes_while_held,
                 timeout=writes_while_held * 3 + 30,
                 what=f"{writes_while_held} more writes of the other writer",
             )
