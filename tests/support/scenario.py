@@ -106,12 +106,14 @@ class RouteRecorder:
         return self.seen
 
     def candidate_weights(self, after: float = 0) -> list[int]:
-        """The distinct successive candidate weights, in order (those seen from `after` on)."""
-        weights: list[int] = []
+        """The distinct successive candidate weights, in order: the first one seen, then each change
+        (only the changes seen from `after` on, when given; a re-opened watch repeats the weight it
+        finds, which is no change)."""
+        changes: list[tuple[float, int]] = []
         for at, _, candidate in self.recorded():
-            if at >= after and (not weights or weights[-1] != candidate):
-                weights.append(candidate)
-        return weights
+            if not changes or changes[-1][1] != candidate:
+                changes.append((at, candidate))
+        return [candidate for at, candidate in changes if at >= after]
 
     def first_time_at(self, candidate_weight: int, after: float) -> float | None:
         return next((t for t, _, c in self.recorded() if c == candidate_weight and t >= after), None)
