@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes import client, watch
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
-from modelgate.api import ModelRolloutStatus
+from modelgate.api import ModelRolloutStatus, Phase
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster
 from testbed.manifests import (
@@ -144,6 +144,13 @@ class StepRecorder:
     def step_started_at(self, rollout: str, index: int) -> datetime | None:
         self._watcher.check()
         return self.started.get((rollout, index))
+
+
+def settled(*phases: Phase) -> Callable[[ModelRolloutStatus], bool]:
+    """In one of `phases`, with the route carrying the weight status asks for. The operator writes a
+    step's status before its weight (a rollback's weight first), so a phase shows a moment before the
+    route does."""
+    return lambda status: status.phase in phases and status.live_weight == status.current_weight
 
 
 @dataclass

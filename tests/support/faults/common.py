@@ -15,7 +15,7 @@ from modelgate.api import ModelRolloutStatus, Phase
 from testbed.manifests import model_rollout
 from testbed.waiting import wait_for
 from tests.support.kube import create, create_model_routes, rollout_status
-from tests.support.scenario import RouteRecorder
+from tests.support.scenario import RouteRecorder, settled
 
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 # The weights of timed_steps, in order, from the route's initial 0.
@@ -50,8 +50,9 @@ def wait_status(
 def wait_phase(
     api_client: client.ApiClient, namespace: str, name: str, phases: tuple[Phase, ...], timeout: float
 ) -> ModelRolloutStatus:
+    """In one of `phases`, its weight live (see tests.support.scenario.settled)."""
     return wait_status(
-        api_client, namespace, name, lambda s: s.phase in phases, f"phase {'/'.join(phases)}", timeout
+        api_client, namespace, name, settled(*phases), f"settled in {'/'.join(phases)}", timeout
     )
 
 

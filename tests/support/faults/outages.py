@@ -16,7 +16,7 @@ from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from tests.support.cli import modelgate
 from tests.support.faults.common import TIMED_WEIGHTS, plain_rollout_at_step, timed_steps, wait_phase
-from tests.support.scenario import Scenario, serving
+from tests.support.scenario import Scenario, serving, settled
 
 
 def api_server_restart(
@@ -105,7 +105,7 @@ def prometheus_outage_pauses(
         down_seconds = time.monotonic() - stopped_at
         resumed = modelgate(operator.kubeconfig, "resume", "chat", "-n", namespace)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        final = scenario.wait_for_status("success after resume", lambda s: s.phase is Phase.SUCCEEDED)
+        final = scenario.wait_for_status("success after resume", settled(Phase.SUCCEEDED))
         assert final.current_weight == 100
         assert scenario.recorder.candidate_weights() == [0, 20, 100]
     return {"prometheus_down_seconds": down_seconds}

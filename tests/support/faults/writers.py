@@ -75,7 +75,8 @@ class OtherWriter:
 def second_writer(
     api_client: client.ApiClient, namespace: str, operator: OperatorProcess, *, writes_while_held: int
 ) -> dict[str, float]:
-    steps = [{"setWeight": OURS}, {"pause": {"duration": "20s"}}, {"setWeight": 100}]
+    # The operator sees the other writer at its next resync (10 s) and again at the pause's end.
+    steps = [{"setWeight": OURS}, {"pause": {"duration": "12s"}}, {"setWeight": 100}]
     writer = OtherWriter(client.CustomObjectsApi(api_client), namespace, "chat")
     with plain_rollout_at_step(api_client, namespace, steps) as recorder:
         writing_since = time.time()
