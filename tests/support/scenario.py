@@ -92,7 +92,7 @@ class RouteRecorder:
 
     def start(self) -> None:
         self._watcher.start()
-        wait_for(self.recorded, timeout=10, what="the route recorder's first event")
+        wait_for(lambda: bool(self.recorded()), timeout=10, what="the route recorder's first event")
 
     def stop(self) -> None:
         self._watcher.stop()
