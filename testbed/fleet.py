@@ -94,7 +94,9 @@ class ModelFleet:
         port = free_port()
         argv = [sys.executable, "-m", "testbed.model_server_double", "--port", str(port)]
         process = self.bed.processes.start(
-            f"double-{namespace}-{pod}", [*argv, "--model-name", deployment], env=python_module_env()
+            f"double-{namespace}-{pod}",
+            [*argv, "--model-name", deployment, "--namespace", namespace],
+            env=python_module_env(),
         )
         url = f"http://127.0.0.1:{port}"
 

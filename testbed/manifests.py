@@ -75,6 +75,7 @@ def model_rollout(
     interval: str = "2s",
     min_requests: int = 20,
     rollback: dict[str, Any] | None = None,
+    progress_deadlines: dict[str, Any] | None = None,
     labels: dict[str, str] | None = None,
 ) -> Manifest:
     """A ModelRollout between two model Deployments behind one HTTPRoute rule; without `prometheus`,
@@ -92,6 +93,8 @@ def model_rollout(
         "steps": steps,
         "rollback": rollback or {},
     }
+    if progress_deadlines is not None:
+        spec["progressDeadlines"] = progress_deadlines
     if prometheus is not None:
         spec["analysis"] = {
             "interval": interval,

@@ -1,16 +1,24 @@
-"""A test double of an LLM inference server: OpenAI-style chat completions, vLLM's metric names.
+"""A test double of an LLM inference server: OpenAI-style chat completions, and the metric names
+of one serving stack (`Behaviour.source`: vllm, sglang, tgi, triton, llm-d or istio; the exporters
+are in testbed/exporters/, one module per stack), beside the counters of the refusal proxy that
+would sit in its pod (`llm_requests_total`, `llm_refusals_total`).
 
-A test sets failure, refusal and latency knobs (`Behaviour`) at start, or changes them while the
-double runs with `PUT /admin/behaviour`.
+A test sets failure, abort, refusal and latency knobs (`Behaviour`) at start, or changes them while
+the double runs with `PUT /admin/behaviour`.
 
-Latency is not slept by default: each answered request observes its *configured* latency in the
+A request with `"stream": true` is answered with server-sent events as vLLM sends them: one chunk per
+word, then `data: [DONE]`. With `hold_streams`, each stream stops after its first chunk until
+`POST /admin/release-streams`, so a test can see what a client receives before the answer ends.
+
+Latency is not slept by default: each answered request observes its *configured* timing in the
 histograms and is answered at once, so a test can fake a slow tail in milliseconds. Set
-`simulate_latency_sleep` to really wait.
+`simulate_latency_sleep` to really wait. The timing of an answer is consistent: end-to-end latency
+= time to first token + (output tokens - 1) x time per output token.
 
 Outcomes are deterministic, not coin flips: over n requests exactly round(n * rate) take an
-outcome (halves round up), spread evenly, so tests can assert exact counts. Refusals are drawn from
-the requests that do not fail, scaled so that they stay a share of all requests, and the tail
-latency from the answered ones.
+outcome (halves round up), spread evenly, so tests can assert exact counts. Aborts and refusals
+are drawn from the requests that do not fail, scaled so that they stay shares of all requests, and
+the tail latency from the answered ones.
 """
 
 from __future__ import annotations
@@ -26,28 +34,36 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import cycle, islice
 from typing import Any, Literal
 
 import structlog
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from modelgate.sidecar.answers import RefusalReason
+from modelgate.sidecar.proxy import CLIENT_CLOSED, RefusalMetrics
+from testbed.exporters import EXPORTERS, Answer, Exporter, Identity
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_MODEL_NAME = "chat-model"
+DEFAULT_NAMESPACE = "default"
 CHAT_HANDLER = "/v1/chat/completions"
-# vLLM's own bucket boundaries, so the gate's quantile estimates behave as they would against vLLM.
-E2E_LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0)
-TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 ANSWER = "This is a canned answer from the model server double, which only pretends to be a model."
 REFUSAL = "I'm sorry, but I can't help with that."
+# A content filter stops an answer after this many words.
+FILTERED_AFTER_WORDS = 3
+RefusalStyle = Literal["text", "content_filter"]
+Source = Literal["vllm", "sglang", "tgi", "triton", "llm-d", "istio"]
 
 
 class Latency(BaseModel):
-    """Per-request latency in seconds: `median` for most answered requests, `tail_latency` for a
-    `tail_rate` share of them. `ttft` (time to first token) defaults to a tenth of the latency."""
+    """Per-request timing in seconds. End to end: `median` for most answered requests, or, with
+    `tpot` set, `ttft` + (output tokens - 1) x `tpot`; `tail_latency` for a `tail_rate` share of
+    them. `ttft` (time to first token) defaults to a tenth of the end-to-end latency; the time per
+    output token follows from the others unless set."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -55,12 +71,31 @@ class Latency(BaseModel):
     tail_rate: float = Field(default=0.0, ge=0, le=1)
     tail_latency: float = Field(default=0.0, ge=0)
     ttft: float | None = Field(default=None, ge=0)
+    tpot: float | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
-    def _tail_is_slow(self) -> Latency:
+    def _consistent(self) -> Latency:
         if self.tail_rate > 0 and self.tail_latency < self.median:
             raise ValueError("tail_latency must be at least median when tail_rate > 0")
+        if self.tpot is not None and self.ttft is None:
+            raise ValueError("tpot needs ttft: the end-to-end latency is ttft + (tokens - 1) x tpot")
+        if self.ttft is not None and self.tpot is None and self.ttft > self.median:
+            raise ValueError("ttft must not exceed median, the end-to-end latency")
+        if self.ttft is not None and self.tail_rate > 0 and self.ttft > self.tail_latency:
+            raise ValueError("ttft must not exceed tail_latency")
         return self
+
+    def timing(self, tokens: int, slow: bool) -> tuple[float, float, float]:
+        """(ttft, tpot, end to end) of an answer of `tokens` tokens, in the tail or not."""
+        if slow:
+            latency = self.tail_latency
+        elif self.tpot is not None and self.ttft is not None:
+            latency = self.ttft + (tokens - 1) * self.tpot
+        else:
+            latency = self.median
+        ttft = self.ttft if self.ttft is not None else latency / 10
+        tpot = (latency - ttft) / (tokens - 1) if tokens > 1 else 0.0
+        return ttft, tpot, latency
 
 
 class Behaviour(BaseModel):
@@ -68,16 +103,25 @@ class Behaviour(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    source: Source = Field(default="vllm", description="the serving stack whose metric names are exported")
     error_rate: float = Field(default=0.0, ge=0, le=1, description="answered HTTP 500")
+    abort_rate: float = Field(default=0.0, ge=0, le=1, description="the client went away (answered 499)")
     refusal_rate: float = Field(default=0.0, ge=0, le=1, description="answered 200 with a refusal")
+    refusal_style: RefusalStyle = Field(
+        default="text",
+        description="text: a refusal worded as one, finish_reason stop; content_filter: the start of "
+        "an ordinary answer cut off with finish_reason content_filter",
+    )
     latency: Latency = Latency()
-    requests_waiting: int = Field(default=0, ge=0, description="value of vllm:num_requests_waiting")
+    output_tokens: int = Field(default=20, ge=1, description="tokens of an answer (max_tokens may cut it)")
+    requests_waiting: int = Field(default=0, ge=0, description="the stack's queue gauge")
     simulate_latency_sleep: bool = False
+    hold_streams: bool = Field(default=False, description="streams wait after their first chunk")
 
     @model_validator(mode="after")
     def _rates_fit(self) -> Behaviour:
-        if self.error_rate + self.refusal_rate > 1:
-            raise ValueError("error_rate + refusal_rate must not exceed 1")
+        if self.error_rate + self.abort_rate + self.refusal_rate > 1:
+            raise ValueError("error_rate + abort_rate + refusal_rate must not exceed 1")
         return self
 
 
@@ -102,11 +146,13 @@ class EvenSpread:
         return False
 
 
+Drawn = Literal["error", "abort", "refusal"]
+
+
 @dataclass(frozen=True)
 class Outcome:
-    kind: Literal["error", "refusal", "answer"]
-    latency: float
-    ttft: float
+    kind: Literal["error", "abort", "refusal", "answer"]
+    slow: bool = False  # in the latency tail
 
 
 class OutcomePlanner:
@@ -114,85 +160,44 @@ class OutcomePlanner:
 
     def __init__(self, behaviour: Behaviour) -> None:
         self.behaviour = behaviour
-        error_rate = exact_rate(behaviour.error_rate)
-        self._errors = EvenSpread(error_rate)
-        # Refusals come from the requests that did not fail, scaled to stay a share of all requests.
-        refusal_share = (
-            exact_rate(behaviour.refusal_rate) / (1 - error_rate) if error_rate < 1 else Fraction(0)
+        remaining = Fraction(1)
+        rates: tuple[tuple[Drawn, float], ...] = (
+            ("error", behaviour.error_rate),
+            ("abort", behaviour.abort_rate),
+            ("refusal", behaviour.refusal_rate),
         )
-        self._refusals = EvenSpread(refusal_share)
+        self._spreads: list[tuple[Drawn, EvenSpread]] = []
+        # Each outcome is drawn from the requests the ones before left, scaled to stay a share of all.
+        for kind, rate in rates:
+            share = exact_rate(rate)
+            self._spreads.append((kind, EvenSpread(share / remaining if remaining > 0 else Fraction(0))))
+            remaining -= share
         self._tail = EvenSpread(exact_rate(behaviour.latency.tail_rate))
 
     def next(self) -> Outcome:
-        if self._errors.next():
-            return Outcome("error", 0.0, 0.0)
-        refused = self._refusals.next()
-        latency = self.behaviour.latency
-        seconds = latency.tail_latency if self._tail.next() else latency.median
-        ttft = latency.ttft if latency.ttft is not None else seconds / 10
-        return Outcome("refusal" if refused else "answer", seconds, ttft)
-
-
-class DoubleMetrics:
-    """vLLM's series, in a registry of the double's own (several doubles may share a process)."""
-
-    def __init__(self, model_name: str) -> None:
-        self.registry = CollectorRegistry()
-        labels = ["model_name"]
-        r = self.registry
-        self.e2e_latency = Histogram(
-            "vllm:e2e_request_latency_seconds",
-            "End-to-end request latency in seconds.",
-            labels,
-            buckets=E2E_LATENCY_BUCKETS,
-            registry=r,
-        ).labels(model_name)
-        self.ttft = Histogram(
-            "vllm:time_to_first_token_seconds",
-            "Time to first token in seconds.",
-            labels,
-            buckets=TTFT_BUCKETS,
-            registry=r,
-        ).labels(model_name)
-        # prometheus_client adds the `_total` suffix to counters on exposition.
-        self._success = Counter(
-            "vllm:request_success",
-            "Count of successfully processed requests.",
-            ["model_name", "finished_reason"],
-            registry=r,
-        )
-        self._http = Counter(
-            "http_requests", "Total number of HTTP requests.", ["method", "handler", "status"], registry=r
-        )
-        self.refusals = Counter(
-            "llm_refusals", "Requests the model refused to answer.", labels, registry=r
-        ).labels(model_name)
-        self.waiting = Gauge(
-            "vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels, registry=r
-        ).labels(model_name)
-        self.running = Gauge(
-            "vllm:num_requests_running", "Number of requests currently running.", labels, registry=r
-        ).labels(model_name)
-        self._model_name = model_name
-
-    def count_success(self, finished_reason: str) -> None:
-        self._success.labels(self._model_name, finished_reason).inc()
-
-    def count_http(self, method: str, handler: str, status: int) -> None:
-        self._http.labels(method, handler, str(status)).inc()
-
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+        for kind, spread in self._spreads:
+            if spread.next():
+                if kind == "refusal":
+                    return Outcome(kind, slow=self._tail.next())
+                return Outcome(kind)
+        return Outcome("answer", slow=self._tail.next())
 
 
 class ModelServerDouble:
     """The double's state and its aiohttp application."""
 
-    def __init__(self, behaviour: Behaviour, model_name: str = DEFAULT_MODEL_NAME) -> None:
+    def __init__(
+        self, behaviour: Behaviour, model_name: str = DEFAULT_MODEL_NAME, namespace: str = DEFAULT_NAMESPACE
+    ) -> None:
+        self.identity = Identity(model_name, namespace)
         self.model_name = model_name
-        self.metrics = DoubleMetrics(model_name)
+        # What the refusal proxy in the model's pod would count (docs/refusal-sidecar.md), served
+        # beside the stack's own series so that refusalRate has data on the bed.
+        self.proxied = RefusalMetrics([model_name])
         self._ids = itertools.count(1)
         self.behaviour = behaviour
+        self._release = asyncio.Event()
+        self._held = 0
 
     @property
     def behaviour(self) -> Behaviour:
@@ -201,8 +206,10 @@ class ModelServerDouble:
     @behaviour.setter
     def behaviour(self, behaviour: Behaviour) -> None:
         # A fresh planner: counts after a change are exact for the new rates.
+        if getattr(self, "_planner", None) is None or self.behaviour.source != behaviour.source:
+            self.metrics: Exporter = EXPORTERS[behaviour.source](self.identity)
         self._planner = OutcomePlanner(behaviour)
-        self.metrics.waiting.set(behaviour.requests_waiting)
+        self.metrics.set_waiting(behaviour.requests_waiting)
         log.info("behaviour set", model_name=self.model_name, **behaviour.model_dump())
 
     def app(self) -> web.Application:
@@ -213,37 +220,86 @@ class ModelServerDouble:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/admin/behaviour", self._get_behaviour)
         app.router.add_put("/admin/behaviour", self._put_behaviour)
+        app.router.add_post("/admin/release-streams", self._release_streams)
         return app
 
-    async def _chat_completions(self, request: web.Request) -> web.Response:
-        self.metrics.running.inc()
-        try:
-            status, payload = await self._complete(request)
-        finally:
-            self.metrics.running.dec()
-        self.metrics.count_http(request.method, CHAT_HANDLER, status)
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        status, payload, streamed = await self._complete(request)
+        if streamed and status == 200:
+            return await self._stream(request, payload)
         return web.json_response(payload, status=status)
 
-    async def _complete(self, request: web.Request) -> tuple[int, dict[str, Any]]:
+    async def _complete(self, request: web.Request) -> tuple[int, dict[str, Any], bool]:
         try:
             body = await request.json()
-            messages, max_tokens = _parse_chat_request(body)
+            messages, max_tokens, streamed = _parse_chat_request(body)
         except ValueError as error:  # malformed JSON included
-            return 400, _error_body(f"invalid request: {error}", "BadRequestError", 400)
+            return 400, _error_body(f"invalid request: {error}", "BadRequestError", 400), False
         outcome = self._planner.next()
         if outcome.kind == "error":
-            return 500, _error_body("injected failure (model server double)", "InternalServerError", 500)
-        if self.behaviour.simulate_latency_sleep:
-            await asyncio.sleep(outcome.latency)
-        self.metrics.e2e_latency.observe(outcome.latency)
-        self.metrics.ttft.observe(outcome.ttft)
-        if outcome.kind == "refusal":
-            self.metrics.refusals.inc()
-            content, finish_reason = REFUSAL, "stop"
+            self.metrics.failed()
+            self._count_proxied("500", None)
+            return (
+                500,
+                _error_body("injected failure (model server double)", "InternalServerError", 500),
+                False,
+            )
+        if outcome.kind == "abort":
+            # Stands for a client that went away; 499 is nginx's "client closed request".
+            self.metrics.aborted()
+            self._count_proxied(CLIENT_CLOSED, None)
+            return (
+                499,
+                _error_body("injected client abort (model server double)", "ClientClosedRequest", 499),
+                False,
+            )
+        refused = outcome.kind == "refusal"
+        if refused:
+            content, finish_reason = self._refusal()
         else:
-            content, finish_reason = _truncated(ANSWER, max_tokens)
-        self.metrics.count_success(finish_reason)
-        return 200, self._completion(messages, content, finish_reason)
+            content, finish_reason = _answer(self.behaviour.output_tokens, max_tokens)
+        tokens = len(content.split())  # one word stands for one token
+        ttft, tpot, latency = self.behaviour.latency.timing(tokens, outcome.slow)
+        if self.behaviour.simulate_latency_sleep:
+            await asyncio.sleep(latency)
+        self.metrics.answered(Answer(ttft, tpot, tokens, latency, finish_reason))
+        self._count_proxied("200", self._refusal_reason() if refused else None)
+        return 200, self._completion(messages, content, finish_reason), streamed
+
+    def _count_proxied(self, code: str, refusal: RefusalReason | None) -> None:
+        self.proxied.count(self.model_name, CHAT_HANDLER, code, refusal)
+
+    def _refusal_reason(self) -> RefusalReason:
+        if self.behaviour.refusal_style == "content_filter":
+            return RefusalReason.CONTENT_FILTER
+        return RefusalReason.PATTERN
+
+    def _refusal(self) -> tuple[str, str]:
+        if self.behaviour.refusal_style == "content_filter":
+            return " ".join(ANSWER.split()[:FILTERED_AFTER_WORDS]), "content_filter"
+        return REFUSAL, "stop"
+
+    async def _stream(self, request: web.Request, completion: Mapping[str, Any]) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        release = self._release
+        for number, chunk in enumerate(stream_chunks(completion)):
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if number == 0 and self.behaviour.hold_streams:
+                self._held += 1
+                await release.wait()
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    async def _release_streams(self, _: web.Request) -> web.Response:
+        """Lets the streams held now go on; later ones are held again (while `hold_streams`)."""
+        released, self._held = self._held, 0
+        self._release.set()
+        self._release = asyncio.Event()
+        return web.json_response({"released": released})
 
     def _completion(
         self, messages: Sequence[Mapping[str, Any]], content: str, finish_reason: str
@@ -275,7 +331,8 @@ class ModelServerDouble:
 
     async def _metrics(self, _: web.Request) -> web.Response:
         return web.Response(
-            body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4}
+            body=self.metrics.exposition() + self.proxied.exposition(),
+            headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4},
         )
 
     async def _healthz(self, _: web.Request) -> web.Response:
@@ -298,7 +355,27 @@ class ModelServerDouble:
         return web.json_response(self.behaviour.model_dump(mode="json"))
 
 
-def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None]:
+def stream_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A chat completion as vLLM streams it: the role, one chunk per word, then the finish reason."""
+    (choice,) = completion["choices"]
+    words = choice["message"]["content"].split(" ")
+    deltas = [
+        {"role": "assistant", "content": ""},
+        *({"content": w if i == 0 else f" {w}"} for i, w in enumerate(words)),
+    ]
+    finish: list[str | None] = [*(None for _ in deltas), choice["finish_reason"]]
+    head = {key: completion[key] for key in ("id", "created", "model")}
+    return [
+        {
+            **head,
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
+        }
+        for delta, reason in zip([*deltas, {}], finish, strict=True)
+    ]
+
+
+def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None, bool]:
     if not isinstance(body, dict):
         raise ValueError("body must be a JSON object")
     messages = body.get("messages")
@@ -307,15 +384,18 @@ def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None]:
     max_tokens = body.get("max_tokens")
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
         raise ValueError("max_tokens must be a positive integer")
-    return messages, max_tokens
+    streamed = body.get("stream", False)
+    if not isinstance(streamed, bool):
+        raise ValueError("stream must be true or false")
+    return messages, max_tokens, streamed
 
 
-def _truncated(text: str, max_tokens: int | None) -> tuple[str, str]:
-    # One word stands for one token: a small max_tokens cuts the answer, as a real model would.
-    words = text.split()
-    if max_tokens is None or len(words) <= max_tokens:
-        return text, "stop"
-    return " ".join(words[:max_tokens]), "length"
+def _answer(tokens: int, max_tokens: int | None) -> tuple[str, str]:
+    """The canned answer's words, repeated to `tokens` words; a smaller max_tokens cuts it, as a
+    real model would."""
+    if max_tokens is not None and max_tokens < tokens:
+        return " ".join(islice(cycle(ANSWER.split()), max_tokens)), "length"
+    return " ".join(islice(cycle(ANSWER.split()), tokens)), "stop"
 
 
 def _error_body(message: str, error_type: str, code: int) -> dict[str, Any]:
@@ -380,6 +460,7 @@ async def start_model_server(
     behaviour: Behaviour | None = None,
     *,
     model_name: str = DEFAULT_MODEL_NAME,
+    namespace: str = DEFAULT_NAMESPACE,
     host: str = "127.0.0.1",
     port: int = 0,
     allow_any_host: bool = False,
@@ -388,7 +469,7 @@ async def start_model_server(
     `allow_any_host` (in a Pod of the kind end-to-end run, where the kubelet must reach it)."""
     if not allow_any_host:
         require_loopback_host(host)
-    double = ModelServerDouble(behaviour or Behaviour(), model_name)
+    double = ModelServerDouble(behaviour or Behaviour(), model_name, namespace)
     runner = web.AppRunner(double.app(), access_log=None)
     await runner.setup()
     try:
@@ -413,36 +494,66 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=8000, help="0 picks a free port; see the 'listening' line"
     )
     parser.add_argument("--model-name", default=DEFAULT_MODEL_NAME)
+    parser.add_argument(
+        "--namespace", default=DEFAULT_NAMESPACE, help="the namespace of the pods the double stands in for"
+    )
+    parser.add_argument(
+        "--source", default="vllm", choices=sorted(EXPORTERS), help="whose metric names to export"
+    )
     parser.add_argument("--error-rate", type=float, default=0.0)
+    parser.add_argument("--abort-rate", type=float, default=0.0)
     parser.add_argument("--refusal-rate", type=float, default=0.0)
-    parser.add_argument("--latency", type=float, default=0.2, help="median latency in seconds")
+    parser.add_argument("--latency", type=float, default=0.2, help="median end-to-end latency in seconds")
     parser.add_argument("--tail-rate", type=float, default=0.0)
     parser.add_argument("--tail-latency", type=float, default=0.0)
-    parser.add_argument("--ttft", type=float, default=None)
+    parser.add_argument("--ttft", type=float, default=None, help="time to first token in seconds")
+    parser.add_argument(
+        "--tpot",
+        type=float,
+        default=None,
+        help="time per output token; then latency = ttft + (tokens - 1) x tpot",
+    )
+    parser.add_argument("--output-tokens", type=int, default=20, help="tokens of an answer")
     parser.add_argument("--requests-waiting", type=int, default=0)
+    parser.add_argument("--refusal-style", choices=["text", "content_filter"], default="text")
     parser.add_argument("--sleep", action="store_true", help="really sleep the configured latency")
     return parser
 
 
 def _behaviour_from_args(args: argparse.Namespace) -> Behaviour:
     return Behaviour(
+        source=args.source,
         error_rate=args.error_rate,
+        abort_rate=args.abort_rate,
         refusal_rate=args.refusal_rate,
+        refusal_style=args.refusal_style,
         latency=Latency(
-            median=args.latency, tail_rate=args.tail_rate, tail_latency=args.tail_latency, ttft=args.ttft
+            median=args.latency,
+            tail_rate=args.tail_rate,
+            tail_latency=args.tail_latency,
+            ttft=args.ttft,
+            tpot=args.tpot,
         ),
+        output_tokens=args.output_tokens,
         requests_waiting=args.requests_waiting,
         simulate_latency_sleep=args.sleep,
     )
 
 
-async def _serve(behaviour: Behaviour, model_name: str, host: str, port: int, allow_any_host: bool) -> None:
+async def _serve(
+    behaviour: Behaviour, identity: Identity, host: str, port: int, allow_any_host: bool
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     server = await start_model_server(
-        behaviour, model_name=model_name, host=host, port=port, allow_any_host=allow_any_host
+        behaviour,
+        model_name=identity.model_name,
+        namespace=identity.namespace,
+        host=host,
+        port=port,
+        allow_any_host=allow_any_host,
     )
     # The parent learns the port from this line (stdout carries nothing else; logs go to stderr).
     print(json.dumps({"listening": f"{server.host}:{server.port}"}), flush=True)
@@ -460,7 +571,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:  # pydantic's ValidationError included
         parser.error(str(error))
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
-    asyncio.run(_serve(behaviour, args.model_name, args.host, args.port, args.allow_any_host))
+    identity = Identity(args.model_name, args.namespace)
+    asyncio.run(_serve(behaviour, identity, args.host, args.port, args.allow_any_host))
     return 0
 
 

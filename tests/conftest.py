@@ -78,3 +78,19 @@ def prometheus_restarted(local_bed: LocalCluster) -> Iterator[None]:
     yield
     if not any(p.name == "prometheus" for p in local_bed.processes.load()):
         local_bed.start_prometheus()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What tests measured (`record_property(name, value)`), shown in every run's log, `make test`
+    included, not only with -s."""
+    lines = [
+        f"{report.nodeid}: {name}: {value}"
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+    ]
+    if lines:
+        terminalreporter.write_sep("-", "measurements")
+        for line in lines:
+            terminalreporter.write_line(line)

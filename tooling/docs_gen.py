@@ -5,16 +5,15 @@ code that builds them.
     python -m tooling.docs_gen           # rewrite what is out of date
     python -m tooling.docs_gen --check   # exit 1, naming the files, when something is out of date
 
-`docs/api-reference.md` is generated whole. `docs/metric-presets.md` is written by hand except for
-the blocks between `<!-- BEGIN GENERATED key -->` and `<!-- END GENERATED key -->`, which are
-replaced. The output depends only on the inputs (no dates, no versions), so the tests can compare
-the committed files with a fresh rendering.
+`docs/api-reference.md` is generated whole. `docs/metric-presets.md` and `docs/presets.md` are
+written by hand except for the blocks between `<!-- BEGIN GENERATED key -->` and
+`<!-- END GENERATED key -->`, which are replaced. The output depends only on the inputs (no dates,
+no versions), so the tests can compare the committed files with a fresh rendering.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import re
 import sys
@@ -26,13 +25,17 @@ from typing import Any
 import yaml
 
 from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryContextError
-from modelgate.metrics.presets import PRESETS, preset_query, request_count_query
+from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
+from tooling.presets_doc import preset_doc_blocks
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CRD_FILE = Path("crds/modelrollouts.modelgate.io.yaml")
 API_REFERENCE = Path("docs/api-reference.md")
 METRIC_PRESETS = Path("docs/metric-presets.md")
+PRESETS_BY_SOURCE = Path("docs/presets.md")
+# The source of the examples in docs/metric-presets.md (the default of spec.analysis.source).
+EXAMPLE_SOURCE = "vllm"
 COMMAND = "python -m tooling.docs_gen"
 
 Node = Mapping[str, Any]
@@ -343,18 +346,8 @@ def _example_context_block() -> list[str]:
     ]
 
 
-def _preset_block(name: str) -> list[str]:
-    preset = PRESETS[name]
-    ctx = example_context()
-    return [
-        f"`{name}`: {preset.description}; unit: {preset.unit}.",
-        "",
-        *_promql(preset_query(name, ctx)),
-    ]
-
-
 def _request_count_block() -> list[str]:
-    return _promql(request_count_query(example_context()))
+    return _promql(request_count_query(EXAMPLE_SOURCE, example_context()))
 
 
 def _windows_block() -> list[str]:
@@ -372,7 +365,7 @@ def _pod_regex_block() -> list[str]:
         f"`candidate: {{deployment: {EXAMPLE_CANDIDATE}, podRegex: '{EXAMPLE_POD_REGEX}'}}`,",
         "`errorRate` becomes:",
         "",
-        *_promql(preset_query("errorRate", custom)),
+        *_promql(preset_query("errorRate", EXAMPLE_SOURCE, custom)),
     ]
 
 
@@ -423,7 +416,6 @@ def _refusals_block() -> list[str]:
 
 PRESET_BLOCKS: Mapping[str, Callable[[], list[str]]] = {
     "example-context": _example_context_block,
-    **{f"preset:{name}": functools.partial(_preset_block, name) for name in PRESETS},
     "request-count": _request_count_block,
     "windows": _windows_block,
     "pod-regex": _pod_regex_block,
@@ -439,7 +431,15 @@ _BLOCK = re.compile(
 
 
 def metric_preset_blocks() -> dict[str, str]:
-    return {key: "\n".join(render()) + "\n" for key, render in PRESET_BLOCKS.items()}
+    return _rendered(PRESET_BLOCKS)
+
+
+def presets_by_source_blocks() -> dict[str, str]:
+    return _rendered(preset_doc_blocks(example_context()))
+
+
+def _rendered(blocks: Mapping[str, Callable[[], list[str]]]) -> dict[str, str]:
+    return {key: "\n".join(render()) + "\n" for key, render in blocks.items()}
 
 
 def fill_generated_blocks(text: str, blocks: Mapping[str, str], where: str) -> str:
@@ -467,9 +467,13 @@ def generated_files(root: Path) -> dict[Path, str]:
     """Each generated file (relative to `root`) with the content it should have."""
     crd = yaml.safe_load((root / CRD_FILE).read_text())
     presets = (root / METRIC_PRESETS).read_text()
+    by_source = (root / PRESETS_BY_SOURCE).read_text()
     return {
         API_REFERENCE: render_api_reference(crd),
         METRIC_PRESETS: fill_generated_blocks(presets, metric_preset_blocks(), str(METRIC_PRESETS)),
+        PRESETS_BY_SOURCE: fill_generated_blocks(
+            by_source, presets_by_source_blocks(), str(PRESETS_BY_SOURCE)
+        ),
     }
 
 

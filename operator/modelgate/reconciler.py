@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from modelgate import API_GROUP, API_VERSION, PLURAL, observability
-from modelgate.api import ModelRolloutStatus, Phase, parse_spec
+from modelgate.api import InvalidSpecError, ModelRolloutStatus, Phase, parse_spec, parse_status
 from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
 from modelgate.core import (
     AnalysisRun,
@@ -59,6 +59,17 @@ class TickResult:
     wake_after: timedelta
 
 
+def _forgotten_status(body: Mapping[str, Any]) -> ModelRolloutStatus:
+    """What stands in for a status that cannot be read (it is no longer the operator's memory): empty
+    but for the candidate it belongs to, so that the Failed it gets holds, the route left as it is,
+    until the spec changes, instead of starting over from step 0 at the next tick."""
+    try:
+        candidate: str | None = parse_spec(body.get("spec") or {}).candidate.deployment
+    except ValueError:
+        candidate = None
+    return ModelRolloutStatus(rollout_candidate=candidate)
+
+
 class Reconciler:
     def __init__(self, kube: Kube, clock: Clock = utc_now) -> None:
         self.kube = kube
@@ -90,8 +101,11 @@ class Reconciler:
         if skips_reconcile(meta.get("annotations")):
             log.info("skip-reconcile is set; leaving the rollout alone")
             return TickResult(None, RESYNC)
-        status = ModelRolloutStatus.model_validate(body.get("status") or {})
         generation = int(meta.get("generation", 0))
+        try:
+            status = parse_status(body.get("status") or {})
+        except InvalidSpecError as error:
+            return self._unusable(body, _forgotten_status(body), generation, error)
         structlog.contextvars.bind_contextvars(step=status.current_step_index, weight=status.current_weight)
         try:
             spec = parse_spec(body.get("spec") or {})
@@ -102,10 +116,7 @@ class Reconciler:
                 provider = self.providers.for_analysis(spec.analysis)
                 plan = provider.plan(spec, namespace)
         except ValueError as error:  # what the CRD's schema could not catch, or an older CRD let through
-            unusable = decide_unusable(SpecProblem(str(error)), status, generation, self.clock())
-            self._apply(body, status, status, unusable)
-            observability.export(namespace, name, unusable, None)
-            return TickResult(unusable, RESYNC)
+            return self._unusable(body, status, generation, error)
 
         now = self.clock()
         route = router.read()
@@ -113,7 +124,7 @@ class Reconciler:
         analysis: AnalysisRun | None = None
         due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
         if provider is not None and plan is not None and due:
-            analysis = provider.run(plan, self.clock(), status.last_analysis_at)
+            analysis = provider.run(plan, self.clock())
         observed = Observations(
             generation=generation,
             candidate_available=availability.available,
@@ -141,6 +152,14 @@ class Reconciler:
         # Timed from the decision's `now`, less the time the tick has taken since.
         wake_after = next_wakeup(spec, decision.status, now) - (self.clock() - now)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
+
+    def _unusable(
+        self, body: Mapping[str, Any], status: ModelRolloutStatus, generation: int, error: ValueError
+    ) -> TickResult:
+        unusable = decide_unusable(SpecProblem(str(error)), status, generation, self.clock())
+        self._apply(body, status, status, unusable)
+        observability.export(body["metadata"]["namespace"], body["metadata"]["name"], unusable, None)
+        return TickResult(unusable, RESYNC)
 
     def _write(self, router: TrafficRouter, weight: int) -> WriteResult:
         try:

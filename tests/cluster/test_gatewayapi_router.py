@@ -138,7 +138,11 @@ def test_route_with_duplicate_backend_is_accepted_by_the_api_server(
 
 
 PROBLEMS = {
-    "missing route": ({"http_route": "nope"}, "RouteNotFound", "HTTPRoute {ns}/nope not found"),
+    "missing route": (
+        {"http_route": "nope"},
+        "RouteNotFound",
+        "HTTPRoute {ns}/nope not found (spec.trafficRouting.gatewayAPI.httpRoute)",
+    ),
     "missing rule": (
         {"rule_index": 3},
         "RuleNotFound",

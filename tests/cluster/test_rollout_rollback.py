@@ -1,8 +1,12 @@
-"""Breaches roll back at once; too little traffic is Inconclusive and never promoted."""
+"""Breaches roll back at once; too little traffic is Inconclusive and never promoted, and rolls back
+when it outlasts its progress deadline."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -13,7 +17,7 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour, Latency
 from testbed.operator_process import OperatorProcess
-from tests.support.scenario import serving
+from tests.support.scenario import Scenario, serving
 
 # The candidate takes 20% and then waits for a promote that never comes: only a breach moves it.
 HOLD_AT_20: list[dict[str, Any]] = [{"setWeight": 20}, {"pause": {}}]
@@ -76,21 +80,31 @@ def test_breach_rolls_back_at_once(
         assert scenario.recorder.candidate_weights() == [0, 20, 0]
 
 
-def test_too_little_traffic_stays_inconclusive_and_is_not_promoted(
-    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
-) -> None:
+@contextmanager
+def too_little_traffic(
+    bed: LocalCluster, api_client: client.ApiClient, namespace: str, **deadlines: dict[str, str]
+) -> Iterator[Scenario]:
+    """A rollout at 10% whose candidate sees about 12 requests a minute, below minRequests (50)."""
     manifest = model_rollout(
         "chat",
         namespace,
         steps=[{"setWeight": 10}, {"setWeight": 50}],
-        prometheus=local_bed.prometheus_url,
+        prometheus=bed.prometheus_url,
         metrics=SEED_METRICS,
         interval="1s",
         min_requests=50,
+        progress_deadlines=deadlines or None,
     )
-    # 2 requests a second, 10% of them to the candidate: about 12 a minute, below minRequests.
-    with serving(local_bed, api_client, namespace, Behaviour(), rps=2) as scenario:
+    # 2 requests a second, 10% of them to the candidate.
+    with serving(bed, api_client, namespace, Behaviour(), rps=2) as scenario:
         scenario.apply(manifest)
+        yield scenario
+
+
+def test_too_little_traffic_stays_inconclusive_and_is_not_promoted(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
+) -> None:
+    with too_little_traffic(local_bed, api_client, namespace) as scenario:
         status = scenario.wait_for_status(
             "five analysis runs",
             lambda s: s.analysis and len(s.analysis[0].history) >= 5,
@@ -102,3 +116,18 @@ def test_too_little_traffic_stays_inconclusive_and_is_not_promoted(
         # "no candidate requests in the window" until the first one, then "only N ...; minRequests is 50".
         assert "candidate requests in the window" in (status.analysis[0].message or "")
         assert scenario.recorder.candidate_weights() == [0, 10]
+
+
+def test_inconclusive_past_its_deadline_rolls_back(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
+) -> None:
+    deadline = {"after": "3s", "action": "rollback"}
+    with too_little_traffic(local_bed, api_client, namespace, inconclusive=deadline) as scenario:
+        final = scenario.wait_for_status("the end", lambda s: s.phase in FINISHED)
+        assert final.phase is Phase.ROLLED_BACK, final.message
+        assert final.rollback_reason is not None and final.rollback_reason.metric is None
+        for metric in final.analysis:  # too little data, never a breach
+            assert {sample.verdict for sample in metric.history} == {Verdict.INCONCLUSIVE}
+        assert final.inconclusive_since is not None
+        assert final.rollback_reason.time - final.inconclusive_since >= timedelta(seconds=3)
+        assert scenario.recorder.weights_until(0) == [0, 10, 0]

@@ -115,6 +115,12 @@ class RouteRecorder:
                 changes.append((at, candidate))
         return [candidate for at, candidate in changes if at >= after]
 
+    def weights_until(self, last: int) -> list[int]:
+        """candidate_weights() once the route shows `last`: the watch may lag the rollout's status,
+        and the operator writes a step's status before its weight."""
+        wait_for(lambda: self.candidate_weights()[-1] == last, timeout=10, what=f"the route at {last}")
+        return self.candidate_weights()
+
     def first_time_at(self, candidate_weight: int, after: float) -> float | None:
         return next((t for t, _, c in self.recorded() if c == candidate_weight and t >= after), None)
 
@@ -154,11 +160,11 @@ def settled(*phases: Phase) -> Callable[[ModelRolloutStatus], bool]:
 
 
 @dataclass
-class Scenario:
+class Rollouts:
+    """The ModelRollouts of one namespace: create them, read and wait for their status."""
+
     api_client: client.ApiClient
     namespace: str
-    fleet: ModelFleet
-    recorder: RouteRecorder
 
     def apply(self, manifest: Manifest) -> None:
         create(self.api_client, manifest)
@@ -185,6 +191,12 @@ class Scenario:
             raise AssertionError(
                 f"{error}; last status: {self.status(name).model_dump_json(indent=1)}"
             ) from None
+
+
+@dataclass
+class Scenario(Rollouts):
+    fleet: ModelFleet
+    recorder: RouteRecorder
 
 
 @contextmanager

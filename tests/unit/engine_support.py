@@ -33,7 +33,7 @@ from modelgate.core import (
     QueryResult,
     Reason,
     RouteProblem,
-    SideCounts,
+    SideTotals,
     analysis_due,
     decide,
 )
@@ -186,7 +186,7 @@ def analysis_run(
     requests: QueryResult | None = None,
     incumbent: Mapping[str, QueryResult] | None = None,
     incumbent_requests: QueryResult | None = None,
-    counts: Mapping[str, tuple[SideCounts, SideCounts]] | None = None,
+    totals: Mapping[str, tuple[SideTotals, SideTotals]] | None = None,
 ) -> AnalysisRun:
     """A run where every metric passes except as `outcome` says, which hits `metric` (default: the
     first); `results` and `requests` override individual query results. The incumbent's value of a
@@ -210,7 +210,7 @@ def analysis_run(
             query=query_of(spec_metric),
             result=result,
             incumbent=(incumbent or {}).get(spec_metric.name, base),
-            counts=(counts or {}).get(spec_metric.name),
+            totals=(totals or {}).get(spec_metric.name),
         )
     return AnalysisRun(
         at=at,

@@ -28,6 +28,7 @@ from modelgate.api import (
     parse_duration,
     parse_spec,
 )
+from tests.support.bad_rollouts import drop, put
 
 # The example of the API contract (design/modelrollout-v1alpha1.md), verbatim.
 CONTRACT_EXAMPLE = """
@@ -162,133 +163,112 @@ def test_models_accept_python_names() -> None:
     )
 
 
-def _parent(spec: dict[str, Any], path: str) -> tuple[Any, str]:
-    """The container holding the last key of a dotted path ("steps.0.setWeight"), and that key."""
-    *parents, last = path.split(".")
-    node: Any = spec
-    for key in parents:
-        node = node[int(key)] if isinstance(node, list) else node[key]
-    return node, last
-
-
-def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    def edit(spec: dict[str, Any]) -> None:
-        node, key = _parent(spec, path)
-        node[int(key) if isinstance(node, list) else key] = value
-
-    return edit
-
-
-def _delete(path: str) -> Callable[[dict[str, Any]], None]:
-    def edit(spec: dict[str, Any]) -> None:
-        node, key = _parent(spec, path)
-        del node[key]
-
-    return edit
-
-
 INVALID_SPECS = {
     # The contract's list of invalid specs.
     "weight 150": (
-        _set("steps.0.setWeight", 150),
+        put("steps.0.setWeight", 150),
         "spec.steps[0].setWeight: must be less than or equal to 100 (got 150)",
     ),
-    "no steps": (_set("steps", []), "spec.steps: must have at least 1 item"),
+    "no steps": (put("steps", []), "spec.steps: must have at least 1 item"),
     "step with two kinds": (
-        _set("steps.0", {"setWeight": 10, "pause": {}}),
+        put("steps.0", {"setWeight": 10, "pause": {}}),
         "spec.steps[0]: set exactly one of setWeight or pause",
     ),
     "unknown preset": (
-        _set("analysis.metrics.0.preset", "successRate"),
+        put("analysis.metrics.0.preset", "successRate"),
         "spec.analysis.metrics[0].preset: must be 'errorRate', 'abortRate', 'refusalRate'",
     ),
     "metric with neither max nor min": (
-        _delete("analysis.metrics.0.max"),
+        drop("analysis.metrics.0.max"),
         "spec.analysis.metrics[0]: metric error-rate: set max, min, compare or sequential",
     ),
     "candidate == incumbent": (
-        _set("candidate.deployment", "chat-v1"),
+        put("candidate.deployment", "chat-v1"),
         "spec.candidate.deployment: must differ from spec.incumbent.deployment (both are chat-v1)",
     ),
     "malformed pause duration": (
-        _set("steps.1.pause.duration", "2 minutes"),
+        put("steps.1.pause.duration", "2 minutes"),
         "spec.steps[1].pause.duration: must be a Go-style duration such as 30s",
     ),
     # The other CEL rules and schema constraints of the CRD.
-    "steps missing": (_delete("steps"), "spec.steps: required"),
-    "too many steps": (_set("steps", [{"setWeight": 1}] * 51), "spec.steps: must have at most 50 items"),
-    "step of neither kind": (_set("steps.0", {}), "spec.steps[0]: set exactly one of setWeight or pause"),
-    "negative weight": (_set("steps.0.setWeight", -1), "spec.steps[0].setWeight: must be greater than"),
-    "malformed interval": (_set("analysis.interval", "30"), "spec.analysis.interval: must be a Go-style"),
-    "zero interval": (_set("analysis.interval", "0s"), "spec.analysis.interval: must be greater than zero"),
+    "steps missing": (drop("steps"), "spec.steps: required"),
+    "too many steps": (put("steps", [{"setWeight": 1}] * 51), "spec.steps: must have at most 50 items"),
+    "step of neither kind": (put("steps.0", {}), "spec.steps[0]: set exactly one of setWeight or pause"),
+    "negative weight": (put("steps.0.setWeight", -1), "spec.steps[0].setWeight: must be greater than"),
+    "malformed interval": (put("analysis.interval", "30"), "spec.analysis.interval: must be a Go-style"),
+    "zero interval": (put("analysis.interval", "0s"), "spec.analysis.interval: must be greater than zero"),
     "malformed timeout": (
-        _set("analysis.prometheus.timeout", "5sec"),
+        put("analysis.prometheus.timeout", "5sec"),
         "spec.analysis.prometheus.timeout: must be a Go-style",
     ),
-    "no router": (_set("trafficRouting", {}), "spec.trafficRouting: exactly one router must be set"),
-    "unknown router": (_set("trafficRouting.istio", {}), "spec.trafficRouting.istio: unknown field"),
+    "no router": (put("trafficRouting", {}), "spec.trafficRouting: exactly one router must be set"),
+    "unknown router": (put("trafficRouting.istio", {}), "spec.trafficRouting.istio: unknown field"),
     "same backends": (
-        _set("trafficRouting.gatewayAPI.candidateBackend", "chat-v1"),
+        put("trafficRouting.gatewayAPI.candidateBackend", "chat-v1"),
         "spec.trafficRouting.gatewayAPI.candidateBackend: must differ from incumbentBackend",
     ),
     "negative rule index": (
-        _set("trafficRouting.gatewayAPI.ruleIndex", -1),
+        put("trafficRouting.gatewayAPI.ruleIndex", -1),
         "spec.trafficRouting.gatewayAPI.ruleIndex: must be greater than or equal to 0",
     ),
     "http route missing": (
-        _delete("trafficRouting.gatewayAPI.httpRoute"),
+        drop("trafficRouting.gatewayAPI.httpRoute"),
         "spec.trafficRouting.gatewayAPI.httpRoute: required",
     ),
     "preset and query": (
-        _set("analysis.metrics.0.query", "up"),
+        put("analysis.metrics.0.query", "up"),
         "spec.analysis.metrics[0]: metric error-rate: set exactly one of preset or query",
     ),
     "min above max": (
-        _set("analysis.metrics.0.min", 0.5),
+        put("analysis.metrics.0.min", 0.5),
         "spec.analysis.metrics[0].min: metric error-rate: min must not be greater than max",
     ),
     "duplicate metric names": (
-        _set("analysis.metrics.1.name", "error-rate"),
+        put("analysis.metrics.1.name", "error-rate"),
         "spec.analysis.metrics[1].name: duplicate metric name error-rate",
     ),
     "metric name not a label": (
-        _set("analysis.metrics.0.name", "Error_Rate"),
+        put("analysis.metrics.0.name", "Error_Rate"),
         "spec.analysis.metrics[0].name: must be a lowercase RFC 1123 label",
     ),
     "negative failure limit": (
-        _set("analysis.metrics.3.failureLimit", -1),
+        put("analysis.metrics.3.failureLimit", -1),
         "spec.analysis.metrics[3].failureLimit: must be greater than or equal to 0",
     ),
     "deployment name not RFC 1123": (
-        _set("candidate.deployment", "Chat_V2"),
+        put("candidate.deployment", "Chat_V2"),
         "spec.candidate.deployment: must be a lowercase RFC 1123 name",
     ),
     "pod regex with a quote": (
-        _set("candidate.podRegex", 'chat-v2-.*"} or up{'),
+        put("candidate.podRegex", 'chat-v2-.*"} or up{'),
         "spec.candidate.podRegex: must be a regular expression without quotes, braces",
     ),
     "pod regex that does not compile": (
-        _set("incumbent.podRegex", "chat-v1-(.*"),
+        put("incumbent.podRegex", "chat-v1-(.*"),
         "spec.incumbent.podRegex: must be a valid regular expression (missing )",
     ),
+    "model name with a quote": (
+        put("candidate.model", 'llama"} or up{'),
+        "spec.candidate.model: must consist of letters, digits, '.', '_', ':', '/' and '-'",
+    ),
     "address not a URL": (
-        _set("analysis.prometheus.address", "prometheus:9090"),
+        put("analysis.prometheus.address", "prometheus:9090"),
         "spec.analysis.prometheus.address: must be an http:// or https:// URL",
     ),
     "secret key with a slash": (
-        _set("analysis.prometheus.bearerTokenSecretRef.key", "a/b"),
+        put("analysis.prometheus.bearerTokenSecretRef.key", "a/b"),
         "spec.analysis.prometheus.bearerTokenSecretRef.key: must consist of letters",
     ),
     "unknown prometheus error policy": (
-        _set("rollback.onPrometheusError", "ignore"),
+        put("rollback.onPrometheusError", "ignore"),
         "spec.rollback.onPrometheusError: must be 'pause' or 'rollback'",
     ),
     "zero consecutive errors": (
-        _set("rollback.maxConsecutiveErrors", 0),
+        put("rollback.maxConsecutiveErrors", 0),
         "spec.rollback.maxConsecutiveErrors: must be greater than or equal to 1",
     ),
     "misspelt field": (
-        _set("rollback.maxConsecutiveError", 2),
+        put("rollback.maxConsecutiveError", 2),
         "spec.rollback.maxConsecutiveError: unknown field",
     ),
 }
@@ -329,6 +309,7 @@ def test_every_problem_is_reported_at_once() -> None:
         ("2h45m30.5s", timedelta(hours=2, minutes=45, seconds=30.5)),
         ("1m1ms", timedelta(minutes=1, milliseconds=1)),
         ("0s", timedelta()),
+        ("876000h", timedelta(hours=876000)),
     ],
 )
 def test_durations_parse(text: str, expected: timedelta) -> None:
@@ -336,7 +317,22 @@ def test_durations_parse(text: str, expected: timedelta) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "30", "5 m", "-5s", "1d", "1h-30m", "s", ".5s", "5s ", "1H", "99999999999h"]
+    "text",
+    [
+        "",
+        "30",
+        "5 m",
+        "-5s",
+        "1d",
+        "1h-30m",
+        "s",
+        ".5s",
+        "5s ",
+        "1H",
+        "99999999999h",
+        "1000000000h",
+        "876000h1ms",
+    ],
 )
 def test_malformed_durations_are_rejected(text: str) -> None:
     with pytest.raises(ValueError, match="invalid duration"):

@@ -37,6 +37,7 @@ COMBINATIONS: dict[str, Object] = {
         "serviceAccount": {"create": False, "name": "ops-provided"},
     },
     "rolloutSelector": {"rolloutSelector": "modelgate.io/shard=a"},
+    "refusalProxy": {"refusalProxy": {"enabled": True, "models": ["llama-3.1-8b"]}},
     "peering": {"replicas": 2, "peering": {"enabled": True, "name": "", "lifetime": 60}},
     "peering in namespaces scope": {
         "replicas": 3,
@@ -54,6 +55,7 @@ COMBINATIONS: dict[str, Object] = {
         "podDisruptionBudget": {"enabled": True},
         "grafanaDashboard": {"enabled": True},
         "prometheusRule": {"enabled": True},
+        "refusalProxy": {"enabled": True, "models": ["chat: v2"], "patterns": ["^Nope\\b"], "port": 8081},
         "image": {"tag": "0.1.1", "pullPolicy": "Always"},
         "logFormat": "console",
         "verbose": True,

@@ -1,6 +1,6 @@
-"""docs/metric-presets.md shows the PromQL the operator runs: its generated blocks must be what
-`python -m tooling.docs_gen` renders from modelgate.metrics, and that must be what the reconciler's
-own code path builds for the same rollout."""
+"""docs/metric-presets.md and docs/presets.md show the PromQL the operator runs: their generated
+blocks must be what `python -m tooling.docs_gen` renders from modelgate.metrics, and that must be
+what the reconciler's own code path builds for the same rollout, for every source."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 
 from modelgate.api import parse_spec
-from modelgate.metrics.presets import PRESETS
+from modelgate.metrics.presets import PRESETS, STACKS, available
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.template import TEMPLATE_VARIABLES
 from tooling import docs_gen
+from tooling.presets_doc import EXAMPLE_THRESHOLD
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / docs_gen.METRIC_PRESETS
+BY_SOURCE = ROOT / docs_gen.PRESETS_BY_SOURCE
 REGENERATE = f"run `.venv/bin/{docs_gen.COMMAND}` and commit the result"
 
 
@@ -24,39 +26,65 @@ def doc() -> str:
     return DOC.read_text()
 
 
-def test_generated_blocks_are_current(doc: str) -> None:
+@pytest.fixture(scope="module")
+def by_source() -> str:
+    return BY_SOURCE.read_text()
+
+
+def test_generated_blocks_are_current(doc: str, by_source: str) -> None:
     expected = docs_gen.fill_generated_blocks(doc, docs_gen.metric_preset_blocks(), str(DOC))
     assert doc == expected, f"the generated blocks of {docs_gen.METRIC_PRESETS} are out of date: {REGENERATE}"
-
-
-def test_the_doc_shows_what_the_reconciler_runs(doc: str) -> None:
-    """The same rollout, through the code path the reconciler uses (spec -> analysis_plan)."""
-    spec = parse_spec(
-        {
-            "incumbent": {"deployment": docs_gen.EXAMPLE_INCUMBENT},
-            "candidate": {"deployment": docs_gen.EXAMPLE_CANDIDATE},
-            "trafficRouting": {
-                "gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "a", "candidateBackend": "b"}
-            },
-            "steps": [{"setWeight": 10}],
-            "analysis": {
-                "interval": docs_gen.EXAMPLE_INTERVAL,
-                "prometheus": {"address": "http://prometheus:9090"},
-                "metrics": [
-                    *({"name": name.lower(), "preset": name, "max": 1} for name in PRESETS),
-                    {"name": "custom", "query": docs_gen.EXAMPLE_TEMPLATE, "max": 1},
-                ],
-            },
-        }
+    expected = docs_gen.fill_generated_blocks(by_source, docs_gen.presets_by_source_blocks(), str(BY_SOURCE))
+    assert by_source == expected, (
+        f"the generated blocks of {docs_gen.PRESETS_BY_SOURCE} are out of date: {REGENERATE}"
     )
-    queries = analysis_plan(spec, docs_gen.EXAMPLE_NAMESPACE)
-    for query in [queries.request_count, *(metric.candidate for metric in queries.metrics.values())]:
-        assert f"```promql\n{query}\n```" in doc, f"{docs_gen.METRIC_PRESETS} does not show {query}"
 
 
-def test_every_preset_has_a_section(doc: str) -> None:
+def example_spec(source: str, metrics: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "incumbent": {"deployment": docs_gen.EXAMPLE_INCUMBENT},
+        "candidate": {"deployment": docs_gen.EXAMPLE_CANDIDATE},
+        "trafficRouting": {
+            "gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "a", "candidateBackend": "b"}
+        },
+        "steps": [{"setWeight": 10}],
+        "analysis": {
+            "interval": docs_gen.EXAMPLE_INTERVAL,
+            "prometheus": {"address": "http://prometheus:9090"},
+            "source": source,
+            "metrics": metrics,
+        },
+    }
+
+
+def shows(page: str, query: str) -> bool:
+    return f"```promql\n{query}\n```" in page
+
+
+def test_the_docs_show_what_the_reconciler_runs(doc: str, by_source: str) -> None:
+    """The same rollout, through the code path the reconciler uses (spec -> analysis_plan)."""
+    custom = {"name": "custom", "query": docs_gen.EXAMPLE_TEMPLATE, "max": 1}
+    plan = analysis_plan(
+        parse_spec(example_spec(docs_gen.EXAMPLE_SOURCE, [custom])), docs_gen.EXAMPLE_NAMESPACE
+    )
+    for query in (plan.request_count, plan.metrics["custom"].candidate):
+        assert shows(doc, query), f"{docs_gen.METRIC_PRESETS} does not show {query}"
+    for source in STACKS:
+        metrics = [
+            {"name": name.lower(), "preset": name, "max": 1}
+            | ({"threshold": EXAMPLE_THRESHOLD} if name == "slowRequestRate" else {})
+            for name in available(source)
+        ]
+        plan = analysis_plan(parse_spec(example_spec(source, metrics)), docs_gen.EXAMPLE_NAMESPACE)
+        for query in (plan.request_count, *(metric.candidate for metric in plan.metrics.values())):
+            assert shows(by_source, query), f"{docs_gen.PRESETS_BY_SOURCE} does not show {query} ({source})"
+
+
+def test_every_preset_and_source_has_a_section(by_source: str) -> None:
     for name in PRESETS:
-        assert f"\n### {name}\n" in doc, f"{docs_gen.METRIC_PRESETS} has no section for the preset {name}"
+        assert f"\n### {name}\n" in by_source, f"{docs_gen.PRESETS_BY_SOURCE} has no section for {name}"
+    for source in STACKS:
+        assert f"\nSource `{source}`" in by_source, f"{docs_gen.PRESETS_BY_SOURCE} does not describe {source}"
 
 
 def test_every_template_variable_is_listed(doc: str) -> None:

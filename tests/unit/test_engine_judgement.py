@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from modelgate.api import MetricSpec, Phase, ProgressDeadlines, Verdict
-from modelgate.core import CommandAction, ConditionType, Decision, QueryResult, Reason, SideCounts
+from modelgate.api import MetricSpec, Phase, ProgressDeadlines, SequentialEvidence, Verdict
+from modelgate.core import CommandAction, ConditionType, Decision, QueryResult, Reason, SideTotals
 from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
     ERROR_RATE,
@@ -76,34 +76,111 @@ def test_too_little_data_on_the_incumbent_side_is_inconclusive() -> None:
     assert none.status.analysis[0].verdict is Verdict.INCONCLUSIVE
 
 
-def counts(c_events: int, i_events: int, c_requests: int = 40, i_requests: int = 360) -> tuple:
+def totals(c_events: float, i_events: float, c_requests: float, i_requests: float) -> tuple:
+    """Both sides' cumulative counters as read at one evaluation."""
     return (
-        SideCounts(value(c_requests), value(c_events)),
-        SideCounts(value(i_requests), value(i_events)),
+        SideTotals(value(c_requests), value(c_events)),
+        SideTotals(value(i_requests), value(i_events)),
     )
 
 
+def held_at_10() -> Simulator:
+    """A rollout held at 10% for an hour, judged by the sequential test alone."""
+    return started(TESTED, steps=(weight(10), timed_pause("1h"), weight(100)))
+
+
 def test_the_sequential_test_rolls_back_on_evidence_and_keeps_it_in_status() -> None:
-    sim = started(TESTED, steps=(weight(10), timed_pause("1h"), weight(100)))
-    for interval in range(1, 30):  # noqa: B007 - the interval it stopped at is checked below
-        decision = evaluated(sim, counts={"errors": counts(2, 4)})
+    sim = held_at_10()
+    for interval in range(30):
+        # Per interval: 2 of the candidate's 40 requests fail, 4 of the incumbent's 360.
+        decision = evaluated(
+            sim, totals={"errors": totals(2 * interval, 4 * interval, 40 * interval, 360 * interval)}
+        )
         record = decision.status.analysis[0]
         assert record.sequential is not None
         if decision.status.phase is Phase.ROLLED_BACK:
             break
     assert decision.status.phase is Phase.ROLLED_BACK, "5% against 1.1% never rejected"
     assert interval <= 10
-    assert record.sequential.candidate_events == 2 * interval
+    assert (record.sequential.candidate_events, record.sequential.incumbent_requests) == (
+        2 * interval,
+        360 * interval,
+    )
     assert decision.status.rollback_reason is not None
     assert "sequential test" in decision.status.rollback_reason.message
 
 
-def test_the_sequential_test_waits_when_counts_are_missing() -> None:
-    sim = started(TESTED)
-    missing = (SideCounts(value(None), value(None)), SideCounts(value(360), value(3)))
-    decision = evaluated(sim, counts={"errors": missing})
+def counted(sim: Simulator, *readings: tuple) -> SequentialEvidence:
+    """The evidence after one evaluation per reading of the totals."""
+    for reading in readings:
+        decision = evaluated(sim, totals={"errors": reading})
+    evidence = decision.status.analysis[0].sequential
+    assert evidence is not None
+    return evidence
+
+
+def counts_of(evidence: SequentialEvidence) -> tuple[float, ...]:
+    return (
+        evidence.candidate_events,
+        evidence.candidate_requests,
+        evidence.incumbent_events,
+        evidence.incumbent_requests,
+    )
+
+
+def test_the_first_reading_is_the_baseline_and_each_later_one_counts_what_the_totals_grew_by() -> None:
+    sim = held_at_10()
+    baseline = counted(sim, totals(5, 7, 500, 900))
+    assert counts_of(baseline) == (0, 0, 0, 0) and baseline.log_evidence == 0.0
+    # Odd counts stay odd: each increment is counted once, however the intervals fall.
+    later = counted(sim, totals(6, 10, 530, 1170), totals(9, 11, 570, 1530))
+    assert counts_of(later) == (4, 70, 4, 630)
+    assert later.candidate_totals is not None and later.candidate_totals.events == 9
+
+
+def test_a_series_that_appears_with_its_first_event_counts_that_event() -> None:
+    sim = held_at_10()
+    evidence = counted(sim, totals(0, 0, 100, 900), totals(1, 0, 140, 1260))
+    assert counts_of(evidence) == (1, 40, 0, 360)
+
+
+def test_a_counter_that_went_down_starts_a_new_baseline_and_its_interval_counts_nothing() -> None:
+    sim = held_at_10()
+    before = counted(sim, totals(0, 2, 100, 900), totals(2, 6, 140, 1260))
+    assert counts_of(before) == (2, 40, 4, 360)
+    # An incumbent pod restarted: its errors total fell. Neither side's interval counts.
+    reset = counted(sim, totals(4, 1, 180, 1500))
+    assert counts_of(reset) == counts_of(before)
+    assert reset.log_likelihood_ratios == before.log_likelihood_ratios
+    after = counted(sim, totals(5, 4, 220, 1860))
+    assert counts_of(after) == (3, 80, 7, 720)
+
+
+def test_the_sequential_test_waits_when_counts_are_missing_and_keeps_its_baseline() -> None:
+    sim = held_at_10()
+    missing = (SideTotals(value(None), value(None)), SideTotals(value(360), value(3)))
+    decision = evaluated(sim, totals={"errors": missing})
     assert decision.status.analysis[0].sequential is None
     assert decision.status.phase is not Phase.ROLLED_BACK
+    counted(sim, totals(0, 0, 100, 900))
+    evidence = counted(sim, missing, totals(3, 4, 180, 1620))
+    assert counts_of(evidence) == (3, 80, 4, 720)  # the two intervals as one
+
+
+def test_a_restarted_operator_goes_on_from_the_totals_in_status() -> None:
+    readings = [totals(i // 3, i, 40 * i, 360 * i) for i in range(8)]
+
+    def play(restart_every_tick: bool) -> SequentialEvidence:
+        sim = Simulator(
+            make_spec(weight(10), timed_pause("1h"), analysis=analysis_spec((TESTED,))),
+            restart_every_tick=restart_every_tick,
+        )
+        sim.start()
+        return counted(sim, *readings)
+
+    restarted = play(restart_every_tick=True)
+    assert restarted == play(restart_every_tick=False)
+    assert counts_of(restarted) == (2, 280, 7, 2520)
 
 
 def test_a_dry_run_metric_is_shown_but_never_fails_or_holds_the_rollout() -> None:
@@ -139,10 +216,16 @@ def with_deadlines(sim: Simulator, **deadlines: dict) -> Simulator:
     return sim
 
 
-def test_a_candidate_never_available_is_rolled_back_at_its_deadline() -> None:
-    sim = with_deadlines(Simulator(make_spec(weight(10))), pending={"after": "10m", "action": "rollback"})
+def never_available(after: str, action: str) -> Simulator:
+    """A rollout Pending from its first tick, with a pending deadline."""
+    sim = with_deadlines(Simulator(make_spec(weight(10))), pending={"after": after, "action": action})
     sim.available = False
     assert sim.tick().status.phase is Phase.PENDING
+    return sim
+
+
+def test_a_candidate_never_available_is_rolled_back_at_its_deadline() -> None:
+    sim = never_available("10m", "rollback")
     assert sim.tick(after=timedelta(minutes=9)).status.phase is Phase.PENDING
     decision = sim.tick(after=timedelta(minutes=1))
     assert decision.status.phase is Phase.ROLLED_BACK
@@ -150,9 +233,7 @@ def test_a_candidate_never_available_is_rolled_back_at_its_deadline() -> None:
 
 
 def test_a_pending_deadline_may_fail_the_rollout() -> None:
-    sim = with_deadlines(Simulator(make_spec(weight(10))), pending={"after": "1m", "action": "fail"})
-    sim.available = False
-    sim.tick()
+    sim = never_available("1m", "fail")
     decision = sim.tick(after=timedelta(minutes=2))
     assert decision.status.phase is Phase.FAILED
     assert Reason.PROGRESS_DEADLINE_EXCEEDED in event_reasons(decision)
@@ -174,3 +255,19 @@ def test_inconclusive_past_its_deadline_pauses_until_resume() -> None:
     # Resumed, the passing analysis taken while held counts: the step completes at once.
     resumed = sim.tick(command=command(CommandAction.RESUME))
     assert (resumed.status.phase, resumed.status.current_step_index) == (Phase.PROGRESSING, 1)
+
+
+def test_a_pending_deadline_that_pauses_holds_until_resume() -> None:
+    sim = never_available("1m", "pause")
+    paused = sim.tick(after=timedelta(minutes=2))
+    assert paused.status.phase is Phase.PENDING
+    assert Reason.PROGRESS_DEADLINE_EXCEEDED in event_reasons(paused)
+    # Later ticks keep saying why it holds, and an Available candidate does not end the pause.
+    still = sim.tick(after=INTERVAL)
+    assert "run `modelgate resume`" in (still.status.message or "")
+    sim.available = True
+    held = sim.tick(after=INTERVAL)
+    assert (held.status.phase, held.weight) == (Phase.PENDING, None)
+    assert "run `modelgate resume`" in (held.status.message or "")
+    resumed = sim.tick(command=command(CommandAction.RESUME))
+    assert (resumed.status.phase, resumed.status.current_weight) == (Phase.PROGRESSING, 10)

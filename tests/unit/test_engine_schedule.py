@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.api import ModelRolloutStatus, Phase, ProgressDeadlines
 from modelgate.core import analysis_due, next_wakeup, settle_write
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, pause_ends_at
 from tests.unit.engine_support import (
@@ -162,3 +162,12 @@ def test_next_wakeup_never_goes_below_the_floor() -> None:
 def test_next_wakeup_ignores_a_pause_of_a_finished_rollout() -> None:
     aborted_in_pause = status(Phase.ROLLED_BACK, step=1, weight_=0)
     assert next_wakeup(SPEC, aborted_in_pause, T0 + timedelta(seconds=1)) == RESYNC
+
+
+def test_next_wakeup_is_a_running_progress_deadline_and_not_one_that_passed() -> None:
+    deadlines = ProgressDeadlines.model_validate({"pending": {"after": "3s", "action": "rollback"}})
+    timed = make_spec(weight(20), with_analysis=False).model_copy(update={"progress_deadlines": deadlines})
+    pending = ModelRolloutStatus(phase=Phase.PENDING, pending_since=T0)
+    assert next_wakeup(timed, pending, T0 + timedelta(seconds=1)) == timedelta(seconds=2)
+    # Passed (and acted on: a pause holds): no busy loop at the floor.
+    assert next_wakeup(timed, pending, T0 + timedelta(seconds=4)) == RESYNC

@@ -145,3 +145,16 @@ def test_accepted_values_cannot_contain_promql_delimiters(text: str) -> None:
         except QueryContextError:
             continue
         assert not set(getattr(ctx, field)) & set("\"'`{}\\\n\r")
+
+
+def test_the_model_defaults_to_the_deployment_and_may_be_any_gateway_model_name() -> None:
+    ctx = QueryContext.for_rollout(
+        "ns", "chat", "chat-v2", "1m", candidate_model="meta-llama/Llama-3.1-8B:lora"
+    )
+    assert (ctx.model("incumbent"), ctx.model("candidate")) == ("chat", "meta-llama/Llama-3.1-8B:lora")
+
+
+@pytest.mark.parametrize("model", ['chat"} or vector(1) or {a="', "chat v2", "-chat", "chat{1}", "x" * 254])
+def test_unsafe_model_names_are_rejected(model: str) -> None:
+    with pytest.raises(QueryContextError, match="candidate model"):
+        QueryContext.for_rollout("ns", "chat", "chat-v2", "1m", candidate_model=model)

@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from modelgate.api import parse_spec
+from modelgate.api.analysis import LATENCY_PRESETS, RATE_PRESETS
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import (
     PRESETS,
     UnknownPresetError,
+    count_queries,
     get_preset,
     preset_query,
     request_count_query,
@@ -23,6 +25,7 @@ from tests.support.promql import NO_DATA, assert_evaluates, counter, one
 INCUMBENT_PODS = ("chat-7d9f8c6b5-abcde", "chat-7d9f8c6b5-fghij")
 CANDIDATE_PODS = ("chat-v2-5c4b3a2f1-xyz12", "chat-v2-5c4b3a2f1-uvw34")
 CTX = QueryContext.for_rollout("serving", "chat", "chat-v2", "30s")  # the window: 1m
+VLLM = "vllm"
 
 
 def requests(namespace: str, pod: str, status: str) -> str:
@@ -40,6 +43,11 @@ def refusals(namespace: str, pod: str) -> str:
     return f'llm_refusals_total{{namespace="{namespace}",pod="{pod}"}}'
 
 
+def proxied(namespace: str, pod: str) -> str:
+    """Completion requests the refusal proxy in the pod counted."""
+    return f'llm_requests_total{{namespace="{namespace}",pod="{pod}",code="200"}}'
+
+
 candidate_a, candidate_b = CANDIDATE_PODS
 incumbent_a, incumbent_b = INCUMBENT_PODS
 SERIES: dict[str, str] = {
@@ -51,6 +59,8 @@ SERIES: dict[str, str] = {
     requests("serving", candidate_b, "5xx"): counter(1),
     refusals("serving", candidate_a): counter(1),
     refusals("serving", candidate_b): counter(1),
+    proxied("serving", candidate_a): counter(8),
+    proxied("serving", candidate_b): counter(8),
     # 100 requests/s: 90 within 0.5s, ..., 98 within 5s, all within 10s; summed over both pods.
     **latency_buckets(candidate_a, {"0.5": 45, "1": 48, "2.5": 48, "5": 49, "10": 50, "+Inf": 50}),
     **latency_buckets(candidate_b, {"0.5": 45, "1": 48, "2.5": 49, "5": 49, "10": 50, "+Inf": 50}),
@@ -58,6 +68,7 @@ SERIES: dict[str, str] = {
     requests("serving", incumbent_a, "200"): counter(10),
     requests("serving", incumbent_b, "500"): counter(10),
     refusals("serving", incumbent_a): counter(0),
+    proxied("serving", incumbent_a): counter(20),
     **latency_buckets(incumbent_a, {"0.5": 0, "1": 0, "2.5": 0, "5": 96, "10": 100, "+Inf": 100}),
     # Decoys the candidate's selector must not pick up: another namespace's pod of the same name,
     # and the pod of a Deployment `chat-v2-gpu`.
@@ -76,8 +87,8 @@ def test_error_rate_is_the_share_of_5xx_answers(tmp_path: Path) -> None:
         tmp_path,
         SERIES,
         {
-            preset_query("errorRate", CTX): one(2 / 16),
-            preset_query("errorRate", CTX, side="incumbent"): one(10 / 20),
+            preset_query("errorRate", VLLM, CTX): one(2 / 16),
+            preset_query("errorRate", VLLM, CTX, side="incumbent"): one(10 / 20),
         },
     )
 
@@ -87,7 +98,7 @@ def test_error_rate_without_any_5xx_series_is_zero_and_without_requests_no_data(
     assert_evaluates(
         tmp_path,
         SERIES,
-        {preset_query("errorRate", HEALTHY): one(0), preset_query("errorRate", IDLE): NO_DATA},
+        {preset_query("errorRate", VLLM, HEALTHY): one(0), preset_query("errorRate", VLLM, IDLE): NO_DATA},
     )
 
 
@@ -98,9 +109,9 @@ def test_latency_p99_interpolates_in_the_bucket_holding_the_99th_request(tmp_pat
         tmp_path,
         SERIES,
         {
-            preset_query("latencyP99", CTX): one(7.5),
-            preset_query("latencyP99", CTX, side="incumbent"): one(8.75),
-            preset_query("latencyP99", IDLE): NO_DATA,
+            preset_query("latencyP99", VLLM, CTX): one(7.5),
+            preset_query("latencyP99", VLLM, CTX, side="incumbent"): one(8.75),
+            preset_query("latencyP99", VLLM, IDLE): NO_DATA,
         },
     )
 
@@ -110,10 +121,10 @@ def test_refusal_rate_is_the_share_of_refused_requests(tmp_path: Path) -> None:
         tmp_path,
         SERIES,
         {
-            preset_query("refusalRate", CTX): one(2 / 16),
-            preset_query("refusalRate", CTX, side="incumbent"): one(0),
+            preset_query("refusalRate", VLLM, CTX): one(2 / 16),
+            preset_query("refusalRate", VLLM, CTX, side="incumbent"): one(0),
             # No refusal counter exported: no data, never a healthy 0.
-            preset_query("refusalRate", HEALTHY): NO_DATA,
+            preset_query("refusalRate", VLLM, HEALTHY): NO_DATA,
         },
     )
 
@@ -125,11 +136,43 @@ def test_request_count_is_each_sides_requests_in_the_window(tmp_path: Path) -> N
         tmp_path,
         SERIES,
         {
-            request_count_query(CTX): one(16 * 60),
-            request_count_query(CTX, side="incumbent"): one(20 * 60),
-            request_count_query(IDLE): NO_DATA,
+            request_count_query(VLLM, CTX): one(16 * 60),
+            request_count_query(VLLM, CTX, side="incumbent"): one(20 * 60),
+            request_count_query(VLLM, IDLE): NO_DATA,
         },
     )
+
+
+def test_the_sequential_tests_counts_are_each_sides_totals_as_last_scraped(tmp_path: Path) -> None:
+    # At 5m each counter has grown for 300s: exact totals, no window and no extrapolation.
+    sides = ("candidate", "incumbent")
+    candidate, incumbent = (count_queries("errorRate", VLLM, CTX, side) for side in sides)
+    healthy, idle = (count_queries("errorRate", VLLM, ctx, "candidate") for ctx in (HEALTHY, IDLE))
+    assert candidate and incumbent and healthy and idle
+    assert_evaluates(
+        tmp_path,
+        SERIES,
+        {
+            candidate.requests: one(16 * 300),
+            candidate.events: one(2 * 300),
+            incumbent.requests: one(20 * 300),
+            incumbent.events: one(10 * 300),
+            # Without a 5xx series yet, no errors; without requests, no data (the test waits).
+            healthy.events: one(0),
+            idle.requests: NO_DATA,
+        },
+    )
+
+
+def test_a_5xx_series_that_appears_with_its_first_error_counts_it(tmp_path: Path) -> None:
+    # increase() sees one sample of the new series and gives 0; the total is 1.
+    first_error = {
+        requests("serving", candidate_a, "200"): counter(7),
+        requests("serving", candidate_a, "500"): "_x19 1",
+    }
+    queries = count_queries("errorRate", VLLM, CTX, "candidate")
+    assert queries is not None
+    assert_evaluates(tmp_path, first_error, {queries.events: one(1), queries.requests: one(7 * 300 + 1)})
 
 
 def test_window_and_custom_regex_flow_into_the_query(tmp_path: Path) -> None:
@@ -141,9 +184,9 @@ def test_window_and_custom_regex_flow_into_the_query(tmp_path: Path) -> None:
         tmp_path,
         SERIES,
         {
-            request_count_query(two_minutes): one(16 * 120),
-            request_count_query(one_pod_each): one(8 * 60),
-            request_count_query(one_pod_each, side="incumbent"): one(10 * 60),
+            request_count_query(VLLM, two_minutes): one(16 * 120),
+            request_count_query(VLLM, one_pod_each): one(8 * 60),
+            request_count_query(VLLM, one_pod_each, side="incumbent"): one(10 * 60),
         },
     )
 
@@ -184,11 +227,13 @@ def test_the_reconcilers_queries_measure_the_specs_deployments(tmp_path: Path) -
     )
 
 
-def test_registry_holds_the_contract_names_with_units() -> None:
-    assert {name: preset.unit for name, preset in PRESETS.items()} == {
-        "errorRate": "ratio",
-        "latencyP99": "seconds",
-        "refusalRate": "ratio",
+def test_registry_holds_the_apis_preset_names_with_units() -> None:
+    units = {name: preset.unit for name, preset in PRESETS.items()}
+    assert units == {
+        **dict.fromkeys(RATE_PRESETS, "ratio"),
+        **dict.fromkeys(LATENCY_PRESETS, "seconds"),
+        "tokensPerSecond": "tokens/s",
+        "queueDepth": "requests",
     }
     assert all(preset.description for preset in PRESETS.values())
     assert get_preset("latencyP99").name == "latencyP99"
@@ -197,7 +242,5 @@ def test_registry_holds_the_contract_names_with_units() -> None:
 @pytest.mark.parametrize("name", ["error_rate", "ErrorRate", "latencyP95", ""])
 def test_unknown_preset_error_lists_known_presets(name: str) -> None:
     with pytest.raises(UnknownPresetError) as excinfo:
-        preset_query(name, CTX)
-    assert str(excinfo.value) == (
-        f"unknown metric preset {name!r}; known presets: errorRate, latencyP99, refusalRate"
-    )
+        preset_query(name, VLLM, CTX)
+    assert str(excinfo.value) == f"unknown metric preset {name!r}; known presets: {', '.join(PRESETS)}"

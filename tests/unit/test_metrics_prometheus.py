@@ -8,7 +8,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -245,25 +245,19 @@ def test_provider_runs_every_query_of_a_plan_through_one_client(fake: FakePromet
     analysis = AnalysisSpec.model_validate(
         {"prometheus": {"address": fake.address}, "metrics": [{"name": "m", "query": "q", "max": 1}]}
     )
-    windows: list[str] = []
-
-    def counts(window: str) -> tuple[CountQueries, CountQueries]:
-        windows.append(window)
-        return CountQueries("scalar", "one_series"), CountQueries("scalar", "empty")
-
-    metrics = {"m": MetricPlan("one_series", "scalar", counts), "gone": MetricPlan("unavailable")}
+    totals = CountQueries("scalar", "one_series"), CountQueries("scalar", "empty")
+    metrics = {"m": MetricPlan("one_series", "scalar", totals), "gone": MetricPlan("unavailable")}
     plan = AnalysisPlan("serving", analysis, "scalar", "one_series", metrics)
     provider: MetricProvider = PrometheusProvider(Kube(client.ApiClient()))
     at = datetime(2026, 1, 1, tzinfo=UTC)
-    run = provider.run(plan, at, at - timedelta(seconds=90))
+    run = provider.run(plan, at)
     measured = run.metrics["m"]
     assert (run.at, run.request_count.value, measured.result.value) == (at, 3.0, 0.25)
     assert run.incumbent_request_count is not None and run.incumbent_request_count.value == 0.25
     assert measured.query == "one_series"
     assert measured.incumbent is not None and measured.incumbent.value == 3.0
-    # Counts cover exactly the time since the previous evaluation.
-    assert windows == ["90s"] and measured.counts is not None
-    assert [(side.requests.value, side.events.value) for side in measured.counts] == [
+    assert measured.totals is not None
+    assert [(side.requests.value, side.events.value) for side in measured.totals] == [
         (3.0, 0.25),
         (3.0, None),
     ]
@@ -281,8 +275,41 @@ def test_timeout_must_be_positive() -> None:
         PrometheusClient("http://prometheus:9090", timeout=0)
 
 
-@pytest.mark.parametrize("token", ["", " \n", "two words", "line\nbreak"])
+MALFORMED_TOKENS = ["", " \n", "two words", "line\nbreak", "s3cr\u20act-token", "s3cr\u00e9t", "tab\tbed"]
+
+
+@pytest.mark.parametrize("token", MALFORMED_TOKENS)
 def test_malformed_token_is_rejected_without_echoing_it(token: str) -> None:
     with pytest.raises(ValueError, match="bearer token") as excinfo:
         PrometheusClient("http://prometheus:9090", bearer_token=token)
     assert token.strip() == "" or token not in str(excinfo.value)
+
+
+class SecretHolder(Kube):
+    """A Kube whose every Secret key holds `token`."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(client.ApiClient())
+        self.token = token
+
+    def read_secret_key(self, namespace: str, name: str, key: str) -> str:
+        return self.token
+
+
+@pytest.mark.parametrize("token", ["s3cr\u20acet-token", "two words"])
+def test_malformed_token_fails_the_run_naming_the_secret_key_not_the_token(token: str) -> None:
+    analysis = AnalysisSpec.model_validate(
+        {
+            "prometheus": {
+                "address": "http://127.0.0.1:9",
+                "bearerTokenSecretRef": {"name": "prom-token", "key": "token"},
+            },
+            "metrics": [{"name": "m", "query": "q", "max": 1}],
+        }
+    )
+    plan = AnalysisPlan("serving", analysis, "up", None, {"m": MetricPlan("q")})
+    run = PrometheusProvider(SecretHolder(token)).run(plan, datetime(2026, 1, 1, tzinfo=UTC))
+    error = run.metrics["m"].result.error
+    assert error is not None and run.error_count == 1
+    assert "bearerTokenSecretRef: Secret serving/prom-token key token: " in error
+    assert token not in error and "s3cr" not in error

@@ -89,7 +89,10 @@ def test_error_rate_fails_exactly_that_share_of_requests() -> None:
         value(metrics, "http_requests_total", method="POST", handler="/v1/chat/completions", status="200")
         == 184
     )
-    assert value(metrics, "vllm:request_success_total", model_name=MODEL, finished_reason="stop") == 184
+    assert (
+        value(metrics, "vllm:request_success_total", model_name=MODEL, engine="0", finished_reason="stop")
+        == 184
+    )
 
 
 def test_refusals_answer_200_and_are_counted() -> None:
@@ -105,8 +108,69 @@ def test_refusals_answer_200_and_are_counted() -> None:
     ]
     assert len(refusals) == 20  # a share of all 200 requests, though drawn from those that did not fail
     assert all(body["choices"][0]["finish_reason"] == "stop" for body in refusals)
-    assert value(metrics, "llm_refusals_total", model_name=MODEL) == 20
-    assert value(metrics, "vllm:request_success_total", model_name=MODEL, finished_reason="stop") == 184
+    # What the refusal proxy in the pod would count: every request, and the refusals among them.
+    assert value(metrics, "llm_refusals_total", model=MODEL, reason="pattern") == 20
+    assert (
+        sum(
+            value(metrics, "llm_requests_total", model=MODEL, endpoint="/v1/chat/completions", code=code)
+            for code in ("200", "500")
+        )
+        == 200
+    )
+    assert (
+        value(metrics, "vllm:request_success_total", model_name=MODEL, engine="0", finished_reason="stop")
+        == 184
+    )
+
+
+def test_content_filter_refusals_cut_the_answer_and_say_why() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> list[Any]:
+        return await chat(server, session, 2)
+
+    answers = with_double(Behaviour(refusal_rate=0.5, refusal_style="content_filter"), scenario)
+
+    filtered = [
+        body["choices"][0] for _, body in answers if body["choices"][0]["finish_reason"] == "content_filter"
+    ]
+    assert len(filtered) == 1
+    assert filtered[0]["message"]["content"] == "This is a"
+
+
+def test_a_streamed_answer_is_the_same_answer_in_server_sent_events() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[Any, bytes]:
+        async with session.post(f"{server.url}/v1/chat/completions", json=CHAT_REQUEST) as response:
+            whole = await response.json()
+        async with session.post(
+            f"{server.url}/v1/chat/completions", json={**CHAT_REQUEST, "stream": True}
+        ) as response:
+            assert response.content_type == "text/event-stream"
+            return whole, await response.read()
+
+    whole, stream = with_double(Behaviour(), scenario)
+
+    events = [event.removeprefix(b"data: ") for event in stream.split(b"\n\n") if event]
+    assert events[-1] == b"[DONE]"
+    chunks = [json.loads(event) for event in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" and c["model"] == MODEL for c in chunks)
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert text == whole["choices"][0]["message"]["content"]
+    assert [c["choices"][0]["finish_reason"] for c in chunks][-2:] == [None, "stop"]
+
+
+def test_held_streams_wait_after_their_first_chunk_until_released() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[int, bytes]:
+        async with session.post(
+            f"{server.url}/v1/chat/completions", json={**CHAT_REQUEST, "stream": True}
+        ) as response:
+            first = await response.content.readuntil(b"\n\n")
+            async with session.post(f"{server.url}/admin/release-streams") as released:
+                held = (await released.json())["released"]
+            return held, first + await response.read()
+
+    held, stream = with_double(Behaviour(hold_streams=True), scenario)
+
+    assert held == 1
+    assert stream.endswith(b"data: [DONE]\n\n")
 
 
 def test_slow_tail_shows_in_the_top_buckets_while_the_median_stays_fast() -> None:
@@ -119,17 +183,23 @@ def test_slow_tail_shows_in_the_top_buckets_while_the_median_stays_fast() -> Non
     metrics = with_double(Behaviour(latency=latency), scenario)
 
     def bucket(le: str) -> float:
-        return value(metrics, "vllm:e2e_request_latency_seconds_bucket", model_name=MODEL, le=le)
+        return value(metrics, "vllm:e2e_request_latency_seconds_bucket", model_name=MODEL, engine="0", le=le)
 
     assert bucket("0.3") == 95
     assert bucket("10.0") == 95
     assert bucket("15.0") == 100
-    assert value(metrics, "vllm:e2e_request_latency_seconds_sum", model_name=MODEL) == pytest.approx(
-        95 * 0.2 + 5 * 12
-    )
+    assert value(
+        metrics, "vllm:e2e_request_latency_seconds_sum", model_name=MODEL, engine="0"
+    ) == pytest.approx(95 * 0.2 + 5 * 12)
     # Time to first token defaults to a tenth of the latency.
-    assert value(metrics, "vllm:time_to_first_token_seconds_bucket", model_name=MODEL, le="0.02") == 95
-    assert value(metrics, "vllm:time_to_first_token_seconds_bucket", model_name=MODEL, le="2.5") == 100
+    assert (
+        value(metrics, "vllm:time_to_first_token_seconds_bucket", model_name=MODEL, engine="0", le="0.02")
+        == 95
+    )
+    assert (
+        value(metrics, "vllm:time_to_first_token_seconds_bucket", model_name=MODEL, engine="0", le="2.5")
+        == 100
+    )
 
 
 def test_exposes_vllm_series_by_their_exact_names() -> None:
@@ -146,11 +216,12 @@ def test_exposes_vllm_series_by_their_exact_names() -> None:
         "vllm:request_success_total",
         "http_requests_total",
         "llm_refusals_total",
+        "llm_requests_total",
         "vllm:num_requests_waiting",
-        "vllm:num_requests_running",
+        "vllm:request_time_per_output_token_seconds_bucket",
+        "vllm:generation_tokens_total",
     } <= names
-    assert value(metrics, "vllm:num_requests_waiting", model_name=MODEL) == 3
-    assert value(metrics, "vllm:num_requests_running", model_name=MODEL) == 0
+    assert value(metrics, "vllm:num_requests_waiting", model_name=MODEL, engine="0") == 3
 
 
 def test_small_max_tokens_stops_for_length() -> None:
@@ -164,7 +235,23 @@ def test_small_max_tokens_stops_for_length() -> None:
 
     assert body["choices"][0]["finish_reason"] == "length"
     assert body["usage"]["completion_tokens"] == 3
-    assert value(metrics, "vllm:request_success_total", model_name=MODEL, finished_reason="length") == 1
+    assert (
+        value(metrics, "vllm:request_success_total", model_name=MODEL, engine="0", finished_reason="length")
+        == 1
+    )
+
+
+def test_stream_that_is_not_a_boolean_is_a_400() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[int, Any]:
+        async with session.post(
+            f"{server.url}/v1/chat/completions", json={**CHAT_REQUEST, "stream": "yes"}
+        ) as r:
+            return r.status, await r.json()
+
+    status, body = with_double(Behaviour(), scenario)
+
+    assert status == 400
+    assert "stream must be true or false" in body["message"]
 
 
 def test_chat_request_without_messages_is_a_400() -> None:
@@ -190,7 +277,13 @@ def test_admin_put_updates_only_the_given_knobs() -> None:
     current, statuses = with_double(Behaviour(latency=Latency(median=0.4)), scenario)
 
     assert current["error_rate"] == 1.0
-    assert current["latency"] == {"median": 0.4, "tail_rate": 0.5, "tail_latency": 3.0, "ttft": None}
+    assert current["latency"] == {
+        "median": 0.4,
+        "tail_rate": 0.5,
+        "tail_latency": 3.0,
+        "ttft": None,
+        "tpot": None,
+    }
     assert statuses == {500: 4}
 
 
@@ -200,7 +293,9 @@ def test_admin_put_updates_only_the_given_knobs() -> None:
         ({"latency": {"tail_rate": 1.5}}, "latency.tail_rate"),
         ({"eror_rate": 0.1}, "eror_rate"),
         ({"error_rate": "lots"}, "error_rate"),
-        ({"error_rate": 0.6, "refusal_rate": 0.6}, "error_rate + refusal_rate"),
+        ({"error_rate": 0.6, "refusal_rate": 0.6}, "error_rate + abort_rate + refusal_rate"),
+        ({"source": "ollama"}, "source"),
+        ({"latency": {"tpot": 0.05}}, "tpot needs ttft"),
         ({"latency": {"tail_rate": 0.1, "tail_latency": 0.01}}, "tail_latency"),
     ],
 )
@@ -281,3 +376,87 @@ def listening_addresses(port: int) -> set[str]:
             if state == "0A" and int(port_hex, 16) == port:  # 0A: LISTEN
                 addresses.add(address)
     return addresses
+
+
+def test_timing_is_consistent_ttft_plus_tokens_times_tpot() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> str:
+        await chat(server, session, 40)
+        return await scrape(server, session)
+
+    latency = Latency(ttft=0.3, tpot=0.05)
+    metrics = with_double(Behaviour(latency=latency, output_tokens=20, refusal_rate=0.25), scenario)
+
+    def mean(name: str) -> float:
+        labels = {"model_name": MODEL, "engine": "0"}
+        return value(metrics, f"{name}_sum", **labels) / value(metrics, f"{name}_count", **labels)
+
+    # 30 answers of 20 tokens (1.25 s) and 10 refusals of 8 words (0.3 + 7 x 0.05 = 0.65 s).
+    assert mean("vllm:e2e_request_latency_seconds") == pytest.approx((30 * 1.25 + 10 * 0.65) / 40)
+    assert mean("vllm:time_to_first_token_seconds") == pytest.approx(0.3)
+    assert mean("vllm:request_time_per_output_token_seconds") == pytest.approx(0.05)
+    assert value(metrics, "vllm:generation_tokens_total", model_name=MODEL, engine="0") == 30 * 20 + 10 * 8
+
+
+def test_aborts_are_that_share_and_recorded_as_the_stack_records_them() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> tuple[Counter[int], str]:
+        statuses = Counter(status for status, _ in await chat(server, session, 100))
+        return statuses, await scrape(server, session)
+
+    statuses, metrics = with_double(Behaviour(abort_rate=0.25, error_rate=0.1), scenario)
+
+    assert statuses == {200: 65, 499: 25, 500: 10}
+    assert (
+        value(metrics, "vllm:request_success_total", model_name=MODEL, engine="0", finished_reason="abort")
+        == 25
+    )
+
+
+# The series each stack's presets read (docs/presets.md), by their upstream names.
+STACK_SERIES = {
+    "sglang": {
+        "sglang:http_responses_total",
+        "sglang:num_aborted_requests_total",
+        "sglang:time_to_first_token_seconds_bucket",
+        "sglang:inter_token_latency_seconds_bucket",
+        "sglang:e2e_request_latency_seconds_count",
+        "sglang:generation_tokens_total",
+        "sglang:num_queue_reqs",
+    },
+    "tgi": {
+        "tgi_request_count",
+        "tgi_request_failure",
+        "tgi_request_duration_bucket",
+        "tgi_request_mean_time_per_token_duration_bucket",
+        "tgi_request_generated_tokens_sum",
+        "tgi_queue_size",
+    },
+    "triton": {
+        "nv_inference_request_success",
+        "nv_inference_request_failure",
+        "nv_inference_first_response_histogram_ms_bucket",
+        "nv_inference_pending_request_count",
+    },
+    "llm-d": {
+        "inference_objective_request_total",
+        "inference_objective_request_error_total",
+        "inference_objective_request_ttft_seconds_bucket",
+        "inference_objective_request_tpot_seconds_bucket",
+        "inference_objective_request_duration_seconds_count",
+        "inference_objective_output_tokens_sum",
+    },
+    "istio": {"istio_requests_total", "istio_request_duration_milliseconds_bucket"},
+}
+
+
+@pytest.mark.parametrize("source", sorted(STACK_SERIES))
+def test_each_source_exports_its_stacks_names_and_no_vllm_names(source: str) -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> str:
+        await chat(server, session, 20)
+        return await scrape(server, session)
+
+    behaviour = Behaviour(source=source, error_rate=0.1, abort_rate=0.1, refusal_rate=0.1)
+    metrics = with_double(behaviour, scenario)
+    names = {sample.name for family in text_string_to_metric_families(metrics) for sample in family.samples}
+
+    assert STACK_SERIES[source] | {"llm_refusals_total", "llm_requests_total"} <= names
+    assert not any(name.startswith("vllm:") or name == "http_requests_total" for name in names)

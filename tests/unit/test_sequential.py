@@ -52,3 +52,10 @@ def test_evidence_grows_only_when_the_candidate_has_more_than_its_share(
 ) -> None:
     ratios = update((), Counts(100, candidate_events), Counts(900, 12))
     assert math.copysign(1, log_evidence(ratios)) == direction
+
+
+def test_an_interval_counts_what_the_totals_grew_by_in_whole_events() -> None:
+    assert Counts(530, 8.0000000001).since(Counts(500, 4.9999999998)) == Counts(30, 3)
+    # A counter that went down was reset (a pod restarted or left): nothing is known of the interval.
+    assert Counts(530, 2).since(Counts(500, 5)) is None
+    assert Counts(490, 9).since(Counts(500, 5)) is None

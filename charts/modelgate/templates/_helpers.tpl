@@ -119,3 +119,73 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
   verbs: ["get"]
 {{- end }}
 {{- end }}
+
+{{/*
+The refusal proxy's sidecar container (docs/refusal-sidecar.md), for a model Deployment's pod
+template: it binds every interface (the Service and Prometheus reach it from outside the pod) and
+runs as hardened as the operator.
+*/}}
+{{- define "modelgate.refusalProxyContainer" -}}
+{{- $proxy := .Values.refusalProxy -}}
+name: refusal-proxy
+image: {{ default (include "modelgate.image" .) $proxy.image | quote }}
+command: ["modelgate"]
+args:
+  - refusal-proxy
+  - --upstream=http://127.0.0.1:{{ $proxy.upstreamPort }}
+  - --host=0.0.0.0
+  - --port={{ $proxy.port }}
+  - --metrics-port={{ $proxy.metricsPort }}
+  {{- range $proxy.models }}
+  - {{ printf "--model=%s" . | quote }}
+  {{- end }}
+  {{- if $proxy.patterns }}
+  - --patterns-file=/etc/refusal-proxy/patterns.txt
+  {{- end }}
+  - --log-format={{ .Values.logFormat }}
+env:
+  - name: PYTHONDONTWRITEBYTECODE
+    value: "1"
+  - name: PYTHONUNBUFFERED
+    value: "1"
+ports:
+  - name: proxy
+    containerPort: {{ $proxy.port }}
+    protocol: TCP
+  - name: refusal-metrics
+    containerPort: {{ $proxy.metricsPort }}
+    protocol: TCP
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: refusal-metrics
+  periodSeconds: 20
+  timeoutSeconds: 5
+readinessProbe:
+  httpGet:
+    path: /healthz
+    port: refusal-metrics
+  periodSeconds: 10
+  timeoutSeconds: 5
+{{- with $proxy.resources }}
+resources:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  readOnlyRootFilesystem: true
+  allowPrivilegeEscalation: false
+  capabilities:
+    drop: ["ALL"]
+  seccompProfile:
+    type: RuntimeDefault
+{{- if $proxy.patterns }}
+# Needs the pod volume `refusal-patterns`: a ConfigMap of that name in the model's namespace, made
+# from this ConfigMap's patterns.txt (docs/refusal-sidecar.md).
+volumeMounts:
+  - name: refusal-patterns
+    mountPath: /etc/refusal-proxy
+    readOnly: true
+{{- end }}
+{{- end }}

@@ -32,6 +32,7 @@ from modelgate.api.status import (
     CommandResult,
     Condition,
     ConditionStatus,
+    CounterTotals,
     LastCommand,
     MetricAnalysis,
     ModelRolloutStatus,
@@ -40,6 +41,7 @@ from modelgate.api.status import (
     SequentialEvidence,
     Timestamp,
     Verdict,
+    parse_status,
 )
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "Comparison",
     "Condition",
     "ConditionStatus",
+    "CounterTotals",
     "Deadline",
     "DeploymentRef",
     "FieldPathError",
@@ -79,4 +82,5 @@ __all__ = [
     "Verdict",
     "parse_duration",
     "parse_spec",
+    "parse_status",
 ]

@@ -4,11 +4,20 @@ bounds, a comparison with the incumbent in the same window, or a sequential test
 from datetime import timedelta
 from typing import Annotated, Literal, Self
 
-from pydantic import ConfigDict, Field, FiniteFloat, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError
-from modelgate.api.fields import HttpUrl, MetricName, ObjectName, PositiveDuration, SecretKey
+from modelgate.api.fields import (
+    Boolean,
+    HttpUrl,
+    Integer,
+    MetricName,
+    Number,
+    ObjectName,
+    PositiveDuration,
+    SecretKey,
+)
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.specmodel import SpecModel
 
@@ -73,12 +82,12 @@ class Comparison(SpecModel):
         )
     )
 
-    max_ratio: FiniteFloat | None = Field(
+    max_ratio: Number | None = Field(
         None,
         description="Fails when candidate > maxRatio x incumbent, e.g. 1.2 for a TTFT P99 at most 20% "
         "higher.",
     )
-    max_increase: Annotated[float, Field(ge=0)] | None = Field(
+    max_increase: Annotated[Number, Field(ge=0)] | None = Field(
         None,
         description="Fails when candidate > incumbent + maxIncrease, in the metric's unit, e.g. 0.005 for "
         "an error rate at most half a point higher.",
@@ -106,7 +115,7 @@ class SequentialTest(SpecModel):
         )
     )
 
-    alpha: FiniteFloat = Field(0.05, description="The false-rollback probability allowed, in (0, 0.5].")
+    alpha: Number = Field(0.05, description="The false-rollback probability allowed, in (0, 0.5].")
 
     @model_validator(mode="after")
     def _alpha_in_range(self) -> Self:
@@ -186,7 +195,7 @@ class MetricSpec(SpecModel):
         None,
         description="The serving stack whose metric names the preset reads; default: spec.analysis.source.",
     )
-    threshold: Annotated[float, Field(ge=0)] | None = Field(
+    threshold: Annotated[Number, Field(ge=0)] | None = Field(
         None,
         description="For slowRequestRate: the latency in seconds above which a request counts as slow; "
         "one of the source's histogram bucket bounds (docs/presets.md).",
@@ -199,8 +208,8 @@ class MetricSpec(SpecModel):
         "`{{ target.podRegex }}` (the side being evaluated: the candidate, or the incumbent for compare), "
         "and `{{ interval }}` (the query window).",
     )
-    max: FiniteFloat | None = Field(None, description="The metric fails when its value is above this.")
-    min: FiniteFloat | None = Field(None, description="The metric fails when its value is below this.")
+    max: Number | None = Field(None, description="The metric fails when its value is above this.")
+    min: Number | None = Field(None, description="The metric fails when its value is below this.")
     compare: Comparison | None = Field(
         None,
         description="Judge the candidate against the incumbent, both queried at the same time; too little "
@@ -210,13 +219,13 @@ class MetricSpec(SpecModel):
         None,
         description="An anytime-valid test of the candidate's rate against the incumbent's (rate presets).",
     )
-    failure_limit: Annotated[int, Field(ge=0)] = Field(
+    failure_limit: Annotated[Integer, Field(ge=0)] = Field(
         0, description="Fail verdicts tolerated (see failureLimitScope); one more rolls back."
     )
     failure_limit_scope: Literal["rollout", "step"] = Field(
         "rollout", description="Count Fail verdicts over the whole rollout, or afresh in each step."
     )
-    dry_run: bool = Field(
+    dry_run: Boolean = Field(
         False, description="Evaluate and show the metric, but never fail the rollout or hold a step on it."
     )
 
@@ -261,7 +270,7 @@ class AnalysisSpec(SpecModel):
     interval: PositiveDuration = Field(
         "30s", description="How often the metrics are evaluated, as a Go-style duration; must be positive."
     )
-    min_requests: Annotated[int, Field(ge=0)] = Field(
+    min_requests: Annotated[Integer, Field(ge=0)] = Field(
         50,
         description="Candidate requests needed in the query window (the interval, but at least 1m) for a "
         "verdict, and incumbent requests too for metrics that compare; with fewer, Inconclusive.",

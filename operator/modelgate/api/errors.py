@@ -19,16 +19,17 @@ class FieldPathError(ValueError):
 
 
 class InvalidSpecError(ValueError):
-    """A spec the operator cannot use; `problems` holds one `path: reason` line per problem."""
+    """A spec (or status) the operator cannot use; `problems` holds one `path: reason` line per problem."""
 
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("invalid ModelRollout spec: " + "; ".join(problems))
+    def __init__(self, problems: Sequence[str], root: str = "spec") -> None:
+        super().__init__(f"invalid ModelRollout {root}: " + "; ".join(problems))
         self.problems = tuple(problems)
 
     @classmethod
     def from_validation_error(cls, error: ValidationError, root: str) -> "InvalidSpecError":
         return cls(
-            [_describe(detail, root) for detail in error.errors() if not _counts_only_valid_items(detail)]
+            [_describe(detail, root) for detail in error.errors() if not _counts_only_valid_items(detail)],
+            root,
         )
 
 

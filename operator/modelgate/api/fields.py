@@ -5,9 +5,9 @@ import re
 from datetime import timedelta
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, AllowInfNan, Field, Strict, StringConstraints
 
-from modelgate.api.duration import DURATION_PATTERN, parse_duration
+from modelgate.api.duration import DURATION_PATTERN, MAX_DURATION_TEXT, parse_duration
 from modelgate.api.markers import CelRule, cel_rules
 
 OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -16,6 +16,8 @@ SECRET_KEY_PATTERN = r"^[-._a-zA-Z0-9]+$"
 # No quotes, braces or backslashes: the value goes inside a PromQL label matcher unescaped.
 POD_REGEX_PATTERN = r"^[a-zA-Z0-9.\-_*+?()|\[\]^$]+$"
 HTTP_URL_PATTERN = r"^https?://[^\s/?#]+(/[^\s]*)?$"
+# Model names as gateways report them, e.g. meta-llama/Llama-3.1-8B-Instruct or food-review:lora.
+MODEL_NAME_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._:/-]*$"
 
 # What a value failing each pattern should look like instead, for error messages.
 PATTERN_HINTS = {
@@ -26,6 +28,8 @@ PATTERN_HINTS = {
     SECRET_KEY_PATTERN: "must consist of letters, digits, '-', '_' and '.'",
     POD_REGEX_PATTERN: "must be a regular expression without quotes, braces, backslashes or spaces",
     HTTP_URL_PATTERN: "must be an http:// or https:// URL",
+    MODEL_NAME_PATTERN: "must consist of letters, digits, '.', '_', ':', '/' and '-', starting with a "
+    "letter or digit",
     DURATION_PATTERN: "must be a Go-style duration such as 30s, 5m, 1h30m or 500ms",
 }
 
@@ -50,6 +54,11 @@ def _is_positive_duration(text: str) -> str:
     return text
 
 
+# What the CRD's integer, number and boolean take: JSON values of that type only. Pydantic's lax
+# mode would also take "10" or "yes", which the API server refuses.
+Integer = Annotated[int, Strict()]
+Number = Annotated[float, Strict(), AllowInfNan(False)]
+Boolean = Annotated[bool, Strict()]
 ObjectName = Annotated[str, StringConstraints(max_length=253, pattern=OBJECT_NAME_PATTERN)]
 MetricName = Annotated[str, StringConstraints(max_length=63, pattern=METRIC_NAME_PATTERN)]
 SecretKey = Annotated[str, StringConstraints(max_length=253, pattern=SECRET_KEY_PATTERN)]
@@ -65,18 +74,29 @@ PodRegex = Annotated[
         )
     ),
 ]
+ModelName = Annotated[str, StringConstraints(max_length=253, pattern=MODEL_NAME_PATTERN)]
 HttpUrl = Annotated[str, StringConstraints(max_length=2048, pattern=HTTP_URL_PATTERN)]
+# Go's parser, which CEL's duration() uses, reads what the pattern lets through the same way; a value
+# beyond its range (about 2.5 million hours) fails to evaluate, which rejects it as well.
+_AT_MOST_MAX_DURATION = CelRule(
+    f"duration(self) <= duration('{MAX_DURATION_TEXT}')",
+    message=f"must be at most {MAX_DURATION_TEXT} (100 years)",
+)
 Duration = Annotated[
-    str, StringConstraints(max_length=32, pattern=DURATION_PATTERN), AfterValidator(_parses_as_duration)
+    str,
+    StringConstraints(max_length=32, pattern=DURATION_PATTERN),
+    AfterValidator(_parses_as_duration),
+    Field(json_schema_extra=cel_rules(_AT_MOST_MAX_DURATION)),
 ]
 PositiveDuration = Annotated[
     Duration,
     AfterValidator(_is_positive_duration),
     Field(
         json_schema_extra=cel_rules(
+            _AT_MOST_MAX_DURATION,
             # A well-formed duration is positive exactly when it has a non-zero digit; unlike
             # duration(), this cannot fail on input the pattern already rejects.
-            CelRule("self.matches('[1-9]')", message="must be greater than zero")
+            CelRule("self.matches('[1-9]')", message="must be greater than zero"),
         )
     ),
 ]

@@ -20,7 +20,7 @@ from pydantic import (
 from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
-from modelgate.api.fields import Duration, ObjectName, PodRegex, PositiveDuration
+from modelgate.api.fields import Duration, Integer, ModelName, ObjectName, PodRegex, PositiveDuration
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
 from modelgate.api.specmodel import SpecModel
 
@@ -38,6 +38,12 @@ class DeploymentRef(SpecModel):
         "the Deployment's own pods; set it when pods are named otherwise. Quotes, braces and "
         "backslashes are not allowed, so the value can be placed inside a PromQL label matcher as is.",
     )
+    # None means the Deployment's name.
+    model: ModelName | None = Field(
+        None,
+        description="The model name a gateway reports this side's requests under: the endpoint picker's "
+        "`target_model_name` label, read by presets with source llm-d. Defaults to the Deployment's name.",
+    )
 
 
 class GatewayAPIRouting(SpecModel):
@@ -52,7 +58,7 @@ class GatewayAPIRouting(SpecModel):
     )
 
     http_route: ObjectName = Field(description="Name of the HTTPRoute.")
-    rule_index: Annotated[int, Field(ge=0)] = Field(
+    rule_index: Annotated[Integer, Field(ge=0)] = Field(
         0, description="Index of the route rule whose backendRefs hold the two backends."
     )
     incumbent_backend: ObjectName = Field(
@@ -135,7 +141,7 @@ class Step(SpecModel):
         )
     )
 
-    set_weight: Annotated[int, Field(ge=0, le=100)] | None = Field(
+    set_weight: Annotated[Integer, Field(ge=0, le=100)] | None = Field(
         None, description="Route this percentage of traffic to the candidate."
     )
     pause: Pause | None = Field(
@@ -157,7 +163,7 @@ class RollbackSpec(SpecModel):
         description="After maxConsecutiveErrors failed evaluations in a row, pause (keep the weight and "
         "wait for `modelgate resume`) or roll back.",
     )
-    max_consecutive_errors: Annotated[int, Field(ge=1)] = Field(
+    max_consecutive_errors: Annotated[Integer, Field(ge=1)] = Field(
         3, description="Evaluations in a row with a Prometheus error before onPrometheusError applies."
     )
 

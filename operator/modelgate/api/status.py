@@ -3,13 +3,23 @@
 `make generate` writes the CRD's status schema from them, descriptions included.
 """
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, FiniteFloat, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    StringConstraints,
+    ValidationError,
+)
 from pydantic.alias_generators import to_camel
 
+from modelgate.api.errors import InvalidSpecError
 from modelgate.api.markers import NULLABLE, list_map
 
 # metav1.Condition's: an optional DNS-subdomain prefix and "/", then a qualified name.
@@ -20,10 +30,16 @@ CONDITION_TYPE_PATTERN = (
 CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 
 
+# Far enough from datetime's own end that a timestamp plus any duration (at most 100 years) fits.
+LATEST_TIMESTAMP = datetime(9000, 1, 1, tzinfo=UTC)
+
+
 def _in_utc(moment: datetime) -> datetime:
     # Aware datetimes only: a naive one would be serialized without an offset, which is not RFC 3339.
     if moment.tzinfo is None:
         raise ValueError("must include a time zone")
+    if moment >= LATEST_TIMESTAMP:
+        raise ValueError(f"must be before {LATEST_TIMESTAMP.year}")
     return moment.astimezone(UTC)
 
 
@@ -74,6 +90,13 @@ class AnalysisSample(StatusModel):
     verdict: Verdict = Field(description="The verdict of that evaluation.")
 
 
+class CounterTotals(StatusModel):
+    """One side's cumulative counters as read at an evaluation, summed over the side's pods."""
+
+    requests: Annotated[float, Field(ge=0)] = Field(description="The requests counter's total.")
+    events: Annotated[float, Field(ge=0)] = Field(description="The events counter's total (errors, ...).")
+
+
 class SequentialEvidence(StatusModel):
     """The sequential test's state, so that a restarted operator goes on with the same evidence."""
 
@@ -89,6 +112,14 @@ class SequentialEvidence(StatusModel):
     candidate_requests: Annotated[float, Field(ge=0)] = Field(description="Candidate requests counted.")
     incumbent_events: Annotated[float, Field(ge=0)] = Field(description="Events counted on the incumbent.")
     incumbent_requests: Annotated[float, Field(ge=0)] = Field(description="Incumbent requests counted.")
+    candidate_totals: CounterTotals | None = Field(
+        None,
+        description="The candidate's counters at the latest evaluation that read them; the next interval "
+        "counts what they grew by. A total that went down (a pod restarted or left) is a new baseline.",
+    )
+    incumbent_totals: CounterTotals | None = Field(
+        None, description="The incumbent's counters at the same evaluation, likewise."
+    )
 
 
 class MetricAnalysis(StatusModel):
@@ -258,3 +289,13 @@ class ModelRolloutStatus(StatusModel):
         drops nulls the schema does not allow, so none are stored.
         """
         return self.model_dump(by_alias=True, mode="json")
+
+
+def parse_status(status: Mapping[str, Any]) -> ModelRolloutStatus:
+    """Read a ModelRollout's status; InvalidSpecError lists each problem as `status.<path>: <reason>`.
+    The API server's schema is looser than the models (its date-time takes the year 9999, which no
+    duration can be added to, and an object stored under an older CRD is never checked again)."""
+    try:
+        return ModelRolloutStatus.model_validate(status)
+    except ValidationError as error:
+        raise InvalidSpecError.from_validation_error(error, root="status") from None

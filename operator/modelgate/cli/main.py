@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 
 from modelgate import __version__
-from modelgate.cli import run, steer, views
+from modelgate.cli import refusal_proxy, run, steer, views
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(commands)
     views.add_parsers(commands)
     steer.add_parsers(commands)
+    refusal_proxy.add_parser(commands)
     return parser
 
 

@@ -20,7 +20,7 @@ from modelgate.core.model import (
     WriteResult,
 )
 from modelgate.core.reasons import ConditionType, EventType, Reason
-from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult, SideCounts
+from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult, SideTotals
 from modelgate.core.schedule import analysis_due, next_wakeup
 from modelgate.core.writes import settle_write
 
@@ -39,7 +39,7 @@ __all__ = [
     "QueryResult",
     "Reason",
     "RouteProblem",
-    "SideCounts",
+    "SideTotals",
     "SpecProblem",
     "WriteFailed",
     "WriteResult",

@@ -11,6 +11,7 @@ from datetime import datetime
 from modelgate.api import (
     AnalysisSample,
     AnalysisSpec,
+    CounterTotals,
     MetricAnalysis,
     MetricSpec,
     RollbackReason,
@@ -89,7 +90,13 @@ def compare(metric: MetricSpec, candidate: float, incumbent: QueryResult | None)
 
 
 def accumulate(measured: MetricQuery, earlier: SequentialEvidence | None) -> SequentialEvidence | None:
-    """The sequential test's evidence after this run's counts; unchanged when they are missing."""
+    """The sequential test's evidence after this run's totals; unchanged when they are missing. The
+    interval's counts are what the totals grew by since the previous reading; the first reading, and
+    one in which a total went down (a counter reset), is only a baseline."""
+    totals = _read_totals(measured)
+    if totals is None:
+        return earlier  # no data this interval: the test waits, it never guesses
+    candidate, incumbent = totals
     before = earlier or SequentialEvidence(
         log_likelihood_ratios=(),
         log_evidence=0.0,
@@ -98,25 +105,39 @@ def accumulate(measured: MetricQuery, earlier: SequentialEvidence | None) -> Seq
         incumbent_events=0,
         incumbent_requests=0,
     )
-    if measured.counts is None:
-        return earlier
-    values = [q.value for side in measured.counts for q in (side.requests, side.events)]
-    if any(v is None or not math.isfinite(v) or v < 0 for v in values):
-        return earlier  # no data this interval: the test waits, it never guesses
-    c_requests, c_events, i_requests, i_events = (float(v or 0.0) for v in values)
-    ratios = sequential.update(
-        before.log_likelihood_ratios,
-        sequential.Counts(c_requests, c_events),
-        sequential.Counts(i_requests, i_events),
-    )
+    c_counts = _grown(before.candidate_totals, candidate)
+    i_counts = _grown(before.incumbent_totals, incumbent)
+    if c_counts is None or i_counts is None:
+        # A baseline, or a reset on either side: the test weighs both sides' counts of one interval,
+        # so the interval counts nothing on either (sequential.py says why that keeps alpha).
+        c_counts = i_counts = sequential.Counts(0.0, 0.0)
+    ratios = sequential.update(before.log_likelihood_ratios, c_counts, i_counts)
     return SequentialEvidence(
         log_likelihood_ratios=tuple(round(r, 6) for r in ratios),
         log_evidence=round(sequential.log_evidence(ratios), 6),
-        candidate_events=before.candidate_events + c_events,
-        candidate_requests=before.candidate_requests + c_requests,
-        incumbent_events=before.incumbent_events + i_events,
-        incumbent_requests=before.incumbent_requests + i_requests,
+        candidate_events=before.candidate_events + c_counts.events,
+        candidate_requests=before.candidate_requests + c_counts.requests,
+        incumbent_events=before.incumbent_events + i_counts.events,
+        incumbent_requests=before.incumbent_requests + i_counts.requests,
+        candidate_totals=CounterTotals(requests=candidate.requests, events=candidate.events),
+        incumbent_totals=CounterTotals(requests=incumbent.requests, events=incumbent.events),
     )
+
+
+def _read_totals(measured: MetricQuery) -> tuple[sequential.Counts, sequential.Counts] | None:
+    if measured.totals is None:
+        return None
+    values = [q.value for side in measured.totals for q in (side.requests, side.events)]
+    if any(v is None or not math.isfinite(v) or v < 0 for v in values):
+        return None
+    c_requests, c_events, i_requests, i_events = (float(v or 0.0) for v in values)
+    return sequential.Counts(c_requests, c_events), sequential.Counts(i_requests, i_events)
+
+
+def _grown(baseline: CounterTotals | None, now: sequential.Counts) -> sequential.Counts | None:
+    if baseline is None:
+        return None
+    return now.since(sequential.Counts(baseline.requests, baseline.events))
 
 
 def test_verdict(metric: MetricSpec, evidence: SequentialEvidence | None) -> Judgement | None:

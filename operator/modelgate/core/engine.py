@@ -223,6 +223,8 @@ class _Tick:
         self.note_candidate_availability()
         if route_conflict_held(self):
             return
+        if deadline_paused(self):
+            return  # paused at its deadline: held, with the message saying why, until `modelgate resume`
         if not self.observed.candidate_available:
             self.update(message=f"waiting for the candidate: {self.observed.candidate_message}")
             pending_deadline(self)

@@ -42,8 +42,9 @@ class QueryResult:
 
 
 @dataclass(frozen=True)
-class SideCounts:
-    """What one side served since the previous evaluation, and the events (errors, ...) among them."""
+class SideTotals:
+    """One side's cumulative counters at the evaluation: requests served, and events (errors, ...)
+    among them, summed over its pods. The sequential test counts what they grew by."""
 
     requests: QueryResult
     events: QueryResult
@@ -54,7 +55,7 @@ class MetricQuery:
     query: str  # the query that ran, for status and rollbackReason
     result: QueryResult  # the candidate's value
     incumbent: QueryResult | None = None  # the same query for the incumbent, for metrics that compare
-    counts: tuple[SideCounts, SideCounts] | None = None  # candidate, incumbent: for the sequential test
+    totals: tuple[SideTotals, SideTotals] | None = None  # candidate, incumbent: for the sequential test
 
 
 @dataclass(frozen=True)

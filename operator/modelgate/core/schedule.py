@@ -71,6 +71,15 @@ def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datet
     return status.step_started_at if ready else None
 
 
+def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[datetime]:
+    """When the progress deadlines that are running (Pending since, Inconclusive since) pass."""
+    deadlines = spec.progress_deadlines
+    if deadlines is None:
+        return []
+    running = ((deadlines.pending, status.pending_since), (deadlines.inconclusive, status.inconclusive_since))
+    return [since + deadline.after_timedelta for deadline, since in running if deadline and since]
+
+
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
     """How long after `now`, the time the decision was taken at, this rollout needs looking at again."""
     candidates = [RESYNC]
@@ -94,4 +103,7 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     # something else (the candidate, the analysis), which wakes the rollout itself.
     if pause_end is not None and status.phase in ACTIVE_PHASES and pause_end > now:
         candidates.append(pause_end - now)
+    if status.phase in ACTIVE_PHASES:
+        # Only those still ahead: one that passed was acted on, and a pause it caused would spin.
+        candidates.extend(at - now for at in deadlines_at(spec, status) if at > now)
     return max(min(candidates), MIN_WAKEUP)

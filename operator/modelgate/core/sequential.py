@@ -4,7 +4,8 @@ for Multinomial Count Data" (NeurIPS 2022), and Lindon, Sanden & Shirikian, "Rap
 Detection in Software Deployments through Sequential Testing" (KDD 2022).
 
 Each evaluation brings, per side, the requests served and the events among them since the previous
-one. Given the interval's events, under the null (equal rates) each event is the candidate's with
+one: what the side's cumulative counters grew by (`Counts.since`), so every event counts once and
+whole. Given the interval's events, under the null (equal rates) each event is the candidate's with
 probability rho = its share of the interval's requests; if the candidate's rate is theta times the
 incumbent's, with q = rho*theta / (rho*theta + 1 - rho). The likelihood ratio of the interval is
 (q/rho)^e_c * ((1-q)/(1-rho))^e_i, and its running product, for each theta, is a nonnegative
@@ -12,6 +13,14 @@ martingale with mean 1 under the null. Their average over a grid of theta > 1 (a
 by Ville's inequality it exceeds 1/alpha with probability at most alpha, however often one looks and
 however the traffic share changes: the test rejects, and the rollout rolls back, at the first
 evaluation where it does.
+
+An interval in which a total went down (a pod restarted or left, taking its counts with it) counts
+nothing on either side: what it served is unknown. Its factor in the product is then 1. Whether an
+interval is left out depends on pods restarting or leaving, not on how its events split between the
+sides, so every factor still has mean 1 given the past under the null, the product stays a
+martingale, and alpha holds. Leaving intervals out, or in, because of their events would break it;
+so would counting an event twice, which is why the counts are differences of totals rather than
+counts over a window (Prometheus's increase() extrapolates a window's samples to its edges).
 """
 
 from __future__ import annotations
@@ -34,10 +43,22 @@ class Counts:
     requests: float
     events: float
 
+    def since(self, earlier: Counts) -> Counts | None:
+        """What cumulative totals (counters read at one evaluation) grew by since `earlier`; None
+        when either went down, a counter reset: the interval counts nothing, `self` is the new
+        baseline. Event totals are rounded before they are subtracted, so float noise neither
+        accumulates over intervals nor turns one event into two."""
+        requests, events = self.requests - earlier.requests, round(self.events) - round(earlier.events)
+        if requests < 0 or events < 0:
+            return None
+        return Counts(requests, events)
+
 
 def update(log_ratios: Sequence[float], candidate: Counts, incumbent: Counts) -> tuple[float, ...]:
     """The running log likelihood ratios (one per GRID value, all 0.0 at the start) after one
-    interval. An interval without events, or without requests on either side, says nothing."""
+    interval. An interval without events, or without requests on either side, says nothing. Event
+    counts are whole numbers: each is rounded, so float noise in a difference of totals (e.g.
+    2.9999999) counts as the event it is, never as a fraction of one."""
     events_c, events_i = round(max(candidate.events, 0.0)), round(max(incumbent.events, 0.0))
     requests = candidate.requests + incumbent.requests
     if not log_ratios:

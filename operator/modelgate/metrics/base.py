@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -13,7 +13,8 @@ from modelgate.core import AnalysisRun
 
 @dataclass(frozen=True)
 class CountQueries:
-    """For the sequential test: one side's requests, and events among them, over a window."""
+    """One side's requests, and events among them, as two queries: cumulative totals for the
+    sequential test (presets also build rates with it)."""
 
     requests: str
     events: str
@@ -23,9 +24,9 @@ class CountQueries:
 class MetricPlan:
     candidate: str  # the query of the candidate's value
     incumbent: str | None = None  # the same for the incumbent, when the metric compares
-    # For a sequential test: the window (a duration in the provider's language) -> the candidate's
-    # and the incumbent's counts over it; the window is the time since the previous evaluation.
-    counts: Callable[[str], tuple[CountQueries, CountQueries]] | None = None
+    # For a sequential test: the candidate's and the incumbent's totals. The engine counts what they
+    # grew by between evaluations: exact, where a count over a window loses or repeats increments.
+    totals: tuple[CountQueries, CountQueries] | None = None
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class MetricProvider(Protocol):
         cannot be turned into a query, which fails the rollout."""
         ...
 
-    def run(self, plan: AnalysisPlan, at: datetime, since: datetime | None) -> AnalysisRun:
-        """Runs every query of the plan (counts over the time `since` the previous evaluation, or one
-        interval); a backend that cannot be asked gives Error results, never an exception."""
+    def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
+        """Runs every query of the plan; a backend that cannot be asked gives Error results, never an
+        exception."""
         ...

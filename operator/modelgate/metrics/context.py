@@ -31,6 +31,8 @@ _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 # Regex syntax without quotes, backticks, braces or backslashes: enough for pod-name patterns.
 _SAFE_REGEX = re.compile(r"[A-Za-z0-9._*+?|()\[\]^$-]+")
 _MAX_REGEX_LENGTH = 256
+# Model names as gateways report them (meta-llama/Llama-3.1-8B-Instruct); no quotes or braces.
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]*")
 
 
 class QueryContextError(ValueError):
@@ -62,6 +64,9 @@ class QueryContext:
     incumbent_pod_regex: str
     candidate_pod_regex: str
     interval: str  # the PromQL range window, e.g. "1m"
+    # The model names a gateway reports each side's requests under; empty means the Deployment's name.
+    incumbent_model: str = ""
+    candidate_model: str = ""
 
     def __post_init__(self) -> None:
         _check_namespace(self.namespace)
@@ -69,6 +74,8 @@ class QueryContext:
         _check_deployment("candidate", self.candidate_deployment)
         _check_pod_regex("incumbent", self.incumbent_pod_regex)
         _check_pod_regex("candidate", self.candidate_pod_regex)
+        _check_model("incumbent", self.model("incumbent"))
+        _check_model("candidate", self.model("candidate"))
         try:
             positive = parse_duration(self.interval) > timedelta()
         except ValueError as error:
@@ -86,6 +93,8 @@ class QueryContext:
         *,
         incumbent_pod_regex: str | None = None,
         candidate_pod_regex: str | None = None,
+        incumbent_model: str | None = None,
+        candidate_model: str | None = None,
         min_window: str = DEFAULT_MIN_WINDOW,
     ) -> QueryContext:
         """Build the context from spec values: default pod regexes, window = max(interval, min_window)."""
@@ -102,6 +111,8 @@ class QueryContext:
             incumbent_pod_regex=_or_default(incumbent_pod_regex, incumbent_deployment),
             candidate_pod_regex=_or_default(candidate_pod_regex, candidate_deployment),
             interval=window,
+            incumbent_model=incumbent_model or "",
+            candidate_model=candidate_model or "",
         )
 
     def pod_regex(self, side: Side) -> str:
@@ -109,6 +120,10 @@ class QueryContext:
 
     def deployment(self, side: Side) -> str:
         return self.candidate_deployment if side == "candidate" else self.incumbent_deployment
+
+    def model(self, side: Side) -> str:
+        model = self.candidate_model if side == "candidate" else self.incumbent_model
+        return model or self.deployment(side)
 
 
 def _or_default(pod_regex: str | None, deployment: str) -> str:
@@ -124,6 +139,14 @@ def _check_namespace(namespace: str) -> None:
 def _check_deployment(side: Side, name: str) -> None:
     if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
         raise QueryContextError(f"{side} deployment {name!r} is not a valid Kubernetes name (DNS-1123)")
+
+
+def _check_model(side: Side, model: str) -> None:
+    if len(model) > 253 or not _MODEL_NAME.fullmatch(model):
+        raise QueryContextError(
+            f"{side} model {model!r} is not allowed: use at most 253 characters from letters, digits "
+            "and . _ : / -, starting with a letter or digit"
+        )
 
 
 def _check_pod_regex(side: Side, regex: str) -> None:

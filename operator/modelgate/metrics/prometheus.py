@@ -7,7 +7,7 @@ import ast
 import json
 import re
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from urllib.parse import urlparse
 
 import requests
@@ -17,11 +17,10 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from modelgate.api import ModelRolloutSpec
-from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideCounts
+from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
 from modelgate.core.limits import clip
 from modelgate.kube import Kube, KubeError
 from modelgate.metrics.base import AnalysisPlan, MetricPlan
-from modelgate.metrics.context import promql_window
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.observability import METRIC_QUERIES
 
@@ -46,16 +45,15 @@ class PrometheusProvider:
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
         return analysis_plan(spec, namespace)
 
-    def run(self, plan: AnalysisPlan, at: datetime, since: datetime | None) -> AnalysisRun:
+    def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         try:
             client = self._client(plan)
         except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
             # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
             queries = {name: metric.candidate for name, metric in plan.metrics.items()}
-            return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {error}")
-        elapsed = at - since if since is not None else plan.analysis.interval_timedelta
-        window = promql_window(max(elapsed, timedelta(seconds=1)))
-        measured = {name: _measure(client, metric, window) for name, metric in plan.metrics.items()}
+            field = "spec.analysis.prometheus.bearerTokenSecretRef"
+            return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {field}: {error}")
+        measured = {name: _measure(client, metric) for name, metric in plan.metrics.items()}
         incumbent = plan.incumbent_request_count
         return AnalysisRun(
             at,
@@ -69,25 +67,28 @@ class PrometheusProvider:
         token = None
         if prometheus.bearer_token_secret_ref is not None:
             ref = prometheus.bearer_token_secret_ref
-            token = self.kube.read_secret_key(plan.namespace, ref.name, ref.key)
+            try:
+                token = _clean_token(self.kube.read_secret_key(plan.namespace, ref.name, ref.key))
+            except ValueError as error:  # names the Secret key, never the token
+                raise ValueError(f"Secret {plan.namespace}/{ref.name} key {ref.key}: {error}") from None
         key = (prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
         if key not in self._clients:
             self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
         return self._clients[key]
 
 
-def _measure(client: PrometheusClient, metric: MetricPlan, window: str) -> MetricQuery:
-    counts = None
-    if metric.counts is not None:
-        counts = tuple(
-            SideCounts(client.query(side.requests), client.query(side.events))
-            for side in metric.counts(window)
+def _measure(client: PrometheusClient, metric: MetricPlan) -> MetricQuery:
+    totals = None
+    if metric.totals is not None:
+        candidate, incumbent = (
+            SideTotals(client.query(side.requests), client.query(side.events)) for side in metric.totals
         )
+        totals = (candidate, incumbent)
     return MetricQuery(
         metric.candidate,
         client.query(metric.candidate),
         incumbent=client.query(metric.incumbent) if metric.incumbent is not None else None,
-        counts=(counts[0], counts[1]) if counts else None,
+        totals=totals,
     )
 
 
@@ -144,11 +145,14 @@ class PrometheusClient:
 
 
 def _clean_token(token: str) -> str:
-    # Tokens read from Secrets often end with a newline. Anything else unprintable is rejected here,
-    # without echoing the token, rather than by requests at query time with the token in the message.
+    # Tokens read from Secrets often end with a newline. Anything else that is not visible ASCII is
+    # rejected here, without echoing the token: http.client would otherwise fail at query time with
+    # the whole header, token included, in its error (UnicodeEncodeError), or send it mangled.
     token = token.strip()
-    if not token or not token.isprintable() or " " in token:
-        raise ValueError("the Prometheus bearer token is empty or contains whitespace or control characters")
+    if not token or not all("!" <= char <= "~" for char in token):
+        raise ValueError(
+            "the Prometheus bearer token must be visible ASCII (no spaces, control or non-ASCII characters)"
+        )
     return token
 
 

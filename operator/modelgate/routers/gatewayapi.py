@@ -227,4 +227,6 @@ class GatewayAPIRouter:
             return None
 
     def _route_not_found(self) -> RouteProblem:
-        return RouteProblem(Reason.ROUTE_NOT_FOUND, f"HTTPRoute {self.route_id} not found")
+        return RouteProblem(
+            Reason.ROUTE_NOT_FOUND, f"HTTPRoute {self.route_id} not found ({SPEC_FIELD}.httpRoute)"
+        )

@@ -1,0 +1,102 @@
+"""`modelgate refusal-proxy`: the sidecar that counts refused answers (docs/refusal-sidecar.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+from yarl import URL
+
+from modelgate.observability import configure_logging
+from modelgate.sidecar.answers import DEFAULT_PATTERNS, PatternError, RefusalPatterns, parse_patterns
+from modelgate.sidecar.proxy import ProxySettings, start_refusal_proxy
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    proxy = commands.add_parser(
+        "refusal-proxy",
+        help="serve in front of an OpenAI-compatible server and count refused answers",
+        description="Forwards every request to --upstream unchanged (streamed answers included) and "
+        "counts the answers of /v1/chat/completions and /v1/completions in llm_requests_total and "
+        "llm_refusals_total, served at /metrics on --metrics-port.",
+    )
+    proxy.add_argument(
+        "--upstream", default="http://127.0.0.1:8000", help="the model server's URL (default: %(default)s)"
+    )
+    proxy.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address both ports bind (default: %(default)s); in a Pod, 0.0.0.0 so that the Service "
+        "and Prometheus reach them",
+    )
+    proxy.add_argument("--port", type=int, default=8080, help="the proxied API (default: %(default)s)")
+    proxy.add_argument(
+        "--metrics-port", type=int, default=9180, help="/metrics and /healthz (default: %(default)s)"
+    )
+    proxy.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a served model name whose counters are exported at 0 from the start (repeatable; also "
+        "the model label of answers that name none, such as errors)",
+    )
+    proxy.add_argument(
+        "--patterns-file",
+        type=Path,
+        help="refusal patterns, one case-insensitive regular expression per line ('#' comments); "
+        "replaces the defaults",
+    )
+    proxy.add_argument(
+        "--max-classified-bytes",
+        type=int,
+        default=ProxySettings.max_classified_bytes,
+        help="JSON answers larger than this are passed on but not classified; streamed answers keep "
+        "only their text (default: %(default)s)",
+    )
+    proxy.add_argument("--log-format", choices=["json", "console"], default="json")
+    proxy.add_argument("--verbose", action="store_true", help="debug logs (one line per answer)")
+    proxy.set_defaults(handler=run_refusal_proxy)
+
+
+def _patterns(path: Path | None) -> RefusalPatterns:
+    if path is None:
+        return RefusalPatterns.of(DEFAULT_PATTERNS)
+    try:
+        return parse_patterns(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, PatternError) as error:
+        raise SystemExit(f"modelgate refusal-proxy: --patterns-file: {error}") from None
+
+
+def _upstream(url: str) -> URL:
+    parsed = URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise SystemExit(f"modelgate refusal-proxy: --upstream {url!r}: expected http://HOST:PORT")
+    return parsed
+
+
+def run_refusal_proxy(args: argparse.Namespace) -> int:
+    configure_logging(args.log_format, logging.DEBUG if args.verbose else logging.INFO)
+    if args.max_classified_bytes < 1:
+        raise SystemExit("modelgate refusal-proxy: --max-classified-bytes must be a positive number of bytes")
+    settings = ProxySettings(
+        upstream=_upstream(args.upstream),
+        patterns=_patterns(args.patterns_file),
+        models=tuple(args.model),
+        max_classified_bytes=args.max_classified_bytes,
+    )
+    asyncio.run(_serve(settings, args.host, args.port, args.metrics_port))
+    return 0
+
+
+async def _serve(settings: ProxySettings, host: str, port: int, metrics_port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    running = await start_refusal_proxy(settings, host, port, metrics_port)
+    await stop.wait()
+    await running.close()

@@ -1,0 +1,116 @@
+"""Named PromQL queries over the series of a serving stack (the metric's `source`): shares of
+requests (errorRate, abortRate, refusalRate, slowRequestRate), latency quantiles (ttftP50, ttftP99,
+tpotP99, latencyP99), tokensPerSecond and queueDepth. One module per stack names its series; the
+presets (`catalog.py`) are built the same way from each. A stack that lacks a preset's series has
+no such preset: asking for it raises UnknownPresetError, which fails the rollout.
+
+The table of presets by source, the exact queries and where each name comes from: docs/presets.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TypeVar
+
+from modelgate.metrics.base import CountQueries
+from modelgate.metrics.context import QueryContext, Side
+from modelgate.metrics.presets import istio, llmd, sglang, tgi, triton, vllm
+from modelgate.metrics.presets.catalog import PRESETS, Preset, Share, UnknownPresetError
+from modelgate.metrics.presets.common import Stack
+
+T = TypeVar("T")
+
+STACKS: Mapping[str, Stack] = MappingProxyType(
+    {
+        stack.source: stack
+        for stack in (vllm.STACK, sglang.STACK, tgi.STACK, triton.STACK, llmd.STACK, istio.STACK)
+    }
+)
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UnknownPresetError(
+            f"unknown metric preset {name!r}; known presets: {', '.join(PRESETS)}"
+        ) from None
+
+
+def get_stack(source: str) -> Stack:
+    try:
+        return STACKS[source]
+    except KeyError:
+        raise UnknownPresetError(
+            f"unknown metric source {source!r}; known sources: {', '.join(STACKS)}"
+        ) from None
+
+
+def available(source: str) -> tuple[str, ...]:
+    """The presets that exist for a source."""
+    lacks = get_stack(source).lacks
+    return tuple(name for name in PRESETS if name not in lacks)
+
+
+def preset_query(
+    name: str, source: str, ctx: QueryContext, side: Side = "candidate", *, threshold: float | None = None
+) -> str:
+    """One side's value of a preset (the candidate's, or the incumbent's for comparisons)."""
+    preset, stack = _resolve(name, source)
+    if preset.share is not None:
+        rates = _share(preset, stack, threshold).rates(stack, ctx, side, ctx.interval)
+        return f"{rates.events} / {rates.requests}"
+    assert preset.query is not None
+    query = preset.query(stack, stack.select(ctx, side), ctx.interval)
+    assert query is not None, f"{source} lacks {name} without saying why"
+    return query
+
+
+def count_queries(
+    name: str, source: str, ctx: QueryContext, side: Side, *, threshold: float | None = None
+) -> CountQueries | None:
+    """For the sequential test: one side's total requests and events, which it reads at each
+    evaluation and subtracts; None for presets that do not count requests."""
+    preset, stack = _resolve(name, source)
+    if preset.share is None:
+        return None
+    return _share(preset, stack, threshold).totals(stack, ctx, side)
+
+
+def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate") -> str:
+    """Requests one side served in the window; the engine compares it with `minRequests`."""
+    stack = get_stack(source)
+    return stack.requests.over("increase", stack.select(ctx, side), ctx.interval)
+
+
+def _resolve(name: str, source: str) -> tuple[Preset, Stack]:
+    preset, stack = get_preset(name), get_stack(source)
+    if name in stack.lacks:
+        raise UnknownPresetError(
+            f"preset {name} does not exist for source {source}: {stack.lacks[name]}; "
+            f"presets for {source}: {', '.join(available(source))}"
+        )
+    return preset, stack
+
+
+def _share(preset: Preset, stack: Stack, threshold: float | None) -> Share:
+    assert preset.share is not None
+    share = preset.share(stack, threshold)
+    assert share is not None, f"{stack.source} lacks {preset.name} without saying why"
+    return share
+
+
+__all__ = [
+    "PRESETS",
+    "STACKS",
+    "Preset",
+    "Stack",
+    "UnknownPresetError",
+    "available",
+    "count_queries",
+    "get_preset",
+    "get_stack",
+    "preset_query",
+    "request_count_query",
+]

@@ -1,0 +1,125 @@
+"""What every source's presets are made of: how a stack's series are selected, its counters,
+histograms and gauges, and the PromQL shapes built from them.
+
+A stack (`Stack`) names its series; the presets (`catalog.py`) turn them into queries. A stack that
+has no series for a preset says why in `Stack.lacks`, and the preset does not exist for it.
+
+No data stays no data: empty results and NaN (0/0 when no requests arrived) are kept, never turned
+into 0, so missing data cannot look healthy. The one exception is a numerator whose series only
+appears with the first event (`Counter.absent_means_zero`): a healthy candidate would otherwise
+never get a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from modelgate.metrics.context import QueryContext, Side
+
+# A side's label selector body, e.g. `namespace="serving",pod=~"chat-v2-[a-z0-9]+-[a-z0-9]+"`.
+Selector = Callable[[QueryContext, Side], str]
+
+
+def by_pod(ctx: QueryContext, side: Side) -> str:
+    """Series scraped from the side's own pods (the labels Kubernetes discovery sets)."""
+    return f'namespace="{ctx.namespace}",pod=~"{ctx.pod_regex(side)}"'
+
+
+def _matchers(*parts: str) -> str:
+    return ",".join(part for part in parts if part)
+
+
+@dataclass(frozen=True)
+class Counter:
+    """The sum of one or more counters, each narrowed by `matchers` (e.g. `status=~"5.."`)."""
+
+    names: tuple[str, ...]
+    matchers: str = ""
+    # The series appears with the first event (a 5xx, an abort), so its absence means none yet.
+    absent_means_zero: bool = False
+
+    def over(self, function: str, selector: str, window: str) -> str:
+        """`sum(<function>(name{selector}[window]))` for each name, added up."""
+        return self._added(lambda series: f"{function}({series}[{window}])", selector)
+
+    def total(self, selector: str) -> str:
+        """`sum(name{selector})` for each name, added up: the counters' values as last scraped, with
+        neither extrapolation nor a window whose edges could lose or repeat an increment."""
+        return self._added(lambda series: series, selector)
+
+    def _added(self, term: Callable[[str], str], selector: str) -> str:
+        terms = [f"sum({term(f'{name}{{{_matchers(selector, self.matchers)}}}')})" for name in self.names]
+        added = " + ".join(terms)
+        if self.absent_means_zero:
+            return f"({added} or vector(0))"
+        return added if len(terms) == 1 else f"({added})"
+
+
+def counter(name: str, matchers: str = "", *, absent_means_zero: bool = False) -> Counter:
+    return Counter((name,), matchers, absent_means_zero)
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A classic histogram (`<name>_bucket{le}`, `<name>_count`) of durations in `unit` seconds."""
+
+    name: str
+    unit: float = 1.0  # 0.001 for milliseconds
+
+    def quantile(self, q: float, selector: str, window: str) -> str:
+        buckets = f"rate({self.name}_bucket{{{selector}}}[{window}])"
+        quantile = f"histogram_quantile({q}, sum by (le) ({buckets}))"
+        return quantile if self.unit == 1.0 else f"{quantile} * {self.unit:g}"
+
+    def observations(self) -> Counter:
+        return counter(f"{self.name}_count")
+
+    def above(self, seconds: float) -> tuple[Counter, Counter]:
+        """(all observations, those within `seconds`): the bucket whose bound is the threshold."""
+        bound = le_matcher(Decimal(repr(seconds)) / Decimal(repr(self.unit)))
+        return self.observations(), counter(f"{self.name}_bucket", f'le=~"{bound}"')
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One serving stack's series, and what it lacks (preset -> why)."""
+
+    source: str
+    select: Selector
+    requests: Counter
+    errors: Counter | None = None
+    aborts: Counter | None = None
+    ttft: Histogram | None = None
+    tpot: Histogram | None = None
+    latency: Histogram | None = None
+    generated_tokens: Counter | None = None
+    queue: str | None = None  # a gauge
+    lacks: Mapping[str, str] = field(default_factory=dict)
+
+
+def le_matcher(bound: Decimal) -> str:
+    """A regex matching the `le` label of the bucket with upper bound `bound`, as clients spell it:
+    Python's client writes `1.0` and `0.5`, Go's `1` and `1e+06`. Dots and pluses are escaped."""
+    spellings = dict.fromkeys((_python_float(bound), _go_float(bound)))
+    return "|".join(s.replace(".", "\\\\.").replace("+", "\\\\+") for s in spellings)
+
+
+def _python_float(value: Decimal) -> str:
+    return repr(float(value))
+
+
+def _go_float(value: Decimal) -> str:
+    """strconv.FormatFloat(value, 'g', -1, 64), as Go's client writes bounds: the shortest digits,
+    with an exponent below 1e-4 and from 1e+06."""
+    text = repr(float(value))
+    sign, digits, exponent = Decimal(text).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    mantissa = "".join(map(str, digits))
+    decimal_exponent = len(digits) + exponent - 1
+    if decimal_exponent < -4 or decimal_exponent >= 6:
+        head, tail = mantissa[0], mantissa[1:]
+        number = f"{head}.{tail}" if tail else head
+        return f"{'-' if sign else ''}{number}e{decimal_exponent:+03d}"
+    return format(Decimal(text).normalize(), "f")

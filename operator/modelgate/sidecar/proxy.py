@@ -1,0 +1,295 @@
+"""The refusal proxy's I/O: every request goes to the upstream server and every response comes back
+byte for byte, as it arrives; the answers of the completion endpoints are read on the way (see
+`answers`) and counted in `llm_requests_total` and `llm_refusals_total`, served on a port of their
+own so that the server's own /metrics stays reachable through the proxy."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass
+from http import HTTPStatus
+
+import aiohttp
+import structlog
+from aiohttp import web
+from multidict import CIMultiDict, CIMultiDictProxy
+from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from yarl import URL
+
+from modelgate.sidecar.answers import AnswerReader, RefusalPatterns, RefusalReason, classify
+
+log = structlog.get_logger(__name__)
+
+COMPLETION_ENDPOINTS = ("/v1/chat/completions", "/v1/completions")
+EVENT_STREAM = "text/event-stream"
+# nginx's code for "the client closed the connection before the answer was complete".
+CLIENT_CLOSED = "499"
+UNKNOWN_MODEL = "unknown"
+# Connection-level headers (RFC 9110, section 7.6.1) belong to one hop; `host` is the upstream's.
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "expect",
+        "host",
+    }
+)
+# A server that takes longer than this to accept a connection is down; an answer may take minutes.
+_CONNECT_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=10)
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    upstream: URL
+    patterns: RefusalPatterns
+    # Model names whose series exist (at 0) from the start; answers may name others.
+    models: tuple[str, ...] = ()
+    # JSON answers larger than this are passed on but not classified (streams keep only their text).
+    max_classified_bytes: int = 4 * 1024 * 1024
+
+
+class RefusalMetrics:
+    """The proxy's counters, in a registry of their own."""
+
+    def __init__(self, models: Iterable[str]) -> None:
+        self.registry = CollectorRegistry()
+        # prometheus_client adds `_total` on exposition.
+        self._requests = Counter(
+            "llm_requests",
+            "Requests to the completion endpoints, by the model that answered and the HTTP code sent "
+            "(499: the client left before the answer was complete)",
+            ["model", "endpoint", "code"],
+            registry=self.registry,
+        )
+        self._refusals = Counter(
+            "llm_refusals",
+            "Answers classified as refusals: content_filter (finish_reason) or pattern (the text)",
+            ["model", "reason"],
+            registry=self.registry,
+        )
+        self._known: set[str] = set()
+        for model in models:
+            self._know(model)
+
+    def count(self, model: str, endpoint: str, code: str, refusal: RefusalReason | None) -> None:
+        self._know(model)
+        self._requests.labels(model, endpoint, code).inc()
+        if refusal is not None:
+            self._refusals.labels(model, refusal.value).inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def _know(self, model: str) -> None:
+        """Series at 0 before the first refusal: otherwise a refusal rate has no data until then."""
+        if model in self._known:
+            return
+        self._known.add(model)
+        for reason in RefusalReason:
+            self._refusals.labels(model, reason.value)
+        for endpoint in COMPLETION_ENDPOINTS:
+            self._requests.labels(model, endpoint, str(HTTPStatus.OK.value))
+
+
+class RefusalProxy:
+    def __init__(self, settings: ProxySettings, metrics: RefusalMetrics) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self._session: aiohttp.ClientSession | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/{path:.*}", self.forward)
+        app.on_startup.append(self._open)
+        app.on_cleanup.append(self._close)
+        return app
+
+    def metrics_app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._healthz)
+        return app
+
+    async def forward(self, request: web.Request) -> web.StreamResponse:
+        assert self._session is not None, "the application has not started"
+        endpoint = request.path if request.method == "POST" and request.path in COMPLETION_ENDPOINTS else None
+        url = URL(str(self.settings.upstream).rstrip("/") + request.rel_url.raw_path_qs, encoded=True)
+        try:
+            upstream = await self._session.request(
+                request.method,
+                url,
+                headers=_end_to_end(request.headers),
+                data=request.content if request.body_exists else None,
+                allow_redirects=False,
+            )
+        except (aiohttp.ClientError, TimeoutError) as error:
+            log.warning("upstream unreachable", url=str(url), error=_describe(error))
+            if endpoint is not None:
+                self._count(endpoint, str(HTTPStatus.BAD_GATEWAY.value), None)
+            return web.json_response(_bad_gateway(error), status=HTTPStatus.BAD_GATEWAY)
+        except asyncio.CancelledError:  # the client left before the server began to answer
+            if endpoint is not None:
+                self._count(endpoint, CLIENT_CLOSED, None)
+            raise
+        async with upstream:
+            return await self._relay(request, upstream, endpoint)
+
+    async def _relay(
+        self, request: web.Request, upstream: aiohttp.ClientResponse, endpoint: str | None
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+        response.headers.extend(_end_to_end(upstream.headers))
+        reader = self._reader(upstream) if endpoint is not None else None
+        code = str(upstream.status)
+        try:
+            await response.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                if reader is not None:
+                    reader.feed(chunk)
+                await response.write(chunk)
+            await response.write_eof()
+        except ConnectionResetError:  # a write to the client failed
+            code = _client_left(request, upstream)
+        except asyncio.CancelledError:  # aiohttp cancels the handler of a client that left
+            code = _client_left(request, upstream)
+            raise
+        except aiohttp.ClientError as error:  # the server broke off mid-answer
+            code = str(HTTPStatus.BAD_GATEWAY.value)
+            log.warning("upstream broke off", path=request.path, error=_describe(error))
+            # Close rather than end the body: the client must not take a partial answer for a whole one.
+            if request.transport is not None:
+                request.transport.close()
+        finally:
+            if endpoint is not None:
+                self._count(endpoint, code, reader)
+        return response
+
+    def _reader(self, upstream: aiohttp.ClientResponse) -> AnswerReader | None:
+        if upstream.status != HTTPStatus.OK:
+            return None
+        if upstream.headers.get("Content-Encoding", "identity") != "identity":
+            log.warning(
+                "compressed answer passed on unclassified", encoding=upstream.headers["Content-Encoding"]
+            )
+            return None
+        return AnswerReader(upstream.content_type == EVENT_STREAM, self.settings.max_classified_bytes)
+
+    def _count(self, endpoint: str, code: str, reader: AnswerReader | None) -> None:
+        answer = reader.answer() if reader is not None else None
+        if reader is not None and reader.over_limit:
+            log.warning("answer too large to classify", limit=self.settings.max_classified_bytes)
+        refusal = classify(answer, self.settings.patterns) if answer is not None else None
+        model = self._model(answer.model if answer is not None else None)
+        self.metrics.count(model, endpoint, code, refusal)
+        log.debug("answer counted", model=model, endpoint=endpoint, code=code, refusal=refusal)
+
+    def _model(self, answered: str | None) -> str:
+        return answered or next(iter(self.settings.models), UNKNOWN_MODEL)
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        return web.Response(
+            body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4}
+        )
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _open(self, _: web.Application) -> None:
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),  # as many concurrent answers as clients ask for
+            timeout=_CONNECT_TIMEOUT,
+            auto_decompress=False,  # bytes pass through as the server sent them
+            cookie_jar=aiohttp.DummyCookieJar(),  # one client's cookies are never sent for another
+            skip_auto_headers=("Accept-Encoding", "User-Agent", "Content-Type"),
+        )
+
+    async def _close(self, _: web.Application) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+def _end_to_end(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
+    """The headers without the hop-by-hop ones, including those the Connection header names."""
+    connection = {
+        name.strip().lower() for value in headers.getall("Connection", []) for name in value.split(",")
+    }
+    dropped = _HOP_BY_HOP | connection
+    return CIMultiDict((name, value) for name, value in headers.items() if name.lower() not in dropped)
+
+
+def _client_left(request: web.Request, upstream: aiohttp.ClientResponse) -> str:
+    # Closing the server's connection lets it stop generating, as it would for the client itself.
+    upstream.close()
+    log.info("client disconnected", path=request.path)
+    return CLIENT_CLOSED
+
+
+def _describe(error: BaseException) -> str:
+    return str(error) or type(error).__name__  # a timeout's message is empty
+
+
+def _bad_gateway(error: BaseException) -> dict[str, object]:
+    # The error shape of OpenAI-compatible servers, so clients parse it like the server's own.
+    message = f"refusal proxy: the model server is unreachable: {_describe(error)}"
+    return {"object": "error", "message": message, "type": "BadGateway", "param": None, "code": 502}
+
+
+@dataclass
+class RunningProxy:
+    proxy: RefusalProxy
+    runners: tuple[web.AppRunner, web.AppRunner]
+    host: str
+    port: int
+    metrics_port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.host}:{self.metrics_port}/metrics"
+
+    async def close(self) -> None:
+        for runner in self.runners:
+            await runner.cleanup()
+
+
+async def start_refusal_proxy(
+    settings: ProxySettings, host: str, port: int, metrics_port: int
+) -> RunningProxy:
+    """Serves the proxy and its metrics; port 0 picks a free port (see the result)."""
+    proxy = RefusalProxy(settings, RefusalMetrics(settings.models))
+    runners = (
+        # Cancelled handlers: a client that leaves while the server is still answering is noticed at
+        # once, not at the next write, and the server's connection is closed with it.
+        web.AppRunner(proxy.app(), access_log=None, handler_cancellation=True),
+        web.AppRunner(proxy.metrics_app(), access_log=None),
+    )
+    bound = []
+    try:
+        for runner, wanted in zip(runners, (port, metrics_port), strict=True):
+            await runner.setup()
+            await web.TCPSite(runner, host, wanted).start()
+            bound.append(runner.addresses[0][1])
+    except OSError:
+        for runner in runners:
+            await runner.cleanup()
+        raise
+    log.info(
+        "refusal proxy listening",
+        host=host,
+        port=bound[0],
+        metrics_port=bound[1],
+        upstream=str(settings.upstream),
+    )
+    return RunningProxy(proxy, runners, host, bound[0], bound[1])

@@ -1,0 +1,65 @@
+"""A model pod with the refusal-proxy sidecar, on this machine: the model-server double and
+`modelgate refusal-proxy` in front of it, both as processes recorded in a `ProcessRegistry` (so the
+bed's `down` stops them too)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import urllib.request
+from dataclasses import dataclass
+
+from testbed.localcluster import free_port
+from testbed.processes import ProcessRegistry, StartedProcess, python_module_env
+from testbed.waiting import wait_for
+
+
+@dataclass(frozen=True)
+class ProxiedDouble:
+    server_url: str  # the double, directly
+    proxy_url: str  # the same double through the proxy
+    metrics_address: str  # HOST:PORT of the proxy's /metrics
+    processes: tuple[StartedProcess, ...]
+
+    def stop(self, registry: ProcessRegistry) -> None:
+        for process in reversed(self.processes):
+            registry.stop(process)
+
+
+def start_proxied_double(registry: ProcessRegistry, model_name: str, name: str = "refusal") -> ProxiedDouble:
+    """Starts both processes and waits until both answer /healthz."""
+    server_port, proxy_port, metrics_port = free_port(), free_port(), free_port()
+    server = [sys.executable, "-m", "testbed.model_server_double", "--port", str(server_port)]
+    server += ["--model-name", model_name]
+    proxy = [
+        sys.executable,
+        "-m",
+        "modelgate",
+        "refusal-proxy",
+        "--upstream",
+        f"http://127.0.0.1:{server_port}",
+    ]
+    proxy += ["--port", str(proxy_port), "--metrics-port", str(metrics_port), "--model", model_name]
+    started: list[StartedProcess] = []
+    try:
+        for role, argv in (("double", server), ("proxy", proxy)):
+            started.append(registry.start(f"{name}-{role}", argv, env=python_module_env()))
+        for port in (server_port, metrics_port):
+            wait_for(
+                functools.partial(_healthy, port), timeout=60, what=f"127.0.0.1:{port}/healthz to answer"
+            )
+    except BaseException:
+        for process in reversed(started):
+            registry.stop(process)
+        raise
+    return ProxiedDouble(
+        f"http://127.0.0.1:{server_port}",
+        f"http://127.0.0.1:{proxy_port}",
+        f"127.0.0.1:{metrics_port}",
+        tuple(started),
+    )
+
+
+def _healthy(port: int) -> bool:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+        return bool(response.status == 200)

@@ -1,0 +1,272 @@
+"""Malformed ModelRollouts, one row each: an edit of a valid manifest and the field the refusal must
+name. Rows the API server refuses (schema and CEL) are checked against a real one by
+tests/cluster/test_bad_manifests.py and against the models by tests/unit/test_bad_manifests_models.py;
+rows only the operator can see (what the spec names does not exist, or a query it cannot build) end
+Failed with the field in the message and no traffic moved."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from testbed.manifests import SEED_METRICS, Manifest, model_rollout
+
+Edit = Callable[[Manifest], None]
+
+
+def valid_rollout(namespace: str, name: str = "bad") -> Manifest:
+    """A rollout the API server takes and the operator can run, with every part the rows edit."""
+    manifest = model_rollout(
+        name,
+        namespace,
+        steps=[{"setWeight": 10}, {"pause": {"duration": "1m"}}, {"setWeight": 50}],
+        prometheus="http://127.0.0.1:9090",
+        metrics=copy.deepcopy(SEED_METRICS),
+        rollback={"onPrometheusError": "pause", "maxConsecutiveErrors": 3},
+    )
+    spec = manifest["spec"]
+    spec["analysis"]["prometheus"]["bearerTokenSecretRef"] = {"name": "prom-token", "key": "token"}
+    spec["progressDeadlines"] = {"pending": {"after": "10m", "action": "rollback"}}
+    return manifest
+
+
+def _parent(manifest: Manifest, path: str) -> tuple[Any, str | int]:
+    """The container holding the last key of a dotted path ("spec.steps.0.setWeight"), and that key."""
+    *parents, last = path.split(".")
+    node: Any = manifest
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    return node, int(last) if isinstance(node, list) else last
+
+
+def put(path: str, value: Any) -> Edit:
+    def edit(manifest: Manifest) -> None:
+        node, key = _parent(manifest, path)
+        node[key] = copy.deepcopy(value)
+
+    return edit
+
+
+def drop(path: str) -> Edit:
+    def edit(manifest: Manifest) -> None:
+        node, key = _parent(manifest, path)
+        del node[key]
+
+    return edit
+
+
+@dataclass(frozen=True)
+class BadRollout:
+    edit: Edit
+    field: str  # as the API server's 422 names it (causes[].field), or as the operator's message does
+    by_operator: bool = False  # only the operator can see it: Failed, naming the field
+
+
+def _operator(edit: Edit, field: str) -> BadRollout:
+    return BadRollout(edit, field, by_operator=True)
+
+
+STEP0 = "spec.steps.0"
+METRIC0 = "spec.analysis.metrics.0"
+PROMETHEUS = "spec.analysis.prometheus"
+ROUTE = "spec.trafficRouting.gatewayAPI"
+
+BAD_ROLLOUTS: dict[str, BadRollout] = {
+    # Wrong types.
+    "weight as a string": BadRollout(put(f"{STEP0}.setWeight", "10"), "spec.steps[0].setWeight"),
+    "steps as an object": BadRollout(put("spec.steps", {"setWeight": 10}), "spec.steps"),
+    "minRequests as a word": BadRollout(
+        put("spec.analysis.minRequests", "many"), "spec.analysis.minRequests"
+    ),
+    "max as a string": BadRollout(put(f"{METRIC0}.max", "0.01"), "spec.analysis.metrics[0].max"),
+    "dryRun as a string": BadRollout(put(f"{METRIC0}.dryRun", "yes"), "spec.analysis.metrics[0].dryRun"),
+    "fractional rule index": BadRollout(put(f"{ROUTE}.ruleIndex", 1.5), f"{ROUTE}.ruleIndex"),
+    "incumbent as a string": BadRollout(put("spec.incumbent", "chat-v1"), "spec.incumbent"),
+    # Weights.
+    "negative weight": BadRollout(put(f"{STEP0}.setWeight", -1), "spec.steps[0].setWeight"),
+    "weight 101": BadRollout(put(f"{STEP0}.setWeight", 101), "spec.steps[0].setWeight"),
+    "weight 150": BadRollout(put("spec.steps.2.setWeight", 150), "spec.steps[2].setWeight"),
+    # Steps.
+    "no steps": BadRollout(put("spec.steps", []), "spec.steps"),
+    "steps missing": BadRollout(drop("spec.steps"), "spec.steps"),
+    "51 steps": BadRollout(put("spec.steps", [{"setWeight": 1}] * 51), "spec.steps"),
+    "a step of neither kind": BadRollout(put(STEP0, {}), "spec.steps[0]"),
+    "a step of both kinds": BadRollout(put(STEP0, {"setWeight": 10, "pause": {}}), "spec.steps[0]"),
+    # Pruned by the API server, which leaves a step of neither kind.
+    "an unknown step kind": BadRollout(put(STEP0, {"analysis": {"templates": []}}), "spec.steps[0]"),
+    # Durations.
+    "pause in words": BadRollout(
+        put("spec.steps.1.pause.duration", "5 minutes"), "spec.steps[1].pause.duration"
+    ),
+    "negative pause": BadRollout(put("spec.steps.1.pause.duration", "-5s"), "spec.steps[1].pause.duration"),
+    "pause in days": BadRollout(put("spec.steps.1.pause.duration", "1d"), "spec.steps[1].pause.duration"),
+    "pause of 114,000 years": BadRollout(
+        put("spec.steps.1.pause.duration", "1000000000h"), "spec.steps[1].pause.duration"
+    ),
+    "pause just over 100 years": BadRollout(
+        put("spec.steps.1.pause.duration", "876000h1s"), "spec.steps[1].pause.duration"
+    ),
+    "pause too long to parse": BadRollout(
+        put("spec.steps.1.pause.duration", "99999999999999999999h"), "spec.steps[1].pause.duration"
+    ),
+    "zero interval": BadRollout(put("spec.analysis.interval", "0s"), "spec.analysis.interval"),
+    "interval without a unit": BadRollout(put("spec.analysis.interval", "30"), "spec.analysis.interval"),
+    "zero timeout": BadRollout(put(f"{PROMETHEUS}.timeout", "0ms"), f"{PROMETHEUS}.timeout"),
+    "zero deadline": BadRollout(
+        put("spec.progressDeadlines.pending.after", "0s"), "spec.progressDeadlines.pending.after"
+    ),
+    "deadline of 228 years": BadRollout(
+        put("spec.progressDeadlines.pending.after", "2000000h"), "spec.progressDeadlines.pending.after"
+    ),
+    # Bounds of the presets.
+    "errorRate max -1": BadRollout(put(f"{METRIC0}.max", -1), "spec.analysis.metrics[0].max"),
+    "errorRate max 1.5": BadRollout(put(f"{METRIC0}.max", 1.5), "spec.analysis.metrics[0].max"),
+    "refusalRate min 2": BadRollout(put("spec.analysis.metrics.2.min", 2), "spec.analysis.metrics[2].min"),
+    "latencyP99 max 0": BadRollout(put("spec.analysis.metrics.1.max", 0), "spec.analysis.metrics[1].max"),
+    "latencyP99 max -2.5": BadRollout(
+        put("spec.analysis.metrics.1.max", -2.5), "spec.analysis.metrics[1].max"
+    ),
+    "min above max": BadRollout(put(f"{METRIC0}.min", 0.5), "spec.analysis.metrics[0].min"),
+    # Comparisons and sequential tests.
+    "maxRatio 0": BadRollout(
+        put(f"{METRIC0}.compare", {"maxRatio": 0}), "spec.analysis.metrics[0].compare.maxRatio"
+    ),
+    "negative maxRatio": BadRollout(
+        put(f"{METRIC0}.compare", {"maxRatio": -1.2}), "spec.analysis.metrics[0].compare.maxRatio"
+    ),
+    "compare with neither bound": BadRollout(
+        put(f"{METRIC0}.compare", {}), "spec.analysis.metrics[0].compare"
+    ),
+    "negative maxIncrease": BadRollout(
+        put(f"{METRIC0}.compare", {"maxIncrease": -0.1}), "spec.analysis.metrics[0].compare.maxIncrease"
+    ),
+    "alpha 0": BadRollout(
+        put(f"{METRIC0}.sequential", {"alpha": 0}), "spec.analysis.metrics[0].sequential.alpha"
+    ),
+    "alpha 0.6": BadRollout(
+        put(f"{METRIC0}.sequential", {"alpha": 0.6}), "spec.analysis.metrics[0].sequential.alpha"
+    ),
+    "sequential on a latency": BadRollout(
+        put("spec.analysis.metrics.1.sequential", {}), "spec.analysis.metrics[1].sequential"
+    ),
+    # Metrics: one of preset or query, and what each allows.
+    "preset and query": BadRollout(put(f"{METRIC0}.query", "up"), "spec.analysis.metrics[0]"),
+    "neither preset nor query": BadRollout(drop(f"{METRIC0}.preset"), "spec.analysis.metrics[0]"),
+    "no bound": BadRollout(drop(f"{METRIC0}.max"), "spec.analysis.metrics[0]"),
+    "unknown preset": BadRollout(put(f"{METRIC0}.preset", "accuracy"), "spec.analysis.metrics[0].preset"),
+    "source on a query": BadRollout(
+        put(METRIC0, {"name": "q", "query": "up", "max": 1, "source": "vllm"}),
+        "spec.analysis.metrics[0].source",
+    ),
+    "slowRequestRate without threshold": BadRollout(
+        put(METRIC0, {"name": "slow", "preset": "slowRequestRate", "max": 0.1}),
+        "spec.analysis.metrics[0].threshold",
+    ),
+    "threshold on errorRate": BadRollout(
+        put(f"{METRIC0}.threshold", 1), "spec.analysis.metrics[0].threshold"
+    ),
+    "unknown source": BadRollout(put("spec.analysis.source", "vllm2"), "spec.analysis.source"),
+    "negative failureLimit": BadRollout(
+        put(f"{METRIC0}.failureLimit", -1), "spec.analysis.metrics[0].failureLimit"
+    ),
+    "unknown failureLimitScope": BadRollout(
+        put(f"{METRIC0}.failureLimitScope", "forever"), "spec.analysis.metrics[0].failureLimitScope"
+    ),
+    "no metrics": BadRollout(put("spec.analysis.metrics", []), "spec.analysis.metrics"),
+    "duplicate metric names": BadRollout(
+        put("spec.analysis.metrics.1.name", "error-rate"), "spec.analysis.metrics[1]"
+    ),
+    "empty query": BadRollout(
+        put(METRIC0, {"name": "q", "query": "", "max": 1}), "spec.analysis.metrics[0].query"
+    ),
+    # Names (DNS-1123).
+    "metric name not a label": BadRollout(
+        put(f"{METRIC0}.name", "Error_Rate"), "spec.analysis.metrics[0].name"
+    ),
+    "metric name of 64 characters": BadRollout(
+        put(f"{METRIC0}.name", "e" * 64), "spec.analysis.metrics[0].name"
+    ),
+    "deployment with capitals": BadRollout(
+        put("spec.candidate.deployment", "Chat_V2"), "spec.candidate.deployment"
+    ),
+    "deployment starting with a dash": BadRollout(
+        put("spec.incumbent.deployment", "-chat"), "spec.incumbent.deployment"
+    ),
+    "candidate equal to incumbent": BadRollout(
+        put("spec.candidate.deployment", "chat-v1"), "spec.candidate.deployment"
+    ),
+    "empty route name": BadRollout(put(f"{ROUTE}.httpRoute", ""), f"{ROUTE}.httpRoute"),
+    "same backends": BadRollout(put(f"{ROUTE}.candidateBackend", "chat-v1"), f"{ROUTE}.candidateBackend"),
+    "no router": BadRollout(put("spec.trafficRouting", {}), "spec.trafficRouting"),
+    "Secret name with a space": BadRollout(
+        put(f"{PROMETHEUS}.bearerTokenSecretRef.name", "prom token"),
+        f"{PROMETHEUS}.bearerTokenSecretRef.name",
+    ),
+    "Secret key with a slash": BadRollout(
+        put(f"{PROMETHEUS}.bearerTokenSecretRef.key", "a/b"), f"{PROMETHEUS}.bearerTokenSecretRef.key"
+    ),
+    "rollout name with capitals": BadRollout(put("metadata.name", "Bad_Name"), "metadata.name"),
+    # URLs.
+    "address without a scheme": BadRollout(
+        put(f"{PROMETHEUS}.address", "prometheus:9090"), f"{PROMETHEUS}.address"
+    ),
+    "ftp address": BadRollout(put(f"{PROMETHEUS}.address", "ftp://prometheus"), f"{PROMETHEUS}.address"),
+    "address without a host": BadRollout(put(f"{PROMETHEUS}.address", "http://"), f"{PROMETHEUS}.address"),
+    "address with a space": BadRollout(
+        put(f"{PROMETHEUS}.address", "http://prom etheus"), f"{PROMETHEUS}.address"
+    ),
+    # Pod regular expressions.
+    "pod regex with a quote": BadRollout(
+        put("spec.candidate.podRegex", 'chat-v2-.*"} or up{'), "spec.candidate.podRegex"
+    ),
+    "pod regex that does not compile": BadRollout(
+        put("spec.incumbent.podRegex", "chat-v1-(.*"), "spec.incumbent.podRegex"
+    ),
+    "model name with a quote": BadRollout(
+        put("spec.candidate.model", 'llama"} or up{'), "spec.candidate.model"
+    ),
+    # Policies.
+    "unknown Prometheus error policy": BadRollout(
+        put("spec.rollback.onPrometheusError", "ignore"), "spec.rollback.onPrometheusError"
+    ),
+    "zero consecutive errors": BadRollout(
+        put("spec.rollback.maxConsecutiveErrors", 0), "spec.rollback.maxConsecutiveErrors"
+    ),
+    "unknown deadline action": BadRollout(
+        put("spec.progressDeadlines.pending.action", "explode"), "spec.progressDeadlines.pending.action"
+    ),
+    # Required fields.
+    "candidate missing": BadRollout(drop("spec.candidate"), "spec.candidate"),
+    "Prometheus missing": BadRollout(drop(PROMETHEUS), PROMETHEUS),
+    # Only the operator can see these: what the spec names does not exist, or no query can be built.
+    "route that does not exist": _operator(put(f"{ROUTE}.httpRoute", "no-such-route"), f"{ROUTE}.httpRoute"),
+    "rule index past the route's rules": _operator(put(f"{ROUTE}.ruleIndex", 3), f"{ROUTE}.ruleIndex"),
+    "backend not in the route": _operator(
+        put(f"{ROUTE}.candidateBackend", "chat-v3"), f"{ROUTE}.candidateBackend"
+    ),
+    "query with an unknown variable": _operator(
+        put(METRIC0, {"name": "q", "query": "up{pod=~'{{ model }}'}", "max": 1}),
+        "spec.analysis.metrics[0].query",
+    ),
+    "query with a broken placeholder": _operator(
+        put(METRIC0, {"name": "q", "query": "up{pod=~'{{ candidate.podRegex }'}", "max": 1}),
+        "spec.analysis.metrics[0].query",
+    ),
+    "preset the source does not export": _operator(
+        put(METRIC0, {"name": "queue", "preset": "queueDepth", "source": "istio", "max": 10}),
+        "spec.analysis.metrics[0].source",
+    ),
+}
+
+# Fields no schema declares (the CRD keeps no unknown fields): refused under strict field validation
+# (kubectl's default), pruned otherwise; the models refuse them either way.
+UNKNOWN_FIELDS: dict[str, BadRollout] = {
+    "misspelt field": BadRollout(
+        put("spec.rollback.maxConsecutiveError", 2), "spec.rollback.maxConsecutiveError"
+    ),
+    "unknown router": BadRollout(put("spec.trafficRouting.istio", {}), "spec.trafficRouting.istio"),
+    "unknown step field": BadRollout(put(f"{STEP0}.analysis", {}), "spec.steps[0].analysis"),
+    "unknown metric field": BadRollout(put(f"{METRIC0}.maximum", 1), "spec.analysis.metrics[0].maximum"),
+}

@@ -1,0 +1,78 @@
+"""The chart's refusal-proxy values: the sidecar container it renders for model Deployments runs the
+proxy with arguments `modelgate refusal-proxy` accepts, listens where its ports say, and reads the
+patterns rendered beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from modelgate.cli.main import build_parser
+from modelgate.sidecar.answers import Answer, Choice, RefusalReason, classify, parse_patterns
+from tests.unit.test_chart import COMBINATIONS, Object, of_kind, render, render_error
+
+
+def sidecar_config(objects: list[Object]) -> Object | None:
+    found = [
+        o for o in of_kind(objects, "ConfigMap") if o["metadata"]["name"] == "mg-modelgate-refusal-proxy"
+    ]
+    return found[0] if found else None
+
+
+def rendered_container(values: Object) -> tuple[Object, dict[str, Any]]:
+    config = sidecar_config(render(values))
+    assert config is not None
+    return yaml.safe_load(config["data"]["container.yaml"]), config["data"]
+
+
+def test_nothing_is_rendered_unless_enabled() -> None:
+    assert sidecar_config(render()) is None
+
+
+def test_the_container_runs_the_proxy_on_every_interface_in_front_of_the_server() -> None:
+    container, data = rendered_container(COMBINATIONS["refusalProxy"])
+    assert set(data) == {"container.yaml"}
+    assert container["image"] == "ghcr.io/modelgate/modelgate:0.1.0"
+    args = build_parser().parse_args([*container["command"][1:], *container["args"]])
+    assert args.command == "refusal-proxy"
+    assert (args.upstream, args.host, args.model, args.patterns_file) == (
+        "http://127.0.0.1:8000",
+        "0.0.0.0",
+        ["llama-3.1-8b"],
+        None,
+    )
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"proxy": args.port, "refusal-metrics": args.metrics_port}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "refusal-metrics"}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["runAsNonRoot"] is True
+    assert container["resources"]["requests"] and container["resources"]["limits"]
+
+
+def test_patterns_are_rendered_for_the_file_the_container_reads() -> None:
+    values = COMBINATIONS["everything"]
+    container, data = rendered_container(values)
+    args = build_parser().parse_args([*container["command"][1:], *container["args"]])
+    (mount,) = container["volumeMounts"]
+    assert args.patterns_file.parent.as_posix() == mount["mountPath"] and mount["name"] == "refusal-patterns"
+    assert args.model == ["chat: v2"] and args.port == 8081
+    assert container["image"] == "ghcr.io/modelgate/modelgate:0.1.1"
+    patterns = parse_patterns(data[args.patterns_file.name], "patterns.txt")
+    assert classify(Answer("m", (Choice("nope.", "stop"),)), patterns) is RefusalReason.PATTERN
+    assert len(patterns.compiled) == len(values["refusalProxy"]["patterns"])
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"patterns": ["# a comment"]}, "at '/refusalProxy/patterns/0'"),
+        ({"patterns": ["two\nlines"]}, "at '/refusalProxy/patterns/0'"),
+        ({"metricsPort": 70000}, "at '/refusalProxy/metricsPort': maximum"),
+        ({"model": "x"}, "additional properties 'model' not allowed"),
+    ],
+)
+def test_schema_rejects_wrong_refusal_proxy_values_naming_the_field(values: Object, message: str) -> None:
+    assert message in render_error({"refusalProxy": {"enabled": True, **values}})

@@ -1,0 +1,54 @@
+"""The generated blocks of docs/presets.md: which preset exists for which source, and every query,
+rendered by the code the operator runs (`modelgate.metrics.presets`) for the example rollout of
+docs/metric-presets.md."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+
+from modelgate.metrics.context import QueryContext
+from modelgate.metrics.presets import PRESETS, STACKS, available, preset_query, request_count_query
+
+# slowRequestRate's threshold in the examples: a bound of vLLM's end-to-end latency buckets.
+EXAMPLE_THRESHOLD = 2.5
+
+
+def _table() -> list[str]:
+    sources = list(STACKS)
+    lines = [
+        "| preset | unit | " + " | ".join(f"`{source}`" for source in sources) + " |",
+        "| --- | --- |" + " --- |" * len(sources),
+    ]
+    for name, preset in PRESETS.items():
+        cells = ["yes" if name in available(source) else "no" for source in sources]
+        lines.append(f"| [`{name}`](#{name.lower()}) | {preset.unit} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _source(source: str, ctx: QueryContext) -> list[str]:
+    lines = ["Requests (against `minRequests`, and the requests of every share):", ""]
+    lines += _promql(request_count_query(source, ctx))
+    for name in available(source):
+        lines += [
+            "",
+            f"`{name}`:",
+            "",
+            *_promql(preset_query(name, source, ctx, threshold=EXAMPLE_THRESHOLD)),
+        ]
+    lacks = STACKS[source].lacks
+    if lacks:
+        lines += ["", "No such preset:", ""]
+        lines += [f"- `{name}`: {why}." for name, why in lacks.items()]
+    return lines
+
+
+def _promql(query: str) -> list[str]:
+    return ["```promql", query, "```"]
+
+
+def preset_doc_blocks(ctx: QueryContext) -> Mapping[str, Callable[[], list[str]]]:
+    return {
+        "presets-by-source": _table,
+        **{f"source:{source}": functools.partial(_source, source, ctx) for source in STACKS},
+    }
