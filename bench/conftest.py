@@ -1,3 +1,10 @@
 """Benchmarks share the suite's fixtures (the local bed, the operator process)."""
 
-from tests.conftest import api_client, cluster, local_bed, namespace, operator  # noqa: F401
+from tests.conftest import (  # noqa: F401
+    api_client,
+    cluster,
+    local_bed,
+    namespace,
+    operator,
+    prometheus_restarted,
+)

@@ -149,9 +149,7 @@ class LocalCluster:
         with _timed("etcd"):
             self._start("etcd", "etcd", components.etcd_argv)
             self._await_http(f"http://{LOOPBACK}:{self._ports.etcd_client}/health", "etcd")
-        with _timed("kube-apiserver"):
-            self._start("kube-apiserver", "kube-apiserver", components.apiserver_argv)
-            self._await_http(f"{self.api_server_url}/readyz", "kube-apiserver", client="admin")
+        self._start_api_server()
         with _timed("controller-manager, scheduler, kwok"):
             self._start(
                 "kube-controller-manager", "kube-controller-manager", components.controller_manager_argv
@@ -164,6 +162,22 @@ class LocalCluster:
             )
             self._await_http(f"https://{LOOPBACK}:{self._ports.scheduler}/healthz", "kube-scheduler")
             self._await_http(f"http://{LOOPBACK}:{self._ports.kwok}/healthz", "kwok")
+
+    def _start_api_server(self) -> None:
+        with _timed("kube-apiserver"):
+            self._start("kube-apiserver", "kube-apiserver", components.apiserver_argv)
+            self._await_http(f"{self.api_server_url}/readyz", "kube-apiserver", client="admin")
+
+    def kill_component(self, name: str) -> None:
+        """SIGKILLs a component (no graceful shutdown, as when its machine dies)."""
+        for process in self.processes.load():
+            if process.name == name:
+                self.processes.kill(process)
+
+    def start_api_server(self) -> None:
+        """Starts kube-apiserver again on its port, after a test stopped or killed it; etcd kept the
+        state. Returns once it is ready."""
+        self._start_api_server()
 
     def start_prometheus(self) -> None:
         """Also used by tests that stop Prometheus mid-rollout and bring it back."""

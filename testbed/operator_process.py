@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 import urllib.request
 from collections.abc import Sequence
@@ -67,8 +65,7 @@ class OperatorProcess:
     def kill(self) -> None:
         """SIGKILL: no cleanup, no goodbye, as when a node dies."""
         assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.registry.stop(self.process)  # reaps it and forgets the record
+        self.registry.kill(self.process)
         self.process = None
 
     def logs(self) -> str:

@@ -84,6 +84,14 @@ class ProcessRegistry:
             self.stop(process, timeout)
         self._file.unlink(missing_ok=True)
 
+    def kill(self, process: StartedProcess, timeout: float = 15.0) -> None:
+        """SIGKILLs one recorded process (no cleanup, as when its node dies) and forgets it."""
+        if self.is_running(process):
+            os.kill(process.pid, signal.SIGKILL)
+            _wait_gone(process.pid, timeout)
+            log.info("process killed", component=process.name, pid=process.pid)
+        self._save([p for p in self.load() if p != process])
+
     def stop(self, process: StartedProcess, timeout: float = 15.0) -> None:
         """Stops one recorded process and forgets it."""
         if self.is_running(process):

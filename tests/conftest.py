@@ -72,6 +72,14 @@ def operator(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     process.stop()
 
 
+@pytest.fixture
+def prometheus_restarted(local_bed: LocalCluster) -> Iterator[None]:
+    """Whatever a test does to the bed's Prometheus, the next test finds it running."""
+    yield
+    if not any(p.name == "prometheus" for p in local_bed.processes.load()):
+        local_bed.start_prometheus()
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """What tests measured (`record_property(name, value)`), shown in every run's log, `make test`
     included, not only with -s."""

@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from modelgate import API_GROUP, API_VERSION, PLURAL, observability
-from modelgate.api import InvalidSpecError, ModelRolloutStatus, parse_spec, parse_status
+from modelgate.api import InvalidSpecError, ModelRolloutStatus, Phase, parse_spec, parse_status
 from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
 from modelgate.core import (
     AnalysisRun,
@@ -32,13 +32,17 @@ from modelgate.core import (
     next_wakeup,
     settle_write,
 )
-from modelgate.core.schedule import RESYNC
+from modelgate.core.schedule import MIN_WAKEUP, RESYNC
 from modelgate.kube import Conflict, Kube, NotFound
 from modelgate.metrics import MetricProviders
 from modelgate.routers import TrafficRouter, router_for
 
 log = structlog.get_logger("modelgate.reconciler")
 Clock = Callable[[], datetime]
+
+
+def _rolls_back(decision: Decision) -> bool:
+    return decision.outcome is not None and decision.outcome.phase is Phase.ROLLED_BACK
 
 
 def utc_now() -> datetime:
@@ -133,20 +137,27 @@ class Reconciler:
         structlog.contextvars.bind_contextvars(
             step=decision.status.current_step_index, weight=decision.status.current_weight
         )
+        stored = status
         if decision.weight is not None:
-            # Weights first: a rollback must reach the route before anything else is written.
+            if not _rolls_back(decision):
+                # The step first, then its weight: an operator that dies in between finds the new
+                # step in status and writes its weight, rather than the previous step's back.
+                stored = self._write_status(body, stored, decision.status)
+            # A rollback's weight goes first: it must reach the route before anything else.
             written = self._write(router, decision.weight)
             decision = settle_write(status, decision, written, self.clock(), generation)
-        self._apply(body, status, decision)
+        self._apply(body, status, stored, decision)
         self._clear_handled_command(namespace, name, command, decision.status)
         observability.export(namespace, name, decision, analysis)
-        return TickResult(decision, next_wakeup(spec, decision.status, self.clock()))
+        # Timed from the decision's `now`, less the time the tick has taken since.
+        wake_after = next_wakeup(spec, decision.status, now) - (self.clock() - now)
+        return TickResult(decision, max(wake_after, MIN_WAKEUP))
 
     def _unusable(
         self, body: Mapping[str, Any], status: ModelRolloutStatus, generation: int, error: ValueError
     ) -> TickResult:
         unusable = decide_unusable(SpecProblem(str(error)), status, generation, self.clock())
-        self._apply(body, status, unusable)
+        self._apply(body, status, status, unusable)
         observability.export(body["metadata"]["namespace"], body["metadata"]["name"], unusable, None)
         return TickResult(unusable, RESYNC)
 
@@ -158,13 +169,27 @@ class Reconciler:
         log.info("weights set", candidate_weight=weight, written=repr(written))
         return written
 
-    def _apply(self, body: Mapping[str, Any], before: ModelRolloutStatus, decision: Decision) -> None:
-        meta = body["metadata"]
+    def _write_status(
+        self, body: Mapping[str, Any], stored: ModelRolloutStatus, status: ModelRolloutStatus
+    ) -> ModelRolloutStatus:
+        """Writes `status` unless it is what is stored; returns what is stored now."""
+        if status != stored:
+            meta = body["metadata"]
+            self.kube.patch_status(meta["namespace"], meta["name"], status.to_patch())
+        return status
+
+    def _apply(
+        self,
+        body: Mapping[str, Any],
+        before: ModelRolloutStatus,
+        stored: ModelRolloutStatus,
+        decision: Decision,
+    ) -> None:
+        """Events, then the status (unless `stored` already is it); `before` is the tick's start."""
         for event in decision.events:
             self.kube.create_event(body, event.type.value, event.reason.value, event.message)
             log.info("transition", reason=event.reason.value, type=event.type.value, detail=event.message)
-        if decision.status != before:
-            self.kube.patch_status(meta["namespace"], meta["name"], decision.status.to_patch())
+        self._write_status(body, stored, decision.status)
         if decision.status.phase != before.phase:
             log.info(
                 "phase changed",

@@ -26,6 +26,8 @@ from testbed.manifests import http_route
 from tests.support.kube import create, get_route, route_weights
 
 ROUTING = GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")
+# The field manager the API server records for this test's own writes (the client's user agent).
+TEST_CLIENT = "OpenAPI-Generator"
 
 
 def router(api_client: client.ApiClient, namespace: str, **routing: Any) -> GatewayAPIRouter:
@@ -94,7 +96,7 @@ def test_set_weights_writes_both_weights_and_reads_them_back(
 ) -> None:
     create(api_client, http_route("chat", namespace, {"chat-v1": 100, "chat-v2": 0}))
     chat = router(api_client, namespace)
-    assert chat.read() == LiveRoute(incumbent_weight=100, candidate_weight=0)
+    assert chat.read() == LiveRoute(incumbent_weight=100, candidate_weight=0, other_writer=TEST_CLIENT)
 
     assert chat.set_weights(30) == LiveRoute(incumbent_weight=70, candidate_weight=30)
 
@@ -180,6 +182,32 @@ def test_unusable_route_is_a_route_problem_and_nothing_is_written(
     assert resource_version(api_client, namespace) == version
 
 
+def test_read_names_the_last_other_writer_of_the_weights(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    create(api_client, http_route("chat", namespace, {"chat-v1": 100, "chat-v2": 0}))
+    router(api_client, namespace).set_weights(20)
+    assert router(api_client, namespace).read() == LiveRoute(80, 20)  # the operator wrote last
+
+    weights = [
+        {"op": "replace", "path": f"/spec/rules/0/backendRefs/{i}/weight", "value": 50} for i in (0, 1)
+    ]
+    client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+        "gateway.networking.k8s.io",
+        "v1",
+        namespace,
+        "httproutes",
+        "chat",
+        weights,
+        field_manager="argocd-controller",
+        _content_type="application/json-patch+json",
+    )
+    assert router(api_client, namespace).read() == LiveRoute(50, 50, other_writer="argocd-controller")
+
+    router(api_client, namespace).set_weights(20)
+    assert router(api_client, namespace).read() == LiveRoute(80, 20)
+
+
 def test_absent_weight_reads_as_one(api_client: client.ApiClient, namespace: str) -> None:
     route = http_route("chat", namespace, {"chat-v1": 0, "chat-v2": 0})
     del route["spec"]["rules"][0]["backendRefs"][0]["weight"]
@@ -189,7 +217,7 @@ def test_absent_weight_reads_as_one(api_client: client.ApiClient, namespace: str
     # The Gateway API CRD (v1.6) defaults the weight to 1 on the server; a route stored without one
     # (an older CRD) reads as 1 too: tests/unit/test_gatewayapi_parsing.py.
     assert get_route(api_client, namespace, "chat")["spec"]["rules"][0]["backendRefs"][0]["weight"] == 1
-    assert chat.read() == LiveRoute(incumbent_weight=1, candidate_weight=0)
+    assert chat.read() == LiveRoute(incumbent_weight=1, candidate_weight=0, other_writer=TEST_CLIENT)
     assert chat.set_weights(10) == LiveRoute(incumbent_weight=90, candidate_weight=10)
 
 

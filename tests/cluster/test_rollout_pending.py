@@ -10,7 +10,7 @@ from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
-from tests.support.scenario import serving
+from tests.support.scenario import serving, settled
 
 
 def test_rollout_waits_for_an_available_candidate(
@@ -45,6 +45,6 @@ def test_rollout_waits_for_an_available_candidate(
         apps.patch_namespaced_deployment(
             "chat-v2", namespace, {"spec": {"template": {"spec": {"nodeSelector": None}}}}
         )
-        done = scenario.wait_for_status("success", lambda s: s.phase is Phase.SUCCEEDED)
+        done = scenario.wait_for_status("success", settled(Phase.SUCCEEDED))
         assert done.current_weight == 100
         assert scenario.recorder.candidate_weights() == [0, 20, 100]

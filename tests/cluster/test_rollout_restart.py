@@ -12,7 +12,7 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
-from tests.support.scenario import serving
+from tests.support.scenario import serving, settled
 
 PAUSE_SECONDS = 8
 
@@ -41,7 +41,7 @@ def test_operator_killed_mid_pause_resumes_the_same_pause(
         assert after_restart.step_started_at == pausing.step_started_at
         assert after_restart.current_step_index in (1, 3)  # 3: done, if the restart outlasted the pause
 
-        final = scenario.wait_for_status("success", lambda s: s.phase is Phase.SUCCEEDED)
+        final = scenario.wait_for_status("success", settled(Phase.SUCCEEDED))
         assert final.current_weight == 100
         full_at = scenario.recorder.first_time_at(100, after=0)
         assert full_at is not None

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from kubernetes import client, watch
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
-from modelgate.api import ModelRolloutStatus
+from modelgate.api import ModelRolloutStatus, Phase
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster
 from testbed.manifests import (
@@ -29,6 +30,52 @@ from testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficD
 from testbed.waiting import wait_for
 from tests.support.kube import create
 
+ObjectHandler = Callable[[float, dict[str, Any]], None]
+
+
+@dataclass
+class Watcher:
+    """Hands every object a watch of one kind in a namespace sees to `on_object`, with the time, from
+    a daemon thread. The watch is re-opened when it breaks (an API server restart), and the list it
+    starts with hands over the state it missed meanwhile."""
+
+    api: client.CustomObjectsApi
+    namespace: str
+    kind: tuple[str, str, str]  # group, version, plural
+    on_object: ObjectHandler
+    field_selector: str | None = None
+    failure: Exception | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def check(self) -> None:
+        """Raises if the watch is broken: a dead watch would look like a quiet object."""
+        if self.failure is not None:
+            raise RuntimeError(f"the {self.kind[2]} watch failed: {self.failure!r}") from self.failure
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            try:
+                stream = watch.Watch().stream(
+                    self.api.list_namespaced_custom_object,
+                    *self.kind[:2],
+                    self.namespace,
+                    self.kind[2],
+                    field_selector=self.field_selector,
+                    timeout_seconds=5,
+                )
+                for event in stream:
+                    self.failure = None
+                    self.on_object(time.time(), event["object"])
+            except Exception as error:  # handed to the test thread by check(); re-opened meanwhile
+                self.failure = error
+                self._stop.wait(0.2)
+
 
 @dataclass
 class RouteRecorder:
@@ -38,59 +85,78 @@ class RouteRecorder:
     namespace: str
     name: str
     seen: list[tuple[float, int, int]] = field(default_factory=list)
-    failure: Exception | None = None
-    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        kind = (GATEWAY_GROUP, GATEWAY_VERSION, "httproutes")
+        self._watcher = Watcher(self.api, self.namespace, kind, self._record, f"metadata.name={self.name}")
 
     def start(self) -> None:
-        threading.Thread(target=self._watch, daemon=True).start()
-        wait_for(self.recorded, timeout=10, what="the route recorder's first event")
+        self._watcher.start()
+        wait_for(lambda: bool(self.recorded()), timeout=10, what="the route recorder's first event")
 
     def stop(self) -> None:
-        self._stop.set()
+        self._watcher.stop()
+
+    def _record(self, at: float, route: dict[str, Any]) -> None:
+        weights = parse_backend_weights(route)
+        self.seen.append((at, weights["chat-v1"], weights["chat-v2"]))
 
     def recorded(self) -> list[tuple[float, int, int]]:
-        """What the watch saw; raises if it died, since a dead recorder would look like a quiet route."""
-        if self.failure is not None:
-            raise RuntimeError(f"the route recorder's watch failed: {self.failure!r}") from self.failure
+        self._watcher.check()
         return self.seen
 
-    def candidate_weights(self) -> list[int]:
-        """The distinct successive candidate weights, in order."""
-        weights: list[int] = []
-        for _, _, candidate in self.recorded():
-            if not weights or weights[-1] != candidate:
-                weights.append(candidate)
-        return weights
+    def candidate_weights(self, after: float = 0) -> list[int]:
+        """The distinct successive candidate weights, in order: the first one seen, then each change
+        (only the changes seen from `after` on, when given; a re-opened watch repeats the weight it
+        finds, which is no change)."""
+        changes: list[tuple[float, int]] = []
+        for at, _, candidate in self.recorded():
+            if not changes or changes[-1][1] != candidate:
+                changes.append((at, candidate))
+        return [candidate for at, candidate in changes if at >= after]
 
     def weights_until(self, last: int) -> list[int]:
         """candidate_weights() once the route shows `last`: the watch may lag the rollout's status,
-        which is written after the route."""
+        and the operator writes a step's status before its weight."""
         wait_for(lambda: self.candidate_weights()[-1] == last, timeout=10, what=f"the route at {last}")
         return self.candidate_weights()
 
     def first_time_at(self, candidate_weight: int, after: float) -> float | None:
         return next((t for t, _, c in self.recorded() if c == candidate_weight and t >= after), None)
 
-    def _watch(self) -> None:
-        try:
-            self._record()
-        except Exception as error:  # handed to the test thread by recorded()
-            self.failure = error
 
-    def _record(self) -> None:
-        while not self._stop.is_set():
-            stream = watch.Watch().stream(
-                self.api.list_namespaced_custom_object,
-                GATEWAY_GROUP,
-                GATEWAY_VERSION,
-                self.namespace,
-                "httproutes",
-                field_selector=f"metadata.name={self.name}",
-                timeout_seconds=5,
-            )
-            for event in stream:
-                weights = parse_backend_weights(event["object"])
-                self.seen.append((time.time(), weights["chat-v1"], weights["chat-v2"]))
+@dataclass
+class StepRecorder:
+    """When each ModelRollout of a namespace started each of its steps, as its status said."""
+
+    api: client.CustomObjectsApi
+    namespace: str
+    started: dict[tuple[str, int], datetime] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._watcher = Watcher(self.api, self.namespace, (API_GROUP, API_VERSION, PLURAL), self._record)
+
+    def start(self) -> None:
+        self._watcher.start()
+
+    def stop(self) -> None:
+        self._watcher.stop()
+
+    def _record(self, _: float, rollout: dict[str, Any]) -> None:
+        status = ModelRolloutStatus.model_validate(rollout.get("status") or {})
+        if status.step_started_at is not None:
+            self.started[(rollout["metadata"]["name"], status.current_step_index)] = status.step_started_at
+
+    def step_started_at(self, rollout: str, index: int) -> datetime | None:
+        self._watcher.check()
+        return self.started.get((rollout, index))
+
+
+def settled(*phases: Phase) -> Callable[[ModelRolloutStatus], bool]:
+    """In one of `phases`, with the route carrying the weight status asks for. The operator writes a
+    step's status before its weight (a rollback's weight first), so a phase shows a moment before the
+    route does."""
+    return lambda status: status.phase in phases and status.live_weight == status.current_weight
 
 
 @dataclass

@@ -9,14 +9,16 @@ from datetime import timedelta
 import pytest
 
 from modelgate.api import ModelRolloutStatus, Phase, ProgressDeadlines
-from modelgate.core import analysis_due, next_wakeup
+from modelgate.core import analysis_due, next_wakeup, settle_write
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, pause_ends_at
 from tests.unit.engine_support import (
+    INTERVAL,
     T0,
     Outcome,
     Simulator,
     analysis_spec,
     indefinite_pause,
+    live,
     make_spec,
     timed_pause,
     weight,
@@ -94,6 +96,53 @@ def test_steps_last_one_interval_when_the_operator_sleeps_as_told() -> None:
     assert completed_at == [timedelta(seconds=s) for s in (30, 60, 105, 135)]
 
 
+def settled_tick(sim: Simulator, after: timedelta) -> None:
+    """A tick as the reconciler runs it: a weight it writes is recorded as live (core.settle_write)."""
+    before = sim.status
+    decision = sim.tick(after=after)
+    if decision.weight is not None:
+        sim.status = settle_write(before, decision, live(decision.weight), sim.now, sim.generation).status
+
+
+def test_without_analysis_steps_end_when_due_not_at_the_next_resync() -> None:
+    """A setWeight step without analysis is complete once its weight is live: the tick after the write
+    comes at once, not a resync later; a timed pause ends on time."""
+    sim = Simulator(make_spec(weight(20), timed_pause("15s"), weight(60), weight(100), with_analysis=False))
+    settled_tick(sim, after=timedelta())
+    completed_at = []
+    while sim.phase is not Phase.SUCCEEDED and len(sim.decisions) < 50:
+        index = sim.status.current_step_index
+        settled_tick(sim, after=next_wakeup(sim.spec, sim.status, sim.now))
+        if sim.status.current_step_index != index:
+            completed_at.append(sim.now - T0)
+    pause = timedelta(seconds=15)
+    assert completed_at == [MIN_WAKEUP, MIN_WAKEUP + pause, 2 * MIN_WAKEUP + pause, 3 * MIN_WAKEUP + pause]
+
+
+def test_a_step_held_by_an_unavailable_candidate_waits_for_a_resync() -> None:
+    sim = Simulator(make_spec(weight(20), weight(100), with_analysis=False))
+    settled_tick(sim, after=timedelta())
+    sim.available = False
+    settled_tick(sim, after=MIN_WAKEUP)
+    assert sim.status.current_step_index == 0
+    assert next_wakeup(sim.spec, sim.status, sim.now) == RESYNC
+
+
+@pytest.mark.parametrize("with_analysis", [False, True])
+def test_a_pause_held_past_its_end_does_not_spin(with_analysis: bool) -> None:
+    """Once a timed pause is over, its end is no reason to look again: the step is held by something
+    else (here the candidate), and the rollout is looked at on a resync, an analysis or an event,
+    not every MIN_WAKEUP."""
+    sim = Simulator(make_spec(weight(20), timed_pause("5s"), weight(100), with_analysis=with_analysis))
+    settled_tick(sim, after=timedelta())
+    sim.tick_with_analysis(after=INTERVAL if with_analysis else MIN_WAKEUP)
+    assert sim.status.current_step_index == 1
+    sim.available = False
+    sim.tick_with_analysis(after=timedelta(seconds=60))
+    assert sim.status.current_step_index == 1
+    assert next_wakeup(sim.spec, sim.status, sim.now) == RESYNC  # sooner than the 30 s interval
+
+
 def test_next_wakeup_is_resync_when_nothing_comes_sooner() -> None:
     assert next_wakeup(SPEC, status(Phase.SUCCEEDED, step=4, weight_=100), T0) == RESYNC
     assert next_wakeup(SPEC, status(Phase.ROLLED_BACK, weight_=0), T0) == RESYNC
@@ -105,7 +154,9 @@ def test_next_wakeup_is_resync_when_nothing_comes_sooner() -> None:
 def test_next_wakeup_never_goes_below_the_floor() -> None:
     overdue = status(Phase.PROGRESSING, step=1, last_analysis_at=T0)
     assert next_wakeup(SPEC, overdue, T0 + timedelta(hours=1)) == MIN_WAKEUP
-    assert next_wakeup(SPEC, status(Phase.PROGRESSING, step=1), T0 + timedelta(seconds=5)) == MIN_WAKEUP
+    assert next_wakeup(
+        SPEC, status(Phase.PROGRESSING, step=1), T0 + timedelta(seconds=5) - MIN_WAKEUP / 2
+    ) == (MIN_WAKEUP)
 
 
 def test_next_wakeup_ignores_a_pause_of_a_finished_rollout() -> None:

@@ -9,7 +9,13 @@ import pytest
 
 from modelgate.api import GatewayAPIRouting
 from modelgate.core import LiveRoute, RouteProblem
-from modelgate.routers.gatewayapi import BackendPair, backend_weight, locate_backends, weight_patch
+from modelgate.routers.gatewayapi import (
+    BackendPair,
+    backend_weight,
+    locate_backends,
+    rules_writer,
+    weight_patch,
+)
 
 ROUTING = GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")
 
@@ -35,7 +41,7 @@ def test_locates_both_backends_among_others() -> None:
         rule_index=0, incumbent_index=2, candidate_index=1, incumbent_weight=70, candidate_weight=30
     )
     assert isinstance(found, BackendPair)
-    assert found.live == LiveRoute(incumbent_weight=70, candidate_weight=30)
+    assert found.live() == LiveRoute(incumbent_weight=70, candidate_weight=30)
 
 
 def test_uses_the_rule_named_by_rule_index() -> None:
@@ -48,7 +54,7 @@ def test_uses_the_rule_named_by_rule_index() -> None:
 def test_absent_weight_reads_as_one() -> None:
     found = locate_backends(route([ref("chat-v1"), ref("chat-v2", 0)]), ROUTING)
     assert isinstance(found, BackendPair)
-    assert found.live == LiveRoute(incumbent_weight=1, candidate_weight=0)
+    assert found.live() == LiveRoute(incumbent_weight=1, candidate_weight=0)
     assert backend_weight({"name": "x", "weight": None}) == 1
 
 
@@ -125,3 +131,49 @@ def test_weight_patch_tests_the_version_and_adds_both_weights() -> None:
         {"op": "add", "path": "/spec/rules/1/backendRefs/2/weight", "value": 75},
         {"op": "add", "path": "/spec/rules/1/backendRefs/0/weight", "value": 25},
     ]
+
+
+def managed(manager: str, time: str, fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "manager": manager,
+        "operation": "Update",
+        "time": time,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
+
+
+RULES = {"f:spec": {"f:rules": {}}}
+LABELS = {"f:metadata": {"f:labels": {"f:app": {}}}}
+
+
+def with_managers(*entries: dict[str, Any]) -> dict[str, Any]:
+    owned = route([ref("chat-v1", 80), ref("chat-v2", 20)])
+    owned["metadata"]["managedFields"] = list(entries)
+    return owned
+
+
+def test_the_rules_writer_is_the_latest_other_manager_that_owns_the_rules() -> None:
+    written = with_managers(
+        managed("kubectl-create", "2026-01-01T00:00:00Z", {**RULES, **LABELS}),
+        managed("argocd-controller", "2026-01-01T00:05:00Z", RULES),
+        managed("labeller", "2026-01-01T00:09:00Z", LABELS),
+    )
+    assert rules_writer(written) == "argocd-controller"
+
+
+def test_no_other_writer_when_the_operator_owns_the_rules_or_nobody_says() -> None:
+    ours = with_managers(
+        managed("kubectl-create", "2026-01-01T00:00:00Z", LABELS),
+        managed("modelgate", "2026-01-01T00:05:00Z", RULES),
+    )
+    assert rules_writer(ours) is None
+    assert rules_writer(with_managers()) is None
+    assert rules_writer(route([ref("chat-v1", 80), ref("chat-v2", 20)])) is None
+
+
+def test_the_read_route_carries_its_other_writer() -> None:
+    written = with_managers(managed("argocd-controller", "2026-01-01T00:05:00Z", RULES))
+    found = locate_backends(written, ROUTING)
+    assert isinstance(found, BackendPair)
+    assert found.live(rules_writer(written)) == LiveRoute(80, 20, "argocd-controller")

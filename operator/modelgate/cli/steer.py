@@ -17,7 +17,10 @@ from modelgate.kube import NotFound
 COMMANDS: dict[str, tuple[CommandAction, str]] = {
     "promote": (CommandAction.PROMOTE, "finish the current step (a pause, or a step waiting for analysis)"),
     "abort": (CommandAction.ABORT, "roll back now: all traffic to the incumbent"),
-    "resume": (CommandAction.RESUME, "continue after a pause caused by Prometheus errors"),
+    "resume": (
+        CommandAction.RESUME,
+        "continue after a pause on Prometheus errors, a progress deadline or a route conflict",
+    ),
     "retry": (CommandAction.RETRY, "start again from step 0 after a rollback or failure"),
 }
 COMMAND_TIMEOUT = 30.0

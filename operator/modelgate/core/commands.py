@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from modelgate.api import CommandResult, LastCommand, Phase, RollbackReason
 from modelgate.core import limits
+from modelgate.core.conflicts import release_route, route_conflict_held
 from modelgate.core.deadlines import deadline_paused
 from modelgate.core.model import Command, CommandAction
 from modelgate.core.reasons import ConditionType, Reason
@@ -45,7 +46,20 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
         tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.deployment} from step 0")
         return "started again from step 0"
-    if action is CommandAction.RESUME and (tick.error_paused or deadline_paused(tick)):
+    if (
+        action is CommandAction.RESUME
+        and route_conflict_held(tick)
+        and not active
+        and phase is not Phase.PENDING
+    ):
+        # A finished rollout held for another writer: its weight is written again.
+        release_route(tick, "`modelgate resume`")
+        tick.event(Reason.RESUMED, "resumed by `modelgate resume`: writing the weight again")
+        return "writing the weight again"
+    if action is CommandAction.RESUME and (
+        tick.error_paused or deadline_paused(tick) or route_conflict_held(tick)
+    ):
+        release_route(tick, "`modelgate resume`")
         # Back to what the step itself does: an indefinite pause still waits for `modelgate promote`;
         # the progress deadlines count again from now.
         pending = phase is Phase.PENDING
@@ -61,10 +75,12 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
         tick.event(Reason.RESUMED, "resumed by `modelgate resume`")
         return "resumed"
     if action is CommandAction.PROMOTE_FULL and active:
+        release_route(tick, "`modelgate promote --full`")
         tick.event(Reason.PROMOTED, "`modelgate promote --full`: skipping the remaining steps")
         tick.succeed()
         return "skipped the remaining steps: the candidate takes all traffic"
     if action is CommandAction.PROMOTE and active and not tick.error_paused:
+        release_route(tick, "`modelgate promote`")
         index = tick.status.current_step_index
         tick.event(Reason.PROMOTED, f"`modelgate promote`: step {index} finished by hand")
         tick.enter_step(index + 1)

@@ -21,6 +21,7 @@ from modelgate.core import conditions as cond
 from modelgate.core import limits
 from modelgate.core.analysis import evaluate
 from modelgate.core.commands import handle_command
+from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
 from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
 from modelgate.core.model import (
     Decision,
@@ -101,9 +102,13 @@ class _Tick:
         )
         self.update(conditions=conditions)
 
-    def set_weight(self, weight: int) -> None:
-        """Asks for `weight` unless it is already live; the last call in a tick wins."""
+    def set_weight(self, weight: int, *, even_when_held: bool = False) -> None:
+        """Asks for `weight` unless it is already live, or the route is held for another writer (only
+        a rollback writes then); the last call in a tick wins."""
         self.update(current_weight=weight)
+        if route_conflict_held(self) and not even_when_held:
+            self.weight = None
+            return
         route = self.observed.route
         live = isinstance(route, LiveRoute) and (route.incumbent_weight, route.candidate_weight) == (
             100 - weight,
@@ -167,7 +172,11 @@ class _Tick:
         if isinstance(route, RouteProblem):
             self.route_problem(route)
             return
+        writer = overwritten_by(self, route)  # before note_route records what the route carries now
         self.note_route(route)
+        if writer is not None:
+            note_overwrite(self, route, writer)
+        phase = self.status.phase
         if phase is Phase.SUCCEEDED:
             self.set_weight(100)
         elif phase is Phase.ROLLED_BACK:
@@ -183,7 +192,9 @@ class _Tick:
         self.update(live_weight=route.candidate_weight)
         ready = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
         not_taken = ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED
-        if not (not_taken and route.candidate_weight != self.status.current_weight):
+        if not (not_taken and route.candidate_weight != self.status.current_weight) and not overwrite_noticed(
+            self
+        ):
             self.condition(
                 ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, "the route and both backends exist"
             )
@@ -195,6 +206,7 @@ class _Tick:
             rollout_candidate=self.spec.candidate.deployment,
             current_step_index=0,
             current_weight=0,
+            live_weight=None,  # another rollout's weights say nothing of who writes this one's
             step_started_at=None,
             last_analysis_at=None,
             pending_since=self.now,
@@ -209,6 +221,8 @@ class _Tick:
     def pending(self) -> None:
         self.set_weight(0)
         self.note_candidate_availability()
+        if route_conflict_held(self):
+            return
         if deadline_paused(self):
             return  # paused at its deadline: held, with the message saying why, until `modelgate resume`
         if not self.observed.candidate_available:
@@ -224,6 +238,8 @@ class _Tick:
         ran = self.observed.analysis is not None and self.spec.analysis is not None
         if ran and not self.analyse():
             return
+        if route_conflict_held(self):
+            return  # the other writer's weight stays; only a rollback writes
         self.set_weight(self.status.current_weight)  # re-assert what this step wrote if it drifted
         self.note_candidate_availability()
         if self.error_paused or deadline_paused(self) or inconclusive_deadline(self):
@@ -374,7 +390,7 @@ class _Tick:
         self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
     def rollback(self, reason: RollbackReason, cause: Reason) -> None:
-        self.set_weight(0)
+        self.set_weight(0, even_when_held=True)
         self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, message=f"rolled back: {reason.message}")
         self.condition(ConditionType.COMPLETED, False, Reason.ROLLED_BACK, reason.message)
         self.event(Reason.ROLLED_BACK, f"{cause}: {reason.message}")

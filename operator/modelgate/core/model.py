@@ -12,10 +12,13 @@ from modelgate.core.results import AnalysisRun
 
 @dataclass(frozen=True)
 class LiveRoute:
-    """The weights a router read back from what is live."""
+    """The weights a router read back from what is live. `other_writer` names the writer (a field
+    manager) other than the operator that last changed the backendRefs, when the router can tell;
+    None when the operator itself wrote them last or nobody can say."""
 
     incumbent_weight: int
     candidate_weight: int
+    other_writer: str | None = None
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,9 @@ class Reason(StrEnum):
     BACKEND_NOT_FOUND = "BackendNotFound"
     BACKEND_AMBIGUOUS = "BackendAmbiguous"
     WEIGHT_NOT_APPLIED = "WeightNotApplied"
+    # Another writer changed the weights: re-asserted once, then held (no more writes).
+    ROUTE_OVERWRITTEN = "RouteOverwritten"
+    ROUTE_CONFLICT = "RouteConflict"
 
     @property
     def event_type(self) -> EventType:
@@ -78,5 +81,7 @@ _WARNINGS = frozenset(
         Reason.BACKEND_NOT_FOUND,
         Reason.BACKEND_AMBIGUOUS,
         Reason.WEIGHT_NOT_APPLIED,
+        Reason.ROUTE_OVERWRITTEN,
+        Reason.ROUTE_CONFLICT,
     }
 )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
+from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, Phase
+from modelgate.core import conditions as cond
+from modelgate.core.reasons import ConditionType, Reason
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
 # How often a rollout with nothing scheduled is looked at again: terminal and waiting rollouts
@@ -49,6 +51,26 @@ def pause_ends_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetim
     return status.step_started_at + pause.duration_timedelta
 
 
+def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
+    """When a setWeight step without analysis completes: as soon as its weight is live, which the tick
+    that wrote it cannot yet count on (the write is verified after the decision). None when the step
+    waits for something else: its weight, the candidate, an analysis or a command."""
+    if spec.analysis is not None or status.phase is not Phase.PROGRESSING:
+        return None
+    if (
+        status.current_step_index >= len(spec.steps)
+        or spec.steps[status.current_step_index].set_weight is None
+    ):
+        return None
+    available = cond.condition(status.conditions, ConditionType.CANDIDATE_AVAILABLE)
+    ready = (
+        available is not None
+        and available.status is ConditionStatus.TRUE
+        and status.live_weight == status.current_weight
+    )
+    return status.step_started_at if ready else None
+
+
 def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[datetime]:
     """When the progress deadlines that are running (Pending since, Inconclusive since) pass."""
     deadlines = spec.progress_deadlines
@@ -59,9 +81,12 @@ def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[dat
 
 
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
-    """How long the operator may sleep before this rollout needs looking at again."""
+    """How long after `now`, the time the decision was taken at, this rollout needs looking at again."""
     candidates = [RESYNC]
     written = status.live_weight is None or status.live_weight == status.current_weight
+    ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
+    if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
+        written = True  # held for another writer: there is nothing to retry
     if not written and status.phase is not Phase.FAILED:
         candidates.append(WRITE_RETRY)
     if spec.analysis is not None and status.phase in ACTIVE_PHASES and status.current_weight > 0:
@@ -70,8 +95,13 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
         settled = step_settles_at(spec, status)
         if settled is not None and last < settled:
             candidates.append(settled - now)
+    step_due = weight_step_due(spec, status)
+    if step_due is not None:
+        candidates.append(step_due - now)
     pause_end = pause_ends_at(spec, status)
-    if pause_end is not None and status.phase in ACTIVE_PHASES:
+    # A pause over by `now` (the decision's time) no longer wakes anyone: the step is held by
+    # something else (the candidate, the analysis), which wakes the rollout itself.
+    if pause_end is not None and status.phase in ACTIVE_PHASES and pause_end > now:
         candidates.append(pause_end - now)
     if status.phase in ACTIVE_PHASES:
         # Only those still ahead: one that passed was acted on, and a pause it caused would spin.

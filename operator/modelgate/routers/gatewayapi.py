@@ -13,7 +13,7 @@ from typing import Any
 
 from modelgate.api import GatewayAPIRouting
 from modelgate.core import LiveRoute, Reason, RouteProblem
-from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied
+from modelgate.kube import FIELD_MANAGER, Conflict, Kube, KubeError, NotFound, PatchNotApplied
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 GATEWAY_VERSION = "v1"
@@ -33,9 +33,24 @@ class BackendPair:
     incumbent_weight: int
     candidate_weight: int
 
-    @property
-    def live(self) -> LiveRoute:
-        return LiveRoute(incumbent_weight=self.incumbent_weight, candidate_weight=self.candidate_weight)
+    def live(self, other_writer: str | None = None) -> LiveRoute:
+        return LiveRoute(self.incumbent_weight, self.candidate_weight, other_writer)
+
+
+def rules_writer(route: Mapping[str, Any], own_manager: str = FIELD_MANAGER) -> str | None:
+    """Who last changed `spec.rules` (the backendRefs and their weights), from metadata.managedFields:
+    the most recent field manager that owns any of it, or None when that is `own_manager` (the
+    operator) or no entry says. `spec.rules` is an atomic list, so a write of any weight makes its
+    writer the only Update owner of all of it."""
+    owners = [
+        entry
+        for entry in route.get("metadata", {}).get("managedFields") or []
+        if "f:rules" in ((entry.get("fieldsV1") or {}).get("f:spec") or {})
+    ]
+    if not owners or any(entry.get("manager") == own_manager for entry in owners):
+        return None
+    latest = max(owners, key=lambda entry: str(entry.get("time") or ""))
+    return str(latest.get("manager") or "an unnamed field manager")
 
 
 def locate_backends(route: Mapping[str, Any], routing: GatewayAPIRouting) -> BackendPair | RouteProblem:
@@ -146,7 +161,7 @@ class GatewayAPIRouter:
         if route is None:
             return self._route_not_found()
         located = locate_backends(route, self.routing)
-        return located if isinstance(located, RouteProblem) else located.live
+        return located if isinstance(located, RouteProblem) else located.live(rules_writer(route))
 
     def set_weights(self, candidate_weight: int) -> LiveRoute | RouteProblem:
         if not 0 <= candidate_weight <= 100:
@@ -191,7 +206,7 @@ class GatewayAPIRouter:
                 continue
             self._seen = written
             written_pair = locate_backends(written, self.routing)
-            return written_pair if isinstance(written_pair, RouteProblem) else written_pair.live
+            return written_pair if isinstance(written_pair, RouteProblem) else written_pair.live()
         raise Conflict(
             None,
             f"HTTPRoute {self.route_id} changed under each of {MAX_WRITE_ATTEMPTS} attempts to set its"

@@ -1,0 +1,77 @@
+"""Another writer of the route's weights (a GitOps sync, a second controller, a person with kubectl):
+the operator writes its weight back once; should the other writer change it again, the operator holds
+instead of fighting. Holding: no weight writes and no step advances (a rollback still writes 0) until
+`modelgate resume`, `promote` or `abort`, so that two writers never flap the route."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from modelgate.api import Phase
+from modelgate.core import conditions as cond
+from modelgate.core.model import LiveRoute
+from modelgate.core.reasons import ConditionType, Reason
+
+if TYPE_CHECKING:
+    from modelgate.core.engine import _Tick
+
+_NOTICED = (Reason.ROUTE_OVERWRITTEN, Reason.ROUTE_CONFLICT)
+
+
+def overwritten_by(tick: _Tick, route: LiveRoute) -> str | None:
+    """The other writer, when the route carries a weight that neither the operator left there (at its
+    previous tick) nor wants now, and the route names a writer other than the operator."""
+    left = tick.status.live_weight
+    if route.other_writer is None or left is None:
+        return None
+    if route.candidate_weight in (left, tick.status.current_weight):
+        return None
+    return route.other_writer
+
+
+def _route_reason(tick: _Tick) -> Reason | None:
+    ready = cond.condition(tick.status.conditions, ConditionType.ROUTE_READY)
+    return None if ready is None else Reason(ready.reason)
+
+
+def overwrite_noticed(tick: _Tick) -> bool:
+    """The route was overwritten in this rollout (said once; kept until a command or a new rollout)."""
+    return _route_reason(tick) in _NOTICED
+
+
+def route_conflict_held(tick: _Tick) -> bool:
+    return _route_reason(tick) is Reason.ROUTE_CONFLICT
+
+
+def note_overwrite(tick: _Tick, route: LiveRoute, writer: str) -> None:
+    if route_conflict_held(tick):
+        return  # already holding, and said so
+    what = (
+        f"field manager {writer!r} changed the route's candidate weight from {tick.status.live_weight}"
+        f" to {route.candidate_weight}"
+    )
+    if not overwrite_noticed(tick):
+        message = (
+            f"{what}; writing {tick.status.current_weight} back once (a second change holds the rollout)"
+        )
+        tick.event(Reason.ROUTE_OVERWRITTEN, message)
+        tick.condition(ConditionType.ROUTE_READY, False, Reason.ROUTE_OVERWRITTEN, message)
+        return
+    message = (
+        f"{what} again after the operator wrote its weight back; holding, with no more writes, until"
+        " `modelgate resume`: stop the other writer first"
+    )
+    tick.event(Reason.ROUTE_CONFLICT, message)
+    tick.condition(ConditionType.ROUTE_READY, False, Reason.ROUTE_CONFLICT, message)
+    if tick.status.phase is Phase.PROGRESSING:
+        tick.update(phase=Phase.PAUSED)
+    if tick.status.phase in (Phase.PENDING, Phase.PAUSED):
+        tick.update(message=f"paused: {message}")
+
+
+def release_route(tick: _Tick, by: str) -> None:
+    """A command ends a hold and forgets the overwrite: the weight is written again this tick."""
+    if overwrite_noticed(tick):
+        tick.condition(
+            ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, f"writing weights again after {by}"
+        )

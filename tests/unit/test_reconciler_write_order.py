@@ -1,0 +1,96 @@
+"""The order of a tick's writes, against an in-memory API: a step's new weight is written after the
+status that names the step (an operator killed in between writes that weight again on restart, never
+the previous step's), and a rollback's 0 before anything else."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from modelgate import PLURAL
+from modelgate.api import ModelRolloutStatus
+from modelgate.commands import COMMAND_ANNOTATION
+from modelgate.kube import Kube
+from modelgate.kube.objects import DeploymentAvailability
+from modelgate.reconciler import Reconciler
+from testbed.manifests import http_route, model_rollout
+from testbed.traffic_driver import parse_backend_weights
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+STEPS = [{"setWeight": 20}, {"pause": {"duration": "10s"}}, {"setWeight": 50}]
+
+
+class InMemoryKube:
+    """The calls a tick makes, kept in order: ("status", currentWeight) and ("route", candidate weight)."""
+
+    def __init__(self, rollout: dict[str, Any], route: dict[str, Any]) -> None:
+        self.rollout = rollout
+        self.route = route
+        self.writes: list[tuple[str, int]] = []
+        self.caches: dict[str, Any] = {}
+
+    def get_custom(self, group: str, version: str, namespace: str, plural: str, name: str, **_: Any) -> Any:
+        return copy.deepcopy(self.rollout if plural == PLURAL else self.route)
+
+    def deployment_availability(self, namespace: str, name: str) -> DeploymentAvailability:
+        return DeploymentAvailability(exists=True, available=True, message="1 of 1 replicas available")
+
+    def json_patch_custom(self, *args: Any, **_: Any) -> Any:
+        operations: list[dict[str, Any]] = args[5]  # group, version, namespace, plural, name, operations
+        refs = self.route["spec"]["rules"][0]["backendRefs"]
+        for op in operations:
+            if op["op"] == "add":  # /spec/rules/0/backendRefs/<index>/weight
+                refs[int(op["path"].split("/")[5])]["weight"] = op["value"]
+        self.route["metadata"]["resourceVersion"] = str(int(self.route["metadata"]["resourceVersion"]) + 1)
+        self.writes.append(("route", parse_backend_weights(self.route)["chat-v2"]))
+        return copy.deepcopy(self.route)
+
+    def patch_status(self, namespace: str, name: str, status: dict[str, Any]) -> Any:
+        self.rollout["status"] = {**self.rollout.get("status", {}), **status}
+        self.writes.append(("status", int(status.get("currentWeight", -1))))
+        return self.rollout
+
+    def create_event(self, *_: Any, **__: Any) -> Any:
+        return {}
+
+    def patch_annotations(self, namespace: str, name: str, annotations: dict[str, str | None]) -> Any:
+        return self.rollout
+
+
+def at_the_end_of_the_pause(annotations: dict[str, str] | None = None) -> InMemoryKube:
+    rollout = model_rollout("chat", "serving", steps=STEPS)
+    started = NOW - timedelta(seconds=11)
+    status = ModelRolloutStatus.model_validate(
+        {
+            "phase": "Progressing",
+            "observedGeneration": 1,
+            "rolloutCandidate": "chat-v2",
+            "currentStepIndex": 1,
+            "currentWeight": 20,
+            "liveWeight": 20,
+            "stepStartedAt": started.isoformat(),
+        }
+    )
+    rollout["metadata"].update(generation=1, resourceVersion="7", annotations=annotations or {})
+    rollout["status"] = status.to_patch()
+    route = http_route("chat", "serving", {"chat-v1": 80, "chat-v2": 20})
+    route["metadata"]["resourceVersion"] = "3"
+    return InMemoryKube(rollout, route)
+
+
+def tick(kube: InMemoryKube) -> None:
+    Reconciler(cast(Kube, kube), clock=lambda: NOW).tick(copy.deepcopy(kube.rollout))
+
+
+def test_a_new_steps_weight_is_written_after_the_status_naming_the_step() -> None:
+    kube = at_the_end_of_the_pause()
+    tick(kube)
+    assert kube.writes[:2] == [("status", 50), ("route", 50)]
+
+
+def test_a_rollbacks_zero_is_written_first() -> None:
+    abort = '{"action": "abort", "id": "a1"}'
+    kube = at_the_end_of_the_pause({COMMAND_ANNOTATION: abort})
+    tick(kube)
+    assert kube.writes[0] == ("route", 0)
