@@ -187,13 +187,19 @@ class ModelServerDouble:
     """The double's state and its aiohttp application."""
 
     def __init__(
-        self, behaviour: Behaviour, model_name: str = DEFAULT_MODEL_NAME, namespace: str = DEFAULT_NAMESPACE
+        self,
+        behaviour: Behaviour,
+        model_name: str = DEFAULT_MODEL_NAME,
+        namespace: str = DEFAULT_NAMESPACE,
+        *,
+        refusal_counters: bool = True,
     ) -> None:
         self.identity = Identity(model_name, namespace)
         self.model_name = model_name
         # What the refusal proxy in the model's pod would count (docs/refusal-sidecar.md), served
-        # beside the stack's own series so that refusalRate has data on the bed.
-        self.proxied = RefusalMetrics([model_name])
+        # beside the stack's own series so that refusalRate has data on the bed; off when a real
+        # proxy stands in front of the double and counts.
+        self.proxied = RefusalMetrics([model_name]) if refusal_counters else None
         self._ids = itertools.count(1)
         self.behaviour = behaviour
         self._release = asyncio.Event()
@@ -267,7 +273,8 @@ class ModelServerDouble:
         return 200, self._completion(messages, content, finish_reason), streamed
 
     def _count_proxied(self, code: str, refusal: RefusalReason | None) -> None:
-        self.proxied.count(self.model_name, CHAT_HANDLER, code, refusal)
+        if self.proxied is not None:
+            self.proxied.count(self.model_name, CHAT_HANDLER, code, refusal)
 
     def _refusal_reason(self) -> RefusalReason:
         if self.behaviour.refusal_style == "content_filter":
@@ -331,7 +338,7 @@ class ModelServerDouble:
 
     async def _metrics(self, _: web.Request) -> web.Response:
         return web.Response(
-            body=self.metrics.exposition() + self.proxied.exposition(),
+            body=self.metrics.exposition() + (self.proxied.exposition() if self.proxied else b""),
             headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4},
         )
 
@@ -464,12 +471,15 @@ async def start_model_server(
     host: str = "127.0.0.1",
     port: int = 0,
     allow_any_host: bool = False,
+    refusal_counters: bool = True,
 ) -> RunningServer:
     """Starts a double; `port=0` picks a free port (see `.port`). Only loopback hosts, unless
     `allow_any_host` (in a Pod of the kind end-to-end run, where the kubelet must reach it)."""
     if not allow_any_host:
         require_loopback_host(host)
-    double = ModelServerDouble(behaviour or Behaviour(), model_name, namespace)
+    double = ModelServerDouble(
+        behaviour or Behaviour(), model_name, namespace, refusal_counters=refusal_counters
+    )
     runner = web.AppRunner(double.app(), access_log=None)
     await runner.setup()
     try:
@@ -517,6 +527,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--requests-waiting", type=int, default=0)
     parser.add_argument("--refusal-style", choices=["text", "content_filter"], default="text")
     parser.add_argument("--sleep", action="store_true", help="really sleep the configured latency")
+    parser.add_argument(
+        "--no-refusal-counters",
+        action="store_true",
+        help="leave llm_requests_total / llm_refusals_total to a real refusal proxy in front",
+    )
     return parser
 
 
@@ -541,7 +556,12 @@ def _behaviour_from_args(args: argparse.Namespace) -> Behaviour:
 
 
 async def _serve(
-    behaviour: Behaviour, identity: Identity, host: str, port: int, allow_any_host: bool
+    behaviour: Behaviour,
+    identity: Identity,
+    host: str,
+    port: int,
+    allow_any_host: bool,
+    refusal_counters: bool,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -554,6 +574,7 @@ async def _serve(
         host=host,
         port=port,
         allow_any_host=allow_any_host,
+        refusal_counters=refusal_counters,
     )
     # The parent learns the port from this line (stdout carries nothing else; logs go to stderr).
     print(json.dumps({"listening": f"{server.host}:{server.port}"}), flush=True)
@@ -572,7 +593,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     identity = Identity(args.model_name, args.namespace)
-    asyncio.run(_serve(behaviour, identity, args.host, args.port, args.allow_any_host))
+    asyncio.run(
+        _serve(behaviour, identity, args.host, args.port, args.allow_any_host, not args.no_refusal_counters)
+    )
     return 0
 
 

@@ -30,7 +30,7 @@ def start_proxied_double(registry: ProcessRegistry, model_name: str, name: str =
     """Starts both processes and waits until both answer /healthz."""
     server_port, proxy_port, metrics_port = free_port(), free_port(), free_port()
     server = [sys.executable, "-m", "testbed.model_server_double", "--port", str(server_port)]
-    server += ["--model-name", model_name]
+    server += ["--model-name", model_name, "--no-refusal-counters"]
     proxy = [
         sys.executable,
         "-m",

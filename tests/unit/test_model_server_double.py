@@ -36,9 +36,9 @@ CHAT_REQUEST = {"messages": [{"role": "user", "content": "Hello there"}]}
 Scenario = Callable[[RunningServer, aiohttp.ClientSession], Awaitable[T]]
 
 
-def with_double(behaviour: Behaviour, scenario: Scenario[T]) -> T:
+def with_double(behaviour: Behaviour, scenario: Scenario[T], *, refusal_counters: bool = True) -> T:
     async def run() -> T:
-        server = await start_model_server(behaviour, model_name=MODEL)
+        server = await start_model_server(behaviour, model_name=MODEL, refusal_counters=refusal_counters)
         try:
             async with aiohttp.ClientSession() as session:
                 return await scenario(server, session)
@@ -460,3 +460,15 @@ def test_each_source_exports_its_stacks_names_and_no_vllm_names(source: str) -> 
 
     assert STACK_SERIES[source] | {"llm_refusals_total", "llm_requests_total"} <= names
     assert not any(name.startswith("vllm:") or name == "http_requests_total" for name in names)
+
+
+def test_refusal_counters_are_left_to_a_real_proxy_when_asked() -> None:
+    async def scenario(server: RunningServer, session: aiohttp.ClientSession) -> str:
+        await chat(server, session, 10)
+        return await scrape(server, session)
+
+    metrics = with_double(Behaviour(refusal_rate=0.5), scenario, refusal_counters=False)
+    names = {sample.name for family in text_string_to_metric_families(metrics) for sample in family.samples}
+
+    assert "vllm:request_success_total" in names
+    assert not names & {"llm_requests_total", "llm_refusals_total"}
