@@ -1,24 +1,28 @@
 """Judging against the incumbent on the bed (real API server, real Prometheus, doubles, the operator as
-a process): the sequential test, a comparison through an incumbent-side outage, dry runs, and the
-deadline of rollouts stuck Pending (the Inconclusive one is in test_rollout_rollback.py)."""
+a process): the sequential test, a comparison through an incumbent-side outage, ratios of TTFT and
+time per token that judge what end-to-end latency cannot, dry runs, and the deadline of rollouts stuck
+Pending (the Inconclusive one is in test_rollout_rollback.py)."""
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from modelgate.api import ModelRolloutStatus, Phase, Verdict
+from modelgate.api import MetricAnalysis, ModelRolloutStatus, Phase, Verdict
 from testbed.localcluster import LocalCluster
 from testbed.manifests import http_route, model_deployment, model_rollout, model_service
-from testbed.model_server_double import Behaviour
+from testbed.model_server_double import Behaviour, Latency
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.cli import modelgate
 from tests.support.kube import create
-from tests.support.scenario import Rollouts, serving
+from tests.support.scenario import Rollouts, Scenario, serving
 
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 ALPHA = 0.05
@@ -103,7 +107,7 @@ def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate_under_a
             "the fixed bound to fail", lambda s: _verdict(s, "errors-fixed") is Verdict.FAIL
         )
         assert judged.phase is Phase.PAUSED
-        errors = next(m for m in judged.analysis if m.name == "errors")
+        errors = _analysis(judged, "errors")
         assert errors.verdict is Verdict.PASS, errors.message
         assert errors.value is not None and errors.incumbent_value is not None
         assert 0 < errors.value < 0.05 < 0.1 < errors.incumbent_value
@@ -114,6 +118,109 @@ def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate_under_a
         assert final.phase is Phase.SUCCEEDED, final.message
         assert final.rollback_reason is None
         assert scenario.recorder.weights_until(100) == [0, 50, 100]
+
+
+def test_a_candidate_with_twice_the_ttft_is_rolled_back_by_a_ratio_while_its_latency_passes(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    record_property: Any,
+) -> None:
+    ttft = {"name": "ttft", "preset": "ttftP99", "compare": {"maxRatio": 1.5}}
+    # Gating, not a dry run: it could roll back too, and passes at the evaluation that does.
+    latency = {"name": "latency", "preset": "latencyP99", "max": 1.0}
+    metrics = [ttft, latency]
+    # TTFT 0.2s and 0.4s fall in vLLM's buckets (0.1, 0.25] and (0.25, 0.5]; end to end, 0.2 + 19 x
+    # 0.02 = 0.58s and 0.4 + 19 x 0.02 = 0.78s both fall in (0.5, 0.8], under the bound of 1s.
+    incumbent = Behaviour(latency=Latency(ttft=0.2, tpot=0.02), output_tokens=20)
+    candidate = Behaviour(latency=Latency(ttft=0.4, tpot=0.02), output_tokens=20)
+    steps = [{"setWeight": 50}, {"pause": {}}]  # held at 50% until a rollback
+    with _run_to_the_end(local_bed, api_client, namespace, steps, metrics, candidate, incumbent) as run:
+        scenario, final, took = run
+        assert final.phase is Phase.ROLLED_BACK, final.message
+        assert final.rollback_reason is not None and final.rollback_reason.metric == "ttft"
+        judged_ttft, judged_latency = _analysis(final, "ttft"), _analysis(final, "latency")
+        assert judged_ttft.verdict is Verdict.FAIL, judged_ttft.message
+        assert judged_ttft.value is not None and judged_ttft.incumbent_value is not None
+        ratio = judged_ttft.value / judged_ttft.incumbent_value
+        assert 1.8 < ratio < 2.2, (judged_ttft.value, judged_ttft.incumbent_value)
+        assert judged_latency.verdict is Verdict.PASS, judged_latency.message
+        assert judged_latency.value is not None and judged_latency.value < 1.0
+        assert scenario.recorder.weights_until(0) == [0, 50, 0]
+        record_property(
+            "TTFT 2x rolled back by maxRatio 1.5",
+            f"{took:.1f}s from apply to RolledBack; TTFT P99 {judged_ttft.value:.3f}s vs"
+            f" {judged_ttft.incumbent_value:.3f}s (x{ratio:.2f}); latency P99 {judged_latency.value:.3f}s"
+            " <= 1s Pass",
+        )
+
+
+def test_a_candidate_with_longer_answers_but_equal_ttft_and_tpot_is_promoted(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    record_property: Any,
+) -> None:
+    compared = {"compare": {"maxRatio": 1.2}}
+    metrics = [
+        {"name": "ttft", "preset": "ttftP99", **compared},
+        {"name": "tpot", "preset": "tpotP99", **compared},
+        # What end-to-end latency would have said: shown, deciding nothing.
+        {"name": "latency", "preset": "latencyP99", **compared, "dryRun": True},
+    ]
+    # Three times the tokens (under the traffic's max_tokens of 32) at the same TTFT and time per token:
+    # end to end 0.2 + 9 x 0.04 = 0.56s against 0.2 + 29 x 0.04 = 1.36s, in vLLM's buckets (0.5, 0.8]
+    # and (1.0, 1.5]; TTFT in (0.1, 0.25] and time per token in (0.025, 0.05] on both sides.
+    timing = Latency(ttft=0.2, tpot=0.04)
+    incumbent = Behaviour(latency=timing, output_tokens=10)
+    candidate = Behaviour(latency=timing, output_tokens=30)
+    steps = [{"setWeight": 50}]
+    with _run_to_the_end(local_bed, api_client, namespace, steps, metrics, candidate, incumbent) as run:
+        scenario, final, took = run
+        assert final.phase is Phase.SUCCEEDED, final.message
+        assert final.rollback_reason is None
+        for name in ("ttft", "tpot"):
+            judged = _analysis(final, name)
+            assert judged.verdict is Verdict.PASS, judged.message
+            assert judged.value is not None and judged.value == pytest.approx(judged.incumbent_value)
+        latency = _analysis(final, "latency")
+        assert latency.verdict is Verdict.FAIL, latency.message
+        assert latency.value is not None and latency.incumbent_value is not None
+        assert latency.value > 1.5 * latency.incumbent_value
+        assert scenario.recorder.weights_until(100) == [0, 50, 100]
+        record_property(
+            "3x longer answers, equal TTFT and TPOT, promoted",
+            f"{took:.1f}s from apply to Succeeded; latency P99 {latency.value:.3f}s vs"
+            f" {latency.incumbent_value:.3f}s (dry run Fail)",
+        )
+
+
+@contextmanager
+def _run_to_the_end(
+    bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    steps: list[dict[str, Any]],
+    metrics: list[dict[str, Any]],
+    candidate: Behaviour,
+    incumbent: Behaviour,
+) -> Iterator[tuple[Scenario, ModelRolloutStatus, float]]:
+    """A rollout judged every second at 100 requests a second, run until it ends: the scenario (still
+    serving), the final status and the seconds from its creation to its end."""
+    manifest = model_rollout(
+        "chat", namespace, steps=steps, prometheus=bed.prometheus_url, metrics=metrics, interval="1s"
+    )
+    with serving(bed, api_client, namespace, candidate, incumbent=incumbent, rps=100) as scenario:
+        started = time.monotonic()
+        scenario.apply(manifest)
+        final = scenario.wait_for_status("the end", lambda s: s.phase in FINISHED)
+        yield scenario, final, time.monotonic() - started
+
+
+def _analysis(status: ModelRolloutStatus, metric: str) -> MetricAnalysis:
+    return next(m for m in status.analysis if m.name == metric)
 
 
 def _verdict(status: ModelRolloutStatus, metric: str) -> Verdict | None:
