@@ -32,6 +32,7 @@ from modelgate.core import (
     next_wakeup,
     settle_write,
 )
+from modelgate.core.events import events_to_post
 from modelgate.core.schedule import RESYNC
 from modelgate.kube import Conflict, Kube, NotFound
 from modelgate.metrics import MetricProviders
@@ -161,8 +162,9 @@ class Reconciler:
     def _apply(self, body: Mapping[str, Any], before: ModelRolloutStatus, decision: Decision) -> None:
         meta = body["metadata"]
         for event in decision.events:
-            self.kube.create_event(body, event.type.value, event.reason.value, event.message)
             log.info("transition", reason=event.reason.value, type=event.type.value, detail=event.message)
+        for event in events_to_post(decision.events):
+            self.kube.create_event(body, event.type.value, event.reason.value, event.message)
         if decision.status != before:
             self.kube.patch_status(meta["namespace"], meta["name"], decision.status.to_patch())
         if decision.status.phase != before.phase:

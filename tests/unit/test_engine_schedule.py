@@ -34,8 +34,16 @@ def status(phase: Phase, *, step: int = 0, weight_: int = 20, **fields: object) 
 
 # -- analysis_due -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("phase", [Phase.PROGRESSING, Phase.PAUSED])
-def test_analysis_is_due_at_once_in_an_active_phase_with_traffic(phase: Phase) -> None:
-    assert analysis_due(SPEC, status(phase), T0)
+@pytest.mark.parametrize("last", [None, T0 - timedelta(minutes=5)])
+def test_a_steps_first_analysis_is_one_interval_after_the_step_started(phase: Phase, last: object) -> None:
+    # Not at once, even when the last run is older than an interval: a window that ends at the step's
+    # start holds only the previous step's traffic.
+    started = status(phase, last_analysis_at=last)
+    assert not analysis_due(SPEC, started, T0)
+    assert not analysis_due(SPEC, started, T0 + timedelta(seconds=29))
+    assert analysis_due(SPEC, started, T0 + timedelta(seconds=30))
+    fast = status(phase, last_analysis_at=last)
+    assert next_wakeup(FAST, fast, T0 + timedelta(seconds=1)) == timedelta(seconds=3)
 
 
 def test_analysis_is_due_one_interval_after_the_last() -> None:

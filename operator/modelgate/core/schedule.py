@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
 
@@ -16,20 +16,28 @@ WRITE_RETRY = timedelta(seconds=1)
 
 
 def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> bool:
-    """Metrics are evaluated every interval while the candidate takes traffic in an active rollout,
-    and once more as soon as the current step is one interval old: the first run that can complete
-    it (so a step lasts one interval, not up to two)."""
+    next_run = next_analysis_at(spec, status)
+    return next_run is not None and next_run <= now
+
+
+def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
+    """Metrics are evaluated every interval while the candidate takes traffic in an active rollout;
+    a step's first run is one interval after the step started, so that its window holds the step's
+    traffic (a run at its start would see the previous step's, and could not complete it anyway).
+    None when nothing is evaluated; a time in the past when a run is due."""
     if (
         spec.analysis is None
         or status.phase not in (Phase.PROGRESSING, Phase.PAUSED)
         or status.current_weight == 0
     ):
-        return False
+        return None
     last = status.last_analysis_at
-    if last is None or now - last >= spec.analysis.interval_timedelta:
-        return True
     settled = step_settles_at(spec, status)
-    return settled is not None and last < settled <= now
+    if settled is not None and (last is None or last < settled):
+        return settled
+    if last is None:
+        return datetime.min.replace(tzinfo=UTC)  # no step start to count from: due now
+    return last + spec.analysis.interval_timedelta
 
 
 def step_settles_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
@@ -64,12 +72,9 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     written = status.live_weight is None or status.live_weight == status.current_weight
     if not written and status.phase is not Phase.FAILED:
         candidates.append(WRITE_RETRY)
-    if spec.analysis is not None and status.phase in ACTIVE_PHASES and status.current_weight > 0:
-        last = status.last_analysis_at or now
-        candidates.append(last + spec.analysis.interval_timedelta - now)
-        settled = step_settles_at(spec, status)
-        if settled is not None and last < settled:
-            candidates.append(settled - now)
+    next_run = next_analysis_at(spec, status)
+    if next_run is not None:
+        candidates.append(next_run - now)
     pause_end = pause_ends_at(spec, status)
     if pause_end is not None and status.phase in ACTIVE_PHASES:
         candidates.append(pause_end - now)
