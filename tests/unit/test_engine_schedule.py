@@ -10,7 +10,7 @@ import pytest
 
 from modelgate.api import ModelRolloutStatus, Phase, ProgressDeadlines
 from modelgate.core import analysis_due, next_wakeup
-from modelgate.core.schedule import MIN_WAKEUP, RESYNC, pause_ends_at
+from modelgate.core.schedule import FINISHED_RESYNC, MIN_WAKEUP, RESYNC, WRITE_RETRY, pause_ends_at
 from tests.unit.engine_support import (
     T0,
     Outcome,
@@ -102,9 +102,15 @@ def test_steps_last_one_interval_when_the_operator_sleeps_as_told() -> None:
     assert completed_at == [timedelta(seconds=s) for s in (30, 60, 105, 135)]
 
 
+def test_a_finished_rollout_sleeps_long_unless_a_write_did_not_take() -> None:
+    # Its route's watch wakes it when the route changes (loops.notice_route).
+    for phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED):
+        assert next_wakeup(SPEC, status(phase, step=4, weight_=100), T0) == FINISHED_RESYNC
+    not_taken = status(Phase.SUCCEEDED, step=4, weight_=100, live_weight=60)
+    assert next_wakeup(SPEC, not_taken, T0) == WRITE_RETRY
+
+
 def test_next_wakeup_is_resync_when_nothing_comes_sooner() -> None:
-    assert next_wakeup(SPEC, status(Phase.SUCCEEDED, step=4, weight_=100), T0) == RESYNC
-    assert next_wakeup(SPEC, status(Phase.ROLLED_BACK, weight_=0), T0) == RESYNC
     assert next_wakeup(SPEC, ModelRolloutStatus(phase=Phase.PENDING), T0) == RESYNC
     analysed = status(Phase.PROGRESSING, last_analysis_at=T0)
     assert next_wakeup(SPEC, analysed, T0) == RESYNC  # the 30s interval is further away
@@ -118,7 +124,7 @@ def test_next_wakeup_never_goes_below_the_floor() -> None:
 
 def test_next_wakeup_ignores_a_pause_of_a_finished_rollout() -> None:
     aborted_in_pause = status(Phase.ROLLED_BACK, step=1, weight_=0)
-    assert next_wakeup(SPEC, aborted_in_pause, T0 + timedelta(seconds=1)) == RESYNC
+    assert next_wakeup(SPEC, aborted_in_pause, T0 + timedelta(seconds=1)) == FINISHED_RESYNC
 
 
 def test_next_wakeup_is_a_running_progress_deadline_and_not_one_that_passed() -> None:

@@ -21,7 +21,8 @@ def test_a_step_transition_is_one_event_named_after_the_new_step() -> None:
 def test_the_start_and_the_end_name_the_combined_event() -> None:
     sim = Simulator(make_spec(weight(20), timed_pause("5s"), with_analysis=False))
     started = sim.tick()
-    assert {Reason.NEW_ROLLOUT, Reason.ROLLOUT_STARTED, Reason.WEIGHT_SET} <= {e.reason for e in started.events}
+    named = {event.reason for event in started.events}
+    assert {Reason.NEW_ROLLOUT, Reason.ROLLOUT_STARTED, Reason.WEIGHT_SET} <= named
     assert [event.reason for event in events_to_post(started.events)] == [Reason.NEW_ROLLOUT]
     ended = [Event(Reason.STEP_COMPLETED, "step 1 completed"), Event(Reason.ROLLOUT_SUCCEEDED, "promoted")]
     assert events_to_post(tuple(ended)) == (Event(Reason.ROLLOUT_SUCCEEDED, "step 1 completed; promoted"),)

@@ -7,9 +7,13 @@ from datetime import UTC, datetime, timedelta
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
-# How often a rollout with nothing scheduled is looked at again: terminal and waiting rollouts
-# still re-assert their weights and notice a candidate becoming Available.
+# How often an active rollout with nothing scheduled is looked at again: a waiting one notices a
+# candidate becoming Available, and each re-asserts its weights.
 RESYNC = timedelta(seconds=10)
+# A finished rollout (Succeeded, RolledBack, Failed) only re-asserts its weights; a change to its route
+# wakes it (no sooner than RESYNC after its last tick), so this is a backstop, and 1,000 finished
+# rollouts cost next to nothing.
+FINISHED_RESYNC = timedelta(minutes=5)
 MIN_WAKEUP = timedelta(milliseconds=200)
 # A weight write that did not take is tried again this soon, not at the next resync.
 WRITE_RETRY = timedelta(seconds=1)
@@ -68,7 +72,7 @@ def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[dat
 
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
     """How long the operator may sleep before this rollout needs looking at again."""
-    candidates = [RESYNC]
+    candidates = [RESYNC if status.phase in ACTIVE_PHASES else FINISHED_RESYNC]
     written = status.live_weight is None or status.live_weight == status.current_weight
     if not written and status.phase is not Phase.FAILED:
         candidates.append(WRITE_RETRY)
