@@ -93,7 +93,11 @@ def test_metrics_events_and_logs_follow_a_rollout(
     verdicts = prometheus.query(f'sum(modelgate_analysis_verdicts_total{{{selector},verdict="Pass"}})')
     assert verdicts.value is not None and verdicts.value >= 3 * len(SEED_METRICS)
 
-    events = client.CoreV1Api(api_client).list_namespaced_event(namespace).items
+    events = [
+        e
+        for e in client.CoreV1Api(api_client).list_namespaced_event(namespace).items
+        if e.involved_object.kind == "ModelRollout"
+    ]
     reasons = [e.reason for e in sorted(events, key=lambda e: e.event_time or e.first_timestamp)]
     for expected in ("NewRollout", "WeightSet", "RolloutSucceeded"):
         assert expected in reasons, reasons
