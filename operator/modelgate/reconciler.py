@@ -29,10 +29,10 @@ from modelgate.core import (
     analysis_due,
     decide,
     decide_unusable,
+    events_to_post,
     next_wakeup,
     settle_write,
 )
-from modelgate.core.events import events_to_post
 from modelgate.core.schedule import RESYNC
 from modelgate.kube import Conflict, Kube, NotFound
 from modelgate.metrics import MetricProviders

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from modelgate.core import Event, EventType, Reason
-from modelgate.core.events import events_to_post
+from modelgate.core import Event, EventType, Reason, events_to_post
 from tests.unit.engine_support import Simulator, make_spec, timed_pause, weight
 
 
