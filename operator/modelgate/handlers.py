@@ -94,10 +94,13 @@ async def deployment_event(
 
 
 @kopf.on.event("gateway.networking.k8s.io", "v1", "httproutes")
-async def route_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    # Only cached: a route changed by someone else is set right at the rollout's next tick (at most
-    # 10 s), not at once, so that two writers do not fight at the speed of the watch.
+async def route_event(
+    type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
+) -> None:
     _cache(memo, "httproutes", type, body)
+    loops: RolloutLoops = memo.loops
+    if namespace and name:
+        loops.notice_route(namespace, name)
 
 
 logging.getLogger("kopf.objects").setLevel(logging.WARNING)

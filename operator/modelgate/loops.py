@@ -1,5 +1,7 @@
 """One asyncio task per ModelRollout: tick, then sleep until the engine's next wake-up or until
-something that matters changes (the spec, a command, the candidate Deployment).
+something that matters changes (the spec, a command, the candidate Deployment: at once; its route:
+no sooner than RESYNC after the last tick, so that two writers of the route do not fight at the
+speed of the watch).
 
 kopf's own daemons and timers would add a finalizer to every ModelRollout, and a finalizer makes
 deletion hang while the operator is down; watch events plus these tasks need none.
@@ -19,6 +21,7 @@ import structlog
 
 from modelgate import observability
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
+from modelgate.core.schedule import RESYNC
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
 
 log = structlog.get_logger("modelgate.loops")
@@ -33,8 +36,15 @@ MAX_ERROR_BACKOFF = timedelta(seconds=30)
 class _Rollout:
     trigger: tuple[Any, ...]
     candidate: str
+    route: str
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    # Whether what set `wake` asks for a tick at once (not only a route change).
+    wake_now: bool = False
     task: asyncio.Task[None] | None = None
+
+    def wake_at_once(self) -> None:
+        self.wake_now = True
+        self.wake.set()
 
 
 def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -45,9 +55,16 @@ def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
     return meta.get("generation"), annotations.get(COMMAND_ANNOTATION), skips_reconcile(annotations)
 
 
+def _candidate_and_route(body: Mapping[str, Any]) -> tuple[str, str]:
+    spec = body.get("spec") or {}
+    route = (spec.get("trafficRouting") or {}).get("gatewayAPI") or {}
+    return str((spec.get("candidate") or {}).get("deployment", "")), str(route.get("httpRoute", ""))
+
+
 class RolloutLoops:
-    def __init__(self, reconciler: Reconciler) -> None:
+    def __init__(self, reconciler: Reconciler, route_recheck: timedelta = RESYNC) -> None:
         self.reconciler = reconciler
+        self.route_recheck = route_recheck.total_seconds()
         self._rollouts: dict[Key, _Rollout] = {}
 
     def notice(self, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -57,23 +74,30 @@ class RolloutLoops:
         if event_type == "DELETED":
             self._forget(key)
             return
-        candidate = str((body.get("spec") or {}).get("candidate", {}).get("deployment", ""))
+        candidate, route = _candidate_and_route(body)
         rollout = self._rollouts.get(key)
         if rollout is None:
-            rollout = _Rollout(_trigger(body), candidate)
+            rollout = _Rollout(_trigger(body), candidate, route)
             self._rollouts[key] = rollout
             rollout.task = asyncio.create_task(self._run(key, rollout), name=f"rollout {key[0]}/{key[1]}")
             return
-        rollout.candidate = candidate
+        rollout.candidate, rollout.route = candidate, route
         trigger = _trigger(body)
         if trigger != rollout.trigger:
             rollout.trigger = trigger
-            rollout.wake.set()
+            rollout.wake_at_once()
 
     def notice_deployment(self, namespace: str, name: str) -> None:
         """A Deployment changed: rollouts waiting for it as their candidate look again now."""
         for (rollout_namespace, _), rollout in self._rollouts.items():
             if rollout_namespace == namespace and rollout.candidate == name:
+                rollout.wake_at_once()
+
+    def notice_route(self, namespace: str, name: str) -> None:
+        """A route changed (or went): its rollouts look again `route_recheck` after their last tick,
+        at the latest; this is what sets a finished rollout's weights right, which otherwise sleeps long."""
+        for (rollout_namespace, _), rollout in self._rollouts.items():
+            if rollout_namespace == namespace and rollout.route == name:
                 rollout.wake.set()
 
     async def stop(self) -> None:
@@ -98,6 +122,7 @@ class RolloutLoops:
         due = time.monotonic()
         while True:
             rollout.wake.clear()
+            rollout.wake_now = False
             try:
                 result, ended = await asyncio.to_thread(self._tick, namespace, name, due)
             except RolloutGone:
@@ -105,13 +130,23 @@ class RolloutLoops:
                 return
             except Exception as error:  # a failed tick is retried; the loop must outlive it
                 log.exception("tick failed; retrying", namespace=namespace, rollout=name, error=str(error))
-                deadline = time.monotonic() + backoff.total_seconds()
+                ended = time.monotonic()
+                deadline = ended + backoff.total_seconds()
                 backoff = min(backoff * 2, MAX_ERROR_BACKOFF)
             else:
                 # From the tick's end, not from when this loop resumed: a busy event loop does not
                 # push the next tick later.
                 deadline = ended + result.wake_after.total_seconds()
                 backoff = ERROR_BACKOFF
+            due = await self._sleep(rollout, deadline, ended)
+
+    async def _sleep(self, rollout: _Rollout, deadline: float, ended: float) -> float:
+        """Until `deadline`, a change that wakes the rollout at once, or `route_recheck` after the
+        tick that ended at `ended` if its route changed; returns when the next tick is due."""
+        while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(rollout.wake.wait(), timeout=max(deadline - time.monotonic(), 0.0))
-            due = min(deadline, time.monotonic())  # woken early by a change: due at once
+            if not rollout.wake.is_set() or rollout.wake_now:
+                return min(deadline, time.monotonic())  # woken early by a change: due at once
+            rollout.wake.clear()  # the route changed
+            deadline = min(deadline, ended + self.route_recheck)

@@ -29,6 +29,7 @@ from modelgate.core import (
     analysis_due,
     decide,
     decide_unusable,
+    events_to_post,
     next_wakeup,
     settle_write,
 )
@@ -187,8 +188,9 @@ class Reconciler:
     ) -> None:
         """Events, then the status (unless `stored` already is it); `before` is the tick's start."""
         for event in decision.events:
-            self.kube.create_event(body, event.type.value, event.reason.value, event.message)
             log.info("transition", reason=event.reason.value, type=event.type.value, detail=event.message)
+        for event in events_to_post(decision.events):
+            self.kube.create_event(body, event.type.value, event.reason.value, event.message)
         self._write_status(body, stored, decision.status)
         if decision.status.phase != before.phase:
             log.info(

@@ -1,4 +1,5 @@
-"""A good candidate walks every step and is promoted; the route's weights follow the steps exactly."""
+"""A good candidate walks every step and is promoted; the route's weights follow the steps exactly, and
+stay at 100 after another writer changes them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from kubernetes import client
 
 from modelgate.api import Phase, Verdict
 from testbed.localcluster import LocalCluster
-from testbed.manifests import SEED_METRICS, model_rollout
+from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from tests.support.scenario import serving
@@ -34,3 +35,29 @@ def test_good_candidate_is_promoted_step_by_step(
             "the route to show 100", lambda s: scenario.recorder.candidate_weights()[-1] == 100
         )
         assert scenario.recorder.candidate_weights() == [0, 10, 30, 60, 100]
+
+
+def test_a_succeeded_rollout_sets_right_a_route_another_writer_changed(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
+) -> None:
+    # A finished rollout sleeps FINISHED_RESYNC (5 minutes); the route's watch is what wakes it.
+    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+        scenario.apply(model_rollout("chat", namespace, steps=[{"setWeight": 50}]))
+        scenario.wait_for_status("the rollout to succeed", lambda s: s.phase is Phase.SUCCEEDED)
+        scenario.wait_for_status(
+            "the route to show 100", lambda s: scenario.recorder.candidate_weights()[-1] == 100
+        )
+        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+            GATEWAY_GROUP,
+            GATEWAY_VERSION,
+            namespace,
+            "httproutes",
+            "chat",
+            [{"op": "replace", "path": "/spec/rules/0/backendRefs/1/weight", "value": 20}],
+            _content_type="application/json-patch+json",
+        )
+        scenario.wait_for_status(
+            "the route to show 100 again",
+            lambda s: scenario.recorder.candidate_weights()[-2:] == [20, 100],
+            timeout=60,
+        )

@@ -10,7 +10,7 @@ import pytest
 
 from modelgate.api import ModelRolloutStatus, Phase, ProgressDeadlines
 from modelgate.core import analysis_due, next_wakeup, settle_write
-from modelgate.core.schedule import MIN_WAKEUP, RESYNC, pause_ends_at
+from modelgate.core.schedule import FINISHED_RESYNC, MIN_WAKEUP, RESYNC, WRITE_RETRY, pause_ends_at
 from tests.unit.engine_support import (
     INTERVAL,
     T0,
@@ -36,8 +36,16 @@ def status(phase: Phase, *, step: int = 0, weight_: int = 20, **fields: object) 
 
 # -- analysis_due -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("phase", [Phase.PROGRESSING, Phase.PAUSED])
-def test_analysis_is_due_at_once_in_an_active_phase_with_traffic(phase: Phase) -> None:
-    assert analysis_due(SPEC, status(phase), T0)
+@pytest.mark.parametrize("last", [None, T0 - timedelta(minutes=5)])
+def test_a_steps_first_analysis_is_one_interval_after_the_step_started(phase: Phase, last: object) -> None:
+    # Not at once, even when the last run is older than an interval: a window that ends at the step's
+    # start holds only the previous step's traffic.
+    started = status(phase, last_analysis_at=last)
+    assert not analysis_due(SPEC, started, T0)
+    assert not analysis_due(SPEC, started, T0 + timedelta(seconds=29))
+    assert analysis_due(SPEC, started, T0 + timedelta(seconds=30))
+    fast = status(phase, last_analysis_at=last)
+    assert next_wakeup(FAST, fast, T0 + timedelta(seconds=1)) == timedelta(seconds=3)
 
 
 def test_analysis_is_due_one_interval_after_the_last() -> None:
@@ -143,9 +151,15 @@ def test_a_pause_held_past_its_end_does_not_spin(with_analysis: bool) -> None:
     assert next_wakeup(sim.spec, sim.status, sim.now) == RESYNC  # sooner than the 30 s interval
 
 
+def test_a_finished_rollout_sleeps_long_unless_a_write_did_not_take() -> None:
+    # Its route's watch wakes it when the route changes (loops.notice_route).
+    for phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED):
+        assert next_wakeup(SPEC, status(phase, step=4, weight_=100), T0) == FINISHED_RESYNC
+    not_taken = status(Phase.SUCCEEDED, step=4, weight_=100, live_weight=60)
+    assert next_wakeup(SPEC, not_taken, T0) == WRITE_RETRY
+
+
 def test_next_wakeup_is_resync_when_nothing_comes_sooner() -> None:
-    assert next_wakeup(SPEC, status(Phase.SUCCEEDED, step=4, weight_=100), T0) == RESYNC
-    assert next_wakeup(SPEC, status(Phase.ROLLED_BACK, weight_=0), T0) == RESYNC
     assert next_wakeup(SPEC, ModelRolloutStatus(phase=Phase.PENDING), T0) == RESYNC
     analysed = status(Phase.PROGRESSING, last_analysis_at=T0)
     assert next_wakeup(SPEC, analysed, T0) == RESYNC  # the 30s interval is further away
@@ -161,7 +175,7 @@ def test_next_wakeup_never_goes_below_the_floor() -> None:
 
 def test_next_wakeup_ignores_a_pause_of_a_finished_rollout() -> None:
     aborted_in_pause = status(Phase.ROLLED_BACK, step=1, weight_=0)
-    assert next_wakeup(SPEC, aborted_in_pause, T0 + timedelta(seconds=1)) == RESYNC
+    assert next_wakeup(SPEC, aborted_in_pause, T0 + timedelta(seconds=1)) == FINISHED_RESYNC
 
 
 def test_next_wakeup_is_a_running_progress_deadline_and_not_one_that_passed() -> None:

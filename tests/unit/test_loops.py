@@ -4,6 +4,7 @@ how long it waited for the event loop and a worker thread is recorded."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -61,3 +62,39 @@ def test_each_tick_is_due_one_wake_up_after_the_previous_one_ended_and_its_wait_
         assert start - previous_end >= WAKE_AFTER.total_seconds()
     # every tick that ran, and the one that found the rollout gone
     assert _waits_recorded() - recorded_before == TICKS + 1
+
+
+class FinishedReconciler:
+    """A finished rollout: its tick asks to sleep an hour; the next one reports the rollout gone."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.first_ended = 0.0
+        self.ticked = threading.Event()
+
+    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+        self.starts.append(time.monotonic())
+        if len(self.starts) == 2:
+            raise RolloutGone(name)
+        self.first_ended = time.monotonic()
+        self.ticked.set()
+        return TickResult(None, timedelta(hours=1))
+
+
+def test_a_route_change_wakes_its_rollout_no_sooner_than_the_recheck_after_its_last_tick() -> None:
+    reconciler = FinishedReconciler()
+    recheck = timedelta(milliseconds=300)
+    loops = RolloutLoops(reconciler, route_recheck=recheck)  # type: ignore[arg-type]
+    body = _rollout("chat")
+    body["spec"] = {"trafficRouting": {"gatewayAPI": {"httpRoute": "chat-route"}}}
+
+    async def run() -> None:
+        loops.notice("ADDED", body)
+        task = loops._rollouts["ns", "chat"].task
+        assert task is not None
+        assert await asyncio.to_thread(reconciler.ticked.wait, 30)
+        loops.notice_route("ns", "chat-route")
+        await asyncio.wait_for(task, timeout=30)  # not the hour the tick asked for
+
+    asyncio.run(run())
+    assert reconciler.starts[1] - reconciler.first_ended >= recheck.total_seconds()

@@ -6,6 +6,7 @@ restart resumes where it was. Adapters (routers, metric providers) produce the t
 """
 
 from modelgate.core.engine import decide, decide_unusable
+from modelgate.core.events import events_to_post
 from modelgate.core.model import (
     Command,
     CommandAction,
@@ -46,6 +47,7 @@ __all__ = [
     "analysis_due",
     "decide",
     "decide_unusable",
+    "events_to_post",
     "next_wakeup",
     "settle_write",
 ]

@@ -2,36 +2,48 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.core import conditions as cond
 from modelgate.core.reasons import ConditionType, Reason
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
-# How often a rollout with nothing scheduled is looked at again: terminal and waiting rollouts
-# still re-assert their weights and notice a candidate becoming Available.
+# How often an active rollout with nothing scheduled is looked at again: a waiting one notices a
+# candidate becoming Available, and each re-asserts its weights.
 RESYNC = timedelta(seconds=10)
+# A finished rollout (Succeeded, RolledBack, Failed) only re-asserts its weights; a change to its route
+# wakes it (no sooner than RESYNC after its last tick), so this is a backstop, and 1,000 finished
+# rollouts cost next to nothing.
+FINISHED_RESYNC = timedelta(minutes=5)
 MIN_WAKEUP = timedelta(milliseconds=200)
 # A weight write that did not take is tried again this soon, not at the next resync.
 WRITE_RETRY = timedelta(seconds=1)
 
 
 def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> bool:
-    """Metrics are evaluated every interval while the candidate takes traffic in an active rollout,
-    and once more as soon as the current step is one interval old: the first run that can complete
-    it (so a step lasts one interval, not up to two)."""
+    next_run = next_analysis_at(spec, status)
+    return next_run is not None and next_run <= now
+
+
+def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
+    """Metrics are evaluated every interval while the candidate takes traffic in an active rollout;
+    a step's first run is one interval after the step started, so that its window holds the step's
+    traffic (a run at its start would see the previous step's, and could not complete it anyway).
+    None when nothing is evaluated; a time in the past when a run is due."""
     if (
         spec.analysis is None
         or status.phase not in (Phase.PROGRESSING, Phase.PAUSED)
         or status.current_weight == 0
     ):
-        return False
+        return None
     last = status.last_analysis_at
-    if last is None or now - last >= spec.analysis.interval_timedelta:
-        return True
     settled = step_settles_at(spec, status)
-    return settled is not None and last < settled <= now
+    if settled is not None and (last is None or last < settled):
+        return settled
+    if last is None:
+        return datetime.min.replace(tzinfo=UTC)  # no step start to count from: due now
+    return last + spec.analysis.interval_timedelta
 
 
 def step_settles_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
@@ -82,19 +94,16 @@ def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[dat
 
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
     """How long after `now`, the time the decision was taken at, this rollout needs looking at again."""
-    candidates = [RESYNC]
+    candidates = [RESYNC if status.phase in ACTIVE_PHASES else FINISHED_RESYNC]
     written = status.live_weight is None or status.live_weight == status.current_weight
     ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
     if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
         written = True  # held for another writer: there is nothing to retry
     if not written and status.phase is not Phase.FAILED:
         candidates.append(WRITE_RETRY)
-    if spec.analysis is not None and status.phase in ACTIVE_PHASES and status.current_weight > 0:
-        last = status.last_analysis_at or now
-        candidates.append(last + spec.analysis.interval_timedelta - now)
-        settled = step_settles_at(spec, status)
-        if settled is not None and last < settled:
-            candidates.append(settled - now)
+    next_run = next_analysis_at(spec, status)
+    if next_run is not None:
+        candidates.append(next_run - now)
     step_due = weight_step_due(spec, status)
     if step_due is not None:
         candidates.append(step_due - now)
