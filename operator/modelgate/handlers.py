@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -17,6 +18,9 @@ from modelgate.loops import RolloutLoops
 # Set explicitly (kopf's advice): changing them later would make kopf treat every object as new.
 ANNOTATION_PREFIX = "modelgate.io"
 FINALIZER = "modelgate.io/finalizer"
+# kopf retries a failed request after these delays, in seconds.
+FIRST_RETRY = 1.0
+MAX_RETRY = 30.0
 
 
 class NoDiffBase(kopf.DiffBaseStorage):
@@ -35,6 +39,20 @@ class NoDiffBase(kopf.DiffBaseStorage):
         pass
 
 
+class EndlessRetries:
+    """kopf's request delays, doubling up to MAX_RETRY, without end. kopf's default gives up after 8
+    retries (about a minute), and a watch request that gives up ends its watch for good: kopf never
+    starts it again, so the caches it feeds go stale while the operator runs on (an API server that
+    takes that long to come back is enough). client-go's reflectors retry for as long; so does this.
+    An iterable, not an iterator: kopf iterates it afresh for every request."""
+
+    def __iter__(self) -> Iterator[float]:
+        delay = FIRST_RETRY
+        while True:
+            yield delay
+            delay = min(delay * 2, MAX_RETRY)
+
+
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     # Ticks run in this pool: their waits on the API server and Prometheus overlap, bounded.
@@ -50,6 +68,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     # operator's own work does not. The cost: a ModelRollout CRD installed after the operator starts
     # needs a restart (Helm installs crds/ before the operator), and -n takes exact names.
     settings.scanning.disabled = True
+    settings.networking.error_backoffs = EndlessRetries()
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
+import threading
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -30,6 +33,9 @@ Key = tuple[str, str]  # namespace, name
 # each time up to the maximum.
 ERROR_BACKOFF = timedelta(seconds=1)
 MAX_ERROR_BACKOFF = timedelta(seconds=30)
+# A tick still running after this is logged (again each time this passes) with the stack of its
+# thread: every request a tick makes has a timeout, so one this slow is stuck somewhere it should not.
+SLOW_TICK = timedelta(seconds=120)
 
 
 @dataclass
@@ -41,6 +47,7 @@ class _Rollout:
     # Whether what set `wake` asks for a tick at once (not only a route change).
     wake_now: bool = False
     task: asyncio.Task[None] | None = None
+    thread: int | None = None  # the worker thread running its tick, while one runs
 
     def wake_at_once(self) -> None:
         self.wake_now = True
@@ -62,9 +69,12 @@ def _candidate_and_route(body: Mapping[str, Any]) -> tuple[str, str]:
 
 
 class RolloutLoops:
-    def __init__(self, reconciler: Reconciler, route_recheck: timedelta = RESYNC) -> None:
+    def __init__(
+        self, reconciler: Reconciler, route_recheck: timedelta = RESYNC, slow_tick: timedelta = SLOW_TICK
+    ) -> None:
         self.reconciler = reconciler
         self.route_recheck = route_recheck.total_seconds()
+        self.slow_tick = slow_tick
         self._rollouts: dict[Key, _Rollout] = {}
 
     def notice(self, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -76,7 +86,10 @@ class RolloutLoops:
             return
         candidate, route = _candidate_and_route(body)
         rollout = self._rollouts.get(key)
-        if rollout is None:
+        if rollout is None or rollout.task is None or rollout.task.done():
+            # New, or its loop ended (it found the rollout gone, or failed): an event says it exists.
+            if rollout is not None:
+                log.info("restarting the rollout's loop", namespace=key[0], rollout=key[1])
             rollout = _Rollout(_trigger(body), candidate, route)
             self._rollouts[key] = rollout
             rollout.task = asyncio.create_task(self._run(key, rollout), name=f"rollout {key[0]}/{key[1]}")
@@ -110,11 +123,33 @@ class RolloutLoops:
             rollout.task.cancel()
         observability.forget_rollout(*key)
 
-    def _tick(self, namespace: str, name: str, due: float) -> tuple[TickResult, float]:
+    def _tick(self, key: Key, rollout: _Rollout, due: float) -> tuple[TickResult, float]:
         """In a worker thread; `due` is the time.monotonic() at which the tick should have started.
         Returns the result and when the tick ended, from which its next wake-up counts."""
         observability.TICK_WAIT_SECONDS.observe(max(time.monotonic() - due, 0.0))
-        return self.reconciler.tick_by_name(namespace, name), time.monotonic()
+        rollout.thread = threading.get_ident()
+        try:
+            return self.reconciler.tick_by_name(*key), time.monotonic()
+        finally:
+            rollout.thread = None
+
+    async def _watched_tick(self, key: Key, rollout: _Rollout, due: float) -> tuple[TickResult, float]:
+        """The tick, logged with its thread's stack each time it has run another `slow_tick`."""
+        tick = asyncio.ensure_future(asyncio.to_thread(self._tick, key, rollout, due))
+        started = time.monotonic()
+        try:
+            while not (await asyncio.wait({tick}, timeout=self.slow_tick.total_seconds()))[0]:
+                log.warning(
+                    "tick still running",
+                    namespace=key[0],
+                    rollout=key[1],
+                    seconds=round(time.monotonic() - started, 1),
+                    stack=_stack(rollout.thread),
+                )
+        except asyncio.CancelledError:
+            tick.cancel()  # the thread runs on; its result is dropped
+            raise
+        return tick.result()
 
     async def _run(self, key: Key, rollout: _Rollout) -> None:
         namespace, name = key
@@ -124,7 +159,7 @@ class RolloutLoops:
             rollout.wake.clear()
             rollout.wake_now = False
             try:
-                result, ended = await asyncio.to_thread(self._tick, namespace, name, due)
+                result, ended = await self._watched_tick(key, rollout, due)
             except RolloutGone:
                 log.info("rollout gone", namespace=namespace, rollout=name)
                 return
@@ -150,3 +185,8 @@ class RolloutLoops:
                 return min(deadline, time.monotonic())  # woken early by a change: due at once
             rollout.wake.clear()  # the route changed
             deadline = min(deadline, ended + self.route_recheck)
+
+
+def _stack(thread: int | None) -> str | None:
+    frame = None if thread is None else sys._current_frames().get(thread)
+    return None if frame is None else "".join(traceback.format_stack(frame))

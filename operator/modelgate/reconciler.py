@@ -199,6 +199,10 @@ class Reconciler:
                 previous=before.phase,
                 message=decision.status.message,
             )
+        elif decision.status.message != before.message:
+            # What it now waits for (a candidate that is not Available, a weight not yet live): a
+            # rollout that holds would otherwise say so only in its status.
+            log.info("status message changed", phase=decision.status.phase, message=decision.status.message)
         if decision.outcome is not None:
             reason = decision.status.rollback_reason
             log.warning(

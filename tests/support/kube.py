@@ -16,15 +16,25 @@ from testbed.traffic_driver import parse_backend_weights
 from testbed.waiting import wait_for
 
 CUSTOM_PLURALS = {"HTTPRoute": "httproutes", "ModelRollout": "modelrollouts"}
+# How long kube-controller-manager may take to give a new namespace its `default` ServiceAccount:
+# after an API-server restart its informers back off from the restarted server's early refusals.
+SERVICE_ACCOUNT_TIMEOUT = 120
 
 
 @contextmanager
 def scratch_namespace(api_client: client.ApiClient) -> Iterator[str]:
-    """A namespace of its own, deleted at the end."""
+    """A namespace of its own, deleted at the end; yielded once it has its `default` ServiceAccount,
+    without which no Pod can be created in it (a Deployment's ReplicaSet keeps failing and backing
+    off until it appears)."""
     name = f"t-{uuid.uuid4().hex[:10]}"
     core = client.CoreV1Api(api_client)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     try:
+        wait_for(
+            lambda: core.list_namespaced_service_account(name, field_selector="metadata.name=default").items,
+            timeout=SERVICE_ACCOUNT_TIMEOUT,
+            what=f"the default ServiceAccount of namespace {name}",
+        )
         yield name
     finally:
         core.delete_namespace(name)

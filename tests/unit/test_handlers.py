@@ -1,9 +1,19 @@
 """The kopf registrations: watch-event handlers only, which is what lets the operator skip kopf's
-diff-base (a deep copy of every object on every event)."""
+diff-base (a deep copy of every object on every event); and kopf's settings: its watches never give
+up on an API server that stays away."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from typing import Any
+
 import kopf
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from kopf._cogs.clients import api as kopf_api
+from kopf._cogs.clients.auth import APIContext
+from kopf._cogs.structs.credentials import ConnectionInfo
 
 from modelgate import handlers
 
@@ -22,3 +32,42 @@ def test_the_diff_base_keeps_nothing_of_the_object() -> None:
     storage = handlers.NoDiffBase()
     assert storage.build(body=body) == {}
     assert storage.fetch(body=body) is None
+
+
+UNAVAILABLE_ANSWERS = 12  # more than kopf's default 8 retries
+
+
+async def _request_through_an_api_server_that_answers_503_first(settings: kopf.OperatorSettings) -> int:
+    """kopf's own request routine (the one its watches use) against a server that answers 503, as a
+    restarting kube-apiserver does, UNAVAILABLE_ANSWERS times; returns how many requests it got."""
+    received = 0
+
+    async def answer(_: web.Request) -> web.Response:
+        nonlocal received
+        received += 1
+        if received <= UNAVAILABLE_ANSWERS:
+            return web.json_response({"kind": "Status", "code": 503}, status=503)
+        return web.json_response({"kind": "Status", "code": 200})
+
+    app = web.Application()
+    app.router.add_get("/api", answer)
+    async with TestServer(app, host="127.0.0.1") as server:
+        context = APIContext(ConnectionInfo(server=str(server.make_url(""))))
+        try:
+            response = await kopf_api.request(
+                "get", "/api", settings=settings, context=context, logger=logging.getLogger("test")
+            )
+            response.close()
+        finally:
+            await context.close()
+    return received
+
+
+def test_kopf_retries_a_failing_request_without_end_so_no_watch_gives_up(monkeypatch: Any) -> None:
+    # The delays made short; their number is what is tested.
+    monkeypatch.setattr(handlers, "FIRST_RETRY", 0.001)
+    monkeypatch.setattr(handlers, "MAX_RETRY", 0.002)
+    settings = kopf.OperatorSettings()
+    asyncio.run(handlers.configure(settings=settings, memo=kopf.Memo(workers=1)))
+    received = asyncio.run(_request_through_an_api_server_that_answers_503_first(settings))
+    assert received == UNAVAILABLE_ANSWERS + 1

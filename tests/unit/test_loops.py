@@ -1,13 +1,17 @@
 """The per-rollout loops: a tick runs when it is due, counted from the end of the previous one, and
-how long it waited for the event loop and a worker thread is recorded."""
+how long it waited for the event loop and a worker thread is recorded; a stuck tick is logged with
+its thread's stack, and a loop that ended is started again by the rollout's next event."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+
+from structlog.testing import capture_logs
 
 from modelgate import observability
 from modelgate.loops import RolloutLoops
@@ -98,3 +102,69 @@ def test_a_route_change_wakes_its_rollout_no_sooner_than_the_recheck_after_its_l
 
     asyncio.run(run())
     assert reconciler.starts[1] - reconciler.first_ended >= recheck.total_seconds()
+
+
+class StuckReconciler:
+    """Its first tick blocks until the test releases it, as a call without a timeout would."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+        self.release.wait(timeout=60)
+        raise RolloutGone(name)
+
+
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+def test_a_tick_that_runs_too_long_is_logged_with_where_its_thread_is_stuck() -> None:
+    reconciler = StuckReconciler()
+    loops = RolloutLoops(reconciler, slow_tick=timedelta(milliseconds=20))  # type: ignore[arg-type]
+
+    async def run() -> list[dict[str, Any]]:
+        with capture_logs() as logs:
+            loops.notice("ADDED", _rollout("chat"))
+            await _until(lambda: any(e["event"] == "tick still running" for e in logs), "a slow-tick log")
+            reconciler.release.set()
+            task = loops._rollouts["ns", "chat"].task
+            assert task is not None
+            await asyncio.wait_for(task, timeout=30)
+        return logs
+
+    slow = next(e for e in asyncio.run(run()) if e["event"] == "tick still running")
+    assert (slow["namespace"], slow["rollout"]) == ("ns", "chat")
+    assert "self.release.wait" in slow["stack"]
+
+
+class ReturningReconciler:
+    """Reports the rollout gone at its first tick (as a transient 404 would), then ticks normally."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+        self.ticks += 1
+        if self.ticks == 1:
+            raise RolloutGone(name)
+        return TickResult(None, timedelta(hours=1))
+
+
+def test_an_event_for_a_rollout_whose_loop_ended_starts_a_new_loop() -> None:
+    reconciler = ReturningReconciler()
+    loops = RolloutLoops(reconciler)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        loops.notice("ADDED", _rollout("chat"))
+        ended = loops._rollouts["ns", "chat"].task
+        assert ended is not None
+        await asyncio.wait_for(ended, timeout=30)
+        loops.notice("MODIFIED", _rollout("chat"))
+        await _until(lambda: reconciler.ticks == 2, "a tick of the new loop")
+        await loops.stop()
+
+    asyncio.run(run())

@@ -1,12 +1,15 @@
 """The order of a tick's writes, against an in-memory API: a step's new weight is written after the
 status that names the step (an operator killed in between writes that weight again on restart, never
-the previous step's), and a rollback's 0 before anything else."""
+the previous step's), and a rollback's 0 before anything else; and what a holding rollout waits for
+is logged."""
 
 from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
+
+from structlog.testing import capture_logs
 
 from modelgate import PLURAL
 from modelgate.api import ModelRolloutStatus
@@ -27,6 +30,7 @@ class InMemoryKube:
     def __init__(self, rollout: dict[str, Any], route: dict[str, Any]) -> None:
         self.rollout = rollout
         self.route = route
+        self.candidate_available = True
         self.writes: list[tuple[str, int]] = []
         self.caches: dict[str, Any] = {}
 
@@ -34,7 +38,10 @@ class InMemoryKube:
         return copy.deepcopy(self.rollout if plural == PLURAL else self.route)
 
     def deployment_availability(self, namespace: str, name: str) -> DeploymentAvailability:
-        return DeploymentAvailability(exists=True, available=True, message="1 of 1 replicas available")
+        replicas = int(self.candidate_available)
+        return DeploymentAvailability(
+            exists=True, available=self.candidate_available, message=f"{replicas} of 1 replicas available"
+        )
 
     def json_patch_custom(self, *args: Any, **_: Any) -> Any:
         operations: list[dict[str, Any]] = args[5]  # group, version, namespace, plural, name, operations
@@ -94,3 +101,14 @@ def test_a_rollbacks_zero_is_written_first() -> None:
     kube = at_the_end_of_the_pause({COMMAND_ANNOTATION: abort})
     tick(kube)
     assert kube.writes[0] == ("route", 0)
+
+
+def test_a_rollout_that_starts_holding_says_why_in_the_log_as_well_as_in_its_status() -> None:
+    kube = at_the_end_of_the_pause()
+    kube.candidate_available = False
+    with capture_logs() as logs:
+        tick(kube)
+    holding = [entry for entry in logs if entry.get("message") == kube.rollout["status"]["message"]]
+    assert holding, logs
+    assert "0 of 1 replicas available" in holding[0]["message"]
+    assert kube.rollout["status"]["phase"] == "Progressing"  # no phase change to log it

@@ -13,7 +13,7 @@ from kubernetes import client
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
 from testbed.manifests import model_rollout
-from testbed.waiting import wait_for
+from testbed.waiting import WaitTimeout, wait_for
 from tests.support.kube import create, create_model_routes, rollout_status
 from tests.support.scenario import RouteRecorder, settled
 
@@ -40,11 +40,24 @@ def wait_status(
     what: str,
     timeout: float = 60,
 ) -> ModelRolloutStatus:
+    """On timeout, the error tells the status last seen: what the rollout was waiting for."""
+    seen: list[ModelRolloutStatus] = []
+
     def probe() -> ModelRolloutStatus | None:
         status = rollout_status(api_client, namespace, name)
+        seen[:] = [status]
         return status if predicate(status) else None
 
-    return wait_for(probe, timeout=timeout, what=f"rollout {namespace}/{name}: {what}")
+    try:
+        return wait_for(probe, timeout=timeout, what=f"rollout {namespace}/{name}: {what}")
+    except WaitTimeout as error:
+        if not seen:
+            raise
+        last = seen[0]
+        raise WaitTimeout(
+            f"{error}; last seen: {last.phase} at step {last.current_step_index}, weight"
+            f" {last.current_weight}: {last.message}"
+        ) from error
 
 
 def wait_phase(
