@@ -45,6 +45,10 @@ class Watcher:
     on_object: ObjectHandler
     field_selector: str | None = None
     failure: Exception | None = None
+    # How long the watch may fail to re-open before check() calls it dead: an API server restart
+    # refuses connections for seconds.
+    grace: float = 60.0
+    _failing_since: float | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
@@ -54,8 +58,14 @@ class Watcher:
         self._stop.set()
 
     def check(self) -> None:
-        """Raises if the watch is broken: a dead watch would look like a quiet object."""
-        if self.failure is not None:
+        """Raises if the watch has been broken for longer than `grace`: a dead watch would look like a
+        quiet object."""
+        failing_since = self._failing_since
+        if (
+            self.failure is not None
+            and failing_since is not None
+            and time.monotonic() - failing_since > self.grace
+        ):
             raise RuntimeError(f"the {self.kind[2]} watch failed: {self.failure!r}") from self.failure
 
     def _watch(self) -> None:
@@ -70,11 +80,18 @@ class Watcher:
                     timeout_seconds=5,
                 )
                 for event in stream:
-                    self.failure = None
+                    self._healthy()
                     self.on_object(time.time(), event["object"])
+                self._healthy()  # the server answered and ended the stream at its timeout
             except Exception as error:  # handed to the test thread by check(); re-opened meanwhile
                 self.failure = error
+                if self._failing_since is None:
+                    self._failing_since = time.monotonic()
                 self._stop.wait(0.2)
+
+    def _healthy(self) -> None:
+        self.failure = None
+        self._failing_since = None
 
 
 @dataclass
