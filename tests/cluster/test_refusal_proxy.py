@@ -102,12 +102,15 @@ def test_streams_pass_through_and_prometheus_sees_the_refusal_rate(
         post(f"{sidecar.proxy_url}{CHAT}", {**CHAT_REQUEST, "stream": number % 2 == 0})
 
     def scraped() -> dict[str, float | None] | None:
-        queries = {
-            reason: f'sum(llm_refusals_total{{{SELECTOR},reason="{reason}"}})'
+        # Requests first: once a scrape shows all 46, the refusals read after it come from that
+        # scrape or a later one (the queries are separate; a scrape may land between them).
+        if prometheus.query(f"sum(llm_requests_total{{{SELECTOR}}})").value != 46:
+            return None
+        refusals = {
+            reason: prometheus.query(f'sum(llm_refusals_total{{{SELECTOR},reason="{reason}"}})').value
             for reason in ("pattern", "content_filter")
-        } | {"requests": f"sum(llm_requests_total{{{SELECTOR}}})"}
-        counts = {name: prometheus.query(query).value for name, query in queries.items()}
-        return counts if counts["requests"] == 46 else None
+        }
+        return refusals | {"requests": 46}
 
     assert wait_for(scraped, timeout=30, what="Prometheus to scrape all 46 requests") == {
         "pattern": 10,
