@@ -1,5 +1,5 @@
 """One asyncio task per ModelRollout: tick, then sleep until the engine's next wake-up or until
-something that matters changes (the spec, a command, the candidate Deployment: at once; its route:
+something that matters changes (the spec, a command, the candidate Deployment: at once; its routes:
 no sooner than RESYNC after the last tick, so that two writers of the route do not fight at the
 speed of the watch).
 
@@ -26,6 +26,7 @@ from modelgate import observability
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core.schedule import RESYNC
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
+from modelgate.routers.watched import RouteKey, watched_routes
 
 log = structlog.get_logger("modelgate.loops")
 Key = tuple[str, str]  # namespace, name
@@ -42,7 +43,7 @@ SLOW_TICK = timedelta(seconds=120)
 class _Rollout:
     trigger: tuple[Any, ...]
     candidate: str
-    route: str
+    routes: frozenset[RouteKey]
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     # Whether what set `wake` asks for a tick at once (not only a route change).
     wake_now: bool = False
@@ -62,10 +63,10 @@ def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
     return meta.get("generation"), annotations.get(COMMAND_ANNOTATION), skips_reconcile(annotations)
 
 
-def _candidate_and_route(body: Mapping[str, Any]) -> tuple[str, str]:
+def _candidate_and_routes(body: Mapping[str, Any]) -> tuple[str, frozenset[RouteKey]]:
     spec = body.get("spec") or {}
-    route = (spec.get("trafficRouting") or {}).get("gatewayAPI") or {}
-    return str((spec.get("candidate") or {}).get("deployment", "")), str(route.get("httpRoute", ""))
+    routes = watched_routes(spec.get("trafficRouting") or {})
+    return str((spec.get("candidate") or {}).get("deployment", "")), routes
 
 
 class RolloutLoops:
@@ -84,17 +85,17 @@ class RolloutLoops:
         if event_type == "DELETED":
             self._forget(key)
             return
-        candidate, route = _candidate_and_route(body)
+        candidate, routes = _candidate_and_routes(body)
         rollout = self._rollouts.get(key)
         if rollout is None or rollout.task is None or rollout.task.done():
             # New, or its loop ended (it found the rollout gone, or failed): an event says it exists.
             if rollout is not None:
                 log.info("restarting the rollout's loop", namespace=key[0], rollout=key[1])
-            rollout = _Rollout(_trigger(body), candidate, route)
+            rollout = _Rollout(_trigger(body), candidate, routes)
             self._rollouts[key] = rollout
             rollout.task = asyncio.create_task(self._run(key, rollout), name=f"rollout {key[0]}/{key[1]}")
             return
-        rollout.candidate, rollout.route = candidate, route
+        rollout.candidate, rollout.routes = candidate, routes
         trigger = _trigger(body)
         if trigger != rollout.trigger:
             rollout.trigger = trigger
@@ -106,11 +107,12 @@ class RolloutLoops:
             if rollout_namespace == namespace and rollout.candidate == name:
                 rollout.wake_at_once()
 
-    def notice_route(self, namespace: str, name: str) -> None:
-        """A route changed (or went): its rollouts look again `route_recheck` after their last tick,
-        at the latest; this is what sets a finished rollout's weights right, which otherwise sleeps long."""
+    def notice_route(self, plural: str, namespace: str, name: str) -> None:
+        """A route (an object of kind `plural`) changed or went: its rollouts look again
+        `route_recheck` after their last tick, at the latest; this is what sets a finished rollout's
+        weights right, which otherwise sleeps long."""
         for (rollout_namespace, _), rollout in self._rollouts.items():
-            if rollout_namespace == namespace and rollout.route == name:
+            if rollout_namespace == namespace and (plural, name) in rollout.routes:
                 rollout.wake.set()
 
     async def stop(self) -> None:

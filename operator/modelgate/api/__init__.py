@@ -14,10 +14,12 @@ from modelgate.api.analysis import (
 )
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
+from modelgate.api.istio import IstioDestination, IstioRouting, VirtualServiceRef
 from modelgate.api.spec import (
     Deadline,
     DeploymentRef,
     GatewayAPIRouting,
+    GatewayRouteRef,
     ModelRolloutSpec,
     OnPrometheusError,
     Pause,
@@ -58,7 +60,10 @@ __all__ = [
     "DeploymentRef",
     "FieldPathError",
     "GatewayAPIRouting",
+    "GatewayRouteRef",
     "InvalidSpecError",
+    "IstioDestination",
+    "IstioRouting",
     "LastCommand",
     "MetricAnalysis",
     "MetricPreset",
@@ -80,6 +85,7 @@ __all__ = [
     "Timestamp",
     "TrafficRouting",
     "Verdict",
+    "VirtualServiceRef",
     "parse_duration",
     "parse_spec",
     "parse_status",

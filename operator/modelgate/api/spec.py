@@ -21,6 +21,7 @@ from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.fields import Duration, Integer, ModelName, ObjectName, PodRegex, PositiveDuration
+from modelgate.api.istio import IstioRouting
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
 from modelgate.api.specmodel import SpecModel
 
@@ -46,6 +47,34 @@ class DeploymentRef(SpecModel):
     )
 
 
+MAX_ROUTES = 8  # routes (or VirtualServices) one rollout moves together
+
+
+class GatewayRouteRef(SpecModel):
+    """One rule of one route, among several that a rollout moves together."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "has(self.httpRoute) != has(self.grpcRoute)",
+                message="set exactly one of httpRoute or grpcRoute",
+            )
+        )
+    )
+
+    http_route: ObjectName | None = Field(None, description="Name of an HTTPRoute.")
+    grpc_route: ObjectName | None = Field(None, description="Name of a GRPCRoute.")
+    rule_index: Annotated[Integer, Field(ge=0)] = Field(
+        0, description="Index of the route rule whose backendRefs hold the two backends."
+    )
+
+    @model_validator(mode="after")
+    def _one_route(self) -> Self:
+        if (self.http_route is None) == (self.grpc_route is None):
+            raise ValueError("set exactly one of httpRoute or grpcRoute")
+        return self
+
+
 class GatewayAPIRouting(SpecModel):
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
@@ -53,13 +82,40 @@ class GatewayAPIRouting(SpecModel):
                 "self.candidateBackend != self.incumbentBackend",
                 field_path=".candidateBackend",
                 message="must differ from incumbentBackend",
-            )
+            ),
+            CelRule(
+                "[has(self.httpRoute), has(self.grpcRoute), has(self.routes)].exists_one(isSet, isSet)",
+                message="set exactly one of httpRoute, grpcRoute or routes",
+            ),
+            CelRule(
+                "!has(self.routes) || !has(self.ruleIndex)",
+                field_path=".ruleIndex",
+                message="with routes, set ruleIndex in each of routes instead",
+            ),
+            CelRule(
+                "!has(self.routes) || self.routes.all(r, self.routes.exists_one(o, o == r))",
+                field_path=".routes",
+                message="must not name the same rule of a route twice",
+            ),
         )
     )
 
-    http_route: ObjectName = Field(description="Name of the HTTPRoute.")
-    rule_index: Annotated[Integer, Field(ge=0)] = Field(
-        0, description="Index of the route rule whose backendRefs hold the two backends."
+    http_route: ObjectName | None = Field(
+        None, description="Name of the HTTPRoute (set exactly one of httpRoute, grpcRoute or routes)."
+    )
+    grpc_route: ObjectName | None = Field(
+        None,
+        description="Name of the GRPCRoute, whose backend weights are moved as an HTTPRoute's are.",
+    )
+    # None means rule 0; it is not a default so that it can be refused next to `routes`.
+    rule_index: Annotated[Integer, Field(ge=0)] | None = Field(
+        None, description="Index of the route rule whose backendRefs hold the two backends (default 0)."
+    )
+    routes: Annotated[tuple[GatewayRouteRef, ...], Field(min_length=1, max_length=MAX_ROUTES)] | None = Field(
+        None,
+        description="Several rules of HTTPRoutes and GRPCRoutes (in the ModelRollout's namespace) "
+        "that all carry the two backends and are moved together: every one gets each weight, and a "
+        "rollback sets every one to 0 first.",
     )
     incumbent_backend: ObjectName = Field(
         description="backendRef name (usually a Service) that reaches the incumbent."
@@ -73,6 +129,27 @@ class GatewayAPIRouting(SpecModel):
         if self.candidate_backend == self.incumbent_backend:
             raise FieldPathError("candidateBackend", "must differ from incumbentBackend")
         return self
+
+    @model_validator(mode="after")
+    def _one_way_to_name_routes(self) -> Self:
+        if sum(named is not None for named in (self.http_route, self.grpc_route, self.routes)) != 1:
+            raise ValueError("set exactly one of httpRoute, grpcRoute or routes")
+        if self.routes is not None and self.rule_index is not None:
+            raise FieldPathError("ruleIndex", "with routes, set ruleIndex in each of routes instead")
+        if self.routes is not None and len(set(self.routes)) != len(self.routes):
+            raise FieldPathError("routes", "must not name the same rule of a route twice")
+        return self
+
+    @property
+    def route_refs(self) -> tuple[GatewayRouteRef, ...]:
+        """Every route rule named, however the spec names them."""
+        if self.routes is not None:
+            return self.routes
+        return (
+            GatewayRouteRef(
+                http_route=self.http_route, grpc_route=self.grpc_route, rule_index=self.rule_index or 0
+            ),
+        )
 
 
 def _router_keys(model: type[BaseModel]) -> list[str]:
@@ -100,8 +177,13 @@ class TrafficRouting(SpecModel):
     gateway_api: GatewayAPIRouting | None = Field(
         default=None,
         alias="gatewayAPI",
-        description="Split traffic by rewriting the backend weights of one rule of a Gateway API "
-        "HTTPRoute in the ModelRollout's namespace.",
+        description="Split traffic by rewriting the backend weights of rules of Gateway API "
+        "HTTPRoutes or GRPCRoutes in the ModelRollout's namespace.",
+    )
+    istio: IstioRouting | None = Field(
+        default=None,
+        description="Split traffic by rewriting the weights of two destinations in HTTP routes of Istio "
+        "VirtualServices in the ModelRollout's namespace.",
     )
 
     @model_validator(mode="after")

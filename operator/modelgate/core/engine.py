@@ -110,9 +110,10 @@ class _Tick:
             self.weight = None
             return
         route = self.observed.route
-        live = isinstance(route, LiveRoute) and (route.incumbent_weight, route.candidate_weight) == (
-            100 - weight,
-            weight,
+        live = (
+            isinstance(route, LiveRoute)
+            and route.differing is None
+            and (route.incumbent_weight, route.candidate_weight) == (100 - weight, weight)
         )
         self.weight = None if live else weight
 
@@ -120,7 +121,12 @@ class _Tick:
     def weights_live(self) -> bool:
         route = self.observed.route
         wanted = self.status.current_weight
-        return isinstance(route, LiveRoute) and self.weight is None and route.candidate_weight == wanted
+        return (
+            isinstance(route, LiveRoute)
+            and route.differing is None
+            and self.weight is None
+            and route.candidate_weight == wanted
+        )
 
     @property
     def step(self) -> Step:
@@ -192,9 +198,8 @@ class _Tick:
         self.update(live_weight=route.candidate_weight)
         ready = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
         not_taken = ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED
-        if not (not_taken and route.candidate_weight != self.status.current_weight) and not overwrite_noticed(
-            self
-        ):
+        carried = route.differing is None and route.candidate_weight == self.status.current_weight
+        if not (not_taken and not carried) and not overwrite_noticed(self):
             self.condition(
                 ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, "the route and both backends exist"
             )

@@ -14,11 +14,14 @@ from modelgate.core.results import AnalysisRun
 class LiveRoute:
     """The weights a router read back from what is live. `other_writer` names the writer (a field
     manager) other than the operator that last changed the backendRefs, when the router can tell;
-    None when the operator itself wrote them last or nobody can say."""
+    None when the operator itself wrote them last or nobody can say. `differing` says which of
+    several routes moved together do not carry these weights (None when all do): then the weights
+    are not live, whatever they are."""
 
     incumbent_weight: int
     candidate_weight: int
     other_writer: str | None = None
+    differing: str | None = None
 
 
 @dataclass(frozen=True)

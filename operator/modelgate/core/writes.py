@@ -1,5 +1,6 @@
 """What a weight write returned, folded into the tick's decision: the weight the route now carries
-goes to status, and a write that did not take is a Warning (once, until it takes) and a retry."""
+goes to status, and a write that did not take (on any of the routes moved together, named) is a
+Warning (once, until it takes) and a retry."""
 
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ def settle_write(
     status = decision.status
     if isinstance(written, LiveRoute):
         status = status.model_copy(update={"live_weight": written.candidate_weight})
-        if written.candidate_weight == wanted:
+        if written.differing is not None:
+            problem = f"after writing candidate weight {wanted}, {written.differing}"
+        elif written.candidate_weight == wanted:
             return dataclasses.replace(decision, status=status)
-        problem = f"the route carries candidate weight {written.candidate_weight} after writing {wanted}"
+        else:
+            problem = f"the route carries candidate weight {written.candidate_weight} after writing {wanted}"
     else:  # a RouteProblem or a WriteFailed
         problem = f"writing candidate weight {wanted} failed: {written.message}"
     message = limits.clip(f"{problem}; retrying", limits.CONDITION_MESSAGE)
