@@ -266,7 +266,7 @@ UNKNOWN_FIELDS: dict[str, BadRollout] = {
     "misspelt field": BadRollout(
         put("spec.rollback.maxConsecutiveError", 2), "spec.rollback.maxConsecutiveError"
     ),
-    "unknown router": BadRollout(put("spec.trafficRouting.istio", {}), "spec.trafficRouting.istio"),
+    "unknown router": BadRollout(put("spec.trafficRouting.linkerd", {}), "spec.trafficRouting.linkerd"),
     "unknown step field": BadRollout(put(f"{STEP0}.analysis", {}), "spec.steps[0].analysis"),
     "unknown metric field": BadRollout(put(f"{METRIC0}.maximum", 1), "spec.analysis.metrics[0].maximum"),
 }

@@ -97,7 +97,8 @@ def test_a_route_change_wakes_its_rollout_no_sooner_than_the_recheck_after_its_l
         task = loops._rollouts["ns", "chat"].task
         assert task is not None
         assert await asyncio.to_thread(reconciler.ticked.wait, 30)
-        loops.notice_route("ns", "chat-route")
+        loops.notice_route("grpcroutes", "ns", "chat-route")  # another kind, same name: not its route
+        loops.notice_route("httproutes", "ns", "chat-route")
         await asyncio.wait_for(task, timeout=30)  # not the hour the tick asked for
 
     asyncio.run(run())

@@ -12,7 +12,11 @@ from modelgate.api.specmodel import SpecModel
 MAX_VIRTUAL_SERVICES = 8
 MAX_HTTP_ROUTES = 16
 # Istio puts no pattern on an http route's name; it only has to be there to be named.
-HttpRouteName = Annotated[str, StringConstraints(min_length=1, max_length=253)]
+HttpRouteName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=253),
+    Field(description="The `name` of an http route of the VirtualService."),
+]
 HttpRouteNames = Annotated[
     tuple[HttpRouteName, ...],
     Field(min_length=1, max_length=MAX_HTTP_ROUTES),
@@ -34,6 +38,8 @@ class IstioDestination(SpecModel):
 
 
 class VirtualServiceRef(SpecModel):
+    """One VirtualService, among several that a rollout moves together."""
+
     name: ObjectName = Field(description="Name of a VirtualService in the ModelRollout's namespace.")
     routes: HttpRouteNames | None = Field(
         None,
