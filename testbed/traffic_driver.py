@@ -249,12 +249,16 @@ class HTTPRouteWatcher:
         rule_index: int = 0,
         *,
         watch_timeout: int = 60,
+        resource: tuple[str, str, str] = (GATEWAY_GROUP, GATEWAY_VERSION, HTTPROUTES),
+        parse: Callable[[Mapping[str, Any]], Weights] | None = None,
     ) -> None:
+        """`resource` (group, version, plural) and `parse` (the object's weights) follow another kind
+        of route: testbed/route_kinds.py."""
         self._api = api
         self._name = f"{namespace}/{name}"
-        self._list_args = (GATEWAY_GROUP, GATEWAY_VERSION, namespace, HTTPROUTES)
+        self._list_args = (*resource[:2], namespace, resource[2])
         self._selector = f"metadata.name={name}"
-        self._rule_index = rule_index
+        self._parse = parse or (lambda route: parse_backend_weights(route, rule_index))
         self._watch_timeout = watch_timeout
         self._stopping = threading.Event()
         self._watch: Any = None
@@ -267,8 +271,8 @@ class HTTPRouteWatcher:
         )
         items = listing.get("items") or []
         if not items:
-            raise RouteError(f"HTTPRoute {self._name} not found")
-        return parse_backend_weights(items[0], self._rule_index), str(listing["metadata"]["resourceVersion"])
+            raise RouteError(f"{self._list_args[3]} {self._name} not found")
+        return self._parse(items[0]), str(listing["metadata"]["resourceVersion"])
 
     def follow(self, on_change: Callable[[Weights], None]) -> None:
         """Calls `on_change` from a daemon thread with the weights after each change (and after
@@ -331,7 +335,7 @@ class HTTPRouteWatcher:
 
     def _usable_weights(self, route: Mapping[str, Any]) -> Weights:
         try:
-            return parse_backend_weights(route, self._rule_index)
+            return self._parse(route)
         except RouteError as error:
             log.warning("route unusable; routing nothing", route=self._name, error=str(error))
             return {}

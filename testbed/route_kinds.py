@@ -1,0 +1,83 @@
+"""The kinds of route the traffic driver follows, each with how its weights are read: HTTPRoute and
+GRPCRoute (the same backendRefs; the doubles speak HTTP, so a GRPCRoute's split is followed with the
+same chat requests) and Istio VirtualServices (a destination's weights, keyed by its host, or
+`host/subset` when it names a subset)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client import CustomObjectsApi
+
+from testbed.traffic_driver import (
+    GATEWAY_GROUP,
+    GATEWAY_VERSION,
+    HTTPRouteWatcher,
+    RouteError,
+    Weights,
+    parse_backend_weights,
+)
+
+ISTIO_GROUP = "networking.istio.io"
+ISTIO_VERSION = "v1"
+
+
+@dataclass(frozen=True)
+class RouteKind:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    # The weights of the rule named by `rule` (an index for Gateway API, an http route's name, or
+    # None for the only one, for Istio).
+    weights: Callable[[Mapping[str, Any], Any], Weights]
+
+
+def destination_key(destination: Mapping[str, Any]) -> str:
+    subset = destination.get("subset")
+    return str(destination.get("host")) + (f"/{subset}" if subset else "")
+
+
+def virtual_service_weights(service: Mapping[str, Any], http_route: str | None = None) -> Weights:
+    """The destinations' weights of the named http route (None: the only one); Istio gives a lone
+    destination all traffic and one without a weight among several none."""
+    name = service.get("metadata", {}).get("name", "<unnamed>")
+    http = service.get("spec", {}).get("http") or []
+    chosen = [r for r in http if http_route is None or r.get("name") == http_route]
+    if len(chosen) != 1:
+        raise RouteError(f"VirtualService {name} has {len(chosen)} http routes matching {http_route!r}")
+    destinations = chosen[0].get("route") or []
+    weights: Weights = {}
+    for entry in destinations:
+        key = destination_key(entry.get("destination") or {})
+        weight = entry.get("weight", 100 if len(destinations) == 1 else 0)
+        if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
+            raise RouteError(f"VirtualService {name}: destination {key} has invalid weight {weight!r}")
+        weights[key] = weights.get(key, 0) + weight
+    return weights
+
+
+HTTP_ROUTE = RouteKind("HTTPRoute", GATEWAY_GROUP, GATEWAY_VERSION, "httproutes", parse_backend_weights)
+GRPC_ROUTE = RouteKind("GRPCRoute", GATEWAY_GROUP, GATEWAY_VERSION, "grpcroutes", parse_backend_weights)
+VIRTUAL_SERVICE = RouteKind(
+    "VirtualService", ISTIO_GROUP, ISTIO_VERSION, "virtualservices", virtual_service_weights
+)
+KINDS = {kind.kind: kind for kind in (HTTP_ROUTE, GRPC_ROUTE, VIRTUAL_SERVICE)}
+
+
+def route_watcher(
+    api: CustomObjectsApi, namespace: str, kind: RouteKind, name: str, rule: Any = None
+) -> HTTPRouteWatcher:
+    """A watcher that follows one rule of a route of `kind` (rule None: rule 0, or Istio's only
+    http route)."""
+    if rule is None and kind is not VIRTUAL_SERVICE:
+        rule = 0
+    return HTTPRouteWatcher(
+        api,
+        namespace,
+        name,
+        resource=(kind.group, kind.version, kind.plural),
+        parse=lambda route: kind.weights(route, rule),
+    )

@@ -1,0 +1,104 @@
+"""Pure parts of the composite and Istio routers: combining several targets' weights, finding two
+destinations in a VirtualService, and the driver's reading of the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelgate.api import IstioRouting
+from modelgate.core import LiveRoute, RouteProblem
+from modelgate.routers.group import agreed
+from modelgate.routers.istio import HttpRoutePairs, locate_destinations
+from testbed.route_kinds import virtual_service_weights
+
+ROUTING = IstioRouting.model_validate(
+    {
+        "virtualService": "chat",
+        "routes": ["primary"],
+        "incumbentDestination": {"host": "chat-v1"},
+        "candidateDestination": {"host": "chat", "subset": "v2"},
+    }
+)
+(REF,) = ROUTING.virtual_service_refs
+
+
+def service(*http: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "chat", "namespace": "serving"}, "spec": {"http": list(http)}}
+
+
+def split(name: str, incumbent: int | None, candidate: int | None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "route": [
+            {"destination": {"host": "chat-v1"}, **({} if incumbent is None else {"weight": incumbent})},
+            {
+                "destination": {"host": "chat", "subset": "v2"},
+                **({} if candidate is None else {"weight": candidate}),
+            },
+        ],
+    }
+
+
+def test_agreeing_targets_read_as_one() -> None:
+    assert agreed([("a", LiveRoute(80, 20)), ("b", LiveRoute(80, 20, "argocd"))]) == LiveRoute(
+        80, 20, "argocd"
+    )
+
+
+def test_differing_targets_are_named_and_show_the_overwritten_one() -> None:
+    live = agreed([("a", LiveRoute(80, 20)), ("b", LiveRoute(50, 50, "argocd")), ("c", LiveRoute(80, 20))])
+    assert (live.incumbent_weight, live.candidate_weight, live.other_writer) == (50, 50, "argocd")
+    assert live.differing is not None and "a carries 20, b carries 50, c carries 20" in live.differing
+
+
+def test_a_write_that_did_not_take_on_one_target_shows_that_one() -> None:
+    live = agreed([("a", LiveRoute(80, 20)), ("b", LiveRoute(90, 10))])
+    assert (live.candidate_weight, live.other_writer) == (10, None)
+    assert live.differing is not None
+
+
+def test_destinations_of_the_named_http_route() -> None:
+    found = locate_destinations(
+        service(split("other", 100, 0), split("primary", 70, 30)), REF, ROUTING, "spec.x"
+    )
+    assert isinstance(found, HttpRoutePairs)
+    assert found.live() == LiveRoute(70, 30)
+    assert found.patch("7", 40)[1:] == [
+        {"op": "add", "path": "/spec/http/1/route/0/weight", "value": 60},
+        {"op": "add", "path": "/spec/http/1/route/1/weight", "value": 40},
+    ]
+
+
+def test_a_missing_http_route_or_destination_names_the_field() -> None:
+    missing = locate_destinations(service(split("other", 100, 0)), REF, ROUTING, "spec.trafficRouting.istio")
+    assert isinstance(missing, RouteProblem) and missing.reason == "RuleNotFound"
+    assert "spec.trafficRouting.istio.routes" in missing.message
+    without_subset = service(
+        {
+            "name": "primary",
+            "route": [{"destination": {"host": "chat-v1"}}, {"destination": {"host": "chat"}}],
+        }
+    )
+    problem = locate_destinations(without_subset, REF, ROUTING, "spec.trafficRouting.istio")
+    assert isinstance(problem, RouteProblem) and problem.reason == "BackendNotFound"
+    assert "spec.trafficRouting.istio.candidateDestination" in problem.message
+
+
+def test_several_http_routes_without_names_in_the_spec_are_ambiguous() -> None:
+    unnamed = IstioRouting.model_validate(
+        ROUTING.model_dump(by_alias=True, exclude_none=True) | {"routes": None}
+    )
+    (ref,) = unnamed.virtual_service_refs
+    problem = locate_destinations(
+        service(split("a", 1, 0), split("b", 1, 0)), ref, unnamed, "spec.trafficRouting.istio"
+    )
+    assert isinstance(problem, RouteProblem) and "name the ones to move" in problem.message
+
+
+def test_the_driver_reads_destination_weights_by_host_and_subset() -> None:
+    assert virtual_service_weights(service(split("primary", 70, None)), "primary") == {
+        "chat-v1": 70,
+        "chat/v2": 0,
+    }
+    lone = service({"route": [{"destination": {"host": "chat-v1"}}]})
+    assert virtual_service_weights(lone) == {"chat-v1": 100}
