@@ -81,3 +81,44 @@ def route_watcher(
         resource=(kind.group, kind.version, kind.plural),
         parse=lambda route: kind.weights(route, rule),
     )
+
+
+def grpc_route(
+    name: str, namespace: str, weights: dict[str, int], gateway: str = "inference"
+) -> dict[str, Any]:
+    """One rule whose backendRefs are the given Services, with their weights."""
+    return {
+        "apiVersion": f"{GATEWAY_GROUP}/{GATEWAY_VERSION}",
+        "kind": "GRPCRoute",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "parentRefs": [{"name": gateway}],
+            "rules": [
+                {
+                    "matches": [{"method": {"service": "chat.v1.Chat"}}],
+                    "backendRefs": [
+                        {"name": backend, "port": 8000, "weight": weight}
+                        for backend, weight in weights.items()
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def virtual_service(
+    name: str, namespace: str, weights: dict[str, int], http_route: str = "primary"
+) -> dict[str, Any]:
+    """One http route named `http_route` whose destinations are the given hosts (`host/subset`
+    for a subset), with their weights."""
+    destinations = []
+    for key, weight in weights.items():
+        host, _, subset = key.partition("/")
+        destination = {"host": host, **({"subset": subset} if subset else {})}
+        destinations.append({"destination": destination, "weight": weight})
+    return {
+        "apiVersion": f"{ISTIO_GROUP}/{ISTIO_VERSION}",
+        "kind": "VirtualService",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"hosts": ["chat"], "http": [{"name": http_route, "route": destinations}]},
+    }
