@@ -181,7 +181,9 @@ def overwrite(
 def test_set_writes_every_target_and_returns_what_is_stored(
     case: Case, api_client: client.ApiClient, namespace: str
 ) -> None:
-    assert router(api_client, namespace, case.routing).read() == LiveRoute(100, 0)
+    first = router(api_client, namespace, case.routing).read()
+    assert isinstance(first, LiveRoute)
+    assert (first.incumbent_weight, first.candidate_weight, first.differing) == (100, 0, None)
     assert router(api_client, namespace, case.routing).set_weights(30) == LiveRoute(70, 30)
     assert stored(api_client, namespace, case) == [(70, 30)] * len(case.targets)
     assert router(api_client, namespace, case.routing).read() == LiveRoute(70, 30)

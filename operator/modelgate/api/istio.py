@@ -61,7 +61,9 @@ class IstioRouting(SpecModel):
                 message="with virtualServices, set routes in each of virtualServices instead",
             ),
             CelRule(
-                "self.candidateDestination != self.incumbentDestination",
+                "self.candidateDestination.host != self.incumbentDestination.host || "
+                "(has(self.candidateDestination.subset) ? self.candidateDestination.subset : '') != "
+                "(has(self.incumbentDestination.subset) ? self.incumbentDestination.subset : '')",
                 field_path=".candidateDestination",
                 message="must differ from incumbentDestination",
             ),

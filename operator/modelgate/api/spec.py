@@ -93,7 +93,10 @@ class GatewayAPIRouting(SpecModel):
                 message="with routes, set ruleIndex in each of routes instead",
             ),
             CelRule(
-                "!has(self.routes) || self.routes.all(r, self.routes.exists_one(o, o == r))",
+                "!has(self.routes) || self.routes.all(r, self.routes.exists_one(o, "
+                "o.ruleIndex == r.ruleIndex"
+                " && (has(o.httpRoute) ? o.httpRoute : '') == (has(r.httpRoute) ? r.httpRoute : '')"
+                " && (has(o.grpcRoute) ? o.grpcRoute : '') == (has(r.grpcRoute) ? r.grpcRoute : '')))",
                 field_path=".routes",
                 message="must not name the same rule of a route twice",
             ),
