@@ -14,16 +14,19 @@ from modelgate.core import ConditionType
 from modelgate.core.conditions import condition
 from modelgate.metrics.prometheus import PrometheusClient
 from testbed.inference_pools import inference_pool, pool_http_route
-from testbed.localcluster import LocalCluster
+from testbed.localcluster import LocalCluster, kubectl
 from testbed.manifests import SEED_METRICS, Manifest, model_deployment, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
+from testbed.versions import REPO_ROOT
 from testbed.waiting import wait_for
 from tests.support.cli import modelgate
+from tests.support.clusters import TestCluster
 from tests.support.kube import create
 from tests.support.scenario import POOLS, Rollouts, serving
 
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+EXAMPLE = REPO_ROOT / "examples" / "rollout-inference-pools.yaml"
 
 
 def pool_rollout(namespace: str, incumbent: str, candidate: str, **fields: Any) -> Manifest:
@@ -122,3 +125,13 @@ def test_a_pool_that_does_not_exist_holds_the_rollout_pending_until_it_appears(
     create(api_client, inference_pool("pool-v3", namespace, {"app.kubernetes.io/name": "chat-v2"}))
     final = rollouts.wait_for_status("the rollout to end", lambda s: s.phase in FINISHED)
     assert final.phase is Phase.SUCCEEDED, final.message
+
+
+def test_the_example_is_accepted_by_the_api_server(cluster: TestCluster, namespace: str) -> None:
+    applied = kubectl(cluster.kubeconfig, "apply", "--dry-run=server", "-n", namespace, "-f", str(EXAMPLE))
+    assert applied.splitlines() == [
+        "inferencepool.inference.networking.k8s.io/pool-v1 created (server dry run)",
+        "inferencepool.inference.networking.k8s.io/pool-v2 created (server dry run)",
+        "httproute.gateway.networking.k8s.io/chat-pools created (server dry run)",
+        "modelrollout.modelgate.io/chat-pools created (server dry run)",
+    ]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from modelgate.api import InvalidSpecError, parse_spec
 from modelgate.api.spec import GatewayAPIRouting
@@ -19,6 +20,7 @@ from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.routers import SideKinds
 from modelgate.routers.gatewayapi import BackendPair, locate_backends
 from testbed.inference_pools import inference_pool, selected_pods
+from testbed.versions import REPO_ROOT
 from tests.support.promql import assert_evaluates, one
 from tests.unit.test_metrics_presets import CANDIDATE_PODS, SERIES
 
@@ -208,3 +210,23 @@ def test_the_bed_sends_a_pools_share_to_the_ready_pods_it_selects() -> None:
     other["metadata"]["labels"] = {"app": "chat-v1", "tier": "gpu"}
     pods = [pod("b"), pod("a"), pod("not-ready", ready=False), pod("going", deleting=True), other]
     assert selected_pods(POOL, pods) == ["a", "b"]
+
+
+# -- the example -----------------------------------------------------------------------------------
+def test_the_example_rolls_between_the_pools_its_route_splits() -> None:
+    documents = list(
+        yaml.safe_load_all((REPO_ROOT / "examples" / "rollout-inference-pools.yaml").read_text())
+    )
+    by_kind = {kind: [d for d in documents if d["kind"] == kind] for kind in ("InferencePool", "HTTPRoute")}
+    (rollout,) = [d for d in documents if d["kind"] == "ModelRollout"]
+    spec = parse_spec(rollout["spec"])
+    (http_route,) = by_kind["HTTPRoute"]
+    assert spec.traffic_routing.gateway_api is not None
+    assert http_route["metadata"]["name"] == spec.traffic_routing.gateway_api.http_route
+    assert locate_backends(http_route, spec.traffic_routing.gateway_api, SideKinds.of(spec)) == BackendPair(
+        0, 0, 1, 100, 0
+    )
+    assert [p["metadata"]["name"] for p in by_kind["InferencePool"]] == [
+        spec.incumbent.name,
+        spec.candidate.name,
+    ]
