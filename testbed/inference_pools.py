@@ -16,7 +16,7 @@ from typing import Any
 
 from kubernetes import client
 
-from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
+from testbed.manifests import Manifest, http_route
 
 INFERENCE_GROUP = "inference.networking.k8s.io"
 INFERENCE_VERSION = "v1"
@@ -38,23 +38,11 @@ def pool_http_route(
     name: str, namespace: str, weights: Mapping[str, int], gateway: str = "inference"
 ) -> Manifest:
     """One rule whose backendRefs are the given InferencePools, with their weights."""
-    return {
-        "apiVersion": f"{GATEWAY_GROUP}/{GATEWAY_VERSION}",
-        "kind": "HTTPRoute",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "parentRefs": [{"name": gateway}],
-            "rules": [
-                {
-                    "matches": [{"path": {"type": "PathPrefix", "value": "/v1"}}],
-                    "backendRefs": [
-                        {"group": INFERENCE_GROUP, "kind": "InferencePool", "name": pool, "weight": weight}
-                        for pool, weight in weights.items()
-                    ],
-                }
-            ],
-        },
-    }
+    route = http_route(name, namespace, dict(weights), gateway)
+    for ref in route["spec"]["rules"][0]["backendRefs"]:
+        del ref["port"]  # a Service's; an InferencePool has its own targetPorts
+        ref.update(group=INFERENCE_GROUP, kind="InferencePool")
+    return route
 
 
 def selected_pods(pool: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[str]:

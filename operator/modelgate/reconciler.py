@@ -65,7 +65,7 @@ def _forgotten_status(body: Mapping[str, Any]) -> ModelRolloutStatus:
     but for the candidate it belongs to, so that the Failed it gets holds, the route left as it is,
     until the spec changes, instead of starting over from step 0 at the next tick."""
     try:
-        candidate: str | None = parse_spec(body.get("spec") or {}).candidate.name
+        candidate: str | None = parse_spec(body.get("spec") or {}).candidate.identity
     except ValueError:
         candidate = None
     return ModelRolloutStatus(rollout_candidate=candidate)

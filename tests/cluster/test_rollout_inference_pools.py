@@ -29,40 +29,43 @@ FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 EXAMPLE = REPO_ROOT / "examples" / "rollout-inference-pools.yaml"
 
 
-def pool_rollout(namespace: str, incumbent: str, candidate: str, **fields: Any) -> Manifest:
+def pool_rollout(
+    namespace: str, steps: list[dict[str, Any]], pools: tuple[str, str] = POOLS, **fields: Any
+) -> Manifest:
     """model_rollout between two InferencePools: the backends are the pools themselves."""
-    manifest = model_rollout("chat", namespace, incumbent=incumbent, candidate=candidate, **fields)
+    incumbent, candidate = pools
+    manifest = model_rollout(
+        "chat", namespace, steps=steps, incumbent=incumbent, candidate=candidate, **fields
+    )
     manifest["spec"]["incumbent"] = {"inferencePool": incumbent}
     manifest["spec"]["candidate"] = {"inferencePool": candidate}
     return manifest
 
 
-def candidate_share(prometheus: PrometheusClient, namespace: str) -> float | None:
-    """The share of the last 5 s of requests that the candidate's doubles (chat-v2's Pods) answered,
-    by their own request counters."""
+def analysed_pool_rollout(bed: LocalCluster, namespace: str, steps: list[dict[str, Any]]) -> Manifest:
+    """pool_rollout judged on the seed metrics every second."""
+    return pool_rollout(namespace, steps, prometheus=bed.prometheus_url, metrics=SEED_METRICS, interval="1s")
+
+
+def wait_for_candidate_share(bed: LocalCluster, namespace: str, expected: float) -> None:
+    """Until the candidate's doubles (chat-v2's Pods) answered `expected` of the last 5 s of requests
+    (within 0.1), by their own request counters."""
+    prometheus = PrometheusClient(bed.prometheus_url, timeout=2)
     selector = f'namespace="{namespace}"'
     candidate = f'sum(rate(http_requests_total{{{selector},deployment="chat-v2"}}[5s]))'
     total = f"sum(rate(http_requests_total{{{selector}}}[5s]))"
-    promql = f"{candidate} / {total}"
-    return prometheus.query(promql).value
 
+    def near() -> bool:
+        share = prometheus.query(f"{candidate} / {total}").value
+        return share is not None and abs(share - expected) <= 0.1
 
-def share_near(prometheus: PrometheusClient, namespace: str, expected: float) -> bool:
-    share = candidate_share(prometheus, namespace)
-    return share is not None and abs(share - expected) <= 0.1
+    wait_for(near, timeout=60, interval=1, what=f"the candidate's share of requests at {expected}")
 
 
 def test_a_rollout_between_two_pools_is_promoted_with_traffic_by_the_pools_weights(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
 ) -> None:
-    prometheus = PrometheusClient(local_bed.prometheus_url, timeout=2)
-    manifest = pool_rollout(
-        namespace,
-        *POOLS,
-        steps=[{"setWeight": 50}, {"pause": {}}],
-        prometheus=local_bed.prometheus_url,
-        metrics=SEED_METRICS,
-    )
+    manifest = analysed_pool_rollout(local_bed, namespace, [{"setWeight": 50}, {"pause": {}}])
     with serving(local_bed, api_client, namespace, Behaviour(), inference_pools=True) as scenario:
         scenario.apply(manifest)
         held = scenario.wait_for_status(
@@ -71,7 +74,7 @@ def test_a_rollout_between_two_pools_is_promoted_with_traffic_by_the_pools_weigh
         available = condition(held.conditions, ConditionType.CANDIDATE_AVAILABLE)
         assert available is not None and available.status == "True"
         assert "2 of 2 selected Pods Ready" in available.message
-        wait_for(lambda: share_near(prometheus, namespace, 0.5), timeout=60, interval=1, what="a 50/50 split")
+        wait_for_candidate_share(local_bed, namespace, 0.5)
 
         promoted = modelgate(local_bed.kubeconfig, "promote", "chat", "-n", namespace, "--no-wait")
         assert promoted.returncode == 0, promoted.stderr
@@ -80,21 +83,13 @@ def test_a_rollout_between_two_pools_is_promoted_with_traffic_by_the_pools_weigh
         # Every metric passed on the pools' own Pods: with no series they would be Inconclusive.
         assert {m.name: m.verdict for m in final.analysis} == {m["name"]: Verdict.PASS for m in SEED_METRICS}
         assert scenario.recorder.weights_until(100) == [0, 50, 100]
-        wait_for(lambda: share_near(prometheus, namespace, 1.0), timeout=60, interval=1, what="all to v2")
+        wait_for_candidate_share(local_bed, namespace, 1.0)
 
 
 def test_a_breaching_pool_is_rolled_back(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
 ) -> None:
-    prometheus = PrometheusClient(local_bed.prometheus_url, timeout=2)
-    manifest = pool_rollout(
-        namespace,
-        *POOLS,
-        steps=[{"setWeight": 20}, {"pause": {}}],
-        prometheus=local_bed.prometheus_url,
-        metrics=SEED_METRICS,
-        interval="1s",
-    )
+    manifest = analysed_pool_rollout(local_bed, namespace, [{"setWeight": 20}, {"pause": {}}])
     candidate = Behaviour(error_rate=0.08)
     with serving(local_bed, api_client, namespace, candidate, inference_pools=True) as scenario:
         scenario.apply(manifest)
@@ -105,7 +100,7 @@ def test_a_breaching_pool_is_rolled_back(
         # The query selected the candidate pool's Pods, by their ReplicaSet's name prefix.
         assert reason.query is not None and 'pod=~"chat-v2-' in reason.query
         assert scenario.recorder.weights_until(0) == [0, 20, 0]
-        wait_for(lambda: share_near(prometheus, namespace, 0.0), timeout=60, interval=1, what="all to v1")
+        wait_for_candidate_share(local_bed, namespace, 0.0)
 
 
 def test_a_pool_that_does_not_exist_holds_the_rollout_pending_until_it_appears(
@@ -115,7 +110,7 @@ def test_a_pool_that_does_not_exist_holds_the_rollout_pending_until_it_appears(
     create(api_client, inference_pool("pool-v1", namespace, {"app.kubernetes.io/name": "chat-v1"}))
     create(api_client, pool_http_route("chat", namespace, {"pool-v1": 100, "pool-v3": 0}))
     rollouts = Rollouts(api_client, namespace)
-    rollouts.apply(pool_rollout(namespace, "pool-v1", "pool-v3", steps=[{"setWeight": 30}]))
+    rollouts.apply(pool_rollout(namespace, [{"setWeight": 30}], pools=("pool-v1", "pool-v3")))
     missing = f"InferencePool {namespace}/pool-v3 (spec.candidate.inferencePool) not found"
     rollouts.wait_for_status(
         "the rollout to wait for the pool",

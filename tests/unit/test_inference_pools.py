@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
+from rich.console import Console
 
 from modelgate.api import InvalidSpecError, parse_spec
 from modelgate.api.spec import GatewayAPIRouting
+from modelgate.cli.render import render_list, render_status
 from modelgate.core import RouteProblem
 from modelgate.kube.pools import PoolPod, pool_availability, pool_label_selector, pool_pod
 from modelgate.metrics.context import pool_pod_regex
@@ -230,3 +232,19 @@ def test_the_example_rolls_between_the_pools_its_route_splits() -> None:
         spec.incumbent.name,
         spec.candidate.name,
     ]
+
+
+# -- the CLI -----------------------------------------------------------------------------------------
+def test_the_cli_shows_a_pool_side_as_a_pool() -> None:
+    body = {
+        "metadata": {"namespace": "serving", "name": "chat"},
+        "spec": POOL_SPEC,
+        "status": {"currentWeight": 10},
+    }
+    console = Console(width=250, record=True)
+    console.print(render_status(body))
+    console.print(render_list([body], with_namespace=False))
+    text = console.export_text()
+    assert "pool/pool-v1 90% / pool/pool-v2 10%" in text
+    (row,) = [line.split() for line in text.splitlines() if line.split()[:1] == ["chat"]]
+    assert row[4:6] == ["pool/pool-v1", "pool/pool-v2"]

@@ -88,6 +88,12 @@ class WorkloadRef(SpecModel):
         return name
 
     @property
+    def identity(self) -> str:
+        """What status.rolloutCandidate records: a Deployment's name (as it did before pools), and
+        `inferencepool/<name>` for a pool, so that a change of kind alone is a new rollout too."""
+        return self.name if self.deployment is not None else f"inferencepool/{self.name}"
+
+    @property
     def field(self) -> str:
         """The spec key that names the workload: `deployment` or `inferencePool`."""
         return "deployment" if self.deployment is not None else "inferencePool"

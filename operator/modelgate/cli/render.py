@@ -53,6 +53,12 @@ def _step_label(step: dict[str, Any]) -> str:
     return f"pause {duration}" if duration else "pause (until promote)"
 
 
+def side_name(side: dict[str, Any]) -> str:
+    """A spec side's workload: its Deployment's name, or `pool/<name>` for an InferencePool."""
+    pool = side.get("inferencePool")
+    return f"pool/{pool}" if pool else str(side.get("deployment", "-"))
+
+
 def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | None = None) -> RenderableType:
     meta, spec = body["metadata"], body["spec"]
     status = ModelRolloutStatus.model_validate(body.get("status") or {})
@@ -66,8 +72,8 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
     header.add_row(
         "Weights",
-        f"{spec['incumbent']['deployment']} {100 - status.current_weight}% / "
-        f"{spec['candidate']['deployment']} {status.current_weight}%",
+        f"{side_name(spec['incumbent'])} {100 - status.current_weight}% / "
+        f"{side_name(spec['candidate'])} {status.current_weight}%",
     )
     if isinstance(live_weights, tuple):
         header.add_row("Live route", f"{live_weights[0]} / {live_weights[1]}")
@@ -149,8 +155,8 @@ def render_list(rollouts: list[dict[str, Any]], *, with_namespace: bool) -> Tabl
             Text(phase, style=PHASE_STYLE.get(phase, "")),
             str(status.get("currentWeight", "-")),
             str(status.get("currentStepIndex", "-")),
-            spec["incumbent"]["deployment"],
-            spec["candidate"]["deployment"],
+            side_name(spec["incumbent"]),
+            side_name(spec["candidate"]),
             _age(meta.get("creationTimestamp")),
             status.get("message") or "",
         )

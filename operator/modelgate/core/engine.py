@@ -149,7 +149,7 @@ class _Tick:
     # -- the tick ----------------------------------------------------------------------------------
     def run(self) -> None:
         generation_changed = self.status.observed_generation != self.observed.generation
-        if self.status.rollout_candidate != self.spec.candidate.name:
+        if self.status.rollout_candidate != self.spec.candidate.identity:
             self.start_rollout(Reason.NEW_ROLLOUT, f"rolling out {self.spec.candidate.name}")
         elif generation_changed and self.status.phase is Phase.FAILED:
             self.start_rollout(Reason.SPEC_CHANGED, "the spec changed; starting again from step 0")
@@ -203,7 +203,7 @@ class _Tick:
         self.update(
             phase=Phase.PENDING,
             message=message,
-            rollout_candidate=self.spec.candidate.name,
+            rollout_candidate=self.spec.candidate.identity,
             current_step_index=0,
             current_weight=0,
             live_weight=None,  # another rollout's weights say nothing of who writes this one's
