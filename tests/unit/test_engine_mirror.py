@@ -10,6 +10,7 @@ from modelgate.api import Phase
 from modelgate.core import CommandAction, LiveRoute, Reason, next_wakeup, settle_write
 from tests.unit.engine_support import (
     INTERVAL,
+    ROUTE_NOT_FOUND,
     Outcome,
     Simulator,
     command,
@@ -165,3 +166,20 @@ def test_a_write_that_left_the_mirror_out_is_not_applied() -> None:
     assert event_reasons(settled)[-1] == Reason.WEIGHT_NOT_APPLIED
     assert "after writing 0 and a 10% mirror" in settled.events[-1].message
     assert next_wakeup(sim.spec, settled.status, sim.now) == timedelta(seconds=1)
+
+
+def test_the_mirror_is_removed_once_the_route_can_be_written_again() -> None:
+    sim = Simulator(SHADOW_THEN_50)
+    sim.start()
+    sim.route = ROUTE_NOT_FOUND
+
+    aborted = sim.tick(command=command(CommandAction.ABORT))
+
+    assert aborted.weight is None
+    assert aborted.status.current_mirror_percent == 10  # nothing was written, so nothing was removed
+    assert Reason.MIRROR_REMOVED not in event_reasons(aborted)
+
+    sim.route = LiveRoute(100, 0, mirror_percent=10)  # the route is back, with the mirror
+    returned = sim.tick(after=timedelta(seconds=10))
+    assert route_write(sim) == (0, 0)
+    assert Reason.MIRROR_REMOVED in event_reasons(returned)

@@ -32,8 +32,9 @@ def settle_mirror(tick: _Tick) -> None:
     """At the end of a tick that may write the route: the mirror follows the step the tick ended at
     (MirrorSet or MirrorRemoved when that changes it), and a route whose mirror differs is written,
     with the tick's weight, in the same patch: the mirror never outlives the step that asked for it."""
-    if not tick.may_write:
-        return
+    route = tick.observed.route
+    if not tick.may_write or not isinstance(route, LiveRoute):
+        return  # held for another writer, or a route that cannot be written
     wanted = mirror_wanted(tick.spec, tick.status)
     if wanted != tick.status.current_mirror_percent:
         tick.update(current_mirror_percent=wanted)
@@ -42,6 +43,5 @@ def settle_mirror(tick: _Tick) -> None:
             tick.event(Reason.MIRROR_SET, f"step {index}: copying {wanted}% of requests to the candidate")
         else:
             tick.event(Reason.MIRROR_REMOVED, "no more requests are copied to the candidate")
-    route = tick.observed.route
-    if tick.weight is None and isinstance(route, LiveRoute) and route.mirror_percent != wanted:
+    if tick.weight is None and route.mirror_percent != wanted:
         tick.weight = tick.status.current_weight
