@@ -174,8 +174,8 @@ class Step(SpecModel):
     mirror: Mirror | None = Field(
         None,
         description="Shadow the candidate: copy a share of the rule's requests to it for a while, its "
-        "weight unchanged (0 before any setWeight), and judge its own metrics on the copies. The copy "
-        "stops before the next step's weight is written, and on rollback. Needs the gatewayAPI router.",
+        "weight unchanged (0 before any setWeight), and judge its own metrics on the copies. The copies "
+        "stop in the same write as the next step's weight, and on rollback. Needs the gatewayAPI router.",
     )
 
     @model_validator(mode="after")

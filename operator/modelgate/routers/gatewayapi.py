@@ -225,8 +225,8 @@ class GatewayAPIRouter:
 
     def _mirrors(self, route: Mapping[str, Any], pair: BackendPair) -> CandidateMirrors:
         def to_candidate(ref: Mapping[str, Any]) -> bool:
-            name = ref.get("name") == self.routing.candidate_backend
-            return name and _refers_to_local_service(ref, route["metadata"].get("namespace"))
+            named = ref.get("name") == self.routing.candidate_backend
+            return named and _refers_to_local_service(ref, route["metadata"].get("namespace"))
 
         return candidate_mirrors(route["spec"]["rules"][pair.rule_index], to_candidate)
 
