@@ -29,9 +29,9 @@ def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: dateti
 
 def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
     """Metrics are evaluated every interval while the candidate takes traffic (or copies of it, in a
-    mirror step) in an active rollout;
-    a step's first run is one interval after the step started, so that its window holds the step's
-    traffic (a run at its start would see the previous step's, and could not complete it anyway).
+    mirror step) in an active rollout; a step's first run is one interval after the step started, so
+    that its window holds the step's traffic (a run at its start would see the previous step's, and
+    could not complete it anyway).
     None when nothing is evaluated; a time in the past when a run is due."""
     if (
         spec.analysis is None
