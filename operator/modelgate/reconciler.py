@@ -150,7 +150,7 @@ class Reconciler:
                 # step in status and writes its weight, rather than the previous step's back.
                 stored = self._write_status(body, stored, decision.status)
             # A rollback's weight goes first: it must reach the route before anything else.
-            written = self._write(router, decision.weight)
+            written = self._write(router, decision.weight, decision.mirror_percent)
             decision = settle_write(status, decision, written, self.clock(), generation)
         self._apply(body, status, stored, decision)
         self._clear_handled_command(namespace, name, command, decision.status)
@@ -167,12 +167,12 @@ class Reconciler:
         observability.export(body["metadata"]["namespace"], body["metadata"]["name"], unusable, None)
         return TickResult(unusable, RESYNC)
 
-    def _write(self, router: TrafficRouter, weight: int) -> WriteResult:
+    def _write(self, router: TrafficRouter, weight: int, mirror_percent: int) -> WriteResult:
         try:
-            written: WriteResult = router.set_weights(weight)
+            written: WriteResult = router.set_weights(weight, mirror_percent)
         except Conflict as error:  # other writers changed the route under every attempt
             written = WriteFailed(error.message)
-        log.info("weights set", candidate_weight=weight, written=repr(written))
+        log.info("weights set", candidate_weight=weight, mirror_percent=mirror_percent, written=repr(written))
         return written
 
     def _write_status(

@@ -94,6 +94,21 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "51 steps": BadRollout(put("spec.steps", [{"setWeight": 1}] * 51), "spec.steps"),
     "a step of neither kind": BadRollout(put(STEP0, {}), "spec.steps[0]"),
     "a step of both kinds": BadRollout(put(STEP0, {"setWeight": 10, "pause": {}}), "spec.steps[0]"),
+    "a weight and a mirror": BadRollout(
+        put(STEP0, {"setWeight": 10, "mirror": {"percent": 10, "duration": "1m"}}), "spec.steps[0]"
+    ),
+    "mirror of 0%": BadRollout(
+        put(STEP0, {"mirror": {"percent": 0, "duration": "1m"}}), "spec.steps[0].mirror.percent"
+    ),
+    "mirror of 101%": BadRollout(
+        put(STEP0, {"mirror": {"percent": 101, "duration": "1m"}}), "spec.steps[0].mirror.percent"
+    ),
+    "mirror without a duration": BadRollout(
+        put(STEP0, {"mirror": {"percent": 10}}), "spec.steps[0].mirror.duration"
+    ),
+    "mirror for 0s": BadRollout(
+        put(STEP0, {"mirror": {"percent": 10, "duration": "0s"}}), "spec.steps[0].mirror.duration"
+    ),
     # Pruned by the API server, which leaves a step of neither kind.
     "an unknown step kind": BadRollout(put(STEP0, {"analysis": {"templates": []}}), "spec.steps[0]"),
     # Durations.

@@ -219,6 +219,7 @@ class Rollouts:
 class Scenario(Rollouts):
     fleet: ModelFleet
     recorder: RouteRecorder
+    traffic: BackgroundTraffic
 
 
 @contextmanager
@@ -257,7 +258,7 @@ def serving(
     traffic = BackgroundTraffic(TrafficDriver(targets, rps=rps), HTTPRouteWatcher(objects, namespace, "chat"))
     try:
         with traffic:
-            yield Scenario(api_client, namespace, fleet, recorder)
+            yield Scenario(api_client, namespace, fleet, recorder, traffic)
     finally:
         recorder.stop()
         fleet.stop()

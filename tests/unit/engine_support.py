@@ -63,6 +63,10 @@ def indefinite_pause() -> Step:
     return Step.model_validate({"pause": {}})
 
 
+def mirror(percent: int, duration: str) -> Step:
+    return Step.model_validate({"mirror": {"percent": percent, "duration": duration}})
+
+
 def analysis_spec(
     metrics: Iterable[MetricSpec] = DEFAULT_METRICS, *, interval: str = "30s", min_requests: int = 50
 ) -> AnalysisSpec:
@@ -254,8 +258,8 @@ def round_trip(status: ModelRolloutStatus) -> ModelRolloutStatus:
 # -- the simulator ------------------------------------------------------------------------------------
 @dataclass
 class Simulator:
-    """Feeds `decide` tick by tick, like the operator would: keeps the live weights, applies each
-    decision's weight to them, advances a fake clock and records every weight it ever applied.
+    """Feeds `decide` tick by tick, like the operator would: keeps the live weights and mirror, applies
+    each decision's write to them, advances a fake clock and records every weight it ever applied.
 
     With `restart_every_tick`, the status passes through its JSON form between ticks, as it would
     across operator restarts.
@@ -314,7 +318,7 @@ class Simulator:
         self.status = round_trip(decision.status) if self.restart_every_tick else decision.status
         wanted = decision.weight
         if wanted is not None and isinstance(self.route, LiveRoute) and self.router_applies:
-            self.route = LiveRoute(100 - wanted, wanted)
+            self.route = LiveRoute(100 - wanted, wanted, mirror_percent=decision.mirror_percent)
             self.applied.append(wanted)
         self.decisions.append(decision)
         return decision

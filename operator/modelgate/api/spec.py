@@ -187,12 +187,33 @@ class Pause(SpecModel):
         return None if self.duration is None else parse_duration(self.duration)
 
 
+class Mirror(SpecModel):
+    percent: Annotated[Integer, Field(ge=1, le=100)] = Field(
+        description="Percentage of the route rule's requests copied to the candidate; the copies' answers "
+        "are discarded, users get the answers of the backend that served them."
+    )
+    duration: PositiveDuration = Field(
+        description="How long to mirror, as a Go-style duration; with analysis, the step also waits for "
+        "a passing evaluation."
+    )
+
+    @property
+    def duration_timedelta(self) -> timedelta:
+        return parse_duration(self.duration)
+
+
+STEP_KINDS = "set exactly one of setWeight, pause or mirror"
+
+
 class Step(SpecModel):
-    """One step; set exactly one of setWeight or pause."""
+    """One step; set exactly one of setWeight, pause or mirror."""
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
-            CelRule("has(self.setWeight) != has(self.pause)", message="set exactly one of setWeight or pause")
+            CelRule(
+                "[has(self.setWeight), has(self.pause), has(self.mirror)].exists_one(k, k)",
+                message=STEP_KINDS,
+            )
         )
     )
 
@@ -205,10 +226,17 @@ class Step(SpecModel):
         "until `modelgate promote`.",
     )
 
+    mirror: Mirror | None = Field(
+        None,
+        description="Shadow the candidate: copy a share of the rule's requests to it for a while, its "
+        "weight unchanged (0 before any setWeight), and judge its own metrics on the copies. The copies "
+        "stop in the same write as the next step's weight, and on rollback. Needs the gatewayAPI router.",
+    )
+
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Self:
-        if (self.set_weight is None) == (self.pause is None):
-            raise ValueError("set exactly one of setWeight or pause")
+        if [self.set_weight, self.pause, self.mirror].count(None) != 2:
+            raise ValueError(STEP_KINDS)
         return self
 
 

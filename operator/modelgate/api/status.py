@@ -247,6 +247,16 @@ class ModelRolloutStatus(StatusModel):
         description="The candidate's weight on the route as the operator last read or wrote it; differs "
         "from currentWeight while a weight write has not taken.",
     )
+    current_mirror_percent: Annotated[int, Field(ge=0, le=100)] = Field(
+        0,
+        description="Percentage of requests the operator last asked to be copied to the candidate (a mirror "
+        "step); 0 when nothing is mirrored.",
+    )
+    live_mirror_percent: Annotated[int, Field(ge=0, le=100)] | None = Field(
+        None,
+        description="The percentage of requests the route copies to the candidate, as the operator last "
+        "read or wrote it; 0 when the route mirrors nothing to it.",
+    )
     pending_since: Timestamp | None = Field(
         None, description="When the rollout started waiting for the candidate (its progress deadline)."
     )

@@ -49,6 +49,8 @@ def _threshold(metric: dict[str, Any]) -> str:
 def _step_label(step: dict[str, Any]) -> str:
     if "setWeight" in step:
         return f"setWeight {step['setWeight']}"
+    if "mirror" in step:
+        return f"mirror {step['mirror']['percent']}% for {step['mirror']['duration']}"
     duration = (step.get("pause") or {}).get("duration")
     return f"pause {duration}" if duration else "pause (until promote)"
 
@@ -75,6 +77,13 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
         f"{side_name(spec['incumbent'])} {100 - status.current_weight}% / "
         f"{side_name(spec['candidate'])} {status.current_weight}%",
     )
+    if status.current_mirror_percent or status.live_mirror_percent:
+        live = status.live_mirror_percent
+        header.add_row(
+            "Mirror",
+            f"{status.current_mirror_percent}% of requests copied to the candidate (live: "
+            f"{'unknown' if live is None else f'{live}%'})",
+        )
     if isinstance(live_weights, tuple):
         header.add_row("Live route", f"{live_weights[0]} / {live_weights[1]}")
     elif live_weights is not None:

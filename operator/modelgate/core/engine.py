@@ -23,6 +23,7 @@ from modelgate.core.analysis import evaluate
 from modelgate.core.commands import handle_command
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
 from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
+from modelgate.core.mirror import candidate_served, mirror_wanted, settle_mirror
 from modelgate.core.model import (
     Decision,
     Event,
@@ -41,6 +42,7 @@ def decide(
 ) -> Decision:
     tick = _Tick(spec, status, observed, now)
     tick.run()
+    settle_mirror(tick)
     return tick.decision
 
 
@@ -68,13 +70,21 @@ class _Tick:
         self.observed = observed
         self.now = now
         self.weight: int | None = None
+        self.may_write = False  # whether this tick may write the route (set_weight says)
         self.events: list[Event] = []
         self.outcome: Outcome | None = None
         self.command_handled = False
 
     @property
     def decision(self) -> Decision:
-        return Decision(self.status, self.weight, tuple(self.events), self.outcome, self.command_handled)
+        return Decision(
+            self.status,
+            self.weight,
+            tuple(self.events),
+            self.outcome,
+            self.command_handled,
+            self.status.current_mirror_percent,
+        )
 
     # -- small helpers -------------------------------------------------------------------------
     def update(self, **fields: object) -> None:
@@ -106,7 +116,8 @@ class _Tick:
         """Asks for `weight` unless it is already live, or the route is held for another writer (only
         a rollback writes then); the last call in a tick wins."""
         self.update(current_weight=weight)
-        if route_conflict_held(self) and not even_when_held:
+        self.may_write = even_when_held or not route_conflict_held(self)
+        if not self.may_write:
             self.weight = None
             return
         route = self.observed.route
@@ -120,7 +131,12 @@ class _Tick:
     def weights_live(self) -> bool:
         route = self.observed.route
         wanted = self.status.current_weight
-        return isinstance(route, LiveRoute) and self.weight is None and route.candidate_weight == wanted
+        return (
+            isinstance(route, LiveRoute)
+            and self.weight is None
+            and route.candidate_weight == wanted
+            and route.mirror_percent == mirror_wanted(self.spec, self.status)
+        )
 
     @property
     def step(self) -> Step:
@@ -189,12 +205,13 @@ class _Tick:
     def note_route(self, route: LiveRoute) -> None:
         """RouteReady, and the weight the route carries; a write that has not taken (reported when
         it was made) stays reported until the route carries the weight."""
-        self.update(live_weight=route.candidate_weight)
+        self.update(live_weight=route.candidate_weight, live_mirror_percent=route.mirror_percent)
         ready = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
         not_taken = ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED
-        if not (not_taken and route.candidate_weight != self.status.current_weight) and not overwrite_noticed(
-            self
-        ):
+        live = (route.candidate_weight, route.mirror_percent)
+        asked = (self.status.current_weight, self.status.current_mirror_percent)
+        still_not_taken = not_taken and live != asked
+        if not still_not_taken and not overwrite_noticed(self):
             self.condition(
                 ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, "the route and both backends exist"
             )
@@ -207,6 +224,7 @@ class _Tick:
             current_step_index=0,
             current_weight=0,
             live_weight=None,  # another rollout's weights say nothing of who writes this one's
+            live_mirror_percent=None,
             step_started_at=None,
             last_analysis_at=None,
             pending_since=self.now,
@@ -310,26 +328,28 @@ class _Tick:
     def step_complete(self) -> bool:
         step = self.step
         if not self.weights_live:
-            self.note(f"waiting for weight {self.status.current_weight} to be live")
+            mirror = mirror_wanted(self.spec, self.status)
+            copies = f" and a {mirror}% mirror" if mirror else ""
+            self.note(f"waiting for weight {self.status.current_weight}{copies} to be live")
             return False
         if not self.observed.candidate_available:
             # As Flagger halts: no step is finished while the candidate is not Available; its
             # traffic stays as it is, and the metrics decide whether that is a rollback.
             self.note(f"holding: the candidate is not Available ({self.observed.candidate_message})")
             return False
-        if step.pause is not None:
+        if step.pause is not None or step.mirror is not None:
             ends_at = pause_ends_at(self.spec, self.status)
             if ends_at is None:
                 return False  # indefinite: until `modelgate promote`
             if self.now < ends_at:
-                self.note(f"paused until {ends_at.isoformat()}")
+                self.note(f"{'mirroring' if step.mirror else 'paused'} until {ends_at.isoformat()}")
                 return False
         return self.analysis_passed()
 
     def analysis_passed(self) -> bool:
         """A passing run of every metric, taken at least one interval after the step started."""
         analysis = self.spec.analysis
-        if analysis is None or self.status.current_weight == 0:
+        if analysis is None or not candidate_served(self.spec, self.status):
             return True
         settled = step_settles_at(self.spec, self.status)
         assert settled is not None
@@ -359,6 +379,10 @@ class _Tick:
             self.set_weight(step.set_weight)
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: candidate weight {step.set_weight}")
             self.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {step.set_weight}%")
+        elif step.mirror is not None:
+            # The weight stays; the mirror is written at the end of the tick (settle_mirror).
+            message = f"step {index}: mirroring {step.mirror.percent}% for {step.mirror.duration}"
+            self.update(phase=Phase.PROGRESSING, message=message)
         elif step.pause is not None and step.pause.duration is None:
             self.update(phase=Phase.PAUSED, message=f"step {index}: paused until `modelgate promote`")
             self.event(Reason.PAUSED, f"step {index}: waiting for `modelgate promote`")

@@ -14,11 +14,13 @@ from modelgate.core.results import AnalysisRun
 class LiveRoute:
     """The weights a router read back from what is live. `other_writer` names the writer (a field
     manager) other than the operator that last changed the backendRefs, when the router can tell;
-    None when the operator itself wrote them last or nobody can say."""
+    None when the operator itself wrote them last or nobody can say. `mirror_percent` is the share of
+    requests the route copies to the candidate (0: none)."""
 
     incumbent_weight: int
     candidate_weight: int
     other_writer: str | None = None
+    mirror_percent: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,11 +96,12 @@ class Outcome:
 @dataclass(frozen=True)
 class Decision:
     """One tick's result. `weight` is the candidate weight to write (the incumbent gets the rest), or
-    None to leave the route alone; the command handled in this tick, if any, is in
-    `status.last_command` and `command_handled`."""
+    None to leave the route alone; a write also sets the mirror to `mirror_percent` (0: none). The
+    command handled in this tick, if any, is in `status.last_command` and `command_handled`."""
 
     status: ModelRolloutStatus
     weight: int | None = None
     events: tuple[Event, ...] = ()
     outcome: Outcome | None = None
     command_handled: bool = False
+    mirror_percent: int = 0

@@ -28,6 +28,8 @@ class Reason(StrEnum):
     RETRY = "Retry"
     ROLLOUT_STARTED = "RolloutStarted"
     WEIGHT_SET = "WeightSet"
+    MIRROR_SET = "MirrorSet"
+    MIRROR_REMOVED = "MirrorRemoved"
     PAUSED = "Paused"
     STEP_COMPLETED = "StepCompleted"
     ROLLOUT_SUCCEEDED = "RolloutSucceeded"

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.core import conditions as cond
+from modelgate.core.mirror import candidate_served
 from modelgate.core.reasons import ConditionType, Reason
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
@@ -27,14 +28,15 @@ def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: dateti
 
 
 def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
-    """Metrics are evaluated every interval while the candidate takes traffic in an active rollout;
-    a step's first run is one interval after the step started, so that its window holds the step's
-    traffic (a run at its start would see the previous step's, and could not complete it anyway).
+    """Metrics are evaluated every interval while the candidate takes traffic (or copies of it, in a
+    mirror step) in an active rollout; a step's first run is one interval after the step started, so
+    that its window holds the step's traffic (a run at its start would see the previous step's, and
+    could not complete it anyway).
     None when nothing is evaluated; a time in the past when a run is due."""
     if (
         spec.analysis is None
         or status.phase not in (Phase.PROGRESSING, Phase.PAUSED)
-        or status.current_weight == 0
+        or not candidate_served(spec, status)
     ):
         return None
     last = status.last_analysis_at
@@ -54,13 +56,16 @@ def step_settles_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datet
 
 
 def pause_ends_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
-    """The end of the current timed pause; None when the step is not one or has not started."""
+    """The end of the current timed pause or mirror step; None when the step is not one or has not
+    started."""
     if status.current_step_index >= len(spec.steps) or status.step_started_at is None:
         return None
-    pause = spec.steps[status.current_step_index].pause
-    if pause is None or pause.duration_timedelta is None:
+    step = spec.steps[status.current_step_index]
+    if step.mirror is not None:
+        return status.step_started_at + step.mirror.duration_timedelta
+    if step.pause is None or step.pause.duration_timedelta is None:
         return None
-    return status.step_started_at + pause.duration_timedelta
+    return status.step_started_at + step.pause.duration_timedelta
 
 
 def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
@@ -95,7 +100,10 @@ def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[dat
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
     """How long after `now`, the time the decision was taken at, this rollout needs looking at again."""
     candidates = [RESYNC if status.phase in ACTIVE_PHASES else FINISHED_RESYNC]
-    written = status.live_weight is None or status.live_weight == status.current_weight
+    written = status.live_weight in (None, status.current_weight) and status.live_mirror_percent in (
+        None,
+        status.current_mirror_percent,
+    )
     ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
     if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
         written = True  # held for another writer: there is nothing to retry

@@ -35,12 +35,16 @@ class TrafficRouter(Protocol):
     """
 
     def read(self) -> LiveRoute | RouteProblem:
-        """The weights that are live now, or why the route cannot be used."""
+        """The weights (and the share mirrored to the candidate) that are live now, or why the route
+        cannot be used."""
         ...
 
-    def set_weights(self, candidate_weight: int) -> LiveRoute | RouteProblem:
-        """Routes `candidate_weight` (0..100) to the candidate and the rest to the incumbent, and
-        verifies: returns the weights as stored by the write (what is live), or why the route cannot
-        be used (then nothing was written). The write is made against what `read` saw, so a tick
-        reads the route once; another writer in between makes it read again and retry."""
+    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+        """Routes `candidate_weight` (0..100) to the candidate and the rest to the incumbent, copies
+        `mirror_percent` (0..100; 0: none) of the requests to the candidate, and verifies: returns the
+        weights and mirror as stored by the write (what is live), or why the route cannot be used (then
+        nothing was written). Weights and mirror are one write, so the route never carries a mirror
+        without the weights it goes with. A router that cannot mirror returns a RouteProblem when asked
+        to. The write is made against what `read` saw, so a tick reads the route once; another writer
+        in between makes it read again and retry."""
         ...

@@ -1,14 +1,15 @@
 """Traffic splitting through the backend weights of one rule of a Gateway API HTTPRoute.
 
-Only the `weight` of the two named backendRefs is ever written, with a JSON patch guarded by a `test`
-of the resourceVersion that was read: every other field, rule and backendRef stays as its owner
+Only the `weight` of the two named backendRefs (and, for a mirror step, the rule's RequestMirror filter
+to the candidate: mirror_filter.py) is ever written, with a JSON patch guarded by a `test` of the
+resourceVersion that was read: every other field, rule, filter and backendRef stays as its owner
 left it, and a write that raced with another writer is redone on the fresh object.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from modelgate.api import BackendKind, GatewayAPIRouting
@@ -16,6 +17,7 @@ from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.kube import FIELD_MANAGER, Conflict, Kube, KubeError, NotFound, PatchNotApplied
 from modelgate.kube.pools import INFERENCE_GROUP
 from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds
+from modelgate.routers.mirror_filter import CandidateMirrors, candidate_mirrors, mirror_patch
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 GATEWAY_VERSION = "v1"
@@ -181,11 +183,14 @@ class GatewayAPIRouter:
         if route is None:
             return self._route_not_found()
         located = locate_backends(route, self.routing, self.kinds)
-        return located if isinstance(located, RouteProblem) else located.live(rules_writer(route))
+        if isinstance(located, RouteProblem):
+            return located
+        mirrors = self._mirrors(route, located)
+        return replace(located.live(rules_writer(route)), mirror_percent=mirrors.percent)
 
-    def set_weights(self, candidate_weight: int) -> LiveRoute | RouteProblem:
-        if not 0 <= candidate_weight <= 100:
-            raise ValueError(f"candidate weight must be 0..100, got {candidate_weight}")
+    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+        if not (0 <= candidate_weight <= 100 and 0 <= mirror_percent <= 100):
+            raise ValueError(f"weight and mirror must be 0..100, got {candidate_weight} and {mirror_percent}")
         rejected: tuple[str, PatchNotApplied] | None = None
         for attempt in range(MAX_WRITE_ATTEMPTS):
             # The route `read` saw (or the cache's copy); after a failed precondition, the server's.
@@ -206,6 +211,9 @@ class GatewayAPIRouter:
             located = locate_backends(route, self.routing, self.kinds)
             if isinstance(located, RouteProblem):
                 return located
+            mirror = self._mirror_patch(route, located, mirror_percent)
+            if isinstance(mirror, RouteProblem):
+                return mirror
             try:
                 written = self.kube.json_patch_custom(
                     GATEWAY_GROUP,
@@ -213,7 +221,7 @@ class GatewayAPIRouter:
                     self.namespace,
                     HTTPROUTES,
                     self.routing.http_route,
-                    weight_patch(located, version, candidate_weight),
+                    weight_patch(located, version, candidate_weight) + mirror,
                 )
             except NotFound:
                 return self._route_not_found()
@@ -226,11 +234,33 @@ class GatewayAPIRouter:
                 continue
             self._seen = written
             written_pair = locate_backends(written, self.routing, self.kinds)
-            return written_pair if isinstance(written_pair, RouteProblem) else written_pair.live()
+            if isinstance(written_pair, RouteProblem):
+                return written_pair
+            return replace(written_pair.live(), mirror_percent=self._mirrors(written, written_pair).percent)
         raise Conflict(
             None,
             f"HTTPRoute {self.route_id} changed under each of {MAX_WRITE_ATTEMPTS} attempts to set its"
             " weights; giving up for now",
+        )
+
+    def _mirrors(self, route: Mapping[str, Any], pair: BackendPair) -> CandidateMirrors:
+        def to_candidate(ref: Mapping[str, Any]) -> bool:
+            named = ref.get("name") == self.routing.candidate_backend
+            return named and _refers_to_local(ref, route["metadata"].get("namespace"), self.kinds.candidate)
+
+        return candidate_mirrors(route["spec"]["rules"][pair.rule_index], to_candidate)
+
+    def _mirror_patch(
+        self, route: Mapping[str, Any], pair: BackendPair, percent: int
+    ) -> list[dict[str, Any]] | RouteProblem:
+        rule = route["spec"]["rules"][pair.rule_index]
+        return mirror_patch(
+            f"rule {pair.rule_index} of HTTPRoute {self.route_id}",
+            f"/spec/rules/{pair.rule_index}",
+            rule,
+            rule["backendRefs"][pair.candidate_index],
+            self._mirrors(route, pair),
+            percent,
         )
 
     def _get_route(self, *, fresh: bool = False) -> dict[str, Any] | None:
