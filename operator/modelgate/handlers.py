@@ -13,6 +13,7 @@ import kopf
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube import Kube
+from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
 from modelgate.loops import RolloutLoops
 
 # Set explicitly (kopf's advice): changing them later would make kopf treat every object as new.
@@ -109,7 +110,18 @@ async def deployment_event(
     _cache(memo, "deployments", type, body)
     loops: RolloutLoops = memo.loops
     if namespace and name:
-        loops.notice_deployment(namespace, name)
+        loops.notice_candidate(namespace, name)
+
+
+@kopf.on.event(INFERENCE_GROUP, INFERENCE_VERSION, INFERENCE_POOLS)
+async def pool_event(
+    type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    # Without the Inference Extension's CRD, kopf logs that it cannot serve this and watches the rest.
+    _cache(memo, INFERENCE_POOLS, type, body)
+    loops: RolloutLoops = memo.loops
+    if namespace and name:
+        loops.notice_candidate(namespace, name)
 
 
 @kopf.on.event("gateway.networking.k8s.io", "v1", "httproutes")

@@ -1,7 +1,7 @@
 """One asyncio task per ModelRollout: tick, then sleep until the engine's next wake-up or until
-something that matters changes (the spec, a command, the candidate Deployment: at once; its route:
-no sooner than RESYNC after the last tick, so that two writers of the route do not fight at the
-speed of the watch).
+something that matters changes (the spec, a command, the candidate Deployment or InferencePool: at
+once; its route: no sooner than RESYNC after the last tick, so that two writers of the route do not
+fight at the speed of the watch).
 
 kopf's own daemons and timers would add a finalizer to every ModelRollout, and a finalizer makes
 deletion hang while the operator is down; watch events plus these tasks need none.
@@ -65,7 +65,9 @@ def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
 def _candidate_and_route(body: Mapping[str, Any]) -> tuple[str, str]:
     spec = body.get("spec") or {}
     route = (spec.get("trafficRouting") or {}).get("gatewayAPI") or {}
-    return str((spec.get("candidate") or {}).get("deployment", "")), str(route.get("httpRoute", ""))
+    candidate = spec.get("candidate") or {}
+    name = candidate.get("deployment") or candidate.get("inferencePool") or ""
+    return str(name), str(route.get("httpRoute", ""))
 
 
 class RolloutLoops:
@@ -100,8 +102,9 @@ class RolloutLoops:
             rollout.trigger = trigger
             rollout.wake_at_once()
 
-    def notice_deployment(self, namespace: str, name: str) -> None:
-        """A Deployment changed: rollouts waiting for it as their candidate look again now."""
+    def notice_candidate(self, namespace: str, name: str) -> None:
+        """A Deployment or an InferencePool changed: rollouts waiting for it as their candidate look
+        again now."""
         for (rollout_namespace, _), rollout in self._rollouts.items():
             if rollout_namespace == namespace and rollout.candidate == name:
                 rollout.wake_at_once()

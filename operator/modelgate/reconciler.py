@@ -36,7 +36,7 @@ from modelgate.core import (
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC
 from modelgate.kube import Conflict, Kube, NotFound
 from modelgate.metrics import MetricProviders
-from modelgate.routers import TrafficRouter, router_for
+from modelgate.routers import SideKinds, TrafficRouter, router_for
 
 log = structlog.get_logger("modelgate.reconciler")
 Clock = Callable[[], datetime]
@@ -65,7 +65,7 @@ def _forgotten_status(body: Mapping[str, Any]) -> ModelRolloutStatus:
     but for the candidate it belongs to, so that the Failed it gets holds, the route left as it is,
     until the spec changes, instead of starting over from step 0 at the next tick."""
     try:
-        candidate: str | None = parse_spec(body.get("spec") or {}).candidate.deployment
+        candidate: str | None = parse_spec(body.get("spec") or {}).candidate.identity
     except ValueError:
         candidate = None
     return ModelRolloutStatus(rollout_candidate=candidate)
@@ -111,7 +111,7 @@ class Reconciler:
         try:
             spec = parse_spec(body.get("spec") or {})
             command = decode_command(meta.get("annotations"))
-            router = router_for(spec.traffic_routing, self.kube, namespace)
+            router = router_for(spec.traffic_routing, self.kube, namespace, SideKinds.of(spec))
             provider = plan = None
             if spec.analysis is not None:
                 provider = self.providers.for_analysis(spec.analysis)
@@ -121,7 +121,12 @@ class Reconciler:
 
         now = self.clock()
         route = router.read()
-        availability = self.kube.deployment_availability(namespace, spec.candidate.deployment)
+        candidate = spec.candidate
+        availability = (
+            self.kube.deployment_availability(namespace, candidate.name)
+            if candidate.kind == "Deployment"
+            else self.kube.pool_availability(namespace, candidate.name, "spec.candidate.inferencePool")
+        )
         analysis: AnalysisRun | None = None
         due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
         if provider is not None and plan is not None and due:

@@ -151,7 +151,7 @@ PROBLEMS = {
     "missing backend": (
         {"candidate_backend": "chat-v3"},
         "BackendNotFound",
-        "rule 0 of HTTPRoute {ns}/chat has no backendRef named chat-v3"
+        "rule 0 of HTTPRoute {ns}/chat has no Service backendRef named chat-v3"
         " (spec.trafficRouting.gatewayAPI.candidateBackend); it has: chat-v1, chat-v2",
     ),
     "duplicate backend": (

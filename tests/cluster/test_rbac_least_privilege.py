@@ -46,6 +46,7 @@ class Check(NamedTuple):
 ROLLOUTS = "modelrollouts.modelgate.io"
 ROUTES = "httproutes.gateway.networking.k8s.io"
 DEPLOYMENTS = "deployments.apps"
+POOLS = "inferencepools.inference.networking.k8s.io"
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 CLUSTER_PEERINGS = "clusterkopfpeerings.kopf.dev"
 PEERINGS = "kopfpeerings.kopf.dev"
@@ -56,6 +57,8 @@ NEEDED: list[Check] = [
     Check("patch", ROLLOUTS, "status"),
     *(Check(verb, DEPLOYMENTS) for verb in ("get", "list", "watch")),
     *(Check(verb, ROUTES) for verb in ("get", "list", "watch", "patch")),
+    *(Check(verb, POOLS) for verb in ("get", "list", "watch")),
+    Check("list", "pods"),
     Check("create", "events.events.k8s.io"),
     Check("get", f"secrets/{PROMETHEUS_SECRET}"),
 ]
@@ -69,8 +72,8 @@ NEVER_IN_A_NAMESPACE: list[Check] = [
     Check("patch", DEPLOYMENTS, "scale"),
     *(Check(verb, ROUTES) for verb in ("create", "update", "delete")),
     Check("create", "events"),  # core/v1: kopf's own event posting is off
-    Check("create", "pods"),
-    Check("get", "pods"),
+    *(Check(verb, POOLS) for verb in ("create", "update", "patch", "delete")),
+    *(Check(verb, "pods") for verb in ("create", "get", "watch", "patch", "delete")),
     Check("create", "pods", "exec"),
     Check("get", "configmaps"),
     Check("get", "services"),
@@ -113,7 +116,8 @@ def peering_checks(resource: str, name: str) -> tuple[list[Check], list[Check]]:
 KOPF_SCANS = [Check("list", CRDS), Check("watch", CRDS)]
 NAMESPACE_READS = [Check("list", "namespaces"), Check("watch", "namespaces")]
 ALL_NAMESPACES_READS = [
-    Check(verb, kind) for verb in ("list", "watch") for kind in (ROLLOUTS, DEPLOYMENTS, ROUTES)
+    *(Check(verb, kind) for verb in ("list", "watch") for kind in (ROLLOUTS, DEPLOYMENTS, ROUTES, POOLS)),
+    Check("list", "pods"),
 ]
 
 

@@ -212,6 +212,17 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "candidate equal to incumbent": BadRollout(
         put("spec.candidate.deployment", "chat-v1"), "spec.candidate.deployment"
     ),
+    # InferencePool sides (docs/inference-pools.md).
+    "deployment and inferencePool both set": BadRollout(
+        put("spec.candidate.inferencePool", "chat-v2"), "spec.candidate"
+    ),
+    "neither deployment nor inferencePool": BadRollout(drop("spec.incumbent.deployment"), "spec.incumbent"),
+    "pool name with capitals": BadRollout(
+        put("spec.candidate", {"inferencePool": "Pool_V2"}), "spec.candidate.inferencePool"
+    ),
+    "pool backend named other than the pool": BadRollout(
+        put("spec.candidate", {"inferencePool": "pool-v2"}), f"{ROUTE}.candidateBackend"
+    ),
     "empty route name": BadRollout(put(f"{ROUTE}.httpRoute", ""), f"{ROUTE}.httpRoute"),
     "same backends": BadRollout(put(f"{ROUTE}.candidateBackend", "chat-v1"), f"{ROUTE}.candidateBackend"),
     "no router": BadRollout(put("spec.trafficRouting", {}), "spec.trafficRouting"),
@@ -258,6 +269,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     # Only the operator can see these: what the spec names does not exist, or no query can be built.
     "route that does not exist": _operator(put(f"{ROUTE}.httpRoute", "no-such-route"), f"{ROUTE}.httpRoute"),
     "rule index past the route's rules": _operator(put(f"{ROUTE}.ruleIndex", 3), f"{ROUTE}.ruleIndex"),
+    "pool side whose backendRef is a Service": _operator(
+        put("spec.candidate", {"inferencePool": "chat-v2"}), f"{ROUTE}.candidateBackend"
+    ),
     "backend not in the route": _operator(
         put(f"{ROUTE}.candidateBackend", "chat-v3"), f"{ROUTE}.candidateBackend"
     ),

@@ -107,6 +107,15 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: ["gateway.networking.k8s.io"]
   resources: ["httproutes"]
   verbs: ["get", "list", "watch", "patch"]
+# InferencePool sides (spec.incumbent/candidate.inferencePool): kopf watches the pools to wake a
+# rollout when its candidate's changes; the reconciler reads a pool (from the watch cache) and lists
+# the Pods its selector selects, for their readiness and names. Neither is ever written.
+- apiGroups: ["inference.networking.k8s.io"]
+  resources: ["inferencepools"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 # Every decision is recorded as an events.k8s.io/v1 Event (kopf's own event posting is off).
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

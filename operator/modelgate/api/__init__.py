@@ -15,8 +15,8 @@ from modelgate.api.analysis import (
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.spec import (
+    BackendKind,
     Deadline,
-    DeploymentRef,
     GatewayAPIRouting,
     Mirror,
     ModelRolloutSpec,
@@ -26,6 +26,7 @@ from modelgate.api.spec import (
     RollbackSpec,
     Step,
     TrafficRouting,
+    WorkloadRef,
     parse_spec,
 )
 from modelgate.api.status import (
@@ -50,13 +51,13 @@ __all__ = [
     "RATE_PRESETS",
     "AnalysisSample",
     "AnalysisSpec",
+    "BackendKind",
     "CommandResult",
     "Comparison",
     "Condition",
     "ConditionStatus",
     "CounterTotals",
     "Deadline",
-    "DeploymentRef",
     "FieldPathError",
     "GatewayAPIRouting",
     "InvalidSpecError",
@@ -82,6 +83,7 @@ __all__ = [
     "Timestamp",
     "TrafficRouting",
     "Verdict",
+    "WorkloadRef",
     "parse_duration",
     "parse_spec",
     "parse_status",

@@ -28,22 +28,75 @@ OnPrometheusError = Literal["pause", "rollback"]
 DeadlineAction = Literal["pause", "rollback", "fail"]
 
 
-class DeploymentRef(SpecModel):
-    deployment: ObjectName = Field(description="Name of a Deployment in the ModelRollout's namespace.")
-    # None means the default (modelgate.metrics.context.default_pod_regex).
+BackendKind = Literal["Deployment", "InferencePool"]
+
+
+class WorkloadRef(SpecModel):
+    """One side of the rollout: a Deployment, or an InferencePool (inference.networking.k8s.io/v1)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "has(self.deployment) != has(self.inferencePool)",
+                message="set exactly one of deployment or inferencePool",
+            )
+        )
+    )
+
+    deployment: ObjectName | None = Field(
+        None, description="Name of a Deployment in the ModelRollout's namespace."
+    )
+    inference_pool: ObjectName | None = Field(
+        None,
+        alias="inferencePool",
+        description="Name of an InferencePool (inference.networking.k8s.io/v1) in the ModelRollout's "
+        "namespace: this side is the Pods its selector selects, and the route's backendRef for it is "
+        "that InferencePool.",
+    )
+    # None means the default (modelgate.metrics.context.default_pod_regex, or the pool's Pods).
     pod_regex: PodRegex | None = Field(
         None,
         description="Regular expression (RE2, fully anchored) matched against the `pod` label to pick "
-        "this Deployment's metric series. Defaults to `<deployment>-[a-z0-9]+-[a-z0-9]+`, the names of "
-        "the Deployment's own pods; set it when pods are named otherwise. Quotes, braces and "
+        "this side's metric series. Defaults to `<deployment>-[a-z0-9]+-[a-z0-9]+`, the names of "
+        "the Deployment's own pods, or for an InferencePool to the Pods its selector selects (by their "
+        "ReplicaSets' name prefixes); set it when pods are named otherwise. Quotes, braces and "
         "backslashes are not allowed, so the value can be placed inside a PromQL label matcher as is.",
     )
-    # None means the Deployment's name.
+    # None means the workload's name.
     model: ModelName | None = Field(
         None,
         description="The model name a gateway reports this side's requests under: the endpoint picker's "
-        "`target_model_name` label, read by presets with source llm-d. Defaults to the Deployment's name.",
+        "`target_model_name` label, read by presets with source llm-d. Defaults to the Deployment's "
+        "or InferencePool's name.",
     )
+
+    @model_validator(mode="after")
+    def _exactly_one_workload(self) -> Self:
+        if (self.deployment is None) == (self.inference_pool is None):
+            raise ValueError("set exactly one of deployment or inferencePool")
+        return self
+
+    @property
+    def kind(self) -> BackendKind:
+        return "Deployment" if self.deployment is not None else "InferencePool"
+
+    @property
+    def name(self) -> str:
+        """The Deployment's or the InferencePool's name."""
+        name = self.deployment if self.deployment is not None else self.inference_pool
+        assert name is not None  # _exactly_one_workload
+        return name
+
+    @property
+    def identity(self) -> str:
+        """What status.rolloutCandidate records: a Deployment's name (as it did before pools), and
+        `inferencepool/<name>` for a pool, so that a change of kind alone is a new rollout too."""
+        return self.name if self.deployment is not None else f"inferencepool/{self.name}"
+
+    @property
+    def field(self) -> str:
+        """The spec key that names the workload: `deployment` or `inferencePool`."""
+        return "deployment" if self.deployment is not None else "inferencePool"
 
 
 class GatewayAPIRouting(SpecModel):
@@ -62,10 +115,12 @@ class GatewayAPIRouting(SpecModel):
         0, description="Index of the route rule whose backendRefs hold the two backends."
     )
     incumbent_backend: ObjectName = Field(
-        description="backendRef name (usually a Service) that reaches the incumbent."
+        description="backendRef name that reaches the incumbent: a Service, or for an inferencePool "
+        "incumbent that InferencePool."
     )
     candidate_backend: ObjectName = Field(
-        description="backendRef name (usually a Service) that reaches the candidate."
+        description="backendRef name that reaches the candidate: a Service, or for an inferencePool "
+        "candidate that InferencePool."
     )
 
     @model_validator(mode="after")
@@ -221,29 +276,48 @@ class ProgressDeadlines(SpecModel):
     )
 
 
+def _sides_differ(kind: str) -> CelRule:
+    return CelRule(
+        f"!has(self.candidate.{kind}) || !has(self.incumbent.{kind}) "
+        f"|| self.candidate.{kind} != self.incumbent.{kind}",
+        field_path=f".candidate.{kind}",
+        message_expression=f"'must differ from spec.incumbent.{kind} (both are ' "
+        f"+ self.incumbent.{kind} + ')'",
+    )
+
+
+def _pool_is_backend(side: str) -> CelRule:
+    # An InferencePool backendRef names the pool itself, so the backend can be no other name.
+    return CelRule(
+        f"!has(self.trafficRouting.gatewayAPI) || !has(self.{side}.inferencePool) "
+        f"|| self.trafficRouting.gatewayAPI.{side}Backend == self.{side}.inferencePool",
+        field_path=f".trafficRouting.gatewayAPI.{side}Backend",
+        message_expression=f"'must be ' + self.{side}.inferencePool + ', the InferencePool of "
+        f"spec.{side}.inferencePool'",
+    )
+
+
 class ModelRolloutSpec(SpecModel):
     """The desired rollout."""
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
-            CelRule(
-                "self.candidate.deployment != self.incumbent.deployment",
-                field_path=".candidate.deployment",
-                message_expression="'must differ from spec.incumbent.deployment (both are ' "
-                "+ self.incumbent.deployment + ')'",
-            )
+            _sides_differ("deployment"),
+            _sides_differ("inferencePool"),
+            _pool_is_backend("incumbent"),
+            _pool_is_backend("candidate"),
         )
     )
 
-    incumbent: DeploymentRef = Field(
-        description="The Deployment serving today; it takes back all traffic on rollback."
+    incumbent: WorkloadRef = Field(
+        description="The Deployment or InferencePool serving today; it takes back all traffic on rollback."
     )
-    candidate: DeploymentRef = Field(
-        description="The Deployment being rolled out; must differ from the incumbent. Changing it starts "
-        "a new rollout from step 0."
+    candidate: WorkloadRef = Field(
+        description="The Deployment or InferencePool being rolled out; must differ from the incumbent. "
+        "Changing it starts a new rollout from step 0."
     )
     traffic_routing: TrafficRouting = Field(
-        description="How traffic is split between the two Deployments. Set exactly one router."
+        description="How traffic is split between the two sides. Set exactly one router."
     )
     steps: Annotated[tuple[Step, ...], Field(min_length=1, max_length=50)] = Field(
         description="What to do, in order. Weights move only as these steps say, or to 0 on rollback. "
@@ -263,11 +337,28 @@ class ModelRolloutSpec(SpecModel):
 
     @model_validator(mode="after")
     def _candidate_differs(self) -> Self:
-        if self.candidate.deployment == self.incumbent.deployment:
+        incumbent, candidate = self.incumbent, self.candidate
+        if candidate.kind == incumbent.kind and candidate.name == incumbent.name:
             raise FieldPathError(
-                "candidate.deployment",
-                f"must differ from spec.incumbent.deployment (both are {self.incumbent.deployment})",
+                f"candidate.{candidate.field}",
+                f"must differ from spec.incumbent.{incumbent.field} (both are {incumbent.name})",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _pools_are_backends(self) -> Self:
+        routing = self.traffic_routing.gateway_api
+        if routing is None:
+            return self
+        for side, ref, backend in (
+            ("incumbent", self.incumbent, routing.incumbent_backend),
+            ("candidate", self.candidate, routing.candidate_backend),
+        ):
+            if ref.inference_pool is not None and backend != ref.inference_pool:
+                raise FieldPathError(
+                    f"trafficRouting.gatewayAPI.{side}Backend",
+                    f"must be {ref.inference_pool}, the InferencePool of spec.{side}.inferencePool",
+                )
         return self
 
 

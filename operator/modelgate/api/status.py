@@ -228,8 +228,8 @@ class ModelRolloutStatus(StatusModel):
     )
     rollout_candidate: Annotated[str, StringConstraints(max_length=253)] | None = Field(
         None,
-        description="The candidate Deployment this status belongs to. When spec.candidate.deployment "
-        "differs, the operator starts a new rollout from step 0.",
+        description="The candidate this status belongs to: its Deployment's name, or inferencepool/<name>. "
+        "When spec.candidate names another, the operator starts a new rollout from step 0.",
     )
     last_command: LastCommand | None = Field(
         None, description="The last manual command the operator handled, and its result."

@@ -55,6 +55,12 @@ def _step_label(step: dict[str, Any]) -> str:
     return f"pause {duration}" if duration else "pause (until promote)"
 
 
+def side_name(side: dict[str, Any]) -> str:
+    """A spec side's workload: its Deployment's name, or `pool/<name>` for an InferencePool."""
+    pool = side.get("inferencePool")
+    return f"pool/{pool}" if pool else str(side.get("deployment", "-"))
+
+
 def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | None = None) -> RenderableType:
     meta, spec = body["metadata"], body["spec"]
     status = ModelRolloutStatus.model_validate(body.get("status") or {})
@@ -68,8 +74,8 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
     header.add_row(
         "Weights",
-        f"{spec['incumbent']['deployment']} {100 - status.current_weight}% / "
-        f"{spec['candidate']['deployment']} {status.current_weight}%",
+        f"{side_name(spec['incumbent'])} {100 - status.current_weight}% / "
+        f"{side_name(spec['candidate'])} {status.current_weight}%",
     )
     if status.current_mirror_percent or status.live_mirror_percent:
         live = status.live_mirror_percent
@@ -158,8 +164,8 @@ def render_list(rollouts: list[dict[str, Any]], *, with_namespace: bool) -> Tabl
             Text(phase, style=PHASE_STYLE.get(phase, "")),
             str(status.get("currentWeight", "-")),
             str(status.get("currentStepIndex", "-")),
-            spec["incumbent"]["deployment"],
-            spec["candidate"]["deployment"],
+            side_name(spec["incumbent"]),
+            side_name(spec["candidate"]),
             _age(meta.get("creationTimestamp")),
             status.get("message") or "",
         )

@@ -44,7 +44,7 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
         tick.rollback(RollbackReason(time=tick.now, message="aborted by `modelgate abort`"), Reason.ABORTED)
         return "rolled back: all traffic to the incumbent"
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
-        tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.deployment} from step 0")
+        tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.name} from step 0")
         return "started again from step 0"
     if (
         action is CommandAction.RESUME

@@ -165,8 +165,8 @@ class _Tick:
     # -- the tick ----------------------------------------------------------------------------------
     def run(self) -> None:
         generation_changed = self.status.observed_generation != self.observed.generation
-        if self.status.rollout_candidate != self.spec.candidate.deployment:
-            self.start_rollout(Reason.NEW_ROLLOUT, f"rolling out {self.spec.candidate.deployment}")
+        if self.status.rollout_candidate != self.spec.candidate.identity:
+            self.start_rollout(Reason.NEW_ROLLOUT, f"rolling out {self.spec.candidate.name}")
         elif generation_changed and self.status.phase is Phase.FAILED:
             self.start_rollout(Reason.SPEC_CHANGED, "the spec changed; starting again from step 0")
         elif self.current_step_removed:
@@ -220,7 +220,7 @@ class _Tick:
         self.update(
             phase=Phase.PENDING,
             message=message,
-            rollout_candidate=self.spec.candidate.deployment,
+            rollout_candidate=self.spec.candidate.identity,
             current_step_index=0,
             current_weight=0,
             live_weight=None,  # another rollout's weights say nothing of who writes this one's
@@ -248,7 +248,7 @@ class _Tick:
             pending_deadline(self)
             return
         self.update(phase=Phase.PROGRESSING, pending_since=None)
-        self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.deployment} is Available")
+        self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.name} is Available")
         self.enter_step(0)
         self.advance_while_complete()
 
@@ -407,10 +407,10 @@ class _Tick:
             phase=Phase.SUCCEEDED,
             current_step_index=len(self.spec.steps),
             step_started_at=self.now,
-            message=f"{self.spec.candidate.deployment} takes all traffic",
+            message=f"{self.spec.candidate.name} takes all traffic",
         )
         self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
-        self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.deployment} promoted to 100%")
+        self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.name} promoted to 100%")
         self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
     def rollback(self, reason: RollbackReason, cause: Reason) -> None:

@@ -23,6 +23,15 @@ from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.errors import KubeError, NotFound, translated
 from modelgate.kube.objects import DeploymentAvailability, availability, event_body
+from modelgate.kube.pools import (
+    INFERENCE_GROUP,
+    INFERENCE_POOLS,
+    INFERENCE_VERSION,
+    PoolPod,
+    pool_availability,
+    pool_label_selector,
+    pool_pod,
+)
 from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS
 
 FIELD_MANAGER = "modelgate"
@@ -60,6 +69,7 @@ class Kube:
             PLURAL: ObjectCache(),
             "httproutes": ObjectCache(),
             "deployments": ObjectCache(deployment_essentials),
+            INFERENCE_POOLS: ObjectCache(),
         }
         return self.caches
 
@@ -259,6 +269,32 @@ class Kube:
                 return DeploymentAvailability(exists=False, available=False, message=f"{what} not found")
             deployment = self._remember("deployments", _as_object(json.loads(response.data)))
         return availability(what, deployment)
+
+    def pool_pods(self, namespace: str, name: str) -> list[PoolPod] | None:
+        """The Pods an InferencePool selects (by its spec.selector, in its namespace), but for those
+        being deleted; None when the pool does not exist. The pool comes from the watch cache; the
+        Pods are listed, by the selector, at each call."""
+        try:
+            pool = self.get_custom(INFERENCE_GROUP, INFERENCE_VERSION, namespace, INFERENCE_POOLS, name)
+        except NotFound:
+            return None
+        with _request("list"):
+            # The JSON as sent: the typed model's deserialization costs more than the read.
+            response: Any = self._core.list_namespaced_pod(
+                namespace,
+                label_selector=pool_label_selector(pool),
+                _preload_content=False,
+                _request_timeout=self.request_timeout,
+            )
+        items = _as_object(json.loads(response.data)).get("items") or []
+        return [pod for pod in map(pool_pod, items) if pod is not None]
+
+    def pool_availability(self, namespace: str, name: str, field: str) -> DeploymentAvailability:
+        """Whether the InferencePool can take traffic: it selects at least one Pod and all of them are
+        Ready. The message names the pool and `field`, the spec field that names it, then "<ready> of
+        <selected> selected Pods Ready"."""
+        what = f"InferencePool {namespace}/{name} ({field})"
+        return pool_availability(what, self.pool_pods(namespace, name))
 
     def read_secret_key(self, namespace: str, name: str, key: str) -> str:
         """The UTF-8 text stored under `key` in a Secret's data."""

@@ -1,7 +1,7 @@
 """Traffic routers, one module each, chosen by the key the spec sets under `spec.trafficRouting`.
 
-Adding a router: a module with a class taking (kube, namespace, <its config model>) and implementing
-TrafficRouter, plus one line in ROUTERS (and its field in TrafficRouting and the CRD).
+Adding a router: a module with a class taking (kube, namespace, <its config model>, SideKinds) and
+implementing TrafficRouter, plus one line in ROUTERS (and its field in TrafficRouting and the CRD).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 from modelgate.api import TrafficRouting
 from modelgate.kube import Kube
-from modelgate.routers.base import TrafficRouter
+from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
 from modelgate.routers.gatewayapi import GatewayAPIRouter
 
-RouterFactory = Callable[[Kube, str, Any], TrafficRouter]
+RouterFactory = Callable[[Kube, str, Any, SideKinds], TrafficRouter]
 
 ROUTERS: dict[str, RouterFactory] = {
     "gatewayAPI": GatewayAPIRouter,
@@ -25,8 +25,11 @@ class UnknownRouterError(ValueError):
     """No router is registered for the key the spec sets."""
 
 
-def router_for(routing: TrafficRouting, kube: Kube, namespace: str) -> TrafficRouter:
-    """The router for the key set in `routing` (e.g. "gatewayAPI"), configured by that key's value."""
+def router_for(
+    routing: TrafficRouting, kube: Kube, namespace: str, kinds: SideKinds = DEPLOYMENT_SIDES
+) -> TrafficRouter:
+    """The router for the key set in `routing` (e.g. "gatewayAPI"), configured by that key's value,
+    looking for the backends of the sides' `kinds`."""
     key = routing.router_key
     factory = ROUTERS.get(key)
     if factory is None:
@@ -34,7 +37,7 @@ def router_for(routing: TrafficRouting, kube: Kube, namespace: str) -> TrafficRo
         raise UnknownRouterError(
             f"no traffic router is registered for spec.trafficRouting.{key}; registered: {registered}"
         )
-    return factory(kube, namespace, _router_config(routing, key))
+    return factory(kube, namespace, _router_config(routing, key), kinds)
 
 
 def _router_config(routing: TrafficRouting, key: str) -> Any:
@@ -44,4 +47,4 @@ def _router_config(routing: TrafficRouting, key: str) -> Any:
     raise UnknownRouterError(f"spec.trafficRouting has no field {key}")
 
 
-__all__ = ["ROUTERS", "GatewayAPIRouter", "TrafficRouter", "UnknownRouterError", "router_for"]
+__all__ = ["ROUTERS", "GatewayAPIRouter", "SideKinds", "TrafficRouter", "UnknownRouterError", "router_for"]

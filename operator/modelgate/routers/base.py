@@ -1,10 +1,28 @@
-"""The one interface every traffic router implements."""
+"""The one interface every traffic router implements, and what it is told of the two sides."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
+from modelgate.api import BackendKind, ModelRolloutSpec
 from modelgate.core import LiveRoute, RouteProblem
+
+
+@dataclass(frozen=True)
+class SideKinds:
+    """What each side of the rollout is, so that a router looks for the right kind of backend: a
+    Deployment side is reached through a Service, an InferencePool side through the pool itself."""
+
+    incumbent: BackendKind = "Deployment"
+    candidate: BackendKind = "Deployment"
+
+    @classmethod
+    def of(cls, spec: ModelRolloutSpec) -> SideKinds:
+        return cls(spec.incumbent.kind, spec.candidate.kind)
+
+
+DEPLOYMENT_SIDES = SideKinds()  # both sides Deployments, each reached through a Service
 
 
 class TrafficRouter(Protocol):

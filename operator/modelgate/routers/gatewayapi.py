@@ -12,9 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from modelgate.api import GatewayAPIRouting
+from modelgate.api import BackendKind, GatewayAPIRouting
 from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.kube import FIELD_MANAGER, Conflict, Kube, KubeError, NotFound, PatchNotApplied
+from modelgate.kube.pools import INFERENCE_GROUP
+from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds
 from modelgate.routers.mirror_filter import CandidateMirrors, candidate_mirrors, mirror_patch
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -23,6 +25,11 @@ HTTPROUTES = "httproutes"
 DEFAULT_WEIGHT = 1  # what Gateway API implementations use for a backendRef without a weight
 MAX_WRITE_ATTEMPTS = 5
 SPEC_FIELD = "spec.trafficRouting.gatewayAPI"
+# The (group, kind) of the backendRef that reaches each kind of side.
+BACKEND_REF_KINDS: dict[BackendKind, tuple[str, str]] = {
+    "Deployment": ("", "Service"),
+    "InferencePool": (INFERENCE_GROUP, "InferencePool"),
+}
 
 
 @dataclass(frozen=True)
@@ -55,11 +62,14 @@ def rules_writer(route: Mapping[str, Any], own_manager: str = FIELD_MANAGER) -> 
     return str(latest.get("manager") or "an unnamed field manager")
 
 
-def locate_backends(route: Mapping[str, Any], routing: GatewayAPIRouting) -> BackendPair | RouteProblem:
+def locate_backends(
+    route: Mapping[str, Any], routing: GatewayAPIRouting, kinds: SideKinds = DEPLOYMENT_SIDES
+) -> BackendPair | RouteProblem:
     """Finds the two backendRefs named by `routing` in an HTTPRoute object (a dict as the API
-    server returns it). A backendRef counts when its name matches and it refers to a Service in
-    the route's own namespace (kind absent or "Service", group absent or "", namespace absent or
-    the route's)."""
+    server returns it). A backendRef counts when its name matches and it refers to the side's kind
+    of backend in the route's own namespace: a Service for a Deployment side (kind absent or
+    "Service", group absent or ""), the InferencePool for a pool side (group
+    inference.networking.k8s.io, kind InferencePool); namespace absent or the route's."""
     metadata = route.get("metadata", {})
     route_id = f"{metadata.get('namespace')}/{metadata.get('name')}"
     rules: Sequence[Mapping[str, Any]] = route.get("spec", {}).get("rules") or []
@@ -72,10 +82,14 @@ def locate_backends(route: Mapping[str, Any], routing: GatewayAPIRouting) -> Bac
     refs: Sequence[Mapping[str, Any]] = rules[index].get("backendRefs") or []
     where = f"rule {index} of HTTPRoute {route_id}"
     namespace = metadata.get("namespace")
-    incumbent = _backend_index(refs, routing.incumbent_backend, "incumbentBackend", where, namespace)
+    incumbent = _backend_index(
+        refs, routing.incumbent_backend, "incumbentBackend", where, namespace, kinds.incumbent
+    )
     if isinstance(incumbent, RouteProblem):
         return incumbent
-    candidate = _backend_index(refs, routing.candidate_backend, "candidateBackend", where, namespace)
+    candidate = _backend_index(
+        refs, routing.candidate_backend, "candidateBackend", where, namespace, kinds.candidate
+    )
     if isinstance(candidate, RouteProblem):
         return candidate
     return BackendPair(
@@ -104,27 +118,29 @@ def weight_patch(pair: BackendPair, resource_version: str, candidate_weight: int
     ]
 
 
-def _refers_to_local_service(ref: Mapping[str, object], namespace: str | None) -> bool:
-    return (
-        ref.get("kind", "Service") == "Service"
-        and ref.get("group", "") == ""
-        and ref.get("namespace", namespace) == namespace
-    )
+def _refers_to_local(ref: Mapping[str, object], namespace: str | None, kind: BackendKind) -> bool:
+    return (ref.get("group", ""), ref.get("kind", "Service")) == BACKEND_REF_KINDS[kind] and ref.get(
+        "namespace", namespace
+    ) == namespace
 
 
 def _backend_index(
-    refs: Sequence[Mapping[str, Any]], name: str, field: str, where: str, namespace: str | None
+    refs: Sequence[Mapping[str, Any]],
+    name: str,
+    field: str,
+    where: str,
+    namespace: str | None,
+    kind: BackendKind,
 ) -> int | RouteProblem:
     found = [
-        i
-        for i, ref in enumerate(refs)
-        if ref.get("name") == name and _refers_to_local_service(ref, namespace)
+        i for i, ref in enumerate(refs) if ref.get("name") == name and _refers_to_local(ref, namespace, kind)
     ]
     if not found:
-        present = ", ".join(_describe(ref, namespace) for ref in refs) or "none"
+        present = ", ".join(_describe(ref, namespace, kind) for ref in refs) or "none"
+        wanted = "/".join(part for part in BACKEND_REF_KINDS[kind] if part)
         return RouteProblem(
             Reason.BACKEND_NOT_FOUND,
-            f"{where} has no backendRef named {name} ({SPEC_FIELD}.{field}); it has: {present}",
+            f"{where} has no {wanted} backendRef named {name} ({SPEC_FIELD}.{field}); it has: {present}",
         )
     if len(found) > 1:
         positions = ", ".join(f"backendRefs[{i}]" for i in found)
@@ -136,22 +152,26 @@ def _backend_index(
     return found[0]
 
 
-def _describe(ref: Mapping[str, Any], namespace: str | None) -> str:
-    """A backendRef's name, with what disqualifies it when it is not a Service of this namespace."""
+def _describe(ref: Mapping[str, Any], namespace: str | None, kind: BackendKind) -> str:
+    """A backendRef's name, with what disqualifies it when it is not the wanted kind of backend in
+    this namespace."""
     name = str(ref.get("name"))
-    if _refers_to_local_service(ref, namespace):
+    if _refers_to_local(ref, namespace, kind):
         return name
-    group, kind = ref.get("group", ""), ref.get("kind", "Service")
-    if (group, kind) != ("", "Service"):
-        return f"{name} ({group}/{kind})" if group else f"{name} ({kind})"
+    group, ref_kind = ref.get("group", ""), ref.get("kind", "Service")
+    if (group, ref_kind) != BACKEND_REF_KINDS[kind]:
+        return f"{name} ({group}/{ref_kind})" if group else f"{name} ({ref_kind})"
     return f"{name} (namespace {ref.get('namespace')})"
 
 
 class GatewayAPIRouter:
-    def __init__(self, kube: Kube, namespace: str, routing: GatewayAPIRouting) -> None:
+    def __init__(
+        self, kube: Kube, namespace: str, routing: GatewayAPIRouting, kinds: SideKinds = DEPLOYMENT_SIDES
+    ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.routing = routing
+        self.kinds = kinds
         self._seen: dict[str, Any] | None = None  # the route as last read or written
 
     @property
@@ -162,7 +182,7 @@ class GatewayAPIRouter:
         route = self._seen = self._get_route()
         if route is None:
             return self._route_not_found()
-        located = locate_backends(route, self.routing)
+        located = locate_backends(route, self.routing, self.kinds)
         if isinstance(located, RouteProblem):
             return located
         mirrors = self._mirrors(route, located)
@@ -188,7 +208,7 @@ class GatewayAPIRouter:
                     f"HTTPRoute {self.route_id}: the API server could not apply the weight patch to an"
                     f" unchanged route: {rejected[1].message}",
                 ) from rejected[1]
-            located = locate_backends(route, self.routing)
+            located = locate_backends(route, self.routing, self.kinds)
             if isinstance(located, RouteProblem):
                 return located
             mirror = self._mirror_patch(route, located, mirror_percent)
@@ -213,7 +233,7 @@ class GatewayAPIRouter:
                 rejected = (version, rejection)
                 continue
             self._seen = written
-            written_pair = locate_backends(written, self.routing)
+            written_pair = locate_backends(written, self.routing, self.kinds)
             if isinstance(written_pair, RouteProblem):
                 return written_pair
             return replace(written_pair.live(), mirror_percent=self._mirrors(written, written_pair).percent)
@@ -226,7 +246,7 @@ class GatewayAPIRouter:
     def _mirrors(self, route: Mapping[str, Any], pair: BackendPair) -> CandidateMirrors:
         def to_candidate(ref: Mapping[str, Any]) -> bool:
             named = ref.get("name") == self.routing.candidate_backend
-            return named and _refers_to_local_service(ref, route["metadata"].get("namespace"))
+            return named and _refers_to_local(ref, route["metadata"].get("namespace"), self.kinds.candidate)
 
         return candidate_mirrors(route["spec"]["rules"][pair.rule_index], to_candidate)
 
