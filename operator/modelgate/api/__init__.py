@@ -14,6 +14,7 @@ from modelgate.api.analysis import (
 )
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
+from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import (
     Deadline,
     DeploymentRef,
@@ -38,6 +39,7 @@ from modelgate.api.status import (
     ModelRolloutStatus,
     Phase,
     RollbackReason,
+    RollingBack,
     SequentialEvidence,
     Timestamp,
     Verdict,
@@ -49,6 +51,7 @@ __all__ = [
     "RATE_PRESETS",
     "AnalysisSample",
     "AnalysisSpec",
+    "CapacitySpec",
     "CommandResult",
     "Comparison",
     "Condition",
@@ -58,6 +61,7 @@ __all__ = [
     "DeploymentRef",
     "FieldPathError",
     "GatewayAPIRouting",
+    "GradualRollback",
     "InvalidSpecError",
     "LastCommand",
     "MetricAnalysis",
@@ -66,6 +70,7 @@ __all__ = [
     "MetricSpec",
     "ModelRolloutSpec",
     "ModelRolloutStatus",
+    "OnDelete",
     "OnPrometheusError",
     "Pause",
     "Phase",
@@ -73,6 +78,7 @@ __all__ = [
     "PrometheusSpec",
     "RollbackReason",
     "RollbackSpec",
+    "RollingBack",
     "SecretKeyRef",
     "SequentialEvidence",
     "SequentialTest",
