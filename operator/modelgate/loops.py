@@ -55,11 +55,16 @@ class _Rollout:
 
 
 def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What wakes a rollout at once when it changes: its spec (generation), a pending command, and
-    the skip-reconcile annotation."""
+    """What wakes a rollout at once when it changes: its spec (generation), a pending command, the
+    skip-reconcile annotation, and its deletion (a finalizer of ours to act on)."""
     meta = body["metadata"]
     annotations = meta.get("annotations") or {}
-    return meta.get("generation"), annotations.get(COMMAND_ANNOTATION), skips_reconcile(annotations)
+    return (
+        meta.get("generation"),
+        annotations.get(COMMAND_ANNOTATION),
+        skips_reconcile(annotations),
+        meta.get("deletionTimestamp"),
+    )
 
 
 def _candidate_and_route(body: Mapping[str, Any]) -> tuple[str, str]:

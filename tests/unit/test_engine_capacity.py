@@ -88,9 +88,7 @@ def test_promote_skips_a_waiting_step() -> None:
 
 def test_the_wait_counts_against_the_pending_deadline() -> None:
     deadlines = {"pending": {"after": "1m", "action": "rollback"}}
-    sim = Simulator(
-        capacity_spec(progressDeadlines=deadlines), ready=ReadyReplicas(candidate=0, incumbent=4)
-    )
+    sim = Simulator(capacity_spec(progressDeadlines=deadlines), ready=ReadyReplicas(candidate=0, incumbent=4))
     sim.start()
     waited_from = sim.status.pending_since
     assert waited_from == sim.now and sim.phase is Phase.PROGRESSING

@@ -55,8 +55,10 @@ def holds_weight(tick: _Tick, weight: int) -> bool:
         shortfall = "the Ready replicas of the candidate and the incumbent could not be read"
     else:
         needed = needed_replicas(ready.incumbent, weight)
-        enough = f"{weight}% needs {needed} Ready candidate replica(s) (ceil({ready.incumbent} Ready incumbent"
-        enough += f" replica(s) x {weight} / 100)); the candidate has {ready.candidate}"
+        enough = (
+            f"{weight}% needs {needed} Ready candidate replica(s) (ceil({ready.incumbent} Ready incumbent "
+            f"replica(s) x {weight} / 100)); the candidate has {ready.candidate}"
+        )
         if ready.candidate >= needed:
             tick.condition(ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, enough)
             if waiting:
@@ -87,7 +89,8 @@ def raise_waiting_weight(tick: _Tick) -> bool:
     index = tick.status.current_step_index
     # The step's clock (its analysis window, a deadline) starts when its weight does.
     tick.set_weight(weight)
-    tick.update(step_started_at=tick.now, inconclusive_since=None, message=f"step {index}: candidate weight {weight}")
+    message = f"step {index}: candidate weight {weight}"
+    tick.update(step_started_at=tick.now, inconclusive_since=None, message=message)
     tick.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {weight}%")
     return False
 

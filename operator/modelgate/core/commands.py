@@ -47,8 +47,11 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
         return "rolled back at once: all traffic to the incumbent"
     if action is CommandAction.ABORT and (active or phase in (Phase.PENDING, Phase.FAILED)):
         tick.rollback(RollbackReason(time=tick.now, message="aborted by `modelgate abort`"), Reason.ABORTED)
-        if tick.status.rolling_back is not None:
-            return f"rolling back gradually: the candidate's weight reaches 0 at {tick.status.rolling_back.ends_at.isoformat()}"
+        rolling = tick.status.rolling_back
+        if rolling is not None:
+            return (
+                f"rolling back gradually: the candidate's weight reaches 0 at {rolling.ends_at.isoformat()}"
+            )
         return "rolled back: all traffic to the incumbent"
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
         tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.deployment} from step 0")

@@ -17,9 +17,8 @@ from modelgate.api import (
     Step,
     Verdict,
 )
-from modelgate.core import capacity, gradual
+from modelgate.core import capacity, gradual, limits
 from modelgate.core import conditions as cond
-from modelgate.core import limits
 from modelgate.core.analysis import evaluate
 from modelgate.core.commands import handle_command
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
@@ -406,7 +405,9 @@ class _Tick:
             message = gradual.step_down_message(rolling.from_weight, rolling, reason.message)
         self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, rolling_back=rolling, message=message)
         self.condition(ConditionType.COMPLETED, False, Reason.ROLLED_BACK, reason.message)
-        step_down = "" if rolling is None else f" (stepping the candidate down to 0 by {rolling.ends_at.isoformat()})"
+        step_down = (
+            "" if rolling is None else f" (the candidate's weight reaches 0 at {rolling.ends_at.isoformat()})"
+        )
         self.event(Reason.ROLLED_BACK, f"{cause}: {reason.message}{step_down}")
         self.outcome = Outcome(Phase.ROLLED_BACK, cause)
 
