@@ -19,7 +19,7 @@ from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
-from tests.support.kube import route_weights, wait_deployment_available
+from tests.support.kube import route_weights
 from tests.support.operators import admin_operator_stopped, operator_events
 from tests.support.scenario import Rollouts, Watcher, serving, settled
 
@@ -61,10 +61,14 @@ def _delete_and_wait_gone(rollouts: Rollouts, name: str = "chat") -> None:
 
 
 def _scale(api_client: client.ApiClient, namespace: str, deployment: str, replicas: int) -> None:
-    client.AppsV1Api(api_client).patch_namespaced_deployment_scale(
-        deployment, namespace, {"spec": {"replicas": replicas}}
-    )
-    wait_deployment_available(api_client, namespace, deployment)
+    apps = client.AppsV1Api(api_client)
+    apps.patch_namespaced_deployment_scale(deployment, namespace, {"spec": {"replicas": replicas}})
+
+    def ready() -> bool:
+        status = apps.read_namespaced_deployment_status(deployment, namespace).status
+        return bool(status.ready_replicas == replicas)
+
+    wait_for(ready, timeout=60, what=f"{replicas} Ready replicas of {deployment}")
 
 
 def test_a_gradual_rollback_steps_down_until_a_breach_sets_0(
