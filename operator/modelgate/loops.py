@@ -4,7 +4,9 @@ no sooner than RESYNC after the last tick, so that two writers of the route do n
 speed of the watch).
 
 kopf's own daemons and timers would add a finalizer to every ModelRollout, and a finalizer makes
-deletion hang while the operator is down; watch events plus these tasks need none.
+deletion hang while the operator is down; watch events plus these tasks need none. Only a rollout
+with spec.rollback.onDelete ReturnTraffic gets one, modelgate's own: its deletion wakes its loop,
+whose tick returns the traffic and removes it (reconciler.py).
 """
 
 from __future__ import annotations
