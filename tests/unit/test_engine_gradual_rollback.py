@@ -142,3 +142,18 @@ def test_the_weight_falls_monotonically_and_reaches_0_at_the_end(
     assert weight_at(rolling, T0) == from_weight
     assert weight_at(rolling, T0 + duration) == 0
     assert weight_at(rolling, T0 + duration - timedelta(microseconds=1)) >= 1
+
+
+def test_a_deadlines_rollback_steps_down_too() -> None:
+    spec = gradual_spec(with_analysis=True)
+    deadlines = {"inconclusive": {"after": "1m", "action": "rollback"}}
+    spec = ModelRolloutSpec.model_validate({**spec.model_dump(by_alias=True), "progressDeadlines": deadlines})
+    sim = Simulator(spec)
+    sim.start()
+    while sim.phase is not Phase.ROLLED_BACK:
+        sim.tick_with_analysis(Outcome.EMPTY, after=INTERVAL)
+    assert sim.decisions[-1].outcome is not None
+    assert sim.decisions[-1].outcome.reason is Reason.PROGRESS_DEADLINE_EXCEEDED
+    assert sim.status.rolling_back is not None and sim.live_weight == 50
+    sim.tick(after=DURATION / 2)
+    assert sim.live_weight == 25

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from modelgate.api.duration import parse_duration
-from modelgate.api.fields import PositiveDuration
+from modelgate.api.fields import Boolean, PositiveDuration
 from modelgate.api.specmodel import SpecModel
 
 OnDelete = Literal["Leave", "ReturnTraffic"]
@@ -26,7 +26,7 @@ class GradualRollback(SpecModel):
 
 
 class CapacitySpec(SpecModel):
-    enforce: bool = Field(
+    enforce: Boolean = Field(
         False,
         description="A setWeight step that raises the candidate's weight to W waits until the candidate "
         "has ceil(incumbent Ready replicas x W / 100) Ready replicas; status.message and the "
