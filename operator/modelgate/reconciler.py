@@ -150,6 +150,11 @@ class Reconciler:
         structlog.contextvars.bind_contextvars(
             step=decision.status.current_step_index, weight=decision.status.current_weight
         )
+        wanted = finalizer_wanted(spec, decision.status)
+        has = FINALIZER in (body["metadata"].get("finalizers") or [])
+        if wanted and not has and not self._keep_finalizer(namespace, name, wanted):
+            # Nothing is written before the finalizer that would return the traffic is there.
+            return TickResult(None, WRITE_RETRY)
         stored = status
         if decision.weight is not None:
             if not _rolls_back(decision):
@@ -164,9 +169,7 @@ class Reconciler:
         observability.export(namespace, name, decision, analysis)
         # Timed from the decision's `now`, less the time the tick has taken since.
         wake_after = next_wakeup(spec, decision.status, now) - (self.clock() - now)
-        wanted = finalizer_wanted(spec, decision.status)
-        has = FINALIZER in (body["metadata"].get("finalizers") or [])
-        if wanted != has and not self._keep_finalizer(namespace, name, wanted):
+        if has and not wanted and not self._keep_finalizer(namespace, name, wanted):
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
 
