@@ -259,7 +259,9 @@ class ModelRolloutStatus(StatusModel):
         "from currentWeight while a weight write has not taken.",
     )
     pending_since: Timestamp | None = Field(
-        None, description="When the rollout started waiting for the candidate (its progress deadline)."
+        None,
+        description="When the rollout started waiting for the candidate to be Available, or (with "
+        "spec.capacity.enforce) a step for its Ready replicas: the pending progress deadline counts from it.",
     )
     inconclusive_since: Timestamp | None = Field(
         None,
