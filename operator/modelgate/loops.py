@@ -4,7 +4,9 @@ once; its route: no sooner than RESYNC after the last tick, so that two writers 
 fight at the speed of the watch).
 
 kopf's own daemons and timers would add a finalizer to every ModelRollout, and a finalizer makes
-deletion hang while the operator is down; watch events plus these tasks need none.
+deletion hang while the operator is down; watch events plus these tasks need none. Only a rollout
+with spec.rollback.onDelete ReturnTraffic gets one, modelgate's own: its deletion wakes its loop,
+whose tick returns the traffic and removes it (reconciler.py).
 """
 
 from __future__ import annotations
@@ -55,11 +57,16 @@ class _Rollout:
 
 
 def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What wakes a rollout at once when it changes: its spec (generation), a pending command, and
-    the skip-reconcile annotation."""
+    """What wakes a rollout at once when it changes: its spec (generation), a pending command, the
+    skip-reconcile annotation, and its deletion (a finalizer of ours to act on)."""
     meta = body["metadata"]
     annotations = meta.get("annotations") or {}
-    return meta.get("generation"), annotations.get(COMMAND_ANNOTATION), skips_reconcile(annotations)
+    return (
+        meta.get("generation"),
+        annotations.get(COMMAND_ANNOTATION),
+        skips_reconcile(annotations),
+        meta.get("deletionTimestamp"),
+    )
 
 
 def _candidate_and_route(body: Mapping[str, Any]) -> tuple[str, str]:

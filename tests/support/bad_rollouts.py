@@ -135,6 +135,17 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "deadline of 228 years": BadRollout(
         put("spec.progressDeadlines.pending.after", "2000000h"), "spec.progressDeadlines.pending.after"
     ),
+    "zero gradual rollback": BadRollout(
+        put("spec.rollback.gradual", {"duration": "0s"}), "spec.rollback.gradual.duration"
+    ),
+    "gradual rollback without a duration": BadRollout(
+        put("spec.rollback.gradual", {}), "spec.rollback.gradual.duration"
+    ),
+    # Rollback and capacity.
+    "unknown onDelete": BadRollout(put("spec.rollback.onDelete", "Keep"), "spec.rollback.onDelete"),
+    "capacity enforce as a string": BadRollout(
+        put("spec.capacity", {"enforce": "yes"}), "spec.capacity.enforce"
+    ),
     # Bounds of the presets.
     "errorRate max -1": BadRollout(put(f"{METRIC0}.max", -1), "spec.analysis.metrics[0].max"),
     "errorRate max 1.5": BadRollout(put(f"{METRIC0}.max", 1.5), "spec.analysis.metrics[0].max"),

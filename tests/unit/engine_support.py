@@ -31,6 +31,7 @@ from modelgate.core import (
     MetricQuery,
     Observations,
     QueryResult,
+    ReadyReplicas,
     Reason,
     RouteProblem,
     SideTotals,
@@ -272,6 +273,7 @@ class Simulator:
     generation: int = 1
     available: bool = True
     router_applies: bool = True  # False: a slow router, whose writes are not live yet
+    ready: ReadyReplicas | None = None  # Ready replicas, as read for spec.capacity
     restart_every_tick: bool = False
     applied: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
@@ -313,6 +315,7 @@ class Simulator:
             route=self.route,
             analysis=analysis,
             command=command,
+            ready_replicas=self.ready,
         )
         decision = decide(self.spec, self.status, observed, self.now)
         self.status = round_trip(decision.status) if self.restart_every_tick else decision.status

@@ -88,8 +88,9 @@ The operator's permissions inside the namespaces it watches: the same rules for 
 what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 */}}
 {{- define "modelgate.namespacedRules" -}}
-# kopf lists and watches ModelRollouts; the reconciler gets them and merge-patches annotations
-# (it clears a consumed `modelgate promote/abort/...` command).
+# kopf lists and watches ModelRollouts; the reconciler gets them, merge-patches annotations (it
+# clears a consumed `modelgate promote/abort/...` command) and JSON-patches metadata.finalizers
+# (modelgate.io/return-traffic, on rollouts with spec.rollback.onDelete: ReturnTraffic only).
 - apiGroups: ["modelgate.io"]
   resources: ["modelrollouts"]
   verbs: ["get", "list", "watch", "patch"]

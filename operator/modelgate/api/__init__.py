@@ -14,6 +14,7 @@ from modelgate.api.analysis import (
 )
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
+from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import (
     BackendKind,
     Deadline,
@@ -40,6 +41,7 @@ from modelgate.api.status import (
     ModelRolloutStatus,
     Phase,
     RollbackReason,
+    RollingBack,
     SequentialEvidence,
     Timestamp,
     Verdict,
@@ -52,6 +54,7 @@ __all__ = [
     "AnalysisSample",
     "AnalysisSpec",
     "BackendKind",
+    "CapacitySpec",
     "CommandResult",
     "Comparison",
     "Condition",
@@ -60,6 +63,7 @@ __all__ = [
     "Deadline",
     "FieldPathError",
     "GatewayAPIRouting",
+    "GradualRollback",
     "InvalidSpecError",
     "LastCommand",
     "MetricAnalysis",
@@ -69,6 +73,7 @@ __all__ = [
     "Mirror",
     "ModelRolloutSpec",
     "ModelRolloutStatus",
+    "OnDelete",
     "OnPrometheusError",
     "Pause",
     "Phase",
@@ -76,6 +81,7 @@ __all__ = [
     "PrometheusSpec",
     "RollbackReason",
     "RollbackSpec",
+    "RollingBack",
     "SecretKeyRef",
     "SequentialEvidence",
     "SequentialTest",

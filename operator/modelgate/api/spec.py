@@ -22,6 +22,7 @@ from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.fields import Duration, Integer, ModelName, ObjectName, PodRegex, PositiveDuration
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
+from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.specmodel import SpecModel
 
 OnPrometheusError = Literal["pause", "rollback"]
@@ -249,6 +250,17 @@ class RollbackSpec(SpecModel):
     max_consecutive_errors: Annotated[Integer, Field(ge=1)] = Field(
         3, description="Evaluations in a row with a Prometheus error before onPrometheusError applies."
     )
+    gradual: GradualRollback | None = Field(
+        None,
+        description="Step the candidate's weight down to 0 over a duration instead of at once, for "
+        "incumbents that need to warm their caches. Without it every rollback is immediate.",
+    )
+    on_delete: OnDelete = Field(
+        "Leave",
+        description="What deleting the ModelRollout does to the route: Leave it as it is, or "
+        "ReturnTraffic: set the candidate's weight to 0 first (the operator keeps a finalizer on the "
+        "rollout for that, until it succeeds or is rolled back to 0).",
+    )
 
 
 class Deadline(SpecModel):
@@ -267,7 +279,9 @@ class ProgressDeadlines(SpecModel):
     """So that a rollout that cannot make progress does not hold two model fleets forever."""
 
     pending: Deadline | None = Field(
-        None, description="The candidate has not become Available this long after the rollout started."
+        None,
+        description="The candidate has not become Available this long after the rollout started, or "
+        "(with spec.capacity.enforce) a step has waited this long for the candidate's Ready replicas.",
     )
     inconclusive: Deadline | None = Field(
         None,
@@ -329,10 +343,15 @@ class ModelRolloutSpec(SpecModel):
         "promotion alone.",
     )
     rollback: RollbackSpec = Field(
-        RollbackSpec(), description="What happens when the metrics cannot be read."
+        RollbackSpec(),
+        description="What happens when the metrics cannot be read, how a rollback moves the weight, and "
+        "what deleting the rollout does.",
     )
     progress_deadlines: ProgressDeadlines | None = Field(
         None, description="What to do when a rollout stays Pending or Inconclusive too long."
+    )
+    capacity: CapacitySpec | None = Field(
+        None, description="Whether a step waits for the candidate's Ready replicas before raising its weight."
     )
 
     @model_validator(mode="after")

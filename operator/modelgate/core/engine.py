@@ -17,8 +17,8 @@ from modelgate.api import (
     Step,
     Verdict,
 )
+from modelgate.core import capacity, gradual, limits
 from modelgate.core import conditions as cond
-from modelgate.core import limits
 from modelgate.core.analysis import evaluate
 from modelgate.core.commands import handle_command
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
@@ -196,7 +196,7 @@ class _Tick:
         if phase is Phase.SUCCEEDED:
             self.set_weight(100)
         elif phase is Phase.ROLLED_BACK:
-            self.set_weight(0)
+            gradual.continue_rollback(self)
         elif phase is Phase.PENDING:
             self.pending()
         else:
@@ -232,6 +232,7 @@ class _Tick:
             consecutive_prometheus_errors=0,
             analysis=(),
             rollback_reason=None,
+            rolling_back=None,
             conditions=(),
         )
         self.event(reason, message)
@@ -261,6 +262,8 @@ class _Tick:
         self.set_weight(self.status.current_weight)  # re-assert what this step wrote if it drifted
         self.note_candidate_availability()
         if self.error_paused or deadline_paused(self) or inconclusive_deadline(self):
+            return
+        if capacity.raise_waiting_weight(self):
             return
         self.advance_while_complete()
 
@@ -327,6 +330,8 @@ class _Tick:
 
     def step_complete(self) -> bool:
         step = self.step
+        if capacity.step_waits(self):
+            return False  # its weight is not raised yet; the message says why
         if not self.weights_live:
             mirror = mirror_wanted(self.spec, self.status)
             copies = f" and a {mirror}% mirror" if mirror else ""
@@ -375,6 +380,8 @@ class _Tick:
         if deadline_paused(self):
             self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, f"step {index} started")
         step = self.step
+        if step.set_weight is not None and capacity.holds_weight(self, step.set_weight):
+            return
         if step.set_weight is not None:
             self.set_weight(step.set_weight)
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: candidate weight {step.set_weight}")
@@ -414,10 +421,18 @@ class _Tick:
         self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
     def rollback(self, reason: RollbackReason, cause: Reason) -> None:
-        self.set_weight(0, even_when_held=True)
-        self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, message=f"rolled back: {reason.message}")
+        rolling = gradual.gradual_start(self.spec, self.status, cause, self.now)
+        message = f"rolled back: {reason.message}"
+        if rolling is None:
+            self.set_weight(0, even_when_held=True)
+        else:
+            message = gradual.step_down_message(rolling.from_weight, rolling, reason.message)
+        self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, rolling_back=rolling, message=message)
         self.condition(ConditionType.COMPLETED, False, Reason.ROLLED_BACK, reason.message)
-        self.event(Reason.ROLLED_BACK, f"{cause}: {reason.message}")
+        step_down = (
+            "" if rolling is None else f" (the candidate's weight reaches 0 at {rolling.ends_at.isoformat()})"
+        )
+        self.event(Reason.ROLLED_BACK, f"{cause}: {reason.message}{step_down}")
         self.outcome = Outcome(Phase.ROLLED_BACK, cause)
 
     def route_problem(self, problem: RouteProblem) -> None:

@@ -66,6 +66,14 @@ class Command:
 
 
 @dataclass(frozen=True)
+class ReadyReplicas:
+    """Ready replicas of each side, read when spec.capacity.enforce is set."""
+
+    candidate: int
+    incumbent: int
+
+
+@dataclass(frozen=True)
 class Observations:
     generation: int
     candidate_available: bool
@@ -73,6 +81,7 @@ class Observations:
     route: LiveRoute | RouteProblem
     analysis: AnalysisRun | None = None
     command: Command | None = None
+    ready_replicas: ReadyReplicas | None = None
 
 
 @dataclass(frozen=True)

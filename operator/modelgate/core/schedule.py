@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.core import conditions as cond
+from modelgate.core.gradual import next_step_at
 from modelgate.core.mirror import candidate_served
 from modelgate.core.reasons import ConditionType, Reason
 
@@ -31,13 +32,11 @@ def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> date
     """Metrics are evaluated every interval while the candidate takes traffic (or copies of it, in a
     mirror step) in an active rollout; a step's first run is one interval after the step started, so
     that its window holds the step's traffic (a run at its start would see the previous step's, and
-    could not complete it anyway).
+    could not complete it anyway). A gradual rollback is watched too, so that a breach during it sets
+    0 at once.
     None when nothing is evaluated; a time in the past when a run is due."""
-    if (
-        spec.analysis is None
-        or status.phase not in (Phase.PROGRESSING, Phase.PAUSED)
-        or not candidate_served(spec, status)
-    ):
+    watched = status.phase in (Phase.PROGRESSING, Phase.PAUSED) or status.rolling_back is not None
+    if spec.analysis is None or not watched or not candidate_served(spec, status):
         return None
     last = status.last_analysis_at
     settled = step_settles_at(spec, status)
@@ -76,9 +75,9 @@ def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datet
         return None
     if (
         status.current_step_index >= len(spec.steps)
-        or spec.steps[status.current_step_index].set_weight is None
+        or spec.steps[status.current_step_index].set_weight != status.current_weight
     ):
-        return None
+        return None  # not a setWeight step, or one waiting to raise its weight (spec.capacity)
     available = cond.condition(status.conditions, ConditionType.CANDIDATE_AVAILABLE)
     ready = (
         available is not None
@@ -112,6 +111,9 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     next_run = next_analysis_at(spec, status)
     if next_run is not None:
         candidates.append(next_run - now)
+    step_down = next_step_at(status, now)
+    if step_down is not None:
+        candidates.append(step_down - now)
     step_due = weight_step_due(spec, status)
     if step_due is not None:
         candidates.append(step_due - now)

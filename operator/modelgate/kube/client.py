@@ -21,7 +21,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube.cache import ObjectCache, deployment_essentials
-from modelgate.kube.errors import KubeError, NotFound, translated
+from modelgate.kube.errors import Conflict, KubeError, NotFound, PatchNotApplied, translated
 from modelgate.kube.objects import DeploymentAvailability, availability, event_body
 from modelgate.kube.pools import (
     INFERENCE_GROUP,
@@ -239,7 +239,33 @@ class Kube:
             )
         return self._remember(PLURAL, obj)
 
+    def set_finalizer(self, namespace: str, name: str, finalizer: str, present: bool) -> bool:
+        """Adds or removes one finalizer of a ModelRollout, keeping any others, against the newest copy
+        known (a JSON patch that tests its resourceVersion). False when the rollout changed under it."""
+        meta = self.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name)["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if (finalizer in finalizers) == present:
+            return True
+        wanted = [*finalizers, finalizer] if present else [f for f in finalizers if f != finalizer]
+        operations: list[Object] = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+            {"op": "add", "path": "/metadata/finalizers", "value": wanted},
+        ]
+        try:
+            self.json_patch_custom(API_GROUP, API_VERSION, namespace, PLURAL, name, operations)
+        except (PatchNotApplied, Conflict):
+            return False
+        return True
+
     # -- built-in resources ----------------------------------------------------------------------
+    def side_ready_replicas(self, namespace: str, kind: str, name: str) -> int:
+        """A side's Ready replicas: a Deployment's status.readyReplicas, an InferencePool's Ready
+        selected Pods; 0 when it does not exist."""
+        if kind != "Deployment":
+            return sum(pod.ready for pod in self.pool_pods(namespace, name) or [])
+        deployment = self._deployment(namespace, name)
+        return 0 if deployment is None else int((deployment.get("status") or {}).get("readyReplicas") or 0)
+
     def deployment_availability(self, namespace: str, name: str) -> DeploymentAvailability:
         """Whether the Deployment can take traffic now: its own rollout is complete and available,
         the test `kubectl rollout status` and Flagger apply. All of:
@@ -256,19 +282,26 @@ class Kube:
         replicas available".
         """
         what = f"Deployment {namespace}/{name}"
+        deployment = self._deployment(namespace, name)
+        if deployment is None:
+            return DeploymentAvailability(exists=False, available=False, message=f"{what} not found")
+        return availability(what, deployment)
+
+    def _deployment(self, namespace: str, name: str) -> Object | None:
+        """The cached Deployment (its essentials), else the API server's; None when it does not exist."""
         cache = self.caches.get("deployments")
         deployment = None if cache is None else cache.get(namespace, name)
-        if deployment is None:
-            try:
-                with _request("get"):
-                    # The JSON as sent: the typed model's deserialization costs more than the read.
-                    response: Any = self._apps.read_namespaced_deployment(
-                        name, namespace, _preload_content=False, _request_timeout=self.request_timeout
-                    )
-            except NotFound:
-                return DeploymentAvailability(exists=False, available=False, message=f"{what} not found")
-            deployment = self._remember("deployments", _as_object(json.loads(response.data)))
-        return availability(what, deployment)
+        if deployment is not None:
+            return deployment
+        try:
+            with _request("get"):
+                # The JSON as sent: the typed model's deserialization costs more than the read.
+                response: Any = self._apps.read_namespaced_deployment(
+                    name, namespace, _preload_content=False, _request_timeout=self.request_timeout
+                )
+        except NotFound:
+            return None
+        return self._remember("deployments", _as_object(json.loads(response.data)))
 
     def pool_pods(self, namespace: str, name: str) -> list[PoolPod] | None:
         """The Pods an InferencePool selects (by its spec.selector, in its namespace), but for those
