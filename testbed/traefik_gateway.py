@@ -42,7 +42,7 @@ def static_config(web_port: int, admin_port: int) -> dict[str, Any]:
         "ping": {"entryPoint": ADMIN_ENTRYPOINT},
         "metrics": {"prometheus": {"entryPoint": ADMIN_ENTRYPOINT, "addServicesLabels": True}},
         "providers": {"kubernetesGateway": {"statusAddress": {"ip": LOOPBACK}}},
-        "log": {"level": "INFO"},
+        "log": {"level": "INFO", "noColor": True},
     }
 
 

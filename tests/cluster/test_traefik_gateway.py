@@ -79,6 +79,7 @@ def test_a_rollout_step_moves_traefik_traffic_by_the_weights_written(
     namespace: str,
     operator: OperatorProcess,
     traefik: TraefikGateway,
+    record_property: Callable[[str, object], None],
 ) -> None:
     rollouts = Rollouts(api_client, namespace)
     rollouts.apply(model_rollout("chat", namespace, steps=[{"setWeight": 30}, {"pause": {}}]))
@@ -87,6 +88,7 @@ def test_a_rollout_step_moves_traefik_traffic_by_the_weights_written(
     )
     wait_for_answers(traefik.url, lambda answered: answered["chat-v2"] > 0, "traefik to send chat-v2 some")
     at_thirty = answers_by_model(traefik.url, REQUESTS)
+    record_property("answers through traefik at candidate weight 30", dict(sorted(at_thirty.items())))
     # Traefik's weighted round robin is deterministic: 30 of 100, give or take where its cycle began.
     assert abs(at_thirty["chat-v2"] - 30) <= 2, at_thirty
     assert at_thirty["chat-v1"] + at_thirty["chat-v2"] == REQUESTS, at_thirty

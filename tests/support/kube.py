@@ -15,7 +15,7 @@ from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest, http_rou
 from testbed.traffic_driver import parse_backend_weights
 from testbed.waiting import wait_for
 
-CUSTOM_PLURALS = {"HTTPRoute": "httproutes", "ModelRollout": "modelrollouts"}
+CUSTOM_PLURALS = {"Gateway": "gateways", "HTTPRoute": "httproutes", "ModelRollout": "modelrollouts"}
 # How long kube-controller-manager may take to give a new namespace its `default` ServiceAccount:
 # after an API-server restart its informers back off from the restarted server's early refusals.
 SERVICE_ACCOUNT_TIMEOUT = 120
