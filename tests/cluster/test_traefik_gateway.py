@@ -14,6 +14,7 @@ from kubernetes import client
 
 from modelgate.api import Phase
 from testbed.fleet import ModelFleet
+from testbed.listeners import is_loopback, listening_addresses
 from testbed.localcluster import LocalCluster
 from testbed.loopback_pods import LoopbackPods, on_loopback_node
 from testbed.manifests import http_route, model_deployment, model_rollout, model_service
@@ -50,7 +51,7 @@ def wait_for_answers(url: str, accept: Callable[[Counter[str]], bool], what: str
 @pytest.fixture
 def served_through_traefik(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, traefik: TraefikGateway
-) -> Iterator[None]:
+) -> Iterator[ModelFleet]:
     """chat-v1 and chat-v2, one Pod each on the loopback node with a double on the Pod's IP, behind
     HTTPRoute `chat` (all to chat-v1) on a Gateway that Traefik serves."""
     fleet = ModelFleet(local_bed, api_client)
@@ -67,13 +68,27 @@ def served_through_traefik(
         wait_for_answers(
             traefik.url, lambda answered: answered == Counter({"chat-v1": 10}), "traefik to serve chat-v1"
         )
-        yield
+        yield fleet
     finally:
         fleet.stop()
 
 
-@pytest.mark.usefixtures("served_through_traefik")
+def assert_listening_on_loopback_only(fleet: ModelFleet, traefik: TraefikGateway) -> None:
+    """Each double on its Pod's IP and container port (loopback), Traefik on 127.0.0.1."""
+    pod_addresses = {double.url.removeprefix("http://") for double in fleet.doubles}
+    assert len(pod_addresses) == len(MODELS)
+    assert all(address.endswith(":8000") for address in pod_addresses), pod_addresses
+    listeners = {
+        address
+        for process in [traefik.process, *(double.process for double in fleet.doubles)]
+        for address in listening_addresses(process.pid)
+    }
+    assert pod_addresses <= listeners
+    assert all(is_loopback(address) for address in listeners), listeners
+
+
 def test_a_rollout_step_moves_traefik_traffic_by_the_weights_written(
+    served_through_traefik: ModelFleet,
     local_bed: LocalCluster,
     api_client: client.ApiClient,
     namespace: str,
@@ -81,6 +96,7 @@ def test_a_rollout_step_moves_traefik_traffic_by_the_weights_written(
     traefik: TraefikGateway,
     record_property: Callable[[str, object], None],
 ) -> None:
+    assert_listening_on_loopback_only(served_through_traefik, traefik)
     rollouts = Rollouts(api_client, namespace)
     rollouts.apply(model_rollout("chat", namespace, steps=[{"setWeight": 30}, {"pause": {}}]))
     rollouts.wait_for_status(
