@@ -16,6 +16,7 @@ from testbed.traffic_driver import parse_backend_weights
 from testbed.waiting import wait_for
 
 CUSTOM_PLURALS = {
+    "Gateway": "gateways",
     "HTTPRoute": "httproutes",
     "InferencePool": "inferencepools",
     "ModelRollout": "modelrollouts",
