@@ -11,7 +11,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from modelgate.api import MetricAnalysis, ModelRolloutStatus, Verdict
+from modelgate.api import MetricAnalysis, ModelRolloutStatus, Verdict, parse_status
 
 VERDICT_STYLE = {
     Verdict.PASS: "green",
@@ -63,7 +63,7 @@ def side_name(side: dict[str, Any]) -> str:
 
 def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | None = None) -> RenderableType:
     meta, spec = body["metadata"], body["spec"]
-    status = ModelRolloutStatus.model_validate(body.get("status") or {})
+    status = parse_status(body.get("status") or {})
     steps = spec.get("steps", [])
     phase = str(status.phase or "Pending")
     header = Table.grid(padding=(0, 2))
@@ -176,7 +176,7 @@ def render_progress(rollouts: list[dict[str, Any]]) -> Table:
     """One progress bar per rollout: steps done, and the candidate's share of traffic."""
     table = Table(box=None, show_header=False, padding=(0, 1))
     for body in rollouts:
-        status = ModelRolloutStatus.model_validate(body.get("status") or {})
+        status = parse_status(body.get("status") or {})
         steps = len(body["spec"].get("steps", []))
         done = min(status.current_step_index, steps)
         phase = str(status.phase or "Pending")
@@ -204,7 +204,7 @@ def render_history(body: dict[str, Any], events: list[dict[str, Any]]) -> Render
         transitions.add_row(
             when, Text(str(event.get("type")), style=style), str(event.get("reason")), str(event.get("note"))
         )
-    status = ModelRolloutStatus.model_validate(body.get("status") or {})
+    status = parse_status(body.get("status") or {})
     samples = Table(title="Recent analysis", title_justify="left")
     for column in ("Metric", "Time", "Value", "Verdict"):
         samples.add_column(column)

@@ -8,7 +8,7 @@ import time
 
 from rich.console import Console
 
-from modelgate.api import CommandResult, ModelRolloutStatus
+from modelgate.api import CommandResult, parse_status
 from modelgate.cli.common import add_target_arguments, connect, read_rollout
 from modelgate.commands import COMMAND_ANNOTATION, encode_command
 from modelgate.core import CommandAction
@@ -60,7 +60,7 @@ def send_command(args: argparse.Namespace) -> int:
     command_id = json.loads(encoded)["id"]
     deadline = time.monotonic() + COMMAND_TIMEOUT
     while time.monotonic() < deadline:
-        status = ModelRolloutStatus.model_validate(
+        status = parse_status(
             read_rollout(kube, namespace, args.name).get("status") or {}
         )
         handled = status.last_command
