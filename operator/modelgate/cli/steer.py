@@ -60,9 +60,7 @@ def send_command(args: argparse.Namespace) -> int:
     command_id = json.loads(encoded)["id"]
     deadline = time.monotonic() + COMMAND_TIMEOUT
     while time.monotonic() < deadline:
-        status = parse_status(
-            read_rollout(kube, namespace, args.name).get("status") or {}
-        )
+        status = parse_status(read_rollout(kube, namespace, args.name).get("status") or {})
         handled = status.last_command
         if handled is not None and handled.id == command_id:
             if handled.result is CommandResult.IGNORED:
