@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := prometheus shellcheck
 
-.PHONY: setup apt-deps venv bins cluster-up cluster-down cluster-status lint lock audit test demo bench generate docs clean
+.PHONY: setup apt-deps venv bins bins-traefik cluster-up cluster-down cluster-status lint lock audit test demo bench generate docs clean
 
 setup: apt-deps venv bins
 
@@ -32,6 +32,10 @@ venv: $(VENV)/.installed
 
 bins:
 	bash hack/build-bins.sh all
+
+# Traefik alone (the bed's Gateway API data plane; `make bins` builds it with the rest).
+bins-traefik:
+	bash hack/build-bins.sh traefik
 
 cluster-up: setup
 	$(PY) -m testbed up --root .localcluster

@@ -11,6 +11,7 @@ export CGO_ENABLED=0
 
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/gomod/kubernetes/go.mod")
 etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2}' "$here/gomod/etcd/go.mod")
+traefik_version=$(awk '$1 == "require" && $2 == "github.com/traefik/traefik/v3" {print $3}' "$here/gomod/traefik/go.mod")
 # shellcheck source=versions.env
 . "$here/versions.env"
 
@@ -51,6 +52,24 @@ build_etcd() {
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
+# Traefik, the bed's Gateway API data plane, built in the module hack/traefik-build-module.sh assembles
+# (its wrapper repeats Traefik's replaces; two files whose imports the proxy refuses are stood in for).
+build_traefik() {
+  local out=$cache/traefik-$traefik_version/bin
+  if have_all "$out" traefik; then echo "build-bins: traefik $traefik_version cached in $out"; return; fi
+  local ldflags="-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$traefik_version"
+  ldflags+=" -X github.com/traefik/traefik/v3/pkg/version.BuildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  mkdir -p "$out.tmp"
+  (
+    build=$(mktemp -d)
+    trap 'rm -rf "$build"' EXIT
+    bash "$here/traefik-build-module.sh" "$build"
+    cd "$build"
+    timed "traefik $traefik_version" go build -ldflags "$ldflags" -o "$out.tmp/traefik" github.com/traefik/traefik/v3/cmd/traefik
+  )
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
 go_install() {  # name version package [cache-dir suffix naming the recipe] [ldflags]
   local name=$1 version=$2 pkg=$3 recipe=${4:-} ldflags="-s -w ${5:-}"
   local out=$cache/$name-$version$recipe/bin
@@ -88,12 +107,16 @@ build_helm() {
   go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "$helm_recipe" "$ldflags"
 }
 
-link_pinned() {
+link_bins() {  # cache-dir...
   mkdir -p "$cache/bin"
-  local pinned_dirs=("kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION$helm_recipe" "actionlint-$ACTIONLINT_VERSION")
-  for d in "${pinned_dirs[@]}"; do
+  for d in "$@"; do
     for b in "$cache/$d/bin/"*; do ln -sfn "$b" "$cache/bin/$(basename "$b")"; done
   done
+}
+
+link_pinned() {
+  link_bins "kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION$helm_recipe" \
+    "actionlint-$ACTIONLINT_VERSION" "traefik-$traefik_version"
 }
 
 case "${1:-all}" in
@@ -101,6 +124,7 @@ case "${1:-all}" in
   etcd) build_etcd ;;
   kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;
   helm) build_helm ;;
+  traefik) build_traefik; link_bins "traefik-$traefik_version" ;;
   actionlint) go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint ;;
   all)
     build_etcd
@@ -108,7 +132,8 @@ case "${1:-all}" in
     build_helm
     go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint
     build_kubernetes
+    build_traefik
     link_pinned
     ;;
-  *) echo "usage: build-bins.sh [all|kubernetes|etcd|kwok|helm|actionlint]" >&2; exit 2 ;;
+  *) echo "usage: build-bins.sh [all|kubernetes|etcd|kwok|helm|actionlint|traefik]" >&2; exit 2 ;;
 esac

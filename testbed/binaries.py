@@ -17,6 +17,7 @@ GO_BUILT = (
     "kwok",
     "helm",
     "actionlint",
+    "traefik",
 )
 
 

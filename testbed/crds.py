@@ -1,6 +1,6 @@
-"""The CRDs every cluster the suite runs on needs: Gateway API (standard channel), Istio's networking
-API, modelgate's own and kopf's peering CRDs (the chart's copy), from the pinned Go modules and this
-repository."""
+"""The CRDs every cluster the suite runs on needs: Gateway API (standard channel), the Gateway API
+Inference Extension's (InferencePool), Istio's networking API, modelgate's own and kopf's peering
+CRDs (the chart's copy), from the pinned Go modules and this repository."""
 
 from __future__ import annotations
 
@@ -16,9 +16,13 @@ def install_crds(kubectl: Kubectl) -> None:
     """Server-side apply: some of these CRDs are too large for client-side apply's annotation."""
     versions = pinned_versions()
     gateway_api = module_dir("sigs.k8s.io/gateway-api", versions["GATEWAY_API_VERSION"])
+    inference = module_dir(
+        "sigs.k8s.io/gateway-api-inference-extension", versions["INFERENCE_EXTENSION_VERSION"]
+    )
     istio = module_dir("istio.io/api", versions["ISTIO_API_VERSION"])
     sources = [
         gateway_api / "config" / "crd" / "standard",
+        inference / "config" / "crd" / "bases",
         istio / "kubernetes" / "customresourcedefinitions.gen.yaml",
         REPO_ROOT / "crds",
         REPO_ROOT / "charts" / "modelgate" / "crds" / "kopfpeerings.kopf.dev.yaml",

@@ -43,14 +43,27 @@ class ModelFleet:
         self.apps = client.AppsV1Api(api_client)
         self.doubles: list[PodDouble] = []
 
-    def serve(self, namespace: str, deployment: str, behaviour: Behaviour | None = None) -> list[PodDouble]:
-        """Starts a double for every Ready Pod of the Deployment (waiting until all replicas are)."""
+    def serve(
+        self,
+        namespace: str,
+        deployment: str,
+        behaviour: Behaviour | None = None,
+        *,
+        on_pod_ips: bool = False,
+    ) -> list[PodDouble]:
+        """Starts a double for every Ready Pod of the Deployment (waiting until all replicas are): on
+        a free port of 127.0.0.1, or with `on_pod_ips` on the Pod's own IP and container port, where
+        a gateway reaching the Pod through its Service finds it (Pods of the loopback node,
+        testbed/loopback_pods.py)."""
         pods = wait_for(
             lambda: self._ready_pods(namespace, deployment),
             timeout=60,
             what=f"the Pods of deployment {namespace}/{deployment} to be Ready",
         )
-        started = [self._start(namespace, deployment, pod) for pod in pods]
+        started = [
+            self._start(namespace, deployment, pod.metadata.name, _pod_address(pod) if on_pod_ips else None)
+            for pod in pods
+        ]
         self.doubles.extend(started)
         self.set_behaviour(deployment, behaviour or Behaviour())
         for double in started:
@@ -78,27 +91,22 @@ class ModelFleet:
             self.bed.processes.stop(double.process)
         self.doubles.clear()
 
-    def _ready_pods(self, namespace: str, deployment: str) -> list[str] | None:
+    def _ready_pods(self, namespace: str, deployment: str) -> list[Any] | None:
         spec: Any = self.apps.read_namespaced_deployment(deployment, namespace).spec
         selector = ",".join(f"{k}={v}" for k, v in spec.selector.match_labels.items())
         pods: list[Any] = self.core.list_namespaced_pod(namespace, label_selector=selector).items
-        ready = [
-            p.metadata.name
-            for p in pods
-            if p.metadata.deletion_timestamp is None
-            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-        ]
-        return sorted(ready) if len(ready) == spec.replicas else None
+        ready = [p for p in pods if p.metadata.deletion_timestamp is None and pod_is_ready(p)]
+        return sorted(ready, key=lambda p: p.metadata.name) if len(ready) == spec.replicas else None
 
-    def _start(self, namespace: str, deployment: str, pod: str) -> PodDouble:
-        port = free_port()
-        argv = [sys.executable, "-m", "testbed.model_server_double", "--port", str(port)]
+    def _start(self, namespace: str, deployment: str, pod: str, address: tuple[str, int] | None) -> PodDouble:
+        host, port = address or ("127.0.0.1", free_port())
+        argv = [sys.executable, "-m", "testbed.model_server_double", "--host", host, "--port", str(port)]
         process = self.bed.processes.start(
             f"double-{namespace}-{pod}",
             [*argv, "--model-name", deployment, "--namespace", namespace],
             env=python_module_env(),
         )
-        url = f"http://127.0.0.1:{port}"
+        url = f"http://{host}:{port}"
 
         def healthy() -> bool:
             with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
@@ -106,3 +114,12 @@ class ModelFleet:
 
         wait_for(healthy, timeout=30, what=f"the double for pod {pod}")
         return PodDouble(namespace, deployment, pod, url, process)
+
+
+def pod_is_ready(pod: Any) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def _pod_address(pod: Any) -> tuple[str, int]:
+    """The Pod's IP and its first container's first port: where its Service's traffic arrives."""
+    return pod.status.pod_ip, pod.spec.containers[0].ports[0].container_port

@@ -1,7 +1,7 @@
-"""The kinds of route the traffic driver follows, each with how its weights are read: HTTPRoute and
-GRPCRoute (the same backendRefs; the doubles speak HTTP, so a GRPCRoute's split is followed with the
-same chat requests) and Istio VirtualServices (a destination's weights, keyed by its host, or
-`host/subset` when it names a subset)."""
+"""The kinds of route the traffic driver follows, each with how its weights and mirrors are read:
+HTTPRoute and GRPCRoute (the same backendRefs and RequestMirror filters; the doubles speak HTTP, so a
+GRPCRoute's split is followed with the same chat requests) and Istio VirtualServices (a destination's
+weights, and the http route's mirrors, keyed by its host, or `host/subset` when it names a subset)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from kubernetes.client import CustomObjectsApi
 
+from testbed.route_mirrors import FULL_COPY, Mirrors, parse_mirrors
 from testbed.traffic_driver import (
     GATEWAY_GROUP,
     GATEWAY_VERSION,
@@ -30,9 +31,10 @@ class RouteKind:
     group: str
     version: str
     plural: str
-    # The weights of the rule named by `rule` (an index for Gateway API, an http route's name, or
-    # None for the only one, for Istio).
+    # The weights, and the mirrors, of the rule named by `rule` (an index for Gateway API, an http
+    # route's name, or None for the only one, for Istio).
     weights: Callable[[Mapping[str, Any], Any], Weights]
+    mirrors: Callable[[Mapping[str, Any], Any], Mirrors]
 
 
 def destination_key(destination: Mapping[str, Any]) -> str:
@@ -44,11 +46,7 @@ def virtual_service_weights(service: Mapping[str, Any], http_route: str | None =
     """The destinations' weights of the named http route (None: the only one); Istio gives a lone
     destination all traffic and one without a weight among several none."""
     name = service.get("metadata", {}).get("name", "<unnamed>")
-    http = service.get("spec", {}).get("http") or []
-    chosen = [r for r in http if http_route is None or r.get("name") == http_route]
-    if len(chosen) != 1:
-        raise RouteError(f"VirtualService {name} has {len(chosen)} http routes matching {http_route!r}")
-    destinations = chosen[0].get("route") or []
+    destinations = _http_route(service, http_route).get("route") or []
     weights: Weights = {}
     for entry in destinations:
         key = destination_key(entry.get("destination") or {})
@@ -59,10 +57,47 @@ def virtual_service_weights(service: Mapping[str, Any], http_route: str | None =
     return weights
 
 
-HTTP_ROUTE = RouteKind("HTTPRoute", GATEWAY_GROUP, GATEWAY_VERSION, "httproutes", parse_backend_weights)
-GRPC_ROUTE = RouteKind("GRPCRoute", GATEWAY_GROUP, GATEWAY_VERSION, "grpcroutes", parse_backend_weights)
+def virtual_service_mirrors(service: Mapping[str, Any], http_route: str | None = None) -> Mirrors:
+    """The shares the named http route copies to each destination: its `mirror` (by
+    mirrorPercentage, or the deprecated mirrorPercent; all without either) and each of `mirrors` (by
+    its percentage); several to one destination add up, at most 100%."""
+    http = _http_route(service, http_route)
+    copies = [(http.get("mirror"), http.get("mirrorPercentage"), http.get("mirrorPercent"))]
+    copies += [
+        (entry.get("destination"), entry.get("percentage"), None) for entry in http.get("mirrors") or []
+    ]
+    mirrors: Mirrors = {}
+    for destination, percentage, deprecated in copies:
+        if not destination:
+            continue
+        share = (percentage or {}).get("value", FULL_COPY if deprecated is None else deprecated)
+        key = destination_key(destination)
+        mirrors[key] = min(FULL_COPY, mirrors.get(key, 0.0) + float(share))
+    return mirrors
+
+
+def _http_route(service: Mapping[str, Any], http_route: str | None) -> Mapping[str, Any]:
+    name = service.get("metadata", {}).get("name", "<unnamed>")
+    http: list[Mapping[str, Any]] = service.get("spec", {}).get("http") or []
+    chosen = [r for r in http if http_route is None or r.get("name") == http_route]
+    if len(chosen) != 1:
+        raise RouteError(f"VirtualService {name} has {len(chosen)} http routes matching {http_route!r}")
+    return chosen[0]
+
+
+HTTP_ROUTE = RouteKind(
+    "HTTPRoute", GATEWAY_GROUP, GATEWAY_VERSION, "httproutes", parse_backend_weights, parse_mirrors
+)
+GRPC_ROUTE = RouteKind(
+    "GRPCRoute", GATEWAY_GROUP, GATEWAY_VERSION, "grpcroutes", parse_backend_weights, parse_mirrors
+)
 VIRTUAL_SERVICE = RouteKind(
-    "VirtualService", ISTIO_GROUP, ISTIO_VERSION, "virtualservices", virtual_service_weights
+    "VirtualService",
+    ISTIO_GROUP,
+    ISTIO_VERSION,
+    "virtualservices",
+    virtual_service_weights,
+    virtual_service_mirrors,
 )
 KINDS = {kind.kind: kind for kind in (HTTP_ROUTE, GRPC_ROUTE, VIRTUAL_SERVICE)}
 
@@ -79,7 +114,7 @@ def route_watcher(
         namespace,
         name,
         resource=(kind.group, kind.version, kind.plural),
-        parse=lambda route: kind.weights(route, rule),
+        parse=lambda route: (kind.weights(route, rule), kind.mirrors(route, rule)),
     )
 
 

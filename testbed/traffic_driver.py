@@ -1,5 +1,7 @@
 """Plays the gateway in the local bed: sends a steady rate of chat requests to model server doubles,
 split by the backend weights of one HTTPRoute rule, and follows the route as the operator edits it.
+A rule's RequestMirror filters copy their share of the requests to their backends (route_mirrors.py);
+the copies' answers are discarded, so clients only ever get the answer of the backend that served them.
 
 Weight parsing and scheduling are pure functions (tested without a cluster). The route watch runs in
 a thread, so the blocking Kubernetes client never stalls the event loop that sends the traffic.
@@ -30,6 +32,8 @@ from kubernetes import watch as kube_watch
 from kubernetes.client import CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
+from testbed.route_mirrors import Mirrors, MirrorSampler, parse_mirrors
+
 log = structlog.get_logger(__name__)
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -42,6 +46,7 @@ WATCH_BACKOFF_MIN = 0.5
 WATCH_BACKOFF_MAX = 10.0
 
 Weights = dict[str, int]
+RouteChange = Callable[[Weights, Mirrors], None]
 
 
 class RouteError(ValueError):
@@ -124,6 +129,8 @@ class TrafficStats:
     """Answers, per (backend, HTTP status)."""
     failed: Counter[str] = field(default_factory=Counter)
     """Requests that got no HTTP answer (refused connection, timeout), per backend."""
+    mirrored: Counter[str] = field(default_factory=Counter)
+    """Copies sent by a RequestMirror filter, per backend; their answers are not the client's."""
     unroutable: int = 0
     """Ticks with nowhere to send: no backend with weight, or no URL for the chosen backend."""
 
@@ -135,6 +142,7 @@ class TrafficStats:
             "sent": dict(self.sent),
             "responses": responses,
             "failed": dict(self.failed),
+            "mirrored": dict(self.mirrored),
             "unroutable": self.unroutable,
         }
 
@@ -164,6 +172,7 @@ class TrafficDriver:
         self._timeout = aiohttp.ClientTimeout(total=request_timeout)
         self._weights: Weights = {}
         self._scheduler = SmoothWeightedRoundRobin()
+        self._mirrors = MirrorSampler()
         self._stop = asyncio.Event()
         self.stats = TrafficStats()
 
@@ -176,6 +185,11 @@ class TrafficDriver:
         unknown = [name for name, weight in self._weights.items() if weight > 0 and name not in self._targets]
         if unknown:
             log.warning("weighted backends without a URL; their share is unroutable", backends=unknown)
+
+    def set_mirrors(self, mirrors: Mapping[str, float]) -> None:
+        if dict(mirrors) != self._mirrors.mirrors():
+            self._mirrors.set_mirrors(mirrors)
+            log.info("route mirrors", mirrors=dict(mirrors))
 
     def current_weights(self) -> Weights:
         return dict(self._weights)
@@ -206,6 +220,11 @@ class TrafficDriver:
                     task = asyncio.create_task(self._send(session, backend, url, in_flight))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                    for target, copy_url in self._copies():
+                        self.stats.mirrored[target] += 1
+                        copy = asyncio.create_task(self._send_copy(session, target, copy_url))
+                        tasks.add(copy)
+                        copy.add_done_callback(tasks.discard)
                 # Late ticks catch up by at most one interval: a stall must not end in a burst.
                 next_at = max(next_at + self._interval, loop.time() - self._interval)
             await asyncio.gather(*tasks)
@@ -222,6 +241,19 @@ class TrafficDriver:
         except TimeoutError:
             return True
         return False
+
+    def _copies(self) -> list[tuple[str, str]]:
+        """(backend, pod URL) of each copy of the request just sent; copies to a backend without a URL
+        are lost, as a gateway's would be."""
+        targets = ((name, self._targets.get(name)) for name in self._mirrors.pick())
+        return [(name, next(pods)) for name, pods in targets if pods is not None]
+
+    async def _send_copy(self, session: aiohttp.ClientSession, backend: str, url: str) -> None:
+        try:
+            async with session.post(url + CHAT_PATH, json=CHAT_REQUEST) as response:
+                await response.read()  # discarded: the client got the answer of the backend that served it
+        except (aiohttp.ClientError, TimeoutError) as error:
+            log.debug("mirrored copy failed", backend=backend, error=repr(error))
 
     async def _send(
         self, session: aiohttp.ClientSession, backend: str, url: str, in_flight: asyncio.Semaphore
@@ -250,21 +282,23 @@ class HTTPRouteWatcher:
         *,
         watch_timeout: int = 60,
         resource: tuple[str, str, str] = (GATEWAY_GROUP, GATEWAY_VERSION, HTTPROUTES),
-        parse: Callable[[Mapping[str, Any]], Weights] | None = None,
+        parse: Callable[[Mapping[str, Any]], tuple[Weights, Mirrors]] | None = None,
     ) -> None:
-        """`resource` (group, version, plural) and `parse` (the object's weights) follow another kind
-        of route: testbed/route_kinds.py."""
+        """`resource` (group, version, plural) and `parse` (the object's weights and mirrors) follow
+        another kind of route: testbed/route_kinds.py."""
         self._api = api
         self._name = f"{namespace}/{name}"
         self._list_args = (*resource[:2], namespace, resource[2])
         self._selector = f"metadata.name={name}"
-        self._parse = parse or (lambda route: parse_backend_weights(route, rule_index))
+        self._parse = parse or (
+            lambda route: (parse_backend_weights(route, rule_index), parse_mirrors(route, rule_index))
+        )
         self._watch_timeout = watch_timeout
         self._stopping = threading.Event()
         self._watch: Any = None
 
-    def read(self) -> tuple[Weights, str]:
-        """The rule's weights and the resourceVersion a watch resumes from (blocking)."""
+    def read(self) -> tuple[Weights, Mirrors, str]:
+        """The rule's weights and mirrors, and the resourceVersion a watch resumes from (blocking)."""
         listing = cast(
             "dict[str, Any]",
             self._api.list_namespaced_custom_object(*self._list_args, field_selector=self._selector),
@@ -272,11 +306,12 @@ class HTTPRouteWatcher:
         items = listing.get("items") or []
         if not items:
             raise RouteError(f"{self._list_args[3]} {self._name} not found")
-        return self._parse(items[0]), str(listing["metadata"]["resourceVersion"])
+        weights, mirrors = self._parse(items[0])
+        return weights, mirrors, str(listing["metadata"]["resourceVersion"])
 
-    def follow(self, on_change: Callable[[Weights], None]) -> None:
-        """Calls `on_change` from a daemon thread with the weights after each change (and after
-        each re-list, which may repeat them), until `stop()`."""
+    def follow(self, on_change: RouteChange) -> None:
+        """Calls `on_change` from a daemon thread with the weights and mirrors after each change (and
+        after each re-list, which may repeat them), until `stop()`."""
         thread = threading.Thread(
             target=self._follow, args=(on_change,), name=f"watch {self._name}", daemon=True
         )
@@ -288,7 +323,7 @@ class HTTPRouteWatcher:
         if self._watch is not None:
             self._watch.stop()
 
-    def _follow(self, on_change: Callable[[Weights], None]) -> None:
+    def _follow(self, on_change: RouteChange) -> None:
         backoff = WATCH_BACKOFF_MIN
         while not self._stopping.is_set():
             try:
@@ -308,13 +343,13 @@ class HTTPRouteWatcher:
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, WATCH_BACKOFF_MAX)
 
-    def _list_and_watch(self, on_change: Callable[[Weights], None]) -> None:
+    def _list_and_watch(self, on_change: RouteChange) -> None:
         try:
-            weights, resource_version = self.read()
+            weights, mirrors, resource_version = self.read()
         except RouteError:
-            on_change({})
+            on_change({}, {})
             raise
-        on_change(weights)
+        on_change(weights, mirrors)
         self._watch = kube_watch.Watch()  # type: ignore[no-untyped-call]
         if self._stopping.is_set():  # stop() came before this watch existed
             return
@@ -329,16 +364,17 @@ class HTTPRouteWatcher:
             if self._stopping.is_set():
                 return
             if event["type"] == "DELETED":
-                on_change({})
+                on_change({}, {})
             elif event["type"] in ("ADDED", "MODIFIED"):
-                on_change(self._usable_weights(event["object"]))
+                on_change(*self._usable(event["object"]))
 
-    def _usable_weights(self, route: Mapping[str, Any]) -> Weights:
+    def _usable(self, route: Mapping[str, Any]) -> tuple[Weights, Mirrors]:
         try:
-            return self._parse(route)
+            weights, mirrors = self._parse(route)
         except RouteError as error:
             log.warning("route unusable; routing nothing", route=self._name, error=str(error))
-            return {}
+            return {}, {}
+        return weights, mirrors if weights else {}
 
 
 async def drive_route(
@@ -350,12 +386,14 @@ async def drive_route(
 ) -> TrafficStats:
     """Runs `driver` with the route's weights, following the route until the run ends. Raises
     RouteError at once if the route cannot be used."""
-    weights, _ = await asyncio.to_thread(watcher.read)
+    weights, mirrors, _ = await asyncio.to_thread(watcher.read)
     driver.set_weights(weights)
+    driver.set_mirrors(mirrors)
     loop = asyncio.get_running_loop()
 
-    def on_change(weights: Weights) -> None:  # called from the watch thread
+    def on_change(weights: Weights, mirrors: Mirrors) -> None:  # called from the watch thread
         loop.call_soon_threadsafe(driver.set_weights, weights)
+        loop.call_soon_threadsafe(driver.set_mirrors, mirrors)
 
     watcher.follow(on_change)
     try:

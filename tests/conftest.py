@@ -5,6 +5,7 @@ exactly what it started at the end."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,9 @@ from kubernetes import client, config
 
 from testbed.crds import install_crds
 from testbed.localcluster import LocalCluster, kubectl
+from testbed.loopback_pods import LoopbackPods
 from testbed.operator_process import OperatorProcess
+from testbed.traefik_gateway import TraefikGateway, gateway_class
 from tests.support.clusters import TestCluster
 from tests.support.kube import scratch_namespace
 
@@ -70,6 +73,17 @@ def operator(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="session")
+def traefik(local_bed: LocalCluster, api_client: client.ApiClient) -> Iterator[TraefikGateway]:
+    """Opt-in: a real Gateway API data plane (Traefik) for HTTPRoutes, and the loopback node whose
+    Pods it reaches; tests without it get their traffic from the traffic driver."""
+    LoopbackPods(local_bed, api_client).ensure_node()
+    local_bed.kubectl("apply", "-f", "-", stdin=json.dumps(gateway_class()))
+    gateway = TraefikGateway.start(local_bed)
+    yield gateway
+    gateway.stop()
 
 
 @pytest.fixture

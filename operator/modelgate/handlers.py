@@ -13,6 +13,7 @@ import kopf
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube import Kube
+from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
 from modelgate.loops import RolloutLoops
 from modelgate.routers.watched import ROUTE_RESOURCES
 
@@ -60,6 +61,9 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     asyncio.get_running_loop().set_default_executor(
         ThreadPoolExecutor(max_workers=memo.workers, thread_name_prefix="tick")
     )
+    # kopf puts this finalizer only on objects that a handler needing one matches (on.delete, daemons,
+    # timers); modelgate registers none, so no rollout ever carries it. The one finalizer modelgate
+    # sets, on rollouts with spec.rollback.onDelete ReturnTraffic only, is its own (core/deletion.py).
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
     settings.persistence.diffbase_storage = NoDiffBase()
@@ -110,7 +114,18 @@ async def deployment_event(
     _cache(memo, "deployments", type, body)
     loops: RolloutLoops = memo.loops
     if namespace and name:
-        loops.notice_deployment(namespace, name)
+        loops.notice_candidate(namespace, name)
+
+
+@kopf.on.event(INFERENCE_GROUP, INFERENCE_VERSION, INFERENCE_POOLS)
+async def pool_event(
+    type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    # Without the Inference Extension's CRD, kopf logs that it cannot serve this and watches the rest.
+    _cache(memo, INFERENCE_POOLS, type, body)
+    loops: RolloutLoops = memo.loops
+    if namespace and name:
+        loops.notice_candidate(namespace, name)
 
 
 def _route_handler(plural: str) -> Callable[..., Awaitable[None]]:

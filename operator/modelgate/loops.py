@@ -1,10 +1,12 @@
 """One asyncio task per ModelRollout: tick, then sleep until the engine's next wake-up or until
-something that matters changes (the spec, a command, the candidate Deployment: at once; its routes:
-no sooner than RESYNC after the last tick, so that two writers of the route do not fight at the
-speed of the watch).
+something that matters changes (the spec, a command, the candidate Deployment or InferencePool: at
+once; its routes: no sooner than RESYNC after the last tick, so that two writers of the route do not
+fight at the speed of the watch).
 
 kopf's own daemons and timers would add a finalizer to every ModelRollout, and a finalizer makes
-deletion hang while the operator is down; watch events plus these tasks need none.
+deletion hang while the operator is down; watch events plus these tasks need none. Only a rollout
+with spec.rollback.onDelete ReturnTraffic gets one, modelgate's own: its deletion wakes its loop,
+whose tick returns the traffic and removes it (reconciler.py).
 """
 
 from __future__ import annotations
@@ -56,17 +58,24 @@ class _Rollout:
 
 
 def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What wakes a rollout at once when it changes: its spec (generation), a pending command, and
-    the skip-reconcile annotation."""
+    """What wakes a rollout at once when it changes: its spec (generation), a pending command, the
+    skip-reconcile annotation, and its deletion (a finalizer of ours to act on)."""
     meta = body["metadata"]
     annotations = meta.get("annotations") or {}
-    return meta.get("generation"), annotations.get(COMMAND_ANNOTATION), skips_reconcile(annotations)
+    return (
+        meta.get("generation"),
+        annotations.get(COMMAND_ANNOTATION),
+        skips_reconcile(annotations),
+        meta.get("deletionTimestamp"),
+    )
 
 
 def _candidate_and_routes(body: Mapping[str, Any]) -> tuple[str, frozenset[RouteKey]]:
     spec = body.get("spec") or {}
     routes = watched_routes(spec.get("trafficRouting") or {})
-    return str((spec.get("candidate") or {}).get("deployment", "")), routes
+    candidate = spec.get("candidate") or {}
+    name = candidate.get("deployment") or candidate.get("inferencePool") or ""
+    return str(name), routes
 
 
 class RolloutLoops:
@@ -101,8 +110,9 @@ class RolloutLoops:
             rollout.trigger = trigger
             rollout.wake_at_once()
 
-    def notice_deployment(self, namespace: str, name: str) -> None:
-        """A Deployment changed: rollouts waiting for it as their candidate look again now."""
+    def notice_candidate(self, namespace: str, name: str) -> None:
+        """A Deployment or an InferencePool changed: rollouts waiting for it as their candidate look
+        again now."""
         for (rollout_namespace, _), rollout in self._rollouts.items():
             if rollout_namespace == namespace and rollout.candidate == name:
                 rollout.wake_at_once()

@@ -23,6 +23,8 @@ from modelgate.core import (
     Decision,
     LiveRoute,
     Observations,
+    ReadyReplicas,
+    Reason,
     SpecProblem,
     WriteFailed,
     WriteResult,
@@ -33,10 +35,11 @@ from modelgate.core import (
     next_wakeup,
     settle_write,
 )
-from modelgate.core.schedule import MIN_WAKEUP, RESYNC
+from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
+from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.kube import Conflict, Kube, NotFound
 from modelgate.metrics import MetricProviders
-from modelgate.routers import TrafficRouter, router_for
+from modelgate.routers import SideKinds, TrafficRouter, router_for
 
 log = structlog.get_logger("modelgate.reconciler")
 Clock = Callable[[], datetime]
@@ -65,7 +68,7 @@ def _forgotten_status(body: Mapping[str, Any]) -> ModelRolloutStatus:
     but for the candidate it belongs to, so that the Failed it gets holds, the route left as it is,
     until the spec changes, instead of starting over from step 0 at the next tick."""
     try:
-        candidate: str | None = parse_spec(body.get("spec") or {}).candidate.deployment
+        candidate: str | None = parse_spec(body.get("spec") or {}).candidate.identity
     except ValueError:
         candidate = None
     return ModelRolloutStatus(rollout_candidate=candidate)
@@ -99,6 +102,8 @@ class Reconciler:
 
     def _tick(self, body: Mapping[str, Any], namespace: str, name: str) -> TickResult:
         meta = body["metadata"]
+        if meta.get("deletionTimestamp"):
+            return self._deleting(body)
         if skips_reconcile(meta.get("annotations")):
             log.info("skip-reconcile is set; leaving the rollout alone")
             return TickResult(None, RESYNC)
@@ -111,7 +116,7 @@ class Reconciler:
         try:
             spec = parse_spec(body.get("spec") or {})
             command = decode_command(meta.get("annotations"))
-            router = router_for(spec.traffic_routing, self.kube, namespace)
+            router = router_for(spec.traffic_routing, self.kube, namespace, SideKinds.of(spec))
             provider = plan = None
             if spec.analysis is not None:
                 provider = self.providers.for_analysis(spec.analysis)
@@ -121,7 +126,18 @@ class Reconciler:
 
         now = self.clock()
         route = router.read()
-        availability = self.kube.deployment_availability(namespace, spec.candidate.deployment)
+        candidate = spec.candidate
+        availability = (
+            self.kube.deployment_availability(namespace, candidate.name)
+            if candidate.kind == "Deployment"
+            else self.kube.pool_availability(namespace, candidate.name, "spec.candidate.inferencePool")
+        )
+        ready = None
+        if spec.capacity is not None and spec.capacity.enforce:
+            ready = ReadyReplicas(
+                candidate=self.kube.side_ready_replicas(namespace, candidate.kind, candidate.name),
+                incumbent=self.kube.side_ready_replicas(namespace, spec.incumbent.kind, spec.incumbent.name),
+            )
         analysis: AnalysisRun | None = None
         due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
         if provider is not None and plan is not None and due:
@@ -133,11 +149,17 @@ class Reconciler:
             route=route,
             analysis=analysis,
             command=command,
+            ready_replicas=ready,
         )
         decision = decide(spec, status, observed, now)
         structlog.contextvars.bind_contextvars(
             step=decision.status.current_step_index, weight=decision.status.current_weight
         )
+        wanted = finalizer_wanted(spec, decision.status)
+        has = FINALIZER in (body["metadata"].get("finalizers") or [])
+        if wanted and not has and not self._keep_finalizer(namespace, name, wanted):
+            # Nothing is written before the finalizer that would return the traffic is there.
+            return TickResult(None, WRITE_RETRY)
         stored = status
         if decision.weight is not None:
             if not _rolls_back(decision):
@@ -145,14 +167,61 @@ class Reconciler:
                 # step in status and writes its weight, rather than the previous step's back.
                 stored = self._write_status(body, stored, decision.status)
             # A rollback's weight goes first: it must reach the route before anything else.
-            written = self._write(router, decision.weight)
+            written = self._write(router, decision.weight, decision.mirror_percent)
             decision = settle_write(status, decision, written, self.clock(), generation)
         self._apply(body, status, stored, decision)
         self._clear_handled_command(namespace, name, command, decision.status)
         observability.export(namespace, name, decision, analysis)
         # Timed from the decision's `now`, less the time the tick has taken since.
         wake_after = next_wakeup(spec, decision.status, now) - (self.clock() - now)
+        if has and not wanted and not self._keep_finalizer(namespace, name, wanted):
+            wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
+
+    def _keep_finalizer(self, namespace: str, name: str, wanted: bool) -> bool:
+        """Adds or removes the finalizer as the rollout needs it (core/deletion.py); False when the
+        rollout changed under the patch, to be tried again soon."""
+        done = self.kube.set_finalizer(namespace, name, FINALIZER, wanted)
+        if not done:
+            log.info("the rollout changed while its finalizer was set; trying again", finalizer=FINALIZER)
+        return done
+
+    def _deleting(self, body: Mapping[str, Any]) -> TickResult:
+        """A rollout being deleted: with spec.rollback.onDelete ReturnTraffic, the candidate's weight
+        goes to 0 (verified) before the finalizer is removed. A rollout that cannot be used (its spec,
+        its route) or is left alone (skip-reconcile) has nothing returned: its finalizer goes at once."""
+        meta = body["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        if FINALIZER not in (meta.get("finalizers") or []):
+            return TickResult(None, RESYNC)  # not ours to hold: it goes when its other finalizers do
+        spec = router = route = None
+        status = ModelRolloutStatus()
+        try:
+            spec = parse_spec(body.get("spec") or {})
+            status = parse_status(body.get("status") or {})
+            router = router_for(spec.traffic_routing, self.kube, namespace, SideKinds.of(spec))
+        except ValueError as error:
+            log.warning("deleting a rollout that cannot be used: removing its finalizer", error=str(error))
+        if router is not None and not skips_reconcile(meta.get("annotations")):
+            route = router.read()
+        weight = weight_on_delete(spec, status, route)
+        if router is not None and weight is not None:
+            written = self._write(router, weight, mirror_percent=0)
+            returned = isinstance(written, LiveRoute) and (
+                written.candidate_weight,
+                written.mirror_percent,
+            ) == (weight, 0)
+            if not returned:
+                message = f"deleting: the candidate's weight is not {weight} yet ({written}); trying again"
+                self.kube.create_event(body, "Warning", Reason.WEIGHT_NOT_APPLIED.value, message)
+                return TickResult(None, WRITE_RETRY)
+            message = f"deleting: the candidate's weight is {weight}, the incumbent takes all traffic"
+            log.info("traffic returned", detail=message)
+            self.kube.create_event(body, "Normal", Reason.TRAFFIC_RETURNED.value, message)
+        if not self._keep_finalizer(namespace, name, wanted=False):
+            return TickResult(None, WRITE_RETRY)
+        log.info("finalizer removed; the rollout goes", finalizer=FINALIZER)
+        return TickResult(None, RESYNC)
 
     def _unusable(
         self, body: Mapping[str, Any], status: ModelRolloutStatus, generation: int, error: ValueError
@@ -162,12 +231,12 @@ class Reconciler:
         observability.export(body["metadata"]["namespace"], body["metadata"]["name"], unusable, None)
         return TickResult(unusable, RESYNC)
 
-    def _write(self, router: TrafficRouter, weight: int) -> WriteResult:
+    def _write(self, router: TrafficRouter, weight: int, mirror_percent: int) -> WriteResult:
         try:
-            written: WriteResult = router.set_weights(weight)
+            written: WriteResult = router.set_weights(weight, mirror_percent)
         except Conflict as error:  # other writers changed the route under every attempt
             written = WriteFailed(error.message)
-        log.info("weights set", candidate_weight=weight, written=repr(written))
+        log.info("weights set", candidate_weight=weight, mirror_percent=mirror_percent, written=repr(written))
         return written
 
     def _write_status(

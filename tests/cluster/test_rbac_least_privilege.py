@@ -17,12 +17,14 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import Phase
+from modelgate.core.deletion import FINALIZER
 from testbed.binaries import binary
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from testbed.serviceaccount import service_account_kubeconfig, service_account_username
+from testbed.waiting import wait_for
 from tests.support.cli import modelgate
 from tests.support.helm import installed_chart
 from tests.support.operators import admin_operator_stopped, running
@@ -50,6 +52,7 @@ VIRTUAL_SERVICES = "virtualservices.networking.istio.io"
 # Every kind a router reads and patches.
 ROUTER_KINDS = (ROUTES, GRPC_ROUTES, VIRTUAL_SERVICES)
 DEPLOYMENTS = "deployments.apps"
+POOLS = "inferencepools.inference.networking.k8s.io"
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 CLUSTER_PEERINGS = "clusterkopfpeerings.kopf.dev"
 PEERINGS = "kopfpeerings.kopf.dev"
@@ -60,6 +63,8 @@ NEEDED: list[Check] = [
     Check("patch", ROLLOUTS, "status"),
     *(Check(verb, DEPLOYMENTS) for verb in ("get", "list", "watch")),
     *(Check(verb, kind) for kind in ROUTER_KINDS for verb in ("get", "list", "watch", "patch")),
+    *(Check(verb, POOLS) for verb in ("get", "list", "watch")),
+    Check("list", "pods"),
     Check("create", "events.events.k8s.io"),
     Check("get", f"secrets/{PROMETHEUS_SECRET}"),
 ]
@@ -75,8 +80,8 @@ NEVER_IN_A_NAMESPACE: list[Check] = [
     Check("patch", "gateways.gateway.networking.k8s.io"),
     Check("patch", "destinationrules.networking.istio.io"),
     Check("create", "events"),  # core/v1: kopf's own event posting is off
-    Check("create", "pods"),
-    Check("get", "pods"),
+    *(Check(verb, POOLS) for verb in ("create", "update", "patch", "delete")),
+    *(Check(verb, "pods") for verb in ("create", "get", "watch", "patch", "delete")),
     Check("create", "pods", "exec"),
     Check("get", "configmaps"),
     Check("get", "services"),
@@ -117,7 +122,12 @@ def peering_checks(resource: str, name: str) -> tuple[list[Check], list[Check]]:
 KOPF_SCANS = [Check("list", CRDS), Check("watch", CRDS)]
 NAMESPACE_READS = [Check("list", "namespaces"), Check("watch", "namespaces")]
 ALL_NAMESPACES_READS = [
-    Check(verb, kind) for verb in ("list", "watch") for kind in (ROLLOUTS, DEPLOYMENTS, *ROUTER_KINDS)
+    *(
+        Check(verb, kind)
+        for verb in ("list", "watch")
+        for kind in (ROLLOUTS, DEPLOYMENTS, *ROUTER_KINDS, POOLS)
+    ),
+    Check("list", "pods"),
 ]
 
 
@@ -222,6 +232,8 @@ def test_operator_completes_a_rollout_as_the_charts_service_account(
         "name": PROMETHEUS_SECRET,
         "key": "token",
     }
+    # Its finalizer is added while the rollout runs and removed once it succeeds: both are patches.
+    manifest["spec"]["rollback"] = {"onDelete": "ReturnTraffic"}
     values = chart_values(scope, [serving_namespace], peering)
     with installed_chart(local_bed.kubeconfig, namespace, values) as release:
         kubeconfig = service_account_kubeconfig(
@@ -240,6 +252,7 @@ def test_operator_completes_a_rollout_as_the_charts_service_account(
             scenario.wait_for_status(
                 "the indefinite pause", lambda s: s.phase is Phase.PAUSED and s.current_step_index == 1
             )
+            assert scenario.rollout()["metadata"].get("finalizers") == [FINALIZER]
             # A person promotes; the operator consumes the command by patching its annotation away.
             promoted = modelgate(local_bed.kubeconfig, "promote", "chat", "-n", serving_namespace)
             assert promoted.returncode == 0, promoted.stdout + promoted.stderr
@@ -253,6 +266,11 @@ def test_operator_completes_a_rollout_as_the_charts_service_account(
                 "the route to show 100", lambda s: scenario.recorder.candidate_weights()[-1] == 100
             )
             assert scenario.recorder.candidate_weights() == [0, 20, 60, 100]
+            wait_for(
+                lambda: not scenario.rollout()["metadata"].get("finalizers"),
+                timeout=30,
+                what="the finalizer's removal after success",
+            )
             # Raw dicts: the typed EventsV1Api refuses the controllers' events, which have no eventTime.
             events = client.CustomObjectsApi(api_client).list_namespaced_custom_object(
                 "events.k8s.io", "v1", serving_namespace, "events"

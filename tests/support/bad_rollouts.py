@@ -120,6 +120,21 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "51 steps": BadRollout(put("spec.steps", [{"setWeight": 1}] * 51), "spec.steps"),
     "a step of neither kind": BadRollout(put(STEP0, {}), "spec.steps[0]"),
     "a step of both kinds": BadRollout(put(STEP0, {"setWeight": 10, "pause": {}}), "spec.steps[0]"),
+    "a weight and a mirror": BadRollout(
+        put(STEP0, {"setWeight": 10, "mirror": {"percent": 10, "duration": "1m"}}), "spec.steps[0]"
+    ),
+    "mirror of 0%": BadRollout(
+        put(STEP0, {"mirror": {"percent": 0, "duration": "1m"}}), "spec.steps[0].mirror.percent"
+    ),
+    "mirror of 101%": BadRollout(
+        put(STEP0, {"mirror": {"percent": 101, "duration": "1m"}}), "spec.steps[0].mirror.percent"
+    ),
+    "mirror without a duration": BadRollout(
+        put(STEP0, {"mirror": {"percent": 10}}), "spec.steps[0].mirror.duration"
+    ),
+    "mirror for 0s": BadRollout(
+        put(STEP0, {"mirror": {"percent": 10, "duration": "0s"}}), "spec.steps[0].mirror.duration"
+    ),
     # Pruned by the API server, which leaves a step of neither kind.
     "an unknown step kind": BadRollout(put(STEP0, {"analysis": {"templates": []}}), "spec.steps[0]"),
     # Durations.
@@ -145,6 +160,17 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     ),
     "deadline of 228 years": BadRollout(
         put("spec.progressDeadlines.pending.after", "2000000h"), "spec.progressDeadlines.pending.after"
+    ),
+    "zero gradual rollback": BadRollout(
+        put("spec.rollback.gradual", {"duration": "0s"}), "spec.rollback.gradual.duration"
+    ),
+    "gradual rollback without a duration": BadRollout(
+        put("spec.rollback.gradual", {}), "spec.rollback.gradual.duration"
+    ),
+    # Rollback and capacity.
+    "unknown onDelete": BadRollout(put("spec.rollback.onDelete", "Keep"), "spec.rollback.onDelete"),
+    "capacity enforce as a string": BadRollout(
+        put("spec.capacity", {"enforce": "yes"}), "spec.capacity.enforce"
     ),
     # Bounds of the presets.
     "errorRate max -1": BadRollout(put(f"{METRIC0}.max", -1), "spec.analysis.metrics[0].max"),
@@ -223,6 +249,17 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "candidate equal to incumbent": BadRollout(
         put("spec.candidate.deployment", "chat-v1"), "spec.candidate.deployment"
     ),
+    # InferencePool sides (docs/inference-pools.md).
+    "deployment and inferencePool both set": BadRollout(
+        put("spec.candidate.inferencePool", "chat-v2"), "spec.candidate"
+    ),
+    "neither deployment nor inferencePool": BadRollout(drop("spec.incumbent.deployment"), "spec.incumbent"),
+    "pool name with capitals": BadRollout(
+        put("spec.candidate", {"inferencePool": "Pool_V2"}), "spec.candidate.inferencePool"
+    ),
+    "pool backend named other than the pool": BadRollout(
+        put("spec.candidate", {"inferencePool": "pool-v2"}), f"{ROUTE}.candidateBackend"
+    ),
     "empty route name": BadRollout(put(f"{ROUTE}.httpRoute", ""), f"{ROUTE}.httpRoute"),
     "same backends": BadRollout(put(f"{ROUTE}.candidateBackend", "chat-v1"), f"{ROUTE}.candidateBackend"),
     "no router": BadRollout(put("spec.trafficRouting", {}), "spec.trafficRouting"),
@@ -294,6 +331,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     # Only the operator can see these: what the spec names does not exist, or no query can be built.
     "route that does not exist": _operator(put(f"{ROUTE}.httpRoute", "no-such-route"), f"{ROUTE}.httpRoute"),
     "rule index past the route's rules": _operator(put(f"{ROUTE}.ruleIndex", 3), f"{ROUTE}.ruleIndex"),
+    "pool side whose backendRef is a Service": _operator(
+        put("spec.candidate", {"inferencePool": "chat-v2"}), f"{ROUTE}.candidateBackend"
+    ),
     "backend not in the route": _operator(
         put(f"{ROUTE}.candidateBackend", "chat-v3"), f"{ROUTE}.candidateBackend"
     ),

@@ -16,9 +16,11 @@ from testbed.traffic_driver import parse_backend_weights
 from testbed.waiting import wait_for
 
 CUSTOM_PLURALS = {
+    "Gateway": "gateways",
     "HTTPRoute": "httproutes",
     "GRPCRoute": "grpcroutes",
     "VirtualService": "virtualservices",
+    "InferencePool": "inferencepools",
     "ModelRollout": "modelrollouts",
 }
 # How long kube-controller-manager may take to give a new namespace its `default` ServiceAccount:

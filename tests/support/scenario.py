@@ -16,6 +16,7 @@ from kubernetes import client, watch
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
 from testbed.fleet import ModelFleet
+from testbed.inference_pools import inference_pool, pool_http_route, pool_targets
 from testbed.localcluster import LocalCluster
 from testbed.manifests import (
     GATEWAY_GROUP,
@@ -31,6 +32,8 @@ from testbed.waiting import wait_for
 from tests.support.kube import create
 
 ObjectHandler = Callable[[float, dict[str, Any]], None]
+DEPLOYMENTS = ("chat-v1", "chat-v2")
+POOLS = ("pool-v1", "pool-v2")  # named apart from the Deployments: they select the Pods by label
 
 
 @dataclass
@@ -102,6 +105,7 @@ class RouteRecorder:
     namespace: str
     name: str
     seen: list[tuple[float, int, int]] = field(default_factory=list)
+    backends: tuple[str, str] = ("chat-v1", "chat-v2")  # the incumbent's and the candidate's
 
     def __post_init__(self) -> None:
         kind = (GATEWAY_GROUP, GATEWAY_VERSION, "httproutes")
@@ -116,7 +120,8 @@ class RouteRecorder:
 
     def _record(self, at: float, route: dict[str, Any]) -> None:
         weights = parse_backend_weights(route)
-        self.seen.append((at, weights["chat-v1"], weights["chat-v2"]))
+        incumbent, candidate = self.backends
+        self.seen.append((at, weights[incumbent], weights[candidate]))
 
     def recorded(self) -> list[tuple[float, int, int]]:
         self._watcher.check()
@@ -214,6 +219,7 @@ class Rollouts:
 class Scenario(Rollouts):
     fleet: ModelFleet
     recorder: RouteRecorder
+    traffic: BackgroundTraffic
 
 
 @contextmanager
@@ -225,23 +231,34 @@ def serving(
     *,
     rps: float = 50,
     incumbent: Behaviour | None = None,
+    inference_pools: bool = False,
 ) -> Iterator[Scenario]:
-    """chat-v1 (the incumbent) takes all traffic through HTTPRoute `chat`; chat-v2 is ready."""
+    """chat-v1 (the incumbent) takes all traffic through HTTPRoute `chat`; chat-v2 is ready. Each is
+    reached through a Service of its name or, with `inference_pools`, through the InferencePool
+    `POOLS[i]` that selects its Pods."""
     fleet = ModelFleet(bed, api_client)
-    for name in ("chat-v1", "chat-v2"):
+    backends = POOLS if inference_pools else DEPLOYMENTS
+    for name, backend in zip(DEPLOYMENTS, backends, strict=True):
         create(api_client, model_deployment(name, namespace, replicas=2))
-        create(api_client, model_service(name, namespace))
-    create(api_client, http_route("chat", namespace, {"chat-v1": 100, "chat-v2": 0}))
+        if inference_pools:
+            create(api_client, inference_pool(backend, namespace, {"app.kubernetes.io/name": name}))
+        else:
+            create(api_client, model_service(name, namespace))
+    route = pool_http_route if inference_pools else http_route
+    create(api_client, route("chat", namespace, {backends[0]: 100, backends[1]: 0}))
     fleet.serve(namespace, "chat-v1", incumbent or Behaviour())
     fleet.serve(namespace, "chat-v2", candidate)
     objects = client.CustomObjectsApi(api_client)
-    recorder = RouteRecorder(objects, namespace, "chat")
+    recorder = RouteRecorder(objects, namespace, "chat", backends=backends)
     recorder.start()
-    targets = {name: fleet.urls(name) for name in ("chat-v1", "chat-v2")}
+    if inference_pools:
+        targets = pool_targets(api_client, namespace, POOLS, {d.pod: d.url for d in fleet.doubles})
+    else:
+        targets = {name: fleet.urls(name) for name in DEPLOYMENTS}
     traffic = BackgroundTraffic(TrafficDriver(targets, rps=rps), HTTPRouteWatcher(objects, namespace, "chat"))
     try:
         with traffic:
-            yield Scenario(api_client, namespace, fleet, recorder)
+            yield Scenario(api_client, namespace, fleet, recorder, traffic)
     finally:
         recorder.stop()
         fleet.stop()

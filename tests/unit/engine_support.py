@@ -31,6 +31,7 @@ from modelgate.core import (
     MetricQuery,
     Observations,
     QueryResult,
+    ReadyReplicas,
     Reason,
     RouteProblem,
     SideTotals,
@@ -61,6 +62,10 @@ def timed_pause(duration: str) -> Step:
 
 def indefinite_pause() -> Step:
     return Step.model_validate({"pause": {}})
+
+
+def mirror(percent: int, duration: str) -> Step:
+    return Step.model_validate({"mirror": {"percent": percent, "duration": duration}})
 
 
 def analysis_spec(
@@ -254,8 +259,8 @@ def round_trip(status: ModelRolloutStatus) -> ModelRolloutStatus:
 # -- the simulator ------------------------------------------------------------------------------------
 @dataclass
 class Simulator:
-    """Feeds `decide` tick by tick, like the operator would: keeps the live weights, applies each
-    decision's weight to them, advances a fake clock and records every weight it ever applied.
+    """Feeds `decide` tick by tick, like the operator would: keeps the live weights and mirror, applies
+    each decision's write to them, advances a fake clock and records every weight it ever applied.
 
     With `restart_every_tick`, the status passes through its JSON form between ticks, as it would
     across operator restarts.
@@ -268,6 +273,7 @@ class Simulator:
     generation: int = 1
     available: bool = True
     router_applies: bool = True  # False: a slow router, whose writes are not live yet
+    ready: ReadyReplicas | None = None  # Ready replicas, as read for spec.capacity
     restart_every_tick: bool = False
     applied: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
@@ -309,12 +315,13 @@ class Simulator:
             route=self.route,
             analysis=analysis,
             command=command,
+            ready_replicas=self.ready,
         )
         decision = decide(self.spec, self.status, observed, self.now)
         self.status = round_trip(decision.status) if self.restart_every_tick else decision.status
         wanted = decision.weight
         if wanted is not None and isinstance(self.route, LiveRoute) and self.router_applies:
-            self.route = LiveRoute(100 - wanted, wanted)
+            self.route = LiveRoute(100 - wanted, wanted, mirror_percent=decision.mirror_percent)
             self.applied.append(wanted)
         self.decisions.append(decision)
         return decision

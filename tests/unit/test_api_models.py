@@ -172,7 +172,7 @@ INVALID_SPECS = {
     "no steps": (put("steps", []), "spec.steps: must have at least 1 item"),
     "step with two kinds": (
         put("steps.0", {"setWeight": 10, "pause": {}}),
-        "spec.steps[0]: set exactly one of setWeight or pause",
+        "spec.steps[0]: set exactly one of setWeight, pause or mirror",
     ),
     "unknown preset": (
         put("analysis.metrics.0.preset", "successRate"),
@@ -193,7 +193,18 @@ INVALID_SPECS = {
     # The other CEL rules and schema constraints of the CRD.
     "steps missing": (drop("steps"), "spec.steps: required"),
     "too many steps": (put("steps", [{"setWeight": 1}] * 51), "spec.steps: must have at most 50 items"),
-    "step of neither kind": (put("steps.0", {}), "spec.steps[0]: set exactly one of setWeight or pause"),
+    "step of neither kind": (
+        put("steps.0", {}),
+        "spec.steps[0]: set exactly one of setWeight, pause or mirror",
+    ),
+    "mirror and pause": (
+        put("steps.0", {"mirror": {"percent": 5, "duration": "1m"}, "pause": {}}),
+        "spec.steps[0]: set exactly one of setWeight, pause or mirror",
+    ),
+    "mirror of 0%": (
+        put("steps.0", {"mirror": {"percent": 0, "duration": "1m"}}),
+        "spec.steps[0].mirror.percent: must be greater than or equal to 1",
+    ),
     "negative weight": (put("steps.0.setWeight", -1), "spec.steps[0].setWeight: must be greater than"),
     "malformed interval": (put("analysis.interval", "30"), "spec.analysis.interval: must be a Go-style"),
     "zero interval": (put("analysis.interval", "0s"), "spec.analysis.interval: must be greater than zero"),

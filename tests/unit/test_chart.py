@@ -256,6 +256,8 @@ def test_cluster_scope_grants_exactly_what_the_operator_uses() -> None:
             for v in ("get", "list", "watch", "patch")
         ),
         *(("networking.istio.io", "virtualservices", v) for v in ("get", "list", "watch", "patch")),
+        *(("inference.networking.k8s.io", "inferencepools", v) for v in ("get", "list", "watch")),
+        ("", "pods", "list"),
         ("events.k8s.io", "events", "create"),
     }
     binding = the(objects, "ClusterRoleBinding")

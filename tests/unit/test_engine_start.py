@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from modelgate.api import ConditionStatus, ModelRolloutStatus, Phase
+from modelgate.api import ConditionStatus, ModelRolloutStatus, Phase, WorkloadRef
 from modelgate.core import ConditionType, decide
 from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
@@ -94,6 +94,25 @@ def test_a_new_candidate_starts_a_new_rollout_from_step_zero() -> None:
     sim.available = True
     sim.tick()
     assert (sim.status.phase, sim.status.current_step_index, sim.live_weight) == (Phase.PROGRESSING, 0, 10)
+
+
+def test_a_candidate_that_changes_only_its_kind_starts_a_new_rollout() -> None:
+    sim = Simulator(make_spec(weight(10), weight(50), weight(100), with_analysis=False))
+    sim.start()
+    sim.tick()
+    assert sim.status.rollout_candidate == "chat-v2"
+
+    pool = WorkloadRef.model_validate({"inferencePool": "chat-v2"})
+    sim.spec = sim.spec.model_copy(update={"candidate": pool})
+    sim.generation = 2
+    sim.available = False
+    decision = sim.tick()
+
+    assert (decision.status.phase, decision.status.rollout_candidate) == (
+        Phase.PENDING,
+        "inferencepool/chat-v2",
+    )
+    assert "NewRollout" in event_reasons(decision)
 
 
 def test_a_new_candidate_after_a_rollback_starts_again() -> None:

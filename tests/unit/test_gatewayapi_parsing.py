@@ -90,7 +90,7 @@ def test_missing_backend_lists_what_the_rule_has() -> None:
     routing = dataclasses.replace(ROUTING, candidate_backend="chat-v3")
     assert locate_backends(route([ref("chat-v1"), ref("chat-v2")]), routing) == RouteProblem(
         "BackendNotFound",
-        "rule 0 of HTTPRoute serving/chat has no backendRef named chat-v3"
+        "rule 0 of HTTPRoute serving/chat has no Service backendRef named chat-v3"
         " (spec.trafficRouting.gatewayAPI.candidateBackend); it has: chat-v1, chat-v2",
     )
 

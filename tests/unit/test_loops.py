@@ -85,24 +85,45 @@ class FinishedReconciler:
         return TickResult(None, timedelta(hours=1))
 
 
-def test_a_route_change_wakes_its_rollout_no_sooner_than_the_recheck_after_its_last_tick() -> None:
-    reconciler = FinishedReconciler()
-    recheck = timedelta(milliseconds=300)
-    loops = RolloutLoops(reconciler, route_recheck=recheck)  # type: ignore[arg-type]
+def _tick_then_wake(
+    loops: RolloutLoops, reconciler: FinishedReconciler, spec: dict[str, Any], wake: Callable[[], None]
+) -> None:
+    """Starts the rollout's loop and, once its first tick asked to sleep an hour, calls `wake`; returns
+    when the second tick has run."""
     body = _rollout("chat")
-    body["spec"] = {"trafficRouting": {"gatewayAPI": {"httpRoute": "chat-route"}}}
+    body["spec"] = spec
 
     async def run() -> None:
         loops.notice("ADDED", body)
         task = loops._rollouts["ns", "chat"].task
         assert task is not None
         assert await asyncio.to_thread(reconciler.ticked.wait, 30)
-        loops.notice_route("grpcroutes", "ns", "chat-route")  # another kind, same name: not its route
-        loops.notice_route("httproutes", "ns", "chat-route")
+        wake()
         await asyncio.wait_for(task, timeout=30)  # not the hour the tick asked for
 
     asyncio.run(run())
+
+
+def test_a_route_change_wakes_its_rollout_no_sooner_than_the_recheck_after_its_last_tick() -> None:
+    reconciler = FinishedReconciler()
+    recheck = timedelta(milliseconds=300)
+    loops = RolloutLoops(reconciler, route_recheck=recheck)  # type: ignore[arg-type]
+    spec = {"trafficRouting": {"gatewayAPI": {"httpRoute": "chat-route"}}}
+
+    def wake() -> None:
+        loops.notice_route("grpcroutes", "ns", "chat-route")  # another kind, same name: not its route
+        loops.notice_route("httproutes", "ns", "chat-route")
+
+    _tick_then_wake(loops, reconciler, spec, wake)
     assert reconciler.starts[1] - reconciler.first_ended >= recheck.total_seconds()
+
+
+def test_a_change_of_the_candidates_inference_pool_wakes_its_rollout_at_once() -> None:
+    reconciler = FinishedReconciler()
+    loops = RolloutLoops(reconciler, route_recheck=timedelta(hours=1))  # type: ignore[arg-type]
+    spec = {"candidate": {"inferencePool": "pool-v2"}}
+    _tick_then_wake(loops, reconciler, spec, lambda: loops.notice_candidate("ns", "pool-v2"))
+    assert len(reconciler.starts) == 2
 
 
 class StuckReconciler:

@@ -63,7 +63,7 @@ def test_destinations_of_the_named_http_route() -> None:
     )
     assert isinstance(found, HttpRoutePairs)
     assert found.live() == LiveRoute(70, 30)
-    assert found.patch("7", 40)[1:] == [
+    assert found.patch("7", 40, 0)[1:] == [
         {"op": "add", "path": "/spec/http/1/route/0/weight", "value": 60},
         {"op": "add", "path": "/spec/http/1/route/1/weight", "value": 40},
     ]
@@ -102,3 +102,15 @@ def test_the_driver_reads_destination_weights_by_host_and_subset() -> None:
     }
     lone = service({"route": [{"destination": {"host": "chat-v1"}}]})
     assert virtual_service_weights(lone) == {"chat-v1": 100}
+
+
+def test_targets_that_differ_in_their_mirror_alone_differ() -> None:
+    live = agreed([("a", LiveRoute(100, 0, mirror_percent=10)), ("b", LiveRoute(100, 0))])
+    assert live.mirror_percent == 0
+    assert live.differing is not None and "a carries 0 and a 10% mirror, b carries 0" in live.differing
+
+
+def test_a_target_that_differs_within_makes_the_group_differ() -> None:
+    inner = LiveRoute(80, 20, differing="http route b carries 10")
+    live = agreed([("a", inner), ("b", LiveRoute(80, 20))])
+    assert live.differing is not None and "http route b carries 10" in live.differing

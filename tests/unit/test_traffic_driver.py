@@ -165,7 +165,9 @@ def test_every_cycle_gives_each_backend_exactly_its_weight(weights: list[int]) -
         assert picks == {name: weight for name, weight in named.items() if weight > 0}
 
 
-def drive_doubles(weights: dict[str, int], max_requests: int) -> tuple[TrafficStats, dict[str, str]]:
+def drive_doubles(
+    weights: dict[str, int], max_requests: int, mirrors: dict[str, float] | None = None
+) -> tuple[TrafficStats, dict[str, str]]:
     """Runs a driver against two in-process doubles, chat-v1 and chat-v2; returns its stats and
     each double's /metrics text."""
 
@@ -176,6 +178,7 @@ def drive_doubles(weights: dict[str, int], max_requests: int) -> tuple[TrafficSt
         try:
             driver = TrafficDriver({name: [double.url] for name, double in doubles.items()}, rps=1000)
             driver.set_weights(weights)
+            driver.set_mirrors(mirrors or {})
             stats = await driver.run(max_requests=max_requests)
             return stats, {
                 name: double.double.metrics.exposition().decode() for name, double in doubles.items()
@@ -195,6 +198,14 @@ def test_driver_splits_traffic_by_weight() -> None:
     assert not stats.failed
     assert 'status="200"} 30.0' in metrics["chat-v1"]
     assert 'status="200"} 10.0' in metrics["chat-v2"]
+
+
+def test_a_mirror_copies_its_share_to_the_candidate_and_the_client_gets_the_incumbents_answers() -> None:
+    stats, metrics = drive_doubles({"chat-v1": 1, "chat-v2": 0}, max_requests=40, mirrors={"chat-v2": 25})
+
+    assert stats.responses == {("chat-v1", 200): 40}  # every answer a client got
+    assert stats.mirrored == {"chat-v2": 10}
+    assert 'status="200"} 10.0' in metrics["chat-v2"]  # the double saw the copies
 
 
 def test_backend_without_url_is_unroutable() -> None:

@@ -88,8 +88,9 @@ The operator's permissions inside the namespaces it watches: the same rules for 
 what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 */}}
 {{- define "modelgate.namespacedRules" -}}
-# kopf lists and watches ModelRollouts; the reconciler gets them and merge-patches annotations
-# (it clears a consumed `modelgate promote/abort/...` command).
+# kopf lists and watches ModelRollouts; the reconciler gets them, merge-patches annotations (it
+# clears a consumed `modelgate promote/abort/...` command) and JSON-patches metadata.finalizers
+# (modelgate.io/return-traffic, on rollouts with spec.rollback.onDelete: ReturnTraffic only).
 - apiGroups: ["modelgate.io"]
   resources: ["modelrollouts"]
   verbs: ["get", "list", "watch", "patch"]
@@ -111,6 +112,15 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: ["networking.istio.io"]
   resources: ["virtualservices"]
   verbs: ["get", "list", "watch", "patch"]
+# InferencePool sides (spec.incumbent/candidate.inferencePool): kopf watches the pools to wake a
+# rollout when its candidate's changes; the reconciler reads a pool (from the watch cache) and lists
+# the Pods its selector selects, for their readiness and names. Neither is ever written.
+- apiGroups: ["inference.networking.k8s.io"]
+  resources: ["inferencepools"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 # Every decision is recorded as an events.k8s.io/v1 Event (kopf's own event posting is off).
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

@@ -23,28 +23,82 @@ from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.fields import Duration, Integer, ModelName, ObjectName, PodRegex, PositiveDuration
 from modelgate.api.istio import IstioRouting
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
+from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.specmodel import SpecModel
 
 OnPrometheusError = Literal["pause", "rollback"]
 DeadlineAction = Literal["pause", "rollback", "fail"]
 
 
-class DeploymentRef(SpecModel):
-    deployment: ObjectName = Field(description="Name of a Deployment in the ModelRollout's namespace.")
-    # None means the default (modelgate.metrics.context.default_pod_regex).
+BackendKind = Literal["Deployment", "InferencePool"]
+
+
+class WorkloadRef(SpecModel):
+    """One side of the rollout: a Deployment, or an InferencePool (inference.networking.k8s.io/v1)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "has(self.deployment) != has(self.inferencePool)",
+                message="set exactly one of deployment or inferencePool",
+            )
+        )
+    )
+
+    deployment: ObjectName | None = Field(
+        None, description="Name of a Deployment in the ModelRollout's namespace."
+    )
+    inference_pool: ObjectName | None = Field(
+        None,
+        alias="inferencePool",
+        description="Name of an InferencePool (inference.networking.k8s.io/v1) in the ModelRollout's "
+        "namespace: this side is the Pods its selector selects, and the route's backendRef for it is "
+        "that InferencePool.",
+    )
+    # None means the default (modelgate.metrics.context.default_pod_regex, or the pool's Pods).
     pod_regex: PodRegex | None = Field(
         None,
         description="Regular expression (RE2, fully anchored) matched against the `pod` label to pick "
-        "this Deployment's metric series. Defaults to `<deployment>-[a-z0-9]+-[a-z0-9]+`, the names of "
-        "the Deployment's own pods; set it when pods are named otherwise. Quotes, braces and "
+        "this side's metric series. Defaults to `<deployment>-[a-z0-9]+-[a-z0-9]+`, the names of "
+        "the Deployment's own pods, or for an InferencePool to the Pods its selector selects (by their "
+        "ReplicaSets' name prefixes); set it when pods are named otherwise. Quotes, braces and "
         "backslashes are not allowed, so the value can be placed inside a PromQL label matcher as is.",
     )
-    # None means the Deployment's name.
+    # None means the workload's name.
     model: ModelName | None = Field(
         None,
         description="The model name a gateway reports this side's requests under: the endpoint picker's "
-        "`target_model_name` label, read by presets with source llm-d. Defaults to the Deployment's name.",
+        "`target_model_name` label, read by presets with source llm-d. Defaults to the Deployment's "
+        "or InferencePool's name.",
     )
+
+    @model_validator(mode="after")
+    def _exactly_one_workload(self) -> Self:
+        if (self.deployment is None) == (self.inference_pool is None):
+            raise ValueError("set exactly one of deployment or inferencePool")
+        return self
+
+    @property
+    def kind(self) -> BackendKind:
+        return "Deployment" if self.deployment is not None else "InferencePool"
+
+    @property
+    def name(self) -> str:
+        """The Deployment's or the InferencePool's name."""
+        name = self.deployment if self.deployment is not None else self.inference_pool
+        assert name is not None  # _exactly_one_workload
+        return name
+
+    @property
+    def identity(self) -> str:
+        """What status.rolloutCandidate records: a Deployment's name (as it did before pools), and
+        `inferencepool/<name>` for a pool, so that a change of kind alone is a new rollout too."""
+        return self.name if self.deployment is not None else f"inferencepool/{self.name}"
+
+    @property
+    def field(self) -> str:
+        """The spec key that names the workload: `deployment` or `inferencePool`."""
+        return "deployment" if self.deployment is not None else "inferencePool"
 
 
 MAX_ROUTES = 8  # routes (or VirtualServices) one rollout moves together
@@ -121,10 +175,12 @@ class GatewayAPIRouting(SpecModel):
         "rollback sets every one to 0 first.",
     )
     incumbent_backend: ObjectName = Field(
-        description="backendRef name (usually a Service) that reaches the incumbent."
+        description="backendRef name that reaches the incumbent: a Service, or for an inferencePool "
+        "incumbent that InferencePool."
     )
     candidate_backend: ObjectName = Field(
-        description="backendRef name (usually a Service) that reaches the candidate."
+        description="backendRef name that reaches the candidate: a Service, or for an inferencePool "
+        "candidate that InferencePool."
     )
 
     @model_validator(mode="after")
@@ -217,12 +273,33 @@ class Pause(SpecModel):
         return None if self.duration is None else parse_duration(self.duration)
 
 
+class Mirror(SpecModel):
+    percent: Annotated[Integer, Field(ge=1, le=100)] = Field(
+        description="Percentage of the route rule's requests copied to the candidate; the copies' answers "
+        "are discarded, users get the answers of the backend that served them."
+    )
+    duration: PositiveDuration = Field(
+        description="How long to mirror, as a Go-style duration; with analysis, the step also waits for "
+        "a passing evaluation."
+    )
+
+    @property
+    def duration_timedelta(self) -> timedelta:
+        return parse_duration(self.duration)
+
+
+STEP_KINDS = "set exactly one of setWeight, pause or mirror"
+
+
 class Step(SpecModel):
-    """One step; set exactly one of setWeight or pause."""
+    """One step; set exactly one of setWeight, pause or mirror."""
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
-            CelRule("has(self.setWeight) != has(self.pause)", message="set exactly one of setWeight or pause")
+            CelRule(
+                "[has(self.setWeight), has(self.pause), has(self.mirror)].exists_one(k, k)",
+                message=STEP_KINDS,
+            )
         )
     )
 
@@ -235,10 +312,18 @@ class Step(SpecModel):
         "until `modelgate promote`.",
     )
 
+    mirror: Mirror | None = Field(
+        None,
+        description="Shadow the candidate: copy a share of the rule's requests to it for a while, its "
+        "weight unchanged (0 before any setWeight), and judge its own metrics on the copies. The copies "
+        "stop in the same write as the next step's weight, and on rollback. The gatewayAPI router writes a "
+        "RequestMirror filter, the istio router the http route's mirror.",
+    )
+
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Self:
-        if (self.set_weight is None) == (self.pause is None):
-            raise ValueError("set exactly one of setWeight or pause")
+        if [self.set_weight, self.pause, self.mirror].count(None) != 2:
+            raise ValueError(STEP_KINDS)
         return self
 
 
@@ -250,6 +335,17 @@ class RollbackSpec(SpecModel):
     )
     max_consecutive_errors: Annotated[Integer, Field(ge=1)] = Field(
         3, description="Evaluations in a row with a Prometheus error before onPrometheusError applies."
+    )
+    gradual: GradualRollback | None = Field(
+        None,
+        description="Step the candidate's weight down to 0 over a duration instead of at once, for "
+        "incumbents that need to warm their caches. Without it every rollback is immediate.",
+    )
+    on_delete: OnDelete = Field(
+        "Leave",
+        description="What deleting the ModelRollout does to the route: Leave it as it is, or "
+        "ReturnTraffic: set the candidate's weight to 0 first (the operator keeps a finalizer on the "
+        "rollout for that, until it succeeds or is rolled back to 0).",
     )
 
 
@@ -269,7 +365,9 @@ class ProgressDeadlines(SpecModel):
     """So that a rollout that cannot make progress does not hold two model fleets forever."""
 
     pending: Deadline | None = Field(
-        None, description="The candidate has not become Available this long after the rollout started."
+        None,
+        description="The candidate has not become Available this long after the rollout started, or "
+        "(with spec.capacity.enforce) a step has waited this long for the candidate's Ready replicas.",
     )
     inconclusive: Deadline | None = Field(
         None,
@@ -278,29 +376,59 @@ class ProgressDeadlines(SpecModel):
     )
 
 
+def _sides_differ(kind: str) -> CelRule:
+    return CelRule(
+        f"!has(self.candidate.{kind}) || !has(self.incumbent.{kind}) "
+        f"|| self.candidate.{kind} != self.incumbent.{kind}",
+        field_path=f".candidate.{kind}",
+        message_expression=f"'must differ from spec.incumbent.{kind} (both are ' "
+        f"+ self.incumbent.{kind} + ')'",
+    )
+
+
+def _pool_is_backend(side: str) -> CelRule:
+    # An InferencePool backendRef names the pool itself, so the backend can be no other name.
+    return CelRule(
+        f"!has(self.trafficRouting.gatewayAPI) || !has(self.{side}.inferencePool) "
+        f"|| self.trafficRouting.gatewayAPI.{side}Backend == self.{side}.inferencePool",
+        field_path=f".trafficRouting.gatewayAPI.{side}Backend",
+        message_expression=f"'must be ' + self.{side}.inferencePool + ', the InferencePool of "
+        f"spec.{side}.inferencePool'",
+    )
+
+
+POOLS_NEED_GATEWAY_API = (
+    "an InferencePool side needs the gatewayAPI router: a VirtualService's destinations are Services"
+)
+
+
 class ModelRolloutSpec(SpecModel):
     """The desired rollout."""
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
+            _sides_differ("deployment"),
+            _sides_differ("inferencePool"),
+            _pool_is_backend("incumbent"),
+            _pool_is_backend("candidate"),
             CelRule(
-                "self.candidate.deployment != self.incumbent.deployment",
-                field_path=".candidate.deployment",
-                message_expression="'must differ from spec.incumbent.deployment (both are ' "
-                "+ self.incumbent.deployment + ')'",
-            )
+                "!has(self.trafficRouting.istio) || "
+                "!(has(self.incumbent.inferencePool) || has(self.candidate.inferencePool))",
+                field_path=".trafficRouting.istio",
+                message=POOLS_NEED_GATEWAY_API,
+            ),
         )
     )
 
-    incumbent: DeploymentRef = Field(
-        description="The Deployment serving today; it takes back all traffic on rollback."
+    incumbent: WorkloadRef = Field(
+        description="The Deployment or InferencePool serving today; it takes back all traffic on rollback."
     )
-    candidate: DeploymentRef = Field(
-        description="The Deployment being rolled out; must differ from the incumbent. Changing it starts "
-        "a new rollout from step 0."
+    candidate: WorkloadRef = Field(
+        description="The Deployment or InferencePool being rolled out; must differ from the incumbent. "
+        "Changing it starts a new rollout from step 0."
     )
     traffic_routing: TrafficRouting = Field(
-        description="How traffic is split between the two Deployments. Set exactly one router."
+        description="How traffic is split between the two sides. Set exactly one router."
     )
     steps: Annotated[tuple[Step, ...], Field(min_length=1, max_length=50)] = Field(
         description="What to do, in order. Weights move only as these steps say, or to 0 on rollback. "
@@ -312,19 +440,44 @@ class ModelRolloutSpec(SpecModel):
         "promotion alone.",
     )
     rollback: RollbackSpec = Field(
-        RollbackSpec(), description="What happens when the metrics cannot be read."
+        RollbackSpec(),
+        description="What happens when the metrics cannot be read, how a rollback moves the weight, and "
+        "what deleting the rollout does.",
     )
     progress_deadlines: ProgressDeadlines | None = Field(
         None, description="What to do when a rollout stays Pending or Inconclusive too long."
     )
+    capacity: CapacitySpec | None = Field(
+        None, description="Whether a step waits for the candidate's Ready replicas before raising its weight."
+    )
 
     @model_validator(mode="after")
     def _candidate_differs(self) -> Self:
-        if self.candidate.deployment == self.incumbent.deployment:
+        incumbent, candidate = self.incumbent, self.candidate
+        if candidate.kind == incumbent.kind and candidate.name == incumbent.name:
             raise FieldPathError(
-                "candidate.deployment",
-                f"must differ from spec.incumbent.deployment (both are {self.incumbent.deployment})",
+                f"candidate.{candidate.field}",
+                f"must differ from spec.incumbent.{incumbent.field} (both are {incumbent.name})",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _pools_are_backends(self) -> Self:
+        routing = self.traffic_routing.gateway_api
+        if routing is None:
+            pools = self.incumbent.inference_pool is not None or self.candidate.inference_pool is not None
+            if pools and self.traffic_routing.istio is not None:
+                raise FieldPathError("trafficRouting.istio", POOLS_NEED_GATEWAY_API)
+            return self
+        for side, ref, backend in (
+            ("incumbent", self.incumbent, routing.incumbent_backend),
+            ("candidate", self.candidate, routing.candidate_backend),
+        ):
+            if ref.inference_pool is not None and backend != ref.inference_pool:
+                raise FieldPathError(
+                    f"trafficRouting.gatewayAPI.{side}Backend",
+                    f"must be {ref.inference_pool}, the InferencePool of spec.{side}.inferencePool",
+                )
         return self
 
 

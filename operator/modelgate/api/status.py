@@ -174,6 +174,17 @@ class RollbackReason(StatusModel):
     )
 
 
+class RollingBack(StatusModel):
+    """A gradual rollback under way (spec.rollback.gradual): the candidate's weight falls linearly from
+    fromWeight at startedAt to 0 at endsAt."""
+
+    started_at: Timestamp = Field(description="When the rollback began.")
+    from_weight: Annotated[int, Field(ge=0, le=100)] = Field(
+        description="The candidate's weight when the rollback began."
+    )
+    ends_at: Timestamp = Field(description="When the candidate's weight reaches 0.")
+
+
 class LastCommand(StatusModel):
     """The last manual command the operator handled (promote, abort, resume, retry): the CLI reads its
     result here. Its id makes a command apply once, even across operator restarts."""
@@ -228,8 +239,8 @@ class ModelRolloutStatus(StatusModel):
     )
     rollout_candidate: Annotated[str, StringConstraints(max_length=253)] | None = Field(
         None,
-        description="The candidate Deployment this status belongs to. When spec.candidate.deployment "
-        "differs, the operator starts a new rollout from step 0.",
+        description="The candidate this status belongs to: its Deployment's name, or inferencepool/<name>. "
+        "When spec.candidate names another, the operator starts a new rollout from step 0.",
     )
     last_command: LastCommand | None = Field(
         None, description="The last manual command the operator handled, and its result."
@@ -247,8 +258,20 @@ class ModelRolloutStatus(StatusModel):
         description="The candidate's weight on the route as the operator last read or wrote it; differs "
         "from currentWeight while a weight write has not taken.",
     )
+    current_mirror_percent: Annotated[int, Field(ge=0, le=100)] = Field(
+        0,
+        description="Percentage of requests the operator last asked to be copied to the candidate (a mirror "
+        "step); 0 when nothing is mirrored.",
+    )
+    live_mirror_percent: Annotated[int, Field(ge=0, le=100)] | None = Field(
+        None,
+        description="The percentage of requests the route copies to the candidate, as the operator last "
+        "read or wrote it; 0 when the route mirrors nothing to it.",
+    )
     pending_since: Timestamp | None = Field(
-        None, description="When the rollout started waiting for the candidate (its progress deadline)."
+        None,
+        description="When the rollout started waiting for the candidate to be Available, or (with "
+        "spec.capacity.enforce) a step for its Ready replicas: the pending progress deadline counts from it.",
     )
     inconclusive_since: Timestamp | None = Field(
         None,
@@ -274,6 +297,11 @@ class ModelRolloutStatus(StatusModel):
     )
     rollback_reason: RollbackReason | None = Field(
         None, description="Why the rollout was rolled back; cleared when it is retried."
+    )
+    rolling_back: RollingBack | None = Field(
+        None,
+        description="Set while a gradual rollback steps the candidate's weight down (phase RolledBack, "
+        "currentWeight still above 0); cleared when the weight reaches 0.",
     )
     conditions: Annotated[tuple[Condition, ...], Field(max_length=16)] = Field(
         (),

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 
 from modelgate import __version__
+from modelgate.api import InvalidSpecError
 from modelgate.cli import refusal_proxy, run, steer, views
 
 
@@ -28,7 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    return handler(args)
+    try:
+        return handler(args)
+    except InvalidSpecError as error:
+        # A rollout whose stored status the models cannot read (edited by hand, an older CRD): say
+        # which field, rather than a traceback.
+        print(f"modelgate: a ModelRollout cannot be read: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from modelgate.api import MetricAnalysis, ModelRolloutStatus, Verdict
+from modelgate.api import MetricAnalysis, ModelRolloutStatus, Verdict, parse_status
 
 VERDICT_STYLE = {
     Verdict.PASS: "green",
@@ -49,13 +49,21 @@ def _threshold(metric: dict[str, Any]) -> str:
 def _step_label(step: dict[str, Any]) -> str:
     if "setWeight" in step:
         return f"setWeight {step['setWeight']}"
+    if "mirror" in step:
+        return f"mirror {step['mirror']['percent']}% for {step['mirror']['duration']}"
     duration = (step.get("pause") or {}).get("duration")
     return f"pause {duration}" if duration else "pause (until promote)"
 
 
+def side_name(side: dict[str, Any]) -> str:
+    """A spec side's workload: its Deployment's name, or `pool/<name>` for an InferencePool."""
+    pool = side.get("inferencePool")
+    return f"pool/{pool}" if pool else str(side.get("deployment", "-"))
+
+
 def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | None = None) -> RenderableType:
     meta, spec = body["metadata"], body["spec"]
-    status = ModelRolloutStatus.model_validate(body.get("status") or {})
+    status = parse_status(body.get("status") or {})
     steps = spec.get("steps", [])
     phase = str(status.phase or "Pending")
     header = Table.grid(padding=(0, 2))
@@ -66,9 +74,16 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
     header.add_row(
         "Weights",
-        f"{spec['incumbent']['deployment']} {100 - status.current_weight}% / "
-        f"{spec['candidate']['deployment']} {status.current_weight}%",
+        f"{side_name(spec['incumbent'])} {100 - status.current_weight}% / "
+        f"{side_name(spec['candidate'])} {status.current_weight}%",
     )
+    if status.current_mirror_percent or status.live_mirror_percent:
+        live = status.live_mirror_percent
+        header.add_row(
+            "Mirror",
+            f"{status.current_mirror_percent}% of requests copied to the candidate (live: "
+            f"{'unknown' if live is None else f'{live}%'})",
+        )
     if isinstance(live_weights, tuple):
         header.add_row("Live route", f"{live_weights[0]} / {live_weights[1]}")
     elif live_weights is not None:
@@ -149,8 +164,8 @@ def render_list(rollouts: list[dict[str, Any]], *, with_namespace: bool) -> Tabl
             Text(phase, style=PHASE_STYLE.get(phase, "")),
             str(status.get("currentWeight", "-")),
             str(status.get("currentStepIndex", "-")),
-            spec["incumbent"]["deployment"],
-            spec["candidate"]["deployment"],
+            side_name(spec["incumbent"]),
+            side_name(spec["candidate"]),
             _age(meta.get("creationTimestamp")),
             status.get("message") or "",
         )
@@ -161,7 +176,7 @@ def render_progress(rollouts: list[dict[str, Any]]) -> Table:
     """One progress bar per rollout: steps done, and the candidate's share of traffic."""
     table = Table(box=None, show_header=False, padding=(0, 1))
     for body in rollouts:
-        status = ModelRolloutStatus.model_validate(body.get("status") or {})
+        status = parse_status(body.get("status") or {})
         steps = len(body["spec"].get("steps", []))
         done = min(status.current_step_index, steps)
         phase = str(status.phase or "Pending")
@@ -189,7 +204,7 @@ def render_history(body: dict[str, Any], events: list[dict[str, Any]]) -> Render
         transitions.add_row(
             when, Text(str(event.get("type")), style=style), str(event.get("reason")), str(event.get("note"))
         )
-    status = ModelRolloutStatus.model_validate(body.get("status") or {})
+    status = parse_status(body.get("status") or {})
     samples = Table(title="Recent analysis", title_justify="left")
     for column in ("Metric", "Time", "Value", "Verdict"):
         samples.add_column(column)

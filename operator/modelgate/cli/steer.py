@@ -8,7 +8,7 @@ import time
 
 from rich.console import Console
 
-from modelgate.api import CommandResult, ModelRolloutStatus
+from modelgate.api import CommandResult, parse_status
 from modelgate.cli.common import add_target_arguments, connect, read_rollout
 from modelgate.commands import COMMAND_ANNOTATION, encode_command
 from modelgate.core import CommandAction
@@ -60,9 +60,7 @@ def send_command(args: argparse.Namespace) -> int:
     command_id = json.loads(encoded)["id"]
     deadline = time.monotonic() + COMMAND_TIMEOUT
     while time.monotonic() < deadline:
-        status = ModelRolloutStatus.model_validate(
-            read_rollout(kube, namespace, args.name).get("status") or {}
-        )
+        status = parse_status(read_rollout(kube, namespace, args.name).get("status") or {})
         handled = status.last_command
         if handled is not None and handled.id == command_id:
             if handled.result is CommandResult.IGNORED:

@@ -15,7 +15,7 @@ from modelgate.cli.common import add_target_arguments, connect, list_rollouts, r
 from modelgate.cli.render import render_history, render_list, render_progress, render_status
 from modelgate.core import LiveRoute
 from modelgate.kube import Kube, KubeError, NotFound
-from modelgate.routers import router_for
+from modelgate.routers import SideKinds, router_for
 
 FINISHED = {Phase.SUCCEEDED.value, Phase.ROLLED_BACK.value, Phase.FAILED.value}
 REFRESH_SECONDS = 1.0
@@ -61,7 +61,8 @@ def show_list(args: argparse.Namespace) -> int:
 
 def live_weights(kube: Kube, namespace: str, body: dict[str, Any]) -> tuple[int, int] | str:
     try:
-        live = router_for(parse_spec(body["spec"]).traffic_routing, kube, namespace).read()
+        spec = parse_spec(body["spec"])
+        live = router_for(spec.traffic_routing, kube, namespace, SideKinds.of(spec)).read()
     except (KubeError, ValueError) as error:
         return f"cannot read the route: {error}"
     return (live.incumbent_weight, live.candidate_weight) if isinstance(live, LiveRoute) else live.message

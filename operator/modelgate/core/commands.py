@@ -40,11 +40,21 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
     """What the command did, or None when it does not apply in the rollout's phase."""
     phase = tick.status.phase
     active = phase in (Phase.PROGRESSING, Phase.PAUSED)
+    if action is CommandAction.ABORT and tick.status.rolling_back is not None:
+        # A second abort ends a gradual rollback: all traffic to the incumbent now.
+        tick.update(rolling_back=None)
+        tick.rollback(RollbackReason(time=tick.now, message="aborted by `modelgate abort`"), Reason.ABORTED)
+        return "rolled back at once: all traffic to the incumbent"
     if action is CommandAction.ABORT and (active or phase in (Phase.PENDING, Phase.FAILED)):
         tick.rollback(RollbackReason(time=tick.now, message="aborted by `modelgate abort`"), Reason.ABORTED)
+        rolling = tick.status.rolling_back
+        if rolling is not None:
+            return (
+                f"rolling back gradually: the candidate's weight reaches 0 at {rolling.ends_at.isoformat()}"
+            )
         return "rolled back: all traffic to the incumbent"
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
-        tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.deployment} from step 0")
+        tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.name} from step 0")
         return "started again from step 0"
     if (
         action is CommandAction.RESUME

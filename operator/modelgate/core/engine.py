@@ -17,12 +17,13 @@ from modelgate.api import (
     Step,
     Verdict,
 )
+from modelgate.core import capacity, gradual, limits
 from modelgate.core import conditions as cond
-from modelgate.core import limits
 from modelgate.core.analysis import evaluate
 from modelgate.core.commands import handle_command
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
 from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
+from modelgate.core.mirror import candidate_served, mirror_wanted, settle_mirror
 from modelgate.core.model import (
     Decision,
     Event,
@@ -41,6 +42,7 @@ def decide(
 ) -> Decision:
     tick = _Tick(spec, status, observed, now)
     tick.run()
+    settle_mirror(tick)
     return tick.decision
 
 
@@ -68,13 +70,21 @@ class _Tick:
         self.observed = observed
         self.now = now
         self.weight: int | None = None
+        self.may_write = False  # whether this tick may write the route (set_weight says)
         self.events: list[Event] = []
         self.outcome: Outcome | None = None
         self.command_handled = False
 
     @property
     def decision(self) -> Decision:
-        return Decision(self.status, self.weight, tuple(self.events), self.outcome, self.command_handled)
+        return Decision(
+            self.status,
+            self.weight,
+            tuple(self.events),
+            self.outcome,
+            self.command_handled,
+            self.status.current_mirror_percent,
+        )
 
     # -- small helpers -------------------------------------------------------------------------
     def update(self, **fields: object) -> None:
@@ -106,7 +116,8 @@ class _Tick:
         """Asks for `weight` unless it is already live, or the route is held for another writer (only
         a rollback writes then); the last call in a tick wins."""
         self.update(current_weight=weight)
-        if route_conflict_held(self) and not even_when_held:
+        self.may_write = even_when_held or not route_conflict_held(self)
+        if not self.may_write:
             self.weight = None
             return
         route = self.observed.route
@@ -126,6 +137,7 @@ class _Tick:
             and route.differing is None
             and self.weight is None
             and route.candidate_weight == wanted
+            and route.mirror_percent == mirror_wanted(self.spec, self.status)
         )
 
     @property
@@ -155,8 +167,8 @@ class _Tick:
     # -- the tick ----------------------------------------------------------------------------------
     def run(self) -> None:
         generation_changed = self.status.observed_generation != self.observed.generation
-        if self.status.rollout_candidate != self.spec.candidate.deployment:
-            self.start_rollout(Reason.NEW_ROLLOUT, f"rolling out {self.spec.candidate.deployment}")
+        if self.status.rollout_candidate != self.spec.candidate.identity:
+            self.start_rollout(Reason.NEW_ROLLOUT, f"rolling out {self.spec.candidate.name}")
         elif generation_changed and self.status.phase is Phase.FAILED:
             self.start_rollout(Reason.SPEC_CHANGED, "the spec changed; starting again from step 0")
         elif self.current_step_removed:
@@ -186,7 +198,7 @@ class _Tick:
         if phase is Phase.SUCCEEDED:
             self.set_weight(100)
         elif phase is Phase.ROLLED_BACK:
-            self.set_weight(0)
+            gradual.continue_rollback(self)
         elif phase is Phase.PENDING:
             self.pending()
         else:
@@ -195,11 +207,13 @@ class _Tick:
     def note_route(self, route: LiveRoute) -> None:
         """RouteReady, and the weight the route carries; a write that has not taken (reported when
         it was made) stays reported until the route carries the weight."""
-        self.update(live_weight=route.candidate_weight)
+        self.update(live_weight=route.candidate_weight, live_mirror_percent=route.mirror_percent)
         ready = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
         not_taken = ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED
-        carried = route.differing is None and route.candidate_weight == self.status.current_weight
-        if not (not_taken and not carried) and not overwrite_noticed(self):
+        live = (route.candidate_weight, route.mirror_percent)
+        asked = (self.status.current_weight, self.status.current_mirror_percent)
+        still_not_taken = not_taken and (route.differing is not None or live != asked)
+        if not still_not_taken and not overwrite_noticed(self):
             self.condition(
                 ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, "the route and both backends exist"
             )
@@ -208,10 +222,11 @@ class _Tick:
         self.update(
             phase=Phase.PENDING,
             message=message,
-            rollout_candidate=self.spec.candidate.deployment,
+            rollout_candidate=self.spec.candidate.identity,
             current_step_index=0,
             current_weight=0,
             live_weight=None,  # another rollout's weights say nothing of who writes this one's
+            live_mirror_percent=None,
             step_started_at=None,
             last_analysis_at=None,
             pending_since=self.now,
@@ -219,6 +234,7 @@ class _Tick:
             consecutive_prometheus_errors=0,
             analysis=(),
             rollback_reason=None,
+            rolling_back=None,
             conditions=(),
         )
         self.event(reason, message)
@@ -235,7 +251,7 @@ class _Tick:
             pending_deadline(self)
             return
         self.update(phase=Phase.PROGRESSING, pending_since=None)
-        self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.deployment} is Available")
+        self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.name} is Available")
         self.enter_step(0)
         self.advance_while_complete()
 
@@ -248,6 +264,8 @@ class _Tick:
         self.set_weight(self.status.current_weight)  # re-assert what this step wrote if it drifted
         self.note_candidate_availability()
         if self.error_paused or deadline_paused(self) or inconclusive_deadline(self):
+            return
+        if capacity.raise_waiting_weight(self):
             return
         self.advance_while_complete()
 
@@ -314,27 +332,31 @@ class _Tick:
 
     def step_complete(self) -> bool:
         step = self.step
+        if capacity.step_waits(self):
+            return False  # its weight is not raised yet; the message says why
         if not self.weights_live:
-            self.note(f"waiting for weight {self.status.current_weight} to be live")
+            mirror = mirror_wanted(self.spec, self.status)
+            copies = f" and a {mirror}% mirror" if mirror else ""
+            self.note(f"waiting for weight {self.status.current_weight}{copies} to be live")
             return False
         if not self.observed.candidate_available:
             # As Flagger halts: no step is finished while the candidate is not Available; its
             # traffic stays as it is, and the metrics decide whether that is a rollback.
             self.note(f"holding: the candidate is not Available ({self.observed.candidate_message})")
             return False
-        if step.pause is not None:
+        if step.pause is not None or step.mirror is not None:
             ends_at = pause_ends_at(self.spec, self.status)
             if ends_at is None:
                 return False  # indefinite: until `modelgate promote`
             if self.now < ends_at:
-                self.note(f"paused until {ends_at.isoformat()}")
+                self.note(f"{'mirroring' if step.mirror else 'paused'} until {ends_at.isoformat()}")
                 return False
         return self.analysis_passed()
 
     def analysis_passed(self) -> bool:
         """A passing run of every metric, taken at least one interval after the step started."""
         analysis = self.spec.analysis
-        if analysis is None or self.status.current_weight == 0:
+        if analysis is None or not candidate_served(self.spec, self.status):
             return True
         settled = step_settles_at(self.spec, self.status)
         assert settled is not None
@@ -360,10 +382,16 @@ class _Tick:
         if deadline_paused(self):
             self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, f"step {index} started")
         step = self.step
+        if step.set_weight is not None and capacity.holds_weight(self, step.set_weight):
+            return
         if step.set_weight is not None:
             self.set_weight(step.set_weight)
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: candidate weight {step.set_weight}")
             self.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {step.set_weight}%")
+        elif step.mirror is not None:
+            # The weight stays; the mirror is written at the end of the tick (settle_mirror).
+            message = f"step {index}: mirroring {step.mirror.percent}% for {step.mirror.duration}"
+            self.update(phase=Phase.PROGRESSING, message=message)
         elif step.pause is not None and step.pause.duration is None:
             self.update(phase=Phase.PAUSED, message=f"step {index}: paused until `modelgate promote`")
             self.event(Reason.PAUSED, f"step {index}: waiting for `modelgate promote`")
@@ -388,17 +416,25 @@ class _Tick:
             phase=Phase.SUCCEEDED,
             current_step_index=len(self.spec.steps),
             step_started_at=self.now,
-            message=f"{self.spec.candidate.deployment} takes all traffic",
+            message=f"{self.spec.candidate.name} takes all traffic",
         )
         self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
-        self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.deployment} promoted to 100%")
+        self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.name} promoted to 100%")
         self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
     def rollback(self, reason: RollbackReason, cause: Reason) -> None:
-        self.set_weight(0, even_when_held=True)
-        self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, message=f"rolled back: {reason.message}")
+        rolling = gradual.gradual_start(self.spec, self.status, cause, self.now)
+        message = f"rolled back: {reason.message}"
+        if rolling is None:
+            self.set_weight(0, even_when_held=True)
+        else:
+            message = gradual.step_down_message(rolling.from_weight, rolling, reason.message)
+        self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, rolling_back=rolling, message=message)
         self.condition(ConditionType.COMPLETED, False, Reason.ROLLED_BACK, reason.message)
-        self.event(Reason.ROLLED_BACK, f"{cause}: {reason.message}")
+        step_down = (
+            "" if rolling is None else f" (the candidate's weight reaches 0 at {rolling.ends_at.isoformat()})"
+        )
+        self.event(Reason.ROLLED_BACK, f"{cause}: {reason.message}{step_down}")
         self.outcome = Outcome(Phase.ROLLED_BACK, cause)
 
     def route_problem(self, problem: RouteProblem) -> None:

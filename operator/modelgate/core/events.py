@@ -24,6 +24,8 @@ _HEADLINES = (
     Reason.ROLLOUT_STARTED,
     Reason.PAUSED,
     Reason.WEIGHT_SET,
+    Reason.MIRROR_SET,
+    Reason.MIRROR_REMOVED,
     Reason.STEP_COMPLETED,
 )
 

@@ -14,13 +14,15 @@ from modelgate.core.results import AnalysisRun
 class LiveRoute:
     """The weights a router read back from what is live. `other_writer` names the writer (a field
     manager) other than the operator that last changed the backendRefs, when the router can tell;
-    None when the operator itself wrote them last or nobody can say. `differing` says which of
-    several routes moved together do not carry these weights (None when all do): then the weights
-    are not live, whatever they are."""
+    None when the operator itself wrote them last or nobody can say. `mirror_percent` is the share of
+    requests the route copies to the candidate (0: none). `differing` says which of several routes
+    moved together do not carry these weights and mirror (None when all do): then they are not live,
+    whatever they are."""
 
     incumbent_weight: int
     candidate_weight: int
     other_writer: str | None = None
+    mirror_percent: int = 0
     differing: str | None = None
 
 
@@ -67,6 +69,14 @@ class Command:
 
 
 @dataclass(frozen=True)
+class ReadyReplicas:
+    """Ready replicas of each side, read when spec.capacity.enforce is set."""
+
+    candidate: int
+    incumbent: int
+
+
+@dataclass(frozen=True)
 class Observations:
     generation: int
     candidate_available: bool
@@ -74,6 +84,7 @@ class Observations:
     route: LiveRoute | RouteProblem
     analysis: AnalysisRun | None = None
     command: Command | None = None
+    ready_replicas: ReadyReplicas | None = None
 
 
 @dataclass(frozen=True)
@@ -97,11 +108,12 @@ class Outcome:
 @dataclass(frozen=True)
 class Decision:
     """One tick's result. `weight` is the candidate weight to write (the incumbent gets the rest), or
-    None to leave the route alone; the command handled in this tick, if any, is in
-    `status.last_command` and `command_handled`."""
+    None to leave the route alone; a write also sets the mirror to `mirror_percent` (0: none). The
+    command handled in this tick, if any, is in `status.last_command` and `command_handled`."""
 
     status: ModelRolloutStatus
     weight: int | None = None
     events: tuple[Event, ...] = ()
     outcome: Outcome | None = None
     command_handled: bool = False
+    mirror_percent: int = 0

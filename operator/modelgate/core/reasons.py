@@ -19,6 +19,7 @@ class ConditionType(StrEnum):
     CANDIDATE_AVAILABLE = "CandidateAvailable"
     ANALYSIS_HEALTHY = "AnalysisHealthy"
     COMPLETED = "Completed"
+    CANDIDATE_CAPACITY = "CandidateCapacity"
 
 
 class Reason(StrEnum):
@@ -28,11 +29,15 @@ class Reason(StrEnum):
     RETRY = "Retry"
     ROLLOUT_STARTED = "RolloutStarted"
     WEIGHT_SET = "WeightSet"
+    MIRROR_SET = "MirrorSet"
+    MIRROR_REMOVED = "MirrorRemoved"
     PAUSED = "Paused"
     STEP_COMPLETED = "StepCompleted"
     ROLLOUT_SUCCEEDED = "RolloutSucceeded"
     SUCCEEDED = "Succeeded"
     ROLLED_BACK = "RolledBack"
+    # A gradual rollback's weight reached 0.
+    ROLLBACK_COMPLETED = "RollbackCompleted"
     INVALID_SPEC = "InvalidSpec"
     # Why a rollback happened.
     METRIC_BREACH = "MetricBreach"
@@ -53,6 +58,11 @@ class Reason(StrEnum):
     # The candidate.
     AVAILABLE = "Available"
     NOT_AVAILABLE = "NotAvailable"
+    # Capacity before weight (spec.capacity.enforce).
+    INSUFFICIENT_CAPACITY = "InsufficientCapacity"
+    CAPACITY_AVAILABLE = "CapacityAvailable"
+    # Deleting a rollout with spec.rollback.onDelete ReturnTraffic.
+    TRAFFIC_RETURNED = "TrafficReturned"
     # The route.
     ROUTE_FOUND = "RouteFound"
     ROUTE_NOT_FOUND = "RouteNotFound"
@@ -76,6 +86,7 @@ _WARNINGS = frozenset(
         Reason.ANALYSIS_PAUSED,
         Reason.PROGRESS_DEADLINE_EXCEEDED,
         Reason.COMMAND_IGNORED,
+        Reason.INSUFFICIENT_CAPACITY,
         Reason.ROUTE_NOT_FOUND,
         Reason.RULE_NOT_FOUND,
         Reason.BACKEND_NOT_FOUND,

@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.core import conditions as cond
+from modelgate.core.gradual import next_step_at
+from modelgate.core.mirror import candidate_served
 from modelgate.core.reasons import ConditionType, Reason
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
@@ -27,15 +29,14 @@ def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: dateti
 
 
 def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
-    """Metrics are evaluated every interval while the candidate takes traffic in an active rollout;
-    a step's first run is one interval after the step started, so that its window holds the step's
-    traffic (a run at its start would see the previous step's, and could not complete it anyway).
+    """Metrics are evaluated every interval while the candidate takes traffic (or copies of it, in a
+    mirror step) in an active rollout; a step's first run is one interval after the step started, so
+    that its window holds the step's traffic (a run at its start would see the previous step's, and
+    could not complete it anyway). A gradual rollback is watched too, so that a breach during it sets
+    0 at once.
     None when nothing is evaluated; a time in the past when a run is due."""
-    if (
-        spec.analysis is None
-        or status.phase not in (Phase.PROGRESSING, Phase.PAUSED)
-        or status.current_weight == 0
-    ):
+    watched = status.phase in (Phase.PROGRESSING, Phase.PAUSED) or status.rolling_back is not None
+    if spec.analysis is None or not watched or not candidate_served(spec, status):
         return None
     last = status.last_analysis_at
     settled = step_settles_at(spec, status)
@@ -54,13 +55,16 @@ def step_settles_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datet
 
 
 def pause_ends_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
-    """The end of the current timed pause; None when the step is not one or has not started."""
+    """The end of the current timed pause or mirror step; None when the step is not one or has not
+    started."""
     if status.current_step_index >= len(spec.steps) or status.step_started_at is None:
         return None
-    pause = spec.steps[status.current_step_index].pause
-    if pause is None or pause.duration_timedelta is None:
+    step = spec.steps[status.current_step_index]
+    if step.mirror is not None:
+        return status.step_started_at + step.mirror.duration_timedelta
+    if step.pause is None or step.pause.duration_timedelta is None:
         return None
-    return status.step_started_at + pause.duration_timedelta
+    return status.step_started_at + step.pause.duration_timedelta
 
 
 def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
@@ -71,9 +75,9 @@ def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datet
         return None
     if (
         status.current_step_index >= len(spec.steps)
-        or spec.steps[status.current_step_index].set_weight is None
+        or spec.steps[status.current_step_index].set_weight != status.current_weight
     ):
-        return None
+        return None  # not a setWeight step, or one waiting to raise its weight (spec.capacity)
     available = cond.condition(status.conditions, ConditionType.CANDIDATE_AVAILABLE)
     ready = (
         available is not None
@@ -95,7 +99,10 @@ def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[dat
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
     """How long after `now`, the time the decision was taken at, this rollout needs looking at again."""
     candidates = [RESYNC if status.phase in ACTIVE_PHASES else FINISHED_RESYNC]
-    written = status.live_weight is None or status.live_weight == status.current_weight
+    written = status.live_weight in (None, status.current_weight) and status.live_mirror_percent in (
+        None,
+        status.current_mirror_percent,
+    )
     ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
     if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
         written = True  # held for another writer: there is nothing to retry
@@ -104,6 +111,9 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     next_run = next_analysis_at(spec, status)
     if next_run is not None:
         candidates.append(next_run - now)
+    step_down = next_step_at(status, now)
+    if step_down is not None:
+        candidates.append(step_down - now)
     step_due = weight_step_due(spec, status)
     if step_due is not None:
         candidates.append(step_due - now)

@@ -20,16 +20,20 @@ def settle_write(
     wanted = decision.weight
     assert wanted is not None, "only a decision that wrote a weight has a write to settle"
     status = decision.status
+    copies = _mirror(decision.mirror_percent)
     if isinstance(written, LiveRoute):
-        status = status.model_copy(update={"live_weight": written.candidate_weight})
+        status = status.model_copy(
+            update={"live_weight": written.candidate_weight, "live_mirror_percent": written.mirror_percent}
+        )
         if written.differing is not None:
-            problem = f"after writing candidate weight {wanted}, {written.differing}"
-        elif written.candidate_weight == wanted:
+            problem = f"after writing candidate weight {wanted}{copies}, {written.differing}"
+        elif (written.candidate_weight, written.mirror_percent) == (wanted, decision.mirror_percent):
             return dataclasses.replace(decision, status=status)
         else:
-            problem = f"the route carries candidate weight {written.candidate_weight} after writing {wanted}"
+            carried = f"{written.candidate_weight}{_mirror(written.mirror_percent)}"
+            problem = f"the route carries candidate weight {carried} after writing {wanted}{copies}"
     else:  # a RouteProblem or a WriteFailed
-        problem = f"writing candidate weight {wanted} failed: {written.message}"
+        problem = f"writing candidate weight {wanted}{copies} failed: {written.message}"
     message = limits.clip(f"{problem}; retrying", limits.CONDITION_MESSAGE)
     conditions = cond.set_condition(
         status.conditions,
@@ -46,3 +50,7 @@ def settle_write(
     if reported is None or reported.reason != Reason.WEIGHT_NOT_APPLIED:
         events = (*events, Event(Reason.WEIGHT_NOT_APPLIED, message))
     return dataclasses.replace(decision, status=status, events=events)
+
+
+def _mirror(percent: int) -> str:
+    return f" and a {percent}% mirror" if percent else ""

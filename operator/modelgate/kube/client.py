@@ -21,8 +21,17 @@ from kubernetes.config.config_exception import ConfigException
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube.cache import ObjectCache, deployment_essentials
-from modelgate.kube.errors import KubeError, NotFound, translated
+from modelgate.kube.errors import Conflict, KubeError, NotFound, PatchNotApplied, translated
 from modelgate.kube.objects import DeploymentAvailability, availability, event_body
+from modelgate.kube.pools import (
+    INFERENCE_GROUP,
+    INFERENCE_POOLS,
+    INFERENCE_VERSION,
+    PoolPod,
+    pool_availability,
+    pool_label_selector,
+    pool_pod,
+)
 from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS
 
 FIELD_MANAGER = "modelgate"
@@ -61,6 +70,7 @@ class Kube:
             PLURAL: ObjectCache(),
             **{plural: ObjectCache() for plural in route_plurals},
             "deployments": ObjectCache(deployment_essentials),
+            INFERENCE_POOLS: ObjectCache(),
         }
         return self.caches
 
@@ -230,7 +240,33 @@ class Kube:
             )
         return self._remember(PLURAL, obj)
 
+    def set_finalizer(self, namespace: str, name: str, finalizer: str, present: bool) -> bool:
+        """Adds or removes one finalizer of a ModelRollout, keeping any others, against the newest copy
+        known (a JSON patch that tests its resourceVersion). False when the rollout changed under it."""
+        meta = self.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name)["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if (finalizer in finalizers) == present:
+            return True
+        wanted = [*finalizers, finalizer] if present else [f for f in finalizers if f != finalizer]
+        operations: list[Object] = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+            {"op": "add", "path": "/metadata/finalizers", "value": wanted},
+        ]
+        try:
+            self.json_patch_custom(API_GROUP, API_VERSION, namespace, PLURAL, name, operations)
+        except (PatchNotApplied, Conflict):
+            return False
+        return True
+
     # -- built-in resources ----------------------------------------------------------------------
+    def side_ready_replicas(self, namespace: str, kind: str, name: str) -> int:
+        """A side's Ready replicas: a Deployment's status.readyReplicas, an InferencePool's Ready
+        selected Pods; 0 when it does not exist."""
+        if kind != "Deployment":
+            return sum(pod.ready for pod in self.pool_pods(namespace, name) or [])
+        deployment = self._deployment(namespace, name)
+        return 0 if deployment is None else int((deployment.get("status") or {}).get("readyReplicas") or 0)
+
     def deployment_availability(self, namespace: str, name: str) -> DeploymentAvailability:
         """Whether the Deployment can take traffic now: its own rollout is complete and available,
         the test `kubectl rollout status` and Flagger apply. All of:
@@ -247,19 +283,52 @@ class Kube:
         replicas available".
         """
         what = f"Deployment {namespace}/{name}"
+        deployment = self._deployment(namespace, name)
+        if deployment is None:
+            return DeploymentAvailability(exists=False, available=False, message=f"{what} not found")
+        return availability(what, deployment)
+
+    def _deployment(self, namespace: str, name: str) -> Object | None:
+        """The cached Deployment (its essentials), else the API server's; None when it does not exist."""
         cache = self.caches.get("deployments")
         deployment = None if cache is None else cache.get(namespace, name)
-        if deployment is None:
-            try:
-                with _request("get"):
-                    # The JSON as sent: the typed model's deserialization costs more than the read.
-                    response: Any = self._apps.read_namespaced_deployment(
-                        name, namespace, _preload_content=False, _request_timeout=self.request_timeout
-                    )
-            except NotFound:
-                return DeploymentAvailability(exists=False, available=False, message=f"{what} not found")
-            deployment = self._remember("deployments", _as_object(json.loads(response.data)))
-        return availability(what, deployment)
+        if deployment is not None:
+            return deployment
+        try:
+            with _request("get"):
+                # The JSON as sent: the typed model's deserialization costs more than the read.
+                response: Any = self._apps.read_namespaced_deployment(
+                    name, namespace, _preload_content=False, _request_timeout=self.request_timeout
+                )
+        except NotFound:
+            return None
+        return self._remember("deployments", _as_object(json.loads(response.data)))
+
+    def pool_pods(self, namespace: str, name: str) -> list[PoolPod] | None:
+        """The Pods an InferencePool selects (by its spec.selector, in its namespace), but for those
+        being deleted; None when the pool does not exist. The pool comes from the watch cache; the
+        Pods are listed, by the selector, at each call."""
+        try:
+            pool = self.get_custom(INFERENCE_GROUP, INFERENCE_VERSION, namespace, INFERENCE_POOLS, name)
+        except NotFound:
+            return None
+        with _request("list"):
+            # The JSON as sent: the typed model's deserialization costs more than the read.
+            response: Any = self._core.list_namespaced_pod(
+                namespace,
+                label_selector=pool_label_selector(pool),
+                _preload_content=False,
+                _request_timeout=self.request_timeout,
+            )
+        items = _as_object(json.loads(response.data)).get("items") or []
+        return [pod for pod in map(pool_pod, items) if pod is not None]
+
+    def pool_availability(self, namespace: str, name: str, field: str) -> DeploymentAvailability:
+        """Whether the InferencePool can take traffic: it selects at least one Pod and all of them are
+        Ready. The message names the pool and `field`, the spec field that names it, then "<ready> of
+        <selected> selected Pods Ready"."""
+        what = f"InferencePool {namespace}/{name} ({field})"
+        return pool_availability(what, self.pool_pods(namespace, name))
 
     def read_secret_key(self, namespace: str, name: str, key: str) -> str:
         """The UTF-8 text stored under `key` in a Secret's data."""

@@ -14,11 +14,13 @@ interval of 30s would otherwise produce empty or jumpy rates.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
 from modelgate.api.duration import parse_duration
+from modelgate.kube.pools import PoolPod
 
 Side = Literal["candidate", "incumbent"]
 
@@ -46,6 +48,20 @@ def default_pod_regex(deployment: str) -> str:
     matching the pods of `chat-v2`, which `chat-.*` would.
     """
     return f"{deployment}-[a-z0-9]+-[a-z0-9]+"
+
+
+def pool_pod_regex(pool: str, pods: Sequence[PoolPod] | None) -> str:
+    """The Pods an InferencePool selects, for a side whose podRegex is not set: each owner's
+    generateName prefix followed by `[a-z0-9]+` (a ReplicaSet's Pods keep matching as they come and
+    go), and each Pod without one by its name. A pool that selects no Pods, or does not exist, gets a
+    pattern no Pod name can match (Pod names are lowercase), which says why in the query."""
+    if not pods:
+        return f"InferencePool_{pool}_selects_no_Pods"
+    prefixes = sorted({f"{pod.generate_name}[a-z0-9]+" for pod in pods if pod.generate_name})
+    names = sorted(pod.name for pod in pods if not pod.generate_name)
+    # `[.]`, not `\.`: backslashes are not allowed in a pod regex (a dot is rare in Pod names).
+    alternatives = [alternative.replace(".", "[.]") for alternative in (*prefixes, *names)]
+    return alternatives[0] if len(alternatives) == 1 else f"({'|'.join(alternatives)})"
 
 
 def promql_window(interval: timedelta) -> str:

@@ -16,11 +16,12 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from modelgate.api import ModelRolloutSpec
+from modelgate.api import ModelRolloutSpec, WorkloadRef
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
 from modelgate.core.limits import clip
 from modelgate.kube import Kube, KubeError
 from modelgate.metrics.base import AnalysisPlan, MetricPlan
+from modelgate.metrics.context import Side
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.observability import METRIC_QUERIES, METRIC_QUERY_SECONDS
 
@@ -43,7 +44,18 @@ class PrometheusProvider:
         self._clients: dict[tuple[str, float, str | None], PrometheusClient] = {}
 
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
-        return analysis_plan(spec, namespace)
+        # An InferencePool side's series are its Pods' (unless its podRegex says otherwise): listed
+        # by the pool's selector each time, so Pods that come and go are followed.
+        sides: tuple[tuple[Side, WorkloadRef], ...] = (
+            ("incumbent", spec.incumbent),
+            ("candidate", spec.candidate),
+        )
+        pool_pods = {
+            side: self.kube.pool_pods(namespace, ref.name)
+            for side, ref in sides
+            if ref.inference_pool is not None and ref.pod_regex is None
+        }
+        return analysis_plan(spec, namespace, pool_pods)
 
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         try:

@@ -4,25 +4,32 @@ read the series of the metric's source, or of `spec.analysis.source`."""
 
 from __future__ import annotations
 
-from modelgate.api import MetricSpec, ModelRolloutSpec
+from collections.abc import Mapping, Sequence
+
+from modelgate.api import MetricSpec, ModelRolloutSpec, WorkloadRef
+from modelgate.kube.pools import PoolPod
 from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan
-from modelgate.metrics.context import QueryContext, Side
+from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
 from modelgate.metrics.presets import count_queries, preset_query, request_count_query
 from modelgate.metrics.template import render_query
 
 
-def analysis_plan(spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
+def analysis_plan(
+    spec: ModelRolloutSpec, namespace: str, pool_pods: Mapping[Side, Sequence[PoolPod] | None] | None = None
+) -> AnalysisPlan:
     """Raises a ValueError (QueryContextError, UnknownPresetError, TemplateError) naming the metric's
-    field for a spec no query can be built from."""
+    field for a spec no query can be built from. `pool_pods`: the Pods each InferencePool side
+    selects (None: the pool does not exist), for the sides whose podRegex is not set."""
     analysis = spec.analysis
     assert analysis is not None
+    pools = pool_pods or {}
     ctx = QueryContext.for_rollout(
         namespace,
-        spec.incumbent.deployment,
-        spec.candidate.deployment,
+        spec.incumbent.name,
+        spec.candidate.name,
         analysis.interval,
-        incumbent_pod_regex=spec.incumbent.pod_regex,
-        candidate_pod_regex=spec.candidate.pod_regex,
+        incumbent_pod_regex=_pod_regex(spec.incumbent, pools.get("incumbent")),
+        candidate_pod_regex=_pod_regex(spec.candidate, pools.get("candidate")),
         incumbent_model=spec.incumbent.model,
         candidate_model=spec.candidate.model,
     )
@@ -38,6 +45,14 @@ def analysis_plan(spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
         request_count_query(analysis.source, ctx, "incumbent") if against_incumbent else None,
         metrics,
     )
+
+
+def _pod_regex(ref: WorkloadRef, pods: Sequence[PoolPod] | None) -> str | None:
+    """The side's podRegex; for an InferencePool side without one, its Pods'. None: the default for
+    a Deployment (its own Pods' names)."""
+    if ref.pod_regex is not None or ref.inference_pool is None:
+        return ref.pod_regex
+    return pool_pod_regex(ref.inference_pool, pods)
 
 
 def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext) -> MetricPlan:

@@ -1,10 +1,28 @@
-"""The one interface every traffic router implements."""
+"""The one interface every traffic router implements, and what it is told of the two sides."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
+from modelgate.api import BackendKind, ModelRolloutSpec
 from modelgate.core import LiveRoute, RouteProblem
+
+
+@dataclass(frozen=True)
+class SideKinds:
+    """What each side of the rollout is, so that a router looks for the right kind of backend: a
+    Deployment side is reached through a Service, an InferencePool side through the pool itself."""
+
+    incumbent: BackendKind = "Deployment"
+    candidate: BackendKind = "Deployment"
+
+    @classmethod
+    def of(cls, spec: ModelRolloutSpec) -> SideKinds:
+        return cls(spec.incumbent.kind, spec.candidate.kind)
+
+
+DEPLOYMENT_SIDES = SideKinds()  # both sides Deployments, each reached through a Service
 
 
 class TrafficRouter(Protocol):
@@ -17,12 +35,16 @@ class TrafficRouter(Protocol):
     """
 
     def read(self) -> LiveRoute | RouteProblem:
-        """The weights that are live now, or why the route cannot be used."""
+        """The weights (and the share mirrored to the candidate) that are live now, or why the route
+        cannot be used."""
         ...
 
-    def set_weights(self, candidate_weight: int) -> LiveRoute | RouteProblem:
-        """Routes `candidate_weight` (0..100) to the candidate and the rest to the incumbent, and
-        verifies: returns the weights as stored by the write (what is live), or why the route cannot
-        be used (then nothing was written). The write is made against what `read` saw, so a tick
-        reads the route once; another writer in between makes it read again and retry."""
+    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+        """Routes `candidate_weight` (0..100) to the candidate and the rest to the incumbent, copies
+        `mirror_percent` (0..100; 0: none) of the requests to the candidate, and verifies: returns the
+        weights and mirror as stored by the write (what is live), or why the route cannot be used (then
+        nothing was written). Weights and mirror are one write, so the route never carries a mirror
+        without the weights it goes with. A router that cannot mirror returns a RouteProblem when asked
+        to. The write is made against what `read` saw, so a tick reads the route once; another writer
+        in between makes it read again and retry."""
         ...

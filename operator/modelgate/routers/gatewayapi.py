@@ -1,21 +1,24 @@
 """Traffic splitting through the backend weights of rules of Gateway API HTTPRoutes and GRPCRoutes
 (both kinds hold them the same way: spec.rules[].backendRefs[]).
 
-Only the `weight` of the two named backendRefs is ever written (routers/patched.py). One rule of one
-route is one GatewayAPIRouter; several (`routes`) are moved together by a GroupRouter.
+Only the `weight` of the two named backendRefs (and, for a mirror step, the rule's RequestMirror filter
+to the candidate: mirror_filter.py) is ever written (routers/patched.py). One rule of one route is one
+GatewayAPIRouter; several (`routes`) are moved together by a GroupRouter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from modelgate.api import GatewayAPIRouting, GatewayRouteRef
+from modelgate.api import BackendKind, GatewayAPIRouting, GatewayRouteRef
 from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.kube import Kube
-from modelgate.routers.base import TrafficRouter
+from modelgate.kube.pools import INFERENCE_GROUP
+from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
 from modelgate.routers.group import GroupRouter
+from modelgate.routers.mirror_filter import CandidateMirrors, candidate_mirrors, mirror_patch
 from modelgate.routers.patched import JsonPatch, PatchedRouter, RouteObject, set_weight_op, version_test
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
@@ -24,6 +27,11 @@ HTTPROUTES = "httproutes"
 GRPCROUTES = "grpcroutes"
 DEFAULT_WEIGHT = 1  # what Gateway API implementations use for a backendRef without a weight
 SPEC_FIELD = "spec.trafficRouting.gatewayAPI"
+# The (group, kind) of the backendRef that reaches each kind of side.
+BACKEND_REF_KINDS: dict[BackendKind, tuple[str, str]] = {
+    "Deployment": ("", "Service"),
+    "InferencePool": (INFERENCE_GROUP, "InferencePool"),
+}
 
 
 @dataclass(frozen=True)
@@ -89,11 +97,14 @@ class BackendPair:
         ]
 
 
-def locate_backends(route: Mapping[str, Any], target: RouteTarget) -> BackendPair | RouteProblem:
+def locate_backends(
+    route: Mapping[str, Any], target: RouteTarget, kinds: SideKinds = DEPLOYMENT_SIDES
+) -> BackendPair | RouteProblem:
     """Finds the two backendRefs named by `target` in a route object (a dict as the API server
-    returns it). A backendRef counts when its name matches and it refers to a Service in the
-    route's own namespace (kind absent or "Service", group absent or "", namespace absent or the
-    route's)."""
+    returns it). A backendRef counts when its name matches and it refers to the side's kind of
+    backend in the route's own namespace: a Service for a Deployment side (kind absent or "Service",
+    group absent or ""), the InferencePool for a pool side (group inference.networking.k8s.io, kind
+    InferencePool); namespace absent or the route's."""
     metadata = route.get("metadata", {})
     route_id = f"{target.kind.kind} {metadata.get('namespace')}/{metadata.get('name')}"
     rules: Sequence[Mapping[str, Any]] = route.get("spec", {}).get("rules") or []
@@ -106,10 +117,14 @@ def locate_backends(route: Mapping[str, Any], target: RouteTarget) -> BackendPai
     refs: Sequence[Mapping[str, Any]] = rules[index].get("backendRefs") or []
     where = f"rule {index} of {route_id}"
     namespace = metadata.get("namespace")
-    incumbent = _backend_index(refs, target.incumbent_backend, "incumbentBackend", where, namespace)
+    incumbent = _backend_index(
+        refs, target.incumbent_backend, "incumbentBackend", where, namespace, kinds.incumbent
+    )
     if isinstance(incumbent, RouteProblem):
         return incumbent
-    candidate = _backend_index(refs, target.candidate_backend, "candidateBackend", where, namespace)
+    candidate = _backend_index(
+        refs, target.candidate_backend, "candidateBackend", where, namespace, kinds.candidate
+    )
     if isinstance(candidate, RouteProblem):
         return candidate
     return BackendPair(
@@ -126,27 +141,29 @@ def backend_weight(ref: Mapping[str, Any]) -> int:
     return DEFAULT_WEIGHT if weight is None else int(weight)
 
 
-def _refers_to_local_service(ref: Mapping[str, object], namespace: str | None) -> bool:
-    return (
-        ref.get("kind", "Service") == "Service"
-        and ref.get("group", "") == ""
-        and ref.get("namespace", namespace) == namespace
-    )
+def _refers_to_local(ref: Mapping[str, object], namespace: str | None, kind: BackendKind) -> bool:
+    return (ref.get("group", ""), ref.get("kind", "Service")) == BACKEND_REF_KINDS[kind] and ref.get(
+        "namespace", namespace
+    ) == namespace
 
 
 def _backend_index(
-    refs: Sequence[Mapping[str, Any]], name: str, field: str, where: str, namespace: str | None
+    refs: Sequence[Mapping[str, Any]],
+    name: str,
+    field: str,
+    where: str,
+    namespace: str | None,
+    kind: BackendKind,
 ) -> int | RouteProblem:
     found = [
-        i
-        for i, ref in enumerate(refs)
-        if ref.get("name") == name and _refers_to_local_service(ref, namespace)
+        i for i, ref in enumerate(refs) if ref.get("name") == name and _refers_to_local(ref, namespace, kind)
     ]
     if not found:
-        present = ", ".join(_describe(ref, namespace) for ref in refs) or "none"
+        present = ", ".join(_describe(ref, namespace, kind) for ref in refs) or "none"
+        wanted = "/".join(part for part in BACKEND_REF_KINDS[kind] if part)
         return RouteProblem(
             Reason.BACKEND_NOT_FOUND,
-            f"{where} has no backendRef named {name} ({SPEC_FIELD}.{field}); it has: {present}",
+            f"{where} has no {wanted} backendRef named {name} ({SPEC_FIELD}.{field}); it has: {present}",
         )
     if len(found) > 1:
         positions = ", ".join(f"backendRefs[{i}]" for i in found)
@@ -158,21 +175,72 @@ def _backend_index(
     return found[0]
 
 
-def _describe(ref: Mapping[str, Any], namespace: str | None) -> str:
-    """A backendRef's name, with what disqualifies it when it is not a Service of this namespace."""
+def _describe(ref: Mapping[str, Any], namespace: str | None, kind: BackendKind) -> str:
+    """A backendRef's name, with what disqualifies it when it is not the wanted kind of backend in
+    this namespace."""
     name = str(ref.get("name"))
-    if _refers_to_local_service(ref, namespace):
+    if _refers_to_local(ref, namespace, kind):
         return name
-    group, kind = ref.get("group", ""), ref.get("kind", "Service")
-    if (group, kind) != ("", "Service"):
-        return f"{name} ({group}/{kind})" if group else f"{name} ({kind})"
+    group, ref_kind = ref.get("group", ""), ref.get("kind", "Service")
+    if (group, ref_kind) != BACKEND_REF_KINDS[kind]:
+        return f"{name} ({group}/{ref_kind})" if group else f"{name} ({ref_kind})"
     return f"{name} (namespace {ref.get('namespace')})"
+
+
+@dataclass(frozen=True)
+class LocatedRule:
+    """The two backends in one version of a route, with what of the rule a mirror step writes: the
+    candidate's RequestMirror filters (mirror_filter.py)."""
+
+    pair: BackendPair
+    rule: Mapping[str, Any]
+    mirrors: CandidateMirrors
+    where: str  # the rule, for people
+
+    def live(self, other_writer: str | None = None) -> LiveRoute:
+        return replace(self.pair.live(other_writer), mirror_percent=self.mirrors.percent)
+
+    def patch(
+        self, resource_version: str, candidate_weight: int, mirror_percent: int
+    ) -> JsonPatch | RouteProblem:
+        index = self.pair.rule_index
+        copies = mirror_patch(
+            self.where,
+            f"/spec/rules/{index}",
+            self.rule,
+            self.rule["backendRefs"][self.pair.candidate_index],
+            self.mirrors,
+            mirror_percent,
+        )
+        if isinstance(copies, RouteProblem):
+            return copies
+        return self.pair.patch(resource_version, candidate_weight) + copies
+
+
+def locate_rule(
+    route: Mapping[str, Any], target: RouteTarget, kinds: SideKinds = DEPLOYMENT_SIDES
+) -> LocatedRule | RouteProblem:
+    """The two backends of `target` in a route object, and the candidate's mirror filters beside them."""
+    pair = locate_backends(route, target, kinds)
+    if isinstance(pair, RouteProblem):
+        return pair
+    namespace = route.get("metadata", {}).get("namespace")
+    rule = route["spec"]["rules"][pair.rule_index]
+
+    def to_candidate(ref: Mapping[str, Any]) -> bool:
+        named = ref.get("name") == target.candidate_backend
+        return named and _refers_to_local(ref, namespace, kinds.candidate)
+
+    where = f"rule {pair.rule_index} of {target.kind.kind} {namespace}/{target.name}"
+    return LocatedRule(pair, rule, candidate_mirrors(rule, to_candidate), where)
 
 
 class GatewayAPIRouter(PatchedRouter):
     """One rule of one HTTPRoute or GRPCRoute."""
 
-    def __init__(self, kube: Kube, namespace: str, target: RouteTarget) -> None:
+    def __init__(
+        self, kube: Kube, namespace: str, target: RouteTarget, kinds: SideKinds = DEPLOYMENT_SIDES
+    ) -> None:
         route = RouteObject(
             GATEWAY_GROUP,
             GATEWAY_VERSION,
@@ -183,16 +251,17 @@ class GatewayAPIRouter(PatchedRouter):
             field=f"{target.field}.{target.kind.field}",
             weights_list="rules",
         )
-        super().__init__(kube, route, lambda found: locate_backends(found, target))
+        super().__init__(kube, route, lambda found: locate_rule(found, target, kinds))
         self.target = target
 
 
-def gateway_api_router(kube: Kube, namespace: str, routing: GatewayAPIRouting) -> TrafficRouter:
+def gateway_api_router(
+    kube: Kube, namespace: str, routing: GatewayAPIRouting, kinds: SideKinds = DEPLOYMENT_SIDES
+) -> TrafficRouter:
     """The router for spec.trafficRouting.gatewayAPI: one rule, or several moved together."""
     targets = route_targets(routing)
-    if len(targets) == 1:
-        return GatewayAPIRouter(kube, namespace, targets[0])
-    return GroupRouter([(_describe_target(t), GatewayAPIRouter(kube, namespace, t)) for t in targets])
+    routers = [(_describe_target(t), GatewayAPIRouter(kube, namespace, t, kinds)) for t in targets]
+    return routers[0][1] if len(routers) == 1 else GroupRouter(routers)
 
 
 def _describe_target(target: RouteTarget) -> str:

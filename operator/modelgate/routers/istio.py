@@ -1,21 +1,23 @@
 """Traffic splitting through the weights of two destinations in HTTP routes of Istio VirtualServices
 (networking.istio.io/v1): spec.http[].route[].{destination: {host, subset}, weight}.
 
-Only those weights are ever written (routers/patched.py), every named http route of a VirtualService
-in one patch. Several VirtualServices are moved together by a GroupRouter.
+Only those weights (and, for a mirror step, the http route's mirror to the candidate: istio_mirror.py)
+are ever written (routers/patched.py), every named http route of a VirtualService in one patch. Several
+VirtualServices are moved together by a GroupRouter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from modelgate.api import IstioDestination, IstioRouting, VirtualServiceRef
 from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.kube import Kube
-from modelgate.routers.base import TrafficRouter
+from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
 from modelgate.routers.group import GroupRouter, agreed
+from modelgate.routers.istio_mirror import HttpMirror, http_mirror, http_mirror_patch
 from modelgate.routers.patched import JsonPatch, PatchedRouter, RouteObject, set_weight_op, version_test
 
 ISTIO_GROUP = "networking.istio.io"
@@ -34,6 +36,24 @@ class DestinationPair:
     candidate_index: int
     incumbent_weight: int
     candidate_weight: int
+    mirror: HttpMirror
+    http: Mapping[str, Any]  # the http route, for its mirror
+    where: str  # the http route, for people
+
+    def live(self) -> LiveRoute:
+        return LiveRoute(self.incumbent_weight, self.candidate_weight, mirror_percent=self.mirror.percent)
+
+    def patch(self, candidate_weight: int, mirror_percent: int) -> JsonPatch | RouteProblem:
+        http = f"/spec/http/{self.http_index}"
+        candidate = self.http["route"][self.candidate_index]["destination"]
+        mirror = http_mirror_patch(self.where, http, self.http, candidate, self.mirror, mirror_percent)
+        if isinstance(mirror, RouteProblem):
+            return mirror
+        return [
+            set_weight_op(f"{http}/route/{self.incumbent_index}/weight", 100 - candidate_weight),
+            set_weight_op(f"{http}/route/{self.candidate_index}/weight", candidate_weight),
+            *mirror,
+        ]
 
 
 @dataclass(frozen=True)
@@ -43,27 +63,27 @@ class HttpRoutePairs:
     pairs: tuple[DestinationPair, ...]
 
     def live(self, other_writer: str | None = None) -> LiveRoute:
-        routes = [
-            (f"http route {pair.http_name}", LiveRoute(pair.incumbent_weight, pair.candidate_weight))
-            for pair in self.pairs
-        ]
-        found = agreed(routes)
-        return LiveRoute(found.incumbent_weight, found.candidate_weight, other_writer, found.differing)
+        found = agreed([(f"http route {pair.http_name}", pair.live()) for pair in self.pairs])
+        return replace(found, other_writer=other_writer)
 
-    def patch(self, resource_version: str, candidate_weight: int) -> JsonPatch:
+    def patch(
+        self, resource_version: str, candidate_weight: int, mirror_percent: int
+    ) -> JsonPatch | RouteProblem:
         operations = [version_test(resource_version)]
         for pair in self.pairs:
-            route = f"/spec/http/{pair.http_index}/route"
-            operations.append(set_weight_op(f"{route}/{pair.incumbent_index}/weight", 100 - candidate_weight))
-            operations.append(set_weight_op(f"{route}/{pair.candidate_index}/weight", candidate_weight))
+            written = pair.patch(candidate_weight, mirror_percent)
+            if isinstance(written, RouteProblem):
+                return written
+            operations += written
         return operations
 
 
 def locate_destinations(
     service: Mapping[str, Any], ref: VirtualServiceRef, routing: IstioRouting, field: str
 ) -> HttpRoutePairs | RouteProblem:
-    """Finds the two destinations in each http route `ref` names (or in the only one) of a
-    VirtualService object; `field` is the spec object that names the VirtualService."""
+    """Finds the two destinations, and the candidate's mirror, in each http route `ref` names (or in
+    the only one) of a VirtualService object; `field` is the spec object that names the
+    VirtualService."""
     metadata = service.get("metadata", {})
     service_id = f"VirtualService {metadata.get('namespace')}/{metadata.get('name')}"
     http: Sequence[Mapping[str, Any]] = service.get("spec", {}).get("http") or []
@@ -93,6 +113,9 @@ def locate_destinations(
                 candidate_index=candidate,
                 incumbent_weight=destination_weight(destinations, incumbent),
                 candidate_weight=destination_weight(destinations, candidate),
+                mirror=http_mirror(http[index], lambda found: _matches(found, routing.candidate_destination)),
+                http=http[index],
+                where=f"{where} (spec.http[{index}])",
             )
         )
     return HttpRoutePairs(tuple(pairs))
@@ -133,12 +156,7 @@ def _http_indexes(
 def _destination_index(
     destinations: Sequence[Mapping[str, Any]], wanted: IstioDestination, field: str, where: str
 ) -> int | RouteProblem:
-    found = [
-        i
-        for i, destination in enumerate(destinations)
-        if (destination.get("destination") or {}).get("host") == wanted.host
-        and (destination.get("destination") or {}).get("subset") == wanted.subset
-    ]
+    found = [i for i, entry in enumerate(destinations) if _matches(entry.get("destination") or {}, wanted)]
     if len(found) == 1:
         return found[0]
     named = wanted.host if wanted.subset is None else f"{wanted.host} subset {wanted.subset}"
@@ -153,6 +171,10 @@ def _destination_index(
         f"{where} has {len(found)} destinations {named} ({SPEC_FIELD}.{field}); keep one so that its"
         " weight is unambiguous",
     )
+
+
+def _matches(destination: Mapping[str, Any], wanted: IstioDestination) -> bool:
+    return destination.get("host") == wanted.host and destination.get("subset") == wanted.subset
 
 
 def _describe(destination: Mapping[str, Any]) -> str:
@@ -180,8 +202,12 @@ class IstioRouter(PatchedRouter):
         super().__init__(kube, service, lambda found: locate_destinations(found, ref, routing, field))
 
 
-def istio_router(kube: Kube, namespace: str, routing: IstioRouting) -> TrafficRouter:
-    """The router for spec.trafficRouting.istio: one VirtualService, or several moved together."""
+def istio_router(
+    kube: Kube, namespace: str, routing: IstioRouting, kinds: SideKinds = DEPLOYMENT_SIDES
+) -> TrafficRouter:
+    """The router for spec.trafficRouting.istio: one VirtualService, or several moved together.
+    Destinations are Services: `kinds` must be Deployment sides (the spec's validation says so)."""
+    assert kinds == DEPLOYMENT_SIDES, "spec validation keeps InferencePool sides to the gatewayAPI router"
     if routing.virtual_services is None:
         (only,) = routing.virtual_service_refs
         return IstioRouter(kube, namespace, routing, only, SPEC_FIELD)

@@ -37,13 +37,17 @@ class RouteObject:
 
 
 class Located(Protocol):
-    """Where the two weights sit in one version of the object, and what they are."""
+    """Where the two weights (and the candidate's mirror) sit in one version of the object, and what
+    they are."""
 
     def live(self, other_writer: str | None = None) -> LiveRoute: ...
 
-    def patch(self, resource_version: str, candidate_weight: int) -> JsonPatch:
-        """Sets both weights, and applies only to the object at `resource_version` (the one they
-        were located in), so that the indexes cannot point at other items."""
+    def patch(
+        self, resource_version: str, candidate_weight: int, mirror_percent: int
+    ) -> JsonPatch | RouteProblem:
+        """Sets both weights and the mirror, and applies only to the object at `resource_version`
+        (the one they were located in), so that the indexes cannot point at other items; a
+        RouteProblem when the mirror cannot be written (someone else's copies to the candidate)."""
         ...
 
 
@@ -92,9 +96,9 @@ class PatchedRouter:
             return located
         return located.live(weights_writer(found, self.obj.weights_list))
 
-    def set_weights(self, candidate_weight: int) -> LiveRoute | RouteProblem:
-        if not 0 <= candidate_weight <= 100:
-            raise ValueError(f"candidate weight must be 0..100, got {candidate_weight}")
+    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+        if not (0 <= candidate_weight <= 100 and 0 <= mirror_percent <= 100):
+            raise ValueError(f"weight and mirror must be 0..100, got {candidate_weight} and {mirror_percent}")
         rejected: tuple[str, PatchNotApplied] | None = None
         for attempt in range(MAX_WRITE_ATTEMPTS):
             # The object `read` saw (or the cache's copy); after a failed precondition, the server's.
@@ -113,6 +117,9 @@ class PatchedRouter:
             located = self._locate(found)
             if isinstance(located, RouteProblem):
                 return located
+            patch = located.patch(version, candidate_weight, mirror_percent)
+            if isinstance(patch, RouteProblem):
+                return patch
             try:
                 written = self.kube.json_patch_custom(
                     self.obj.group,
@@ -120,7 +127,7 @@ class PatchedRouter:
                     self.obj.namespace,
                     self.obj.plural,
                     self.obj.name,
-                    located.patch(version, candidate_weight),
+                    patch,
                 )
             except NotFound:
                 return self._not_found()

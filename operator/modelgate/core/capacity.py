@@ -1,0 +1,103 @@
+"""Capacity before weight (spec.capacity.enforce): a setWeight step raises the candidate's weight to
+W only once the candidate has ceil(incumbent Ready replicas x W / 100) Ready replicas, the share of
+the incumbent's fleet that W% of the traffic needs at the incumbent's load per replica.
+
+Rounded up, because a fraction of a replica still has to exist: 30% of 5 incumbent replicas is 1.5,
+and one candidate replica would carry 1.5 replicas' load. An incumbent with no Ready replica asks
+for none (there is no load per replica to compare with).
+
+While a step waits, the previous weight stays (the rollout is Progressing, analysis goes on), the
+CandidateCapacity condition and the message give the numbers, and the wait counts against
+spec.progressDeadlines.pending from when it began (status.pendingSince), as a candidate that never
+becomes Available does. Lowering a weight never waits; `modelgate promote` skips a waiting step, and
+`promote --full` gives the candidate everything at once, as they do for any step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from modelgate.api import ConditionStatus, Phase
+from modelgate.core import conditions as cond
+from modelgate.core.deadlines import pending_deadline
+from modelgate.core.reasons import ConditionType, Reason
+
+if TYPE_CHECKING:
+    from modelgate.core.engine import _Tick
+
+
+def needed_replicas(incumbent_ready: int, weight: int) -> int:
+    """Candidate Ready replicas that `weight` percent of the traffic needs: ceil(incumbent x weight / 100)."""
+    return -(-incumbent_ready * weight // 100)
+
+
+def enforced(tick: _Tick) -> bool:
+    return tick.spec.capacity is not None and tick.spec.capacity.enforce
+
+
+def step_waits(tick: _Tick) -> bool:
+    """The current setWeight step has not raised its weight yet (it waits for capacity)."""
+    if not enforced(tick) or tick.status.current_step_index >= len(tick.spec.steps):
+        return False
+    wanted = tick.step.set_weight
+    return wanted is not None and wanted != tick.status.current_weight
+
+
+def holds_weight(tick: _Tick, weight: int) -> bool:
+    """Whether raising the candidate's weight to `weight` waits for its Ready replicas. Says so while
+    it does (message, condition, pendingSince, an Event when the wait begins) and when it ends."""
+    if not enforced(tick) or weight <= tick.status.current_weight:
+        return False
+    ready = tick.observed.ready_replicas
+    previous = cond.condition(tick.status.conditions, ConditionType.CANDIDATE_CAPACITY)
+    waiting = previous is not None and previous.status is ConditionStatus.FALSE
+    if ready is None:
+        shortfall = "the Ready replicas of the candidate and the incumbent could not be read"
+    else:
+        needed = needed_replicas(ready.incumbent, weight)
+        enough = (
+            f"{weight}% needs {needed} Ready candidate replica(s) (ceil({ready.incumbent} Ready incumbent "
+            f"replica(s) x {weight} / 100)); the candidate has {ready.candidate}"
+        )
+        if ready.candidate >= needed:
+            tick.condition(ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, enough)
+            if waiting:
+                tick.event(Reason.CAPACITY_AVAILABLE, f"raising the candidate's weight: {enough}")
+                tick.update(pending_since=None)
+            return False
+        shortfall = enough
+    message = f"holding the candidate's weight at {tick.status.current_weight}: {shortfall}"
+    if not waiting:
+        tick.event(Reason.INSUFFICIENT_CAPACITY, message)
+    tick.condition(ConditionType.CANDIDATE_CAPACITY, False, Reason.INSUFFICIENT_CAPACITY, message)
+    tick.update(phase=Phase.PROGRESSING, pending_since=tick.status.pending_since or tick.now)
+    tick.note(message)
+    return True
+
+
+def raise_waiting_weight(tick: _Tick) -> bool:
+    """A waiting step raises its weight once the capacity is there; True while it still waits (or
+    its progress deadline acted), so the step goes no further this tick."""
+    if not step_waits(tick):
+        _no_wait(tick)
+        return False
+    weight = tick.step.set_weight
+    assert weight is not None
+    if holds_weight(tick, weight):
+        pending_deadline(tick)
+        return True
+    index = tick.status.current_step_index
+    # The step's clock (its analysis window, a deadline) starts when its weight does.
+    tick.set_weight(weight)
+    message = f"step {index}: candidate weight {weight}"
+    tick.update(step_started_at=tick.now, inconclusive_since=None, message=message)
+    tick.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {weight}%")
+    return False
+
+
+def _no_wait(tick: _Tick) -> None:
+    """A wait that ended otherwise (`modelgate promote` past it, a spec edit) is no longer reported."""
+    previous = cond.condition(tick.status.conditions, ConditionType.CANDIDATE_CAPACITY)
+    if previous is not None and previous.status is ConditionStatus.FALSE:
+        tick.condition(ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, "no step waits")
+        tick.update(pending_since=None)

@@ -1,0 +1,38 @@
+"""Deleting a rollout (spec.rollback.onDelete): with ReturnTraffic the operator keeps a finalizer on
+the rollout, and on deletion sets the candidate's weight to 0 (verified) before removing it.
+
+The finalizer is there only while deleting could leave the candidate traffic it should not keep:
+onDelete is ReturnTraffic and the rollout has not ended with the route final, that is Succeeded (the
+candidate is the new incumbent: deleting the rollout must not take its traffic away) or RolledBack
+with the candidate's weight at 0. Any other rollout has no finalizer, so deleting it never waits on
+the operator; kopf adds none either, since modelgate registers no deletion handler with it.
+"""
+
+from __future__ import annotations
+
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
+from modelgate.core.model import LiveRoute, RouteProblem
+
+FINALIZER = "modelgate.io/return-traffic"
+
+
+def finalizer_wanted(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> bool:
+    if spec.rollback.on_delete != "ReturnTraffic":
+        return False
+    rolled_back = (
+        status.phase is Phase.ROLLED_BACK and status.rolling_back is None and status.live_weight == 0
+    )
+    return not (status.phase is Phase.SUCCEEDED or rolled_back)
+
+
+def weight_on_delete(
+    spec: ModelRolloutSpec | None, status: ModelRolloutStatus, route: LiveRoute | RouteProblem | None
+) -> int | None:
+    """The candidate weight to write before the finalizer goes: 0, or None when there is nothing to
+    return (onDelete is no longer ReturnTraffic, the rollout Succeeded, the route cannot be used or
+    already gives the candidate nothing, not even copies)."""
+    if spec is None or spec.rollback.on_delete != "ReturnTraffic" or status.phase is Phase.SUCCEEDED:
+        return None
+    if not isinstance(route, LiveRoute) or (route.candidate_weight, route.mirror_percent) == (0, 0):
+        return None
+    return 0

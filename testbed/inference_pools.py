@@ -1,0 +1,77 @@
+"""InferencePools in the bed: their manifests, the HTTPRoute that splits traffic between two of them,
+and what the traffic driver needs to play a gateway in front of them.
+
+A gateway sends a pool's share of requests to the Pods the pool's selector selects (its endpoint
+picker chooses among them). The traffic driver takes each backend as the base URLs of the doubles
+standing in for its Pods; `pool_targets` finds those for a pool: the Ready Pods its matchLabels
+select in its namespace, and the double serving each (by Pod name). The choice among them is the
+driver's round robin, not an endpoint picker's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kubernetes import client
+
+from testbed.manifests import Manifest, http_route
+
+INFERENCE_GROUP = "inference.networking.k8s.io"
+INFERENCE_VERSION = "v1"
+INFERENCE_POOLS = "inferencepools"
+
+
+def inference_pool(name: str, namespace: str, match_labels: Mapping[str, str], port: int = 8000) -> Manifest:
+    """An InferencePool selecting the Pods with `match_labels`, without an endpoint picker (optional
+    in v1: the bed has none)."""
+    return {
+        "apiVersion": f"{INFERENCE_GROUP}/{INFERENCE_VERSION}",
+        "kind": "InferencePool",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"matchLabels": dict(match_labels)}, "targetPorts": [{"number": port}]},
+    }
+
+
+def pool_http_route(
+    name: str, namespace: str, weights: Mapping[str, int], gateway: str = "inference"
+) -> Manifest:
+    """One rule whose backendRefs are the given InferencePools, with their weights."""
+    route = http_route(name, namespace, dict(weights), gateway)
+    for ref in route["spec"]["rules"][0]["backendRefs"]:
+        del ref["port"]  # a Service's; an InferencePool has its own targetPorts
+        ref.update(group=INFERENCE_GROUP, kind="InferencePool")
+    return route
+
+
+def selected_pods(pool: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The names of the Ready Pods (not being deleted) that the pool's matchLabels select, sorted."""
+    wanted = ((pool.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return sorted(
+        pod["metadata"]["name"]
+        for pod in pods
+        if not pod["metadata"].get("deletionTimestamp")
+        and wanted.items() <= (pod["metadata"].get("labels") or {}).items()
+        and any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (pod.get("status") or {}).get("conditions") or []
+        )
+    )
+
+
+def pool_targets(
+    api_client: client.ApiClient, namespace: str, pools: Sequence[str], double_urls: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """For each pool, the URLs of the doubles serving the Pods it selects (`double_urls`: Pod name ->
+    URL). A selected Pod without a double is left out, as a gateway would find no endpoint there."""
+    objects = client.CustomObjectsApi(api_client)
+    response: Any = client.CoreV1Api(api_client).list_namespaced_pod(namespace, _preload_content=False)
+    listed = json.loads(response.data)["items"]
+    targets: dict[str, list[str]] = {}
+    for name in pools:
+        pool: Any = objects.get_namespaced_custom_object(
+            INFERENCE_GROUP, INFERENCE_VERSION, namespace, INFERENCE_POOLS, name
+        )
+        targets[name] = [double_urls[pod] for pod in selected_pods(pool, listed) if pod in double_urls]
+    return targets

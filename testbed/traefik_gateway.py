@@ -1,0 +1,115 @@
+"""A real Gateway API data plane for the bed: Traefik's Kubernetes Gateway provider, run outside the
+cluster against the bed's API server (hack/build-bins.sh builds it into the cache).
+
+Traefik is the controller of one GatewayClass (`modelgate-bed`). A test's Gateway has one HTTP
+listener on Traefik's `web` entrypoint (Traefik pairs a listener with the entrypoint of its port);
+Traefik then serves the HTTPRoutes attached to it with the routes' backend weights, reaching the
+Services' Pods through their EndpointSlices (testbed/loopback_pods.py). Every listener, the
+entrypoint and Traefik's own ping and metrics, is on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from testbed.binaries import binary
+from testbed.components import LOOPBACK
+from testbed.localcluster import LocalCluster, free_port
+from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
+from testbed.processes import StartedProcess
+from testbed.waiting import wait_for
+
+CONTROLLER_NAME = "traefik.io/gateway-controller"
+GATEWAY_CLASS = "modelgate-bed"
+WEB_ENTRYPOINT = "web"
+ADMIN_ENTRYPOINT = "traefik"  # ping and Prometheus metrics
+STARTUP_TIMEOUT = 60.0
+
+
+def static_config(web_port: int, admin_port: int) -> dict[str, Any]:
+    """Traefik's static configuration: the two entrypoints and the Gateway provider. Where the API
+    server is comes from KUBECONFIG in Traefik's environment."""
+    return {
+        "global": {"checkNewVersion": False, "sendAnonymousUsage": False},
+        "entryPoints": {
+            WEB_ENTRYPOINT: {"address": f"{LOOPBACK}:{web_port}"},
+            ADMIN_ENTRYPOINT: {"address": f"{LOOPBACK}:{admin_port}"},
+        },
+        "ping": {"entryPoint": ADMIN_ENTRYPOINT},
+        "metrics": {"prometheus": {"entryPoint": ADMIN_ENTRYPOINT, "addServicesLabels": True}},
+        "providers": {"kubernetesGateway": {"statusAddress": {"ip": LOOPBACK}}},
+        "log": {"level": "INFO", "noColor": True},
+    }
+
+
+def gateway_class() -> Manifest:
+    return {
+        "apiVersion": f"{GATEWAY_GROUP}/{GATEWAY_VERSION}",
+        "kind": "GatewayClass",
+        "metadata": {"name": GATEWAY_CLASS},
+        "spec": {"controllerName": CONTROLLER_NAME},
+    }
+
+
+def gateway(name: str, namespace: str, port: int) -> Manifest:
+    """A Gateway whose one HTTP listener is Traefik's web entrypoint, for routes of its namespace."""
+    return {
+        "apiVersion": f"{GATEWAY_GROUP}/{GATEWAY_VERSION}",
+        "kind": "Gateway",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "gatewayClassName": GATEWAY_CLASS,
+            "listeners": [
+                {
+                    "name": "http",
+                    "protocol": "HTTP",
+                    "port": port,
+                    "allowedRoutes": {"namespaces": {"from": "Same"}},
+                }
+            ],
+        },
+    }
+
+
+@dataclass
+class TraefikGateway:
+    """Traefik as one of the bed's processes (`make cluster-down` stops it too)."""
+
+    bed: LocalCluster
+    web_port: int
+    admin_port: int
+    process: StartedProcess
+
+    @classmethod
+    def start(cls, bed: LocalCluster) -> TraefikGateway:
+        web_port, admin_port = free_port(), free_port()
+        config_dir = bed.layout.root / "traefik"
+        config_dir.mkdir(exist_ok=True)
+        config_file = config_dir / "traefik.yml"
+        config_file.write_text(yaml.safe_dump(static_config(web_port, admin_port), sort_keys=False))
+        process = bed.processes.start(
+            "traefik",
+            [str(binary("traefik")), f"--configFile={config_file}"],
+            env={"KUBECONFIG": str(bed.kubeconfig)},
+        )
+        started = cls(bed, web_port, admin_port, process)
+        wait_for(started._pings, timeout=STARTUP_TIMEOUT, what=f"traefik's ping (log: {process.log_file})")
+        bed.scrape_targets.add("traefik", f"{LOOPBACK}:{admin_port}", {"job": "traefik"})
+        return started
+
+    @property
+    def url(self) -> str:
+        """Where clients send requests: the web entrypoint."""
+        return f"http://{LOOPBACK}:{self.web_port}"
+
+    def stop(self) -> None:
+        self.bed.scrape_targets.remove("traefik")
+        self.bed.processes.stop(self.process)
+
+    def _pings(self) -> bool:
+        with urllib.request.urlopen(f"http://{LOOPBACK}:{self.admin_port}/ping", timeout=2) as response:
+            return bool(response.status == 200)
