@@ -97,6 +97,8 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     candidates = [RESYNC if status.phase in ACTIVE_PHASES else FINISHED_RESYNC]
     written = status.live_weight is None or status.live_weight == status.current_weight
     ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
+    if ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED:
+        written = False  # e.g. one of several routes moved together did not take it
     if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
         written = True  # held for another writer: there is nothing to retry
     if not written and status.phase is not Phase.FAILED:
