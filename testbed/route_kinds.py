@@ -11,6 +11,7 @@ from typing import Any
 
 from kubernetes.client import CustomObjectsApi
 
+from testbed.manifests import http_route
 from testbed.route_mirrors import FULL_COPY, Mirrors, parse_mirrors
 from testbed.traffic_driver import (
     GATEWAY_GROUP,
@@ -121,24 +122,11 @@ def route_watcher(
 def grpc_route(
     name: str, namespace: str, weights: dict[str, int], gateway: str = "inference"
 ) -> dict[str, Any]:
-    """One rule whose backendRefs are the given Services, with their weights."""
-    return {
-        "apiVersion": f"{GATEWAY_GROUP}/{GATEWAY_VERSION}",
-        "kind": "GRPCRoute",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "parentRefs": [{"name": gateway}],
-            "rules": [
-                {
-                    "matches": [{"method": {"service": "chat.v1.Chat"}}],
-                    "backendRefs": [
-                        {"name": backend, "port": 8000, "weight": weight}
-                        for backend, weight in weights.items()
-                    ],
-                }
-            ],
-        },
-    }
+    """An HTTPRoute's twin (testbed.manifests.http_route) of kind GRPCRoute, matching a gRPC method."""
+    route = http_route(name, namespace, weights, gateway)
+    route["kind"] = "GRPCRoute"
+    route["spec"]["rules"][0]["matches"] = [{"method": {"service": "chat.v1.Chat"}}]
+    return route
 
 
 def virtual_service(

@@ -1,7 +1,8 @@
 """Issue 10's acceptance for the routers, one short operator-driven rollout each: promoted through a
 GRPCRoute and through an Istio VirtualService, and a rollout over two HTTPRoutes moves both, with the
 traffic driver sending chat requests by each route's weights (the doubles speak HTTP; a GRPCRoute's
-split is followed with the same requests)."""
+split is followed with the same requests). Then another writer changes a route of the finished
+rollout, and the operator, woken by its watch of that kind, sets it right."""
 
 from __future__ import annotations
 
@@ -25,11 +26,18 @@ from testbed.route_kinds import (
     virtual_service,
 )
 from testbed.traffic_driver import BackgroundTraffic, TrafficDriver
+from testbed.waiting import wait_for
 from tests.support.kube import create
 from tests.support.scenario import Rollouts, settled
 
 START = {"chat-v1": 100, "chat-v2": 0}
 STEPS = [{"setWeight": 50}, {"pause": {"duration": "2s"}}]
+# Where the candidate's weight sits in the routes these tests make.
+CANDIDATE_WEIGHT_PATH = {
+    "HTTPRoute": "/spec/rules/0/backendRefs/1/weight",
+    "GRPCRoute": "/spec/rules/0/backendRefs/1/weight",
+    "VirtualService": "/spec/http/0/route/1/weight",
+}
 GATEWAY = {"incumbentBackend": "chat-v1", "candidateBackend": "chat-v2"}
 
 
@@ -107,5 +115,21 @@ def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_rou
             {"chat-v1": 0, "chat-v2": 100}
         ] * len(moved)
         assert traffic.driver.current_weights() == {"chat-v1": 0, "chat-v2": 100}
+        # A finished rollout sleeps 5 minutes; a watch of this kind of route is what wakes it.
+        candidate_weight = CANDIDATE_WEIGHT_PATH[kind.kind]
+        objects.patch_namespaced_custom_object(
+            kind.group,
+            kind.version,
+            namespace,
+            kind.plural,
+            route_name,
+            [{"op": "replace", "path": candidate_weight, "value": 20}],
+            _content_type="application/json-patch+json",
+        )
+        wait_for(
+            lambda: weights_of(objects, namespace, kind, route_name)["chat-v2"] == 100,
+            timeout=60,
+            what=f"the operator to set {kind.kind} {route_name} right again",
+        )
     finally:
         fleet.stop()

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from modelgate.api import IstioRouting
 from modelgate.core import LiveRoute, RouteProblem
-from modelgate.routers.group import agreed
+from modelgate.kube import Conflict, KubeError
+from modelgate.routers.group import GroupRouter, agreed
 from modelgate.routers.istio import HttpRoutePairs, locate_destinations
 from testbed.route_kinds import virtual_service_weights
 
@@ -114,3 +117,56 @@ def test_a_target_that_differs_within_makes_the_group_differ() -> None:
     inner = LiveRoute(80, 20, differing="http route b carries 10")
     live = agreed([("a", inner), ("b", LiveRoute(80, 20))])
     assert live.differing is not None and "http route b carries 10" in live.differing
+
+
+class FakeRouter:
+    """Stores the weight it is given, or carries `stuck_at`, or raises `error`."""
+
+    def __init__(self, stuck_at: int | None = None, error: KubeError | None = None) -> None:
+        self.weight = 0
+        self.mirror = 0
+        self.stuck_at = stuck_at
+        self.error = error
+
+    def read(self) -> LiveRoute | RouteProblem:
+        return LiveRoute(100 - self.weight, self.weight, mirror_percent=self.mirror)
+
+    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+        if self.error is not None:
+            raise self.error
+        self.weight = candidate_weight if self.stuck_at is None else self.stuck_at
+        self.mirror = mirror_percent
+        return self.read()
+
+
+def test_a_group_writes_every_target_and_names_those_that_did_not_take() -> None:
+    routers = [
+        FakeRouter(),
+        FakeRouter(error=Conflict(409, "changed under every attempt")),
+        FakeRouter(stuck_at=5),
+    ]
+    group = GroupRouter([("a", routers[0]), ("b", routers[1]), ("c", routers[2])])
+
+    written = group.set_weights(0)  # a rollback: every target is tried, whatever the others did
+
+    assert isinstance(written, LiveRoute) and written.candidate_weight == 5
+    assert written.differing is not None
+    assert "b could not be written (changed under every attempt)" in written.differing
+    assert "c carries 5" in written.differing and "a carries" not in written.differing
+    assert routers[0].weight == 0
+
+
+def test_a_group_whose_every_write_failed_raises_as_one_router_would() -> None:
+    group = GroupRouter(
+        [("a", FakeRouter(error=KubeError(503, "down"))), ("b", FakeRouter(error=KubeError(503, "down")))]
+    )
+    with pytest.raises(KubeError):
+        group.set_weights(20)
+
+
+def test_a_group_that_took_the_weight_everywhere_is_live() -> None:
+    group = GroupRouter([("a", FakeRouter()), ("b", FakeRouter())])
+    assert group.set_weights(20) == LiveRoute(80, 20)
+    assert group.read() == LiveRoute(80, 20)
+    assert group.set_weights(0, mirror_percent=10) == LiveRoute(100, 0, mirror_percent=10)
+    assert group.read() == LiveRoute(100, 0, mirror_percent=10)

@@ -112,7 +112,7 @@ class PatchedRouter:
                 raise KubeError(
                     rejected[1].status,
                     f"{self.obj.id}: the API server could not apply the weight patch to an unchanged"
-                    f" object: {rejected[1].message}",
+                    f" route: {rejected[1].message}",
                 ) from rejected[1]
             located = self._locate(found)
             if isinstance(located, RouteProblem):
