@@ -288,6 +288,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "same destinations": BadRollout(
         istio(candidateDestination={"host": "chat-v1"}), f"{ISTIO}.candidateDestination"
     ),
+    "InferencePool side with the Istio router": BadRollout(
+        edits(istio(), put("spec.candidate", {"inferencePool": "chat-v2"})), ISTIO
+    ),
     "Secret name with a space": BadRollout(
         put(f"{PROMETHEUS}.bearerTokenSecretRef.name", "prom token"),
         f"{PROMETHEUS}.bearerTokenSecretRef.name",
