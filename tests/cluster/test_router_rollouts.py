@@ -1,8 +1,8 @@
 """Issue 10's acceptance for the routers, one short operator-driven rollout each: promoted through a
 GRPCRoute and through an Istio VirtualService, and a rollout over two HTTPRoutes moves both, with the
-traffic driver sending chat requests by each route's weights (the doubles speak HTTP; a GRPCRoute's
-split is followed with the same requests). Then another writer changes a route of the finished
-rollout, and the operator, woken by its watch of that kind, sets it right."""
+traffic driver sending chat requests by each route's weights and copies by its mirror (the doubles
+speak HTTP; a GRPCRoute's split is followed with the same requests). Then another writer changes a
+route of the finished rollout, and the operator, woken by its watch of that kind, sets it right."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from tests.support.kube import create
 from tests.support.scenario import Rollouts, settled
 
 START = {"chat-v1": 100, "chat-v2": 0}
-STEPS = [{"setWeight": 50}, {"pause": {"duration": "2s"}}]
+STEPS = [{"mirror": {"percent": 50, "duration": "2s"}}, {"setWeight": 50}, {"pause": {"duration": "2s"}}]
 # Where the candidate's weight sits in the routes these tests make.
 CANDIDATE_WEIGHT_PATH = {
     "HTTPRoute": "/spec/rules/0/backendRefs/1/weight",
@@ -111,6 +111,7 @@ def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_rou
             stats = traffic.stop()
         assert final.phase is Phase.SUCCEEDED, final.message
         assert stats.sent["chat-v1"] > 0 and stats.sent["chat-v2"] > 0, stats.as_dict()
+        assert stats.mirrored["chat-v2"] > 0, stats.as_dict()  # the mirror step's copies
         assert [weights_of(objects, namespace, k, n) for k, n in moved] == [
             {"chat-v1": 0, "chat-v2": 100}
         ] * len(moved)
