@@ -281,12 +281,18 @@ class HTTPRouteWatcher:
         rule_index: int = 0,
         *,
         watch_timeout: int = 60,
+        resource: tuple[str, str, str] = (GATEWAY_GROUP, GATEWAY_VERSION, HTTPROUTES),
+        parse: Callable[[Mapping[str, Any]], tuple[Weights, Mirrors]] | None = None,
     ) -> None:
+        """`resource` (group, version, plural) and `parse` (the object's weights and mirrors) follow
+        another kind of route: testbed/route_kinds.py."""
         self._api = api
         self._name = f"{namespace}/{name}"
-        self._list_args = (GATEWAY_GROUP, GATEWAY_VERSION, namespace, HTTPROUTES)
+        self._list_args = (*resource[:2], namespace, resource[2])
         self._selector = f"metadata.name={name}"
-        self._rule_index = rule_index
+        self._parse = parse or (
+            lambda route: (parse_backend_weights(route, rule_index), parse_mirrors(route, rule_index))
+        )
         self._watch_timeout = watch_timeout
         self._stopping = threading.Event()
         self._watch: Any = None
@@ -299,9 +305,9 @@ class HTTPRouteWatcher:
         )
         items = listing.get("items") or []
         if not items:
-            raise RouteError(f"HTTPRoute {self._name} not found")
-        weights = parse_backend_weights(items[0], self._rule_index)
-        return weights, parse_mirrors(items[0], self._rule_index), str(listing["metadata"]["resourceVersion"])
+            raise RouteError(f"{self._list_args[3]} {self._name} not found")
+        weights, mirrors = self._parse(items[0])
+        return weights, mirrors, str(listing["metadata"]["resourceVersion"])
 
     def follow(self, on_change: RouteChange) -> None:
         """Calls `on_change` from a daemon thread with the weights and mirrors after each change (and
@@ -360,15 +366,15 @@ class HTTPRouteWatcher:
             if event["type"] == "DELETED":
                 on_change({}, {})
             elif event["type"] in ("ADDED", "MODIFIED"):
-                weights = self._usable_weights(event["object"])
-                on_change(weights, parse_mirrors(event["object"], self._rule_index) if weights else {})
+                on_change(*self._usable(event["object"]))
 
-    def _usable_weights(self, route: Mapping[str, Any]) -> Weights:
+    def _usable(self, route: Mapping[str, Any]) -> tuple[Weights, Mirrors]:
         try:
-            return parse_backend_weights(route, self._rule_index)
+            weights, mirrors = self._parse(route)
         except RouteError as error:
             log.warning("route unusable; routing nothing", route=self._name, error=str(error))
-            return {}
+            return {}, {}
+        return weights, mirrors if weights else {}
 
 
 async def drive_route(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -15,6 +15,7 @@ from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube import Kube
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
 from modelgate.loops import RolloutLoops
+from modelgate.routers.watched import ROUTE_RESOURCES
 
 # Set explicitly (kopf's advice): changing them later would make kopf treat every object as new.
 ANNOTATION_PREFIX = "modelgate.io"
@@ -127,14 +128,22 @@ async def pool_event(
         loops.notice_candidate(namespace, name)
 
 
-@kopf.on.event("gateway.networking.k8s.io", "v1", "httproutes")
-async def route_event(
-    type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
-) -> None:
-    _cache(memo, "httproutes", type, body)
-    loops: RolloutLoops = memo.loops
-    if namespace and name:
-        loops.notice_route(namespace, name)
+def _route_handler(plural: str) -> Callable[..., Awaitable[None]]:
+    async def route_event(
+        type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
+    ) -> None:
+        _cache(memo, plural, type, body)
+        loops: RolloutLoops = memo.loops
+        if namespace and name:
+            loops.notice_route(plural, namespace, name)
+
+    return route_event
+
+
+# Every kind a router reads. A kind whose CRD is not installed (Istio's, say) is not watched: kopf
+# finds what to watch in the API server's discovery when it starts.
+for _group, _version, _plural in ROUTE_RESOURCES:
+    kopf.on.event(_group, _version, _plural, id=f"route-{_plural}")(_route_handler(_plural))
 
 
 logging.getLogger("kopf.objects").setLevel(logging.WARNING)

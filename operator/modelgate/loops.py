@@ -1,6 +1,6 @@
 """One asyncio task per ModelRollout: tick, then sleep until the engine's next wake-up or until
 something that matters changes (the spec, a command, the candidate Deployment or InferencePool: at
-once; its route: no sooner than RESYNC after the last tick, so that two writers of the route do not
+once; its routes: no sooner than RESYNC after the last tick, so that two writers of the route do not
 fight at the speed of the watch).
 
 kopf's own daemons and timers would add a finalizer to every ModelRollout, and a finalizer makes
@@ -28,6 +28,7 @@ from modelgate import observability
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core.schedule import RESYNC
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
+from modelgate.routers.watched import RouteKey, watched_routes
 
 log = structlog.get_logger("modelgate.loops")
 Key = tuple[str, str]  # namespace, name
@@ -44,7 +45,7 @@ SLOW_TICK = timedelta(seconds=120)
 class _Rollout:
     trigger: tuple[Any, ...]
     candidate: str
-    route: str
+    routes: frozenset[RouteKey]
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     # Whether what set `wake` asks for a tick at once (not only a route change).
     wake_now: bool = False
@@ -69,12 +70,12 @@ def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _candidate_and_route(body: Mapping[str, Any]) -> tuple[str, str]:
+def _candidate_and_routes(body: Mapping[str, Any]) -> tuple[str, frozenset[RouteKey]]:
     spec = body.get("spec") or {}
-    route = (spec.get("trafficRouting") or {}).get("gatewayAPI") or {}
+    routes = watched_routes(spec.get("trafficRouting") or {})
     candidate = spec.get("candidate") or {}
     name = candidate.get("deployment") or candidate.get("inferencePool") or ""
-    return str(name), str(route.get("httpRoute", ""))
+    return str(name), routes
 
 
 class RolloutLoops:
@@ -93,17 +94,17 @@ class RolloutLoops:
         if event_type == "DELETED":
             self._forget(key)
             return
-        candidate, route = _candidate_and_route(body)
+        candidate, routes = _candidate_and_routes(body)
         rollout = self._rollouts.get(key)
         if rollout is None or rollout.task is None or rollout.task.done():
             # New, or its loop ended (it found the rollout gone, or failed): an event says it exists.
             if rollout is not None:
                 log.info("restarting the rollout's loop", namespace=key[0], rollout=key[1])
-            rollout = _Rollout(_trigger(body), candidate, route)
+            rollout = _Rollout(_trigger(body), candidate, routes)
             self._rollouts[key] = rollout
             rollout.task = asyncio.create_task(self._run(key, rollout), name=f"rollout {key[0]}/{key[1]}")
             return
-        rollout.candidate, rollout.route = candidate, route
+        rollout.candidate, rollout.routes = candidate, routes
         trigger = _trigger(body)
         if trigger != rollout.trigger:
             rollout.trigger = trigger
@@ -116,11 +117,12 @@ class RolloutLoops:
             if rollout_namespace == namespace and rollout.candidate == name:
                 rollout.wake_at_once()
 
-    def notice_route(self, namespace: str, name: str) -> None:
-        """A route changed (or went): its rollouts look again `route_recheck` after their last tick,
-        at the latest; this is what sets a finished rollout's weights right, which otherwise sleeps long."""
+    def notice_route(self, plural: str, namespace: str, name: str) -> None:
+        """A route (an object of kind `plural`) changed or went: its rollouts look again
+        `route_recheck` after their last tick, at the latest; this is what sets a finished rollout's
+        weights right, which otherwise sleeps long."""
         for (rollout_namespace, _), rollout in self._rollouts.items():
-            if rollout_namespace == namespace and rollout.route == name:
+            if rollout_namespace == namespace and (plural, name) in rollout.routes:
                 rollout.wake.set()
 
     async def stop(self) -> None:

@@ -95,6 +95,12 @@ def operator_rows(
     """Every operator-only row created at once, each as its own rollout over the same route; the
     rollout's name by row."""
     create_model_routes(api_client, shared_namespace, ["chat"])
+    pool_route = http_route("chat-pool", shared_namespace, UNTOUCHED)
+    pool_route["spec"]["rules"][0]["backendRefs"][1] |= {
+        "group": "inference.networking.k8s.io",
+        "kind": "InferencePool",
+    }
+    create(api_client, pool_route)
     names = {}
     for index, (case, row) in enumerate(BY_OPERATOR.items()):
         manifest = valid_rollout(shared_namespace, name=f"operator-{index}")

@@ -1,4 +1,4 @@
-"""GatewayAPIRouter's mirror against a real API server with the Gateway API CRDs (standard channel): the
+"""The Gateway API router's mirror against a real API server with the Gateway API CRDs (standard channel): the
 RequestMirror filter to the candidate goes in with the weights, in one patch the CRD's rules accept,
 and leaves again; every other filter stays; someone else's copy to the candidate is reported, not
 overwritten."""

@@ -1,4 +1,4 @@
-"""GatewayAPIRouter against a real API server with the Gateway API CRDs: it writes exactly the two
+"""The Gateway API router against a real API server with the Gateway API CRDs: it writes exactly the two
 weights, reports unusable routes without writing, and redoes a write that raced with another writer."""
 
 from __future__ import annotations
@@ -19,19 +19,22 @@ from modelgate.routers.gatewayapi import (
     GATEWAY_GROUP,
     GATEWAY_VERSION,
     HTTPROUTES,
-    MAX_WRITE_ATTEMPTS,
     GatewayAPIRouter,
+    route_targets,
 )
+from modelgate.routers.patched import MAX_WRITE_ATTEMPTS
 from testbed.manifests import http_route
 from tests.support.kube import create, get_route, route_weights
 
 ROUTING = GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")
+(TARGET,) = route_targets(ROUTING)
 # The field manager the API server records for this test's own writes (the client's user agent).
 TEST_CLIENT = "OpenAPI-Generator"
 
 
 def router(api_client: client.ApiClient, namespace: str, **routing: Any) -> GatewayAPIRouter:
-    return GatewayAPIRouter(Kube(api_client), namespace, ROUTING.model_copy(update=routing))
+    (target,) = route_targets(ROUTING.model_copy(update=routing))
+    return GatewayAPIRouter(Kube(api_client), namespace, target)
 
 
 def rich_route(namespace: str) -> dict[str, Any]:
@@ -278,7 +281,7 @@ def test_write_that_raced_with_another_writer_is_redone_and_keeps_their_change(
     create(api_client, http_route("chat", namespace, {"chat-v1": 100, "chat-v2": 0}))
     kube = InterferingKube(api_client, other_writer(api_client, namespace), times=1)
 
-    assert GatewayAPIRouter(kube, namespace, ROUTING).set_weights(20) == LiveRoute(
+    assert GatewayAPIRouter(kube, namespace, TARGET).set_weights(20) == LiveRoute(
         incumbent_weight=80, candidate_weight=20
     )
 
@@ -297,7 +300,7 @@ def test_write_gives_up_after_bounded_attempts_when_the_route_keeps_changing(
     kube = InterferingKube(api_client, other_writer(api_client, namespace), times=MAX_WRITE_ATTEMPTS)
 
     with pytest.raises(Conflict, match=f"changed under each of {MAX_WRITE_ATTEMPTS} attempts"):
-        GatewayAPIRouter(kube, namespace, ROUTING).set_weights(20)
+        GatewayAPIRouter(kube, namespace, TARGET).set_weights(20)
 
     assert kube.patch_outcomes == ["PatchNotApplied"] * MAX_WRITE_ATTEMPTS
     assert route_weights(api_client, namespace, "chat") == {
@@ -352,7 +355,7 @@ def test_patch_rejected_on_an_unchanged_route_is_an_error_not_a_race(
     kube = BrokenPatchKube(api_client)
 
     with pytest.raises(KubeError, match="could not apply the weight patch to an unchanged route") as raised:
-        GatewayAPIRouter(kube, namespace, ROUTING).set_weights(20)
+        GatewayAPIRouter(kube, namespace, TARGET).set_weights(20)
 
     assert not isinstance(raised.value, Conflict)
     assert kube.patches == 1  # re-read once to tell a race from a bad patch, not retried

@@ -47,6 +47,10 @@ class Check(NamedTuple):
 
 ROLLOUTS = "modelrollouts.modelgate.io"
 ROUTES = "httproutes.gateway.networking.k8s.io"
+GRPC_ROUTES = "grpcroutes.gateway.networking.k8s.io"
+VIRTUAL_SERVICES = "virtualservices.networking.istio.io"
+# Every kind a router reads and patches.
+ROUTER_KINDS = (ROUTES, GRPC_ROUTES, VIRTUAL_SERVICES)
 DEPLOYMENTS = "deployments.apps"
 POOLS = "inferencepools.inference.networking.k8s.io"
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
@@ -58,7 +62,7 @@ NEEDED: list[Check] = [
     *(Check(verb, ROLLOUTS) for verb in ("get", "list", "watch", "patch")),
     Check("patch", ROLLOUTS, "status"),
     *(Check(verb, DEPLOYMENTS) for verb in ("get", "list", "watch")),
-    *(Check(verb, ROUTES) for verb in ("get", "list", "watch", "patch")),
+    *(Check(verb, kind) for kind in ROUTER_KINDS for verb in ("get", "list", "watch", "patch")),
     *(Check(verb, POOLS) for verb in ("get", "list", "watch")),
     Check("list", "pods"),
     Check("create", "events.events.k8s.io"),
@@ -72,7 +76,9 @@ NEVER_IN_A_NAMESPACE: list[Check] = [
     Check("update", ROLLOUTS, "status"),
     *(Check(verb, DEPLOYMENTS) for verb in ("create", "update", "patch", "delete")),
     Check("patch", DEPLOYMENTS, "scale"),
-    *(Check(verb, ROUTES) for verb in ("create", "update", "delete")),
+    *(Check(verb, kind) for kind in ROUTER_KINDS for verb in ("create", "update", "delete")),
+    Check("patch", "gateways.gateway.networking.k8s.io"),
+    Check("patch", "destinationrules.networking.istio.io"),
     Check("create", "events"),  # core/v1: kopf's own event posting is off
     *(Check(verb, POOLS) for verb in ("create", "update", "patch", "delete")),
     *(Check(verb, "pods") for verb in ("create", "get", "watch", "patch", "delete")),
@@ -80,8 +86,6 @@ NEVER_IN_A_NAMESPACE: list[Check] = [
     Check("get", "configmaps"),
     Check("get", "services"),
     Check("patch", "services"),
-    Check("get", "virtualservices.networking.istio.io"),
-    Check("patch", "virtualservices.networking.istio.io"),
     Check("create", "serviceaccounts", "token"),
     Check("create", "rolebindings.rbac.authorization.k8s.io"),
     Check("create", "roles.rbac.authorization.k8s.io"),
@@ -118,7 +122,11 @@ def peering_checks(resource: str, name: str) -> tuple[list[Check], list[Check]]:
 KOPF_SCANS = [Check("list", CRDS), Check("watch", CRDS)]
 NAMESPACE_READS = [Check("list", "namespaces"), Check("watch", "namespaces")]
 ALL_NAMESPACES_READS = [
-    *(Check(verb, kind) for verb in ("list", "watch") for kind in (ROLLOUTS, DEPLOYMENTS, ROUTES, POOLS)),
+    *(
+        Check(verb, kind)
+        for verb in ("list", "watch")
+        for kind in (ROLLOUTS, DEPLOYMENTS, *ROUTER_KINDS, POOLS)
+    ),
     Check("list", "pods"),
 ]
 

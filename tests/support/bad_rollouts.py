@@ -57,6 +57,14 @@ def drop(path: str) -> Edit:
     return edit
 
 
+def edits(*steps: Edit) -> Edit:
+    def edit(manifest: Manifest) -> None:
+        for step in steps:
+            step(manifest)
+
+    return edit
+
+
 @dataclass(frozen=True)
 class BadRollout:
     edit: Edit
@@ -72,6 +80,24 @@ STEP0 = "spec.steps.0"
 METRIC0 = "spec.analysis.metrics.0"
 PROMETHEUS = "spec.analysis.prometheus"
 ROUTE = "spec.trafficRouting.gatewayAPI"
+ISTIO = "spec.trafficRouting.istio"
+ISTIO_ROUTING = {
+    "virtualService": "chat",
+    "incumbentDestination": {"host": "chat-v1"},
+    "candidateDestination": {"host": "chat-v2"},
+}
+
+
+def routes(*refs: dict[str, Any]) -> Edit:
+    """The gateway router naming several routes instead of one."""
+    return edits(drop(f"{ROUTE}.httpRoute"), put(f"{ROUTE}.routes", list(refs)))
+
+
+def istio(**changes: Any) -> Edit:
+    """The Istio router instead of the gateway's; a change to None drops that field."""
+    routing = {key: value for key, value in {**ISTIO_ROUTING, **changes}.items() if value is not None}
+    return put("spec.trafficRouting", {"istio": routing})
+
 
 BAD_ROLLOUTS: dict[str, BadRollout] = {
     # Wrong types.
@@ -237,6 +263,34 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "empty route name": BadRollout(put(f"{ROUTE}.httpRoute", ""), f"{ROUTE}.httpRoute"),
     "same backends": BadRollout(put(f"{ROUTE}.candidateBackend", "chat-v1"), f"{ROUTE}.candidateBackend"),
     "no router": BadRollout(put("spec.trafficRouting", {}), "spec.trafficRouting"),
+    "two routers": BadRollout(put(ISTIO, ISTIO_ROUTING), "spec.trafficRouting"),
+    # Routes and VirtualServices: in the rollout's namespace, named exactly one way.
+    "route in another namespace": BadRollout(put(f"{ROUTE}.httpRoute", "other/chat"), f"{ROUTE}.httpRoute"),
+    "both httpRoute and routes": BadRollout(put(f"{ROUTE}.routes", [{"httpRoute": "chat"}]), ROUTE),
+    "both httpRoute and grpcRoute": BadRollout(put(f"{ROUTE}.grpcRoute", "chat"), ROUTE),
+    "no route at all": BadRollout(drop(f"{ROUTE}.httpRoute"), ROUTE),
+    "ruleIndex beside routes": BadRollout(
+        edits(routes({"httpRoute": "chat"}), put(f"{ROUTE}.ruleIndex", 1)), f"{ROUTE}.ruleIndex"
+    ),
+    "a route ref of both kinds": BadRollout(
+        routes({"httpRoute": "chat", "grpcRoute": "chat"}), f"{ROUTE}.routes[0]"
+    ),
+    "the same rule twice": BadRollout(
+        routes({"httpRoute": "chat"}, {"httpRoute": "chat"}), f"{ROUTE}.routes"
+    ),
+    "VirtualService in another namespace": BadRollout(
+        istio(virtualService="other/chat"), f"{ISTIO}.virtualService"
+    ),
+    "both virtualService and virtualServices": BadRollout(istio(virtualServices=[{"name": "chat"}]), ISTIO),
+    "routes beside virtualServices": BadRollout(
+        istio(virtualService=None, virtualServices=[{"name": "chat"}], routes=["primary"]), f"{ISTIO}.routes"
+    ),
+    "same destinations": BadRollout(
+        istio(candidateDestination={"host": "chat-v1"}), f"{ISTIO}.candidateDestination"
+    ),
+    "InferencePool side with the Istio router": BadRollout(
+        edits(istio(), put("spec.candidate", {"inferencePool": "chat-v2"})), ISTIO
+    ),
     "Secret name with a space": BadRollout(
         put(f"{PROMETHEUS}.bearerTokenSecretRef.name", "prom token"),
         f"{PROMETHEUS}.bearerTokenSecretRef.name",
@@ -286,6 +340,15 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "backend not in the route": _operator(
         put(f"{ROUTE}.candidateBackend", "chat-v3"), f"{ROUTE}.candidateBackend"
     ),
+    # tests/cluster/test_bad_manifests.py makes this route: its chat-v2 is an InferencePool.
+    "backend of another kind": _operator(put(f"{ROUTE}.httpRoute", "chat-pool"), f"{ROUTE}.candidateBackend"),
+    "second route that does not exist": _operator(
+        routes({"httpRoute": "chat"}, {"httpRoute": "no-such-route"}), f"{ROUTE}.routes[1].httpRoute"
+    ),
+    "GRPCRoute that does not exist": _operator(
+        edits(drop(f"{ROUTE}.httpRoute"), put(f"{ROUTE}.grpcRoute", "chat")), f"{ROUTE}.grpcRoute"
+    ),
+    "VirtualService that does not exist": _operator(istio(), f"{ISTIO}.virtualService"),
     "query with an unknown variable": _operator(
         put(METRIC0, {"name": "q", "query": "up{pod=~'{{ model }}'}", "max": 1}),
         "spec.analysis.metrics[0].query",
@@ -306,7 +369,7 @@ UNKNOWN_FIELDS: dict[str, BadRollout] = {
     "misspelt field": BadRollout(
         put("spec.rollback.maxConsecutiveError", 2), "spec.rollback.maxConsecutiveError"
     ),
-    "unknown router": BadRollout(put("spec.trafficRouting.istio", {}), "spec.trafficRouting.istio"),
+    "unknown router": BadRollout(put("spec.trafficRouting.linkerd", {}), "spec.trafficRouting.linkerd"),
     "unknown step field": BadRollout(put(f"{STEP0}.analysis", {}), "spec.steps[0].analysis"),
     "unknown metric field": BadRollout(put(f"{METRIC0}.maximum", 1), "spec.analysis.metrics[0].maximum"),
 }

@@ -18,6 +18,8 @@ from testbed.waiting import wait_for
 CUSTOM_PLURALS = {
     "Gateway": "gateways",
     "HTTPRoute": "httproutes",
+    "GRPCRoute": "grpcroutes",
+    "VirtualService": "virtualservices",
     "InferencePool": "inferencepools",
     "ModelRollout": "modelrollouts",
 }

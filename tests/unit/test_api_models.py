@@ -129,7 +129,7 @@ def test_defaults_match_the_crd() -> None:
         }
     )
     assert spec.traffic_routing.gateway_api is not None
-    assert spec.traffic_routing.gateway_api.rule_index == 0
+    assert spec.traffic_routing.gateway_api.route_refs[0].rule_index == 0
     assert spec.analysis is not None
     assert (spec.analysis.interval, spec.analysis.min_requests, spec.analysis.prometheus.timeout) == (
         "30s",
@@ -213,7 +213,7 @@ INVALID_SPECS = {
         "spec.analysis.prometheus.timeout: must be a Go-style",
     ),
     "no router": (put("trafficRouting", {}), "spec.trafficRouting: exactly one router must be set"),
-    "unknown router": (put("trafficRouting.istio", {}), "spec.trafficRouting.istio: unknown field"),
+    "unknown router": (put("trafficRouting.linkerd", {}), "spec.trafficRouting.linkerd: unknown field"),
     "same backends": (
         put("trafficRouting.gatewayAPI.candidateBackend", "chat-v1"),
         "spec.trafficRouting.gatewayAPI.candidateBackend: must differ from incumbentBackend",
@@ -224,7 +224,7 @@ INVALID_SPECS = {
     ),
     "http route missing": (
         drop("trafficRouting.gatewayAPI.httpRoute"),
-        "spec.trafficRouting.gatewayAPI.httpRoute: required",
+        "spec.trafficRouting.gatewayAPI: set exactly one of httpRoute, grpcRoute or routes",
     ),
     "preset and query": (
         put("analysis.metrics.0.query", "up"),

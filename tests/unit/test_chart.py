@@ -250,7 +250,12 @@ def test_cluster_scope_grants_exactly_what_the_operator_uses() -> None:
         *(("modelgate.io", "modelrollouts", v) for v in ("get", "list", "watch", "patch")),
         ("modelgate.io", "modelrollouts/status", "patch"),
         *(("apps", "deployments", v) for v in ("get", "list", "watch")),
-        *(("gateway.networking.k8s.io", "httproutes", v) for v in ("get", "list", "watch", "patch")),
+        *(
+            ("gateway.networking.k8s.io", routes, v)
+            for routes in ("httproutes", "grpcroutes")
+            for v in ("get", "list", "watch", "patch")
+        ),
+        *(("networking.istio.io", "virtualservices", v) for v in ("get", "list", "watch", "patch")),
         *(("inference.networking.k8s.io", "inferencepools", v) for v in ("get", "list", "watch")),
         ("", "pods", "list"),
         ("events.k8s.io", "events", "create"),

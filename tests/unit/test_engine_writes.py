@@ -9,6 +9,7 @@ from modelgate.api import CommandResult, Phase
 from modelgate.core import (
     CommandAction,
     ConditionType,
+    LiveRoute,
     Reason,
     SpecProblem,
     WriteFailed,
@@ -131,3 +132,28 @@ def test_an_unusable_spec_fails_the_rollout_once_and_leaves_the_route_alone() ->
     # Fixing the spec (a new generation) starts again from step 0.
     sim.status, sim.generation = failed.status, 3
     assert event_reasons(sim.tick())[0] is Reason.SPEC_CHANGED
+
+
+def test_routes_moved_together_that_differ_are_not_live_and_the_ones_that_did_not_take_are_named() -> None:
+    sim = started()
+    before = sim.status
+    decision = sim.start()
+    partly = LiveRoute(
+        80, 20, differing="not every route moved together took it: HTTPRoute internal carries 0"
+    )
+
+    settled = settle_write(before, decision, partly, sim.now, 1)
+
+    ready = condition(settled.status.conditions, ConditionType.ROUTE_READY)
+    assert ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED
+    assert "HTTPRoute internal carries 0" in ready.message
+    assert next_wakeup(sim.spec, settled.status, sim.now) == WRITE_RETRY
+    # Read back as differing, the weights are written again although the one shown is the wanted one.
+    again = decide(sim.spec, settled.status, observe(partly), sim.now + WRITE_RETRY)
+    assert again.weight == 20
+    kept = condition(again.status.conditions, ConditionType.ROUTE_READY)
+    assert kept is not None and kept.reason == Reason.WEIGHT_NOT_APPLIED
+    healed = decide(sim.spec, again.status, observe(live(20)), sim.now + 2 * WRITE_RETRY)
+    assert healed.weight is None
+    ready = condition(healed.status.conditions, ConditionType.ROUTE_READY)
+    assert ready is not None and ready.reason == Reason.ROUTE_FOUND

@@ -3,6 +3,7 @@ patch: pure functions, no API server."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -10,14 +11,22 @@ import pytest
 from modelgate.api import GatewayAPIRouting
 from modelgate.core import LiveRoute, RouteProblem
 from modelgate.routers.gatewayapi import (
+    GRPC_ROUTE,
     BackendPair,
+    RouteTarget,
     backend_weight,
     locate_backends,
-    rules_writer,
-    weight_patch,
+    route_targets,
+)
+from modelgate.routers.patched import weights_writer
+
+(ROUTING,) = route_targets(
+    GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")
 )
 
-ROUTING = GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")
+
+def rules_writer(route: dict[str, Any]) -> str | None:
+    return weights_writer(route, "rules")
 
 
 def route(*rules: list[dict[str, Any]]) -> dict[str, Any]:
@@ -45,7 +54,7 @@ def test_locates_both_backends_among_others() -> None:
 
 
 def test_uses_the_rule_named_by_rule_index() -> None:
-    routing = ROUTING.model_copy(update={"rule_index": 1})
+    routing = dataclasses.replace(ROUTING, rule_index=1)
     found = locate_backends(route([ref("other", 1)], [ref("chat-v1", 90), ref("chat-v2", 10)]), routing)
     assert isinstance(found, BackendPair)
     assert (found.rule_index, found.incumbent_index, found.candidate_index) == (1, 0, 1)
@@ -64,7 +73,7 @@ def test_explicit_service_kind_and_core_group_match() -> None:
 
 
 def test_missing_rule() -> None:
-    routing = ROUTING.model_copy(update={"rule_index": 3})
+    routing = dataclasses.replace(ROUTING, rule_index=3)
     assert locate_backends(route([ref("chat-v1"), ref("chat-v2")]), routing) == RouteProblem(
         "RuleNotFound", "HTTPRoute serving/chat has 1 rule(s); spec.trafficRouting.gatewayAPI.ruleIndex is 3"
     )
@@ -78,7 +87,7 @@ def test_route_without_rules() -> None:
 
 
 def test_missing_backend_lists_what_the_rule_has() -> None:
-    routing = ROUTING.model_copy(update={"candidate_backend": "chat-v3"})
+    routing = dataclasses.replace(ROUTING, candidate_backend="chat-v3")
     assert locate_backends(route([ref("chat-v1"), ref("chat-v2")]), routing) == RouteProblem(
         "BackendNotFound",
         "rule 0 of HTTPRoute serving/chat has no Service backendRef named chat-v3"
@@ -126,7 +135,7 @@ def test_weight_patch_tests_the_version_and_adds_both_weights() -> None:
     pair = BackendPair(
         rule_index=1, incumbent_index=2, candidate_index=0, incumbent_weight=1, candidate_weight=1
     )
-    assert weight_patch(pair, "42", 25) == [
+    assert pair.patch("42", 25) == [
         {"op": "test", "path": "/metadata/resourceVersion", "value": "42"},
         {"op": "add", "path": "/spec/rules/1/backendRefs/2/weight", "value": 75},
         {"op": "add", "path": "/spec/rules/1/backendRefs/0/weight", "value": 25},
@@ -177,3 +186,27 @@ def test_the_read_route_carries_its_other_writer() -> None:
     found = locate_backends(written, ROUTING)
     assert isinstance(found, BackendPair)
     assert found.live(rules_writer(written)) == LiveRoute(80, 20, "argocd-controller")
+
+
+def test_a_grpc_route_is_read_as_an_http_route_is() -> None:
+    grpc = RouteTarget(
+        GRPC_ROUTE, "chat", 3, "chat-v1", "chat-v2", "spec.trafficRouting.gatewayAPI.routes[1]"
+    )
+    assert locate_backends(route([ref("chat-v1"), ref("chat-v2")]), grpc) == RouteProblem(
+        "RuleNotFound",
+        "GRPCRoute serving/chat has 1 rule(s); spec.trafficRouting.gatewayAPI.routes[1].ruleIndex is 3",
+    )
+
+
+def test_every_named_rule_is_a_target_with_the_field_that_names_it() -> None:
+    routing = GatewayAPIRouting.model_validate(
+        {
+            "routes": [{"httpRoute": "external"}, {"grpcRoute": "internal", "ruleIndex": 2}],
+            "incumbentBackend": "chat-v1",
+            "candidateBackend": "chat-v2",
+        }
+    )
+    assert [(t.kind.kind, t.name, t.rule_index, t.field) for t in route_targets(routing)] == [
+        ("HTTPRoute", "external", 0, "spec.trafficRouting.gatewayAPI.routes[0]"),
+        ("GRPCRoute", "internal", 2, "spec.trafficRouting.gatewayAPI.routes[1]"),
+    ]

@@ -20,7 +20,7 @@ from modelgate.kube.pools import PoolPod, pool_availability, pool_label_selector
 from modelgate.metrics.context import pool_pod_regex
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.routers import SideKinds
-from modelgate.routers.gatewayapi import BackendPair, locate_backends
+from modelgate.routers.gatewayapi import BackendPair, locate_backends, route_targets
 from testbed.inference_pools import inference_pool, selected_pods
 from testbed.versions import REPO_ROOT
 from tests.support.promql import assert_evaluates, one
@@ -40,7 +40,9 @@ POOL_SPEC: dict[str, Any] = {
     },
 }
 POOLS = SideKinds("InferencePool", "InferencePool")
-ROUTING = GatewayAPIRouting(http_route="chat", incumbent_backend="pool-v1", candidate_backend="pool-v2")
+(ROUTING,) = route_targets(
+    GatewayAPIRouting(http_route="chat", incumbent_backend="pool-v1", candidate_backend="pool-v2")
+)
 INFERENCE_GROUP = "inference.networking.k8s.io"
 
 
@@ -225,9 +227,8 @@ def test_the_example_rolls_between_the_pools_its_route_splits() -> None:
     (http_route,) = by_kind["HTTPRoute"]
     assert spec.traffic_routing.gateway_api is not None
     assert http_route["metadata"]["name"] == spec.traffic_routing.gateway_api.http_route
-    assert locate_backends(http_route, spec.traffic_routing.gateway_api, SideKinds.of(spec)) == BackendPair(
-        0, 0, 1, 100, 0
-    )
+    (target,) = route_targets(spec.traffic_routing.gateway_api)
+    assert locate_backends(http_route, target, SideKinds.of(spec)) == BackendPair(0, 0, 1, 100, 0)
     assert [p["metadata"]["name"] for p in by_kind["InferencePool"]] == [
         spec.incumbent.name,
         spec.candidate.name,

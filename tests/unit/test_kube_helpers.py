@@ -64,7 +64,11 @@ def test_api_errors_become_our_exceptions(
 def test_router_for_picks_the_router_the_spec_names() -> None:
     router = router_for(TrafficRouting(gateway_api=GATEWAY), Kube(client.ApiClient()), "serving")
     assert isinstance(router, GatewayAPIRouter)
-    assert (router.namespace, router.routing) == ("serving", GATEWAY)
+    assert (router.obj.namespace, router.obj.kind, router.obj.name) == (
+        "serving",
+        "HTTPRoute",
+        GATEWAY.http_route,
+    )
 
 
 class FutureRouting(TrafficRouting):

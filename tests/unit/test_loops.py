@@ -109,7 +109,12 @@ def test_a_route_change_wakes_its_rollout_no_sooner_than_the_recheck_after_its_l
     recheck = timedelta(milliseconds=300)
     loops = RolloutLoops(reconciler, route_recheck=recheck)  # type: ignore[arg-type]
     spec = {"trafficRouting": {"gatewayAPI": {"httpRoute": "chat-route"}}}
-    _tick_then_wake(loops, reconciler, spec, lambda: loops.notice_route("ns", "chat-route"))
+
+    def wake() -> None:
+        loops.notice_route("grpcroutes", "ns", "chat-route")  # another kind, same name: not its route
+        loops.notice_route("httproutes", "ns", "chat-route")
+
+    _tick_then_wake(loops, reconciler, spec, wake)
     assert reconciler.starts[1] - reconciler.first_ended >= recheck.total_seconds()
 
 

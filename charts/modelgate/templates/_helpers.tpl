@@ -103,10 +103,14 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch"]
-# The Gateway API router reads the HTTPRoute (from a watch cache) and JSON-patches the two backend
-# weights.
+# The routers read their routes (from watch caches, which also wake a rollout when its route
+# changes) and JSON-patch the two weights in them: Gateway API HTTPRoutes and GRPCRoutes, Istio
+# VirtualServices. Routes are never created, replaced or deleted.
 - apiGroups: ["gateway.networking.k8s.io"]
-  resources: ["httproutes"]
+  resources: ["httproutes", "grpcroutes"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["networking.istio.io"]
+  resources: ["virtualservices"]
   verbs: ["get", "list", "watch", "patch"]
 # InferencePool sides (spec.incumbent/candidate.inferencePool): kopf watches the pools to wake a
 # rollout when its candidate's changes; the reconciler reads a pool (from the watch cache) and lists

@@ -14,11 +14,13 @@ from modelgate.api.analysis import (
 )
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
+from modelgate.api.istio import IstioDestination, IstioRouting, VirtualServiceRef
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import (
     BackendKind,
     Deadline,
     GatewayAPIRouting,
+    GatewayRouteRef,
     Mirror,
     ModelRolloutSpec,
     OnPrometheusError,
@@ -63,8 +65,11 @@ __all__ = [
     "Deadline",
     "FieldPathError",
     "GatewayAPIRouting",
+    "GatewayRouteRef",
     "GradualRollback",
     "InvalidSpecError",
+    "IstioDestination",
+    "IstioRouting",
     "LastCommand",
     "MetricAnalysis",
     "MetricPreset",
@@ -89,6 +94,7 @@ __all__ = [
     "Timestamp",
     "TrafficRouting",
     "Verdict",
+    "VirtualServiceRef",
     "WorkloadRef",
     "parse_duration",
     "parse_spec",

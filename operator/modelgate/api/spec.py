@@ -21,6 +21,7 @@ from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.fields import Duration, Integer, ModelName, ObjectName, PodRegex, PositiveDuration
+from modelgate.api.istio import IstioRouting
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.specmodel import SpecModel
@@ -100,6 +101,34 @@ class WorkloadRef(SpecModel):
         return "deployment" if self.deployment is not None else "inferencePool"
 
 
+MAX_ROUTES = 8  # routes (or VirtualServices) one rollout moves together
+
+
+class GatewayRouteRef(SpecModel):
+    """One rule of one route, among several that a rollout moves together."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "has(self.httpRoute) != has(self.grpcRoute)",
+                message="set exactly one of httpRoute or grpcRoute",
+            )
+        )
+    )
+
+    http_route: ObjectName | None = Field(None, description="Name of an HTTPRoute.")
+    grpc_route: ObjectName | None = Field(None, description="Name of a GRPCRoute.")
+    rule_index: Annotated[Integer, Field(ge=0)] = Field(
+        0, description="Index of the route rule whose backendRefs hold the two backends."
+    )
+
+    @model_validator(mode="after")
+    def _one_route(self) -> Self:
+        if (self.http_route is None) == (self.grpc_route is None):
+            raise ValueError("set exactly one of httpRoute or grpcRoute")
+        return self
+
+
 class GatewayAPIRouting(SpecModel):
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
@@ -107,13 +136,43 @@ class GatewayAPIRouting(SpecModel):
                 "self.candidateBackend != self.incumbentBackend",
                 field_path=".candidateBackend",
                 message="must differ from incumbentBackend",
-            )
+            ),
+            CelRule(
+                "[has(self.httpRoute), has(self.grpcRoute), has(self.routes)].exists_one(isSet, isSet)",
+                message="set exactly one of httpRoute, grpcRoute or routes",
+            ),
+            CelRule(
+                "!has(self.routes) || !has(self.ruleIndex)",
+                field_path=".ruleIndex",
+                message="with routes, set ruleIndex in each of routes instead",
+            ),
+            CelRule(
+                "!has(self.routes) || self.routes.all(r, self.routes.exists_one(o, "
+                "o.ruleIndex == r.ruleIndex"
+                " && (has(o.httpRoute) ? o.httpRoute : '') == (has(r.httpRoute) ? r.httpRoute : '')"
+                " && (has(o.grpcRoute) ? o.grpcRoute : '') == (has(r.grpcRoute) ? r.grpcRoute : '')))",
+                field_path=".routes",
+                message="must not name the same rule of a route twice",
+            ),
         )
     )
 
-    http_route: ObjectName = Field(description="Name of the HTTPRoute.")
-    rule_index: Annotated[Integer, Field(ge=0)] = Field(
-        0, description="Index of the route rule whose backendRefs hold the two backends."
+    http_route: ObjectName | None = Field(
+        None, description="Name of the HTTPRoute (set exactly one of httpRoute, grpcRoute or routes)."
+    )
+    grpc_route: ObjectName | None = Field(
+        None,
+        description="Name of the GRPCRoute, whose backend weights are moved as an HTTPRoute's are.",
+    )
+    # None means rule 0; it is not a default so that it can be refused next to `routes`.
+    rule_index: Annotated[Integer, Field(ge=0)] | None = Field(
+        None, description="Index of the route rule whose backendRefs hold the two backends (default 0)."
+    )
+    routes: Annotated[tuple[GatewayRouteRef, ...], Field(min_length=1, max_length=MAX_ROUTES)] | None = Field(
+        None,
+        description="Several rules of HTTPRoutes and GRPCRoutes (in the ModelRollout's namespace) "
+        "that all carry the two backends and are moved together: every one gets each weight, and a "
+        "rollback sets every one to 0 first.",
     )
     incumbent_backend: ObjectName = Field(
         description="backendRef name that reaches the incumbent: a Service, or for an inferencePool "
@@ -129,6 +188,27 @@ class GatewayAPIRouting(SpecModel):
         if self.candidate_backend == self.incumbent_backend:
             raise FieldPathError("candidateBackend", "must differ from incumbentBackend")
         return self
+
+    @model_validator(mode="after")
+    def _one_way_to_name_routes(self) -> Self:
+        if sum(named is not None for named in (self.http_route, self.grpc_route, self.routes)) != 1:
+            raise ValueError("set exactly one of httpRoute, grpcRoute or routes")
+        if self.routes is not None and self.rule_index is not None:
+            raise FieldPathError("ruleIndex", "with routes, set ruleIndex in each of routes instead")
+        if self.routes is not None and len(set(self.routes)) != len(self.routes):
+            raise FieldPathError("routes", "must not name the same rule of a route twice")
+        return self
+
+    @property
+    def route_refs(self) -> tuple[GatewayRouteRef, ...]:
+        """Every route rule named, however the spec names them."""
+        if self.routes is not None:
+            return self.routes
+        return (
+            GatewayRouteRef(
+                http_route=self.http_route, grpc_route=self.grpc_route, rule_index=self.rule_index or 0
+            ),
+        )
 
 
 def _router_keys(model: type[BaseModel]) -> list[str]:
@@ -156,8 +236,13 @@ class TrafficRouting(SpecModel):
     gateway_api: GatewayAPIRouting | None = Field(
         default=None,
         alias="gatewayAPI",
-        description="Split traffic by rewriting the backend weights of one rule of a Gateway API "
-        "HTTPRoute in the ModelRollout's namespace.",
+        description="Split traffic by rewriting the backend weights of rules of Gateway API "
+        "HTTPRoutes or GRPCRoutes in the ModelRollout's namespace.",
+    )
+    istio: IstioRouting | None = Field(
+        default=None,
+        description="Split traffic by rewriting the weights of two destinations in HTTP routes of Istio "
+        "VirtualServices in the ModelRollout's namespace.",
     )
 
     @model_validator(mode="after")
@@ -231,7 +316,8 @@ class Step(SpecModel):
         None,
         description="Shadow the candidate: copy a share of the rule's requests to it for a while, its "
         "weight unchanged (0 before any setWeight), and judge its own metrics on the copies. The copies "
-        "stop in the same write as the next step's weight, and on rollback. Needs the gatewayAPI router.",
+        "stop in the same write as the next step's weight, and on rollback. The gatewayAPI router writes a "
+        "RequestMirror filter, the istio router the http route's mirror.",
     )
 
     @model_validator(mode="after")
@@ -311,6 +397,11 @@ def _pool_is_backend(side: str) -> CelRule:
     )
 
 
+POOLS_NEED_GATEWAY_API = (
+    "an InferencePool side needs the gatewayAPI router: a VirtualService's destinations are Services"
+)
+
+
 class ModelRolloutSpec(SpecModel):
     """The desired rollout."""
 
@@ -320,6 +411,12 @@ class ModelRolloutSpec(SpecModel):
             _sides_differ("inferencePool"),
             _pool_is_backend("incumbent"),
             _pool_is_backend("candidate"),
+            CelRule(
+                "!has(self.trafficRouting.istio) || "
+                "!(has(self.incumbent.inferencePool) || has(self.candidate.inferencePool))",
+                field_path=".trafficRouting.istio",
+                message=POOLS_NEED_GATEWAY_API,
+            ),
         )
     )
 
@@ -368,6 +465,9 @@ class ModelRolloutSpec(SpecModel):
     def _pools_are_backends(self) -> Self:
         routing = self.traffic_routing.gateway_api
         if routing is None:
+            pools = self.incumbent.inference_pool is not None or self.candidate.inference_pool is not None
+            if pools and self.traffic_routing.istio is not None:
+                raise FieldPathError("trafficRouting.istio", POOLS_NEED_GATEWAY_API)
             return self
         for side, ref, backend in (
             ("incumbent", self.incumbent, routing.incumbent_backend),

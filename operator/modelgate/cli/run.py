@@ -18,6 +18,7 @@ from modelgate.loops import RolloutLoops
 from modelgate.observability import configure_logging
 from modelgate.peering import PeeredReconciler, Peering, seniority_priority
 from modelgate.reconciler import Reconciler
+from modelgate.routers.watched import ROUTE_RESOURCES
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -91,7 +92,7 @@ def run_operator(args: argparse.Namespace) -> int:
         start_http_server(metrics_port, metrics_host)
     health_host, health_port = _split(args.health_address)
     kube = Kube.from_kubeconfig(args.kubeconfig, connections=args.workers, reporting_host=args.identity)
-    kube.watch_caches()  # fed by the handlers' watches
+    kube.watch_caches(plural for _, _, plural in ROUTE_RESOURCES)  # fed by the handlers' watches
     settings = kopf.OperatorSettings()
     if args.selector:
         _check_selector(kube, args.selector, args.namespace)

@@ -121,9 +121,10 @@ class _Tick:
             self.weight = None
             return
         route = self.observed.route
-        live = isinstance(route, LiveRoute) and (route.incumbent_weight, route.candidate_weight) == (
-            100 - weight,
-            weight,
+        live = (
+            isinstance(route, LiveRoute)
+            and route.differing is None
+            and (route.incumbent_weight, route.candidate_weight) == (100 - weight, weight)
         )
         self.weight = None if live else weight
 
@@ -133,6 +134,7 @@ class _Tick:
         wanted = self.status.current_weight
         return (
             isinstance(route, LiveRoute)
+            and route.differing is None
             and self.weight is None
             and route.candidate_weight == wanted
             and route.mirror_percent == mirror_wanted(self.spec, self.status)
@@ -210,7 +212,7 @@ class _Tick:
         not_taken = ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED
         live = (route.candidate_weight, route.mirror_percent)
         asked = (self.status.current_weight, self.status.current_mirror_percent)
-        still_not_taken = not_taken and live != asked
+        still_not_taken = not_taken and (route.differing is not None or live != asked)
         if not still_not_taken and not overwrite_noticed(self):
             self.condition(
                 ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, "the route and both backends exist"

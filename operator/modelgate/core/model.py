@@ -15,12 +15,15 @@ class LiveRoute:
     """The weights a router read back from what is live. `other_writer` names the writer (a field
     manager) other than the operator that last changed the backendRefs, when the router can tell;
     None when the operator itself wrote them last or nobody can say. `mirror_percent` is the share of
-    requests the route copies to the candidate (0: none)."""
+    requests the route copies to the candidate (0: none). `differing` says which of several routes
+    moved together do not carry these weights and mirror (None when all do): then they are not live,
+    whatever they are."""
 
     incumbent_weight: int
     candidate_weight: int
     other_writer: str | None = None
     mirror_percent: int = 0
+    differing: str | None = None
 
 
 @dataclass(frozen=True)

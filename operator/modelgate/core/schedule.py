@@ -104,6 +104,8 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
         status.current_mirror_percent,
     )
     ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
+    if ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED:
+        written = False  # e.g. one of several routes moved together did not take it
     if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
         written = True  # held for another writer: there is nothing to retry
     if not written and status.phase is not Phase.FAILED:

@@ -1,5 +1,6 @@
 """What a weight write returned, folded into the tick's decision: the weight the route now carries
-goes to status, and a write that did not take is a Warning (once, until it takes) and a retry."""
+goes to status, and a write that did not take (on any of the routes moved together, named) is a
+Warning (once, until it takes) and a retry."""
 
 from __future__ import annotations
 
@@ -24,10 +25,13 @@ def settle_write(
         status = status.model_copy(
             update={"live_weight": written.candidate_weight, "live_mirror_percent": written.mirror_percent}
         )
-        if (written.candidate_weight, written.mirror_percent) == (wanted, decision.mirror_percent):
+        if written.differing is not None:
+            problem = f"after writing candidate weight {wanted}{copies}, {written.differing}"
+        elif (written.candidate_weight, written.mirror_percent) == (wanted, decision.mirror_percent):
             return dataclasses.replace(decision, status=status)
-        carried = f"{written.candidate_weight}{_mirror(written.mirror_percent)}"
-        problem = f"the route carries candidate weight {carried} after writing {wanted}{copies}"
+        else:
+            carried = f"{written.candidate_weight}{_mirror(written.mirror_percent)}"
+            problem = f"the route carries candidate weight {carried} after writing {wanted}{copies}"
     else:  # a RouteProblem or a WriteFailed
         problem = f"writing candidate weight {wanted}{copies} failed: {written.message}"
     message = limits.clip(f"{problem}; retrying", limits.CONDITION_MESSAGE)

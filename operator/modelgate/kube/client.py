@@ -11,7 +11,7 @@ import base64
 import binascii
 import json
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -62,12 +62,13 @@ class Kube:
         self._core = client.CoreV1Api(api_client)
         self._apps = client.AppsV1Api(api_client)
 
-    def watch_caches(self) -> dict[str, ObjectCache]:
-        """Turns on the caches of the kinds a tick reads, by plural; the caller feeds them from
-        watches of the same scope. A Deployment is cached as its essentials only."""
+    def watch_caches(self, route_plurals: Iterable[str]) -> dict[str, ObjectCache]:
+        """Turns on the caches of the kinds a tick reads, by plural (the routers' objects are
+        `route_plurals`); the caller feeds them from watches of the same scope. A Deployment is
+        cached as its essentials only."""
         self.caches = {
             PLURAL: ObjectCache(),
-            "httproutes": ObjectCache(),
+            **{plural: ObjectCache() for plural in route_plurals},
             "deployments": ObjectCache(deployment_essentials),
             INFERENCE_POOLS: ObjectCache(),
         }

@@ -1,7 +1,8 @@
 """Traffic routers, one module each, chosen by the key the spec sets under `spec.trafficRouting`.
 
-Adding a router: a module with a class taking (kube, namespace, <its config model>, SideKinds) and
-implementing TrafficRouter, plus one line in ROUTERS (and its field in TrafficRouting and the CRD).
+Adding a router: a module with a factory taking (kube, namespace, <its config model>, SideKinds) and
+returning a TrafficRouter (a GroupRouter when the config names several objects), plus one line in
+ROUTERS (and its field in TrafficRouting and the CRD).
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from typing import Any
 from modelgate.api import TrafficRouting
 from modelgate.kube import Kube
 from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
-from modelgate.routers.gatewayapi import GatewayAPIRouter
+from modelgate.routers.gatewayapi import GatewayAPIRouter, gateway_api_router
+from modelgate.routers.group import GroupRouter
+from modelgate.routers.istio import IstioRouter, istio_router
 
 RouterFactory = Callable[[Kube, str, Any, SideKinds], TrafficRouter]
 
 ROUTERS: dict[str, RouterFactory] = {
-    "gatewayAPI": GatewayAPIRouter,
+    "gatewayAPI": gateway_api_router,
+    "istio": istio_router,
 }
 
 
@@ -47,4 +51,13 @@ def _router_config(routing: TrafficRouting, key: str) -> Any:
     raise UnknownRouterError(f"spec.trafficRouting has no field {key}")
 
 
-__all__ = ["ROUTERS", "GatewayAPIRouter", "SideKinds", "TrafficRouter", "UnknownRouterError", "router_for"]
+__all__ = [
+    "ROUTERS",
+    "GatewayAPIRouter",
+    "GroupRouter",
+    "IstioRouter",
+    "SideKinds",
+    "TrafficRouter",
+    "UnknownRouterError",
+    "router_for",
+]

@@ -1,9 +1,9 @@
-"""Traffic splitting through the backend weights of one rule of a Gateway API HTTPRoute.
+"""Traffic splitting through the backend weights of rules of Gateway API HTTPRoutes and GRPCRoutes
+(both kinds hold them the same way: spec.rules[].backendRefs[]).
 
 Only the `weight` of the two named backendRefs (and, for a mirror step, the rule's RequestMirror filter
-to the candidate: mirror_filter.py) is ever written, with a JSON patch guarded by a `test` of the
-resourceVersion that was read: every other field, rule, filter and backendRef stays as its owner
-left it, and a write that raced with another writer is redone on the fresh object.
+to the candidate: mirror_filter.py) is ever written (routers/patched.py). One rule of one route is one
+GatewayAPIRouter; several (`routes`) are moved together by a GroupRouter.
 """
 
 from __future__ import annotations
@@ -12,24 +12,67 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from modelgate.api import BackendKind, GatewayAPIRouting
+from modelgate.api import BackendKind, GatewayAPIRouting, GatewayRouteRef
 from modelgate.core import LiveRoute, Reason, RouteProblem
-from modelgate.kube import FIELD_MANAGER, Conflict, Kube, KubeError, NotFound, PatchNotApplied
+from modelgate.kube import Kube
 from modelgate.kube.pools import INFERENCE_GROUP
-from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds
+from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
+from modelgate.routers.group import GroupRouter
 from modelgate.routers.mirror_filter import CandidateMirrors, candidate_mirrors, mirror_patch
+from modelgate.routers.patched import JsonPatch, PatchedRouter, RouteObject, set_weight_op, version_test
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 GATEWAY_VERSION = "v1"
 HTTPROUTES = "httproutes"
+GRPCROUTES = "grpcroutes"
 DEFAULT_WEIGHT = 1  # what Gateway API implementations use for a backendRef without a weight
-MAX_WRITE_ATTEMPTS = 5
 SPEC_FIELD = "spec.trafficRouting.gatewayAPI"
 # The (group, kind) of the backendRef that reaches each kind of side.
 BACKEND_REF_KINDS: dict[BackendKind, tuple[str, str]] = {
     "Deployment": ("", "Service"),
     "InferencePool": (INFERENCE_GROUP, "InferencePool"),
 }
+
+
+@dataclass(frozen=True)
+class RouteKind:
+    kind: str
+    plural: str
+    field: str  # the spec field that names a route of this kind
+
+
+HTTP_ROUTE = RouteKind("HTTPRoute", HTTPROUTES, "httpRoute")
+GRPC_ROUTE = RouteKind("GRPCRoute", GRPCROUTES, "grpcRoute")
+ROUTE_KINDS = (HTTP_ROUTE, GRPC_ROUTE)
+
+
+@dataclass(frozen=True)
+class RouteTarget:
+    """One rule of one route holding the two backends; `field` is the spec object that names it."""
+
+    kind: RouteKind
+    name: str
+    rule_index: int
+    incumbent_backend: str
+    candidate_backend: str
+    field: str = SPEC_FIELD
+
+
+def route_targets(routing: GatewayAPIRouting) -> list[RouteTarget]:
+    """Every rule the spec names, each with the path of the spec field that names it."""
+    refs = routing.route_refs
+    return [
+        _target(ref, routing, SPEC_FIELD if routing.routes is None else f"{SPEC_FIELD}.routes[{i}]")
+        for i, ref in enumerate(refs)
+    ]
+
+
+def _target(ref: GatewayRouteRef, routing: GatewayAPIRouting, field: str) -> RouteTarget:
+    kind, name = (HTTP_ROUTE, ref.http_route) if ref.http_route is not None else (GRPC_ROUTE, ref.grpc_route)
+    assert name is not None, "the spec's validator lets exactly one of httpRoute or grpcRoute through"
+    return RouteTarget(
+        kind, name, ref.rule_index, routing.incumbent_backend, routing.candidate_backend, field
+    )
 
 
 @dataclass(frozen=True)
@@ -45,50 +88,42 @@ class BackendPair:
     def live(self, other_writer: str | None = None) -> LiveRoute:
         return LiveRoute(self.incumbent_weight, self.candidate_weight, other_writer)
 
-
-def rules_writer(route: Mapping[str, Any], own_manager: str = FIELD_MANAGER) -> str | None:
-    """Who last changed `spec.rules` (the backendRefs and their weights), from metadata.managedFields:
-    the most recent field manager that owns any of it, or None when that is `own_manager` (the
-    operator) or no entry says. `spec.rules` is an atomic list, so a write of any weight makes its
-    writer the only Update owner of all of it."""
-    owners = [
-        entry
-        for entry in route.get("metadata", {}).get("managedFields") or []
-        if "f:rules" in ((entry.get("fieldsV1") or {}).get("f:spec") or {})
-    ]
-    if not owners or any(entry.get("manager") == own_manager for entry in owners):
-        return None
-    latest = max(owners, key=lambda entry: str(entry.get("time") or ""))
-    return str(latest.get("manager") or "an unnamed field manager")
+    def patch(self, resource_version: str, candidate_weight: int) -> JsonPatch:
+        refs = f"/spec/rules/{self.rule_index}/backendRefs"
+        return [
+            version_test(resource_version),
+            set_weight_op(f"{refs}/{self.incumbent_index}/weight", 100 - candidate_weight),
+            set_weight_op(f"{refs}/{self.candidate_index}/weight", candidate_weight),
+        ]
 
 
 def locate_backends(
-    route: Mapping[str, Any], routing: GatewayAPIRouting, kinds: SideKinds = DEPLOYMENT_SIDES
+    route: Mapping[str, Any], target: RouteTarget, kinds: SideKinds = DEPLOYMENT_SIDES
 ) -> BackendPair | RouteProblem:
-    """Finds the two backendRefs named by `routing` in an HTTPRoute object (a dict as the API
-    server returns it). A backendRef counts when its name matches and it refers to the side's kind
-    of backend in the route's own namespace: a Service for a Deployment side (kind absent or
-    "Service", group absent or ""), the InferencePool for a pool side (group
-    inference.networking.k8s.io, kind InferencePool); namespace absent or the route's."""
+    """Finds the two backendRefs named by `target` in a route object (a dict as the API server
+    returns it). A backendRef counts when its name matches and it refers to the side's kind of
+    backend in the route's own namespace: a Service for a Deployment side (kind absent or "Service",
+    group absent or ""), the InferencePool for a pool side (group inference.networking.k8s.io, kind
+    InferencePool); namespace absent or the route's."""
     metadata = route.get("metadata", {})
-    route_id = f"{metadata.get('namespace')}/{metadata.get('name')}"
+    route_id = f"{target.kind.kind} {metadata.get('namespace')}/{metadata.get('name')}"
     rules: Sequence[Mapping[str, Any]] = route.get("spec", {}).get("rules") or []
-    index = routing.rule_index
+    index = target.rule_index
     if index >= len(rules):
         return RouteProblem(
             Reason.RULE_NOT_FOUND,
-            f"HTTPRoute {route_id} has {len(rules)} rule(s); {SPEC_FIELD}.ruleIndex is {index}",
+            f"{route_id} has {len(rules)} rule(s); {target.field}.ruleIndex is {index}",
         )
     refs: Sequence[Mapping[str, Any]] = rules[index].get("backendRefs") or []
-    where = f"rule {index} of HTTPRoute {route_id}"
+    where = f"rule {index} of {route_id}"
     namespace = metadata.get("namespace")
     incumbent = _backend_index(
-        refs, routing.incumbent_backend, "incumbentBackend", where, namespace, kinds.incumbent
+        refs, target.incumbent_backend, "incumbentBackend", where, namespace, kinds.incumbent
     )
     if isinstance(incumbent, RouteProblem):
         return incumbent
     candidate = _backend_index(
-        refs, routing.candidate_backend, "candidateBackend", where, namespace, kinds.candidate
+        refs, target.candidate_backend, "candidateBackend", where, namespace, kinds.candidate
     )
     if isinstance(candidate, RouteProblem):
         return candidate
@@ -104,18 +139,6 @@ def locate_backends(
 def backend_weight(ref: Mapping[str, Any]) -> int:
     weight = ref.get("weight")
     return DEFAULT_WEIGHT if weight is None else int(weight)
-
-
-def weight_patch(pair: BackendPair, resource_version: str, candidate_weight: int) -> list[dict[str, Any]]:
-    """A JSON patch that sets the two weights, and applies only to the object at `resource_version`
-    (the one `pair` was located in), so the indexes cannot point at other backends. `add` sets a
-    member whether or not it exists, so an absent weight is written too."""
-    refs = f"/spec/rules/{pair.rule_index}/backendRefs"
-    return [
-        {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
-        {"op": "add", "path": f"{refs}/{pair.incumbent_index}/weight", "value": 100 - candidate_weight},
-        {"op": "add", "path": f"{refs}/{pair.candidate_index}/weight", "value": candidate_weight},
-    ]
 
 
 def _refers_to_local(ref: Mapping[str, object], namespace: str | None, kind: BackendKind) -> bool:
@@ -164,119 +187,82 @@ def _describe(ref: Mapping[str, Any], namespace: str | None, kind: BackendKind) 
     return f"{name} (namespace {ref.get('namespace')})"
 
 
-class GatewayAPIRouter:
+@dataclass(frozen=True)
+class LocatedRule:
+    """The two backends in one version of a route, with what of the rule a mirror step writes: the
+    candidate's RequestMirror filters (mirror_filter.py)."""
+
+    pair: BackendPair
+    rule: Mapping[str, Any]
+    mirrors: CandidateMirrors
+    where: str  # the rule, for people
+
+    def live(self, other_writer: str | None = None) -> LiveRoute:
+        return replace(self.pair.live(other_writer), mirror_percent=self.mirrors.percent)
+
+    def patch(
+        self, resource_version: str, candidate_weight: int, mirror_percent: int
+    ) -> JsonPatch | RouteProblem:
+        index = self.pair.rule_index
+        copies = mirror_patch(
+            self.where,
+            f"/spec/rules/{index}",
+            self.rule,
+            self.rule["backendRefs"][self.pair.candidate_index],
+            self.mirrors,
+            mirror_percent,
+        )
+        if isinstance(copies, RouteProblem):
+            return copies
+        return self.pair.patch(resource_version, candidate_weight) + copies
+
+
+def locate_rule(
+    route: Mapping[str, Any], target: RouteTarget, kinds: SideKinds = DEPLOYMENT_SIDES
+) -> LocatedRule | RouteProblem:
+    """The two backends of `target` in a route object, and the candidate's mirror filters beside them."""
+    pair = locate_backends(route, target, kinds)
+    if isinstance(pair, RouteProblem):
+        return pair
+    namespace = route.get("metadata", {}).get("namespace")
+    rule = route["spec"]["rules"][pair.rule_index]
+
+    def to_candidate(ref: Mapping[str, Any]) -> bool:
+        named = ref.get("name") == target.candidate_backend
+        return named and _refers_to_local(ref, namespace, kinds.candidate)
+
+    where = f"rule {pair.rule_index} of {target.kind.kind} {namespace}/{target.name}"
+    return LocatedRule(pair, rule, candidate_mirrors(rule, to_candidate), where)
+
+
+class GatewayAPIRouter(PatchedRouter):
+    """One rule of one HTTPRoute or GRPCRoute."""
+
     def __init__(
-        self, kube: Kube, namespace: str, routing: GatewayAPIRouting, kinds: SideKinds = DEPLOYMENT_SIDES
+        self, kube: Kube, namespace: str, target: RouteTarget, kinds: SideKinds = DEPLOYMENT_SIDES
     ) -> None:
-        self.kube = kube
-        self.namespace = namespace
-        self.routing = routing
-        self.kinds = kinds
-        self._seen: dict[str, Any] | None = None  # the route as last read or written
-
-    @property
-    def route_id(self) -> str:
-        return f"{self.namespace}/{self.routing.http_route}"
-
-    def read(self) -> LiveRoute | RouteProblem:
-        route = self._seen = self._get_route()
-        if route is None:
-            return self._route_not_found()
-        located = locate_backends(route, self.routing, self.kinds)
-        if isinstance(located, RouteProblem):
-            return located
-        mirrors = self._mirrors(route, located)
-        return replace(located.live(rules_writer(route)), mirror_percent=mirrors.percent)
-
-    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
-        if not (0 <= candidate_weight <= 100 and 0 <= mirror_percent <= 100):
-            raise ValueError(f"weight and mirror must be 0..100, got {candidate_weight} and {mirror_percent}")
-        rejected: tuple[str, PatchNotApplied] | None = None
-        for attempt in range(MAX_WRITE_ATTEMPTS):
-            # The route `read` saw (or the cache's copy); after a failed precondition, the server's.
-            route = (
-                self._seen if attempt == 0 and self._seen is not None else self._get_route(fresh=attempt > 0)
-            )
-            self._seen = None
-            if route is None:
-                return self._route_not_found()
-            version = str(route["metadata"]["resourceVersion"])
-            if rejected is not None and rejected[0] == version:
-                # The patch failed although the route had not changed: not a race, so not retried.
-                raise KubeError(
-                    rejected[1].status,
-                    f"HTTPRoute {self.route_id}: the API server could not apply the weight patch to an"
-                    f" unchanged route: {rejected[1].message}",
-                ) from rejected[1]
-            located = locate_backends(route, self.routing, self.kinds)
-            if isinstance(located, RouteProblem):
-                return located
-            mirror = self._mirror_patch(route, located, mirror_percent)
-            if isinstance(mirror, RouteProblem):
-                return mirror
-            try:
-                written = self.kube.json_patch_custom(
-                    GATEWAY_GROUP,
-                    GATEWAY_VERSION,
-                    self.namespace,
-                    HTTPROUTES,
-                    self.routing.http_route,
-                    weight_patch(located, version, candidate_weight) + mirror,
-                )
-            except NotFound:
-                return self._route_not_found()
-            except Conflict:
-                continue
-            except PatchNotApplied as rejection:
-                # Almost always the resourceVersion `test`: another writer got in between. The next
-                # read tells (a new resourceVersion), and the patch is rebuilt on the fresh route.
-                rejected = (version, rejection)
-                continue
-            self._seen = written
-            written_pair = locate_backends(written, self.routing, self.kinds)
-            if isinstance(written_pair, RouteProblem):
-                return written_pair
-            return replace(written_pair.live(), mirror_percent=self._mirrors(written, written_pair).percent)
-        raise Conflict(
-            None,
-            f"HTTPRoute {self.route_id} changed under each of {MAX_WRITE_ATTEMPTS} attempts to set its"
-            " weights; giving up for now",
+        route = RouteObject(
+            GATEWAY_GROUP,
+            GATEWAY_VERSION,
+            target.kind.plural,
+            target.kind.kind,
+            namespace,
+            target.name,
+            field=f"{target.field}.{target.kind.field}",
+            weights_list="rules",
         )
+        super().__init__(kube, route, lambda found: locate_rule(found, target, kinds))
+        self.target = target
 
-    def _mirrors(self, route: Mapping[str, Any], pair: BackendPair) -> CandidateMirrors:
-        def to_candidate(ref: Mapping[str, Any]) -> bool:
-            named = ref.get("name") == self.routing.candidate_backend
-            return named and _refers_to_local(ref, route["metadata"].get("namespace"), self.kinds.candidate)
 
-        return candidate_mirrors(route["spec"]["rules"][pair.rule_index], to_candidate)
+def gateway_api_router(
+    kube: Kube, namespace: str, routing: GatewayAPIRouting, kinds: SideKinds = DEPLOYMENT_SIDES
+) -> TrafficRouter:
+    """The router for spec.trafficRouting.gatewayAPI: one rule, or several moved together."""
+    targets = route_targets(routing)
+    routers = [(_describe_target(t), GatewayAPIRouter(kube, namespace, t, kinds)) for t in targets]
+    return routers[0][1] if len(routers) == 1 else GroupRouter(routers)
 
-    def _mirror_patch(
-        self, route: Mapping[str, Any], pair: BackendPair, percent: int
-    ) -> list[dict[str, Any]] | RouteProblem:
-        rule = route["spec"]["rules"][pair.rule_index]
-        return mirror_patch(
-            f"rule {pair.rule_index} of HTTPRoute {self.route_id}",
-            f"/spec/rules/{pair.rule_index}",
-            rule,
-            rule["backendRefs"][pair.candidate_index],
-            self._mirrors(route, pair),
-            percent,
-        )
 
-    def _get_route(self, *, fresh: bool = False) -> dict[str, Any] | None:
-        try:
-            return self.kube.get_custom(
-                GATEWAY_GROUP,
-                GATEWAY_VERSION,
-                self.namespace,
-                HTTPROUTES,
-                self.routing.http_route,
-                fresh=fresh,
-            )
-        except NotFound:
-            return None
-
-    def _route_not_found(self) -> RouteProblem:
-        return RouteProblem(
-            Reason.ROUTE_NOT_FOUND, f"HTTPRoute {self.route_id} not found ({SPEC_FIELD}.httpRoute)"
-        )
+def _describe_target(target: RouteTarget) -> str:
+    return f"{target.kind.kind} {target.name} rule {target.rule_index}"

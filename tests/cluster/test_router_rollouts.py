@@ -1,0 +1,136 @@
+"""Issue 10's acceptance for the routers, one short operator-driven rollout each: promoted through a
+GRPCRoute and through an Istio VirtualService, and a rollout over two HTTPRoutes moves both, with the
+traffic driver sending chat requests by each route's weights and copies by its mirror (the doubles
+speak HTTP; a GRPCRoute's split is followed with the same requests). Then another writer changes a
+route of the finished rollout, and the operator, woken by its watch of that kind, sets it right."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from modelgate.api import Phase
+from testbed.fleet import ModelFleet
+from testbed.localcluster import LocalCluster
+from testbed.manifests import Manifest, http_route, model_deployment, model_rollout, model_service
+from testbed.operator_process import OperatorProcess
+from testbed.route_kinds import (
+    GRPC_ROUTE,
+    HTTP_ROUTE,
+    VIRTUAL_SERVICE,
+    RouteKind,
+    grpc_route,
+    route_watcher,
+    virtual_service,
+)
+from testbed.traffic_driver import BackgroundTraffic, TrafficDriver
+from testbed.waiting import wait_for
+from tests.support.kube import create
+from tests.support.scenario import Rollouts, settled
+
+START = {"chat-v1": 100, "chat-v2": 0}
+STEPS = [{"mirror": {"percent": 50, "duration": "2s"}}, {"setWeight": 50}, {"pause": {"duration": "2s"}}]
+# Where the candidate's weight sits in the routes these tests make.
+CANDIDATE_WEIGHT_PATH = {
+    "HTTPRoute": "/spec/rules/0/backendRefs/1/weight",
+    "GRPCRoute": "/spec/rules/0/backendRefs/1/weight",
+    "VirtualService": "/spec/http/0/route/1/weight",
+}
+GATEWAY = {"incumbentBackend": "chat-v1", "candidateBackend": "chat-v2"}
+
+
+def routes_and_routing(
+    case: str, namespace: str
+) -> tuple[list[Manifest], dict[str, Any], list[tuple[RouteKind, str]]]:
+    """The routes to create, spec.trafficRouting, and the (kind, name) of each route moved."""
+    if case == "GRPCRoute":
+        return (
+            [grpc_route("chat", namespace, START)],
+            {"gatewayAPI": {"grpcRoute": "chat", **GATEWAY}},
+            [(GRPC_ROUTE, "chat")],
+        )
+    if case == "VirtualService":
+        routing = {
+            "istio": {
+                "virtualService": "chat",
+                "incumbentDestination": {"host": "chat-v1"},
+                "candidateDestination": {"host": "chat-v2"},
+            }
+        }
+        return [virtual_service("chat", namespace, START)], routing, [(VIRTUAL_SERVICE, "chat")]
+    routes = [http_route("external", namespace, START), http_route("internal", namespace, START)]
+    routing = {"gatewayAPI": {"routes": [{"httpRoute": "external"}, {"httpRoute": "internal"}], **GATEWAY}}
+    return routes, routing, [(HTTP_ROUTE, "external"), (HTTP_ROUTE, "internal")]
+
+
+def weights_of(
+    objects: client.CustomObjectsApi, namespace: str, kind: RouteKind, name: str
+) -> dict[str, int]:
+    found = objects.get_namespaced_custom_object(kind.group, kind.version, namespace, kind.plural, name)
+    return kind.weights(found, None if kind is VIRTUAL_SERVICE else 0)
+
+
+@pytest.mark.parametrize("case", ["GRPCRoute", "VirtualService", "two HTTPRoutes"])
+def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_routes(
+    case: str,
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+) -> None:
+    fleet = ModelFleet(local_bed, api_client)
+    for name in ("chat-v1", "chat-v2"):
+        create(api_client, model_deployment(name, namespace, replicas=1))
+        create(api_client, model_service(name, namespace))
+    routes, routing, moved = routes_and_routing(case, namespace)
+    for route in routes:
+        create(api_client, route)
+    objects = client.CustomObjectsApi(api_client)
+    try:
+        fleet.serve(namespace, "chat-v1")
+        fleet.serve(namespace, "chat-v2")
+        targets = {name: fleet.urls(name) for name in ("chat-v1", "chat-v2")}
+        # The driver follows the last route moved: with two, the one written last.
+        kind, route_name = moved[-1]
+        traffic = BackgroundTraffic(
+            TrafficDriver(targets, rps=10), route_watcher(objects, namespace, kind, route_name)
+        )
+        rollouts = Rollouts(api_client, namespace)
+        manifest = model_rollout("chat", namespace, steps=STEPS)
+        manifest["spec"]["trafficRouting"] = routing
+        with traffic:
+            rollouts.apply(manifest)
+            rollouts.wait_for_status(
+                "the candidate at 50 on the route", lambda s: s.current_weight == 50 and s.live_weight == 50
+            )
+            final = rollouts.wait_for_status(
+                "the rollout to be promoted", settled(Phase.SUCCEEDED), timeout=120
+            )
+            stats = traffic.stop()
+        assert final.phase is Phase.SUCCEEDED, final.message
+        assert stats.sent["chat-v1"] > 0 and stats.sent["chat-v2"] > 0, stats.as_dict()
+        assert stats.mirrored["chat-v2"] > 0, stats.as_dict()  # the mirror step's copies
+        assert [weights_of(objects, namespace, k, n) for k, n in moved] == [
+            {"chat-v1": 0, "chat-v2": 100}
+        ] * len(moved)
+        assert traffic.driver.current_weights() == {"chat-v1": 0, "chat-v2": 100}
+        # A finished rollout sleeps 5 minutes; a watch of this kind of route is what wakes it.
+        candidate_weight = CANDIDATE_WEIGHT_PATH[kind.kind]
+        objects.patch_namespaced_custom_object(
+            kind.group,
+            kind.version,
+            namespace,
+            kind.plural,
+            route_name,
+            [{"op": "replace", "path": candidate_weight, "value": 20}],
+            _content_type="application/json-patch+json",
+        )
+        wait_for(
+            lambda: weights_of(objects, namespace, kind, route_name)["chat-v2"] == 100,
+            timeout=60,
+            what=f"the operator to set {kind.kind} {route_name} right again",
+        )
+    finally:
+        fleet.stop()
