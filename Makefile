@@ -63,9 +63,9 @@ audit: venv
 	$(PY) -m tooling.dependency_audit requirements.lock
 
 test: setup lint audit
-	# Two workers, each with a bed of its own, a test file never split: most of a cluster test is
-	# waiting on analysis intervals, so two share the 2 cores well (9m53s serial, 6m31s here).
-	bash hack/pytest.sh required -n 2 --dist loadfile tests/unit tests/cluster tests/e2e --durations=15
+	# Three workers, each with a bed of its own, a test file never split: most of a cluster test is
+	# waiting on analysis intervals, so three share the 2 cores well.
+	bash hack/pytest.sh required -n 3 --dist loadfile tests/unit tests/cluster tests/e2e --durations=15
 
 # The CRD (and the chart's copy) from the models in operator/modelgate/api, then the docs from the CRD.
 generate: venv

@@ -17,8 +17,9 @@ from typing import Any
 
 from kubernetes import client
 
-from testbed.localcluster import LocalCluster, free_port
+from testbed.localcluster import LocalCluster
 from testbed.model_server_double import Behaviour
+from testbed.ports import free_port
 from testbed.processes import StartedProcess, python_module_env
 from testbed.waiting import wait_for
 

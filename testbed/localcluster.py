@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import ssl
 import subprocess
 import time
@@ -28,6 +27,7 @@ from testbed.crds import install_crds
 from testbed.kubeconfig import write_kubeconfig
 from testbed.kwok_stages import write_stages
 from testbed.pki import LocalPKI
+from testbed.ports import free_port
 from testbed.processes import ProcessRegistry
 from testbed.versions import pinned_versions
 from testbed.waiting import wait_for
@@ -37,12 +37,6 @@ log = structlog.get_logger(__name__)
 FAKE_NODES = ("kwok-node-0", "kwok-node-1")
 STARTUP_TIMEOUT = 90.0
 ArgvBuilder = Callable[[Path, Layout, Ports], list[str]]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
 
 
 @contextmanager

@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from testbed.localcluster import free_port
+from testbed.ports import free_port
 from testbed.processes import ProcessRegistry, StartedProcess
 from testbed.waiting import wait_for
 

@@ -9,7 +9,7 @@ import sys
 import urllib.request
 from dataclasses import dataclass
 
-from testbed.localcluster import free_port
+from testbed.ports import free_port
 from testbed.processes import ProcessRegistry, StartedProcess, python_module_env
 from testbed.waiting import wait_for
 

@@ -18,8 +18,9 @@ import yaml
 
 from testbed.binaries import binary
 from testbed.components import LOOPBACK
-from testbed.localcluster import LocalCluster, free_port
+from testbed.localcluster import LocalCluster
 from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
+from testbed.ports import free_port
 from testbed.processes import StartedProcess
 from testbed.waiting import wait_for
 

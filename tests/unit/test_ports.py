@@ -1,0 +1,39 @@
+"""The bed's ports: below the ephemeral range, never handed out twice while claimed, never one that is
+already bound."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testbed import ports
+
+
+@pytest.fixture(autouse=True)
+def own_claims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ports, "CLAIMS", tmp_path / "claims")
+
+
+def test_ports_come_from_below_the_ephemeral_range_and_are_never_repeated() -> None:
+    handed = [ports.free_port() for _ in range(50)]
+    assert len(set(handed)) == 50
+    assert all(ports.FIRST_PORT <= port < ports.END_PORT for port in handed)
+
+
+def test_a_bound_port_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as taken:
+        taken.bind((ports.LOOPBACK, 0))
+        busy = taken.getsockname()[1]
+        draws: Iterator[int] = iter([busy, busy + 1])
+        monkeypatch.setattr(ports.random, "randrange", lambda start, stop: next(draws))
+        assert ports.free_port() == busy + 1
+
+
+def test_a_claimed_port_is_not_handed_out_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    draws: Iterator[int] = iter([25000, 25000, 25001])
+    monkeypatch.setattr(ports.random, "randrange", lambda start, stop: next(draws))
+    assert ports.free_port() == 25000
+    assert ports.free_port() == 25001
