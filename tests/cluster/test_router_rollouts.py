@@ -2,10 +2,14 @@
 GRPCRoute and through an Istio VirtualService, and a rollout over two HTTPRoutes moves both, with the
 traffic driver sending chat requests by each route's weights and copies by its mirror (the doubles
 speak HTTP; a GRPCRoute's split is followed with the same requests). Then another writer changes a
-route of the finished rollout, and the operator, woken by its watch of that kind, sets it right."""
+route of the finished rollout, and the operator, woken by its watch of that kind, sets it right.
+Through a GRPCRoute and a VirtualService, `modelgate abort` returns the traffic to the incumbent."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -27,6 +31,7 @@ from testbed.route_kinds import (
 )
 from testbed.traffic_driver import BackgroundTraffic, TrafficDriver
 from testbed.waiting import wait_for
+from tests.support.cli import modelgate
 from tests.support.kube import create
 from tests.support.scenario import Rollouts, settled
 
@@ -72,14 +77,21 @@ def weights_of(
     return kind.weights(found, None if kind is VIRTUAL_SERVICE else 0)
 
 
-@pytest.mark.parametrize("case", ["GRPCRoute", "VirtualService", "two HTTPRoutes"])
-def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_routes(
-    case: str,
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-) -> None:
+@dataclass(frozen=True)
+class Served:
+    objects: client.CustomObjectsApi
+    traffic: BackgroundTraffic
+    rollouts: Rollouts
+    moved: list[tuple[RouteKind, str]]
+    routing: dict[str, Any]
+
+
+@contextmanager
+def served(
+    case: str, local_bed: LocalCluster, api_client: client.ApiClient, namespace: str
+) -> Iterator[Served]:
+    """The two doubles behind the case's routes, and the traffic driver following the last route moved
+    (with two, the one written last)."""
     fleet = ModelFleet(local_bed, api_client)
     for name in ("chat-v1", "chat-v2"):
         create(api_client, model_deployment(name, namespace, replicas=1))
@@ -92,14 +104,27 @@ def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_rou
         fleet.serve(namespace, "chat-v1")
         fleet.serve(namespace, "chat-v2")
         targets = {name: fleet.urls(name) for name in ("chat-v1", "chat-v2")}
-        # The driver follows the last route moved: with two, the one written last.
         kind, route_name = moved[-1]
         traffic = BackgroundTraffic(
             TrafficDriver(targets, rps=10), route_watcher(objects, namespace, kind, route_name)
         )
-        rollouts = Rollouts(api_client, namespace)
+        yield Served(objects, traffic, Rollouts(api_client, namespace), moved, routing)
+    finally:
+        fleet.stop()
+
+
+@pytest.mark.parametrize("case", ["GRPCRoute", "VirtualService", "two HTTPRoutes"])
+def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_routes(
+    case: str,
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+) -> None:
+    with served(case, local_bed, api_client, namespace) as serve:
+        objects, traffic, rollouts, moved = serve.objects, serve.traffic, serve.rollouts, serve.moved
         manifest = model_rollout("chat", namespace, steps=STEPS)
-        manifest["spec"]["trafficRouting"] = routing
+        manifest["spec"]["trafficRouting"] = serve.routing
         with traffic:
             rollouts.apply(manifest)
             rollouts.wait_for_status(
@@ -117,14 +142,14 @@ def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_rou
         ] * len(moved)
         assert traffic.driver.current_weights() == {"chat-v1": 0, "chat-v2": 100}
         # A finished rollout sleeps 5 minutes; a watch of this kind of route is what wakes it.
-        candidate_weight = CANDIDATE_WEIGHT_PATH[kind.kind]
+        kind, route_name = moved[-1]
         objects.patch_namespaced_custom_object(
             kind.group,
             kind.version,
             namespace,
             kind.plural,
             route_name,
-            [{"op": "replace", "path": candidate_weight, "value": 20}],
+            [{"op": "replace", "path": CANDIDATE_WEIGHT_PATH[kind.kind], "value": 20}],
             _content_type="application/json-patch+json",
         )
         wait_for(
@@ -132,5 +157,34 @@ def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_rou
             timeout=60,
             what=f"the operator to set {kind.kind} {route_name} right again",
         )
-    finally:
-        fleet.stop()
+
+
+@pytest.mark.parametrize("case", ["GRPCRoute", "VirtualService"])
+def test_a_rollout_is_rolled_back_through_the_router_and_traffic_returns_to_the_incumbent(
+    case: str,
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+) -> None:
+    with served(case, local_bed, api_client, namespace) as serve:
+        manifest = model_rollout("chat", namespace, steps=[{"setWeight": 50}, {"pause": {}}])
+        manifest["spec"]["trafficRouting"] = serve.routing
+        with serve.traffic:
+            serve.rollouts.apply(manifest)
+            serve.rollouts.wait_for_status("the candidate live at 50", lambda s: s.live_weight == 50)
+            aborted = modelgate(local_bed.kubeconfig, "abort", "chat", "-n", namespace)
+            assert aborted.returncode == 0, aborted.stdout + aborted.stderr
+            final = serve.rollouts.wait_for_status(
+                "the rollback", lambda s: s.phase is Phase.ROLLED_BACK and s.live_weight == 0
+            )
+            wait_for(
+                lambda: serve.traffic.driver.current_weights() == START,
+                timeout=30,
+                what="the traffic driver to follow the route back to the incumbent",
+            )
+            stats = serve.traffic.stop()
+        assert final.rollback_reason is not None
+        assert stats.sent["chat-v2"] > 0, stats.as_dict()  # it did serve its share before
+        kind, route_name = serve.moved[-1]
+        assert weights_of(serve.objects, namespace, kind, route_name) == START
