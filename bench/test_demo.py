@@ -1,4 +1,5 @@
-"""`make demo` tells its story end to end: a good candidate promoted, a bad one rolled back."""
+"""`make demo` tells its story end to end: a good candidate promoted, a bad one rolled back. In
+`make bench`, not `make test`: a minute of its own bed, and `make demo` is itself the check users run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.bench
 
 
 @pytest.mark.usefixtures("local_bed")  # skipped against other clusters: the demo needs the bed binaries

@@ -27,9 +27,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = str(item.path).replace(os.sep, "/")
         if "tests/cluster/" in path:
             item.add_marker(pytest.mark.cluster)
-        elif "tests/e2e/" in path:
-            item.add_marker(pytest.mark.e2e)
-            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture(scope="session")
