@@ -3,7 +3,8 @@ GRPCRoute and through an Istio VirtualService, and a rollout over two HTTPRoutes
 traffic driver sending chat requests by each route's weights and copies by its mirror (the doubles
 speak HTTP; a GRPCRoute's split is followed with the same requests). Then another writer changes a
 route of the finished rollout, and the operator, woken by its watch of that kind, sets it right.
-Through a GRPCRoute and a VirtualService, `modelgate abort` returns the traffic to the incumbent."""
+Through a GRPCRoute and a VirtualService, `modelgate abort` returns the traffic to the incumbent; deleting
+a rollout with onDelete ReturnTraffic returns every route it moves, for each router."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import Phase
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster
@@ -188,3 +190,37 @@ def test_a_rollout_is_rolled_back_through_the_router_and_traffic_returns_to_the_
         assert stats.sent["chat-v2"] > 0, stats.as_dict()  # it did serve its share before
         kind, route_name = serve.moved[-1]
         assert weights_of(serve.objects, namespace, kind, route_name) == START
+
+
+@pytest.mark.parametrize("case", ["GRPCRoute", "VirtualService", "two HTTPRoutes"])
+def test_deleting_a_return_traffic_rollout_returns_every_route_to_the_incumbent(
+    case: str,
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+) -> None:
+    with served(case, local_bed, api_client, namespace) as serve:
+        manifest = model_rollout("chat", namespace, steps=[{"setWeight": 50}, {"pause": {}}])
+        manifest["spec"]["trafficRouting"] = serve.routing
+        manifest["spec"]["rollback"] = {"onDelete": "ReturnTraffic"}
+        serve.rollouts.apply(manifest)
+        serve.rollouts.wait_for_status("the candidate live at 50", lambda s: s.live_weight == 50)
+        serve.objects.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat")
+        wait_for(
+            lambda: (
+                [weights_of(serve.objects, namespace, k, n) for k, n in serve.moved]
+                == [START] * len(serve.moved)
+            ),
+            timeout=30,
+            what=f"every route of the deleted rollout ({case}) back to the incumbent",
+        )
+        wait_for(
+            lambda: (
+                not serve.objects.list_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL)[
+                    "items"
+                ]
+            ),
+            timeout=30,
+            what="the rollout to be gone once its finalizer is removed",
+        )
