@@ -87,6 +87,16 @@ class Served:
     moved: list[tuple[RouteKind, str]]
     routing: dict[str, Any]
 
+    def apply(self, namespace: str, steps: list[dict[str, Any]], **spec: Any) -> None:
+        """Applies rollout `chat` over this case's routes, with `spec` added to its spec."""
+        manifest = model_rollout("chat", namespace, steps=steps)
+        manifest["spec"].update(trafficRouting=self.routing, **spec)
+        self.rollouts.apply(manifest)
+
+    def hold_at_50(self, namespace: str, **spec: Any) -> None:
+        self.apply(namespace, [{"setWeight": 50}, {"pause": {}}], **spec)
+        self.rollouts.wait_for_status("the candidate live at 50", lambda s: s.live_weight == 50)
+
 
 @contextmanager
 def served(
@@ -125,10 +135,8 @@ def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_rou
 ) -> None:
     with served(case, local_bed, api_client, namespace) as serve:
         objects, traffic, rollouts, moved = serve.objects, serve.traffic, serve.rollouts, serve.moved
-        manifest = model_rollout("chat", namespace, steps=STEPS)
-        manifest["spec"]["trafficRouting"] = serve.routing
         with traffic:
-            rollouts.apply(manifest)
+            serve.apply(namespace, STEPS)
             rollouts.wait_for_status(
                 "the candidate at 50 on the route", lambda s: s.current_weight == 50 and s.live_weight == 50
             )
@@ -170,11 +178,8 @@ def test_a_rollout_is_rolled_back_through_the_router_and_traffic_returns_to_the_
     operator: OperatorProcess,
 ) -> None:
     with served(case, local_bed, api_client, namespace) as serve:
-        manifest = model_rollout("chat", namespace, steps=[{"setWeight": 50}, {"pause": {}}])
-        manifest["spec"]["trafficRouting"] = serve.routing
         with serve.traffic:
-            serve.rollouts.apply(manifest)
-            serve.rollouts.wait_for_status("the candidate live at 50", lambda s: s.live_weight == 50)
+            serve.hold_at_50(namespace)
             aborted = modelgate(local_bed.kubeconfig, "abort", "chat", "-n", namespace)
             assert aborted.returncode == 0, aborted.stdout + aborted.stderr
             final = serve.rollouts.wait_for_status(
@@ -201,11 +206,7 @@ def test_deleting_a_return_traffic_rollout_returns_every_route_to_the_incumbent(
     operator: OperatorProcess,
 ) -> None:
     with served(case, local_bed, api_client, namespace) as serve:
-        manifest = model_rollout("chat", namespace, steps=[{"setWeight": 50}, {"pause": {}}])
-        manifest["spec"]["trafficRouting"] = serve.routing
-        manifest["spec"]["rollback"] = {"onDelete": "ReturnTraffic"}
-        serve.rollouts.apply(manifest)
-        serve.rollouts.wait_for_status("the candidate live at 50", lambda s: s.live_weight == 50)
+        serve.hold_at_50(namespace, rollback={"onDelete": "ReturnTraffic"})
         serve.objects.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat")
         wait_for(
             lambda: (
