@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.commands import SKIP_RECONCILE_ANNOTATION
 from testbed.binaries import binary
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
@@ -197,6 +199,29 @@ def test_unknown_rollout_is_a_clear_error(operator: OperatorProcess, namespace: 
     shown = modelgate(operator.kubeconfig, "status", "nothing-here", "-n", namespace)
     assert shown.returncode == 1
     assert f"ModelRollout {namespace}/nothing-here not found" in shown.stdout
+
+
+def test_a_rollout_whose_stored_status_cannot_be_read_is_a_clear_error(
+    operator: OperatorProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    """The API server's schema takes any date-time; the models refuse one no duration can be added to.
+    The operator leaves the rollout alone (skip-reconcile), so the status stays as written."""
+    manifest = model_rollout("unreadable", namespace, steps=[{"setWeight": 10}])
+    manifest["metadata"]["annotations"] = {SKIP_RECONCILE_ANNOTATION: "true"}
+    objects = client.CustomObjectsApi(api_client)
+    objects.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, manifest)
+    objects.patch_namespaced_custom_object_status(
+        API_GROUP,
+        API_VERSION,
+        namespace,
+        PLURAL,
+        "unreadable",
+        {"status": {"phase": "Progressing", "stepStartedAt": "9999-12-31T23:59:59Z"}},
+    )
+    shown = modelgate(operator.kubeconfig, "status", "unreadable", "-n", namespace)
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    assert "status.stepStartedAt" in shown.stderr
+    assert "Traceback" not in shown.stderr
 
 
 def test_kubectl_finds_the_plugin(operator: OperatorProcess, namespace: str, tmp_path: Path) -> None:
