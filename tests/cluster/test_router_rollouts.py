@@ -98,6 +98,19 @@ class Served:
         self.rollouts.wait_for_status("the candidate live at 50", lambda s: s.live_weight == 50)
 
 
+@pytest.fixture
+def serve(
+    request: pytest.FixtureRequest,
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+) -> Iterator[Served]:
+    """The case named by the test's indirect parameter, served, with the operator running."""
+    with served(request.param, local_bed, api_client, namespace) as serving:
+        yield serving
+
+
 @contextmanager
 def served(
     case: str, local_bed: LocalCluster, api_client: client.ApiClient, namespace: str
@@ -125,103 +138,85 @@ def served(
         fleet.stop()
 
 
-@pytest.mark.parametrize("case", ["GRPCRoute", "VirtualService", "two HTTPRoutes"])
+@pytest.mark.parametrize("serve", ["GRPCRoute", "VirtualService", "two HTTPRoutes"], indirect=True)
 def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_routes(
-    case: str,
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
+    serve: Served, namespace: str
 ) -> None:
-    with served(case, local_bed, api_client, namespace) as serve:
-        objects, traffic, rollouts, moved = serve.objects, serve.traffic, serve.rollouts, serve.moved
-        with traffic:
-            serve.apply(namespace, STEPS)
-            rollouts.wait_for_status(
-                "the candidate at 50 on the route", lambda s: s.current_weight == 50 and s.live_weight == 50
-            )
-            final = rollouts.wait_for_status(
-                "the rollout to be promoted", settled(Phase.SUCCEEDED), timeout=120
-            )
-            stats = traffic.stop()
-        assert final.phase is Phase.SUCCEEDED, final.message
-        assert stats.sent["chat-v1"] > 0 and stats.sent["chat-v2"] > 0, stats.as_dict()
-        assert stats.mirrored["chat-v2"] > 0, stats.as_dict()  # the mirror step's copies
-        assert [weights_of(objects, namespace, k, n) for k, n in moved] == [
-            {"chat-v1": 0, "chat-v2": 100}
-        ] * len(moved)
-        assert traffic.driver.current_weights() == {"chat-v1": 0, "chat-v2": 100}
-        # A finished rollout sleeps 5 minutes; a watch of this kind of route is what wakes it.
-        kind, route_name = moved[-1]
-        objects.patch_namespaced_custom_object(
-            kind.group,
-            kind.version,
-            namespace,
-            kind.plural,
-            route_name,
-            [{"op": "replace", "path": CANDIDATE_WEIGHT_PATH[kind.kind], "value": 20}],
-            _content_type="application/json-patch+json",
+    objects, traffic, rollouts, moved = serve.objects, serve.traffic, serve.rollouts, serve.moved
+    with traffic:
+        serve.apply(namespace, STEPS)
+        rollouts.wait_for_status(
+            "the candidate at 50 on the route", lambda s: s.current_weight == 50 and s.live_weight == 50
         )
-        wait_for(
-            lambda: weights_of(objects, namespace, kind, route_name)["chat-v2"] == 100,
-            timeout=60,
-            what=f"the operator to set {kind.kind} {route_name} right again",
-        )
+        final = rollouts.wait_for_status("the rollout to be promoted", settled(Phase.SUCCEEDED), timeout=120)
+        stats = traffic.stop()
+    assert final.phase is Phase.SUCCEEDED, final.message
+    assert stats.sent["chat-v1"] > 0 and stats.sent["chat-v2"] > 0, stats.as_dict()
+    assert stats.mirrored["chat-v2"] > 0, stats.as_dict()  # the mirror step's copies
+    assert [weights_of(objects, namespace, k, n) for k, n in moved] == [{"chat-v1": 0, "chat-v2": 100}] * len(
+        moved
+    )
+    assert traffic.driver.current_weights() == {"chat-v1": 0, "chat-v2": 100}
+    # A finished rollout sleeps 5 minutes; a watch of this kind of route is what wakes it.
+    kind, route_name = moved[-1]
+    objects.patch_namespaced_custom_object(
+        kind.group,
+        kind.version,
+        namespace,
+        kind.plural,
+        route_name,
+        [{"op": "replace", "path": CANDIDATE_WEIGHT_PATH[kind.kind], "value": 20}],
+        _content_type="application/json-patch+json",
+    )
+    wait_for(
+        lambda: weights_of(objects, namespace, kind, route_name)["chat-v2"] == 100,
+        timeout=60,
+        what=f"the operator to set {kind.kind} {route_name} right again",
+    )
 
 
-@pytest.mark.parametrize("case", ["GRPCRoute", "VirtualService"])
+@pytest.mark.parametrize("serve", ["GRPCRoute", "VirtualService"], indirect=True)
 def test_a_rollout_is_rolled_back_through_the_router_and_traffic_returns_to_the_incumbent(
-    case: str,
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
+    serve: Served, namespace: str, local_bed: LocalCluster
 ) -> None:
-    with served(case, local_bed, api_client, namespace) as serve:
-        with serve.traffic:
-            serve.hold_at_50(namespace)
-            aborted = modelgate(local_bed.kubeconfig, "abort", "chat", "-n", namespace)
-            assert aborted.returncode == 0, aborted.stdout + aborted.stderr
-            final = serve.rollouts.wait_for_status(
-                "the rollback", lambda s: s.phase is Phase.ROLLED_BACK and s.live_weight == 0
-            )
-            wait_for(
-                lambda: serve.traffic.driver.current_weights() == START,
-                timeout=30,
-                what="the traffic driver to follow the route back to the incumbent",
-            )
-            stats = serve.traffic.stop()
-        assert final.rollback_reason is not None
-        assert stats.sent["chat-v2"] > 0, stats.as_dict()  # it did serve its share before
-        kind, route_name = serve.moved[-1]
-        assert weights_of(serve.objects, namespace, kind, route_name) == START
+    with serve.traffic:
+        serve.hold_at_50(namespace)
+        aborted = modelgate(local_bed.kubeconfig, "abort", "chat", "-n", namespace)
+        assert aborted.returncode == 0, aborted.stdout + aborted.stderr
+        final = serve.rollouts.wait_for_status(
+            "the rollback", lambda s: s.phase is Phase.ROLLED_BACK and s.live_weight == 0
+        )
+        wait_for(
+            lambda: serve.traffic.driver.current_weights() == START,
+            timeout=30,
+            what="the traffic driver to follow the route back to the incumbent",
+        )
+        stats = serve.traffic.stop()
+    assert final.rollback_reason is not None
+    assert stats.sent["chat-v2"] > 0, stats.as_dict()  # it did serve its share before
+    kind, route_name = serve.moved[-1]
+    assert weights_of(serve.objects, namespace, kind, route_name) == START
 
 
-@pytest.mark.parametrize("case", ["GRPCRoute", "VirtualService", "two HTTPRoutes"])
+@pytest.mark.parametrize("serve", ["GRPCRoute", "VirtualService", "two HTTPRoutes"], indirect=True)
 def test_deleting_a_return_traffic_rollout_returns_every_route_to_the_incumbent(
-    case: str,
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
+    serve: Served, namespace: str
 ) -> None:
-    with served(case, local_bed, api_client, namespace) as serve:
-        serve.hold_at_50(namespace, rollback={"onDelete": "ReturnTraffic"})
-        serve.objects.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat")
-        wait_for(
-            lambda: (
-                [weights_of(serve.objects, namespace, k, n) for k, n in serve.moved]
-                == [START] * len(serve.moved)
-            ),
-            timeout=30,
-            what=f"every route of the deleted rollout ({case}) back to the incumbent",
-        )
-        wait_for(
-            lambda: (
-                not serve.objects.list_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL)[
-                    "items"
-                ]
-            ),
-            timeout=30,
-            what="the rollout to be gone once its finalizer is removed",
-        )
+    serve.hold_at_50(namespace, rollback={"onDelete": "ReturnTraffic"})
+    serve.objects.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat")
+    wait_for(
+        lambda: (
+            [weights_of(serve.objects, namespace, k, n) for k, n in serve.moved] == [START] * len(serve.moved)
+        ),
+        timeout=30,
+        what="every route of the deleted rollout back to the incumbent",
+    )
+    wait_for(
+        lambda: (
+            not serve.objects.list_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL)[
+                "items"
+            ]
+        ),
+        timeout=30,
+        what="the rollout to be gone once its finalizer is removed",
+    )
