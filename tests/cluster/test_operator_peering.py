@@ -20,7 +20,7 @@ from testbed.manifests import model_rollout
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.cli import modelgate
-from tests.support.kube import create_model_routes, rollout_status, route_weights
+from tests.support.kube import create_model_routes, rollout_status, route_weights, wait_for_route_weights
 from tests.support.operators import admin_operator_stopped, operator_events, running, ticked_rollouts
 
 PEERING = "modelgate"
@@ -125,7 +125,7 @@ def test_a_standby_replica_takes_over_when_the_active_one_dies(peers: Peers) -> 
                 name: reporter for name, reporter in peers.reporters().items() if name not in before_the_kill
             }
             assert after_the_kill and set(after_the_kill.values()) == {"modelgate-second"}
-            assert route_weights(peers.api_client, peers.namespace, "chat") == {"chat-v1": 0, "chat-v2": 100}
+            wait_for_route_weights(peers.api_client, peers.namespace, "chat", {"chat-v1": 0, "chat-v2": 100})
             assert ticked_rollouts(second) == {(peers.namespace, "chat")}
             assert set(peers.records()) == {"second"}  # the survivor removed the dead one's record
 

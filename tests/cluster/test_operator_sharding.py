@@ -19,7 +19,14 @@ from testbed.manifests import model_rollout
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.cli import modelgate
-from tests.support.kube import create, create_model_routes, rollout_status, route_weights, scratch_namespace
+from tests.support.kube import (
+    create,
+    create_model_routes,
+    rollout_status,
+    route_weights,
+    scratch_namespace,
+    wait_for_route_weights,
+)
 from tests.support.operators import admin_operator_stopped, operator_events, running, ticked_rollouts
 
 SHARD_LABEL = "modelgate.io/shard"
@@ -115,7 +122,7 @@ def test_two_operators_never_touch_each_others_rollouts(
             assert ticked[shard.identity] == {(shard.namespace, name) for name in shard.rollouts()}
             events = operator_events(api_client, shard.namespace)
             for name in shard.rollouts():
-                assert route_weights(api_client, shard.namespace, name) == {"chat-v1": 0, "chat-v2": 100}
+                wait_for_route_weights(api_client, shard.namespace, name, {"chat-v1": 0, "chat-v2": 100})
                 reporters = {event["reportingInstance"] for event in events.get(name, [])}
                 assert reporters == {f"modelgate-{shard.identity}"}, name
         # Both operators ran through every tick of their own rollouts meanwhile; this one had all that

@@ -47,4 +47,4 @@ def test_rollout_waits_for_an_available_candidate(
         )
         done = scenario.wait_for_status("success", settled(Phase.SUCCEEDED))
         assert done.current_weight == 100
-        assert scenario.recorder.candidate_weights() == [0, 20, 100]
+        assert scenario.recorder.weights_until(100) == [0, 20, 100]

@@ -3,8 +3,7 @@ when it outlasts its progress deadline."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
@@ -17,6 +16,7 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour, Latency
 from testbed.operator_process import OperatorProcess
+from testbed.waiting import wait_for
 from tests.support.scenario import Scenario, serving
 
 # The candidate takes 20% and then waits for a promote that never comes: only a breach moves it.
@@ -45,6 +45,7 @@ def test_breach_rolls_back_at_once(
     candidate: Behaviour,
     breached: str,
     threshold: float,
+    record_property: Callable[[str, object], None],
 ) -> None:
     manifest = model_rollout(
         "chat",
@@ -67,16 +68,15 @@ def test_breach_rolls_back_at_once(
         assert verdicts[breached] is Verdict.FAIL
         assert all(v is not Verdict.FAIL for name, v in verdicts.items() if name != breached), verdicts
 
-        # From the breaching evaluation to the route showing weight 0, as a watcher saw it.
+        # From the breaching evaluation to the route showing weight 0, as a watcher saw it; the time
+        # it takes is a bench target (bench/REPORT.md), here it is only reported.
         breached_at = reason.time.timestamp()
-        zero_at = scenario.recorder.first_time_at(0, after=breached_at - 0.001)
-        deadline = time.monotonic() + 10
-        while zero_at is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # polling the recorder's list with a deadline
-            zero_at = scenario.recorder.first_time_at(0, after=breached_at - 0.001)
-        assert zero_at is not None
-        print(f"{breached}: breach to weight 0 in {zero_at - breached_at:.3f}s")  # shown with -s
-        assert zero_at - breached_at < 2.0, f"rollback took {zero_at - breached_at:.2f}s"
+        zero_at = wait_for(
+            lambda: scenario.recorder.first_time_at(0, after=breached_at - 0.001),
+            timeout=10,
+            what="the route to show weight 0 after the breach",
+        )
+        record_property(f"{breached}: breach to weight 0", f"{zero_at - breached_at:.3f}s")
         assert scenario.recorder.candidate_weights() == [0, 20, 0]
 
 

@@ -182,4 +182,4 @@ def test_a_step_waits_for_the_candidates_ready_replicas(
         _scale(api_client, namespace, "chat-v2", 3)
         raised = scenario.wait_for_status("the weight", settled(Phase.PAUSED))
         assert raised.current_weight == 60 and capacity(raised).status is ConditionStatus.TRUE
-        assert scenario.recorder.candidate_weights() == [0, 60]
+        assert scenario.recorder.weights_until(60) == [0, 60]

@@ -13,7 +13,7 @@ from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus
 from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest, http_route, model_deployment
 from testbed.traffic_driver import parse_backend_weights
-from testbed.waiting import wait_for
+from testbed.waiting import WaitTimeout, wait_for
 
 CUSTOM_PLURALS = {
     "Gateway": "gateways",
@@ -67,6 +67,21 @@ def get_route(api_client: client.ApiClient, namespace: str, name: str) -> dict[s
 
 def route_weights(api_client: client.ApiClient, namespace: str, name: str, rule: int = 0) -> dict[str, int]:
     return parse_backend_weights(get_route(api_client, namespace, name), rule)
+
+
+def wait_for_route_weights(
+    api_client: client.ApiClient, namespace: str, name: str, expected: dict[str, int], timeout: float = 10
+) -> None:
+    """The operator writes a step's status before its weight, so a phase can show before the route."""
+    try:
+        wait_for(
+            lambda: route_weights(api_client, namespace, name) == expected,
+            timeout=timeout,
+            what=f"route {namespace}/{name} to carry {expected}",
+        )
+    except WaitTimeout as timed_out:
+        carried = route_weights(api_client, namespace, name)
+        raise WaitTimeout(f"{timed_out}; it carries {carried}") from timed_out
 
 
 def set_route_weights(
