@@ -1,0 +1,71 @@
+"""What a gate check writes when it ends: the JSON that `modelgate eval` and a user's own check Job
+produce and the operator reads back (from the check Pod's termination message). docs/gate.md documents
+it for authors of custom checks."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic.alias_generators import to_camel
+
+from modelgate.api.fields import Number
+
+GATE_RESULT_VERSION = "modelgate.io/gate-result/v1"
+# The kubelet keeps at most this much of a container's termination message.
+TERMINATION_MESSAGE_LIMIT = 4096
+
+
+class ResultModel(BaseModel):
+    # Unknown fields are refused so that a misspelt key is an error, not a silently missing score.
+    model_config = ConfigDict(frozen=True, populate_by_name=True, alias_generator=to_camel, extra="forbid")
+
+
+class TestSetIdentity(ResultModel):
+    __test__ = False  # not a pytest class
+
+    name: str = Field(min_length=1, max_length=253)
+    version: str = Field(min_length=1, max_length=128)
+    date: datetime = Field(description="When the set was last refreshed (RFC 3339, with a time zone).")
+
+
+class Score(ResultModel):
+    """One measured quantity of the candidate, beside the incumbent's on the same samples when the check
+    compares them: a capability's share of correct answers, or a replay figure such as an error rate."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=63,
+        description="A capability tag of the test set (e.g. `math`), or a replay figure "
+        "(`replay-error-rate`, `replay-refusal-rate`, `replay-p95-latency-seconds`, "
+        "`replay-mean-answer-chars`, `replay-changed-answers`), or any name a custom check chooses.",
+    )
+    candidate: Number
+    incumbent: Number | None = None
+    samples: NonNegativeInt = Field(description="How many samples the candidate's value stands on.")
+    lower_is_better: bool = Field(
+        False, description="True for figures such as error rates and latencies: a drop is then a rise."
+    )
+
+
+class WinRate(ResultModel):
+    """A blind pairwise comparison: per prompt, a judge preferred the candidate (win), the incumbent
+    (loss), or neither or disagreed with itself across the two orders (tie)."""
+
+    wins: NonNegativeInt
+    ties: NonNegativeInt
+    losses: NonNegativeInt
+    judge: str | None = Field(None, max_length=253, description="The judge model, for the record.")
+
+    @property
+    def samples(self) -> int:
+        return self.wins + self.ties + self.losses
+
+
+class GateResult(ResultModel):
+    api_version: Literal["modelgate.io/gate-result/v1"] = GATE_RESULT_VERSION
+    test_set: TestSetIdentity | None = None
+    scores: tuple[Score, ...] = ()
+    win_rate: WinRate | None = None
+    summary: str | None = Field(None, max_length=1024, description="One line for people.")
