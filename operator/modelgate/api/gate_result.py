@@ -5,14 +5,15 @@ it for authors of custom checks."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 from pydantic.alias_generators import to_camel
 
 from modelgate.api.fields import Number
 
-GATE_RESULT_VERSION = "modelgate.io/gate-result/v1"
+GateResultVersion = Literal["modelgate.io/gate-result/v1"]
+GATE_RESULT_VERSION: Final[GateResultVersion] = "modelgate.io/gate-result/v1"
 # The kubelet keeps at most this much of a container's termination message.
 TERMINATION_MESSAGE_LIMIT = 4096
 
@@ -64,7 +65,7 @@ class WinRate(ResultModel):
 
 
 class GateResult(ResultModel):
-    api_version: Literal["modelgate.io/gate-result/v1"] = GATE_RESULT_VERSION
+    api_version: GateResultVersion = GATE_RESULT_VERSION
     test_set: TestSetIdentity | None = None
     scores: tuple[Score, ...] = ()
     win_rate: WinRate | None = None
