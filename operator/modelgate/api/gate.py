@@ -231,10 +231,14 @@ class CheckPolicy(SpecModel):
     def max_test_set_age_timedelta(self) -> timedelta | None:
         return None if self.max_test_set_age is None else parse_duration(self.max_test_set_age)
 
-    def bounds(self, score: str) -> ScoreBounds:
-        """The bounds one score is held to: its own, or the defaults."""
+    def bounds(self, score: str, *, lower_is_better: bool = False) -> ScoreBounds:
+        """The bounds one score is held to: its own, or the defaults (minScore only for scores where
+        higher is better)."""
         named = next((bounds for bounds in self.scores if bounds.name == score), None)
-        return named or ScoreBounds(name=score, min=self.min_score, max_drop=self.max_drop)
+        if named is not None:
+            return named
+        minimum = None if lower_is_better else self.min_score
+        return ScoreBounds(name=score, min=minimum, max_drop=self.max_drop)
 
 
 class GateCheck(SpecModel):

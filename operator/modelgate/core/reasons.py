@@ -63,6 +63,13 @@ class Reason(StrEnum):
     CAPACITY_AVAILABLE = "CapacityAvailable"
     # Deleting a rollout with spec.rollback.onDelete ReturnTraffic.
     TRAFFIC_RETURNED = "TrafficReturned"
+    # The evaluation gate (spec.gate).
+    GATE_STARTED = "GateStarted"
+    GATE_CHECK_PASSED = "GateCheckPassed"
+    GATE_CHECK_FAILED = "GateCheckFailed"
+    GATE_CHECK_INCONCLUSIVE = "GateCheckInconclusive"
+    GATE_PASSED = "GatePassed"
+    GATE_REJECTED = "GateRejected"
     # The route.
     ROUTE_FOUND = "RouteFound"
     ROUTE_NOT_FOUND = "RouteNotFound"
@@ -94,5 +101,8 @@ _WARNINGS = frozenset(
         Reason.WEIGHT_NOT_APPLIED,
         Reason.ROUTE_OVERWRITTEN,
         Reason.ROUTE_CONFLICT,
+        Reason.GATE_CHECK_FAILED,
+        Reason.GATE_CHECK_INCONCLUSIVE,
+        Reason.GATE_REJECTED,
     }
 )
