@@ -7,6 +7,7 @@ by its id. Should it fail half-way, the next tick observes what happened and car
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,7 +16,14 @@ from typing import Any
 import structlog
 
 from modelgate import API_GROUP, API_VERSION, PLURAL, observability
-from modelgate.api import InvalidSpecError, ModelRolloutStatus, Phase, parse_spec, parse_status
+from modelgate.api import (
+    InvalidSpecError,
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    Phase,
+    parse_spec,
+    parse_status,
+)
 from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
 from modelgate.core import (
     AnalysisRun,
@@ -38,6 +46,7 @@ from modelgate.core import (
 from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.kube import Conflict, Kube, NotFound
+from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
 from modelgate.metrics import MetricProviders
 from modelgate.routers import SideKinds, TrafficRouter, router_for
 
@@ -75,10 +84,11 @@ def _forgotten_status(body: Mapping[str, Any]) -> ModelRolloutStatus:
 
 
 class Reconciler:
-    def __init__(self, kube: Kube, clock: Clock = utc_now) -> None:
+    def __init__(self, kube: Kube, clock: Clock = utc_now, evaluator_image: str | None = None) -> None:
         self.kube = kube
         self.clock = clock
         self.providers = MetricProviders(kube)
+        self.gate_jobs = GateJobs(kube, evaluator_image or os.environ.get(EVALUATOR_IMAGE_ENV))
 
     def tick_by_name(self, namespace: str, name: str) -> TickResult:
         """Reads the rollout from the watch cache, which holds the newer of the watch's copy and the
@@ -142,7 +152,13 @@ class Reconciler:
         due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
         if provider is not None and plan is not None and due:
             analysis = provider.run(plan, self.clock())
+        gate_checks = {}
+        if status.phase is Phase.GATING and status.gate is not None:
+            gate_checks = self.gate_jobs.observe(namespace, spec, status.gate)
         observed = Observations(
+            rollout=name,
+            uid=str(meta.get("uid") or ""),
+            gate_checks=gate_checks,
             generation=generation,
             candidate_available=availability.available,
             candidate_message=availability.message,
@@ -170,6 +186,7 @@ class Reconciler:
             written = self._write(router, decision.weight, decision.mirror_percent)
             decision = settle_write(status, decision, written, self.clock(), generation)
         self._apply(body, status, stored, decision)
+        self._run_gate_jobs(body, spec, status, decision.status)
         self._clear_handled_command(namespace, name, command, decision.status)
         observability.export(namespace, name, decision, analysis)
         # Timed from the decision's `now`, less the time the tick has taken since.
@@ -177,6 +194,23 @@ class Reconciler:
         if has and not wanted and not self._keep_finalizer(namespace, name, wanted):
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
+
+    def _run_gate_jobs(
+        self,
+        body: Mapping[str, Any],
+        spec: ModelRolloutSpec,
+        before: ModelRolloutStatus,
+        after: ModelRolloutStatus,
+    ) -> None:
+        """After the status that names them is written: the gate's Jobs are started while it runs, and
+        deleted once it has decided (their evidence is in status)."""
+        gate = after.gate
+        if gate is None:
+            return
+        if after.phase is Phase.GATING:
+            self.gate_jobs.start(body, spec, gate)
+        elif before.phase is Phase.GATING and gate.decision is not None:
+            self.gate_jobs.delete(body["metadata"]["namespace"], gate)
 
     def _keep_finalizer(self, namespace: str, name: str, wanted: bool) -> bool:
         """Adds or removes the finalizer as the rollout needs it (core/deletion.py); False when the

@@ -45,10 +45,9 @@ from modelgate.api.status import (
     RollbackReason,
     RollingBack,
     SequentialEvidence,
-    Timestamp,
-    Verdict,
     parse_status,
 )
+from modelgate.api.statusmodel import Timestamp, Verdict
 
 __all__ = [
     "LATENCY_PRESETS",
