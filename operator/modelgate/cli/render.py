@@ -11,14 +11,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from modelgate.api import MetricAnalysis, ModelRolloutStatus, Verdict, parse_status
+from modelgate.api import MetricAnalysis, ModelRolloutStatus, parse_status
+from modelgate.cli.render_gate import VERDICT_STYLE, render_gate
 
-VERDICT_STYLE = {
-    Verdict.PASS: "green",
-    Verdict.FAIL: "bold red",
-    Verdict.INCONCLUSIVE: "yellow",
-    Verdict.ERROR: "magenta",
-}
 PHASE_STYLE = {
     "Succeeded": "bold green",
     "RolledBack": "bold red",
@@ -26,6 +21,7 @@ PHASE_STYLE = {
     "Paused": "yellow",
     "Progressing": "cyan",
     "Pending": "dim",
+    "Gating": "cyan",
 }
 
 
@@ -95,6 +91,8 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
         parts.append(Text(f"Rolled back: {reason.message}", style="bold red"))
         if reason.query:
             parts.append(Text(f"  query: {reason.query}", style="dim"))
+    if status.gate is not None:
+        parts.append(render_gate(status.gate))
     parts.append(_metrics_table(spec, status))
     return Group(*parts)
 
