@@ -107,18 +107,15 @@ class Judge(SpecModel):
     )
 
 
+MEASURES_RULE = "has(self.testSet) || has(self.replay)"
+MEASURES = "set testSet, replay or both: a judge compares the answers to their prompts"
+
+
 class Evaluator(SpecModel):
     """The built-in evaluator, `modelgate eval` (docs/gate-eval.md), run as a Job in the operator's
-    image; set at least one of testSet, replay or judge."""
+    image; set testSet, replay or both (a judge compares the answers to their prompts)."""
 
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule(
-                "has(self.testSet) || has(self.replay) || has(self.judge)",
-                message="set at least one of testSet, replay or judge",
-            )
-        )
-    )
+    model_config = ConfigDict(json_schema_extra=cel_rules(CelRule(MEASURES_RULE, message=MEASURES)))
 
     test_set: JsonlSource | None = Field(
         None,
@@ -140,8 +137,8 @@ class Evaluator(SpecModel):
 
     @model_validator(mode="after")
     def _measures_something(self) -> Self:
-        if self.test_set is None and self.replay is None and self.judge is None:
-            raise ValueError("set at least one of testSet, replay or judge")
+        if self.test_set is None and self.replay is None:
+            raise ValueError(MEASURES)
         return self
 
 
