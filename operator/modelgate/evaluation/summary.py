@@ -1,0 +1,41 @@
+"""The human summary of a run: a table of the scores and the judge's line. Pure: text out."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+
+from modelgate.api.gate_result import GateResult, Score
+from modelgate.evaluation.result import is_worse, win_rate_text
+
+
+def summary_text(result: GateResult, *, width: int = 100) -> str:
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None, highlight=False)
+    if result.test_set is not None:
+        identity = result.test_set
+        console.print(
+            f"Test set {identity.name}, version {identity.version}, dated {identity.date.isoformat()}"
+        )
+    if result.scores:
+        console.print(_table(result.scores))
+    if result.win_rate is not None:
+        judge = f" ({result.win_rate.judge})" if result.win_rate.judge else ""
+        console.print(f"Blind pairwise judge{judge}: {win_rate_text(result.win_rate)}")
+    return out.getvalue()
+
+
+def _table(scores: tuple[Score, ...]) -> Table:
+    table = Table("score", "candidate", "incumbent", "samples", "candidate is")
+    for score in scores:
+        incumbent = "" if score.incumbent is None else f"{score.incumbent:g}"
+        table.add_row(score.name, f"{score.candidate:g}", incumbent, str(score.samples), _comparison(score))
+    return table
+
+
+def _comparison(score: Score) -> str:
+    if score.incumbent is None or score.candidate == score.incumbent:
+        return "" if score.incumbent is None else "the same"
+    return "worse" if is_worse(score) else "better"
