@@ -6,10 +6,10 @@ given); the built-in evaluator's own tests are in test_gate_evaluator.py."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase, Verdict
@@ -26,15 +26,20 @@ POLICY = {"minSamples": 20, "maxDrop": 0.05, "maxTestSetAge": "720h"}
 ENDED = (Phase.SUCCEEDED, Phase.FAILED, Phase.ROLLED_BACK)
 
 
-@contextmanager
-def gated_serving(
-    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
+@pytest.fixture
+def scenario(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    tmp_path: Path,
 ) -> Iterator[Scenario]:
+    """Two served models behind a route, with traffic, and the bed running the check Pods."""
     with (
-        serving(local_bed, api_client, namespace, Behaviour(), rps=20) as scenario,
+        serving(local_bed, api_client, namespace, Behaviour(), rps=20) as served,
         CheckPods(api_client, namespace, tmp_path) as pods,
     ):
-        yield scenario
+        yield served
         assert pods.failure is None, pods.failure
 
 
@@ -54,61 +59,47 @@ def checks_by_name(status: ModelRolloutStatus) -> dict[str, tuple[Verdict | None
 
 
 def test_a_better_candidate_passes_the_gate_as_a_canary_and_is_promoted(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    tmp_path: Path,
+    scenario: Scenario, namespace: str
 ) -> None:
     result = gate_result(score("math", 0.9, 0.8), score("coding", 0.82, 0.8))
-    with gated_serving(local_bed, api_client, namespace, tmp_path) as scenario:
-        scenario.apply(
-            gated_rollout(namespace, [script_check("quality", result, policy=POLICY)], [{"setWeight": 50}])
-        )
-        final = ended(scenario)
-        assert final.phase is Phase.SUCCEEDED, final.message
-        assert final.gate is not None and final.gate.decision is GateDecision.CANARY
-        (check,) = final.gate.checks
-        assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.PASS)
-        assert {s.name: (s.verdict, s.max_drop) for s in check.scores} == {
-            "math": (Verdict.PASS, 0.05),
-            "coding": (Verdict.PASS, 0.05),
-        }
-        assert check.test_set is not None and check.test_set.name == "qa"
-        # The steps ran only after the gate: 50, then all traffic.
-        assert scenario.recorder.weights_until(100) == [0, 50, 100]
+    scenario.apply(
+        gated_rollout(namespace, [script_check("quality", result, policy=POLICY)], [{"setWeight": 50}])
+    )
+    final = ended(scenario)
+    assert final.phase is Phase.SUCCEEDED, final.message
+    assert final.gate is not None and final.gate.decision is GateDecision.CANARY
+    (check,) = final.gate.checks
+    assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.PASS)
+    assert {s.name: (s.verdict, s.max_drop) for s in check.scores} == {
+        "math": (Verdict.PASS, 0.05),
+        "coding": (Verdict.PASS, 0.05),
+    }
+    assert check.test_set is not None and check.test_set.name == "qa"
+    # The steps ran only after the gate: 50, then all traffic.
+    assert scenario.recorder.weights_until(100) == [0, 50, 100]
 
 
 def test_one_regressed_capability_rejects_the_candidate_before_any_traffic(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    tmp_path: Path,
+    scenario: Scenario, namespace: str
 ) -> None:
     # The mean rises (0.85 against 0.8), but coding drops by 0.1, twice the tolerance.
     result = gate_result(score("math", 1.0, 0.8), score("coding", 0.7, 0.8))
-    with gated_serving(local_bed, api_client, namespace, tmp_path) as scenario:
-        scenario.apply(
-            gated_rollout(namespace, [script_check("quality", result, policy=POLICY)], [{"setWeight": 50}])
-        )
-        final = ended(scenario)
-        assert final.phase is Phase.FAILED, final.message
-        completed = next(c for c in final.conditions if c.type == ConditionType.COMPLETED)
-        assert completed.reason == Reason.GATE_REJECTED
-        assert final.gate is not None and final.gate.decision is GateDecision.REJECT
-        verdicts = {s.name: s.verdict for s in final.gate.checks[0].scores}
-        assert verdicts == {"math": Verdict.PASS, "coding": Verdict.FAIL}
-        assert_no_traffic_reached_the_candidate(scenario)
-        assert final.current_weight == 0
+    scenario.apply(
+        gated_rollout(namespace, [script_check("quality", result, policy=POLICY)], [{"setWeight": 50}])
+    )
+    final = ended(scenario)
+    assert final.phase is Phase.FAILED, final.message
+    completed = next(c for c in final.conditions if c.type == ConditionType.COMPLETED)
+    assert completed.reason == Reason.GATE_REJECTED
+    assert final.gate is not None and final.gate.decision is GateDecision.REJECT
+    verdicts = {s.name: s.verdict for s in final.gate.checks[0].scores}
+    assert verdicts == {"math": Verdict.PASS, "coding": Verdict.FAIL}
+    assert_no_traffic_reached_the_candidate(scenario)
+    assert final.current_weight == 0
 
 
 def test_a_low_win_rate_bound_and_a_stale_test_set_each_fail_their_check(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    tmp_path: Path,
+    scenario: Scenario, namespace: str
 ) -> None:
     # Higher on average, but the judge preferred it in 55 of 100 pairs: the bound is about 0.45.
     judged = gate_result(score("math", 0.9, 0.8), win_rate=(55, 0, 45))
@@ -117,51 +108,37 @@ def test_a_low_win_rate_bound_and_a_stale_test_set_each_fail_their_check(
         script_check("judge", judged, policy={**POLICY, "winRate": {"minLowerBound": 0.5}}),
         script_check("fresh-set", stale, policy=POLICY),
     ]
-    with gated_serving(local_bed, api_client, namespace, tmp_path) as scenario:
-        scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}]))
-        final = ended(scenario)
-        assert final.phase is Phase.FAILED and final.gate is not None
-        assert final.gate.decision is GateDecision.REJECT
-        judge, fresh = final.gate.checks
-        assert judge.verdict is Verdict.FAIL and judge.win_rate is not None
-        assert (
-            judge.win_rate.verdict is Verdict.FAIL and judge.win_rate.lower_bound < 0.5 < judge.win_rate.share
-        )
-        assert all(s.verdict is Verdict.PASS for s in judge.scores)
-        assert fresh.verdict is Verdict.FAIL and "stale" in (fresh.message or "")
-        assert_no_traffic_reached_the_candidate(scenario)
+    scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}]))
+    final = ended(scenario)
+    assert final.phase is Phase.FAILED and final.gate is not None
+    assert final.gate.decision is GateDecision.REJECT
+    judge, fresh = final.gate.checks
+    assert judge.verdict is Verdict.FAIL and judge.win_rate is not None
+    assert judge.win_rate.verdict is Verdict.FAIL and judge.win_rate.lower_bound < 0.5 < judge.win_rate.share
+    assert all(s.verdict is Verdict.PASS for s in judge.scores)
+    assert fresh.verdict is Verdict.FAIL and "stale" in (fresh.message or "")
+    assert_no_traffic_reached_the_candidate(scenario)
 
 
-def test_a_check_that_fails_to_measure_follows_its_on_error(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    tmp_path: Path,
-) -> None:
+def test_a_check_that_fails_to_measure_follows_its_on_error(scenario: Scenario, namespace: str) -> None:
     passing = gate_result(score("math", 0.9, 0.8))
     checks = [
         script_check("quality", passing, policy=POLICY),
         script_check("flaky", exit_code=3, onError="Inconclusive"),
     ]
-    with gated_serving(local_bed, api_client, namespace, tmp_path) as scenario:
-        scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}], full={"allowed": True}))
-        final = ended(scenario)
-        # Full was allowed, but an Inconclusive check makes a canary at most: the steps ran.
-        assert final.phase is Phase.SUCCEEDED and final.gate is not None
-        assert final.gate.decision is GateDecision.CANARY
-        verdicts = checks_by_name(final)
-        assert verdicts["quality"][0] is Verdict.PASS
-        assert verdicts["flaky"][0] is Verdict.INCONCLUSIVE and "exited with code 3" in verdicts["flaky"][1]
-        assert scenario.recorder.weights_until(100) == [0, 50, 100]
+    scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}], full={"allowed": True}))
+    final = ended(scenario)
+    # Full was allowed, but an Inconclusive check makes a canary at most: the steps ran.
+    assert final.phase is Phase.SUCCEEDED and final.gate is not None
+    assert final.gate.decision is GateDecision.CANARY
+    verdicts = checks_by_name(final)
+    assert verdicts["quality"][0] is Verdict.PASS
+    assert verdicts["flaky"][0] is Verdict.INCONCLUSIVE and "exited with code 3" in verdicts["flaky"][1]
+    assert scenario.recorder.weights_until(100) == [0, 50, 100]
 
 
 def test_bad_input_and_a_timeout_are_reported_and_no_traffic_moves(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    tmp_path: Path,
+    scenario: Scenario, namespace: str
 ) -> None:
     checks = [
         script_check("malformed", '{"scores": [{"name": "math", "candidate": 0.9}]}'),
@@ -169,16 +146,15 @@ def test_bad_input_and_a_timeout_are_reported_and_no_traffic_moves(
         {"name": "no-set", "evaluator": {"testSet": {"configMap": {"name": "qa-set", "key": "set.jsonl"}}}},
         script_check("hangs", hang=True, timeout="3s"),
     ]
-    with gated_serving(local_bed, api_client, namespace, tmp_path) as scenario:
-        scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}]))
-        final = ended(scenario)
-        assert final.phase is Phase.FAILED and final.gate is not None
-        assert final.gate.decision is GateDecision.REJECT
-        verdicts = checks_by_name(final)
-        assert {verdict for verdict, _ in verdicts.values()} == {Verdict.FAIL}
-        assert "scores[0].samples" in verdicts["malformed"][1]
-        assert "ErrImagePull" in verdicts["no-image"][1] and "registry.invalid" in verdicts["no-image"][1]
-        assert "spec.gate.checks[2].evaluator.testSet.configMap" in verdicts["no-set"][1]
-        assert "not found" in verdicts["no-set"][1]
-        assert "deadline" in verdicts["hangs"][1]
-        assert_no_traffic_reached_the_candidate(scenario)
+    scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}]))
+    final = ended(scenario)
+    assert final.phase is Phase.FAILED and final.gate is not None
+    assert final.gate.decision is GateDecision.REJECT
+    verdicts = checks_by_name(final)
+    assert {verdict for verdict, _ in verdicts.values()} == {Verdict.FAIL}
+    assert "scores[0].samples" in verdicts["malformed"][1]
+    assert "ErrImagePull" in verdicts["no-image"][1] and "registry.invalid" in verdicts["no-image"][1]
+    assert "spec.gate.checks[2].evaluator.testSet.configMap" in verdicts["no-set"][1]
+    assert "not found" in verdicts["no-set"][1]
+    assert "deadline" in verdicts["hangs"][1]
+    assert_no_traffic_reached_the_candidate(scenario)
