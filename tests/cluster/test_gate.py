@@ -15,10 +15,12 @@ from kubernetes import client
 from modelgate.api import ModelRolloutStatus, Phase, Verdict
 from modelgate.api.gate_status import CheckState, GateDecision
 from modelgate.core import ConditionType, Reason
+from modelgate.kube.checks import CHECK_LABEL
 from testbed.check_pods import CheckPods
 from testbed.localcluster import LocalCluster
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
+from testbed.waiting import wait_for
 from tests.support.gate import gate_result, gated_rollout, score, script_check
 from tests.support.scenario import Scenario, serving
 
@@ -158,3 +160,33 @@ def test_bad_input_and_a_timeout_are_reported_and_no_traffic_moves(
     assert "not found" in verdicts["no-set"][1]
     assert "deadline" in verdicts["hangs"][1]
     assert_no_traffic_reached_the_candidate(scenario)
+
+
+def test_a_check_that_ends_while_the_operator_is_down_is_read_not_run_again(
+    scenario: Scenario,
+    namespace: str,
+    operator: OperatorProcess,
+    api_client: client.ApiClient,
+    tmp_path: Path,
+) -> None:
+    release = tmp_path / "measure-now"
+    check = script_check("quality", gate_result(score("math", 0.9, 0.8)), wait_for=release, policy=POLICY)
+    scenario.apply(gated_rollout(namespace, [check], [{"setWeight": 50}]))
+    batch = client.BatchV1Api(api_client)
+
+    def completed_jobs() -> list[str] | None:
+        jobs = batch.list_namespaced_job(namespace, label_selector=CHECK_LABEL).items
+        done = all(any(c.type == "Complete" for c in job.status.conditions or []) for job in jobs)
+        return [job.metadata.uid for job in jobs] if jobs and done else None
+
+    running = scenario.wait_for_status("the check to run", lambda s: "running" in (s.message or ""))
+    assert running.gate is not None
+    job = batch.list_namespaced_job(namespace, label_selector=CHECK_LABEL).items[0].metadata.uid
+    operator.kill()
+    release.touch()
+    assert wait_for(completed_jobs, timeout=60, what="the check's Job to complete") == [job]
+    operator.start()
+    final = ended(scenario)
+    assert final.phase is Phase.SUCCEEDED and final.gate is not None
+    assert (final.gate.run, final.gate.started_at) == (running.gate.run, running.gate.started_at)
+    assert final.gate.checks[0].verdict is Verdict.PASS

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from modelgate.api.gate_result import GATE_RESULT_VERSION
@@ -40,11 +41,15 @@ def script_check(
     *,
     exit_code: int = 0,
     hang: bool = False,
+    wait_for: Path | None = None,
     image: str = BED_CHECK_IMAGE,
     **fields: Any,
 ) -> Json:
-    """A custom Job check whose container writes `result` (a JSON document, or a string as it is)."""
+    """A custom Job check whose container writes `result` (a JSON document, or a string as it is), once
+    `wait_for` exists when it is given."""
     args = ["-m", "testbed.check_script", "--result-file", "/dev/termination-log", f"--exit-code={exit_code}"]
+    if wait_for is not None:
+        args.append(f"--wait-for={wait_for}")
     args.append("--hang" if hang else f"--result={result if isinstance(result, str) else json.dumps(result)}")
     return {"name": name, "job": {"image": image, "command": ["python"], "args": args}, **fields}
 
