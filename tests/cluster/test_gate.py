@@ -60,83 +60,61 @@ def checks_by_name(status: ModelRolloutStatus) -> dict[str, tuple[Verdict | None
     return {c.name: (c.verdict, c.message or "") for c in status.gate.checks}
 
 
-def test_a_better_candidate_passes_the_gate_as_a_canary_and_is_promoted(
+def test_a_better_candidate_passes_as_a_canary_and_a_check_that_cannot_measure_follows_on_error(
     scenario: Scenario, namespace: str
 ) -> None:
     result = gate_result(score("math", 0.9, 0.8), score("coding", 0.82, 0.8))
-    scenario.apply(
-        gated_rollout(namespace, [script_check("quality", result, policy=POLICY)], [{"setWeight": 50}])
-    )
+    checks = [
+        script_check("quality", result, policy=POLICY),
+        script_check("flaky", exit_code=3, onError="Inconclusive"),
+    ]
+    scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}], full={"allowed": True}))
     final = ended(scenario)
     assert final.phase is Phase.SUCCEEDED, final.message
+    # A full release was allowed, but an Inconclusive check makes a canary at most: the steps ran.
     assert final.gate is not None and final.gate.decision is GateDecision.CANARY
-    (check,) = final.gate.checks
-    assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.PASS)
-    assert {s.name: (s.verdict, s.max_drop) for s in check.scores} == {
+    quality, flaky = final.gate.checks
+    assert (quality.state, quality.verdict) == (CheckState.MEASURED, Verdict.PASS)
+    assert {s.name: (s.verdict, s.max_drop) for s in quality.scores} == {
         "math": (Verdict.PASS, 0.05),
         "coding": (Verdict.PASS, 0.05),
     }
-    assert check.test_set is not None and check.test_set.name == "qa"
+    assert quality.test_set is not None and quality.test_set.name == "qa"
+    assert (flaky.state, flaky.verdict) == (CheckState.ERROR, Verdict.INCONCLUSIVE)
+    assert "exited with code 3" in (flaky.message or "")
     # The steps ran only after the gate: 50, then all traffic.
     assert scenario.recorder.weights_until(100) == [0, 50, 100]
 
 
-def test_one_regressed_capability_rejects_the_candidate_before_any_traffic(
+def test_a_regressed_capability_a_low_win_rate_bound_and_a_stale_set_each_reject_before_any_traffic(
     scenario: Scenario, namespace: str
 ) -> None:
-    # The mean rises (0.85 against 0.8), but coding drops by 0.1, twice the tolerance.
-    result = gate_result(score("math", 1.0, 0.8), score("coding", 0.7, 0.8))
-    scenario.apply(
-        gated_rollout(namespace, [script_check("quality", result, policy=POLICY)], [{"setWeight": 50}])
-    )
-    final = ended(scenario)
-    assert final.phase is Phase.FAILED, final.message
-    completed = next(c for c in final.conditions if c.type == ConditionType.COMPLETED)
-    assert completed.reason == Reason.GATE_REJECTED
-    assert final.gate is not None and final.gate.decision is GateDecision.REJECT
-    verdicts = {s.name: s.verdict for s in final.gate.checks[0].scores}
-    assert verdicts == {"math": Verdict.PASS, "coding": Verdict.FAIL}
-    assert_no_traffic_reached_the_candidate(scenario)
-    assert final.current_weight == 0
-
-
-def test_a_low_win_rate_bound_and_a_stale_test_set_each_fail_their_check(
-    scenario: Scenario, namespace: str
-) -> None:
-    # Higher on average, but the judge preferred it in 55 of 100 pairs: the bound is about 0.45.
-    judged = gate_result(score("math", 0.9, 0.8), win_rate=(55, 0, 45))
+    # Each check's candidate is better on average; each fails one rule of its policy.
+    regressed = gate_result(
+        score("math", 1.0, 0.8), score("coding", 0.7, 0.8)
+    )  # coding: -0.1, tolerance 0.05
+    judged = gate_result(score("math", 0.9, 0.8), win_rate=(55, 0, 45))  # share 0.55, bound about 0.45
     stale = gate_result(score("math", 0.9, 0.8), test_set_age=timedelta(days=45))
     checks = [
+        script_check("quality", regressed, policy=POLICY),
         script_check("judge", judged, policy={**POLICY, "winRate": {"minLowerBound": 0.5}}),
         script_check("fresh-set", stale, policy=POLICY),
     ]
     scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}]))
     final = ended(scenario)
-    assert final.phase is Phase.FAILED and final.gate is not None
-    assert final.gate.decision is GateDecision.REJECT
-    judge, fresh = final.gate.checks
+    assert final.phase is Phase.FAILED, final.message
+    completed = next(c for c in final.conditions if c.type == ConditionType.COMPLETED)
+    assert completed.reason == Reason.GATE_REJECTED
+    assert final.gate is not None and final.gate.decision is GateDecision.REJECT
+    quality, judge, fresh = final.gate.checks
+    assert {s.name: s.verdict for s in quality.scores} == {"math": Verdict.PASS, "coding": Verdict.FAIL}
+    assert quality.verdict is Verdict.FAIL
     assert judge.verdict is Verdict.FAIL and judge.win_rate is not None
     assert judge.win_rate.verdict is Verdict.FAIL and judge.win_rate.lower_bound < 0.5 < judge.win_rate.share
     assert all(s.verdict is Verdict.PASS for s in judge.scores)
     assert fresh.verdict is Verdict.FAIL and "stale" in (fresh.message or "")
     assert_no_traffic_reached_the_candidate(scenario)
-
-
-def test_a_check_that_fails_to_measure_follows_its_on_error(scenario: Scenario, namespace: str) -> None:
-    passing = gate_result(score("math", 0.9, 0.8))
-    checks = [
-        script_check("quality", passing, policy=POLICY),
-        script_check("flaky", exit_code=3, onError="Inconclusive"),
-    ]
-    scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}], full={"allowed": True}))
-    final = ended(scenario)
-    # Full was allowed, but an Inconclusive check makes a canary at most: the steps ran.
-    assert final.phase is Phase.SUCCEEDED and final.gate is not None
-    assert final.gate.decision is GateDecision.CANARY
-    verdicts = checks_by_name(final)
-    assert verdicts["quality"][0] is Verdict.PASS
-    assert verdicts["flaky"][0] is Verdict.INCONCLUSIVE and "exited with code 3" in verdicts["flaky"][1]
-    assert scenario.recorder.weights_until(100) == [0, 50, 100]
+    assert final.current_weight == 0
 
 
 def test_bad_input_and_a_timeout_are_reported_and_no_traffic_moves(

@@ -1,7 +1,7 @@
 """The gate's built-in evaluator on the bed: the operator's Job runs `modelgate eval` (as a local
 process standing in for its Pod) against the two model Services, reaching the doubles, with the test
-set mounted from a ConfigMap; its result decides the gate. The candidate double's refusals are what
-make it worse: a refusal answers no test item."""
+set mounted from a ConfigMap; its result decides the gate. A candidate double's refusals are what
+make it worse: a refusal answers no test item (bench/test_gate_evaluator.py rejects one so)."""
 
 from __future__ import annotations
 
@@ -108,20 +108,3 @@ def test_the_evaluator_passes_a_candidate_as_good_as_the_incumbent(
             ITEMS,
         )
         assert check.test_set is not None and check.test_set.name == "qa"
-
-
-def test_the_evaluator_rejects_a_candidate_that_refuses_before_it_gets_traffic(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    tmp_path: Path,
-) -> None:
-    with evaluated(local_bed, api_client, namespace, tmp_path, Behaviour(refusal_rate=0.5)) as scenario:
-        final = ended(scenario)
-        assert final.phase is Phase.FAILED and final.gate is not None
-        assert final.gate.decision is GateDecision.REJECT
-        (answers,) = final.gate.checks[0].scores
-        assert answers.verdict is Verdict.FAIL and answers.incumbent == 1.0 and answers.candidate < 0.95
-        assert scenario.recorder.candidate_weights() == [0]
-        assert scenario.traffic.driver.stats.sent["chat-v2"] == 0
