@@ -100,3 +100,10 @@ def test_promote_passes_the_gate_and_abort_rejects_it() -> None:
     assert aborted.status.phase is Phase.FAILED and aborted.weight is None
     ignored = tick(spec, gating(spec), command=command(CommandAction.PROMOTE_FULL))
     assert ignored.status.phase is Phase.GATING  # spec.gate.full.allowed is false
+
+
+def test_a_gate_removed_while_its_checks_run_starts_the_steps() -> None:
+    status = gating(gated())
+    ungated = make_spec(weight(10), weight(50), with_analysis=False)
+    decision = tick(ungated, status)
+    assert (decision.status.phase, decision.weight) == (Phase.PROGRESSING, 10)

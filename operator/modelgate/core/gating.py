@@ -52,7 +52,13 @@ def gating(tick: _Tick) -> None:
     """Reads what the checks' Jobs showed, judges those that ended, and decides once all have."""
     tick.set_weight(0)
     spec, gate = tick.spec.gate, tick.status.gate
-    assert spec is not None and gate is not None
+    if spec is None or gate is None:
+        # spec.gate was removed while its checks ran: nothing is left to judge the candidate by.
+        tick.update(phase=Phase.PROGRESSING)
+        tick.event(Reason.ROLLOUT_STARTED, "spec.gate was removed; the steps start")
+        tick.enter_step(0)
+        tick.advance_while_complete()
+        return
     checks = []
     for check in spec.checks:
         current = gate.check(check.name) or CheckStatus(
@@ -110,7 +116,8 @@ def gate_command(tick: _Tick, action: CommandAction) -> str | None:
     """On the gate, `promote` accepts it as passed (a canary; `--full`, a full release where
     spec.gate.full allows one) and `abort` rejects it; None for a command that does not apply."""
     spec = tick.spec.gate
-    assert spec is not None
+    if spec is None or tick.status.gate is None:
+        return None  # the gate was removed: the tick starts the steps
     if action is CommandAction.ABORT:
         act_on(tick, GateOutcome(GateDecision.REJECT, "rejected by `modelgate abort`"))
         return "the gate rejected the candidate"

@@ -12,6 +12,7 @@ from modelgate.api.gate_status import GateStatus
 from modelgate.core.gate import CheckFailed, CheckObservation
 from modelgate.kube.checks import CheckTarget, check_job, custom_container, evaluator_container, observe_job
 from modelgate.kube.client import Kube
+from modelgate.kube.errors import KubeError
 
 # The operator's own image, which has `modelgate eval`: the chart sets it to the operator's image.
 EVALUATOR_IMAGE_ENV = "MODELGATE_EVALUATOR_IMAGE"
@@ -21,6 +22,9 @@ class GateJobs:
     def __init__(self, kube: Kube, evaluator_image: str | None) -> None:
         self.kube = kube
         self.evaluator_image = evaluator_image
+        # Jobs the API server refused to create (by namespace and name), and why: the next observe
+        # reports them as failed checks. A restarted operator tries once more.
+        self.refused: dict[tuple[str, str], str] = {}
 
     def observe(
         self, namespace: str, spec: ModelRolloutSpec, gate: GateStatus
@@ -33,7 +37,10 @@ class GateJobs:
             if status is None or status.verdict is not None:
                 continue
             job, pods = self.kube.check_job_and_pods(namespace, status.job)
-            problem = self._prerequisite_problem(namespace, spec, check, index) if job is None else None
+            problem = None
+            if job is None:
+                refused = self.refused.get((namespace, status.job))
+                problem = refused or self._prerequisite_problem(namespace, spec, check, index)
             observed[check.name] = CheckFailed(problem) if problem else observe_job(job, pods, check.timeout)
         return observed
 
@@ -49,7 +56,14 @@ class GateJobs:
             if self.kube.check_job_and_pods(namespace, status.job)[0] is not None:
                 continue
             container, volumes = self._container(namespace, spec, check, index)
-            self.kube.create_job(check_job(body, check, status.job, container, volumes))
+            try:
+                self.kube.create_job(check_job(body, check, status.job, container, volumes))
+            except KubeError as error:
+                if error.status is None or error.status >= 500:
+                    raise  # the API server cannot be asked now: the tick is retried
+                self.refused[(namespace, status.job)] = (
+                    f"its Job {status.job} cannot be created: {error.message}"
+                )
 
     def delete(self, namespace: str, gate: GateStatus) -> None:
         for check in gate.checks:
