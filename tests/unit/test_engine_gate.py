@@ -107,3 +107,13 @@ def test_a_gate_removed_while_its_checks_run_starts_the_steps() -> None:
     ungated = make_spec(weight(10), weight(50), with_analysis=False)
     decision = tick(ungated, status)
     assert (decision.status.phase, decision.weight) == (Phase.PROGRESSING, 10)
+
+
+def test_a_rejection_with_many_failing_scores_keeps_the_status_within_its_schema() -> None:
+    scores = [
+        {"name": f"capability-{i:02d}-" + "x" * 40, "candidate": 0.1, "incumbent": 0.9, "samples": 50}
+        for i in range(32)
+    ]
+    decision = tick(gated(), gating(gated()), CheckMeasured(GateResult.model_validate({"scores": scores})))
+    assert decision.status.phase is Phase.FAILED
+    ModelRolloutStatus.model_validate(decision.status.model_dump(by_alias=True))

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from modelgate.api import Phase, Verdict
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision, GateStatus
-from modelgate.core.gate import GateOutcome, decide_gate, job_name, observe_check, run_id
+from modelgate.core import limits
+from modelgate.core.gate import MESSAGE, GateOutcome, decide_gate, job_name, observe_check, run_id
 from modelgate.core.model import CommandAction, Outcome
 from modelgate.core.reasons import ConditionType, Reason
 
@@ -85,8 +86,9 @@ def act_on(tick: _Tick, outcome: GateOutcome) -> None:
     the steps; a full release skips them, or starts at spec.gate.full.startAtStep."""
     gate = tick.status.gate
     assert gate is not None and tick.spec.gate is not None
+    message = limits.clip(outcome.message, MESSAGE)  # model_copy does not check the schema's length
     decided = gate.model_copy(
-        update={"decision": outcome.decision, "decided_at": tick.now, "message": outcome.message}
+        update={"decision": outcome.decision, "decided_at": tick.now, "message": message}
     )
     tick.update(gate=decided)
     if outcome.decision is GateDecision.REJECT:
