@@ -33,7 +33,8 @@ def _table(scores: tuple[Score, ...]) -> Table:
         if score.incumbent is None:
             table.add_row(score.name, f"{score.candidate:g}", "", "", str(score.samples), "")
             continue
-        change = f"{score.candidate - score.incumbent:+.4g}"
+        difference = score.candidate - score.incumbent
+        change = f"{difference:+.4g}" if difference else "0"
         table.add_row(
             score.name,
             f"{score.candidate:g}",
