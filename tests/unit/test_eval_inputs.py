@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from modelgate.evaluation.jsonl import InputError
-from modelgate.evaluation.replay import parse_replay, sample_requests
+from modelgate.evaluation.replay import parse_replay, seeded_sample
 from modelgate.evaluation.testset import parse_test_set
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "gate"
@@ -117,10 +117,10 @@ def test_a_bad_recorded_request_names_the_line_and_the_field(line: dict[str, Any
 def test_a_sample_is_the_same_for_a_seed_and_kept_in_file_order() -> None:
     requests = parse_replay((EXAMPLES / "replay.jsonl").read_text(), "replay.jsonl")
 
-    first, again, other = (sample_requests(requests, 10, seed) for seed in (1, 1, 2))
+    first, again, other = (seeded_sample(requests, 10, seed) for seed in (1, 1, 2))
 
     assert first == again
     assert first != other
     assert len(first) == 10
     assert [r.line for r in first] == sorted(r.line for r in first)
-    assert sample_requests(requests, None, 1) == requests
+    assert seeded_sample(requests, None, 1) == requests

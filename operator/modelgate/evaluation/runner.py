@@ -14,7 +14,7 @@ import structlog
 from modelgate.api.gate_result import GateResult, Score, WinRate
 from modelgate.evaluation.client import ChatClient, Endpoint, RequestPolicy, read_source
 from modelgate.evaluation.judge import judge_messages, pair_outcome, parse_verdict, question_text, tally
-from modelgate.evaluation.replay import RecordedRequest, parse_replay, sample_requests
+from modelgate.evaluation.replay import RecordedRequest, parse_replay, seeded_sample
 from modelgate.evaluation.result import gate_result
 from modelgate.evaluation.scoring import Reply, capability_scores, replay_scores
 from modelgate.evaluation.testset import TestSet, parse_test_set
@@ -86,7 +86,7 @@ async def _inputs(session: aiohttp.ClientSession, plan: Plan) -> tuple[TestSet |
         )
     if plan.replay is not None:
         recorded = parse_replay(await read_source(session, plan.replay, "--replay", timeout), plan.replay)
-        replay = sample_requests(recorded, plan.replay_sample, plan.seed)
+        replay = seeded_sample(recorded, plan.replay_sample, plan.seed)
     return test_set, replay or []
 
 
@@ -148,10 +148,7 @@ async def _ask_both(
 def _judged_pairs(pairs: Sequence[_Pair], plan: Plan) -> list[_Pair]:
     """Pairs both models answered, `judge_samples` of them drawn with the seed (in their order)."""
     answered = [p for p in pairs if p.candidate.answered and p.incumbent.answered]
-    if plan.judge_samples is None or plan.judge_samples >= len(answered):
-        return answered
-    chosen = sorted(random.Random(plan.seed).sample(range(len(answered)), plan.judge_samples))
-    return [answered[i] for i in chosen]
+    return seeded_sample(answered, plan.judge_samples, plan.seed)
 
 
 async def _judged(
