@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult
+from modelgate.cli import gate_eval
 from modelgate.cli.main import main
 from modelgate.core.win_rate import wilson_lower_bound
 from testbed.ports import free_port
@@ -50,6 +51,13 @@ def model(version: str, *correct: str) -> tuple[str, ...]:
 def modelgate_eval(*args: str | Path) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "modelgate", "eval", *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=240, check=False)
+
+
+@pytest.fixture(autouse=True)
+def process_logging_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command sets up structlog for its whole process (to this test's captured stderr, closed
+    after it); run in this process, it must leave the tests after it their own set-up."""
+    monkeypatch.setattr(gate_eval, "configure_logging", lambda *args, **kwargs: None)
 
 
 def in_process_eval(*args: str | Path) -> int:
