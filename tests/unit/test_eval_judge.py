@@ -38,9 +38,9 @@ def test_only_orders_that_agree_make_a_win_or_a_loss(
 
 
 def test_a_judge_that_always_picks_the_first_answer_scores_a_tie_on_every_pair() -> None:
-    win_rate = tally((pair_outcome(A, A) for _ in range(20)), "judge")
+    win_rate, left_out = tally([(A, A)] * 20, "judge")
 
-    assert (win_rate.wins, win_rate.ties, win_rate.losses) == (0, 20, 0)
+    assert (win_rate.wins, win_rate.ties, win_rate.losses, left_out) == (0, 20, 0, 0)
     # Asked in one order only, the same judge would have given the candidate 20 wins of 20. Counted
     # as half wins, 20 ties are a share of 0.5; Wilson at 95% (z = 1.959964, z^2 = 3.841459, n = 20):
     #   centre = 0.5 + z^2 / (2n) = 0.5 + 0.096036 = 0.596036
@@ -55,9 +55,15 @@ def test_a_judge_biased_on_some_asks_turns_those_pairs_into_ties() -> None:
     # as B was answered by position (A): the orders disagree, a tie. On 1 the order with the
     # candidate as A was answered by position: A, which happens to agree, still a win.
     verdicts = [(A, B)] * 7 + [(A, A)] * 2 + [(A, B)]
-    win_rate = tally((pair_outcome(a, b) for a, b in verdicts), None)
+    win_rate, _ = tally(verdicts, None)
 
     assert (win_rate.wins, win_rate.ties, win_rate.losses) == (8, 2, 0)
+
+
+def test_a_pair_without_a_readable_verdict_in_both_orders_is_left_out_and_counted() -> None:
+    win_rate, left_out = tally([(A, B), (None, B), (B, None), (B, A)], "judge")
+
+    assert (win_rate.wins, win_rate.ties, win_rate.losses, left_out) == (1, 0, 1, 2)
 
 
 @pytest.mark.parametrize(
