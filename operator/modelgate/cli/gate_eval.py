@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from modelgate.api.duration import parse_duration
-from modelgate.api.gate_result import GateResult
 from modelgate.evaluation.client import Endpoint, RequestPolicy, Unreachable
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json
@@ -102,21 +101,23 @@ def run_eval(args: argparse.Namespace) -> int:
         text = result_json(result)
     except (InputError, Unreachable, ResultTooLarge) as error:
         print(f"modelgate eval: {error}", file=sys.stderr)
-        _write_result(args.result_file, failure_result(str(error)))
+        _write(args.result_file, "--result-file", result_json(failure_result(str(error))))
         return COULD_NOT_MEASURE
-    if args.result_file is not None:
-        args.result_file.write_text(text, encoding="utf-8")
+    _write(args.result_file, "--result-file", text)
     summary = summary_text(result)
-    if args.summary_file is not None:
-        args.summary_file.write_text(summary, encoding="utf-8")
-    else:
+    if args.summary_file is None:
         sys.stdout.write(summary)
+    _write(args.summary_file, "--summary-file", summary)
     return 0
 
 
-def _write_result(path: Path | None, result: GateResult) -> None:
-    if path is not None:
-        path.write_text(result_json(result), encoding="utf-8")
+def _write(path: Path | None, option: str, text: str) -> None:
+    if path is None:
+        return
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise SystemExit(f"modelgate eval: {option} {path}: {error.strerror or error}") from None
 
 
 class _RichProgress:

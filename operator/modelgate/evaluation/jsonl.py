@@ -35,13 +35,11 @@ def parse_line(model: type[M], value: dict[str, Any], where: str) -> M:
     try:
         return model.model_validate(value)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in e['loc']) or 'line'}: {_message(e['msg'])}"
-            for e in error.errors()
-        )
+        problems = "; ".join(_problem(e["loc"], e["msg"]) for e in error.errors())
         raise InputError(f"{where}: {problems}") from None
 
 
-def _message(message: str) -> str:
+def _problem(location: tuple[int | str, ...], message: str) -> str:
     # Our own validators' ValueErrors arrive as "Value error, ..."; the prefix says nothing.
-    return message.removeprefix("Value error, ")
+    text = message.removeprefix("Value error, ")
+    return f"{'.'.join(str(part) for part in location)}: {text}" if location else text

@@ -11,7 +11,7 @@ make a tie. Ties count as half a win in the win share (core/win_rate.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -83,11 +83,18 @@ def pair_outcome(candidate_as_a: Verdict, candidate_as_b: Verdict) -> Outcome:
     return Outcome.TIE
 
 
-def tally(outcomes: Iterable[Outcome], judge: str | None) -> WinRate:
-    outcomes = list(outcomes)
-    return WinRate(
+def tally(
+    verdicts: Sequence[tuple[Verdict | None, Verdict | None]], judge: str | None
+) -> tuple[WinRate, int]:
+    """The win rate of pairs from their (candidate as A, candidate as B) verdicts, and how many pairs
+    were left out for want of a readable verdict in both orders (None: the ask failed, or its reply
+    started with no verdict)."""
+    outcomes = [pair_outcome(as_a, as_b) for as_a, as_b in verdicts if as_a is not None and as_b is not None]
+    left_out = len(verdicts) - len(outcomes)
+    win_rate = WinRate(
         wins=outcomes.count(Outcome.WIN),
         ties=outcomes.count(Outcome.TIE),
         losses=outcomes.count(Outcome.LOSS),
         judge=judge,
     )
+    return win_rate, left_out

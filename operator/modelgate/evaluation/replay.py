@@ -6,11 +6,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from modelgate.evaluation.jsonl import InputError, json_lines, parse_line
+
+T = TypeVar("T")
 
 
 class _Message(BaseModel):
@@ -58,12 +60,10 @@ def parse_replay(text: str, source: str) -> list[RecordedRequest]:
     return requests
 
 
-def sample_requests(
-    requests: Sequence[RecordedRequest], size: int | None, seed: int
-) -> list[RecordedRequest]:
-    """`size` requests drawn without replacement (all of them when `size` is None or larger), the
-    same ones for the same seed, kept in the file's order."""
-    if size is None or size >= len(requests):
-        return list(requests)
-    chosen = sorted(random.Random(seed).sample(range(len(requests)), size))
-    return [requests[index] for index in chosen]
+def seeded_sample(items: Sequence[T], size: int | None, seed: int) -> list[T]:
+    """`size` items drawn without replacement (all of them when `size` is None or larger), the same
+    ones for the same seed, kept in their order."""
+    if size is None or size >= len(items):
+        return list(items)
+    chosen = sorted(random.Random(seed).sample(range(len(items)), size))
+    return [items[index] for index in chosen]

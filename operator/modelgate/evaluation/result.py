@@ -12,6 +12,8 @@ from modelgate.core.win_rate import wilson_lower_bound, win_share
 # The confidence of the lower bound shown to people; the operator applies the policy's own.
 SHOWN_CONFIDENCE = 0.95
 SUMMARY_LIMIT = 1024
+# Neither better nor worse when higher: a policy may still bound how far it moves.
+NEUTRAL_SCORES = frozenset({"replay-mean-answer-chars"})
 
 
 class ResultTooLarge(ValueError):
@@ -63,7 +65,7 @@ def win_rate_text(win_rate: WinRate) -> str:
 
 
 def is_worse(score: Score) -> bool:
-    if score.incumbent is None:
+    if score.incumbent is None or score.name in NEUTRAL_SCORES:
         return False
     return score.candidate > score.incumbent if score.lower_is_better else score.candidate < score.incumbent
 

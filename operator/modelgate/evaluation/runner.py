@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,8 +13,8 @@ import structlog
 
 from modelgate.api.gate_result import GateResult, Score, WinRate
 from modelgate.evaluation.client import ChatClient, Endpoint, RequestPolicy, read_source
-from modelgate.evaluation.judge import judge_messages, pair_outcome, parse_verdict, question_text, tally
-from modelgate.evaluation.replay import RecordedRequest, parse_replay, sample_requests
+from modelgate.evaluation.judge import judge_messages, parse_verdict, question_text, tally
+from modelgate.evaluation.replay import RecordedRequest, parse_replay, seeded_sample
 from modelgate.evaluation.result import gate_result
 from modelgate.evaluation.scoring import Reply, capability_scores, replay_scores
 from modelgate.evaluation.testset import TestSet, parse_test_set
@@ -67,9 +67,11 @@ async def evaluate(plan: Plan, progress: Progress) -> GateResult:
         scores: list[Score] = []
         pairs: list[_Pair] = []
         if test_set is not None:
-            scores += await _test_set_scores(client, plan, test_set, pairs, progress)
+            scored, answered = await _test_set_scores(client, plan, test_set, progress)
+            scores, pairs = scores + scored, pairs + answered
         if replay:
-            scores += await _replay_scores(client, plan, replay, pairs, progress)
+            scored, answered = await _replay_scores(client, plan, replay, progress)
+            scores, pairs = scores + scored, pairs + answered
         win_rate = None
         if plan.judge is not None:
             win_rate = await _judged(client, plan.judge, _judged_pairs(pairs, plan), plan.seed, progress)
@@ -86,32 +88,32 @@ async def _inputs(session: aiohttp.ClientSession, plan: Plan) -> tuple[TestSet |
         )
     if plan.replay is not None:
         recorded = parse_replay(await read_source(session, plan.replay, "--replay", timeout), plan.replay)
-        replay = sample_requests(recorded, plan.replay_sample, plan.seed)
+        replay = seeded_sample(recorded, plan.replay_sample, plan.seed)
     return test_set, replay or []
 
 
 async def _test_set_scores(
-    client: ChatClient, plan: Plan, test_set: TestSet, pairs: list[_Pair], progress: Progress
-) -> list[Score]:
+    client: ChatClient, plan: Plan, test_set: TestSet, progress: Progress
+) -> tuple[list[Score], list[_Pair]]:
     conversations = [({"role": "user", "content": item.prompt},) for item in test_set.items]
     candidate, incumbent = await _ask_both(
         client, plan, conversations, progress.phase("test set", 2 * len(conversations)), temperature=GREEDY
     )
-    pairs += (
+    pairs = [
         _Pair(item.prompt, c, i) for item, c, i in zip(test_set.items, candidate, incumbent, strict=True)
-    )
-    return capability_scores(test_set.items, candidate, incumbent)
+    ]
+    return capability_scores(test_set.items, candidate, incumbent), pairs
 
 
 async def _replay_scores(
-    client: ChatClient, plan: Plan, replay: Sequence[RecordedRequest], pairs: list[_Pair], progress: Progress
-) -> list[Score]:
+    client: ChatClient, plan: Plan, replay: Sequence[RecordedRequest], progress: Progress
+) -> tuple[list[Score], list[_Pair]]:
     done = progress.phase("replay", 2 * len(replay))
     candidate, incumbent = await _ask_both(client, plan, [r.messages for r in replay], done, recorded=replay)
-    pairs += (
+    pairs = [
         _Pair(question_text(r.messages), c, i) for r, c, i in zip(replay, candidate, incumbent, strict=True)
-    )
-    return replay_scores(candidate, incumbent, RefusalPatterns.of(DEFAULT_PATTERNS))
+    ]
+    return replay_scores(candidate, incumbent, RefusalPatterns.of(DEFAULT_PATTERNS)), pairs
 
 
 async def _ask_both(
@@ -148,10 +150,7 @@ async def _ask_both(
 def _judged_pairs(pairs: Sequence[_Pair], plan: Plan) -> list[_Pair]:
     """Pairs both models answered, `judge_samples` of them drawn with the seed (in their order)."""
     answered = [p for p in pairs if p.candidate.answered and p.incumbent.answered]
-    if plan.judge_samples is None or plan.judge_samples >= len(answered):
-        return answered
-    chosen = sorted(random.Random(plan.seed).sample(range(len(answered)), plan.judge_samples))
-    return [answered[i] for i in chosen]
+    return seeded_sample(answered, plan.judge_samples, plan.seed)
 
 
 async def _judged(
@@ -173,20 +172,15 @@ async def _judged(
         done()
         return reply
 
-    replies: list[Awaitable[Reply]] = [ask(index, first) for index, first in asks]
-    verdicts = {
-        ask_: parse_verdict(r.text or "")
-        for ask_, r in zip(asks, await asyncio.gather(*replies), strict=True)
-    }
-    outcomes = []
-    for index in range(len(pairs)):
-        as_a, as_b = verdicts[(index, True)], verdicts[(index, False)]
-        if as_a is not None and as_b is not None:
-            outcomes.append(pair_outcome(as_a, as_b))
-    if len(outcomes) < len(pairs):
+    replies = await asyncio.gather(*(ask(index, first) for index, first in asks))
+    verdicts = {key: parse_verdict(reply.text or "") for key, reply in zip(asks, replies, strict=True)}
+    win_rate, left_out = tally(
+        [(verdicts[(i, True)], verdicts[(i, False)]) for i in range(len(pairs))], judge.model
+    )
+    if left_out:
         log.warning(
             "pairs left out of the win rate: a judge ask failed or its verdict was unreadable",
-            left_out=len(pairs) - len(outcomes),
-            judged=len(outcomes),
+            left_out=left_out,
+            judged=win_rate.samples,
         )
-    return tally(outcomes, judge.model)
+    return win_rate

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from modelgate.api.gate_result import GateResult, Score
-from modelgate.evaluation.result import is_worse, win_rate_text
+from modelgate.evaluation.result import NEUTRAL_SCORES, is_worse, win_rate_text
 
 
 def summary_text(result: GateResult, *, width: int = 100) -> str:
@@ -28,14 +28,27 @@ def summary_text(result: GateResult, *, width: int = 100) -> str:
 
 
 def _table(scores: tuple[Score, ...]) -> Table:
-    table = Table("score", "candidate", "incumbent", "samples", "candidate is")
+    table = Table("score", "candidate", "incumbent", "change", "samples", "candidate is")
     for score in scores:
-        incumbent = "" if score.incumbent is None else f"{score.incumbent:g}"
-        table.add_row(score.name, f"{score.candidate:g}", incumbent, str(score.samples), _comparison(score))
+        if score.incumbent is None:
+            table.add_row(score.name, f"{score.candidate:g}", "", "", str(score.samples), "")
+            continue
+        difference = score.candidate - score.incumbent
+        change = f"{difference:+.4g}" if difference else "0"
+        table.add_row(
+            score.name,
+            f"{score.candidate:g}",
+            f"{score.incumbent:g}",
+            change,
+            str(score.samples),
+            _verdict(score),
+        )
     return table
 
 
-def _comparison(score: Score) -> str:
-    if score.incumbent is None or score.candidate == score.incumbent:
-        return "" if score.incumbent is None else "the same"
+def _verdict(score: Score) -> str:
+    if score.name in NEUTRAL_SCORES:
+        return ""
+    if score.candidate == score.incumbent:
+        return "the same"
     return "worse" if is_worse(score) else "better"
