@@ -46,7 +46,7 @@ def _threshold(metric: dict[str, Any]) -> str:
     return f"{text} (dry run)" if metric.get("dryRun") else text
 
 
-def _step_label(step: dict[str, Any]) -> str:
+def step_label(step: dict[str, Any]) -> str:
     if "setWeight" in step:
         return f"setWeight {step['setWeight']}"
     if "mirror" in step:
@@ -70,7 +70,7 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     header.add_row("Rollout", f"{meta['namespace']}/{meta['name']}")
     header.add_row("Phase", Text(phase, style=PHASE_STYLE.get(phase, "")))
     index = status.current_step_index
-    step = _step_label(steps[index]) if index < len(steps) else "done"
+    step = step_label(steps[index]) if index < len(steps) else "done"
     header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
     header.add_row(
         "Weights",

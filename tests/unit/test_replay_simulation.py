@@ -1,0 +1,74 @@
+"""Replay's simulation: the engine on a simulated clock over recorded metrics (no cluster, no
+Prometheus): a breach at a known moment rolls back at the first evaluation after it; history without
+one ends every step on schedule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from modelgate.api import ModelRolloutSpec, Phase, parse_spec
+from modelgate.cli.simulation import Replay, simulate
+from modelgate.metrics.base import plan_queries
+from modelgate.metrics.recorded import RecordedProvider, RecordedSeries
+from testbed.manifests import model_rollout
+
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+INTERVAL = 10  # seconds between evaluations
+STEPS = [{"setWeight": 20}, {"pause": {"duration": "30s"}}, {"setWeight": 50}, {"pause": {"duration": "30s"}}]
+METRICS = [{"name": "error-rate", "preset": "errorRate", "max": 0.01}]
+SPAN = 600  # seconds of recorded history
+
+
+def _spec() -> ModelRolloutSpec:
+    manifest = model_rollout(
+        "chat",
+        "ml",
+        steps=STEPS,
+        prometheus="http://prometheus:9090",
+        metrics=METRICS,
+        interval=f"{INTERVAL}s",
+    )
+    return parse_spec(manifest["spec"])
+
+
+def _replay(error_rate: Callable[[float], float]) -> Replay:
+    """Every query of the plan recorded once a second: plenty of requests, and the candidate's error
+    rate (the metric's query) as `error_rate(seconds since START)` says."""
+    spec = _spec()
+    plan = RecordedProvider({}).plan(spec, "ml")
+    error_query = plan.metrics["error-rate"].candidate
+    history = {
+        query: RecordedSeries(
+            tuple(
+                (START.timestamp() + s, error_rate(s) if query == error_query else 1000.0)
+                for s in range(SPAN)
+            ),
+            step=1.0,
+        )
+        for query in plan_queries(plan)
+    }
+    return simulate(spec, RecordedProvider(history), plan, START, START + timedelta(seconds=SPAN - 1))
+
+
+def test_a_breach_rolls_back_at_the_first_evaluation_after_it() -> None:
+    breach_at = 47  # seconds: in step 2 (setWeight 50), which started at 40 s (see the test below)
+    replay = _replay(lambda s: 0.05 if s >= breach_at else 0.0)
+    reason = replay.rollback
+    assert replay.phase is Phase.ROLLED_BACK and reason is not None
+    assert reason.metric == "error-rate" and reason.value == 0.05
+    # The step's first evaluation is one interval after its start: 50 s.
+    assert reason.time == START + timedelta(seconds=50)
+    assert replay.weights[-1] == (START + timedelta(seconds=50), 0)
+    assert replay.status.current_step_index == 2
+    assert [w for _, w in replay.weights] == [0, 20, 50, 0]
+
+
+def test_without_a_breach_steps_end_on_schedule() -> None:
+    replay = _replay(lambda s: 0.0)
+    assert replay.phase is Phase.SUCCEEDED
+    ends = [(span.index, (span.ended_at - START).total_seconds()) for span in replay.steps if span.ended_at]
+    # setWeight 20: its first evaluation one interval in (10 s); the pause: 30 s and a passing
+    # evaluation (40 s); setWeight 50: one interval (50 s); the pause: 30 s more (80 s).
+    assert ends == [(0, 10.0), (1, 40.0), (2, 50.0), (3, 80.0)]
+    assert [w for _, w in replay.weights] == [0, 20, 50, 100]
