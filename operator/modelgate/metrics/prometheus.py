@@ -61,7 +61,7 @@ class PrometheusProvider:
 
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         try:
-            client = self._client(plan)
+            client = self.client(plan)
         except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
             # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
             queries = {name: metric.candidate for name, metric in plan.metrics.items()}
@@ -69,7 +69,9 @@ class PrometheusProvider:
             return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {field}: {error}")
         return run_plan(plan, at, client.query)
 
-    def _client(self, plan: AnalysisPlan) -> PrometheusClient:
+    def client(self, plan: AnalysisPlan, address: str | None = None) -> PrometheusClient:
+        """The client of the plan's Prometheus (or of `address`, the same one reached another way),
+        with its timeout and bearer token."""
         prometheus = plan.analysis.prometheus
         token = None
         if prometheus.bearer_token_secret_ref is not None:
@@ -78,7 +80,7 @@ class PrometheusProvider:
                 token = _clean_token(self.kube.read_secret_key(plan.namespace, ref.name, ref.key))
             except ValueError as error:  # names the Secret key, never the token
                 raise ValueError(f"Secret {plan.namespace}/{ref.name} key {ref.key}: {error}") from None
-        key = (prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
+        key = (address or prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
         if key not in self._clients:
             self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
         return self._clients[key]
