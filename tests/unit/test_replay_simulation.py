@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ModelRolloutSpec, Phase, parse_spec
 from modelgate.cli.simulation import Replay, simulate
+from modelgate.cli.timeline import EventRow, steps_from_events, weights_from_events
+from modelgate.core import Event, Reason, events_to_post
 from modelgate.metrics.base import plan_queries
 from modelgate.metrics.recorded import RecordedProvider, RecordedSeries
 from testbed.manifests import model_rollout
@@ -72,3 +74,18 @@ def test_without_a_breach_steps_end_on_schedule() -> None:
     # evaluation (40 s); setWeight 50: one interval (50 s); the pause: 30 s more (80 s).
     assert ends == [(0, 10.0), (1, 40.0), (2, 50.0), (3, 80.0)]
     assert [w for _, w in replay.weights] == [0, 20, 50, 100]
+
+
+def test_the_reports_reading_of_events_follows_what_the_engine_posts() -> None:
+    """`modelgate report` reads weights and step starts from the Events the operator posts (combined
+    per tick, as events_to_post does): read from a simulated rollout's, they are the simulation's."""
+    replay = _replay(lambda s: 0.05 if s >= 47 else 0.0)
+    posted: list[EventRow] = []
+    for time in sorted({e.time for e in replay.events}):
+        tick = tuple(Event(Reason(e.reason), e.message) for e in replay.events if e.time == time)
+        posted += [
+            EventRow(time.timestamp(), str(e.type), str(e.reason), e.message) for e in events_to_post(tick)
+        ]
+    weights = weights_from_events(posted, replay.status, START.timestamp())
+    assert [(t, int(w)) for t, w in weights] == [(t.timestamp(), w) for t, w in replay.weights]
+    assert steps_from_events(posted) == {s.index: s.started_at.timestamp() for s in replay.steps}

@@ -83,7 +83,7 @@ def write_report(args: argparse.Namespace) -> int:
         plan = provider.plan(spec, namespace) if spec.analysis is not None else None
         client = provider.client(plan, address) if plan is not None else PrometheusClient(address)
         interval = spec.analysis.interval_timedelta if spec.analysis else timedelta(seconds=15)
-        queries = [*_operator_queries(namespace, args.name).values(), *_metric_queries(plan)]
+        queries = [*operator_queries(namespace, args.name).values(), *_metric_queries(plan)]
         ranges = fetch_ranges(client, queries, start, end, resolution(start, end, interval), console)
     timeline = report_timeline(body, spec, status, events, plan, ranges, (start, end), address)
     output = args.output or Path(f"{args.name}-report.html")
@@ -112,7 +112,7 @@ def rollout_span(
     return start, min(now, ended + max((ended - start) / 10, timedelta(seconds=10)))
 
 
-def _operator_queries(namespace: str, name: str) -> dict[str, str]:
+def operator_queries(namespace: str, name: str) -> dict[str, str]:
     # max(): one series even when several operator replicas (peering) export the gauge.
     selector = f'{{namespace="{namespace}",rollout="{name}"}}'
     return {"weight": f"max({WEIGHT_METRIC}{selector})", "step": f"max({STEP_METRIC}{selector})"}
@@ -138,13 +138,17 @@ def report_timeline(
     meta, raw_status = body["metadata"], body.get("status") or {}
     start, end = seconds(span[0]), seconds(span[1])
     recorded = {
-        k: _points(ranges.get(q)) for k, q in _operator_queries(meta["namespace"], meta["name"]).items()
+        k: _points(ranges.get(q)) for k, q in operator_queries(meta["namespace"], meta["name"]).items()
     }
-    if recorded["weight"]:
-        weights, source = recorded["weight"], f"Prometheus ({WEIGHT_METRIC}, the operator's own metric)"
-    else:
+    # Events are exact but the API server keeps them an hour (--event-ttl); the operator's gauges are
+    # sampled at the scrape interval but kept as long as Prometheus keeps anything.
+    from_events = 0 in steps_from_events(events) or not recorded["weight"]
+    if from_events:
         weights, source = weights_from_events(events, status, start), "the rollout's Events"
-    started = steps_from_series(recorded["step"]) if recorded["step"] else steps_from_events(events)
+        started = steps_from_events(events)
+    else:
+        weights, source = recorded["weight"], f"Prometheus ({WEIGHT_METRIC}, the operator's own metric)"
+        started = steps_from_series(recorded["step"])
     if status.step_started_at is not None and status.phase not in ENDED:
         started[status.current_step_index] = seconds(status.step_started_at)
     labels = [step_label(s) for s in body["spec"].get("steps", [])]

@@ -127,13 +127,15 @@ def weights_from_events(events: Sequence[EventRow], status: ModelRolloutStatus, 
 
 def steps_from_events(events: Sequence[EventRow]) -> dict[int, float]:
     """When each step started, as the Events tell: step 0 when the rollout started, step N+1 when
-    step N completed."""
+    step N completed, and a setWeight step when its weight was set."""
     started: dict[int, float] = {}
     for event in events:
         if event.reason == Reason.ROLLOUT_STARTED:
             started[0] = event.time
         for match in _STEP_COMPLETED.finditer(event.message):
             started.setdefault(int(match.group(1)) + 1, event.time)
+        for match in _WEIGHT_SET.finditer(event.message):  # a tick's first Event may be named otherwise
+            started.setdefault(int(match.group(1)), event.time)
     return started
 
 
