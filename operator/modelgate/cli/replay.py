@@ -8,6 +8,7 @@ the thresholds fire when nothing changed at all."""
 from __future__ import annotations
 
 import argparse
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -53,6 +54,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     replay.add_argument("--stride", help=f"A/A: time between start times (default: the range / {AA_RUNS})")
     replay.add_argument("--png", type=Path, help="also draw the replay as a PNG (needs modelgate[png])")
+    replay.add_argument("-o", "--output", choices=["table", "json"], default="table")
     replay.set_defaults(handler=run_replay)
 
 
@@ -86,10 +88,14 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.aa:
         stride = parse_duration(args.stride) if args.stride else (end - start) / AA_RUNS
         runs = [simulate(replayed, provider, plan, s, end) for s in start_times(start, end, stride)]
+    else:
+        runs = [simulate(replayed, provider, plan, start, end)]
+    if args.output == "json":
+        print(json.dumps(as_json(runs, aa=args.aa), indent=1))
+    elif args.aa:
         console.print(aa_table(runs))
         console.print(aa_summary(runs))
     else:
-        runs = [simulate(replayed, provider, plan, start, end)]
         console.print(steps_table(replayed, runs[0]))
         console.print(outcome_line(runs[0]))
     if args.png is not None:
@@ -181,6 +187,39 @@ def aa_table(runs: Sequence[Replay]) -> Table:
             value,
         )
     return table
+
+
+def as_json(runs: Sequence[Replay], *, aa: bool) -> dict[str, Any]:
+    def one(run: Replay) -> dict[str, Any]:
+        reason = run.rollback
+        rollback = None
+        if reason is not None:
+            rollback = {
+                "time": reason.time.isoformat(),
+                "step": run.status.current_step_index,
+                "metric": reason.metric,
+                "value": reason.value,
+                "message": reason.message,
+            }
+        steps = [
+            {
+                "index": s.index,
+                "startedAt": s.started_at.isoformat(),
+                "endedAt": s.ended_at and s.ended_at.isoformat(),
+            }
+            for s in run.steps
+        ]
+        return {
+            "start": run.start.isoformat(),
+            "end": run.end.isoformat(),
+            "phase": run.phase,
+            "rollback": rollback,
+            "steps": steps,
+        }
+
+    if not aa:
+        return one(runs[0])
+    return {"runs": [one(run) for run in runs], "fired": dict(firings(runs))}
 
 
 def firings(runs: Sequence[Replay]) -> Counter[str]:
