@@ -127,9 +127,10 @@ def _chart(axes: _Axes, body: Iterable[str], ticks: Sequence[float], fmt: str, c
 
 def _marks(axes: _Axes, marks: Sequence[Mark], *, labelled: bool) -> list[str]:
     drawn = []
-    for mark in marks:
+    for index, mark in enumerate(marks):
         x = axes.x(mark.time)
-        label = f'<text x="{x + 3:.2f}" y="{TOP + 10}">{escape(mark.label)}</text>' if labelled else ""
+        y = TOP + 10 + (index % 3) * 13  # staggered: steps close together would overwrite each other
+        label = f'<text x="{x + 3:.2f}" y="{y}">{escape(mark.label)}</text>' if labelled else ""
         drawn.append(
             f'<g class="mark {mark.kind}" data-time="{mark.time:.3f}"><title>{escape(mark.label)} at '
             f"{_clock(mark.time)}</title>"
