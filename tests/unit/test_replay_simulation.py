@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ModelRolloutSpec, Phase, parse_spec
+from modelgate.cli.replay import firings, incumbent_against_itself, start_times
 from modelgate.cli.simulation import Replay, simulate
 from modelgate.cli.timeline import EventRow, steps_from_events, weights_from_events
 from modelgate.core import Event, Reason, events_to_post
@@ -34,10 +35,9 @@ def _spec() -> ModelRolloutSpec:
     return parse_spec(manifest["spec"])
 
 
-def _replay(error_rate: Callable[[float], float]) -> Replay:
-    """Every query of the plan recorded once a second: plenty of requests, and the candidate's error
-    rate (the metric's query) as `error_rate(seconds since START)` says."""
-    spec = _spec()
+def _history(spec: ModelRolloutSpec, error_rate: Callable[[float], float]) -> RecordedProvider:
+    """Every query of the spec's plan recorded once a second: plenty of requests, and the error rate
+    of the candidate (the metric's query) as `error_rate(seconds since START)` says."""
     plan = RecordedProvider({}).plan(spec, "ml")
     error_query = plan.metrics["error-rate"].candidate
     history = {
@@ -50,7 +50,13 @@ def _replay(error_rate: Callable[[float], float]) -> Replay:
         )
         for query in plan_queries(plan)
     }
-    return simulate(spec, RecordedProvider(history), plan, START, START + timedelta(seconds=SPAN - 1))
+    return RecordedProvider(history)
+
+
+def _replay(error_rate: Callable[[float], float]) -> Replay:
+    spec = _spec()
+    provider = _history(spec, error_rate)
+    return simulate(spec, provider, provider.plan(spec, "ml"), START, START + timedelta(seconds=SPAN - 1))
 
 
 def test_a_breach_rolls_back_at_the_first_evaluation_after_it() -> None:
@@ -89,3 +95,17 @@ def test_the_reports_reading_of_events_follows_what_the_engine_posts() -> None:
     weights = weights_from_events(posted, replay.status, START.timestamp())
     assert [(t, int(w)) for t, w in weights] == [(t.timestamp(), w) for t, w in replay.weights]
     assert steps_from_events(posted) == {s.index: s.started_at.timestamp() for s in replay.steps}
+
+
+def test_aa_counts_the_runs_whose_window_holds_the_incumbents_own_spike() -> None:
+    """The incumbent against itself, started every minute: a spike of its own error rate at 100-110 s
+    fires only in the run that is still analysing then (a rollout takes 80 s; see above)."""
+    aa = incumbent_against_itself(_spec())
+    provider = _history(aa, lambda s: 0.05 if 100 <= s < 110 else 0.0)
+    plan = provider.plan(aa, "ml")
+    assert "chat-v1" in plan.metrics["error-rate"].candidate
+    end = START + timedelta(seconds=SPAN - 1)
+    runs = [simulate(aa, provider, plan, s, end) for s in start_times(START, end, timedelta(minutes=1))]
+    assert len(runs) == 9
+    assert [run.start - START for run in runs if run.rollback] == [timedelta(minutes=1)]
+    assert firings(runs) == {"error-rate": 1}

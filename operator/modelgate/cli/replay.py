@@ -43,9 +43,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     replay.add_argument("-f", "--filename", type=Path, required=True, help="a ModelRollout manifest")
     replay.add_argument(
-        "--from", dest="start", required=True, help="start: RFC 3339 (2026-01-05T09:00:00Z) or -DURATION ago"
+        "--from", dest="start", required=True, help="start: RFC 3339 (2026-01-05T09:00:00Z) or now-DURATION"
     )
-    replay.add_argument("--to", dest="end", default="-0s", help="end, likewise (default: now)")
+    replay.add_argument("--to", dest="end", default="now", help="end, likewise (default: %(default)s)")
     replay.add_argument("-n", "--namespace", help="default: the manifest's, else 'default'")
     replay.add_argument("--prometheus", help="default: spec.analysis.prometheus.address")
     replay.add_argument("--step", help="range query resolution (default: the analysis interval)")
@@ -84,6 +84,12 @@ def run_replay(args: argparse.Namespace) -> int:
         start, end, parse_duration(args.step) if args.step else spec.analysis.interval_timedelta
     )
     history = fetch_ranges(client, list(plan_queries(plan)), start, end, step, Console(stderr=True))
+    failed = {query: series.error for query, series in history.items() if series.error is not None}
+    if len(failed) == len(history):
+        console.print(f"[red]modelgate replay: no history: {next(iter(failed.values()))}[/red]")
+        return 1
+    for query, why in failed.items():  # replayed as Error results, as the operator would have had them
+        console.print(f"[yellow]no history for {query}: {why}[/yellow]")
     provider = RecordedProvider(history)
     if args.aa:
         stride = parse_duration(args.stride) if args.stride else (end - start) / AA_RUNS
@@ -116,16 +122,16 @@ def _read_manifest(path: Path) -> Mapping[str, Any]:
 
 
 def moment(text: str, now: datetime, option: str) -> datetime:
-    """RFC 3339 with a zone, or `-DURATION` (before now)."""
-    if text.startswith("-"):
-        return now - parse_duration(text[1:])
+    """RFC 3339 with a zone, `now`, or `now-DURATION`."""
+    if text == "now" or text.startswith("now-"):
+        return now - (parse_duration(text[4:]) if text != "now" else timedelta())
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
         parsed = None
     if parsed is None or parsed.tzinfo is None:
         raise ValueError(
-            f"{option} {text!r}: expected RFC 3339 with a zone (2026-01-05T09:00:00Z) or -DURATION"
+            f"{option} {text!r}: expected RFC 3339 with a zone (2026-01-05T09:00:00Z) or now-DURATION"
         )
     return parsed.astimezone(UTC)
 

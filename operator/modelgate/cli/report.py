@@ -35,7 +35,7 @@ from modelgate.cli.timeline import (
     steps_from_series,
     weights_from_events,
 )
-from modelgate.kube import NotFound
+from modelgate.kube import KubeError, NotFound
 from modelgate.metrics import PrometheusProvider
 from modelgate.metrics.base import AnalysisPlan
 from modelgate.metrics.prometheus import PrometheusClient
@@ -81,7 +81,7 @@ def write_report(args: argparse.Namespace) -> int:
     if address is not None:
         provider = PrometheusProvider(kube)
         plan = provider.plan(spec, namespace) if spec.analysis is not None else None
-        client = provider.client(plan, address) if plan is not None else PrometheusClient(address)
+        client = _client(provider, plan, address, console)
         interval = spec.analysis.interval_timedelta if spec.analysis else timedelta(seconds=15)
         queries = [*operator_queries(namespace, args.name).values(), *_metric_queries(plan)]
         ranges = fetch_ranges(client, queries, start, end, resolution(start, end, interval), console)
@@ -97,6 +97,19 @@ def write_report(args: argparse.Namespace) -> int:
             return 1
         console.print(f"wrote {args.png}")
     return 0
+
+
+def _client(
+    provider: PrometheusProvider, plan: AnalysisPlan | None, address: str, console: Console
+) -> PrometheusClient:
+    """The operator's client for the plan (its bearer token included), or a plain one."""
+    if plan is None:
+        return PrometheusClient(address)
+    try:
+        return provider.client(plan, address)
+    except (KubeError, ValueError) as error:  # e.g. no permission to read the token's Secret
+        console.print(f"[yellow]asking Prometheus without the rollout's bearer token: {error}[/yellow]")
+        return PrometheusClient(address)
 
 
 def rollout_span(
