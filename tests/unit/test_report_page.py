@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from modelgate.api import parse_spec, parse_status
 from modelgate.cli.report import operator_queries, report_timeline
 from modelgate.cli.report_html import render_page
@@ -18,6 +20,7 @@ from testbed.manifests import SEED_METRICS, model_rollout
 from tests.support.page import RenderedPage, read_page
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+COMPARED = {"name": "p99-vs-incumbent", "preset": "latencyP99", "compare": {"maxRatio": 1.5}}
 
 
 def _at(seconds: float) -> str:
@@ -30,7 +33,7 @@ def _rolled_back() -> dict[str, Any]:
         "ml",
         steps=[{"setWeight": 20}, {"setWeight": 60}, {"pause": {}}],
         prometheus="http://prometheus:9090",
-        metrics=SEED_METRICS,
+        metrics=[*SEED_METRICS, COMPARED],
         interval="2s",
     )
     body["metadata"]["creationTimestamp"] = _at(0)
@@ -83,7 +86,14 @@ def _page(tmp_path: Path, events: tuple[EventRow, ...], gauges: dict[str, Record
     plan = analysis_plan(spec, "ml")
     error_rate = tuple((T0.timestamp() + s, 0.08 if s >= 25 else 0.0) for s in range(41))
     # The other metrics' ranges are missing: the page says so rather than failing.
-    ranges = {plan.metrics["error-rate"].candidate: RecordedSeries(error_rate), **gauges}
+    compared = plan.metrics["p99-vs-incumbent"]
+    assert compared.incumbent is not None
+    ranges = {
+        plan.metrics["error-rate"].candidate: RecordedSeries(error_rate),
+        compared.candidate: RecordedSeries(tuple((T0.timestamp() + s, 0.25) for s in range(41))),
+        compared.incumbent: RecordedSeries(tuple((T0.timestamp() + s, 0.2) for s in range(41))),
+        **gauges,
+    }
     span = (T0, T0 + timedelta(seconds=40))
     timeline = report_timeline(body, spec, status, events, plan, ranges, span, "http://prometheus:9090")
     page_file = tmp_path / "chat.html"
@@ -108,6 +118,9 @@ def test_the_page_shows_the_weights_the_steps_and_the_breach(tmp_path: Path) -> 
     assert "0.08 is above the maximum 0.01" in page.text
     assert "4bf92f3577b34da6" in page.text  # a status field the page was not written for
     assert "p99-latency" in page.text and "refusal-rate" in page.text
+    # A comparison's limit moves with the incumbent: 1.5 x 0.2.
+    limits = page.chart("metric p99-vs-incumbent").path_values("threshold relative")
+    assert limits and all(v == pytest.approx(0.3, rel=1e-3) for v in limits)
 
 
 def test_without_events_the_weights_come_from_the_operators_metrics(tmp_path: Path) -> None:

@@ -32,7 +32,8 @@ svg{display:block;margin:4px 0}svg text{font:11px sans-serif;fill:#444}
 .axis line{stroke:#bbb}.grid line{stroke:#eee}
 .weight{fill:none;stroke:#1565c0;stroke-width:2}.candidate{fill:none;stroke:#1565c0;stroke-width:1.5}
 .incumbent{fill:none;stroke:#777;stroke-width:1.5;stroke-dasharray:5 3}
-.threshold line{stroke:#c62828;stroke-dasharray:6 3}.mark.step line{stroke:#999;stroke-dasharray:2 3}
+.threshold line,path.threshold{stroke:#c62828;stroke-dasharray:6 3;fill:none}
+.mark.step line{stroke:#999;stroke-dasharray:2 3}
 .mark.rollback line{stroke:#c62828;stroke-width:2}.legend{font-size:12px;color:#555}
 """
 
@@ -161,6 +162,7 @@ def _metric_section(timeline: Timeline, metric: MetricTrace) -> str:
         return f'{heading}{rule}<p class="Warning">no history: {escape(metric.error)}</p>{query}'
     values = [v for _, v in (*metric.candidate, *metric.incumbent) if math.isfinite(v)]
     values += [v for _, v in metric.bounds]
+    values += [v for _, points in metric.relative for _, v in points if math.isfinite(v)]
     values += [v for _, v, _ in metric.verdicts if v is not None]
     low = min([0.0, *values])
     high = max(values, default=1.0) * 1.15 or 1.0
@@ -168,6 +170,7 @@ def _metric_section(timeline: Timeline, metric: MetricTrace) -> str:
     body = [
         _line(axes, metric.incumbent, "incumbent"),
         _line(axes, metric.candidate, "candidate"),
+        *(_line(axes, points, "threshold relative", label) for label, points in metric.relative),
         *(
             f'<g class="threshold" data-bound="{kind}" data-value="{value:g}"><title>{kind} {value:g}</title>'
             f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{axes.y(value):.2f}" y2="{axes.y(value):.2f}"/></g>'
@@ -187,7 +190,7 @@ def _metric_section(timeline: Timeline, metric: MetricTrace) -> str:
     return heading + rule + empty + _chart(axes, body, ticks, ".3g", f"metric {metric.name}") + query
 
 
-def _line(axes: _Axes, points: Points, css: str) -> str:
+def _line(axes: _Axes, points: Points, css: str, label: str = "") -> str:
     """A polyline through the points, broken where a value is NaN or a sample is missing."""
     if not points:
         return ""
@@ -200,7 +203,8 @@ def _line(axes: _Axes, points: Points, css: str) -> str:
         move = "M" if previous is None or time - previous > gap else "L"
         parts.append(f"{move}{axes.x(time):.2f},{axes.y(value):.2f}")
         previous = time
-    return f'<path class="{css}" d="{"".join(parts)}"/>'
+    title = f"<title>{escape(label)}</title>" if label else ""
+    return f'<path class="{css}" d="{"".join(parts)}">{title}</path>'
 
 
 def _usual_step(points: Points) -> float:

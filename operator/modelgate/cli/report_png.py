@@ -44,6 +44,8 @@ def write_png(timeline: Timeline, path: Path) -> None:
             chart.plot(*_dates(metric.candidate), color="#1565c0", label="candidate")
         for kind, value in metric.bounds:
             chart.axhline(value, color="#c62828", linestyle=":", label=f"{kind} {value:g}")
+        for label, points in metric.relative:
+            chart.plot(*_dates(points), color="#c62828", linestyle=":", label=f"limit: {label}")
         chart.legend(loc="upper left", fontsize=8)
     for row in axes:
         for mark in timeline.marks:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
+from modelgate.api import Comparison, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.cli.render import threshold_text
 from modelgate.core import Reason
 
@@ -39,6 +39,8 @@ class MetricTrace:
         tuple[float, float | None, str], ...
     ] = ()  # evaluations status kept: time, value, verdict
     error: str | None = None  # why the range could not be had
+    # Thresholds that move with the incumbent (compare: maxRatio, maxIncrease), over time.
+    relative: tuple[tuple[str, Points], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ def metric_traces(
         verdicts = tuple(
             (seconds(s.time), s.value, str(s.verdict)) for s in (record.history if record is not None else ())
         )
+        relative = _relative_limits(metric.compare, incumbent) if metric.compare is not None else ()
         traces.append(
             MetricTrace(
                 metric.name,
@@ -96,9 +99,22 @@ def metric_traces(
                 threshold_text(bodies.get(metric.name, {})),
                 verdicts,
                 error,
+                relative,
             )
         )
     return tuple(traces)
+
+
+def _relative_limits(compare: Comparison, incumbent: Points) -> tuple[tuple[str, Points], ...]:
+    """The candidate's limit at each moment of the incumbent's range, as the comparison sets it."""
+    limits = []
+    if compare.max_ratio is not None:
+        ratio = compare.max_ratio
+        limits.append((f"{ratio:g} x incumbent", tuple((t, v * ratio) for t, v in incumbent)))
+    if compare.max_increase is not None:
+        increase = compare.max_increase
+        limits.append((f"incumbent + {increase:g}", tuple((t, v + increase) for t, v in incumbent)))
+    return tuple(limits)
 
 
 # The engine's Event notes: "step 2: candidate weight 50%", "step 1 completed". Read only when the
