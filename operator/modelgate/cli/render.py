@@ -71,6 +71,8 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     header.add_row("Phase", Text(phase, style=PHASE_STYLE.get(phase, "")))
     index = status.current_step_index
     step = _step_label(steps[index]) if index < len(steps) else "done"
+    if status.watch_ends_at is not None:
+        step = f"watch window until {status.watch_ends_at.isoformat()}"
     header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
     header.add_row(
         "Weights",
@@ -104,7 +106,8 @@ def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
     for column in ("Metric", "Value", "Incumbent", "Threshold", "Verdict", "Failures", "At", "Detail"):
         table.add_column(column)
     last = {m.name: m for m in status.analysis}
-    for metric in (spec.get("analysis") or {}).get("metrics", []):
+    window = (spec.get("watch") or {}).get("metrics") if status.watch_ends_at is not None else None
+    for metric in window or (spec.get("analysis") or {}).get("metrics", []):
         record = last.get(metric["name"])
         limit = metric.get("failureLimit", 0)
         if record is None:

@@ -304,6 +304,14 @@ class Kube:
             return None
         return self._remember("deployments", _as_object(json.loads(response.data)))
 
+    def scale_deployment(self, namespace: str, name: str, replicas: int) -> None:
+        """Sets the Deployment's replicas through its scale subresource (`patch` on deployments/scale,
+        the only write the operator makes to a Deployment)."""
+        with _request("patch"):
+            self._apps.patch_namespaced_deployment_scale(
+                name, namespace, {"spec": {"replicas": replicas}}, _request_timeout=self.request_timeout
+            )
+
     def pool_pods(self, namespace: str, name: str) -> list[PoolPod] | None:
         """The Pods an InferencePool selects (by its spec.selector, in its namespace), but for those
         being deleted; None when the pool does not exist. The pool comes from the watch cache; the
