@@ -39,13 +39,13 @@ class TgiExporter(Exporter):
     def answered(self, answer: Answer) -> None:
         self.requests.inc()
         self.successes.inc()
-        self.latency.observe(answer.latency)
+        self.latency.observe(answer.latency, exemplar=self.exemplar)
         self.tpot.observe(answer.tpot)
         self.tokens.observe(answer.tokens)
 
     def failed(self) -> None:
         self.requests.inc()
-        self.failures.labels("generation").inc()
+        self.failures.labels("generation").inc(exemplar=self.exemplar)
 
     def aborted(self) -> None:
         self.requests.inc()
