@@ -15,7 +15,15 @@ from typing import Any
 import structlog
 
 from modelgate import API_GROUP, API_VERSION, PLURAL, observability
-from modelgate.api import InvalidSpecError, ModelRolloutStatus, Phase, WorkloadRef, parse_spec, parse_status
+from modelgate.api import (
+    InvalidSpecError,
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    Phase,
+    WorkloadRef,
+    parse_spec,
+    parse_status,
+)
 from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
 from modelgate.core import (
     AnalysisRun,
@@ -36,10 +44,11 @@ from modelgate.core import (
     settle_write,
 )
 from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
+from modelgate.core.evidence import with_evidence
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch import in_force, watching
 from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
-from modelgate.metrics import MetricProviders
+from modelgate.metrics import BreachExplainer, MetricProviders
 from modelgate.routers import SideKinds, TrafficRouter, router_for
 
 log = structlog.get_logger("modelgate.reconciler")
@@ -119,9 +128,10 @@ class Reconciler:
             command = decode_command(meta.get("annotations"))
             router = router_for(spec.traffic_routing, self.kube, namespace, SideKinds.of(spec))
             provider = plan = None
+            analysed = in_force(spec, status)  # the watch window's metrics, in it
             if spec.analysis is not None:
                 provider = self.providers.for_analysis(spec.analysis)
-                plan = provider.plan(in_force(spec, status), namespace)
+                plan = provider.plan(analysed, namespace)
         except ValueError as error:  # what the CRD's schema could not catch, or an older CRD let through
             return self._unusable(body, status, generation, error)
 
@@ -174,6 +184,8 @@ class Reconciler:
             # A rollback's weight goes first: it must reach the route before anything else.
             written = self._write(router, decision.weight, decision.mirror_percent)
             decision = settle_write(status, decision, written, self.clock(), generation)
+        if _rolls_back(decision) and isinstance(provider, BreachExplainer):
+            decision = self._with_evidence(provider, analysed, namespace, decision)
         self._apply(body, status, stored, decision)
         if decision.scale_down_incumbent:
             self._scale_down_incumbent(body, spec.incumbent.name)
@@ -184,6 +196,17 @@ class Reconciler:
         if has and not wanted and not self._keep_finalizer(namespace, name, wanted):
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
+
+    def _with_evidence(
+        self, provider: BreachExplainer, spec: ModelRolloutSpec, namespace: str, decision: Decision
+    ) -> Decision:
+        """A metric breach's requests and pods, asked for once the traffic is back on the incumbent."""
+        reason = decision.status.rollback_reason
+        if reason is None or reason.metric is None:
+            return decision
+        evidence = provider.explain(spec, namespace, reason)
+        log.info("breach evidence", traces=len(evidence.traces), pods=len(evidence.pods))
+        return with_evidence(decision, evidence.traces, evidence.pods)
 
     def _side_availability(
         self, namespace: str, side: WorkloadRef, pool_field: str

@@ -88,5 +88,6 @@ def openmetrics_exposition(*registries: CollectorRegistry) -> bytes:
     """The OpenMetrics text, which carries exemplars (the classic text format cannot)."""
     # ALLOWUTF8 writes names as they are: the default escaping turns the colons of vLLM's names into
     # underscores (prometheus_client 0.26 checks sample names against the label-name characters).
-    exposition: bytes = openmetrics.generate_latest(Registries(*registries), escaping=openmetrics.ALLOWUTF8)
+    registry = Registries(*registries)
+    exposition: bytes = openmetrics.generate_latest(registry, escaping=openmetrics.ALLOWUTF8)  # type: ignore[no-untyped-call]
     return exposition

@@ -45,7 +45,7 @@ class TgiExporter(Exporter):
 
     def failed(self) -> None:
         self.requests.inc()
-        self.failures.labels("generation").inc(exemplar=self.exemplar)
+        self.failures.labels("generation").inc()
 
     def aborted(self) -> None:
         self.requests.inc()

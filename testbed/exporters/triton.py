@@ -40,7 +40,7 @@ class TritonExporter(Exporter):
         self.first_response.observe(answer.ttft * 1000)
 
     def failed(self) -> None:
-        self.failures["BACKEND"].inc(exemplar=self.exemplar)
+        self.failures["BACKEND"].inc()
 
     def aborted(self) -> None:
         self.failures["CANCELED"].inc()

@@ -78,6 +78,18 @@ def count_queries(
     return _share(preset, stack, threshold).totals(stack, ctx, side)
 
 
+def exemplar_query(name: str, source: str, ctx: QueryContext, *, threshold: float | None = None) -> str:
+    """The candidate's series whose exemplars point at the requests behind a preset's value: a
+    share's events (the error counter of errorRate, ...), else the preset's own query (a latency
+    histogram's buckets, whose exemplars carry each request's latency)."""
+    preset, stack = _resolve(name, source)
+    if preset.share is not None:
+        share = _share(preset, stack, threshold)
+        if not share.complement:  # a complement's events are a difference: no series of their own
+            return share.totals(stack, ctx, "candidate").events
+    return preset_query(name, source, ctx, threshold=threshold)
+
+
 def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate") -> str:
     """Requests one side served in the window; the engine compares it with `minRequests`."""
     stack = get_stack(source)
@@ -109,6 +121,7 @@ __all__ = [
     "UnknownPresetError",
     "available",
     "count_queries",
+    "exemplar_query",
     "get_preset",
     "get_stack",
     "preset_query",
