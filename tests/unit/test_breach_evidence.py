@@ -12,8 +12,10 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from kubernetes import client
+from rich.console import Console
 
 from modelgate.api import BreachTrace, ModelRolloutStatus, Phase, PodValue, RollbackReason, parse_spec
+from modelgate.cli.render import render_status
 from modelgate.core import Decision, Event, Reason
 from modelgate.core.evidence import with_evidence
 from modelgate.kube import Kube
@@ -189,3 +191,25 @@ def test_without_exemplars_the_traces_stay_empty_and_the_pods_are_still_there(pr
     traces, pods = explain(prometheus)
     assert traces == () and [p.pod for p in pods] == [BAD_POD, GOOD_POD]
     assert PrometheusClient(prometheus).query_exemplars("up", AT, AT) == []
+
+
+def test_modelgate_status_shows_the_pods_and_the_traces() -> None:
+    reason = RollbackReason(
+        time=AT,
+        message="metric error-rate: 0.2 is above the maximum 0.01",
+        metric="error-rate",
+        traces=(BreachTrace(trace_id="a" * 32, pod=BAD_POD, value=1.0, time=AT),),
+        pods=(PodValue(pod=BAD_POD, value=0.4), PodValue(pod=GOOD_POD, value=0.0)),
+    )
+    body = {
+        "metadata": {"namespace": "serving", "name": "chat"},
+        "spec": {"incumbent": {"deployment": "chat-v1"}, "candidate": {"deployment": "chat-v2"}, "steps": []},
+        "status": ModelRolloutStatus(phase=Phase.ROLLED_BACK, rollback_reason=reason).to_patch(),
+    }
+    console = Console(width=200, record=True)
+    console.print(render_status(body))
+    lines = console.export_text().splitlines()
+    pod_rows = [line for line in lines if line.strip("│ ").startswith("chat-v2-")]
+    cells = [[cell.strip() for cell in row.split("│") if cell.strip()] for row in pod_rows]
+    assert cells == [[BAD_POD, "0.4"], [GOOD_POD, "0"]]
+    assert any("a" * 32 in line and BAD_POD in line for line in lines)
