@@ -24,6 +24,7 @@ from modelgate.metrics.context import QueryContext
 from modelgate.metrics.exemplars import parse_exemplars, worst_pods, worst_traces
 from modelgate.metrics.presets import exemplar_query, preset_query
 from modelgate.metrics.prometheus import PrometheusClient, PrometheusProvider
+from testbed.manifests import model_rollout
 
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 CTX = QueryContext.for_rollout("serving", "chat-v1", "chat-v2", "30s")
@@ -155,24 +156,11 @@ class TwoPods(Kube):
 
 
 def explain(address: str) -> tuple[tuple[BreachTrace, ...], tuple[PodValue, ...]]:
-    spec = parse_spec(
-        {
-            "incumbent": {"deployment": "chat-v1"},
-            "candidate": {"deployment": "chat-v2"},
-            "trafficRouting": {
-                "gatewayAPI": {
-                    "httpRoute": "chat",
-                    "incumbentBackend": "chat-v1",
-                    "candidateBackend": "chat-v2",
-                }
-            },
-            "steps": [{"setWeight": 50}],
-            "analysis": {
-                "prometheus": {"address": address},
-                "metrics": [{"name": "error-rate", "preset": "errorRate", "max": 0.01}],
-            },
-        }
+    error_rate = {"name": "error-rate", "preset": "errorRate", "max": 0.01}
+    manifest = model_rollout(
+        "chat", "serving", steps=[{"setWeight": 50}], prometheus=address, metrics=[error_rate]
     )
+    spec = parse_spec(manifest["spec"])
     provider: BreachExplainer = PrometheusProvider(TwoPods())
     reason = RollbackReason(time=AT, message="breach", metric="error-rate")
     evidence = provider.explain(spec, "serving", reason)
