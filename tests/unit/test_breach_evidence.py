@@ -73,6 +73,8 @@ def test_an_error_rates_exemplars_are_its_failed_requests_and_a_latencys_its_his
     errors = exemplar_query("errorRate", "vllm", CTX)
     assert 'status=~"5.."' in errors and "/" not in errors
     assert exemplar_query("latencyP99", "vllm", CTX) == preset_query("latencyP99", "vllm", CTX)
+    slow = exemplar_query("slowRequestRate", "vllm", CTX, threshold=2.5)
+    assert slow.startswith("sum(vllm:e2e_request_latency_seconds_bucket{") and "le=" not in slow
 
 
 def rolled_back(reason: RollbackReason | None) -> Decision:
