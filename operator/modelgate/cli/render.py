@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +30,8 @@ PHASE_STYLE = {
 }
 
 
-def _threshold(metric: dict[str, Any]) -> str:
+def threshold_text(metric: Mapping[str, Any]) -> str:
+    """The metric's rule in words, from its spec as stored (camelCase)."""
     parts = []
     if metric.get("min") is not None:
         parts.append(f">= {metric['min']:g}")
@@ -46,7 +48,7 @@ def _threshold(metric: dict[str, Any]) -> str:
     return f"{text} (dry run)" if metric.get("dryRun") else text
 
 
-def _step_label(step: dict[str, Any]) -> str:
+def step_label(step: dict[str, Any]) -> str:
     if "setWeight" in step:
         return f"setWeight {step['setWeight']}"
     if "mirror" in step:
@@ -70,7 +72,7 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     header.add_row("Rollout", f"{meta['namespace']}/{meta['name']}")
     header.add_row("Phase", Text(phase, style=PHASE_STYLE.get(phase, "")))
     index = status.current_step_index
-    step = _step_label(steps[index]) if index < len(steps) else "done"
+    step = step_label(steps[index]) if index < len(steps) else "done"
     if status.watch_ends_at is not None:
         step = f"watch window until {status.watch_ends_at.isoformat()}"
     header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
@@ -127,7 +129,7 @@ def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
         limit = metric.get("failureLimit", 0)
         if record is None:
             table.add_row(
-                metric["name"], "-", "-", _threshold(metric), "-", f"0/{limit}", "-", "not evaluated yet"
+                metric["name"], "-", "-", threshold_text(metric), "-", f"0/{limit}", "-", "not evaluated yet"
             )
             continue
         value = "-" if record.value is None else f"{record.value:.4g}"
@@ -136,7 +138,7 @@ def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
             metric["name"],
             value,
             incumbent,
-            _threshold(metric),
+            threshold_text(metric),
             Text(record.verdict.value, style=VERDICT_STYLE[record.verdict]),
             f"{record.failures}/{limit}",
             record.time.strftime("%H:%M:%S"),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from modelgate.api import AnalysisSpec, BreachTrace, ModelRolloutSpec, PodValue, RollbackReason
-from modelgate.core import AnalysisRun
+from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,57 @@ class MetricProvider(Protocol):
         """Runs every query of the plan; a backend that cannot be asked gives Error results, never an
         exception."""
         ...
+
+
+Query = Callable[[str], QueryResult]
+
+
+def run_plan(plan: AnalysisPlan, at: datetime, query: Query) -> AnalysisRun:
+    """Every query of the plan through `query` (one backend's way of answering a query at `at`)."""
+    measured = {name: _measure(query, metric) for name, metric in plan.metrics.items()}
+    incumbent = plan.incumbent_request_count
+    return AnalysisRun(
+        at,
+        query(plan.request_count),
+        measured,
+        incumbent_request_count=query(incumbent) if incumbent is not None else None,
+    )
+
+
+def plan_queries(plan: AnalysisPlan) -> Iterator[str]:
+    """Every query `run_plan` asks, each once, in the order it asks them."""
+    seen: set[str] = set()
+    for query in _asked(plan):
+        if query not in seen:
+            seen.add(query)
+            yield query
+
+
+def _asked(plan: AnalysisPlan) -> Iterator[str]:
+    yield plan.request_count
+    if plan.incumbent_request_count is not None:
+        yield plan.incumbent_request_count
+    for metric in plan.metrics.values():
+        yield metric.candidate
+        if metric.incumbent is not None:
+            yield metric.incumbent
+        for side in metric.totals or ():
+            yield from (side.requests, side.events)
+
+
+def _measure(query: Query, metric: MetricPlan) -> MetricQuery:
+    totals = None
+    if metric.totals is not None:
+        candidate, incumbent = (
+            SideTotals(query(side.requests), query(side.events)) for side in metric.totals
+        )
+        totals = (candidate, incumbent)
+    return MetricQuery(
+        metric.candidate,
+        query(metric.candidate),
+        incumbent=query(metric.incumbent) if metric.incumbent is not None else None,
+        totals=totals,
+    )
 
 
 @dataclass(frozen=True)

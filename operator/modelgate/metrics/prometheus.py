@@ -6,8 +6,9 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from urllib.parse import urlparse
 
 import requests
@@ -18,13 +19,14 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from modelgate.api import BreachTrace, MetricSpec, ModelRolloutSpec, PodValue, RollbackReason, WorkloadRef
-from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
+from modelgate.core import AnalysisRun, QueryResult
 from modelgate.core.limits import clip
 from modelgate.kube import Kube, KubeError
-from modelgate.metrics.base import AnalysisPlan, BreachEvidence, MetricPlan
+from modelgate.metrics.base import AnalysisPlan, BreachEvidence, run_plan
 from modelgate.metrics.context import Side
 from modelgate.metrics.exemplars import PODS_KEPT, parse_exemplars, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.metrics.recorded import RecordedSeries
 from modelgate.observability import METRIC_QUERIES, METRIC_QUERY_SECONDS
 
 # The library's default retries (3, with backoff, also on HTTP 5xx) would stretch one query far
@@ -62,20 +64,13 @@ class PrometheusProvider:
 
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         try:
-            client = self._client(plan)
+            client = self.client(plan)
         except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
             # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
             queries = {name: metric.candidate for name, metric in plan.metrics.items()}
             field = "spec.analysis.prometheus.bearerTokenSecretRef"
             return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {field}: {error}")
-        measured = {name: _measure(client, metric) for name, metric in plan.metrics.items()}
-        incumbent = plan.incumbent_request_count
-        return AnalysisRun(
-            at,
-            client.query(plan.request_count),
-            measured,
-            incumbent_request_count=client.query(incumbent) if incumbent is not None else None,
-        )
+        return run_plan(plan, at, client.query)
 
     def explain(self, spec: ModelRolloutSpec, namespace: str, reason: RollbackReason) -> BreachEvidence:
         """BreachExplainer: the exemplars of the breaching metric's series over its window (trace IDs
@@ -86,7 +81,7 @@ class PrometheusProvider:
             return BreachEvidence()
         try:
             plan = self.plan(spec, namespace)
-            client = self._client(plan)
+            client = self.client(plan)
             measured = plan.metrics[metric.name]
             exemplars = measured.exemplars or measured.candidate
             traces = client.query_exemplars(exemplars, reason.time - plan.window, reason.time)
@@ -118,7 +113,9 @@ class PrometheusProvider:
             return sorted(pod.name for pod in self.kube.pool_pods(namespace, candidate.name) or [])
         return self.kube.deployment_pods(namespace, candidate.name)
 
-    def _client(self, plan: AnalysisPlan) -> PrometheusClient:
+    def client(self, plan: AnalysisPlan, address: str | None = None) -> PrometheusClient:
+        """The client of the plan's Prometheus (or of `address`, the same one reached another way),
+        with its timeout and bearer token."""
         prometheus = plan.analysis.prometheus
         token = None
         if prometheus.bearer_token_secret_ref is not None:
@@ -127,25 +124,10 @@ class PrometheusProvider:
                 token = _clean_token(self.kube.read_secret_key(plan.namespace, ref.name, ref.key))
             except ValueError as error:  # names the Secret key, never the token
                 raise ValueError(f"Secret {plan.namespace}/{ref.name} key {ref.key}: {error}") from None
-        key = (prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
+        key = (address or prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
         if key not in self._clients:
             self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
         return self._clients[key]
-
-
-def _measure(client: PrometheusClient, metric: MetricPlan) -> MetricQuery:
-    totals = None
-    if metric.totals is not None:
-        candidate, incumbent = (
-            SideTotals(client.query(side.requests), client.query(side.events)) for side in metric.totals
-        )
-        totals = (candidate, incumbent)
-    return MetricQuery(
-        metric.candidate,
-        client.query(metric.candidate),
-        incumbent=client.query(metric.incumbent) if metric.incumbent is not None else None,
-        totals=totals,
-    )
 
 
 class PrometheusClient:
@@ -179,21 +161,35 @@ class PrometheusClient:
             return self._query(promql)
 
     def _query(self, promql: str) -> QueryResult:
+        result = self._ask(lambda: self._client.custom_query(promql))
+        return QueryResult(error=result.error) if isinstance(result, _Failed) else _parse_result(result)
+
+    def query_range(self, promql: str, start: datetime, end: datetime, step: timedelta) -> RecordedSeries:
+        """The values `promql` had at every `step` from `start` to `end` (one range query)."""
+        METRIC_QUERIES.labels("prometheus").inc()
+        with METRIC_QUERY_SECONDS.labels("prometheus").time():
+            result = self._ask(
+                lambda: self._client.custom_query_range(promql, start, end, f"{step.total_seconds():g}s")
+            )
+        seconds = step.total_seconds()
+        if isinstance(result, _Failed):
+            return RecordedSeries(step=seconds, error=result.error)
+        return _parse_range(result, seconds)
+
+    def _ask(self, call: Callable[[], object]) -> object:
+        """The API's `data.result`, or why there is none."""
         try:
-            result = self._client.custom_query(promql)
+            return call()
         except requests.Timeout:  # before ConnectionError: ConnectTimeout is both
-            return QueryResult(error=f"Prometheus at {self.address} did not answer within {self.timeout}s")
+            return _Failed(f"Prometheus at {self.address} did not answer within {self.timeout}s")
         except requests.ConnectionError as exc:
-            return QueryResult(error=f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}")
+            return _Failed(f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}")
         except PrometheusApiClientException as exc:
-            return QueryResult(error=f"Prometheus at {self.address} {_describe_http_error(str(exc))}")
+            return _Failed(f"Prometheus at {self.address} {_describe_http_error(str(exc))}")
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
             # ValueError includes a body that is not JSON (e.g. a proxy's HTML page); Key/TypeError
             # a JSON body without `data.result`.
-            return QueryResult(
-                error=f"unexpected response from Prometheus at {self.address}: {_truncate(repr(exc))}"
-            )
-        return _parse_result(result)
+            return _Failed(f"unexpected response from Prometheus at {self.address}: {_truncate(repr(exc))}")
 
     def query_exemplars(self, promql: str, start: datetime, end: datetime) -> list[BreachTrace]:
         """The exemplars with a trace ID on the series `promql` selects, from `start` to `end`; none
@@ -222,6 +218,29 @@ class PrometheusClient:
 
     def close(self) -> None:
         self._client.close()
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: str
+
+
+def _parse_range(result: object, step: float) -> RecordedSeries:
+    """`data.result` of a range query (a matrix) as one series; more than one is an error, as for an
+    instant query."""
+    if not isinstance(result, list) or not all(isinstance(s, dict) and "values" in s for s in result):
+        return RecordedSeries(step=step, error=f"unexpected range query result: {_truncate(repr(result))}")
+    if len(result) > 1:
+        return RecordedSeries(
+            step=step, error=f"query returned {len(result)} series; a metric query must return one"
+        )
+    try:
+        points = tuple((float(t), float(v)) for t, v in result[0]["values"]) if result else ()
+    except (TypeError, ValueError):
+        return RecordedSeries(
+            step=step, error=f"unexpected samples in range query result: {_truncate(repr(result))}"
+        )
+    return RecordedSeries(points, step)
 
 
 def _clean_token(token: str) -> str:
