@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Protocol
+from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
 
-from modelgate.api import AnalysisSpec, ModelRolloutSpec
+from modelgate.api import AnalysisSpec, BreachTrace, ModelRolloutSpec, PodValue, RollbackReason
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
 
 
@@ -27,6 +27,8 @@ class MetricPlan:
     # For a sequential test: the candidate's and the incumbent's totals. The engine counts what they
     # grew by between evaluations: exact, where a count over a window loses or repeats increments.
     totals: tuple[CountQueries, CountQueries] | None = None
+    # The query whose series' exemplars point at the requests behind a breach; None: `candidate`.
+    exemplars: str | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class AnalysisPlan:
     request_count: str  # the candidate's requests in the window, against minRequests
     incumbent_request_count: str | None  # the same for the incumbent, when a metric needs it
     metrics: Mapping[str, MetricPlan]
+    window: timedelta = timedelta(minutes=1)  # the range the queries look back over
 
 
 class MetricProvider(Protocol):
@@ -104,3 +107,22 @@ def _measure(query: Query, metric: MetricPlan) -> MetricQuery:
         incumbent=query(metric.incumbent) if metric.incumbent is not None else None,
         totals=totals,
     )
+
+
+@dataclass(frozen=True)
+class BreachEvidence:
+    """What stood behind a metric breach: a few of the requests (trace IDs from exemplars, worst first)
+    and the metric per candidate pod (worst first). Empty where the backend has nothing to say."""
+
+    traces: tuple[BreachTrace, ...] = ()
+    pods: tuple[PodValue, ...] = ()
+
+
+@runtime_checkable
+class BreachExplainer(Protocol):
+    """A provider that can say which requests and pods stood behind a breach (optional: a provider
+    without it leaves status.rollbackReason's traces and pods empty)."""
+
+    def explain(self, spec: ModelRolloutSpec, namespace: str, reason: RollbackReason) -> BreachEvidence:
+        """Never raises: what cannot be read is left out (and logged)."""
+        ...

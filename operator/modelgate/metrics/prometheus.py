@@ -12,17 +12,19 @@ from datetime import datetime, timedelta
 from urllib.parse import urlparse
 
 import requests
+import structlog
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from modelgate.api import ModelRolloutSpec, WorkloadRef
+from modelgate.api import BreachTrace, MetricSpec, ModelRolloutSpec, PodValue, RollbackReason, WorkloadRef
 from modelgate.core import AnalysisRun, QueryResult
 from modelgate.core.limits import clip
 from modelgate.kube import Kube, KubeError
-from modelgate.metrics.base import AnalysisPlan, run_plan
+from modelgate.metrics.base import AnalysisPlan, BreachEvidence, run_plan
 from modelgate.metrics.context import Side
+from modelgate.metrics.exemplars import PODS_KEPT, parse_exemplars, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.recorded import RecordedSeries
 from modelgate.observability import METRIC_QUERIES, METRIC_QUERY_SECONDS
@@ -36,6 +38,7 @@ _NO_RETRIES = Retry(total=0, read=False)
 _HTTP_ERROR = re.compile(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)", re.DOTALL)
 _MAX_DETAIL = 300
 _CONNECTIONS = 256
+log = structlog.get_logger("modelgate.metrics.prometheus")
 
 
 class PrometheusProvider:
@@ -68,6 +71,47 @@ class PrometheusProvider:
             field = "spec.analysis.prometheus.bearerTokenSecretRef"
             return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {field}: {error}")
         return run_plan(plan, at, client.query)
+
+    def explain(self, spec: ModelRolloutSpec, namespace: str, reason: RollbackReason) -> BreachEvidence:
+        """BreachExplainer: the exemplars of the breaching metric's series over its window (trace IDs
+        and pods), and the metric's query over each candidate pod alone."""
+        analysis = spec.analysis
+        metric = next((m for m in analysis.metrics if m.name == reason.metric), None) if analysis else None
+        if metric is None:
+            return BreachEvidence()
+        try:
+            plan = self.plan(spec, namespace)
+            client = self.client(plan)
+            measured = plan.metrics[metric.name]
+            exemplars = measured.exemplars or measured.candidate
+            traces = client.query_exemplars(exemplars, reason.time - plan.window, reason.time)
+            pods = self._per_pod(spec, namespace, metric, measured.candidate, client)
+        except (KubeError, ValueError) as error:  # the pods, the token or a plan cannot be had
+            log.warning("no evidence for the breach", metric=metric.name, error=str(error))
+            return BreachEvidence()
+        return BreachEvidence(worst_traces(traces), pods)
+
+    def _per_pod(
+        self, spec: ModelRolloutSpec, namespace: str, metric: MetricSpec, query: str, client: PrometheusClient
+    ) -> tuple[PodValue, ...]:
+        """The metric's query with the candidate's podRegex narrowed to each pod in turn; nothing when
+        the query does not select by pod (a gateway's series, a template without the podRegex)."""
+        values: dict[str, float | None] = {}
+        for pod in self._candidate_pods(spec, namespace)[:PODS_KEPT]:
+            alone = spec.candidate.model_copy(update={"pod_regex": pod_regex(pod)})
+            pod_query = self.plan(spec.model_copy(update={"candidate": alone}), namespace).metrics[
+                metric.name
+            ]
+            if pod_query.candidate == query:
+                return ()
+            values[pod] = client.query(pod_query.candidate).value
+        return worst_pods(values, lower_is_worse=metric.max is None and metric.min is not None)
+
+    def _candidate_pods(self, spec: ModelRolloutSpec, namespace: str) -> list[str]:
+        candidate = spec.candidate
+        if candidate.inference_pool is not None:
+            return sorted(pod.name for pod in self.kube.pool_pods(namespace, candidate.name) or [])
+        return self.kube.deployment_pods(namespace, candidate.name)
 
     def client(self, plan: AnalysisPlan, address: str | None = None) -> PrometheusClient:
         """The client of the plan's Prometheus (or of `address`, the same one reached another way),
@@ -106,6 +150,7 @@ class PrometheusClient:
         # query opens a connection that the pool then drops (requests keeps 10 by default).
         session = requests.Session()
         session.mount(f"{self.address}/", HTTPAdapter(max_retries=_NO_RETRIES, pool_maxsize=_CONNECTIONS))
+        self._session, self._headers = session, headers
         self._client = PrometheusConnect(
             url=self.address, headers=headers, retry=_NO_RETRIES, timeout=timeout, session=session
         )
@@ -145,6 +190,25 @@ class PrometheusClient:
             # ValueError includes a body that is not JSON (e.g. a proxy's HTML page); Key/TypeError
             # a JSON body without `data.result`.
             return _Failed(f"unexpected response from Prometheus at {self.address}: {_truncate(repr(exc))}")
+
+    def query_exemplars(self, promql: str, start: datetime, end: datetime) -> list[BreachTrace]:
+        """The exemplars with a trace ID on the series `promql` selects, from `start` to `end`; none
+        when Prometheus has none (no exemplar storage, clients without exemplars) or cannot be asked."""
+        METRIC_QUERIES.labels("prometheus").inc()
+        params: dict[str, str | float] = {"query": promql, "start": start.timestamp(), "end": end.timestamp()}
+        try:
+            with METRIC_QUERY_SECONDS.labels("prometheus").time():
+                response = self._session.get(
+                    f"{self.address}/api/v1/query_exemplars",
+                    params=params,
+                    headers=self._headers,
+                    timeout=self.timeout,
+                )
+            response.raise_for_status()
+            return parse_exemplars(response.json().get("data"))
+        except (requests.RequestException, ValueError, AttributeError) as error:
+            log.warning("exemplars could not be read", query=promql, error=_truncate(str(error)))
+            return []
 
     def is_online(self) -> bool:
         # A real query exercises the same endpoint, auth and proxies as the analysis does; `/-/ready`
