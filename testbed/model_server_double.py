@@ -42,12 +42,15 @@ from typing import Any, Literal
 import structlog
 from aiohttp import web
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as CONTENT_TYPE_OPENMETRICS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from modelgate.sidecar.answers import RefusalReason
 from modelgate.sidecar.proxy import CLIENT_CLOSED, RefusalMetrics
 from testbed.answering import Answerer, Answers, Judging, judge_verdict
 from testbed.exporters import EXPORTERS, Answer, Exporter, Identity
+from testbed.exporters.base import openmetrics_exposition
+from testbed.request_traces import CURRENT_EXEMPLAR, RequestTraces, trace_id_of
 from testbed.shares import EvenSpread, exact_rate
 
 log = structlog.get_logger(__name__)
@@ -189,6 +192,7 @@ class ModelServerDouble:
         self.behaviour = behaviour
         self._release = asyncio.Event()
         self._held = 0
+        self.traces = RequestTraces()
 
     @property
     def behaviour(self) -> Behaviour:
@@ -214,13 +218,20 @@ class ModelServerDouble:
         app.router.add_get("/admin/behaviour", self._get_behaviour)
         app.router.add_put("/admin/behaviour", self._put_behaviour)
         app.router.add_post("/admin/release-streams", self._release_streams)
+        app.router.add_get("/admin/traces", self._traces)
         return app
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        # Each request's trace ID (the caller's W3C traceparent, else a new one) is the exemplar of
+        # the series it is counted in, and is recorded with its status for tests to compare.
+        trace_id = trace_id_of(request.headers.get("traceparent"))
+        CURRENT_EXEMPLAR.set({"trace_id": trace_id})  # this request's task only
         status, payload, streamed = await self._complete(request)
+        self.traces.record(trace_id, status)
+        headers = {"traceparent": self.traces.traceparent(trace_id)}
         if streamed and status == 200:
-            return await self._stream(request, payload)
-        return web.json_response(payload, status=status)
+            return await self._stream(request, payload, headers)
+        return web.json_response(payload, status=status, headers=headers)
 
     async def _complete(self, request: web.Request) -> tuple[int, dict[str, Any], bool]:
         try:
@@ -288,9 +299,11 @@ class ModelServerDouble:
             return " ".join(ANSWER.split()[:FILTERED_AFTER_WORDS]), "content_filter"
         return REFUSAL, "stop"
 
-    async def _stream(self, request: web.Request, completion: Mapping[str, Any]) -> web.StreamResponse:
+    async def _stream(
+        self, request: web.Request, completion: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> web.StreamResponse:
         response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **headers}
         )
         await response.prepare(request)
         release = self._release
@@ -338,11 +351,20 @@ class ModelServerDouble:
         model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "modelgate"}
         return web.json_response({"object": "list", "data": [model]})
 
-    async def _metrics(self, _: web.Request) -> web.Response:
+    async def _metrics(self, request: web.Request) -> web.Response:
+        if "application/openmetrics-text" in request.headers.get("Accept", ""):  # as Prometheus asks
+            registries = [self.metrics.registry, *([self.proxied.registry] if self.proxied else [])]
+            return web.Response(
+                body=openmetrics_exposition(*registries), headers={"Content-Type": CONTENT_TYPE_OPENMETRICS}
+            )
         return web.Response(
             body=self.metrics.exposition() + (self.proxied.exposition() if self.proxied else b""),
             headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4},
         )
+
+    async def _traces(self, request: web.Request) -> web.Response:
+        """The trace IDs of the latest requests, with the HTTP status each was answered with."""
+        return web.json_response(self.traces.as_json())
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")

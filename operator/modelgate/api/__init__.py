@@ -34,6 +34,7 @@ from modelgate.api.spec import (
 )
 from modelgate.api.status import (
     AnalysisSample,
+    BreachTrace,
     CommandResult,
     Condition,
     ConditionStatus,
@@ -42,12 +43,14 @@ from modelgate.api.status import (
     MetricAnalysis,
     ModelRolloutStatus,
     Phase,
+    PodValue,
     RollbackReason,
     RollingBack,
     SequentialEvidence,
     parse_status,
 )
 from modelgate.api.statusmodel import Timestamp, Verdict
+from modelgate.api.watch import WatchSpec
 
 __all__ = [
     "LATENCY_PRESETS",
@@ -55,6 +58,7 @@ __all__ = [
     "AnalysisSample",
     "AnalysisSpec",
     "BackendKind",
+    "BreachTrace",
     "CapacitySpec",
     "CommandResult",
     "Comparison",
@@ -81,6 +85,7 @@ __all__ = [
     "OnPrometheusError",
     "Pause",
     "Phase",
+    "PodValue",
     "ProgressDeadlines",
     "PrometheusSpec",
     "RollbackReason",
@@ -94,6 +99,7 @@ __all__ = [
     "TrafficRouting",
     "Verdict",
     "VirtualServiceRef",
+    "WatchSpec",
     "WorkloadRef",
     "parse_duration",
     "parse_spec",

@@ -91,6 +91,9 @@ class Observations:
     rollout: str = ""
     uid: str = ""
     gate_checks: Mapping[str, CheckObservation] = field(default_factory=dict)
+    # Read in the watch window only (None otherwise): a rollback then sends everything to the incumbent.
+    incumbent_available: bool | None = None
+    incumbent_message: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,3 +126,4 @@ class Decision:
     outcome: Outcome | None = None
     command_handled: bool = False
     mirror_percent: int = 0
+    scale_down_incumbent: bool = False  # the watch window passed: scale the incumbent Deployment to 0
