@@ -8,6 +8,7 @@
 -- What each phase of status.phase means to Argo CD, and the message used when status.message is empty.
 local PHASES = {
   Pending = { status = "Progressing", message = "waiting for the candidate Deployment to be Available" },
+  Gating = { status = "Progressing", message = "running the gate's checks; the candidate gets no traffic" },
   Progressing = { status = "Progressing", message = "shifting traffic to the candidate" },
   Paused = { status = "Suspended", message = "paused" },
   Succeeded = { status = "Healthy", message = "the candidate takes all traffic" },

@@ -11,6 +11,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
+from testbed.check_pods import BED_EVALUATOR_IMAGE
 from testbed.ports import free_port
 from testbed.processes import ProcessRegistry, StartedProcess
 from testbed.waiting import wait_for
@@ -49,7 +51,9 @@ class OperatorProcess:
             *(f"--namespace={namespace}" for namespace in self.namespaces),
             *self.extra_args,
         ]
-        self.process = self.registry.start("operator", argv, env={"PYTHONUNBUFFERED": "1"})
+        # The gate's evaluator Jobs run the operator's image, which the bed runs as `python -m modelgate`.
+        env = {"PYTHONUNBUFFERED": "1", EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE}
+        self.process = self.registry.start("operator", argv, env=env)
         wait_for(self._healthy, timeout=60, what=f"the operator's liveness endpoint (log: {self.log_file})")
 
     def _healthy(self) -> bool:

@@ -13,6 +13,7 @@ import kopf
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube import Kube
+from modelgate.kube.checks import CHECK_LABEL, ROLLOUT_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
 from modelgate.loops import RolloutLoops
 from modelgate.routers.watched import ROUTE_RESOURCES
@@ -126,6 +127,15 @@ async def pool_event(
     loops: RolloutLoops = memo.loops
     if namespace and name:
         loops.notice_candidate(namespace, name)
+
+
+@kopf.on.event("batch", "v1", "jobs", labels={CHECK_LABEL: kopf.PRESENT})
+async def check_job_event(body: kopf.Body, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
+    """A gate check's Job changed (it ended, say): its rollout looks at once."""
+    loops: RolloutLoops = memo.loops
+    rollout = (body["metadata"].get("labels") or {}).get(ROLLOUT_LABEL)
+    if namespace and rollout:
+        loops.notice_rollout(namespace, rollout)
 
 
 def _route_handler(plural: str) -> Callable[..., Awaitable[None]]:

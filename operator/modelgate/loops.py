@@ -117,6 +117,12 @@ class RolloutLoops:
             if rollout_namespace == namespace and rollout.candidate == name:
                 rollout.wake_at_once()
 
+    def notice_rollout(self, namespace: str, name: str) -> None:
+        """Something the rollout waits for (a gate check's Job) changed: it looks again now."""
+        rollout = self._rollouts.get((namespace, name))
+        if rollout is not None:
+            rollout.wake_at_once()
+
     def notice_route(self, plural: str, namespace: str, name: str) -> None:
         """A route (an object of kind `plural`) changed or went: its rollouts look again
         `route_recheck` after their last tick, at the latest; this is what sets a finished rollout's

@@ -7,6 +7,7 @@ by its id. Should it fail half-way, the next tick observes what happened and car
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -48,6 +49,7 @@ from modelgate.core.evidence import with_evidence
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch import in_force, watching
 from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
+from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
 from modelgate.metrics import BreachExplainer, MetricProviders
 from modelgate.routers import SideKinds, TrafficRouter, router_for
 
@@ -85,10 +87,11 @@ def _forgotten_status(body: Mapping[str, Any]) -> ModelRolloutStatus:
 
 
 class Reconciler:
-    def __init__(self, kube: Kube, clock: Clock = utc_now) -> None:
+    def __init__(self, kube: Kube, clock: Clock = utc_now, evaluator_image: str | None = None) -> None:
         self.kube = kube
         self.clock = clock
         self.providers = MetricProviders(kube)
+        self.gate_jobs = GateJobs(kube, evaluator_image or os.environ.get(EVALUATOR_IMAGE_ENV))
 
     def tick_by_name(self, namespace: str, name: str) -> TickResult:
         """Reads the rollout from the watch cache, which holds the newer of the watch's copy and the
@@ -155,7 +158,13 @@ class Reconciler:
         due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
         if provider is not None and plan is not None and due:
             analysis = provider.run(plan, self.clock())
+        gate_checks = {}
+        if status.phase is Phase.GATING and status.gate is not None:
+            gate_checks = self.gate_jobs.observe(namespace, spec, status.gate)
         observed = Observations(
+            rollout=name,
+            uid=str(meta.get("uid") or ""),
+            gate_checks=gate_checks,
             generation=generation,
             candidate_available=availability.available,
             candidate_message=availability.message,
@@ -187,6 +196,7 @@ class Reconciler:
         if _rolls_back(decision) and isinstance(provider, BreachExplainer):
             decision = self._with_evidence(provider, analysed, namespace, decision)
         self._apply(body, status, stored, decision)
+        self._run_gate_jobs(body, spec, status, decision.status)
         if decision.scale_down_incumbent:
             self._scale_down_incumbent(body, spec.incumbent.name)
         self._clear_handled_command(namespace, name, command, decision.status)
@@ -196,6 +206,23 @@ class Reconciler:
         if has and not wanted and not self._keep_finalizer(namespace, name, wanted):
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
+
+    def _run_gate_jobs(
+        self,
+        body: Mapping[str, Any],
+        spec: ModelRolloutSpec,
+        before: ModelRolloutStatus,
+        after: ModelRolloutStatus,
+    ) -> None:
+        """After the status that names them is written: the gate's Jobs are started while it runs, and
+        deleted once it has decided (their evidence is in status)."""
+        gate = after.gate
+        if gate is None:
+            return
+        if after.phase is Phase.GATING:
+            self.gate_jobs.start(body, spec, gate)
+        elif before.phase is Phase.GATING and gate.decision is not None:
+            self.gate_jobs.delete(body["metadata"]["namespace"], gate)
 
     def _with_evidence(
         self, provider: BreachExplainer, spec: ModelRolloutSpec, namespace: str, decision: Decision

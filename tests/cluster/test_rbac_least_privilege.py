@@ -65,6 +65,9 @@ NEEDED: list[Check] = [
     *(Check(verb, kind) for kind in ROUTER_KINDS for verb in ("get", "list", "watch", "patch")),
     *(Check(verb, POOLS) for verb in ("get", "list", "watch")),
     Check("list", "pods"),
+    *(Check(verb, "jobs.batch") for verb in ("get", "list", "watch", "create", "delete")),
+    Check("get", "configmaps"),
+    Check("get", "services"),
     Check("create", "events.events.k8s.io"),
     Check("get", f"secrets/{PROMETHEUS_SECRET}"),
 ]
@@ -83,9 +86,9 @@ NEVER_IN_A_NAMESPACE: list[Check] = [
     *(Check(verb, POOLS) for verb in ("create", "update", "patch", "delete")),
     *(Check(verb, "pods") for verb in ("create", "get", "watch", "patch", "delete")),
     Check("create", "pods", "exec"),
-    Check("get", "configmaps"),
-    Check("get", "services"),
     Check("patch", "services"),
+    *(Check(verb, "jobs.batch") for verb in ("update", "patch")),
+    Check("patch", "configmaps"),
     Check("create", "serviceaccounts", "token"),
     Check("create", "rolebindings.rbac.authorization.k8s.io"),
     Check("create", "roles.rbac.authorization.k8s.io"),
@@ -125,7 +128,7 @@ ALL_NAMESPACES_READS = [
     *(
         Check(verb, kind)
         for verb in ("list", "watch")
-        for kind in (ROLLOUTS, DEPLOYMENTS, *ROUTER_KINDS, POOLS)
+        for kind in (ROLLOUTS, DEPLOYMENTS, *ROUTER_KINDS, POOLS, "jobs.batch")
     ),
     Check("list", "pods"),
 ]

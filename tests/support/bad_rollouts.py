@@ -99,6 +99,14 @@ def istio(**changes: Any) -> Edit:
     return put("spec.trafficRouting", {"istio": routing})
 
 
+EVALUATOR: dict[str, Any] = {"testSet": {"configMap": {"name": "qa", "key": "set.jsonl"}}}
+
+
+def gate_check(check: dict[str, Any]) -> Edit:
+    """A gate with one check named `quality`, the rest as given."""
+    return put("spec.gate", {"checks": [{"name": "quality", **check}]})
+
+
 BAD_ROLLOUTS: dict[str, BadRollout] = {
     # Wrong types.
     "weight as a string": BadRollout(put(f"{STEP0}.setWeight", "10"), "spec.steps[0].setWeight"),
@@ -331,6 +339,33 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     # Required fields.
     "candidate missing": BadRollout(drop("spec.candidate"), "spec.candidate"),
     "Prometheus missing": BadRollout(drop(PROMETHEUS), PROMETHEUS),
+    # The evaluation gate.
+    "a gate check of both kinds": BadRollout(
+        gate_check({"evaluator": EVALUATOR, "job": {"image": "check:1"}}), "spec.gate.checks[0]"
+    ),
+    "a gate check of neither kind": BadRollout(gate_check({}), "spec.gate.checks[0]"),
+    "an evaluator with only a judge": BadRollout(
+        gate_check({"evaluator": {"judge": {"url": "http://judge:8000/v1", "model": "judge"}}}),
+        "spec.gate.checks[0].evaluator",
+    ),
+    "a test set from two sources": BadRollout(
+        gate_check(
+            {"evaluator": {"testSet": {**EVALUATOR["testSet"], "url": "https://sets.example/qa.jsonl"}}}
+        ),
+        "spec.gate.checks[0].evaluator.testSet",
+    ),
+    "win-rate confidence 1": BadRollout(
+        gate_check(
+            {"job": {"image": "check:1"}, "policy": {"winRate": {"minLowerBound": 0.5, "confidence": 1}}}
+        ),
+        "spec.gate.checks[0].policy.winRate.confidence",
+    ),
+    "a gate check timeout of 0s": BadRollout(
+        gate_check({"job": {"image": "check:1"}, "timeout": "0s"}), "spec.gate.checks[0].timeout"
+    ),
+    "a gate check onError Retry": BadRollout(
+        gate_check({"job": {"image": "check:1"}, "onError": "Retry"}), "spec.gate.checks[0].onError"
+    ),
     # Only the operator can see these: what the spec names does not exist, or no query can be built.
     "route that does not exist": _operator(put(f"{ROUTE}.httpRoute", "no-such-route"), f"{ROUTE}.httpRoute"),
     "rule index past the route's rules": _operator(put(f"{ROUTE}.ruleIndex", 3), f"{ROUTE}.ruleIndex"),

@@ -122,6 +122,16 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list"]
+# The evaluation gate (spec.gate): the operator creates one Job per check (owned by the rollout),
+# watches them (a finished one wakes its rollout), reads them and their Pods' termination messages,
+# and deletes them once the gate has decided. It checks that a test set's ConfigMap exists and reads
+# the first port of the Services the built-in evaluator talks to; neither is ever written.
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch", "create", "delete"]
+- apiGroups: [""]
+  resources: ["configmaps", "services"]
+  verbs: ["get"]
 # Every decision is recorded as an events.k8s.io/v1 Event (kopf's own event posting is off).
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

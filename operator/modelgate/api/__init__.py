@@ -47,10 +47,9 @@ from modelgate.api.status import (
     RollbackReason,
     RollingBack,
     SequentialEvidence,
-    Timestamp,
-    Verdict,
     parse_status,
 )
+from modelgate.api.statusmodel import Timestamp, Verdict
 from modelgate.api.watch import WatchSpec
 
 __all__ = [

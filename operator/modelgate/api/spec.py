@@ -21,6 +21,7 @@ from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.fields import Duration, Integer, ModelName, ObjectName, PodRegex, PositiveDuration
+from modelgate.api.gate import GateSpec
 from modelgate.api.istio import IstioRouting
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
@@ -463,6 +464,12 @@ class ModelRolloutSpec(SpecModel):
     )
     capacity: CapacitySpec | None = Field(
         None, description="Whether a step waits for the candidate's Ready replicas before raising its weight."
+    )
+    gate: GateSpec | None = Field(
+        None,
+        description="Checks that judge the candidate before it gets any traffic (docs/gate.md): run once "
+        "it is Available, before step 0; they decide a full release, a canary (the steps) or a "
+        "rejection (phase Failed, no traffic ever).",
     )
     watch: WatchSpec | None = Field(
         None,

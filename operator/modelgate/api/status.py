@@ -4,23 +4,20 @@
 """
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     FiniteFloat,
     StringConstraints,
     ValidationError,
 )
-from pydantic.alias_generators import to_camel
 
 from modelgate.api.errors import InvalidSpecError
+from modelgate.api.gate_status import GateStatus
 from modelgate.api.markers import NULLABLE, list_map
+from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
 
 # metav1.Condition's: an optional DNS-subdomain prefix and "/", then a qualified name.
 CONDITION_TYPE_PATTERN = (
@@ -30,37 +27,14 @@ CONDITION_TYPE_PATTERN = (
 CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 
 
-# Far enough from datetime's own end that a timestamp plus any duration (at most 100 years) fits.
-LATEST_TIMESTAMP = datetime(9000, 1, 1, tzinfo=UTC)
-
-
-def _in_utc(moment: datetime) -> datetime:
-    # Aware datetimes only: a naive one would be serialized without an offset, which is not RFC 3339.
-    if moment.tzinfo is None:
-        raise ValueError("must include a time zone")
-    if moment >= LATEST_TIMESTAMP:
-        raise ValueError(f"must be before {LATEST_TIMESTAMP.year}")
-    return moment.astimezone(UTC)
-
-
-Timestamp = Annotated[datetime, AfterValidator(_in_utc)]
-"""A moment in UTC, serialized as RFC 3339 with a `Z` suffix."""
-
-
 class Phase(StrEnum):
     PENDING = "Pending"
+    GATING = "Gating"
     PROGRESSING = "Progressing"
     PAUSED = "Paused"
     SUCCEEDED = "Succeeded"
     ROLLED_BACK = "RolledBack"
     FAILED = "Failed"
-
-
-class Verdict(StrEnum):
-    PASS = "Pass"
-    FAIL = "Fail"
-    INCONCLUSIVE = "Inconclusive"
-    ERROR = "Error"
 
 
 class CommandResult(StrEnum):
@@ -72,10 +46,6 @@ class ConditionStatus(StrEnum):
     TRUE = "True"
     FALSE = "False"
     UNKNOWN = "Unknown"
-
-
-class StatusModel(BaseModel):
-    model_config = ConfigDict(frozen=True, populate_by_name=True, alias_generator=to_camel, extra="forbid")
 
 
 EVALUATED_AT = "When the metric was evaluated."
@@ -263,7 +233,8 @@ class ModelRolloutStatus(StatusModel):
 
     phase: Phase | None = Field(
         None,
-        description="Pending (waiting for the candidate to be Available), Progressing, Paused (manual "
+        description="Pending (waiting for the candidate to be Available), Gating (spec.gate's checks "
+        "run, the candidate gets no traffic), Progressing, Paused (manual "
         "pause, or Prometheus errors with onPrometheusError=pause), Succeeded, RolledBack, or Failed (a "
         "configuration that cannot work, e.g. a missing HTTPRoute).",
     )
@@ -343,6 +314,9 @@ class ModelRolloutStatus(StatusModel):
         None,
         description="Set while a gradual rollback steps the candidate's weight down (phase RolledBack, "
         "currentWeight still above 0); cleared when the weight reaches 0.",
+    )
+    gate: GateStatus | None = Field(
+        None, description="The evaluation gate's checks, their evidence and its decision (spec.gate)."
     )
     conditions: Annotated[tuple[Condition, ...], Field(max_length=16)] = Field(
         (),

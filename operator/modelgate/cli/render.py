@@ -12,14 +12,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from modelgate.api import MetricAnalysis, ModelRolloutStatus, RollbackReason, Verdict, parse_status
+from modelgate.api import MetricAnalysis, ModelRolloutStatus, RollbackReason, parse_status
+from modelgate.cli.render_gate import VERDICT_STYLE, render_gate
 
-VERDICT_STYLE = {
-    Verdict.PASS: "green",
-    Verdict.FAIL: "bold red",
-    Verdict.INCONCLUSIVE: "yellow",
-    Verdict.ERROR: "magenta",
-}
 PHASE_STYLE = {
     "Succeeded": "bold green",
     "RolledBack": "bold red",
@@ -27,6 +22,7 @@ PHASE_STYLE = {
     "Paused": "yellow",
     "Progressing": "cyan",
     "Pending": "dim",
+    "Gating": "cyan",
 }
 
 
@@ -105,6 +101,8 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
             at = "" if trace.time is None else f" at {trace.time.strftime('%H:%M:%S')}"
             value = "" if trace.value is None else f", value {trace.value:.4g}"
             parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
+    if status.gate is not None:
+        parts.append(render_gate(status.gate))
     parts.append(_metrics_table(spec, status))
     return Group(*parts)
 

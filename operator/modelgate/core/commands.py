@@ -9,6 +9,7 @@ from modelgate.api import CommandResult, LastCommand, Phase, RollbackReason
 from modelgate.core import limits
 from modelgate.core.conflicts import release_route, route_conflict_held
 from modelgate.core.deadlines import deadline_paused
+from modelgate.core.gating import gate_command
 from modelgate.core.model import Command, CommandAction
 from modelgate.core.reasons import ConditionType, Reason
 
@@ -39,6 +40,8 @@ def handle_command(tick: _Tick, command: Command) -> None:
 def _apply(tick: _Tick, action: CommandAction) -> str | None:
     """What the command did, or None when it does not apply in the rollout's phase."""
     phase = tick.status.phase
+    if phase is Phase.GATING:
+        return gate_command(tick, action)
     active = phase in (Phase.PROGRESSING, Phase.PAUSED)
     if action is CommandAction.ABORT and tick.status.rolling_back is not None:
         # A second abort ends a gradual rollback: all traffic to the incumbent now.

@@ -23,6 +23,7 @@ from modelgate.core.analysis import evaluate
 from modelgate.core.commands import handle_command
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
 from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
+from modelgate.core.gating import gate_pending, gating, start_gate
 from modelgate.core.mirror import candidate_served, mirror_wanted, settle_mirror
 from modelgate.core.model import (
     Decision,
@@ -207,6 +208,8 @@ class _Tick:
             gradual.continue_rollback(self)
         elif phase is Phase.PENDING:
             self.pending()
+        elif phase is Phase.GATING:
+            gating(self)
         else:
             self.progress()
 
@@ -241,6 +244,7 @@ class _Tick:
             analysis=(),
             rollback_reason=None,
             rolling_back=None,
+            gate=None,
             watch_ends_at=None,
             conditions=(),
         )
@@ -256,6 +260,9 @@ class _Tick:
         if not self.observed.candidate_available:
             self.update(message=f"waiting for the candidate: {self.observed.candidate_message}")
             pending_deadline(self)
+            return
+        if gate_pending(self):
+            start_gate(self)
             return
         self.update(phase=Phase.PROGRESSING, pending_since=None)
         self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.name} is Available")

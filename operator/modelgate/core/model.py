@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.core.gate import CheckObservation
 from modelgate.core.reasons import EventType, Reason
 from modelgate.core.results import AnalysisRun
 
@@ -85,6 +87,10 @@ class Observations:
     analysis: AnalysisRun | None = None
     command: Command | None = None
     ready_replicas: ReadyReplicas | None = None
+    # The rollout's name and uid name its gate's Jobs; what each Job showed, by check name.
+    rollout: str = ""
+    uid: str = ""
+    gate_checks: Mapping[str, CheckObservation] = field(default_factory=dict)
     # Read in the watch window only (None otherwise): a rollback then sends everything to the incumbent.
     incumbent_available: bool | None = None
     incumbent_message: str = ""

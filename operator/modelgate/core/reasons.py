@@ -71,6 +71,13 @@ class Reason(StrEnum):
     SCALE_DOWN_FAILED = "ScaleDownFailed"
     # Deleting a rollout with spec.rollback.onDelete ReturnTraffic.
     TRAFFIC_RETURNED = "TrafficReturned"
+    # The evaluation gate (spec.gate).
+    GATE_STARTED = "GateStarted"
+    GATE_CHECK_PASSED = "GateCheckPassed"
+    GATE_CHECK_FAILED = "GateCheckFailed"
+    GATE_CHECK_INCONCLUSIVE = "GateCheckInconclusive"
+    GATE_PASSED = "GatePassed"
+    GATE_REJECTED = "GateRejected"
     # The route.
     ROUTE_FOUND = "RouteFound"
     ROUTE_NOT_FOUND = "RouteNotFound"
@@ -102,6 +109,9 @@ _WARNINGS = frozenset(
         Reason.WEIGHT_NOT_APPLIED,
         Reason.ROUTE_OVERWRITTEN,
         Reason.ROUTE_CONFLICT,
+        Reason.GATE_CHECK_FAILED,
+        Reason.GATE_CHECK_INCONCLUSIVE,
+        Reason.GATE_REJECTED,
         Reason.ROLLBACK_HELD,
         Reason.SCALE_DOWN_FAILED,
     }

@@ -10,7 +10,7 @@ from modelgate.core.gradual import next_step_at
 from modelgate.core.mirror import candidate_served
 from modelgate.core.reasons import ConditionType, Reason
 
-ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
+ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.GATING, Phase.PROGRESSING, Phase.PAUSED})
 # How often an active rollout with nothing scheduled is looked at again: a waiting one notices a
 # candidate becoming Available, and each re-asserts its weights.
 RESYNC = timedelta(seconds=10)
@@ -21,6 +21,9 @@ FINISHED_RESYNC = timedelta(minutes=5)
 MIN_WAKEUP = timedelta(milliseconds=200)
 # A weight write that did not take is tried again this soon, not at the next resync.
 WRITE_RETRY = timedelta(seconds=1)
+# How often a gate's checks are looked at: a finished Job wakes its rollout at once, but a Pod whose
+# container cannot start changes no Job.
+GATE_POLL = timedelta(seconds=2)
 
 
 def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> bool:
@@ -99,6 +102,8 @@ def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[dat
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
     """How long after `now`, the time the decision was taken at, this rollout needs looking at again."""
     candidates = [RESYNC if status.phase in ACTIVE_PHASES else FINISHED_RESYNC]
+    if status.phase is Phase.GATING:
+        candidates.append(GATE_POLL)
     written = status.live_weight in (None, status.current_weight) and status.live_mirror_percent in (
         None,
         status.current_mirror_percent,

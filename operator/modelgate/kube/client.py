@@ -21,6 +21,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube.cache import ObjectCache, deployment_essentials
+from modelgate.kube.checks import JOB_NAME_LABEL
 from modelgate.kube.errors import Conflict, KubeError, NotFound, PatchNotApplied, translated
 from modelgate.kube.objects import DeploymentAvailability, availability, event_body
 from modelgate.kube.pools import (
@@ -61,6 +62,7 @@ class Kube:
         self._custom = client.CustomObjectsApi(api_client)
         self._core = client.CoreV1Api(api_client)
         self._apps = client.AppsV1Api(api_client)
+        self._batch = client.BatchV1Api(api_client)
 
     def watch_caches(self, route_plurals: Iterable[str]) -> dict[str, ObjectCache]:
         """Turns on the caches of the kinds a tick reads, by plural (the routers' objects are
@@ -374,6 +376,79 @@ class Kube:
             return base64.b64decode(data[key], validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError) as error:
             raise KubeError(None, f"key {key!r} of {what} is not UTF-8 text: {error}") from None
+
+    # -- the gate's check Jobs -----------------------------------------------------------------------
+    def check_job_and_pods(self, namespace: str, name: str) -> tuple[Object | None, list[Object]]:
+        """A check's Job (None when it does not exist) and its Pods, fresh from the API server."""
+        try:
+            with _request("get"):
+                response: Any = self._batch.read_namespaced_job(
+                    name, namespace, _preload_content=False, _request_timeout=self.request_timeout
+                )
+        except NotFound:
+            return None, []
+        job = _as_object(json.loads(response.data))
+        with _request("list"):
+            listed: Any = self._core.list_namespaced_pod(
+                namespace,
+                label_selector=f"{JOB_NAME_LABEL}={name}",
+                _preload_content=False,
+                _request_timeout=self.request_timeout,
+            )
+        return job, list(_as_object(json.loads(listed.data)).get("items") or [])
+
+    def create_job(self, job: Mapping[str, Any]) -> None:
+        """Creates a Job; one that already exists (created by an earlier tick) is left as it is."""
+        try:
+            with _request("create"):
+                body: Any = dict(job)  # the client sends a dict as it is
+                response: Any = self._batch.create_namespaced_job(
+                    job["metadata"]["namespace"],
+                    body,
+                    field_manager=FIELD_MANAGER,
+                    _preload_content=False,
+                    _request_timeout=self.request_timeout,
+                )
+                response.data  # noqa: B018 - reads the body, so the connection goes back to the pool
+        except Conflict:
+            pass
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        """Deletes a Job and its Pods (in the background); one already gone is fine."""
+        try:
+            with _request("delete"):
+                self._batch.delete_namespaced_job(
+                    name,
+                    namespace,
+                    propagation_policy="Background",
+                    _preload_content=False,
+                    _request_timeout=self.request_timeout,
+                )
+        except NotFound:
+            pass
+
+    def config_map_keys(self, namespace: str, name: str) -> set[str] | None:
+        """The keys of a ConfigMap's data and binaryData; None when it does not exist."""
+        try:
+            with _request("get"):
+                config_map = self._core.read_namespaced_config_map(
+                    name, namespace, _request_timeout=self.request_timeout
+                )
+        except NotFound:
+            return None
+        return set(config_map.data or {}) | set(config_map.binary_data or {})
+
+    def service_port(self, namespace: str, name: str) -> int | None:
+        """The first port of a Service; None when it does not exist."""
+        try:
+            with _request("get"):
+                service = self._core.read_namespaced_service(
+                    name, namespace, _request_timeout=self.request_timeout
+                )
+        except NotFound:
+            return None
+        ports = (service.spec.ports if service.spec else None) or []
+        return int(ports[0].port) if ports else None
 
     def create_event(
         self,

@@ -1,0 +1,320 @@
+"""ModelRollout.spec.gate: checks that judge the candidate before it gets any traffic, and the rule
+that turns their verdicts into a decision (full release, canary, or reject). docs/gate.md explains it.
+
+A check is the built-in evaluator (`modelgate eval`, run as a Job in the operator's image) or a Job
+of the user's; either writes a GateResult (api/gate_result.py) that the check's policy judges.
+"""
+
+from datetime import timedelta
+from typing import Annotated, Literal, Self
+
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
+
+from modelgate.api.duration import parse_duration
+from modelgate.api.errors import FieldPathError
+from modelgate.api.fields import (
+    Boolean,
+    Duration,
+    HttpUrl,
+    Integer,
+    MetricName,
+    ModelName,
+    Number,
+    ObjectName,
+    PositiveDuration,
+    SecretKey,
+)
+from modelgate.api.markers import CelRule, cel_rules, list_map
+from modelgate.api.specmodel import SpecModel
+
+OnCheckError = Literal["Reject", "Inconclusive"]
+MAX_CHECKS = 8
+# A Job's name is at most 63 characters (its Pods' job-name label); the operator adds a prefix and a hash.
+CheckName = Annotated[MetricName, StringConstraints(max_length=40)]
+ProbabilityLike = Annotated[Number, Field(ge=0)]
+EnvName = Annotated[
+    str, StringConstraints(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+]
+Argument = Annotated[
+    str, StringConstraints(max_length=4096), Field(description="One word of the command line.")
+]
+ScoreName = Annotated[MetricName, Field(description="A score's name.")]
+
+
+class ConfigMapKey(SpecModel):
+    name: ObjectName = Field(description="Name of a ConfigMap in the ModelRollout's namespace.")
+    key: SecretKey = Field(description="Key within the ConfigMap's data that holds the JSONL.")
+
+
+class PersistentVolumeFile(SpecModel):
+    claim_name: ObjectName = Field(
+        description="Name of a PersistentVolumeClaim in the ModelRollout's namespace."
+    )
+    path: Annotated[str, StringConstraints(min_length=1, max_length=1024, pattern=r"^[^/].*$")] = Field(
+        description="Path of the JSONL file within the volume, relative to its root."
+    )
+
+
+class JsonlSource(SpecModel):
+    """Where a JSONL file comes from; set exactly one of configMap, url or persistentVolumeClaim."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "[has(self.configMap), has(self.url), has(self.persistentVolumeClaim)].exists_one(s, s)",
+                message="set exactly one of configMap, url or persistentVolumeClaim",
+            )
+        )
+    )
+
+    config_map: ConfigMapKey | None = Field(
+        None, description="A ConfigMap key, mounted into the evaluator's Pod as a file."
+    )
+    url: HttpUrl | None = Field(None, description="An http(s) URL the evaluator downloads the file from.")
+    persistent_volume_claim: PersistentVolumeFile | None = Field(
+        None, description="A file on a PersistentVolumeClaim, mounted read-only into the evaluator's Pod."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> Self:
+        if [self.config_map, self.url, self.persistent_volume_claim].count(None) != 2:
+            raise ValueError("set exactly one of configMap, url or persistentVolumeClaim")
+        return self
+
+
+class ReplaySource(JsonlSource):
+    sample: Annotated[Integer, Field(ge=1, le=100000)] | None = Field(
+        None, description="How many recorded requests to replay, sampled with a fixed seed; default all."
+    )
+
+
+class Endpoint(SpecModel):
+    url: HttpUrl | None = Field(
+        None,
+        description="OpenAI-compatible base URL (…/v1). Defaults to the side's Service in the "
+        "ModelRollout's namespace (the route's backend for it) on the Service's first port.",
+    )
+    model: ModelName | None = Field(
+        None, description="The `model` field sent in requests; default the side's `model` or workload name."
+    )
+
+
+class Judge(SpecModel):
+    url: HttpUrl = Field(description="OpenAI-compatible base URL (…/v1) of the judge model.")
+    model: ModelName = Field(description="The judge's `model` field.")
+    samples: Annotated[Integer, Field(ge=1, le=100000)] | None = Field(
+        None, description="How many prompts to compare (both orders each); default every test-set prompt."
+    )
+
+
+MEASURES_RULE = "has(self.testSet) || has(self.replay)"
+MEASURES = "set testSet, replay or both: a judge compares the answers to their prompts"
+
+
+class Evaluator(SpecModel):
+    """The built-in evaluator, `modelgate eval` (docs/gate-eval.md), run as a Job in the operator's
+    image; set testSet, replay or both (a judge compares the answers to their prompts)."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(CelRule(MEASURES_RULE, message=MEASURES)))
+
+    test_set: JsonlSource | None = Field(
+        None,
+        description="The private test set: JSONL whose header names the set, its version and its date, "
+        "then prompts with checks and capability tags; one score per capability.",
+    )
+    replay: ReplaySource | None = Field(
+        None, description="Recorded production requests (JSONL), replayed against both models."
+    )
+    judge: Judge | None = Field(
+        None,
+        description="A blind pairwise judge: which of the two answers is better, both orders asked; the "
+        "policy's winRate judges the result.",
+    )
+    candidate: Endpoint = Field(Endpoint(), description="Where the candidate answers.")
+    incumbent: Endpoint = Field(Endpoint(), description="Where the incumbent answers.")
+    concurrency: Annotated[Integer, Field(ge=1, le=256)] = Field(8, description="Requests in flight at once.")
+    request_timeout: PositiveDuration = Field("30s", description="Timeout of one request to a model.")
+
+    @model_validator(mode="after")
+    def _measures_something(self) -> Self:
+        if self.test_set is None and self.replay is None:
+            raise ValueError(MEASURES)
+        return self
+
+
+class EnvVar(SpecModel):
+    """One environment variable of a check's container."""
+
+    name: EnvName = Field(description="The variable's name.")
+    value: Annotated[str, StringConstraints(max_length=32768)] = Field(
+        "", description="The variable's value."
+    )
+
+
+class CheckJob(SpecModel):
+    """A check of your own: a container that ends by writing a GateResult JSON (docs/gate.md) to
+    /dev/termination-log, and exits 0 when it measured."""
+
+    image: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
+        description="The container image."
+    )
+    command: Annotated[tuple[Argument, ...], Field(max_length=64)] = Field(
+        (), description="The entrypoint; the image's own when empty."
+    )
+    args: Annotated[tuple[Argument, ...], Field(max_length=256)] = Field(
+        (), description="Arguments to the entrypoint."
+    )
+    env: Annotated[tuple[EnvVar, ...], Field(max_length=64)] = Field(
+        (), description="Environment variables of the container.", json_schema_extra=list_map("name")
+    )
+
+
+class ScoreBounds(SpecModel):
+    """What one named score must meet; it replaces the policy's defaults for that score."""
+
+    name: MetricName = Field(description="The score's name in the check's result (a capability tag, ...).")
+    min: Number | None = Field(None, description="The candidate's value must be at least this.")
+    max: Number | None = Field(None, description="The candidate's value must be at most this.")
+    max_drop: ProbabilityLike | None = Field(
+        None,
+        description="How much worse than the incumbent's value the candidate's may be (lower for "
+        "higher-is-better scores, higher for lowerIsBetter ones), in the score's own units.",
+    )
+
+
+class WinRatePolicy(SpecModel):
+    min_lower_bound: Annotated[Number, Field(ge=0, le=1)] = Field(
+        description="The Wilson lower confidence bound of the candidate's win share (ties half a win) "
+        "must be at least this; 0.5 means 'no worse than the incumbent, with confidence'."
+    )
+    confidence: Annotated[Number, Field(ge=0.5, le=0.999)] = Field(
+        0.95, description="Two-sided confidence of the bound."
+    )
+
+
+class CheckPolicy(SpecModel):
+    """How a check's result is judged. A score is Inconclusive, never a pass, with fewer samples than
+    minSamples; an unnamed score is held to minScore and maxDrop."""
+
+    min_samples: Annotated[Integer, Field(ge=1)] = Field(
+        20, description="Samples a score (or the win rate) needs before it can pass or fail."
+    )
+    min_score: Number | None = Field(
+        None,
+        description="Default minimum of the candidate's higher-is-better scores (e.g. a capability's "
+        "share of correct answers); scores not listed in `scores` are held to it.",
+    )
+    max_drop: ProbabilityLike | None = Field(
+        None,
+        description="Default tolerance against the incumbent for every score not listed in `scores`: how "
+        "much worse the candidate's value may be. A drop past it fails, even when the average rises.",
+    )
+    scores: Annotated[tuple[ScoreBounds, ...], Field(max_length=32)] = Field(
+        (), description="Bounds of named scores, replacing the defaults.", json_schema_extra=list_map("name")
+    )
+    required_scores: Annotated[tuple[ScoreName, ...], Field(max_length=32)] = Field(
+        (), description="Scores the result must contain; one that is missing makes the check Inconclusive."
+    )
+    win_rate: WinRatePolicy | None = Field(
+        None, description="What the blind pairwise win rate must show; required in the result when set."
+    )
+    max_test_set_age: Duration | None = Field(
+        None,
+        description="The test set's date (in the result) may be at most this old when the check ends; "
+        "a staler set fails the check.",
+    )
+
+    @property
+    def max_test_set_age_timedelta(self) -> timedelta | None:
+        return None if self.max_test_set_age is None else parse_duration(self.max_test_set_age)
+
+    def bounds(self, score: str, *, lower_is_better: bool = False) -> ScoreBounds:
+        """The bounds one score is held to: its own, or the defaults (minScore only for scores where
+        higher is better)."""
+        named = next((bounds for bounds in self.scores if bounds.name == score), None)
+        if named is not None:
+            return named
+        minimum = None if lower_is_better else self.min_score
+        return ScoreBounds(name=score, min=minimum, max_drop=self.max_drop)
+
+
+class GateCheck(SpecModel):
+    """One check: the built-in evaluator or a Job of your own, its deadline and its policy."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule("has(self.evaluator) != has(self.job)", message="set exactly one of evaluator or job")
+        )
+    )
+
+    name: CheckName = Field(description="The check's name: unique, a lowercase RFC 1123 label.")
+    evaluator: Evaluator | None = Field(None, description="Run the built-in evaluator.")
+    job: CheckJob | None = Field(None, description="Run a container of your own.")
+    timeout: PositiveDuration = Field(
+        "30m", description="The Job's deadline (activeDeadlineSeconds); past it the check is an error."
+    )
+    on_error: OnCheckError = Field(
+        "Reject",
+        description="What a check that could not measure means (its Job failed, timed out, could not "
+        "start, or wrote no valid result): Reject (the check fails) or Inconclusive.",
+    )
+    policy: CheckPolicy = Field(CheckPolicy(), description="How the check's result is judged.")
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> Self:
+        if (self.evaluator is None) == (self.job is None):
+            raise ValueError("set exactly one of evaluator or job")
+        return self
+
+    @property
+    def timeout_timedelta(self) -> timedelta:
+        return parse_duration(self.timeout)
+
+
+class FullRelease(SpecModel):
+    allowed: Boolean = Field(
+        False,
+        description="Whether a gate whose every check passes releases the candidate in full; without it "
+        "the best decision is a canary (the steps).",
+    )
+    start_at_step: Annotated[Integer, Field(ge=0, le=50)] | None = Field(
+        None,
+        description="With a full release: start the steps at this index instead of 0; without it the "
+        "steps are skipped and the candidate takes all traffic.",
+    )
+
+
+class GateSpec(SpecModel):
+    """Checks run, one Job each, after the candidate is Available and before step 0, while it gets no
+    traffic. The decision: any failed check rejects (phase Failed, reason GateRejected); every check
+    passing is a full release where `full.allowed`, else a canary; a pass with any Inconclusive check is
+    a canary, or with `inconclusive: Reject` a rejection."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "self.checks.all(c, self.checks.exists_one(o, o.name == c.name))",
+                field_path=".checks",
+                message="check names must be unique",
+            )
+        )
+    )
+
+    checks: Annotated[tuple[GateCheck, ...], Field(min_length=1, max_length=MAX_CHECKS)] = Field(
+        description="The checks; all run at once.", json_schema_extra=list_map("name")
+    )
+    inconclusive: Literal["Canary", "Reject"] = Field(
+        "Canary",
+        description="What an Inconclusive check (too few samples, a missing score) means when no check "
+        "failed: a Canary at most, or Reject.",
+    )
+    full: FullRelease = Field(
+        FullRelease(), description="Whether and how a gate that passes releases in full."
+    )
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Self:
+        names = [check.name for check in self.checks]
+        if len(set(names)) != len(names):
+            raise FieldPathError("checks", "check names must be unique")
+        return self

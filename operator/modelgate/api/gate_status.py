@@ -1,0 +1,110 @@
+"""ModelRollout.status.gate: the evidence of the evaluation gate, kept on the resource: every check's
+scores beside the policy they were held to, each verdict and why, the test set's version, the decision."""
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import Field, FiniteFloat, StringConstraints
+
+from modelgate.api.markers import NULLABLE, list_map
+from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
+
+Message = Annotated[str, StringConstraints(max_length=1024)]
+ShortName = Annotated[str, StringConstraints(max_length=253)]
+
+
+class GateDecision(StrEnum):
+    FULL = "Full"
+    CANARY = "Canary"
+    REJECT = "Reject"
+
+
+class CheckState(StrEnum):
+    RUNNING = "Running"
+    MEASURED = "Measured"  # its result was read and judged
+    ERROR = "Error"  # it could not measure: the Job failed, timed out, could not start, or wrote no result
+
+
+class ScoreVerdict(StatusModel):
+    """One score of a check's result, the bounds it was held to, and its verdict."""
+
+    name: Annotated[str, StringConstraints(max_length=63)] = Field(description="The score's name.")
+    candidate: FiniteFloat = Field(description="The candidate's value.")
+    incumbent: FiniteFloat | None = Field(
+        None, description="The incumbent's value on the same samples.", json_schema_extra=NULLABLE
+    )
+    samples: Annotated[int, Field(ge=0)] = Field(description="Samples the value stands on.")
+    lower_is_better: bool = Field(
+        False, description="Whether a lower value is better (error rates, latencies)."
+    )
+    min: FiniteFloat | None = Field(None, description="The minimum it was held to.")
+    max: FiniteFloat | None = Field(None, description="The maximum it was held to.")
+    max_drop: FiniteFloat | None = Field(
+        None, description="The tolerance against the incumbent it was held to."
+    )
+    verdict: Verdict = Field(description="Pass, Fail or Inconclusive (too few samples).")
+    message: Message = Field(description="Why, naming the value and the bound.")
+
+
+class WinRateVerdict(StatusModel):
+    wins: Annotated[int, Field(ge=0)] = Field(
+        description="Prompts on which the judge preferred the candidate."
+    )
+    ties: Annotated[int, Field(ge=0)] = Field(description="Ties, and prompts whose two orders disagreed.")
+    losses: Annotated[int, Field(ge=0)] = Field(description="Prompts on which it preferred the incumbent.")
+    share: FiniteFloat = Field(description="The candidate's win share, ties counted as half a win.")
+    lower_bound: FiniteFloat = Field(description="The Wilson lower confidence bound of the share.")
+    confidence: FiniteFloat = Field(description="The bound's two-sided confidence.")
+    min_lower_bound: FiniteFloat = Field(description="What the policy asked of the bound.")
+    verdict: Verdict = Field(description="Pass, Fail or Inconclusive (too few comparisons).")
+    message: Message = Field(description="Why.")
+
+
+class TestSetVersion(StatusModel):
+    __test__ = False  # not a pytest class
+
+    name: ShortName = Field(description="The test set's name.")
+    version: Annotated[str, StringConstraints(max_length=128)] = Field(description="Its version.")
+    date: Timestamp = Field(description="When it was last refreshed.")
+
+
+class CheckStatus(StatusModel):
+    """One check of spec.gate: its Job, its state, its evidence and its verdict."""
+
+    name: Annotated[str, StringConstraints(max_length=63)] = Field(
+        description="The check's name in spec.gate."
+    )
+    job: ShortName = Field(description="The name of the check's Job.")
+    state: CheckState = Field(
+        description="Running, Measured (its result was judged) or Error (it could not measure)."
+    )
+    verdict: Verdict | None = Field(None, description="Pass, Fail or Inconclusive, once it is known.")
+    message: Message | None = Field(None, description="The verdict's reason, or what the check waits for.")
+    test_set: TestSetVersion | None = Field(None, description="The test set the result names.")
+    scores: Annotated[tuple[ScoreVerdict, ...], Field(max_length=32)] = Field(
+        (), description="Each score of the result, judged.", json_schema_extra=list_map("name")
+    )
+    win_rate: WinRateVerdict | None = Field(None, description="The pairwise win rate, judged.")
+    summary: Message | None = Field(None, description="The check's own one-line summary.")
+    finished_at: Timestamp | None = Field(None, description="When its verdict was reached.")
+
+
+class GateStatus(StatusModel):
+    """The evaluation gate of this rollout (spec.gate)."""
+
+    started_at: Timestamp = Field(description="When the checks were started.")
+    run: Annotated[str, StringConstraints(max_length=63)] = Field(
+        description="Identifies this run of the gate: the checks' Jobs are named after it, so a restarted "
+        "operator finds them rather than starting them again."
+    )
+    checks: Annotated[tuple[CheckStatus, ...], Field(max_length=8)] = Field(
+        (), description="One entry per check of spec.gate.", json_schema_extra=list_map("name")
+    )
+    decision: GateDecision | None = Field(
+        None, description="Full, Canary or Reject, once every check has a verdict (or by a command)."
+    )
+    decided_at: Timestamp | None = Field(None, description="When the decision was made.")
+    message: Message | None = Field(None, description="Why the decision is what it is.")
+
+    def check(self, name: str) -> CheckStatus | None:
+        return next((check for check in self.checks if check.name == name), None)

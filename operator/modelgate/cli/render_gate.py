@@ -1,0 +1,93 @@
+"""How a rollout's evaluation gate looks in a terminal: each check, its test set, every score beside
+the policy it was held to, the win rate's bound, the verdicts and the decision."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from modelgate.api import Verdict
+from modelgate.api.gate_status import CheckStatus, GateDecision, GateStatus, ScoreVerdict
+
+DECISION_STYLE = {
+    GateDecision.FULL: "bold green",
+    GateDecision.CANARY: "cyan",
+    GateDecision.REJECT: "bold red",
+}
+VERDICT_STYLE = {
+    Verdict.PASS: "green",
+    Verdict.FAIL: "bold red",
+    Verdict.INCONCLUSIVE: "yellow",
+    Verdict.ERROR: "magenta",
+}
+
+
+def _verdict(verdict: Verdict | None) -> Text:
+    return Text("-", style="dim") if verdict is None else Text(verdict.value, style=VERDICT_STYLE[verdict])
+
+
+def _bounds(score: ScoreVerdict) -> str:
+    parts = []
+    if score.min is not None:
+        parts.append(f">= {score.min:g}")
+    if score.max is not None:
+        parts.append(f"<= {score.max:g}")
+    if score.max_drop is not None:
+        parts.append(f"{'rise' if score.lower_is_better else 'drop'} <= {score.max_drop:g}")
+    return " and ".join(parts) or "-"
+
+
+def _check_row(table: Table, check: CheckStatus) -> None:
+    test_set = "-" if check.test_set is None else f"{check.test_set.name} {check.test_set.version}"
+    table.add_row(
+        Text(check.name, style="bold"), "", "", "", "", test_set, _verdict(check.verdict), check.message or ""
+    )
+    for score in check.scores:
+        incumbent = "-" if score.incumbent is None else f"{score.incumbent:.4g}"
+        table.add_row(
+            "",
+            score.name,
+            f"{score.candidate:.4g}",
+            incumbent,
+            str(score.samples),
+            _bounds(score),
+            _verdict(score.verdict),
+            "",
+        )
+    rate = check.win_rate
+    if rate is not None:
+        table.add_row(
+            "",
+            "win rate",
+            f"{rate.share:.3g} (bound {rate.lower_bound:.3g})",
+            "-",
+            str(rate.wins + rate.ties + rate.losses),
+            f"bound >= {rate.min_lower_bound:g} at {rate.confidence:g}",
+            _verdict(rate.verdict),
+            f"{rate.wins} won, {rate.ties} tied, {rate.losses} lost",
+        )
+
+
+def render_gate(gate: GateStatus) -> RenderableType:
+    decision = (
+        Text("running", style="cyan")
+        if gate.decision is None
+        else Text(gate.decision.value, style=DECISION_STYLE[gate.decision])
+    )
+    heading = Text.assemble("Gate: ", decision, f"  {gate.message or ''}")
+    table = Table(title="Gate checks", title_justify="left")
+    for column in (
+        "Check",
+        "Score",
+        "Candidate",
+        "Incumbent",
+        "Samples",
+        "Policy / test set",
+        "Verdict",
+        "Detail",
+    ):
+        table.add_column(column)
+    for check in gate.checks:
+        _check_row(table, check)
+    return Group(heading, table)

@@ -1,0 +1,132 @@
+"""The gate phase of a tick: after the candidate is Available and before step 0, the checks of
+spec.gate run while the candidate gets no traffic; their verdicts decide a full release, a canary or
+a rejection (phase Failed, reason GateRejected, no weight ever written)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from modelgate.api import Phase, Verdict
+from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision, GateStatus
+from modelgate.core import limits
+from modelgate.core.gate import MESSAGE, GateOutcome, decide_gate, job_name, observe_check, run_id
+from modelgate.core.model import CommandAction, Outcome
+from modelgate.core.reasons import ConditionType, Reason
+
+if TYPE_CHECKING:
+    from modelgate.core.engine import _Tick
+
+_CHECK_REASONS = {
+    Verdict.PASS: Reason.GATE_CHECK_PASSED,
+    Verdict.FAIL: Reason.GATE_CHECK_FAILED,
+    Verdict.INCONCLUSIVE: Reason.GATE_CHECK_INCONCLUSIVE,
+}
+
+
+def start_gate(tick: _Tick) -> None:
+    """Starts the checks: their Jobs are named in status, and the reconciler creates them."""
+    gate = tick.spec.gate
+    assert gate is not None
+    run = run_id(tick.observed.generation, tick.now)
+    checks = tuple(
+        CheckStatus(
+            name=check.name,
+            job=job_name(tick.observed.rollout, tick.observed.uid, run, check.name),
+            state=CheckState.RUNNING,
+            message="starting its Job",
+        )
+        for check in gate.checks
+    )
+    names = ", ".join(check.name for check in gate.checks)
+    tick.update(
+        phase=Phase.GATING,
+        pending_since=None,
+        gate=GateStatus(started_at=tick.now, run=run, checks=checks),
+        message=f"gate: running checks {names}; the candidate gets no traffic",
+    )
+    tick.event(
+        Reason.GATE_STARTED, f"candidate {tick.spec.candidate.name} is Available; running checks {names}"
+    )
+
+
+def gating(tick: _Tick) -> None:
+    """Reads what the checks' Jobs showed, judges those that ended, and decides once all have."""
+    tick.set_weight(0)
+    spec, gate = tick.spec.gate, tick.status.gate
+    if spec is None or gate is None:
+        # spec.gate was removed while its checks ran: nothing is left to judge the candidate by.
+        tick.update(phase=Phase.PROGRESSING)
+        tick.event(Reason.ROLLOUT_STARTED, "spec.gate was removed; the steps start")
+        tick.enter_step(0)
+        tick.advance_while_complete()
+        return
+    checks = []
+    for check in spec.checks:
+        current = gate.check(check.name) or CheckStatus(
+            name=check.name,
+            job=job_name(tick.observed.rollout, tick.observed.uid, gate.run, check.name),
+            state=CheckState.RUNNING,
+            message="starting its Job",
+        )
+        seen = observe_check(check, current, tick.observed.gate_checks.get(check.name), tick.now)
+        if seen.verdict is not None and current.verdict is None:
+            tick.event(_CHECK_REASONS[seen.verdict], f"gate check {check.name}: {seen.message}")
+        checks.append(seen)
+    tick.update(gate=gate.model_copy(update={"checks": tuple(checks)}))
+    outcome = decide_gate(spec, tuple(checks))
+    if outcome is None:
+        waiting = "; ".join(f"{c.name}: {c.message}" for c in checks if c.verdict is None)
+        tick.update(message=f"gate: waiting for checks ({waiting}); the candidate gets no traffic")
+        return
+    act_on(tick, outcome)
+
+
+def act_on(tick: _Tick, outcome: GateOutcome) -> None:
+    """Acts on the gate's decision: a rejection ends the rollout Failed at weight 0; a canary starts
+    the steps; a full release skips them, or starts at spec.gate.full.startAtStep."""
+    gate = tick.status.gate
+    assert gate is not None and tick.spec.gate is not None
+    message = limits.clip(outcome.message, MESSAGE)  # model_copy does not check the schema's length
+    decided = gate.model_copy(
+        update={"decision": outcome.decision, "decided_at": tick.now, "message": message}
+    )
+    tick.update(gate=decided)
+    if outcome.decision is GateDecision.REJECT:
+        message = f"gate rejected {tick.spec.candidate.name}: {outcome.message}"
+        tick.update(phase=Phase.FAILED, message=message)
+        tick.condition(ConditionType.COMPLETED, False, Reason.GATE_REJECTED, outcome.message)
+        tick.event(Reason.GATE_REJECTED, message)
+        tick.outcome = Outcome(Phase.FAILED, Reason.GATE_REJECTED)
+        return
+    tick.event(Reason.GATE_PASSED, f"gate decided {outcome.decision}: {outcome.message}")
+    tick.update(phase=Phase.PROGRESSING)
+    tick.event(Reason.ROLLOUT_STARTED, f"candidate {tick.spec.candidate.name} passed the gate")
+    start_at = tick.spec.gate.full.start_at_step
+    if outcome.decision is GateDecision.FULL and start_at is None:
+        tick.succeed()
+        return
+    tick.enter_step(start_at if outcome.decision is GateDecision.FULL and start_at is not None else 0)
+    tick.advance_while_complete()
+
+
+def gate_pending(tick: _Tick) -> bool:
+    """Whether the rollout still owes its gate a run (set, and not decided for this rollout)."""
+    return tick.spec.gate is not None and (tick.status.gate is None or tick.status.gate.decision is None)
+
+
+def gate_command(tick: _Tick, action: CommandAction) -> str | None:
+    """On the gate, `promote` accepts it as passed (a canary; `--full`, a full release where
+    spec.gate.full allows one) and `abort` rejects it; None for a command that does not apply."""
+    spec = tick.spec.gate
+    if spec is None or tick.status.gate is None:
+        return None  # the gate was removed: the tick starts the steps
+    if action is CommandAction.ABORT:
+        act_on(tick, GateOutcome(GateDecision.REJECT, "rejected by `modelgate abort`"))
+        return "the gate rejected the candidate"
+    if action is CommandAction.PROMOTE:
+        act_on(tick, GateOutcome(GateDecision.CANARY, "passed by `modelgate promote`: a canary"))
+        return "the gate passed the candidate: the steps start"
+    if action is CommandAction.PROMOTE_FULL and spec.full.allowed:
+        act_on(tick, GateOutcome(GateDecision.FULL, "passed by `modelgate promote --full`: a full release"))
+        return "the gate passed the candidate for a full release"
+    return None

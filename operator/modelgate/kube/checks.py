@@ -1,0 +1,233 @@
+"""Pure helpers for the gate's check Jobs: the Job a check runs as, and what a Job and its Pods say
+about the check (running, measured with a result, or failed and why). No client calls here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from modelgate import API_GROUP, API_VERSION, KIND
+from modelgate.api.errors import InvalidSpecError
+from modelgate.api.gate import GateCheck, JsonlSource
+from modelgate.api.gate_result import GateResult
+from modelgate.core.gate import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
+
+# Labels of a check's Job and Pods: which rollout and which check they belong to.
+ROLLOUT_LABEL = "modelgate.io/rollout"
+CHECK_LABEL = "modelgate.io/gate-check"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+CONTAINER = "check"
+TERMINATION_LOG = "/dev/termination-log"
+DATA_DIR = "/var/run/modelgate/gate"
+# Finished Jobs the operator did not delete itself (it was down) go after this.
+FINISHED_TTL_SECONDS = 3600
+# A container in one of these waiting states will not start by itself.
+CANNOT_START = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+
+
+@dataclass(frozen=True)
+class CheckTarget:
+    """What the built-in evaluator talks to: each side's base URL and model name."""
+
+    candidate_url: str
+    incumbent_url: str
+    candidate_model: str
+    incumbent_model: str
+
+
+def _mounted(
+    source: JsonlSource, volume: str, field: str
+) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Where the evaluator reads a JSONL source, and the volume and mount that put it there."""
+    if source.url is not None:
+        return source.url, [], []
+    directory = f"{DATA_DIR}/{volume}"
+    mount = {"name": volume, "mountPath": directory, "readOnly": True}
+    if source.config_map is not None:
+        key = source.config_map.key
+        volumes = [
+            {
+                "name": volume,
+                "configMap": {"name": source.config_map.name, "items": [{"key": key, "path": key}]},
+            }
+        ]
+        return f"{directory}/{key}", volumes, [mount]
+    claim = source.persistent_volume_claim
+    assert claim is not None, f"{field}: JsonlSource validates exactly one source"
+    volumes = [{"name": volume, "persistentVolumeClaim": {"claimName": claim.claim_name, "readOnly": True}}]
+    return f"{directory}/{claim.path}", volumes, [mount]
+
+
+def evaluator_container(
+    check: GateCheck, target: CheckTarget, image: str, field: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`modelgate eval` as the contract (docs/gate-eval.md) has it, and the volumes it reads."""
+    evaluator = check.evaluator
+    assert evaluator is not None
+    args = [
+        "eval",
+        f"--candidate={target.candidate_url}",
+        f"--incumbent={target.incumbent_url}",
+        f"--candidate-model={target.candidate_model}",
+        f"--incumbent-model={target.incumbent_model}",
+        f"--concurrency={evaluator.concurrency}",
+        f"--timeout={evaluator.request_timeout}",
+        f"--result-file={TERMINATION_LOG}",
+    ]
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    for flag, source, volume in (
+        ("--test-set", evaluator.test_set, "test-set"),
+        ("--replay", evaluator.replay, "replay"),
+    ):
+        if source is None:
+            continue
+        path, more_volumes, more_mounts = _mounted(source, volume, f"{field}.evaluator")
+        args.append(f"{flag}={path}")
+        volumes += more_volumes
+        mounts += more_mounts
+    if evaluator.replay is not None and evaluator.replay.sample is not None:
+        args.append(f"--replay-sample={evaluator.replay.sample}")
+    if evaluator.judge is not None:
+        args += [f"--judge={evaluator.judge.url}", f"--judge-model={evaluator.judge.model}"]
+        if evaluator.judge.samples is not None:
+            args.append(f"--judge-samples={evaluator.judge.samples}")
+    container = {
+        "name": CONTAINER,
+        "image": image,
+        "command": ["modelgate"],
+        "args": args,
+        "volumeMounts": mounts,
+    }
+    return container, volumes
+
+
+def check_job(
+    rollout: Mapping[str, Any],
+    check: GateCheck,
+    job_name: str,
+    container: Mapping[str, Any],
+    volumes: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The Job of one check: owned by the rollout (garbage-collected with it), run once (no retries:
+    a failure is the check's verdict), its deadline the check's timeout."""
+    meta = rollout["metadata"]
+    labels = {ROLLOUT_LABEL: meta["name"], CHECK_LABEL: check.name}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": job_name,
+            "namespace": meta["namespace"],
+            "labels": labels,
+            "ownerReferences": [
+                {
+                    "apiVersion": f"{API_GROUP}/{API_VERSION}",
+                    "kind": KIND,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": max(1, int(check.timeout_timedelta.total_seconds())),
+            "ttlSecondsAfterFinished": FINISHED_TTL_SECONDS,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            **container,
+                            "terminationMessagePath": TERMINATION_LOG,
+                            "terminationMessagePolicy": "File",
+                        }
+                    ],
+                    "volumes": list(volumes),
+                },
+            },
+        },
+    }
+
+
+def custom_container(check: GateCheck) -> dict[str, Any]:
+    job = check.job
+    assert job is not None
+    container: dict[str, Any] = {"name": CONTAINER, "image": job.image}
+    if job.command:
+        container["command"] = list(job.command)
+    if job.args:
+        container["args"] = list(job.args)
+    if job.env:
+        container["env"] = [{"name": e.name, "value": e.value} for e in job.env]
+    return container
+
+
+def _condition(job: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == type_ and c.get("status") == "True"), None)
+
+
+def _container_state(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    status = next((s for s in statuses if s.get("name") == CONTAINER), None)
+    return (status or {}).get("state") or {}
+
+
+def parse_result(message: str) -> GateResult | str:
+    """The GateResult a check wrote, or why it is not one, naming the field."""
+    if not message.strip():
+        return f"the check wrote no result to its termination message ({TERMINATION_LOG})"
+    try:
+        return GateResult.model_validate_json(message)
+    except ValidationError as error:
+        problems = InvalidSpecError.from_validation_error(error, root="result").problems
+        return "its result JSON is malformed: " + "; ".join(problems)
+
+
+def observe_job(
+    job: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]], timeout: str
+) -> CheckObservation:
+    """What a check's Job (None: not created yet) and its Pods say."""
+    if job is None:
+        return CheckRunning("starting its Job")
+    terminated = [state["terminated"] for pod in pods if "terminated" in (state := _container_state(pod))]
+    if _condition(job, "Complete") is not None:
+        succeeded = next((t for t in terminated if t.get("exitCode") == 0), None)
+        parsed = parse_result(str((succeeded or {}).get("message") or ""))
+        return CheckMeasured(parsed) if isinstance(parsed, GateResult) else CheckFailed(parsed)
+    failed = _condition(job, "Failed") or _condition(job, "FailureTarget")
+    if failed is not None:
+        if failed.get("reason") == "DeadlineExceeded":
+            return CheckFailed(f"its Job ran past its deadline (timeout {timeout}) and was stopped")
+        exited = next((t for t in terminated if t.get("exitCode") not in (None, 0)), None)
+        if exited is None:
+            return CheckFailed(f"its Job failed ({failed.get('reason')}: {failed.get('message')})")
+        said = parse_result(str(exited.get("message") or ""))
+        detail = said.summary if isinstance(said, GateResult) and said.summary else None
+        return CheckFailed(
+            f"its container exited with code {exited.get('exitCode')}" + (f": {detail}" if detail else "")
+        )
+    for pod in pods:
+        waiting = _container_state(pod).get("waiting") or {}
+        if waiting.get("reason") in CANNOT_START:
+            image = next(
+                (c.get("image") for c in pod["spec"]["containers"] if c.get("name") == CONTAINER), "?"
+            )
+            detail = f": {waiting['message']}" if waiting.get("message") else ""
+            return CheckFailed(f"its container cannot start ({waiting['reason']}, image {image}){detail}")
+    running = any((pod.get("status") or {}).get("phase") == "Running" for pod in pods)
+    return CheckRunning(f"Job {job['metadata']['name']} " + ("running" if running else "waiting for its Pod"))

@@ -1,0 +1,153 @@
+"""The gate's check Jobs in the cluster: what each shows (read fresh every tick of a Gating rollout),
+starting those not started, and deleting them once the gate has decided."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from modelgate.api import ModelRolloutSpec, WorkloadRef
+from modelgate.api.gate import GateCheck
+from modelgate.api.gate_status import GateStatus
+from modelgate.core.gate import CheckFailed, CheckObservation
+from modelgate.kube.checks import CheckTarget, check_job, custom_container, evaluator_container, observe_job
+from modelgate.kube.client import Kube
+from modelgate.kube.errors import KubeError
+
+# The operator's own image, which has `modelgate eval`: the chart sets it to the operator's image.
+EVALUATOR_IMAGE_ENV = "MODELGATE_EVALUATOR_IMAGE"
+
+
+class GateJobs:
+    def __init__(self, kube: Kube, evaluator_image: str | None) -> None:
+        self.kube = kube
+        self.evaluator_image = evaluator_image
+        # Jobs the API server refused to create (by namespace and name), and why: the next observe
+        # reports them as failed checks. A restarted operator tries once more.
+        self.refused: dict[tuple[str, str], str] = {}
+
+    def observe(
+        self, namespace: str, spec: ModelRolloutSpec, gate: GateStatus
+    ) -> dict[str, CheckObservation]:
+        """What each undecided check's Job shows; a Job that cannot be made (its test set's ConfigMap is
+        missing, ...) is a failed check, named by its field."""
+        observed: dict[str, CheckObservation] = {}
+        for index, check in _checks(spec):
+            status = gate.check(check.name)
+            if status is None or status.verdict is not None:
+                continue
+            job, pods = self.kube.check_job_and_pods(namespace, status.job)
+            problem = None
+            if job is None:
+                refused = self.refused.get((namespace, status.job))
+                problem = refused or self._prerequisite_problem(namespace, spec, check, index)
+            observed[check.name] = CheckFailed(problem) if problem else observe_job(job, pods, check.timeout)
+        return observed
+
+    def start(self, body: Mapping[str, Any], spec: ModelRolloutSpec, gate: GateStatus) -> None:
+        """Creates the Job of every undecided check that has none and can have one."""
+        namespace = body["metadata"]["namespace"]
+        for index, check in _checks(spec):
+            status = gate.check(check.name)
+            if status is None or status.verdict is not None:
+                continue
+            if self._prerequisite_problem(namespace, spec, check, index) is not None:
+                continue  # the next tick's observe reports it
+            if self.kube.check_job_and_pods(namespace, status.job)[0] is not None:
+                continue
+            container, volumes = self._container(namespace, spec, check, index)
+            try:
+                self.kube.create_job(check_job(body, check, status.job, container, volumes))
+            except KubeError as error:
+                if error.status is None or error.status >= 500:
+                    raise  # the API server cannot be asked now: the tick is retried
+                self.refused[(namespace, status.job)] = (
+                    f"its Job {status.job} cannot be created: {error.message}"
+                )
+
+    def delete(self, namespace: str, gate: GateStatus) -> None:
+        for check in gate.checks:
+            self.kube.delete_job(namespace, check.job)
+
+    def _container(
+        self, namespace: str, spec: ModelRolloutSpec, check: GateCheck, index: int
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        if check.job is not None:
+            return custom_container(check), []
+        assert check.evaluator is not None and self.evaluator_image is not None
+        target = self._target(namespace, spec, check)
+        assert not isinstance(target, str)
+        return evaluator_container(check, target, self.evaluator_image, f"spec.gate.checks[{index}]")
+
+    def _prerequisite_problem(
+        self, namespace: str, spec: ModelRolloutSpec, check: GateCheck, index: int
+    ) -> str | None:
+        """Why the check's Job cannot be made, naming the field; None when it can."""
+        field = f"spec.gate.checks[{index}]"
+        evaluator = check.evaluator
+        if evaluator is None:
+            return None
+        if not self.evaluator_image:
+            return f"{field}.evaluator: the operator has no evaluator image (${EVALUATOR_IMAGE_ENV})"
+        for name, source in (("testSet", evaluator.test_set), ("replay", evaluator.replay)):
+            ref = None if source is None else source.config_map
+            if ref is None:
+                continue
+            keys = self.kube.config_map_keys(namespace, ref.name)
+            if keys is None:
+                return f"{field}.evaluator.{name}.configMap: ConfigMap {namespace}/{ref.name} not found"
+            if ref.key not in keys:
+                listed = ", ".join(sorted(keys)) or "none"
+                where = f"{field}.evaluator.{name}.configMap: ConfigMap {namespace}/{ref.name}"
+                return f"{where} has no key {ref.key!r} (it has: {listed})"
+        target = self._target(namespace, spec, check)
+        return target if isinstance(target, str) else None
+
+    def _target(self, namespace: str, spec: ModelRolloutSpec, check: GateCheck) -> CheckTarget | str:
+        evaluator = check.evaluator
+        assert evaluator is not None
+        urls = []
+        for side, endpoint, ref in (
+            ("candidate", evaluator.candidate, spec.candidate),
+            ("incumbent", evaluator.incumbent, spec.incumbent),
+        ):
+            if endpoint.url is not None:
+                urls.append(endpoint.url)
+                continue
+            service = _service(spec, side, ref)
+            if service is None:
+                return (
+                    f"spec.gate: set evaluator.{side}.url: an InferencePool side has no Service to default to"
+                )
+            port = self.kube.service_port(namespace, service)
+            if port is None:
+                service_name = f"{namespace}/{service}"
+                return (
+                    f"spec.gate: evaluator.{side}.url defaults to Service {service_name}, which is not found"
+                )
+            urls.append(f"http://{service}.{namespace}.svc:{port}/v1")
+        return CheckTarget(
+            candidate_url=urls[0],
+            incumbent_url=urls[1],
+            candidate_model=evaluator.candidate.model or spec.candidate.model or spec.candidate.name,
+            incumbent_model=evaluator.incumbent.model or spec.incumbent.model or spec.incumbent.name,
+        )
+
+
+def _checks(spec: ModelRolloutSpec) -> list[tuple[int, GateCheck]]:
+    return [] if spec.gate is None else list(enumerate(spec.gate.checks))
+
+
+def _service(spec: ModelRolloutSpec, side: str, ref: WorkloadRef) -> str | None:
+    """The Service that reaches a side: the route's backend for it, an Istio destination's host."""
+    if ref.inference_pool is not None:
+        return None
+    routing = spec.traffic_routing
+    if routing.gateway_api is not None:
+        gateway = routing.gateway_api
+        return gateway.candidate_backend if side == "candidate" else gateway.incumbent_backend
+    if routing.istio is not None:
+        istio = routing.istio
+        destination = istio.candidate_destination if side == "candidate" else istio.incumbent_destination
+        return destination.host
+    return ref.name
