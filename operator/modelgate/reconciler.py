@@ -39,6 +39,7 @@ from modelgate.core import (
     settle_write,
 )
 from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
+from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.kube import Conflict, Kube, NotFound
 from modelgate.metrics import MetricProviders
@@ -89,9 +90,10 @@ def _forgotten_status(body: Mapping[str, Any]) -> ModelRolloutStatus:
 
 
 class Reconciler:
-    def __init__(self, kube: Kube, clock: Clock = utc_now) -> None:
+    def __init__(self, kube: Kube, clock: Clock = utc_now, status_hold: timedelta = MAX_STATUS_HOLD) -> None:
         self.kube = kube
         self.clock = clock
+        self.status_hold = status_hold  # how long a status change may wait in memory (core/holding.py)
         self.providers = MetricProviders(kube)
         # Per rollout; each is touched only by its rollout's tick, one at a time.
         self._held: dict[tuple[str, str], _Held] = {}
@@ -295,7 +297,7 @@ class Reconciler:
             return stored
         now = self.clock()
         held_since = None if held is None else held.since
-        if may_wait and may_hold(stored, status, held_since, now):
+        if may_wait and may_hold(stored, status, held_since, now, self.status_hold):
             self._held[key] = _Held(meta.get("uid"), stored, status, held_since or now)
             return stored
         self.kube.patch_status(meta["namespace"], meta["name"], status.to_patch())

@@ -111,3 +111,9 @@ def test_an_ended_rollout_is_written_at_once() -> None:
     ended = sim.status.model_copy(update={"phase": Phase.SUCCEEDED})
     verified = ended.model_copy(update={"live_weight": sim.status.current_weight})
     assert not may_hold(ended, verified, None, sim.now)
+
+
+def test_with_no_hold_allowed_every_change_is_written() -> None:
+    sim = pausing()
+    before, after = next_evaluation(sim)
+    assert not may_hold(before, after, None, sim.now, longest=timedelta())

@@ -26,8 +26,8 @@ from typing import Any
 from modelgate.api import ModelRolloutStatus
 from modelgate.core.schedule import ACTIVE_PHASES
 
-# How long a change may wait in memory: at a 10 s interval, two of three evaluations of a long pause
-# are not written.
+# How long a change may wait in memory by default (`modelgate run --status-hold`): at a 10 s interval,
+# two of three evaluations of a long pause are not written.
 MAX_STATUS_HOLD = timedelta(seconds=30)
 
 # What of one metric's evaluation may wait: the numbers behind a verdict that did not change.
@@ -35,14 +35,19 @@ _EVALUATION_DETAIL = {"time", "value", "incumbent_value", "query", "message", "h
 
 
 def may_hold(
-    stored: ModelRolloutStatus, wanted: ModelRolloutStatus, held_since: datetime | None, now: datetime
+    stored: ModelRolloutStatus,
+    wanted: ModelRolloutStatus,
+    held_since: datetime | None,
+    now: datetime,
+    longest: timedelta = MAX_STATUS_HOLD,
 ) -> bool:
     """Whether `wanted` may stay in memory rather than replace `stored` (the status as written) now.
-    `held_since`: when the oldest change not yet written was made (None: nothing is held). A rollout
-    that has ended is written at once: it ticks again only minutes later."""
+    `held_since`: when the oldest change not yet written was made (None: nothing is held); `longest`:
+    how long a change may wait (0: none may). A rollout that has ended is written at once: it ticks
+    again only minutes later."""
     if wanted.phase not in ACTIVE_PHASES:
         return False
-    if held_since is not None and now - held_since >= MAX_STATUS_HOLD:
+    if now - (now if held_since is None else held_since) >= longest:
         return False
     return _lasting(stored, wanted) == _lasting(wanted, wanted)
 
