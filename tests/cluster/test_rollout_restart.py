@@ -5,6 +5,7 @@ written (core/holding.py), it evaluates again before it completes the step."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from kubernetes import client
 
@@ -20,11 +21,10 @@ PAUSE_SECONDS = 8
 HELD_PAUSE_SECONDS = 20
 
 
-def test_operator_killed_mid_pause_resumes_the_same_pause(
-    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
-) -> None:
-    steps = [{"setWeight": 20}, {"pause": {"duration": f"{PAUSE_SECONDS}s"}}, {"setWeight": 100}]
-    manifest = model_rollout(
+def paused_rollout(local_bed: LocalCluster, namespace: str, pause_seconds: int) -> dict[str, Any]:
+    """20%, a timed pause, 100%; evaluated every second."""
+    steps = [{"setWeight": 20}, {"pause": {"duration": f"{pause_seconds}s"}}, {"setWeight": 100}]
+    return model_rollout(
         "chat",
         namespace,
         steps=steps,
@@ -32,6 +32,12 @@ def test_operator_killed_mid_pause_resumes_the_same_pause(
         metrics=SEED_METRICS,
         interval="1s",
     )
+
+
+def test_operator_killed_mid_pause_resumes_the_same_pause(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
+) -> None:
+    manifest = paused_rollout(local_bed, namespace, PAUSE_SECONDS)
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(manifest)
         pausing = scenario.wait_for_status("the timed pause", lambda s: s.current_step_index == 1)
@@ -58,15 +64,7 @@ def test_operator_killed_while_holding_evaluations_evaluates_again_before_it_mov
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
 ) -> None:
     # Shorter than MAX_STATUS_HOLD: the pause's evaluations are held until it ends.
-    steps = [{"setWeight": 20}, {"pause": {"duration": f"{HELD_PAUSE_SECONDS}s"}}, {"setWeight": 100}]
-    manifest = model_rollout(
-        "chat",
-        namespace,
-        steps=steps,
-        prometheus=local_bed.prometheus_url,
-        metrics=SEED_METRICS,
-        interval="1s",
-    )
+    manifest = paused_rollout(local_bed, namespace, HELD_PAUSE_SECONDS)
     ticks = "modelgate_reconcile_duration_seconds_count"
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(manifest)
