@@ -10,8 +10,9 @@ from typing import Any, cast
 
 import pytest
 
-from modelgate.api import parse_status
+from modelgate.api import Phase, parse_status
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult
+from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.kube import Kube
 from modelgate.reconciler import Reconciler
 from testbed.manifests import http_route, model_rollout
@@ -32,11 +33,16 @@ class PassingProvider:
 class Rollout:
     """One rollout over an in-memory API, ticked by a reconciler (a new one stands for a restart)."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        steps: list[dict[str, Any]] = STEPS,
+        status_hold: timedelta = MAX_STATUS_HOLD,
+    ) -> None:
         rollout = model_rollout(
             "chat",
             "serving",
-            steps=STEPS,
+            steps=steps,
             prometheus="http://prometheus:9090",
             metrics=[{"name": "error-rate", "preset": "errorRate", "max": 0.01}],
             interval="10s",
@@ -46,19 +52,26 @@ class Rollout:
         route["metadata"]["resourceVersion"] = "3"
         self.kube = InMemoryKube(rollout, route)
         self.monkeypatch = monkeypatch
+        self.status_hold = status_hold
         self.now = NOW
         self.restart()
 
     def restart(self) -> None:
-        self.reconciler = Reconciler(cast(Kube, self.kube), clock=lambda: self.now)
+        self.reconciler = Reconciler(
+            cast(Kube, self.kube), clock=lambda: self.now, status_hold=self.status_hold
+        )
         self.monkeypatch.setattr(self.reconciler.providers, "for_analysis", lambda _: PassingProvider())
 
     def tick(self, after: timedelta = INTERVAL) -> list[tuple[str, int]]:
         """The writes of one tick `after` the previous one."""
+        return self.tick_and_wake(after)[0]
+
+    def tick_and_wake(self, after: timedelta) -> tuple[list[tuple[str, int]], timedelta]:
+        """The writes of one tick `after` the previous one, and when it asks to tick again."""
         self.now += after
         before = len(self.kube.writes)
-        self.reconciler.tick(copy.deepcopy(self.kube.rollout))
-        return self.kube.writes[before:]
+        result = self.reconciler.tick(copy.deepcopy(self.kube.rollout))
+        return self.kube.writes[before:], result.wake_after
 
     @property
     def stored(self) -> dict[str, Any]:
@@ -105,3 +118,29 @@ def test_a_status_someone_else_wrote_replaces_the_held_one(monkeypatch: pytest.M
     rollout.kube.rollout["status"] = {**rollout.stored, "message": "edited by hand"}
     rollout.tick()
     assert rollout.stored["message"] != "edited by hand"  # the engine's own message, written at once
+
+
+# The scale bench's rollout (bench/test_scale.py).
+BENCH_STEPS = [
+    {"setWeight": 10},
+    {"pause": {"duration": "20s"}},
+    {"setWeight": 50},
+    {"pause": {"duration": "20s"}},
+]
+
+
+def writes_over_the_bench_rollout(monkeypatch: pytest.MonkeyPatch, status_hold: timedelta) -> list[str]:
+    rollout = Rollout(monkeypatch, BENCH_STEPS, status_hold)
+    writes, wake = rollout.tick_and_wake(timedelta())
+    while rollout.stored.get("phase") != Phase.SUCCEEDED:
+        assert rollout.now < NOW + timedelta(minutes=2), rollout.stored
+        tick_writes, wake = rollout.tick_and_wake(wake)
+        writes += tick_writes
+    return [kind for kind, _ in writes]
+
+
+def test_the_bench_rollout_writes_its_status_6_times_instead_of_10(monkeypatch: pytest.MonkeyPatch) -> None:
+    held = writes_over_the_bench_rollout(monkeypatch, MAX_STATUS_HOLD)
+    every = writes_over_the_bench_rollout(monkeypatch, timedelta())
+    assert (held.count("status"), held.count("route")) == (6, 3)
+    assert (every.count("status"), every.count("route")) == (10, 3)
