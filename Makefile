@@ -7,7 +7,8 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := prometheus shellcheck
+# chromium: the tests render `modelgate report`'s page in it, headless.
+APT_PACKAGES := prometheus shellcheck chromium
 
 .PHONY: setup apt-deps venv bins bins-traefik cluster-up cluster-down cluster-status lint lock audit test demo bench generate docs clean
 

@@ -160,6 +160,9 @@ def prometheus_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
         f"--config.file={layout.prometheus / 'prometheus.yml'}",
         f"--storage.tsdb.path={layout.prometheus / 'data'}",
         "--storage.tsdb.retention.time=6h",
+        # Exemplars (trace IDs) the doubles attach to their series, read back by a rollback's
+        # evidence (/api/v1/query_exemplars).
+        "--enable-feature=exemplar-storage",
         f"--web.listen-address={LOOPBACK}:{ports.prometheus}",
         "--log.level=warn",
     ]

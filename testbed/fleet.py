@@ -78,13 +78,22 @@ class ModelFleet:
     def urls(self, deployment: str) -> list[str]:
         return [d.url for d in self.doubles if d.deployment == deployment]
 
-    def set_behaviour(self, deployment: str, behaviour: Behaviour) -> None:
+    def set_behaviour(self, deployment: str, behaviour: Behaviour, *, pod: str | None = None) -> None:
+        """Every double of the Deployment, or with `pod` that Pod's alone, behaves so from now on."""
         body = json.dumps(behaviour.model_dump(mode="json")).encode()
-        for url in self.urls(deployment):
-            request = urllib.request.Request(f"{url}/admin/behaviour", data=body, method="PUT")
+        for double in self.doubles:
+            if double.deployment != deployment or pod not in (None, double.pod):
+                continue
+            request = urllib.request.Request(f"{double.url}/admin/behaviour", data=body, method="PUT")
             request.add_header("Content-Type", "application/json")
             with urllib.request.urlopen(request, timeout=5) as response:
                 response.read()
+
+    def served(self, pod: str) -> list[tuple[str, int]]:
+        """(trace ID, HTTP status) of the latest requests the Pod's double served, oldest first."""
+        double = next(d for d in self.doubles if d.pod == pod)
+        with urllib.request.urlopen(f"{double.url}/admin/traces", timeout=5) as response:
+            return [(served["traceId"], served["status"]) for served in json.load(response)]
 
     def stop(self) -> None:
         for double in self.doubles:

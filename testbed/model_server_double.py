@@ -4,7 +4,9 @@ are in testbed/exporters/, one module per stack), beside the counters of the ref
 would sit in its pod (`llm_requests_total`, `llm_refusals_total`).
 
 A test sets failure, abort, refusal and latency knobs (`Behaviour`) at start, or changes them while
-the double runs with `PUT /admin/behaviour`.
+the double runs with `PUT /admin/behaviour`. `Behaviour.answers` makes it answer like a model version
+of a configured quality per capability, and `Behaviour.judge` makes it a pairwise judge
+(testbed/answering.py).
 
 A request with `"stream": true` is answered with server-sent events as vLLM sends them: one chunk per
 word, then `data: [DONE]`. With `hold_streams`, each stream stops after its first chunk until
@@ -40,11 +42,16 @@ from typing import Any, Literal
 import structlog
 from aiohttp import web
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as CONTENT_TYPE_OPENMETRICS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from modelgate.sidecar.answers import RefusalReason
 from modelgate.sidecar.proxy import CLIENT_CLOSED, RefusalMetrics
+from testbed.answering import Answerer, Answers, Judging, judge_verdict
 from testbed.exporters import EXPORTERS, Answer, Exporter, Identity
+from testbed.exporters.base import openmetrics_exposition
+from testbed.request_traces import CURRENT_EXEMPLAR, RequestTraces, trace_id_of
+from testbed.shares import EvenSpread, exact_rate
 
 log = structlog.get_logger(__name__)
 
@@ -117,33 +124,14 @@ class Behaviour(BaseModel):
     requests_waiting: int = Field(default=0, ge=0, description="the stack's queue gauge")
     simulate_latency_sleep: bool = False
     hold_streams: bool = Field(default=False, description="streams wait after their first chunk")
+    answers: Answers = Answers()
+    judge: Judging | None = Field(default=None, description="answer every chat request as a pairwise judge")
 
     @model_validator(mode="after")
     def _rates_fit(self) -> Behaviour:
         if self.error_rate + self.abort_rate + self.refusal_rate > 1:
             raise ValueError("error_rate + abort_rate + refusal_rate must not exceed 1")
         return self
-
-
-def exact_rate(rate: float) -> Fraction:
-    """`rate` as a fraction (0.1 is 1/10, not the float just below it), so counts come out exact."""
-    return Fraction(rate).limit_denominator(1_000_000)
-
-
-class EvenSpread:
-    """Says yes to exactly round(n * rate) of n calls (halves round up), evenly spread: error
-    diffusion, not coin flips."""
-
-    def __init__(self, rate: Fraction) -> None:
-        self._rate = rate
-        self._credit = Fraction(1, 2)
-
-    def next(self) -> bool:
-        self._credit += self._rate
-        if self._credit >= 1:
-            self._credit -= 1
-            return True
-        return False
 
 
 Drawn = Literal["error", "abort", "refusal"]
@@ -204,6 +192,7 @@ class ModelServerDouble:
         self.behaviour = behaviour
         self._release = asyncio.Event()
         self._held = 0
+        self.traces = RequestTraces()
 
     @property
     def behaviour(self) -> Behaviour:
@@ -214,7 +203,9 @@ class ModelServerDouble:
         # A fresh planner: counts after a change are exact for the new rates.
         if getattr(self, "_planner", None) is None or self.behaviour.source != behaviour.source:
             self.metrics: Exporter = EXPORTERS[behaviour.source](self.identity)
+        answerer = Answerer(behaviour.answers, self.model_name)  # first: it may refuse the behaviour
         self._planner = OutcomePlanner(behaviour)
+        self._answerer = answerer
         self.metrics.set_waiting(behaviour.requests_waiting)
         log.info("behaviour set", model_name=self.model_name, **behaviour.model_dump())
 
@@ -227,18 +218,26 @@ class ModelServerDouble:
         app.router.add_get("/admin/behaviour", self._get_behaviour)
         app.router.add_put("/admin/behaviour", self._put_behaviour)
         app.router.add_post("/admin/release-streams", self._release_streams)
+        app.router.add_get("/admin/traces", self._traces)
         return app
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        # Each request's trace ID (the caller's W3C traceparent, else a new one) is the exemplar of
+        # the series it is counted in, and is recorded with its status for tests to compare.
+        trace_id = trace_id_of(request.headers.get("traceparent"))
+        CURRENT_EXEMPLAR.set({"trace_id": trace_id})  # this request's task only
         status, payload, streamed = await self._complete(request)
+        self.traces.record(trace_id, status)
+        headers = {"traceparent": self.traces.traceparent(trace_id)}
         if streamed and status == 200:
-            return await self._stream(request, payload)
-        return web.json_response(payload, status=status)
+            return await self._stream(request, payload, headers)
+        return web.json_response(payload, status=status, headers=headers)
 
     async def _complete(self, request: web.Request) -> tuple[int, dict[str, Any], bool]:
         try:
             body = await request.json()
             messages, max_tokens, streamed = _parse_chat_request(body)
+            verdict = judge_verdict(self.behaviour.judge, messages) if self.behaviour.judge else None
         except ValueError as error:  # malformed JSON included
             return 400, _error_body(f"invalid request: {error}", "BadRequestError", 400), False
         outcome = self._planner.next()
@@ -262,8 +261,10 @@ class ModelServerDouble:
         refused = outcome.kind == "refusal"
         if refused:
             content, finish_reason = self._refusal()
+        elif verdict is not None:
+            content, finish_reason = verdict.value, "stop"
         else:
-            content, finish_reason = _answer(self.behaviour.output_tokens, max_tokens)
+            content, finish_reason = self._answer(messages, max_tokens)
         tokens = len(content.split())  # one word stands for one token
         ttft, tpot, latency = self.behaviour.latency.timing(tokens, outcome.slow)
         if self.behaviour.simulate_latency_sleep:
@@ -271,6 +272,18 @@ class ModelServerDouble:
         self.metrics.answered(Answer(ttft, tpot, tokens, latency, finish_reason))
         self._count_proxied("200", self._refusal_reason() if refused else None)
         return 200, self._completion(messages, content, finish_reason), streamed
+
+    def _answer(self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None) -> tuple[str, str]:
+        """A test-set item's answer, or the canned answer signed by the version, `output_tokens`
+        words; a smaller max_tokens cuts it, as a real model would."""
+        known = self._answerer.answer(messages)
+        if known is not None:
+            return known, "stop"
+        tokens = self.behaviour.output_tokens
+        words = self._answerer.signed(list(islice(cycle(ANSWER.split()), tokens)))
+        if max_tokens is not None and max_tokens < tokens:
+            return " ".join(words[:max_tokens]), "length"
+        return " ".join(words), "stop"
 
     def _count_proxied(self, code: str, refusal: RefusalReason | None) -> None:
         if self.proxied is not None:
@@ -286,9 +299,11 @@ class ModelServerDouble:
             return " ".join(ANSWER.split()[:FILTERED_AFTER_WORDS]), "content_filter"
         return REFUSAL, "stop"
 
-    async def _stream(self, request: web.Request, completion: Mapping[str, Any]) -> web.StreamResponse:
+    async def _stream(
+        self, request: web.Request, completion: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> web.StreamResponse:
         response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **headers}
         )
         await response.prepare(request)
         release = self._release
@@ -336,11 +351,20 @@ class ModelServerDouble:
         model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "modelgate"}
         return web.json_response({"object": "list", "data": [model]})
 
-    async def _metrics(self, _: web.Request) -> web.Response:
+    async def _metrics(self, request: web.Request) -> web.Response:
+        if "application/openmetrics-text" in request.headers.get("Accept", ""):  # as Prometheus asks
+            registries = [self.metrics.registry, *([self.proxied.registry] if self.proxied else [])]
+            return web.Response(
+                body=openmetrics_exposition(*registries), headers={"Content-Type": CONTENT_TYPE_OPENMETRICS}
+            )
         return web.Response(
             body=self.metrics.exposition() + (self.proxied.exposition() if self.proxied else b""),
             headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4},
         )
+
+    async def _traces(self, request: web.Request) -> web.Response:
+        """The trace IDs of the latest requests, with the HTTP status each was answered with."""
+        return web.json_response(self.traces.as_json())
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -359,6 +383,8 @@ class ModelServerDouble:
             self.behaviour = Behaviour.model_validate(_merged(self.behaviour.model_dump(), changes))
         except ValidationError as error:
             return web.json_response(_validation_body(error), status=400)
+        except (OSError, ValueError) as error:  # a test set that cannot be read or used
+            return web.json_response({"error": f"invalid behaviour: answers: {error}"}, status=400)
         return web.json_response(self.behaviour.model_dump(mode="json"))
 
 
@@ -395,14 +421,6 @@ def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None, bo
     if not isinstance(streamed, bool):
         raise ValueError("stream must be true or false")
     return messages, max_tokens, streamed
-
-
-def _answer(tokens: int, max_tokens: int | None) -> tuple[str, str]:
-    """The canned answer's words, repeated to `tokens` words; a smaller max_tokens cuts it, as a
-    real model would."""
-    if max_tokens is not None and max_tokens < tokens:
-        return " ".join(islice(cycle(ANSWER.split()), max_tokens)), "length"
-    return " ".join(islice(cycle(ANSWER.split()), tokens)), "stop"
 
 
 def _error_body(message: str, error_type: str, code: int) -> dict[str, Any]:
@@ -527,6 +545,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--requests-waiting", type=int, default=0)
     parser.add_argument("--refusal-style", choices=["text", "content_filter"], default="text")
     parser.add_argument("--sleep", action="store_true", help="really sleep the configured latency")
+    parser.add_argument("--version", help="the model version answers are decided by (default: --model-name)")
+    parser.add_argument("--test-set", help="a test set JSONL whose items the double answers (right or wrong)")
+    parser.add_argument(
+        "--correct",
+        action="append",
+        default=[],
+        metavar="CAPABILITY=SHARE",
+        type=_capability_share,
+        help="share of a capability's items answered right (repeatable)",
+    )
+    parser.add_argument(
+        "--default-correct", type=float, default=1.0, help="for capabilities not in --correct"
+    )
+    parser.add_argument("--judge-prefers", metavar="VERSION", help="be a pairwise judge preferring VERSION")
+    parser.add_argument("--judge-preference", type=float, default=1.0, help="share of pairs where it does")
+    parser.add_argument("--judge-position-bias", type=float, default=0.0, help="share of asks answered A")
     parser.add_argument(
         "--no-refusal-counters",
         action="store_true",
@@ -552,7 +586,30 @@ def _behaviour_from_args(args: argparse.Namespace) -> Behaviour:
         output_tokens=args.output_tokens,
         requests_waiting=args.requests_waiting,
         simulate_latency_sleep=args.sleep,
+        answers=Answers(
+            version=args.version,
+            test_set=args.test_set,
+            correct=dict(args.correct),
+            default_correct=args.default_correct,
+        ),
+        judge=Judging(
+            prefers=args.judge_prefers,
+            preference=args.judge_preference,
+            position_bias=args.judge_position_bias,
+        )
+        if args.judge_prefers
+        else None,
     )
+
+
+def _capability_share(text: str) -> tuple[str, float]:
+    capability, equals, share = text.partition("=")
+    try:
+        if equals and capability:
+            return capability, float(share)
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{text!r}: expected CAPABILITY=SHARE, such as math=0.9")
 
 
 async def _serve(
@@ -587,9 +644,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         behaviour = _behaviour_from_args(args)
+        Answerer(behaviour.answers, args.model_name)  # a test set it cannot use is a usage error
         if not args.allow_any_host:
             require_loopback_host(args.host)
-    except ValueError as error:  # pydantic's ValidationError included
+    except (OSError, ValueError) as error:  # pydantic's ValidationError included
         parser.error(str(error))
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     identity = Identity(args.model_name, args.namespace)

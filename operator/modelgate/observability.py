@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import Literal
+from typing import Literal, TextIO
 
 import structlog
 from prometheus_client import Counter, Gauge, Histogram
@@ -17,7 +17,11 @@ from modelgate.core import AnalysisRun, Decision
 LogFormat = Literal["json", "console"]
 
 
-def configure_logging(log_format: LogFormat = "json", level: int = logging.INFO) -> None:
+def configure_logging(
+    log_format: LogFormat = "json", level: int = logging.INFO, stream: TextIO | None = None
+) -> None:
+    """Logs to `stream`, standard output unless given (a command whose output is its result logs to
+    standard error)."""
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if log_format == "json" else structlog.dev.ConsoleRenderer()
     )
@@ -30,7 +34,7 @@ def configure_logging(log_format: LogFormat = "json", level: int = logging.INFO)
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
+        logger_factory=structlog.PrintLoggerFactory(stream or sys.stdout),
         cache_logger_on_first_use=True,
     )
     # kopf and the kubernetes client log through the standard library; keep them quieter.

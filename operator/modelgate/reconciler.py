@@ -17,7 +17,15 @@ from typing import Any
 import structlog
 
 from modelgate import API_GROUP, API_VERSION, PLURAL, observability
-from modelgate.api import InvalidSpecError, ModelRolloutStatus, Phase, parse_spec, parse_status
+from modelgate.api import (
+    InvalidSpecError,
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    Phase,
+    WorkloadRef,
+    parse_spec,
+    parse_status,
+)
 from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
 from modelgate.core import (
     AnalysisRun,
@@ -39,10 +47,12 @@ from modelgate.core import (
     settle_write,
 )
 from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
+from modelgate.core.evidence import with_evidence
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
-from modelgate.kube import Conflict, Kube, NotFound
-from modelgate.metrics import MetricProviders
+from modelgate.core.watch import in_force, watching
+from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
+from modelgate.metrics import BreachExplainer, MetricProviders
 from modelgate.routers import SideKinds, TrafficRouter, router_for
 
 log = structlog.get_logger("modelgate.reconciler")
@@ -143,26 +153,29 @@ class Reconciler:
             command = decode_command(meta.get("annotations"))
             router = router_for(spec.traffic_routing, self.kube, namespace, SideKinds.of(spec))
             provider = plan = None
+            analysed = in_force(spec, status)  # the watch window's metrics, in it
             if spec.analysis is not None:
                 provider = self.providers.for_analysis(spec.analysis)
-                plan = provider.plan(spec, namespace)
+                plan = provider.plan(analysed, namespace)
         except ValueError as error:  # what the CRD's schema could not catch, or an older CRD let through
             return self._unusable(body, stored, status, generation, error)
 
         now = self.clock()
         route = router.read()
         candidate = spec.candidate
-        availability = (
-            self.kube.deployment_availability(namespace, candidate.name)
-            if candidate.kind == "Deployment"
-            else self.kube.pool_availability(namespace, candidate.name, "spec.candidate.inferencePool")
-        )
+        availability = self._side_availability(namespace, candidate, "spec.candidate.inferencePool")
         ready = None
         if spec.capacity is not None and spec.capacity.enforce:
             ready = ReadyReplicas(
                 candidate=self.kube.side_ready_replicas(namespace, candidate.kind, candidate.name),
                 incumbent=self.kube.side_ready_replicas(namespace, spec.incumbent.kind, spec.incumbent.name),
             )
+        # In the watch window a rollback sends everything to the incumbent, which must be able to serve it.
+        incumbent = (
+            self._side_availability(namespace, spec.incumbent, "spec.incumbent.inferencePool")
+            if watching(status)
+            else None
+        )
         analysis: AnalysisRun | None = None
         due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
         if provider is not None and plan is not None and due:
@@ -175,6 +188,8 @@ class Reconciler:
             analysis=analysis,
             command=command,
             ready_replicas=ready,
+            incumbent_available=None if incumbent is None else incumbent.available,
+            incumbent_message="" if incumbent is None else incumbent.message,
         )
         decision = decide(spec, status, observed, now)
         structlog.contextvars.bind_contextvars(
@@ -193,7 +208,11 @@ class Reconciler:
             # A rollback's weight goes first: it must reach the route before anything else.
             written = self._write(router, decision.weight, decision.mirror_percent)
             decision = settle_write(status, decision, written, self.clock(), generation)
+        if _rolls_back(decision) and isinstance(provider, BreachExplainer):
+            decision = self._with_evidence(provider, analysed, namespace, decision)
         self._apply(body, status, stored, decision)
+        if decision.scale_down_incumbent:
+            self._scale_down_incumbent(body, spec.incumbent.name)
         self._clear_handled_command(namespace, name, command, decision.status)
         observability.export(namespace, name, decision, analysis)
         # Timed from the decision's `now`, less the time the tick has taken since.
@@ -201,6 +220,39 @@ class Reconciler:
         if has and not wanted and not self._keep_finalizer(namespace, name, wanted):
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
+
+    def _with_evidence(
+        self, provider: BreachExplainer, spec: ModelRolloutSpec, namespace: str, decision: Decision
+    ) -> Decision:
+        """A metric breach's requests and pods, asked for once the traffic is back on the incumbent."""
+        reason = decision.status.rollback_reason
+        if reason is None or reason.metric is None:
+            return decision
+        evidence = provider.explain(spec, namespace, reason)
+        log.info("breach evidence", traces=len(evidence.traces), pods=len(evidence.pods))
+        return with_evidence(decision, evidence.traces, evidence.pods)
+
+    def _side_availability(
+        self, namespace: str, side: WorkloadRef, pool_field: str
+    ) -> DeploymentAvailability:
+        if side.kind == "Deployment":
+            return self.kube.deployment_availability(namespace, side.name)
+        return self.kube.pool_availability(namespace, side.name, pool_field)
+
+    def _scale_down_incumbent(self, body: Mapping[str, Any], deployment: str) -> None:
+        """spec.watch.scaleDownIncumbent, once the window has passed: tried once; a failure (e.g. the
+        chart did not grant deployments/scale) is a Warning Event, and the rollout stays Succeeded."""
+        namespace = body["metadata"]["namespace"]
+        try:
+            self.kube.scale_deployment(namespace, deployment, replicas=0)
+        except KubeError as error:
+            message = f"could not scale the incumbent Deployment {deployment} to 0: {error}"
+            log.warning("incumbent not scaled down", deployment=deployment, error=str(error))
+            self.kube.create_event(body, "Warning", Reason.SCALE_DOWN_FAILED.value, message)
+            return
+        message = f"the watch window passed: incumbent Deployment {deployment} scaled to 0 replicas"
+        log.info("incumbent scaled down", deployment=deployment)
+        self.kube.create_event(body, "Normal", Reason.SCALED_DOWN.value, message)
 
     def _keep_finalizer(self, namespace: str, name: str, wanted: bool) -> bool:
         """Adds or removes the finalizer as the rollout needs it (core/deletion.py); False when the

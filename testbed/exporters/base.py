@@ -7,10 +7,14 @@ doubles may share a process. Latencies are observed for answered requests only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics import exposition as openmetrics
+
+from testbed.request_traces import CURRENT_EXEMPLAR
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,12 @@ class Exporter:
         self.identity = identity
         self.registry = CollectorRegistry()
 
+    @property
+    def exemplar(self) -> dict[str, str] | None:
+        """The exemplar of the request being counted, {"trace_id": ...}, attached to the end-to-end
+        latency and the error counter (OpenMetrics exemplars); None outside a request."""
+        return CURRENT_EXEMPLAR.get()
+
     def histogram(self, name: str, buckets: Sequence[float], labels: Mapping[str, str]) -> Histogram:
         """The series of histogram `name` with these labels (their values fixed for this double)."""
         family = Histogram(name, name, list(labels), buckets=buckets, registry=self.registry)
@@ -61,3 +71,23 @@ class Exporter:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class Registries:
+    """Several registries collected as one, so that one OpenMetrics exposition (one `# EOF`) holds them."""
+
+    def __init__(self, *registries: CollectorRegistry) -> None:
+        self.registries = registries
+
+    def collect(self) -> Iterator[Metric]:
+        for registry in self.registries:
+            yield from registry.collect()
+
+
+def openmetrics_exposition(*registries: CollectorRegistry) -> bytes:
+    """The OpenMetrics text, which carries exemplars (the classic text format cannot)."""
+    # ALLOWUTF8 writes names as they are: the default escaping turns the colons of vLLM's names into
+    # underscores (prometheus_client 0.26 checks sample names against the label-name characters).
+    registry = Registries(*registries)
+    exposition: bytes = openmetrics.generate_latest(registry, escaping=openmetrics.ALLOWUTF8)  # type: ignore[no-untyped-call]
+    return exposition

@@ -32,10 +32,10 @@ class IstioExporter(Exporter):
 
     def answered(self, answer: Answer) -> None:
         self.requests.labels(*self._where, "200", "-").inc()
-        self.duration.labels(*self._where, "200").observe(answer.latency * 1000)
+        self.duration.labels(*self._where, "200").observe(answer.latency * 1000, exemplar=self.exemplar)
 
     def failed(self) -> None:
-        self.requests.labels(*self._where, "500", "-").inc()
+        self.requests.labels(*self._where, "500", "-").inc(exemplar=self.exemplar)
 
     def aborted(self) -> None:
         # Envoy's DC flag: the downstream connection was terminated; no response code was sent.

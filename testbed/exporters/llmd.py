@@ -46,13 +46,13 @@ class LlmdExporter(Exporter):
         self.requests.inc()
         self.ttft.observe(answer.ttft)
         self.tpot.observe(answer.tpot)
-        self.latency.observe(answer.latency)
+        self.latency.observe(answer.latency, exemplar=self.exemplar)
         self.tokens.observe(answer.tokens)
 
     def failed(self) -> None:
         self.requests.inc()
         model = self.identity.model_name
-        self.errors.labels(model, model, "ModelServerError").inc()
+        self.errors.labels(model, model, "ModelServerError").inc(exemplar=self.exemplar)
 
     def aborted(self) -> None:
         self.requests.inc()  # the picker counts the request; nothing records the cancellation

@@ -40,12 +40,12 @@ class SglangExporter(Exporter):
         self.ttft.observe(answer.ttft)
         for _ in range(answer.tokens - 1):  # one interval per token after the first
             self.itl.observe(answer.tpot)
-        self.latency.observe(answer.latency)
+        self.latency.observe(answer.latency, exemplar=self.exemplar)
         self.tokens.inc(answer.tokens)
         self.responses.labels(CHAT_ENDPOINT, "200", "POST").inc()
 
     def failed(self) -> None:
-        self.responses.labels(CHAT_ENDPOINT, "500", "POST").inc()
+        self.responses.labels(CHAT_ENDPOINT, "500", "POST").inc(exemplar=self.exemplar)
 
     def aborted(self) -> None:
         self.aborts.labels(self.identity.model_name).inc()

@@ -39,7 +39,7 @@ class TgiExporter(Exporter):
     def answered(self, answer: Answer) -> None:
         self.requests.inc()
         self.successes.inc()
-        self.latency.observe(answer.latency)
+        self.latency.observe(answer.latency, exemplar=self.exemplar)
         self.tpot.observe(answer.tpot)
         self.tokens.observe(answer.tokens)
 

@@ -52,13 +52,13 @@ class VllmExporter(Exporter):
     def answered(self, answer: Answer) -> None:
         self.ttft.observe(answer.ttft)
         self.tpot.observe(answer.tpot)
-        self.latency.observe(answer.latency)
+        self.latency.observe(answer.latency, exemplar=self.exemplar)
         self.tokens.inc(answer.tokens)
         self.finished[SERVER_FINISHED_REASON.get(answer.finish_reason, answer.finish_reason)].inc()
         self.http.labels("POST", CHAT_HANDLER, "200").inc()
 
     def failed(self) -> None:
-        self.http.labels("POST", CHAT_HANDLER, "500").inc()
+        self.http.labels("POST", CHAT_HANDLER, "500").inc(exemplar=self.exemplar)
 
     def aborted(self) -> None:
         # A streamed answer had begun with 200 when the client went away.

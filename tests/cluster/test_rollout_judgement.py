@@ -103,8 +103,10 @@ def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate_under_a
     candidate, incumbent = Behaviour(error_rate=0.01), Behaviour(error_rate=0.2)
     with serving(local_bed, api_client, namespace, candidate, incumbent=incumbent, rps=100) as scenario:
         scenario.apply(manifest)
+        # A 1% candidate can show no error in one window; wait for an evaluation that saw some.
         judged = scenario.wait_for_status(
-            "the fixed bound to fail", lambda s: _verdict(s, "errors-fixed") is Verdict.FAIL
+            "the fixed bound to fail on candidate errors",
+            lambda s: _verdict(s, "errors-fixed") is Verdict.FAIL and (_analysis(s, "errors").value or 0) > 0,
         )
         assert judged.phase is Phase.PAUSED
         errors = _analysis(judged, "errors")

@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 
-def modelgate(kubeconfig: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def modelgate(kubeconfig: Path | None, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """None: a command that asks no cluster (replay)."""
+    cluster = [] if kubeconfig is None else [f"--kubeconfig={kubeconfig}"]
     return subprocess.run(
-        [sys.executable, "-m", "modelgate", *args, f"--kubeconfig={kubeconfig}"],
+        [sys.executable, "-m", "modelgate", *args, *cluster],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -38,6 +38,7 @@ from modelgate.core import (
     analysis_due,
     decide,
 )
+from modelgate.core.watch import in_force
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 INTERVAL = timedelta(seconds=30)
@@ -274,6 +275,7 @@ class Simulator:
     available: bool = True
     router_applies: bool = True  # False: a slow router, whose writes are not live yet
     ready: ReadyReplicas | None = None  # Ready replicas, as read for spec.capacity
+    incumbent_available: bool = True  # as read in a watch window
     restart_every_tick: bool = False
     applied: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
@@ -293,8 +295,8 @@ class Simulator:
         return analysis_due(self.spec, self.status, self.now)
 
     def run(self, outcome: Outcome = Outcome.PASS, **overrides: Any) -> AnalysisRun:
-        """An analysis run taken now."""
-        return analysis_run(self.spec, self.now, outcome, **overrides)
+        """An analysis run taken now, of the metrics in force (the watch window's, in it)."""
+        return analysis_run(in_force(self.spec, self.status), self.now, outcome, **overrides)
 
     def tick(
         self,
@@ -316,6 +318,10 @@ class Simulator:
             analysis=analysis,
             command=command,
             ready_replicas=self.ready,
+            incumbent_available=self.incumbent_available,
+            incumbent_message="1/1 replicas available"
+            if self.incumbent_available
+            else "0/1 replicas available",
         )
         decision = decide(self.spec, self.status, observed, self.now)
         self.status = round_trip(decision.status) if self.restart_every_tick else decision.status

@@ -32,6 +32,7 @@ COMBINATIONS: dict[str, Object] = {
     "grafanaDashboard": {"grafanaDashboard": {"enabled": True}},
     "prometheusRule": {"prometheusRule": {"enabled": True}},
     "prometheusSecrets": {"rbac": {"prometheusSecrets": ["prom-token", "prom-token-2"]}},
+    "scaleDownIncumbents": {"rbac": {"scaleDownIncumbents": True}},
     "no RBAC, existing ServiceAccount": {
         "rbac": {"create": False},
         "serviceAccount": {"create": False, "name": "ops-provided"},
@@ -46,7 +47,7 @@ COMBINATIONS: dict[str, Object] = {
         "watchNamespaces": ["team-a", "team-b"],
     },
     "everything": {
-        "rbac": {"scope": "namespaces", "prometheusSecrets": ["prom-token"]},
+        "rbac": {"scope": "namespaces", "prometheusSecrets": ["prom-token"], "scaleDownIncumbents": True},
         "watchNamespaces": ["team-a", "team-b"],
         "rolloutSelector": "modelgate.io/shard in (a, b)",
         "replicas": 2,
@@ -360,6 +361,14 @@ def test_prometheus_secrets_are_granted_by_name_only() -> None:
     assert not [rule for _, rule in rules(render()) if "secrets" in rule["resources"]]
     for role in of_kind(render(COMBINATIONS["everything"]), "Role"):
         assert {**secret_rule, "resourceNames": ["prom-token"]} in role["rules"]
+
+
+def test_deployment_scale_is_granted_only_when_enabled() -> None:
+    scale_rule = {"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["patch"]}
+    assert scale_rule in the(render(COMBINATIONS["scaleDownIncumbents"]), "ClusterRole")["rules"]
+    assert not [rule for _, rule in rules(render()) if "deployments/scale" in rule["resources"]]
+    for role in of_kind(render(COMBINATIONS["everything"]), "Role"):
+        assert scale_rule in role["rules"]
 
 
 def test_no_rbac_and_an_existing_service_account_render_neither() -> None:

@@ -23,12 +23,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from testbed.model_server_double import (
     Behaviour,
-    EvenSpread,
     Latency,
     RunningServer,
-    exact_rate,
     start_model_server,
 )
+from testbed.shares import EvenSpread, exact_rate
 
 T = TypeVar("T")
 MODEL = "chat-v1"

@@ -99,7 +99,8 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
   resources: ["modelrollouts/status"]
   verbs: ["patch"]
 # kopf watches Deployments to wake a rollout when its candidate changes; the reconciler reads the
-# candidate's availability. Deployments are never written.
+# candidate's availability (and the incumbent's in a watch window). Deployments are never written
+# but for their scale with rbac.scaleDownIncumbents.
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch"]
@@ -125,6 +126,12 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create"]
+{{- if .Values.rbac.scaleDownIncumbents }}
+# spec.watch.scaleDownIncumbent: the incumbent's replicas go to 0 once the watch window has passed.
+- apiGroups: ["apps"]
+  resources: ["deployments/scale"]
+  verbs: ["patch"]
+{{- end }}
 {{- with .Values.rbac.prometheusSecrets }}
 # Bearer tokens for Prometheus (spec.analysis.prometheus.bearerTokenSecretRef): these names only.
 - apiGroups: [""]

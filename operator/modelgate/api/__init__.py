@@ -34,6 +34,7 @@ from modelgate.api.spec import (
 )
 from modelgate.api.status import (
     AnalysisSample,
+    BreachTrace,
     CommandResult,
     Condition,
     ConditionStatus,
@@ -42,6 +43,7 @@ from modelgate.api.status import (
     MetricAnalysis,
     ModelRolloutStatus,
     Phase,
+    PodValue,
     RollbackReason,
     RollingBack,
     SequentialEvidence,
@@ -49,6 +51,7 @@ from modelgate.api.status import (
     Verdict,
     parse_status,
 )
+from modelgate.api.watch import WatchSpec
 
 __all__ = [
     "LATENCY_PRESETS",
@@ -56,6 +59,7 @@ __all__ = [
     "AnalysisSample",
     "AnalysisSpec",
     "BackendKind",
+    "BreachTrace",
     "CapacitySpec",
     "CommandResult",
     "Comparison",
@@ -82,6 +86,7 @@ __all__ = [
     "OnPrometheusError",
     "Pause",
     "Phase",
+    "PodValue",
     "ProgressDeadlines",
     "PrometheusSpec",
     "RollbackReason",
@@ -95,6 +100,7 @@ __all__ = [
     "TrafficRouting",
     "Verdict",
     "VirtualServiceRef",
+    "WatchSpec",
     "WorkloadRef",
     "parse_duration",
     "parse_spec",

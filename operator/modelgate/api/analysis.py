@@ -289,11 +289,7 @@ class AnalysisSpec(SpecModel):
 
     @model_validator(mode="after")
     def _unique_metric_names(self) -> Self:
-        seen: set[str] = set()
-        for index, metric in enumerate(self.metrics):
-            if metric.name in seen:
-                raise FieldPathError(f"metrics[{index}].name", f"duplicate metric name {metric.name}")
-            seen.add(metric.name)
+        check_unique_names(self.metrics)
         return self
 
     @property
@@ -305,3 +301,12 @@ class AnalysisSpec(SpecModel):
         """The metric provider in use, by which providers are registered. Prometheus is the only
         provider field today; a second one makes this "the one provider field that is set"."""
         return "prometheus"
+
+
+def check_unique_names(metrics: tuple[MetricSpec, ...]) -> None:
+    """Raises naming the first metric whose name repeats an earlier one's."""
+    seen: set[str] = set()
+    for index, metric in enumerate(metrics):
+        if metric.name in seen:
+            raise FieldPathError(f"metrics[{index}].name", f"duplicate metric name {metric.name}")
+        seen.add(metric.name)

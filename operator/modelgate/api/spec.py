@@ -25,6 +25,7 @@ from modelgate.api.istio import IstioRouting
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.specmodel import SpecModel
+from modelgate.api.watch import WatchSpec
 
 OnPrometheusError = Literal["pause", "rollback"]
 DeadlineAction = Literal["pause", "rollback", "fail"]
@@ -400,6 +401,10 @@ def _pool_is_backend(side: str) -> CelRule:
 POOLS_NEED_GATEWAY_API = (
     "an InferencePool side needs the gatewayAPI router: a VirtualService's destinations are Services"
 )
+WATCH_NEEDS_ANALYSIS = "a watch window needs spec.analysis: its metrics are read from that Prometheus"
+SCALE_DOWN_NEEDS_DEPLOYMENT = (
+    "scaleDownIncumbent needs spec.incumbent.deployment: an InferencePool has no replicas"
+)
 
 
 class ModelRolloutSpec(SpecModel):
@@ -416,6 +421,15 @@ class ModelRolloutSpec(SpecModel):
                 "!(has(self.incumbent.inferencePool) || has(self.candidate.inferencePool))",
                 field_path=".trafficRouting.istio",
                 message=POOLS_NEED_GATEWAY_API,
+            ),
+            CelRule(
+                "!has(self.watch) || has(self.analysis)", field_path=".watch", message=WATCH_NEEDS_ANALYSIS
+            ),
+            CelRule(
+                "!has(self.watch) || !has(self.watch.scaleDownIncumbent) || !self.watch.scaleDownIncumbent "
+                "|| has(self.incumbent.deployment)",
+                field_path=".watch.scaleDownIncumbent",
+                message=SCALE_DOWN_NEEDS_DEPLOYMENT,
             ),
         )
     )
@@ -450,6 +464,11 @@ class ModelRolloutSpec(SpecModel):
     capacity: CapacitySpec | None = Field(
         None, description="Whether a step waits for the candidate's Ready replicas before raising its weight."
     )
+    watch: WatchSpec | None = Field(
+        None,
+        description="A window after the last step in which the candidate takes all traffic and the "
+        "analysis goes on; a breach in it rolls back (docs/watch-window.md).",
+    )
 
     @model_validator(mode="after")
     def _candidate_differs(self) -> Self:
@@ -478,6 +497,15 @@ class ModelRolloutSpec(SpecModel):
                     f"trafficRouting.gatewayAPI.{side}Backend",
                     f"must be {ref.inference_pool}, the InferencePool of spec.{side}.inferencePool",
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _watch_is_usable(self) -> Self:
+        watch = self.watch
+        if watch is not None and self.analysis is None:
+            raise FieldPathError("watch", WATCH_NEEDS_ANALYSIS)
+        if watch is not None and watch.scale_down_incumbent and self.incumbent.deployment is None:
+            raise FieldPathError("watch.scaleDownIncumbent", SCALE_DOWN_NEEDS_DEPLOYMENT)
         return self
 
 

@@ -158,6 +158,32 @@ class MetricAnalysis(StatusModel):
     )
 
 
+class BreachTrace(StatusModel):
+    """One request behind a breach: an exemplar Prometheus stored on the breaching metric's series."""
+
+    trace_id: Annotated[str, StringConstraints(min_length=1, max_length=128)] = Field(
+        description="The exemplar's trace ID (its trace_id or traceID label), for the tracing backend."
+    )
+    pod: Annotated[str, StringConstraints(max_length=253)] | None = Field(
+        None, description="The pod label of the series the exemplar was on."
+    )
+    value: FiniteFloat | None = Field(
+        None, description="The exemplar's value: the request's latency on a histogram, 1 on a counter."
+    )
+    time: Timestamp | None = Field(None, description="When the request was observed.")
+
+
+class PodValue(StatusModel):
+    """The breaching metric's value over one pod of the candidate's."""
+
+    pod: Annotated[str, StringConstraints(max_length=253)] = Field(description="The pod's name.")
+    value: FiniteFloat | None = Field(
+        None,
+        description="The metric's query over this pod alone; null when it had no data.",
+        json_schema_extra=NULLABLE,
+    )
+
+
 class RollbackReason(StatusModel):
     time: Timestamp = Field(description="When the rollback was decided.")
     message: Annotated[str, StringConstraints(max_length=1024)] = Field(
@@ -171,6 +197,16 @@ class RollbackReason(StatusModel):
     threshold: FiniteFloat | None = Field(None, description="The max or min the value breached.")
     query: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
         None, description="The PromQL that returned the failing value."
+    )
+    traces: Annotated[tuple[BreachTrace, ...], Field(max_length=5)] = Field(
+        (),
+        description="A few requests behind a metric breach, from the exemplars of the breaching series in "
+        "the analysis window (the worst first); empty when the metric's series carry none "
+        "(docs/tracing-rollbacks.md).",
+    )
+    pods: Annotated[tuple[PodValue, ...], Field(max_length=20)] = Field(
+        (),
+        description="The breaching metric per candidate pod, worst first: one bad pod, or all of them?",
     )
 
 
@@ -278,6 +314,11 @@ class ModelRolloutStatus(StatusModel):
         None,
         description="When the current step's analysis first came out Inconclusive, unless it passed since "
         "(its progress deadline).",
+    )
+    watch_ends_at: Timestamp | None = Field(
+        None,
+        description="Set while the watch window (spec.watch) runs: the candidate takes all traffic, the "
+        "analysis goes on, and at this time the rollout Succeeds.",
     )
     step_started_at: Timestamp | None = Field(
         None, description="When the current step started; timed pauses end at stepStartedAt + duration."

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from modelgate import __version__
 from modelgate.api import InvalidSpecError
-from modelgate.cli import refusal_proxy, run, steer, views
+from modelgate.cli import gate_eval, refusal_proxy, replay, report, run, steer, views
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,7 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(commands)
     views.add_parsers(commands)
     steer.add_parsers(commands)
+    report.add_parser(commands)
+    replay.add_parser(commands)
     refusal_proxy.add_parser(commands)
+    gate_eval.add_parser(commands)
     return parser
 
 

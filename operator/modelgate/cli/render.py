@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,7 +12,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from modelgate.api import MetricAnalysis, ModelRolloutStatus, Verdict, parse_status
+from modelgate.api import MetricAnalysis, ModelRolloutStatus, RollbackReason, Verdict, parse_status
 
 VERDICT_STYLE = {
     Verdict.PASS: "green",
@@ -29,7 +30,8 @@ PHASE_STYLE = {
 }
 
 
-def _threshold(metric: dict[str, Any]) -> str:
+def threshold_text(metric: Mapping[str, Any]) -> str:
+    """The metric's rule in words, from its spec as stored (camelCase)."""
     parts = []
     if metric.get("min") is not None:
         parts.append(f">= {metric['min']:g}")
@@ -46,7 +48,7 @@ def _threshold(metric: dict[str, Any]) -> str:
     return f"{text} (dry run)" if metric.get("dryRun") else text
 
 
-def _step_label(step: dict[str, Any]) -> str:
+def step_label(step: dict[str, Any]) -> str:
     if "setWeight" in step:
         return f"setWeight {step['setWeight']}"
     if "mirror" in step:
@@ -70,7 +72,9 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     header.add_row("Rollout", f"{meta['namespace']}/{meta['name']}")
     header.add_row("Phase", Text(phase, style=PHASE_STYLE.get(phase, "")))
     index = status.current_step_index
-    step = _step_label(steps[index]) if index < len(steps) else "done"
+    step = step_label(steps[index]) if index < len(steps) else "done"
+    if status.watch_ends_at is not None:
+        step = f"watch window until {status.watch_ends_at.isoformat()}"
     header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
     header.add_row(
         "Weights",
@@ -95,8 +99,23 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
         parts.append(Text(f"Rolled back: {reason.message}", style="bold red"))
         if reason.query:
             parts.append(Text(f"  query: {reason.query}", style="dim"))
+        if reason.pods:
+            parts.append(_pods_table(reason.metric or "metric", reason))
+        for trace in reason.traces:
+            at = "" if trace.time is None else f" at {trace.time.strftime('%H:%M:%S')}"
+            value = "" if trace.value is None else f", value {trace.value:.4g}"
+            parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
     parts.append(_metrics_table(spec, status))
     return Group(*parts)
+
+
+def _pods_table(metric: str, reason: RollbackReason) -> Table:
+    table = Table(title=f"{metric} by candidate pod (worst first)", title_justify="left")
+    table.add_column("Pod")
+    table.add_column("Value")
+    for pod in reason.pods:
+        table.add_row(pod.pod, "-" if pod.value is None else f"{pod.value:.4g}")
+    return table
 
 
 def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
@@ -104,12 +123,13 @@ def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
     for column in ("Metric", "Value", "Incumbent", "Threshold", "Verdict", "Failures", "At", "Detail"):
         table.add_column(column)
     last = {m.name: m for m in status.analysis}
-    for metric in (spec.get("analysis") or {}).get("metrics", []):
+    window = (spec.get("watch") or {}).get("metrics") if status.watch_ends_at is not None else None
+    for metric in window or (spec.get("analysis") or {}).get("metrics", []):
         record = last.get(metric["name"])
         limit = metric.get("failureLimit", 0)
         if record is None:
             table.add_row(
-                metric["name"], "-", "-", _threshold(metric), "-", f"0/{limit}", "-", "not evaluated yet"
+                metric["name"], "-", "-", threshold_text(metric), "-", f"0/{limit}", "-", "not evaluated yet"
             )
             continue
         value = "-" if record.value is None else f"{record.value:.4g}"
@@ -118,7 +138,7 @@ def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
             metric["name"],
             value,
             incumbent,
-            _threshold(metric),
+            threshold_text(metric),
             Text(record.verdict.value, style=VERDICT_STYLE[record.verdict]),
             f"{record.failures}/{limit}",
             record.time.strftime("%H:%M:%S"),

@@ -17,7 +17,7 @@ from modelgate.api import (
     Step,
     Verdict,
 )
-from modelgate.core import capacity, gradual, limits
+from modelgate.core import capacity, gradual, limits, watch
 from modelgate.core import conditions as cond
 from modelgate.core.analysis import evaluate
 from modelgate.core.commands import handle_command
@@ -40,7 +40,7 @@ from modelgate.core.schedule import pause_ends_at, step_settles_at
 def decide(
     spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
 ) -> Decision:
-    tick = _Tick(spec, status, observed, now)
+    tick = _Tick(watch.in_force(spec, status), status, observed, now)
     tick.run()
     settle_mirror(tick)
     return tick.decision
@@ -74,6 +74,7 @@ class _Tick:
         self.events: list[Event] = []
         self.outcome: Outcome | None = None
         self.command_handled = False
+        self.scale_down_incumbent = False  # set when the watch window passed and spec.watch asks for it
 
     @property
     def decision(self) -> Decision:
@@ -84,6 +85,7 @@ class _Tick:
             self.outcome,
             self.command_handled,
             self.status.current_mirror_percent,
+            self.scale_down_incumbent,
         )
 
     # -- small helpers -------------------------------------------------------------------------
@@ -152,8 +154,12 @@ class _Tick:
     @property
     def current_step_removed(self) -> bool:
         """The spec was edited mid-rollout and no longer has the step the rollout is at."""
-        active = self.status.phase in (Phase.PROGRESSING, Phase.PAUSED)
-        return active and self.status.current_step_index >= len(self.spec.steps)
+        return self.stepping and self.status.current_step_index >= len(self.spec.steps)
+
+    @property
+    def stepping(self) -> bool:
+        """Active and at a step: not yet in the watch window."""
+        return self.status.phase in (Phase.PROGRESSING, Phase.PAUSED) and not watch.watching(self.status)
 
     @property
     def error_paused(self) -> bool:
@@ -235,6 +241,7 @@ class _Tick:
             analysis=(),
             rollback_reason=None,
             rolling_back=None,
+            watch_ends_at=None,
             conditions=(),
         )
         self.event(reason, message)
@@ -264,6 +271,9 @@ class _Tick:
         self.set_weight(self.status.current_weight)  # re-assert what this step wrote if it drifted
         self.note_candidate_availability()
         if self.error_paused or deadline_paused(self) or inconclusive_deadline(self):
+            return
+        if watch.watching(self.status):
+            watch.go_on(self)
             return
         if capacity.raise_waiting_weight(self):
             return
@@ -326,7 +336,7 @@ class _Tick:
         return True
 
     def advance_while_complete(self) -> None:
-        while self.status.phase in (Phase.PROGRESSING, Phase.PAUSED) and self.step_complete():
+        while self.stepping and self.step_complete():
             self.event(Reason.STEP_COMPLETED, f"step {self.status.current_step_index} completed")
             self.enter_step(self.status.current_step_index + 1)
 
@@ -371,7 +381,8 @@ class _Tick:
 
     def enter_step(self, index: int) -> None:
         if index >= len(self.spec.steps):
-            self.succeed()
+            if not watch.start(self):
+                self.succeed()
             return
         self.update(
             current_step_index=index,
@@ -418,11 +429,15 @@ class _Tick:
             step_started_at=self.now,
             message=f"{self.spec.candidate.name} takes all traffic",
         )
+        watch.stop(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
         self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
         self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.name} promoted to 100%")
         self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
     def rollback(self, reason: RollbackReason, cause: Reason) -> None:
+        if cause is not Reason.ABORTED and watch.rollback_held(self, reason):
+            return
+        watch.stop(self, Reason.ROLLED_BACK, reason.message)
         rolling = gradual.gradual_start(self.spec, self.status, cause, self.now)
         message = f"rolled back: {reason.message}"
         if rolling is None:

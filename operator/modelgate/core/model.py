@@ -85,6 +85,9 @@ class Observations:
     analysis: AnalysisRun | None = None
     command: Command | None = None
     ready_replicas: ReadyReplicas | None = None
+    # Read in the watch window only (None otherwise): a rollback then sends everything to the incumbent.
+    incumbent_available: bool | None = None
+    incumbent_message: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,3 +120,4 @@ class Decision:
     outcome: Outcome | None = None
     command_handled: bool = False
     mirror_percent: int = 0
+    scale_down_incumbent: bool = False  # the watch window passed: scale the incumbent Deployment to 0

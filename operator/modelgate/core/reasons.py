@@ -20,6 +20,8 @@ class ConditionType(StrEnum):
     ANALYSIS_HEALTHY = "AnalysisHealthy"
     COMPLETED = "Completed"
     CANDIDATE_CAPACITY = "CandidateCapacity"
+    WATCHING = "Watching"
+    INCUMBENT_AVAILABLE = "IncumbentAvailable"
 
 
 class Reason(StrEnum):
@@ -61,6 +63,12 @@ class Reason(StrEnum):
     # Capacity before weight (spec.capacity.enforce).
     INSUFFICIENT_CAPACITY = "InsufficientCapacity"
     CAPACITY_AVAILABLE = "CapacityAvailable"
+    # The watch window after the last step (spec.watch).
+    WATCH_STARTED = "WatchStarted"
+    WATCH_PASSED = "WatchPassed"
+    ROLLBACK_HELD = "RollbackHeld"
+    SCALED_DOWN = "ScaledDown"
+    SCALE_DOWN_FAILED = "ScaleDownFailed"
     # Deleting a rollout with spec.rollback.onDelete ReturnTraffic.
     TRAFFIC_RETURNED = "TrafficReturned"
     # The route.
@@ -94,5 +102,7 @@ _WARNINGS = frozenset(
         Reason.WEIGHT_NOT_APPLIED,
         Reason.ROUTE_OVERWRITTEN,
         Reason.ROUTE_CONFLICT,
+        Reason.ROLLBACK_HELD,
+        Reason.SCALE_DOWN_FAILED,
     }
 )

@@ -119,6 +119,8 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     step_due = weight_step_due(spec, status)
     if step_due is not None:
         candidates.append(step_due - now)
+    if status.watch_ends_at is not None and status.watch_ends_at > now:
+        candidates.append(status.watch_ends_at - now)
     pause_end = pause_ends_at(spec, status)
     # A pause over by `now` (the decision's time) no longer wakes anyone: the step is held by
     # something else (the candidate, the analysis), which wakes the rollout itself.

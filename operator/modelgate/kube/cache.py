@@ -56,13 +56,14 @@ class ObjectCache:
 
 
 def deployment_essentials(deployment: Mapping[str, Any]) -> Object:
-    """What availability needs of a Deployment: the cache holds every Deployment in scope, so it
-    keeps only this (a few hundred bytes each), not the pod template."""
+    """What availability and listing its Pods need of a Deployment: the cache holds every Deployment
+    in scope, so it keeps only this (a few hundred bytes each), not the pod template."""
     meta = deployment.get("metadata") or {}
     return {
         "metadata": {
             key: meta[key] for key in ("namespace", "name", "resourceVersion", "generation") if key in meta
         },
-        "spec": {"replicas": (deployment.get("spec") or {}).get("replicas")},
+        # The selector names its Pods: a breach's evidence reads the metric per Pod.
+        "spec": {key: (deployment.get("spec") or {}).get(key) for key in ("replicas", "selector")},
         "status": dict(deployment.get("status") or {}),
     }

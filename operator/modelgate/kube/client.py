@@ -304,6 +304,31 @@ class Kube:
             return None
         return self._remember("deployments", _as_object(json.loads(response.data)))
 
+    def scale_deployment(self, namespace: str, name: str, replicas: int) -> None:
+        """Sets the Deployment's replicas through its scale subresource (`patch` on deployments/scale,
+        the only write the operator makes to a Deployment)."""
+        with _request("patch"):
+            self._apps.patch_namespaced_deployment_scale(
+                name, namespace, {"spec": {"replicas": replicas}}, _request_timeout=self.request_timeout
+            )
+
+    def deployment_pods(self, namespace: str, name: str) -> list[str]:
+        """The names of the Deployment's Pods (by its selector), but for those being deleted; none when
+        it does not exist."""
+        deployment = self._deployment(namespace, name)
+        labels = ((deployment or {}).get("spec") or {}).get("selector", {}).get("matchLabels") or {}
+        if not labels:
+            return []
+        with _request("list"):
+            response: Any = self._core.list_namespaced_pod(
+                namespace,
+                label_selector=",".join(f"{key}={value}" for key, value in sorted(labels.items())),
+                _preload_content=False,
+                _request_timeout=self.request_timeout,
+            )
+        items = _as_object(json.loads(response.data)).get("items") or []
+        return sorted(pod.name for pod in map(pool_pod, items) if pod is not None)
+
     def pool_pods(self, namespace: str, name: str) -> list[PoolPod] | None:
         """The Pods an InferencePool selects (by its spec.selector, in its namespace), but for those
         being deleted; None when the pool does not exist. The pool comes from the watch cache; the

@@ -13,7 +13,14 @@ from collections.abc import Callable
 
 from modelgate.api import AnalysisSpec
 from modelgate.kube import Kube
-from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan, MetricProvider
+from modelgate.metrics.base import (
+    AnalysisPlan,
+    BreachEvidence,
+    BreachExplainer,
+    CountQueries,
+    MetricPlan,
+    MetricProvider,
+)
 from modelgate.metrics.prometheus import PrometheusProvider
 
 ProviderFactory = Callable[[Kube], MetricProvider]
@@ -46,6 +53,8 @@ class MetricProviders:
 __all__ = [
     "PROVIDERS",
     "AnalysisPlan",
+    "BreachEvidence",
+    "BreachExplainer",
     "CountQueries",
     "MetricPlan",
     "MetricProvider",

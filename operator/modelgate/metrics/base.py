@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Protocol
+from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
 
-from modelgate.api import AnalysisSpec, ModelRolloutSpec
-from modelgate.core import AnalysisRun
+from modelgate.api import AnalysisSpec, BreachTrace, ModelRolloutSpec, PodValue, RollbackReason
+from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class MetricPlan:
     # For a sequential test: the candidate's and the incumbent's totals. The engine counts what they
     # grew by between evaluations: exact, where a count over a window loses or repeats increments.
     totals: tuple[CountQueries, CountQueries] | None = None
+    # The query whose series' exemplars point at the requests behind a breach; None: `candidate`.
+    exemplars: str | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class AnalysisPlan:
     request_count: str  # the candidate's requests in the window, against minRequests
     incumbent_request_count: str | None  # the same for the incumbent, when a metric needs it
     metrics: Mapping[str, MetricPlan]
+    window: timedelta = timedelta(minutes=1)  # the range the queries look back over
 
 
 class MetricProvider(Protocol):
@@ -52,4 +55,74 @@ class MetricProvider(Protocol):
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         """Runs every query of the plan; a backend that cannot be asked gives Error results, never an
         exception."""
+        ...
+
+
+Query = Callable[[str], QueryResult]
+
+
+def run_plan(plan: AnalysisPlan, at: datetime, query: Query) -> AnalysisRun:
+    """Every query of the plan through `query` (one backend's way of answering a query at `at`)."""
+    measured = {name: _measure(query, metric) for name, metric in plan.metrics.items()}
+    incumbent = plan.incumbent_request_count
+    return AnalysisRun(
+        at,
+        query(plan.request_count),
+        measured,
+        incumbent_request_count=query(incumbent) if incumbent is not None else None,
+    )
+
+
+def plan_queries(plan: AnalysisPlan) -> Iterator[str]:
+    """Every query `run_plan` asks, each once, in the order it asks them."""
+    seen: set[str] = set()
+    for query in _asked(plan):
+        if query not in seen:
+            seen.add(query)
+            yield query
+
+
+def _asked(plan: AnalysisPlan) -> Iterator[str]:
+    yield plan.request_count
+    if plan.incumbent_request_count is not None:
+        yield plan.incumbent_request_count
+    for metric in plan.metrics.values():
+        yield metric.candidate
+        if metric.incumbent is not None:
+            yield metric.incumbent
+        for side in metric.totals or ():
+            yield from (side.requests, side.events)
+
+
+def _measure(query: Query, metric: MetricPlan) -> MetricQuery:
+    totals = None
+    if metric.totals is not None:
+        candidate, incumbent = (
+            SideTotals(query(side.requests), query(side.events)) for side in metric.totals
+        )
+        totals = (candidate, incumbent)
+    return MetricQuery(
+        metric.candidate,
+        query(metric.candidate),
+        incumbent=query(metric.incumbent) if metric.incumbent is not None else None,
+        totals=totals,
+    )
+
+
+@dataclass(frozen=True)
+class BreachEvidence:
+    """What stood behind a metric breach: a few of the requests (trace IDs from exemplars, worst first)
+    and the metric per candidate pod (worst first). Empty where the backend has nothing to say."""
+
+    traces: tuple[BreachTrace, ...] = ()
+    pods: tuple[PodValue, ...] = ()
+
+
+@runtime_checkable
+class BreachExplainer(Protocol):
+    """A provider that can say which requests and pods stood behind a breach (optional: a provider
+    without it leaves status.rollbackReason's traces and pods empty)."""
+
+    def explain(self, spec: ModelRolloutSpec, namespace: str, reason: RollbackReason) -> BreachEvidence:
+        """Never raises: what cannot be read is left out (and logged)."""
         ...

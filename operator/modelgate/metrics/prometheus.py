@@ -6,23 +6,27 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from urllib.parse import urlparse
 
 import requests
+import structlog
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from modelgate.api import ModelRolloutSpec, WorkloadRef
-from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
+from modelgate.api import BreachTrace, MetricSpec, ModelRolloutSpec, PodValue, RollbackReason, WorkloadRef
+from modelgate.core import AnalysisRun, QueryResult
 from modelgate.core.limits import clip
 from modelgate.kube import Kube, KubeError
-from modelgate.metrics.base import AnalysisPlan, MetricPlan
+from modelgate.metrics.base import AnalysisPlan, BreachEvidence, run_plan
 from modelgate.metrics.context import Side
+from modelgate.metrics.exemplars import PODS_KEPT, parse_exemplars, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.metrics.recorded import RecordedSeries
 from modelgate.observability import METRIC_QUERIES, METRIC_QUERY_SECONDS
 
 # The library's default retries (3, with backoff, also on HTTP 5xx) would stretch one query far
@@ -34,6 +38,7 @@ _NO_RETRIES = Retry(total=0, read=False)
 _HTTP_ERROR = re.compile(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)", re.DOTALL)
 _MAX_DETAIL = 300
 _CONNECTIONS = 256
+log = structlog.get_logger("modelgate.metrics.prometheus")
 
 
 class PrometheusProvider:
@@ -59,22 +64,58 @@ class PrometheusProvider:
 
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         try:
-            client = self._client(plan)
+            client = self.client(plan)
         except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
             # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
             queries = {name: metric.candidate for name, metric in plan.metrics.items()}
             field = "spec.analysis.prometheus.bearerTokenSecretRef"
             return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {field}: {error}")
-        measured = {name: _measure(client, metric) for name, metric in plan.metrics.items()}
-        incumbent = plan.incumbent_request_count
-        return AnalysisRun(
-            at,
-            client.query(plan.request_count),
-            measured,
-            incumbent_request_count=client.query(incumbent) if incumbent is not None else None,
-        )
+        return run_plan(plan, at, client.query)
 
-    def _client(self, plan: AnalysisPlan) -> PrometheusClient:
+    def explain(self, spec: ModelRolloutSpec, namespace: str, reason: RollbackReason) -> BreachEvidence:
+        """BreachExplainer: the exemplars of the breaching metric's series over its window (trace IDs
+        and pods), and the metric's query over each candidate pod alone."""
+        analysis = spec.analysis
+        metric = next((m for m in analysis.metrics if m.name == reason.metric), None) if analysis else None
+        if metric is None:
+            return BreachEvidence()
+        try:
+            plan = self.plan(spec, namespace)
+            client = self.client(plan)
+            measured = plan.metrics[metric.name]
+            exemplars = measured.exemplars or measured.candidate
+            traces = client.query_exemplars(exemplars, reason.time - plan.window, reason.time)
+            pods = self._per_pod(spec, namespace, metric, measured.candidate, client)
+        except (KubeError, ValueError) as error:  # the pods, the token or a plan cannot be had
+            log.warning("no evidence for the breach", metric=metric.name, error=str(error))
+            return BreachEvidence()
+        return BreachEvidence(worst_traces(traces), pods)
+
+    def _per_pod(
+        self, spec: ModelRolloutSpec, namespace: str, metric: MetricSpec, query: str, client: PrometheusClient
+    ) -> tuple[PodValue, ...]:
+        """The metric's query with the candidate's podRegex narrowed to each pod in turn; nothing when
+        the query does not select by pod (a gateway's series, a template without the podRegex)."""
+        values: dict[str, float | None] = {}
+        for pod in self._candidate_pods(spec, namespace)[:PODS_KEPT]:
+            alone = spec.candidate.model_copy(update={"pod_regex": pod_regex(pod)})
+            pod_query = self.plan(spec.model_copy(update={"candidate": alone}), namespace).metrics[
+                metric.name
+            ]
+            if pod_query.candidate == query:
+                return ()
+            values[pod] = client.query(pod_query.candidate).value
+        return worst_pods(values, lower_is_worse=metric.max is None and metric.min is not None)
+
+    def _candidate_pods(self, spec: ModelRolloutSpec, namespace: str) -> list[str]:
+        candidate = spec.candidate
+        if candidate.inference_pool is not None:
+            return sorted(pod.name for pod in self.kube.pool_pods(namespace, candidate.name) or [])
+        return self.kube.deployment_pods(namespace, candidate.name)
+
+    def client(self, plan: AnalysisPlan, address: str | None = None) -> PrometheusClient:
+        """The client of the plan's Prometheus (or of `address`, the same one reached another way),
+        with its timeout and bearer token."""
         prometheus = plan.analysis.prometheus
         token = None
         if prometheus.bearer_token_secret_ref is not None:
@@ -83,25 +124,10 @@ class PrometheusProvider:
                 token = _clean_token(self.kube.read_secret_key(plan.namespace, ref.name, ref.key))
             except ValueError as error:  # names the Secret key, never the token
                 raise ValueError(f"Secret {plan.namespace}/{ref.name} key {ref.key}: {error}") from None
-        key = (prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
+        key = (address or prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
         if key not in self._clients:
             self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
         return self._clients[key]
-
-
-def _measure(client: PrometheusClient, metric: MetricPlan) -> MetricQuery:
-    totals = None
-    if metric.totals is not None:
-        candidate, incumbent = (
-            SideTotals(client.query(side.requests), client.query(side.events)) for side in metric.totals
-        )
-        totals = (candidate, incumbent)
-    return MetricQuery(
-        metric.candidate,
-        client.query(metric.candidate),
-        incumbent=client.query(metric.incumbent) if metric.incumbent is not None else None,
-        totals=totals,
-    )
 
 
 class PrometheusClient:
@@ -124,6 +150,7 @@ class PrometheusClient:
         # query opens a connection that the pool then drops (requests keeps 10 by default).
         session = requests.Session()
         session.mount(f"{self.address}/", HTTPAdapter(max_retries=_NO_RETRIES, pool_maxsize=_CONNECTIONS))
+        self._session, self._headers = session, headers
         self._client = PrometheusConnect(
             url=self.address, headers=headers, retry=_NO_RETRIES, timeout=timeout, session=session
         )
@@ -134,21 +161,54 @@ class PrometheusClient:
             return self._query(promql)
 
     def _query(self, promql: str) -> QueryResult:
+        result = self._ask(lambda: self._client.custom_query(promql))
+        return QueryResult(error=result.error) if isinstance(result, _Failed) else _parse_result(result)
+
+    def query_range(self, promql: str, start: datetime, end: datetime, step: timedelta) -> RecordedSeries:
+        """The values `promql` had at every `step` from `start` to `end` (one range query)."""
+        METRIC_QUERIES.labels("prometheus").inc()
+        with METRIC_QUERY_SECONDS.labels("prometheus").time():
+            result = self._ask(
+                lambda: self._client.custom_query_range(promql, start, end, f"{step.total_seconds():g}s")
+            )
+        seconds = step.total_seconds()
+        if isinstance(result, _Failed):
+            return RecordedSeries(step=seconds, error=result.error)
+        return _parse_range(result, seconds)
+
+    def _ask(self, call: Callable[[], object]) -> object:
+        """The API's `data.result`, or why there is none."""
         try:
-            result = self._client.custom_query(promql)
+            return call()
         except requests.Timeout:  # before ConnectionError: ConnectTimeout is both
-            return QueryResult(error=f"Prometheus at {self.address} did not answer within {self.timeout}s")
+            return _Failed(f"Prometheus at {self.address} did not answer within {self.timeout}s")
         except requests.ConnectionError as exc:
-            return QueryResult(error=f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}")
+            return _Failed(f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}")
         except PrometheusApiClientException as exc:
-            return QueryResult(error=f"Prometheus at {self.address} {_describe_http_error(str(exc))}")
+            return _Failed(f"Prometheus at {self.address} {_describe_http_error(str(exc))}")
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
             # ValueError includes a body that is not JSON (e.g. a proxy's HTML page); Key/TypeError
             # a JSON body without `data.result`.
-            return QueryResult(
-                error=f"unexpected response from Prometheus at {self.address}: {_truncate(repr(exc))}"
-            )
-        return _parse_result(result)
+            return _Failed(f"unexpected response from Prometheus at {self.address}: {_truncate(repr(exc))}")
+
+    def query_exemplars(self, promql: str, start: datetime, end: datetime) -> list[BreachTrace]:
+        """The exemplars with a trace ID on the series `promql` selects, from `start` to `end`; none
+        when Prometheus has none (no exemplar storage, clients without exemplars) or cannot be asked."""
+        METRIC_QUERIES.labels("prometheus").inc()
+        params: dict[str, str | float] = {"query": promql, "start": start.timestamp(), "end": end.timestamp()}
+        try:
+            with METRIC_QUERY_SECONDS.labels("prometheus").time():
+                response = self._session.get(
+                    f"{self.address}/api/v1/query_exemplars",
+                    params=params,
+                    headers=self._headers,
+                    timeout=self.timeout,
+                )
+            response.raise_for_status()
+            return parse_exemplars(response.json().get("data"))
+        except (requests.RequestException, ValueError, AttributeError) as error:
+            log.warning("exemplars could not be read", query=promql, error=_truncate(str(error)))
+            return []
 
     def is_online(self) -> bool:
         # A real query exercises the same endpoint, auth and proxies as the analysis does; `/-/ready`
@@ -158,6 +218,29 @@ class PrometheusClient:
 
     def close(self) -> None:
         self._client.close()
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: str
+
+
+def _parse_range(result: object, step: float) -> RecordedSeries:
+    """`data.result` of a range query (a matrix) as one series; more than one is an error, as for an
+    instant query."""
+    if not isinstance(result, list) or not all(isinstance(s, dict) and "values" in s for s in result):
+        return RecordedSeries(step=step, error=f"unexpected range query result: {_truncate(repr(result))}")
+    if len(result) > 1:
+        return RecordedSeries(
+            step=step, error=f"query returned {len(result)} series; a metric query must return one"
+        )
+    try:
+        points = tuple((float(t), float(v)) for t, v in result[0]["values"]) if result else ()
+    except (TypeError, ValueError):
+        return RecordedSeries(
+            step=step, error=f"unexpected samples in range query result: {_truncate(repr(result))}"
+        )
+    return RecordedSeries(points, step)
 
 
 def _clean_token(token: str) -> str:

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from modelgate.api import MetricSpec, ModelRolloutSpec, WorkloadRef
+from modelgate.api.duration import parse_duration
 from modelgate.kube.pools import PoolPod
 from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan
 from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
-from modelgate.metrics.presets import count_queries, preset_query, request_count_query
+from modelgate.metrics.presets import count_queries, exemplar_query, preset_query, request_count_query
 from modelgate.metrics.template import render_query
 
 
@@ -44,6 +45,7 @@ def analysis_plan(
         request_count_query(analysis.source, ctx),
         request_count_query(analysis.source, ctx, "incumbent") if against_incumbent else None,
         metrics,
+        parse_duration(ctx.interval),
     )
 
 
@@ -67,7 +69,10 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
         field = "query" if metric.preset is None else "source" if metric.source is not None else "preset"
         raise ValueError(f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}") from None
     totals = _totals(metric, source, ctx) if metric.sequential is not None else None
-    return MetricPlan(candidate, query("incumbent") if metric.compare else None, totals)
+    exemplars = (
+        exemplar_query(metric.preset, source, ctx, threshold=metric.threshold) if metric.preset else None
+    )
+    return MetricPlan(candidate, query("incumbent") if metric.compare else None, totals, exemplars)
 
 
 def _totals(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[CountQueries, CountQueries]:

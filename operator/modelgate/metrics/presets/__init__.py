@@ -10,6 +10,7 @@ The table of presets by source, the exact queries and where each name comes from
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -78,6 +79,22 @@ def count_queries(
     return _share(preset, stack, threshold).totals(stack, ctx, side)
 
 
+def exemplar_query(name: str, source: str, ctx: QueryContext, *, threshold: float | None = None) -> str:
+    """The candidate's series whose exemplars point at the requests behind a preset's value: a
+    share's events (the error counter of errorRate, ...), else the preset's own query (a latency
+    histogram's buckets, whose exemplars carry each request's latency)."""
+    preset, stack = _resolve(name, source)
+    if preset.share is None:
+        return preset_query(name, source, ctx, threshold=threshold)
+    share = _share(preset, stack, threshold)
+    if share.complement:
+        # The events are what one bucket does not count (slowRequestRate): every bucket of the
+        # histogram, whose exemplars carry each request's latency, the slowest ranked first.
+        selector = (share.select or stack.select)(ctx, "candidate")
+        return replace(share.events, matchers="").total(selector)
+    return share.totals(stack, ctx, "candidate").events
+
+
 def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate") -> str:
     """Requests one side served in the window; the engine compares it with `minRequests`."""
     stack = get_stack(source)
@@ -109,6 +126,7 @@ __all__ = [
     "UnknownPresetError",
     "available",
     "count_queries",
+    "exemplar_query",
     "get_preset",
     "get_stack",
     "preset_query",

@@ -1,0 +1,165 @@
+"""`modelgate eval`: the built-in gate check (docs/gate-eval.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from modelgate.api.duration import parse_duration
+from modelgate.evaluation.client import Endpoint, RequestPolicy, Unreachable
+from modelgate.evaluation.jsonl import InputError
+from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json
+from modelgate.evaluation.runner import NoProgress, Plan, evaluate
+from modelgate.evaluation.runner import Progress as ProgressSink
+from modelgate.evaluation.summary import summary_text
+from modelgate.observability import configure_logging
+
+# Exit codes: 0 measured (whatever the scores), 1 could not measure, 2 bad command line (argparse).
+COULD_NOT_MEASURE = 1
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "eval",
+        help="score a candidate model against the incumbent: test set, replay, blind pairwise judge",
+        description="Asks two OpenAI-compatible endpoints the items of a test set and replayed "
+        "requests, and a third one, the judge, which answer of each pair is better; writes a "
+        "GateResult (JSON) and a summary. Exit 0 when it measured, 1 when it could not.",
+    )
+    parser.add_argument(
+        "--candidate", required=True, metavar="URL", help="base URL, e.g. http://host:8000/v1"
+    )
+    parser.add_argument("--incumbent", required=True, metavar="URL", help="base URL of the model in service")
+    parser.add_argument("--candidate-model", metavar="NAME", help="the model field sent to the candidate")
+    parser.add_argument("--incumbent-model", metavar="NAME", help="the model field sent to the incumbent")
+    parser.add_argument("--test-set", metavar="PATH_OR_URL", help="test set JSONL (a file or an http(s) URL)")
+    parser.add_argument("--replay", metavar="PATH_OR_URL", help="recorded requests JSONL")
+    parser.add_argument(
+        "--replay-sample",
+        type=_positive,
+        metavar="N",
+        help="replay N requests drawn with --seed (default: all)",
+    )
+    parser.add_argument("--judge", metavar="URL", help="base URL of the judge model")
+    parser.add_argument("--judge-model", metavar="NAME", help="the model field sent to the judge")
+    parser.add_argument(
+        "--judge-samples",
+        type=_positive,
+        metavar="N",
+        help="judge N answered pairs drawn with --seed (default: all)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=8,
+        help="requests in flight per endpoint (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout", type=_seconds, default="30s", help="per attempt, e.g. 30s or 2m (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--retries", type=_non_negative, default=2, help="attempts after a failed one (default: %(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="for the samples and the judge's order")
+    parser.add_argument(
+        "--result-file", type=Path, metavar="PATH", help="GateResult JSON, e.g. /dev/termination-log in a Job"
+    )
+    parser.add_argument("--summary-file", type=Path, metavar="PATH", help="the summary (default: stdout)")
+    parser.set_defaults(handler=run_eval)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    if not (args.test_set or args.replay or args.judge):
+        raise SystemExit("modelgate eval: give at least one of --test-set, --replay, --judge")
+    if args.judge and not (args.test_set or args.replay):
+        raise SystemExit(
+            "modelgate eval: --judge compares answers to --test-set or --replay prompts; give one"
+        )
+    configure_logging("console", logging.WARNING, stream=sys.stderr)
+    plan = Plan(
+        candidate=Endpoint("candidate", args.candidate, args.candidate_model),
+        incumbent=Endpoint("incumbent", args.incumbent, args.incumbent_model),
+        policy=RequestPolicy(args.concurrency, args.timeout, args.retries),
+        test_set=args.test_set,
+        replay=args.replay,
+        replay_sample=args.replay_sample,
+        judge=Endpoint("judge", args.judge, args.judge_model) if args.judge else None,
+        judge_samples=args.judge_samples,
+        seed=args.seed,
+    )
+    try:
+        with _progress() as progress:
+            result = asyncio.run(evaluate(plan, progress))
+        text = result_json(result)
+    except (InputError, Unreachable, ResultTooLarge) as error:
+        print(f"modelgate eval: {error}", file=sys.stderr)
+        _write(args.result_file, "--result-file", result_json(failure_result(str(error))))
+        return COULD_NOT_MEASURE
+    _write(args.result_file, "--result-file", text)
+    summary = summary_text(result)
+    if args.summary_file is None:
+        sys.stdout.write(summary)
+    _write(args.summary_file, "--summary-file", summary)
+    return 0
+
+
+def _write(path: Path | None, option: str, text: str) -> None:
+    if path is None:
+        return
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise SystemExit(f"modelgate eval: {option} {path}: {error.strerror or error}") from None
+
+
+class _RichProgress:
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+
+    def phase(self, description: str, total: int) -> Callable[[], None]:
+        task = self._progress.add_task(description, total=total)
+        return lambda: self._progress.advance(task)
+
+
+@contextmanager
+def _progress() -> Iterator[ProgressSink]:
+    """A progress bar on standard error when it is a terminal; nothing otherwise (a Job's log)."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield NoProgress()
+        return
+    columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        yield _RichProgress(progress)
+
+
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+    return number
+
+
+def _non_negative(text: str) -> int:
+    number = int(text)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be 0 or more")
+    return number
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = parse_duration(text).total_seconds()
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be more than 0")
+    return seconds

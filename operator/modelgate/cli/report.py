@@ -1,0 +1,230 @@
+"""`modelgate report NAME`: a rollout's timeline as one self-contained HTML page (and a PNG).
+
+What it shows comes from the rollout (spec, status, Events) and from Prometheus: each metric's own
+query (the plan the operator runs) as a range query over the rollout's span, and the operator's own
+metrics (`modelgate_rollout_candidate_weight`, `modelgate_rollout_step`) where Prometheus scrapes
+the operator; without them, the weights and step starts are read from the Events."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, parse_spec, parse_status
+from modelgate.cli.common import add_target_arguments, connect, read_rollout
+from modelgate.cli.ranges import fetch_ranges, resolution
+from modelgate.cli.render import side_name, step_label
+from modelgate.cli.report_html import render_page
+from modelgate.cli.report_png import MissingPlotting, write_png
+from modelgate.cli.timeline import (
+    EventRow,
+    Mark,
+    MetricTrace,
+    Points,
+    Timeline,
+    metric_traces,
+    rollback_mark,
+    seconds,
+    step_marks,
+    steps_from_events,
+    steps_from_series,
+    weights_from_events,
+)
+from modelgate.kube import KubeError, NotFound
+from modelgate.metrics import PrometheusProvider
+from modelgate.metrics.base import AnalysisPlan
+from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.recorded import RecordedSeries
+
+ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+# Status fields the charts already show; every other one is shown as it is stored.
+CHARTED = ("analysis", "rollbackReason", "conditions")
+WEIGHT_METRIC = "modelgate_rollout_candidate_weight"
+STEP_METRIC = "modelgate_rollout_step"
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    report = commands.add_parser(
+        "report",
+        help="a rollout's timeline as one self-contained HTML page (and a PNG)",
+        description="Weights, steps, each metric against its threshold (Prometheus range queries over "
+        "the rollout's span), verdicts, Events, the rollback reason and every other status field.",
+    )
+    add_target_arguments(report)
+    report.add_argument("-o", "--output", type=Path, help="the HTML file (default: NAME-report.html)")
+    report.add_argument("--png", type=Path, help="also draw the timeline as a PNG (needs modelgate[png])")
+    report.add_argument(
+        "--prometheus", help="the Prometheus to ask (default: spec.analysis.prometheus.address)"
+    )
+    report.set_defaults(handler=write_report)
+
+
+def write_report(args: argparse.Namespace) -> int:
+    kube, namespace = connect(args)
+    console = Console(stderr=True)
+    try:
+        body = read_rollout(kube, namespace, args.name)
+    except NotFound:
+        console.print(f"[red]ModelRollout {namespace}/{args.name} not found[/red]")
+        return 1
+    spec, status = parse_spec(body["spec"]), parse_status(body.get("status") or {})
+    events = [_event_row(event) for event in kube.list_events(namespace, "ModelRollout", args.name)]
+    start, end = rollout_span(body, status, events, datetime.now(UTC))
+    ranges: dict[str, RecordedSeries] = {}
+    plan = None
+    address = args.prometheus or (spec.analysis.prometheus.address if spec.analysis else None)
+    if address is not None:
+        provider = PrometheusProvider(kube)
+        plan = provider.plan(spec, namespace) if spec.analysis is not None else None
+        client = _client(provider, plan, address, console)
+        interval = spec.analysis.interval_timedelta if spec.analysis else timedelta(seconds=15)
+        queries = [*operator_queries(namespace, args.name).values(), *_metric_queries(plan)]
+        ranges = fetch_ranges(client, queries, start, end, resolution(start, end, interval), console)
+    timeline = report_timeline(body, spec, status, events, plan, ranges, (start, end), address)
+    output = args.output or Path(f"{args.name}-report.html")
+    output.write_text(render_page(timeline), encoding="utf-8")
+    console.print(f"wrote {output}")
+    if args.png is not None:
+        try:
+            write_png(timeline, args.png)
+        except MissingPlotting as error:
+            console.print(f"[red]{error}[/red]")
+            return 1
+        console.print(f"wrote {args.png}")
+    return 0
+
+
+def _client(
+    provider: PrometheusProvider, plan: AnalysisPlan | None, address: str, console: Console
+) -> PrometheusClient:
+    """The operator's client for the plan (its bearer token included), or a plain one."""
+    if plan is None:
+        return PrometheusClient(address)
+    try:
+        return provider.client(plan, address)
+    except (KubeError, ValueError) as error:  # e.g. no permission to read the token's Secret
+        console.print(f"[yellow]asking Prometheus without the rollout's bearer token: {error}[/yellow]")
+        return PrometheusClient(address)
+
+
+def rollout_span(
+    body: Mapping[str, Any], status: ModelRolloutStatus, events: Sequence[EventRow], now: datetime
+) -> tuple[datetime, datetime]:
+    """From the first Event (or the rollout's creation) to its end and a little after, or to now."""
+    created = datetime.fromisoformat(body["metadata"].get("creationTimestamp") or now.isoformat())
+    times = [datetime.fromtimestamp(e.time, UTC) for e in events]
+    start = min([created, *times]) - timedelta(seconds=5)
+    if status.phase not in ENDED:
+        return start, now
+    ended = max([*times, *(r.time for r in [status.rollback_reason] if r is not None), start])
+    return start, min(now, ended + max((ended - start) / 10, timedelta(seconds=10)))
+
+
+def operator_queries(namespace: str, name: str) -> dict[str, str]:
+    # max(): one series even when several operator replicas (peering) export the gauge.
+    selector = f'{{namespace="{namespace}",rollout="{name}"}}'
+    return {"weight": f"max({WEIGHT_METRIC}{selector})", "step": f"max({STEP_METRIC}{selector})"}
+
+
+def _metric_queries(plan: AnalysisPlan | None) -> list[str]:
+    if plan is None:
+        return []
+    return [q for m in plan.metrics.values() for q in (m.candidate, m.incumbent) if q is not None]
+
+
+def report_timeline(
+    body: Mapping[str, Any],
+    spec: ModelRolloutSpec,
+    status: ModelRolloutStatus,
+    events: Sequence[EventRow],
+    plan: AnalysisPlan | None,
+    ranges: Mapping[str, RecordedSeries],
+    span: tuple[datetime, datetime],
+    prometheus: str | None,
+) -> Timeline:
+    """Everything fetched, put together (pure)."""
+    meta, raw_status = body["metadata"], body.get("status") or {}
+    start, end = seconds(span[0]), seconds(span[1])
+    recorded = {
+        k: _points(ranges.get(q)) for k, q in operator_queries(meta["namespace"], meta["name"]).items()
+    }
+    # Events are exact but the API server keeps them an hour (--event-ttl); the operator's gauges are
+    # sampled at the scrape interval but kept as long as Prometheus keeps anything.
+    from_events = 0 in steps_from_events(events) or not recorded["weight"]
+    if from_events:
+        weights, source = weights_from_events(events, status, start), "the rollout's Events"
+        started = steps_from_events(events)
+    else:
+        weights, source = recorded["weight"], f"Prometheus ({WEIGHT_METRIC}, the operator's own metric)"
+        started = steps_from_series(recorded["step"])
+    if status.step_started_at is not None and status.phase not in ENDED:
+        started[status.current_step_index] = seconds(status.step_started_at)
+    labels = [step_label(s) for s in body["spec"].get("steps", [])]
+    marks: list[Mark] = [*step_marks(body["spec"], started, labels), *rollback_mark(status)]
+    metrics: tuple[MetricTrace, ...] = ()
+    if plan is not None:
+        metrics = metric_traces(spec, body["spec"], status, _metric_ranges(plan, ranges))
+    summary = (
+        ("Rollout", f"{meta['namespace']}/{meta['name']}"),
+        ("Phase", f"{status.phase or 'Pending'}: {status.message or ''}"),
+        (
+            "Incumbent / candidate",
+            f"{side_name(body['spec']['incumbent'])} / {side_name(body['spec']['candidate'])}",
+        ),
+        ("Steps", "; ".join(f"{i}: {label}" for i, label in enumerate(labels))),
+        ("Span (UTC)", f"{span[0]:%Y-%m-%d %H:%M:%S} to {span[1]:%H:%M:%S}"),
+        ("Prometheus", prometheus or "none: no analysis, and no --prometheus"),
+    )
+    details: list[tuple[str, Any]] = []
+    if raw_status.get("rollbackReason"):
+        details.append(("Rollback reason", raw_status["rollbackReason"]))
+    if raw_status.get("analysis"):
+        latest = [
+            {k: v for k, v in m.items() if k not in ("history", "query")} for m in raw_status["analysis"]
+        ]
+        details.append(("Latest analysis", latest))
+    other = {k: v for k, v in raw_status.items() if k not in CHARTED}
+    details.extend([("Status", other), ("Conditions", raw_status.get("conditions") or [])])
+    return Timeline(
+        f"ModelRollout {meta['namespace']}/{meta['name']}",
+        summary,
+        start,
+        end,
+        weights,
+        source,
+        tuple(sorted(marks, key=lambda m: m.time)),
+        metrics,
+        tuple(events),
+        tuple(details),
+    )
+
+
+def _metric_ranges(
+    plan: AnalysisPlan, ranges: Mapping[str, RecordedSeries]
+) -> dict[str, tuple[str, Points, Points, str | None]]:
+    traces = {}
+    for name, metric in plan.metrics.items():
+        candidate = ranges.get(metric.candidate, RecordedSeries(error="not fetched"))
+        incumbent = ranges.get(metric.incumbent) if metric.incumbent is not None else None
+        error = candidate.error or (incumbent.error if incumbent is not None else None)
+        traces[name] = (metric.candidate, candidate.points, incumbent.points if incumbent else (), error)
+    return traces
+
+
+def _points(series: RecordedSeries | None) -> Points:
+    return series.points if series is not None and series.error is None else ()
+
+
+def _event_row(event: Mapping[str, Any]) -> EventRow:
+    when = str(event.get("eventTime") or event.get("deprecatedLastTimestamp") or "")
+    return EventRow(
+        datetime.fromisoformat(when).timestamp() if when else 0.0,
+        str(event.get("type", "")),
+        str(event.get("reason", "")),
+        str(event.get("note", "")),
+    )

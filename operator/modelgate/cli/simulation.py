@@ -1,0 +1,99 @@
+"""A rollout replayed over recorded metrics: the engine's own `decide` ticking on a simulated clock.
+
+Pure: the metrics come from a MetricProvider (for a replay, `metrics.recorded.RecordedProvider` over
+fetched ranges), the route is a value that takes every weight the engine writes at once, and the
+candidate is taken as Available throughout. Nothing is written anywhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason
+from modelgate.core import (
+    Decision,
+    LiveRoute,
+    Observations,
+    analysis_due,
+    decide,
+    next_wakeup,
+    settle_write,
+)
+from modelgate.metrics import AnalysisPlan, MetricProvider
+
+GENERATION = 1
+ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+
+
+@dataclass(frozen=True)
+class SimulatedEvent:
+    time: datetime
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class StepSpan:
+    index: int
+    started_at: datetime
+    ended_at: datetime | None  # None: still running when the range ended, or ended by a rollback
+
+
+@dataclass(frozen=True)
+class Replay:
+    start: datetime
+    end: datetime  # when the simulation stopped: the rollout's end, or the range's
+    steps: tuple[StepSpan, ...]
+    weights: tuple[tuple[datetime, int], ...]  # every change of the candidate's weight
+    events: tuple[SimulatedEvent, ...]
+    status: ModelRolloutStatus  # the last one
+
+    @property
+    def phase(self) -> Phase | None:
+        return self.status.phase
+
+    @property
+    def rollback(self) -> RollbackReason | None:
+        return self.status.rollback_reason if self.status.phase is Phase.ROLLED_BACK else None
+
+
+def simulate(
+    spec: ModelRolloutSpec, provider: MetricProvider, plan: AnalysisPlan, start: datetime, end: datetime
+) -> Replay:
+    """Ticks from `start` as the operator's loop would (at `next_wakeup`) until the rollout ends, or
+    its gradual rollback reaches 0, or `end`."""
+    status = ModelRolloutStatus()
+    route = LiveRoute(100, 0)
+    now = start
+    spans: dict[int, StepSpan] = {}
+    weights: list[tuple[datetime, int]] = [(start, 0)]
+    events: list[SimulatedEvent] = []
+    while now <= end:
+        analysis = provider.run(plan, now) if analysis_due(spec, status, now) else None
+        observed = Observations(GENERATION, True, "simulated: Available", route, analysis)
+        decision = decide(spec, status, observed, now)
+        if decision.weight is not None:
+            route = LiveRoute(100 - decision.weight, decision.weight, mirror_percent=decision.mirror_percent)
+            decision = settle_write(status, decision, route, now, GENERATION)
+        _note_steps(spans, status, decision, now)
+        events.extend(SimulatedEvent(now, str(e.reason), e.message) for e in decision.events)
+        if route.candidate_weight != weights[-1][1]:
+            weights.append((now, route.candidate_weight))
+        status = decision.status
+        if status.phase in ENDED and status.rolling_back is None:
+            break
+        now += next_wakeup(spec, status, now)
+    return Replay(start, min(now, end), tuple(spans.values()), tuple(weights), tuple(events), status)
+
+
+def _note_steps(
+    spans: dict[int, StepSpan], before: ModelRolloutStatus, decision: Decision, now: datetime
+) -> None:
+    after = decision.status
+    if after.step_started_at is None or after.step_started_at == before.step_started_at:
+        return
+    for index in range(before.current_step_index, after.current_step_index):
+        started = spans[index].started_at if index in spans else now  # passed through in one tick
+        spans[index] = StepSpan(index, started, now)
+    if after.phase is not Phase.SUCCEEDED:
+        spans[after.current_step_index] = StepSpan(after.current_step_index, now, None)

@@ -1,0 +1,189 @@
+"""A rollout's timeline as data, for the pictures of `modelgate report` and `modelgate replay`: the
+candidate's weight over time, the step starts, every metric against its bounds, the Events, and the
+status fields worth reading (shown generically, so that fields added to status appear unchanged)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from modelgate.api import Comparison, ModelRolloutSpec, ModelRolloutStatus, Phase
+from modelgate.cli.render import threshold_text
+from modelgate.core import Reason
+
+Points = tuple[tuple[float, float], ...]  # (unix seconds, value), oldest first
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A moment drawn across every chart: a step's start, a rollback."""
+
+    time: float
+    label: str
+    kind: str  # "step" or "rollback"
+
+
+@dataclass(frozen=True)
+class MetricTrace:
+    name: str
+    query: str
+    candidate: Points
+    incumbent: Points = ()
+    bounds: tuple[tuple[str, float], ...] = ()  # ("max", 0.01), ("min", ...): the fixed thresholds
+    rule: str = ""  # the whole rule in words (compare, sequential, dry run)
+    verdicts: tuple[
+        tuple[float, float | None, str], ...
+    ] = ()  # evaluations status kept: time, value, verdict
+    error: str | None = None  # why the range could not be had
+    # Thresholds that move with the incumbent (compare: maxRatio, maxIncrease), over time.
+    relative: tuple[tuple[str, Points], ...] = ()
+
+
+@dataclass(frozen=True)
+class EventRow:
+    time: float
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    title: str
+    summary: tuple[tuple[str, str], ...]  # label, text
+    start: float
+    end: float
+    weights: Points
+    weight_source: str
+    marks: tuple[Mark, ...]
+    metrics: tuple[MetricTrace, ...]
+    events: tuple[EventRow, ...] = ()
+    details: tuple[tuple[str, Any], ...] = ()  # a heading and a JSON-like value, shown as it is
+
+
+def seconds(moment: datetime) -> float:
+    return moment.timestamp()
+
+
+def metric_traces(
+    spec: ModelRolloutSpec,
+    spec_body: Mapping[str, Any],
+    status: ModelRolloutStatus,
+    ranges: Mapping[str, tuple[str, Points, Points, str | None]],
+) -> tuple[MetricTrace, ...]:
+    """One trace per metric of the spec: `ranges[name]` is its query, the candidate's and the
+    incumbent's values over the span, and the error of fetching them, if any."""
+    assert spec.analysis is not None
+    bodies = {m["name"]: m for m in (spec_body.get("analysis") or {}).get("metrics", [])}
+    kept = {m.name: m for m in status.analysis}
+    traces = []
+    for metric in spec.analysis.metrics:
+        query, candidate, incumbent, error = ranges[metric.name]
+        bounds = tuple((k, v) for k, v in (("max", metric.max), ("min", metric.min)) if v is not None)
+        record = kept.get(metric.name)
+        verdicts = tuple(
+            (seconds(s.time), s.value, str(s.verdict)) for s in (record.history if record is not None else ())
+        )
+        relative = _relative_limits(metric.compare, incumbent) if metric.compare is not None else ()
+        traces.append(
+            MetricTrace(
+                metric.name,
+                query,
+                candidate,
+                incumbent,
+                bounds,
+                threshold_text(bodies.get(metric.name, {})),
+                verdicts,
+                error,
+                relative,
+            )
+        )
+    return tuple(traces)
+
+
+def _relative_limits(compare: Comparison, incumbent: Points) -> tuple[tuple[str, Points], ...]:
+    """The candidate's limit at each moment of the incumbent's range, as the comparison sets it."""
+    limits = []
+    if compare.max_ratio is not None:
+        ratio = compare.max_ratio
+        limits.append((f"{ratio:g} x incumbent", tuple((t, v * ratio) for t, v in incumbent)))
+    if compare.max_increase is not None:
+        increase = compare.max_increase
+        limits.append((f"incumbent + {increase:g}", tuple((t, v + increase) for t, v in incumbent)))
+    return tuple(limits)
+
+
+# The engine's Event notes: "step 2: candidate weight 50%", "step 1 completed". Read only when the
+# operator's own metrics (modelgate_rollout_candidate_weight, modelgate_rollout_step) were not
+# recorded by Prometheus; a combined Event holds several of them.
+_WEIGHT_SET = re.compile(r"\bstep (\d+): candidate weight (\d+)%")
+_STEP_COMPLETED = re.compile(r"\bstep (\d+) completed")
+
+
+def weights_from_events(events: Sequence[EventRow], status: ModelRolloutStatus, start: float) -> Points:
+    """The candidate's weight at each change the Events tell of: a step's weight, the rollout's end."""
+    points: list[tuple[float, float]] = [(start, 0.0)]
+    for event in events:
+        for match in _WEIGHT_SET.finditer(event.message):
+            points.append((event.time, float(match.group(2))))
+        if event.reason == Reason.ROLLOUT_SUCCEEDED:
+            points.append((event.time, 100.0))
+        elif event.reason == Reason.ROLLED_BACK:
+            rolling = status.rolling_back
+            if rolling is None:
+                points.append((event.time, 0.0))
+            else:  # a gradual rollback: a straight line down to 0
+                points.extend([(event.time, float(rolling.from_weight)), (seconds(rolling.ends_at), 0.0)])
+    return tuple(points)
+
+
+def steps_from_events(events: Sequence[EventRow]) -> dict[int, float]:
+    """When each step started, as the Events tell: step 0 when the rollout started, step N+1 when
+    step N completed, and a setWeight step when its weight was set."""
+    started: dict[int, float] = {}
+    for event in events:
+        if event.reason == Reason.ROLLOUT_STARTED:
+            started[0] = event.time
+        for match in _STEP_COMPLETED.finditer(event.message):
+            started.setdefault(int(match.group(1)) + 1, event.time)
+        for match in _WEIGHT_SET.finditer(event.message):  # a tick's first Event may be named otherwise
+            started.setdefault(int(match.group(1)), event.time)
+    return started
+
+
+def steps_from_series(step_index: Points) -> dict[int, float]:
+    """When each step started, from the recorded step index (modelgate_rollout_step)."""
+    started: dict[int, float] = {}
+    previous = None
+    for time, value in step_index:
+        index = int(value)
+        if index != previous:
+            started.setdefault(index, time)
+            previous = index
+    return started
+
+
+def step_marks(
+    spec_body: Mapping[str, Any], started: Mapping[int, float], labels: Sequence[str]
+) -> list[Mark]:
+    steps = spec_body.get("steps", [])
+    return [
+        Mark(time, f"step {index}: {labels[index]}", "step")
+        for index, time in sorted(started.items())
+        if index < len(steps)
+    ]
+
+
+def rollback_mark(status: ModelRolloutStatus) -> list[Mark]:
+    reason = status.rollback_reason
+    if status.phase is not Phase.ROLLED_BACK or reason is None:
+        return []
+    return [Mark(seconds(reason.time), f"rollback: {reason.metric or 'see reason'}", "rollback")]
+
+
+def finite_points(points: Points) -> Points:
+    return tuple((t, v) for t, v in points if math.isfinite(v))

@@ -1,0 +1,114 @@
+"""The watch window (spec.watch): after the last step the candidate takes all traffic while the analysis
+goes on; a breach rolls back to the incumbent, and once the window has passed the rollout Succeeds.
+
+The phase stays Progressing in the window (condition Watching True, `status.watchEndsAt` set), as an
+Argo Rollouts rollout stays Progressing through its post-promotion analysis: Argo CD shows it
+Progressing, not Healthy, until the window has passed.
+
+A rollback sends every request to the incumbent, so it waits for an incumbent that can serve them:
+while the incumbent is not Available, a rollback decided in the window is held (phase Paused, the
+reason in rollbackReason, condition IncumbentAvailable False, a RollbackHeld Warning) and the
+candidate keeps the traffic it serves, errors and all, rather than all of it going to nothing. It
+is carried out at the first tick that finds the incumbent Available; `modelgate abort` carries it out
+at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason
+from modelgate.core.reasons import ConditionType, Reason
+
+if TYPE_CHECKING:
+    from modelgate.core.engine import _Tick
+
+
+def watching(status: ModelRolloutStatus) -> bool:
+    return status.watch_ends_at is not None and status.phase in (Phase.PROGRESSING, Phase.PAUSED)
+
+
+def in_force(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> ModelRolloutSpec:
+    """The spec whose analysis runs now: in the window, with the window's own metrics when it has them."""
+    watch, analysis = spec.watch, spec.analysis
+    if not watching(status) or watch is None or watch.metrics is None or analysis is None:
+        return spec
+    return spec.model_copy(update={"analysis": analysis.model_copy(update={"metrics": watch.metrics})})
+
+
+def start(tick: _Tick) -> bool:
+    """After the last step: opens the window when the spec asks for one and it is not open yet; False
+    when the rollout is to Succeed now."""
+    watch = tick.spec.watch
+    if watch is None or tick.status.watch_ends_at is not None:
+        return False
+    ends_at = tick.now + watch.duration_timedelta
+    message = f"every step completed; watching until {ends_at.isoformat()}"
+    tick.set_weight(100)
+    tick.update(
+        phase=Phase.PROGRESSING,
+        current_step_index=len(tick.spec.steps),
+        step_started_at=tick.now,
+        watch_ends_at=ends_at,
+        message=message,
+    )
+    tick.condition(ConditionType.WATCHING, True, Reason.WATCH_STARTED, message)
+    tick.event(Reason.WATCH_STARTED, f"{tick.spec.candidate.name} takes all traffic; {message}")
+    return True
+
+
+def go_on(tick: _Tick) -> None:
+    """A tick in the window, after its analysis: a held rollback is carried out once the incumbent is
+    Available; the window's end is a success."""
+    status = tick.status
+    assert status.watch_ends_at is not None
+    note_incumbent(tick)
+    held = status.rollback_reason
+    if status.phase is Phase.PAUSED and held is not None:
+        if tick.observed.incumbent_available:
+            cause = Reason.METRIC_BREACH if held.metric is not None else Reason.PROMETHEUS_UNAVAILABLE
+            tick.rollback(held, cause)
+        return
+    if tick.now < status.watch_ends_at:
+        tick.update(message=f"watching until {status.watch_ends_at.isoformat()}")
+        return
+    tick.succeed()
+    watch = tick.spec.watch
+    tick.scale_down_incumbent = watch is not None and watch.scale_down_incumbent
+
+
+def stop(tick: _Tick, reason: Reason, message: str) -> None:
+    """Closes the window (a success or a rollback); nothing to do when none is open."""
+    if tick.status.watch_ends_at is None:
+        return
+    tick.update(watch_ends_at=None)
+    tick.condition(ConditionType.WATCHING, False, reason, message)
+
+
+def rollback_held(tick: _Tick, reason: RollbackReason) -> bool:
+    """Holds a rollback decided in the window while the incumbent is not Available (see the module's
+    docstring); True when held."""
+    if not watching(tick.status):
+        return False
+    note_incumbent(tick)
+    if tick.observed.incumbent_available is not False:
+        return False
+    message = (
+        f"rollback held: {reason.message}; the incumbent is not Available "
+        f"({tick.observed.incumbent_message}), so the candidate keeps its traffic until it is "
+        "(or `modelgate abort`)"
+    )
+    if tick.status.rollback_reason is None:
+        tick.event(Reason.ROLLBACK_HELD, message)
+    tick.update(phase=Phase.PAUSED, rollback_reason=reason, message=message)
+    return True
+
+
+def note_incumbent(tick: _Tick) -> None:
+    available = bool(tick.observed.incumbent_available)
+    tick.condition(
+        ConditionType.INCUMBENT_AVAILABLE,
+        available,
+        Reason.AVAILABLE if available else Reason.NOT_AVAILABLE,
+        tick.observed.incumbent_message,
+    )
