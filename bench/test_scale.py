@@ -5,7 +5,7 @@ setWeight 50 / pause 20s, one metric every 10 s; one in 20 has a candidate that 
 Per size: how much later than its schedule each step ended (from the status timestamps), from a
 breaching evaluation to a route watch seeing weight 0, and the operator's RSS, CPU, API requests
 and PromQL queries per second. MODELGATE_BENCH_SCALE_SIZES (e.g. "10,100,1000@64") picks the sizes
-(and --workers)."""
+(and --workers); "1000/--status-hold=0" adds an option of `modelgate run` to one run."""
 
 from __future__ import annotations
 
@@ -47,13 +47,17 @@ from tests.support.kube import scratch_namespace
 
 pytestmark = [pytest.mark.bench, pytest.mark.timeout(3600)]
 
-# "N" runs N rollouts on the operator's default workers, "N@W" with `modelgate run --workers=W`.
+
+def _parse_run(text: str) -> tuple[int, str | None, tuple[str, ...]]:
+    """ "N" runs N rollouts on the operator's default workers, "N@W" with `modelgate run --workers=W`;
+    each "/OPTION" adds that option of `modelgate run`."""
+    size_and_workers, *options = text.split("/")
+    size, _, workers = size_and_workers.partition("@")
+    return int(size), workers or None, tuple(options)
+
+
 RUNS = [
-    (int(n), w or None)
-    for n, _, w in (
-        run.partition("@")
-        for run in os.environ.get("MODELGATE_BENCH_SCALE_SIZES", "10,100,500,1000").split(",")
-    )
+    _parse_run(run) for run in os.environ.get("MODELGATE_BENCH_SCALE_SIZES", "10,100,500,1000").split(",")
 ]
 INTERVAL = "10s"
 STEPS: list[dict[str, Any]] = [
@@ -84,7 +88,7 @@ def fleet(local_bed: LocalCluster, cluster: TestCluster) -> Iterator[ScaleFleet]
     """Objects for the largest size, made once; smaller sizes use the first of them."""
     api = bench_api_client(cluster.kubeconfig)
     with scratch_namespace(api) as namespace:
-        built = ScaleFleet(local_bed, api, namespace, max(n for n, _ in RUNS), breaching)
+        built = ScaleFleet(local_bed, api, namespace, max(n for n, _, _ in RUNS), breaching)
         started = time.monotonic()
         try:
             built.build()
@@ -94,22 +98,32 @@ def fleet(local_bed: LocalCluster, cluster: TestCluster) -> Iterator[ScaleFleet]
             built.tear_down()
 
 
-@pytest.mark.parametrize(("size", "workers"), RUNS, ids=[f"{n}@{w or 'default'}" for n, w in RUNS])
+@pytest.mark.parametrize(
+    ("size", "workers", "options"),
+    RUNS,
+    ids=[f"{n}@{w or 'default'}{''.join(o)}" for n, w, o in RUNS],
+)
 def test_scale(
-    size: int, workers: str | None, fleet: ScaleFleet, cluster: TestCluster, tmp_path: Path
+    size: int,
+    workers: str | None,
+    options: tuple[str, ...],
+    fleet: ScaleFleet,
+    cluster: TestCluster,
+    tmp_path: Path,
 ) -> None:
     fleet.reset_routes(size)
     recorder = Recorder()
     watches = recorder.watches(fleet.api_client, fleet.namespace)
     for w in watches:
         w.start()
-    options = [f"--workers={workers}"] if workers else []
-    operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator", [fleet.namespace], options)
+    arguments = [*([f"--workers={workers}"] if workers else []), *options]
+    operator = OperatorProcess(cluster.kubeconfig, tmp_path / "operator", [fleet.namespace], arguments)
     operator.start()
     try:
+        variant = workers or f"{DEFAULT_WORKERS} (default)"
         results = {
             **_run(size, fleet, operator, recorder),
-            "workers": workers or f"{DEFAULT_WORKERS} (default)",
+            "workers": " ".join([variant, *options]),
         }
         for w in watches:
             w.check()  # a dead watch would have missed what it reports
@@ -118,7 +132,10 @@ def test_scale(
         for w in watches:
             w.stop()
         _delete_rollouts(fleet)
-    record(f"scale-{size}" + (f"-workers{workers}" if workers else ""), results)
+    slug = "".join(option.strip("-").replace("=", "") for option in options)
+    record(
+        f"scale-{size}" + (f"-workers{workers}" if workers else "") + (f"-{slug}" if slug else ""), results
+    )
     print(scale_report())
     _check_targets(size, results)
 
@@ -129,6 +146,7 @@ def _run(size: int, fleet: ScaleFleet, operator: OperatorProcess, recorder: Reco
     names = [route_name(i) for i in range(size)]
     load_before = os.getloadavg()
     counted_before = _counters(operator)
+    verbs_before = _requests_by_verb(operator)
     cpu_before, started = cpu_seconds(pid), time.time()
     with PeakMemory(pid) as memory:
         objects = client.CustomObjectsApi(fleet.api_client)
@@ -142,6 +160,7 @@ def _run(size: int, fleet: ScaleFleet, operator: OperatorProcess, recorder: Reco
         ended = time.time()
         cpu = cpu_seconds(pid) - cpu_before
     counted = {key: value - counted_before[key] for key, value in _counters(operator).items()}
+    verbs = {verb: count - verbs_before[verb] for verb, count in _requests_by_verb(operator).items()}
     window = ended - started
     return {
         "rollouts": size,
@@ -157,6 +176,8 @@ def _run(size: int, fleet: ScaleFleet, operator: OperatorProcess, recorder: Reco
         "rss_peak_mib": memory.peak / 2**20,
         "cpu_cores": cpu / window,
         "api_requests_per_second": counted["api"] / window,
+        "api_requests_per_rollout": counted["api"] / size,
+        "api_requests_per_rollout_by_verb": {verb: count / size for verb, count in verbs.items()},
         "promql_queries_per_second": counted["promql"] / window,
         "ticks_per_second": counted["ticks"] / window,
         "tick_mean_ms": 1000 * counted["tick_seconds"] / max(counted["ticks"], 1),
@@ -229,6 +250,13 @@ COUNTERS = {
 def _counters(operator: OperatorProcess) -> dict[str, float]:
     read = operator.counters(*COUNTERS.values())
     return {key: read[name] for key, name in COUNTERS.items()}
+
+
+API_VERBS = ("get", "list", "patch", "create")
+
+
+def _requests_by_verb(operator: OperatorProcess) -> dict[str, float]:
+    return {verb: operator.counter(COUNTERS["api"], verb=verb) for verb in API_VERBS}
 
 
 def _delete_rollouts(fleet: ScaleFleet) -> None:

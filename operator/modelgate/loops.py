@@ -139,6 +139,7 @@ class RolloutLoops:
         rollout = self._rollouts.pop(key, None)
         if rollout is not None and rollout.task is not None:
             rollout.task.cancel()
+        self.reconciler.forget(*key)
         observability.forget_rollout(*key)
 
     def _tick(self, key: Key, rollout: _Rollout, due: float) -> tuple[TickResult, float]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.kube import Kube, NotFound
 from modelgate.reconciler import Clock, Reconciler, TickResult, utc_now
 
@@ -64,8 +65,10 @@ def blocking_peer(records: Mapping[str, Any], peering: Peering, now: datetime) -
 class PeeredReconciler(Reconciler):
     """A Reconciler that ticks only while this replica is the one kopf lets act."""
 
-    def __init__(self, kube: Kube, peering: Peering, clock: Clock = utc_now) -> None:
-        super().__init__(kube, clock)
+    def __init__(
+        self, kube: Kube, peering: Peering, clock: Clock = utc_now, status_hold: timedelta = MAX_STATUS_HOLD
+    ) -> None:
+        super().__init__(kube, clock, status_hold=status_hold)
         self.peering = peering
         self._records: dict[str, tuple[datetime, Mapping[str, Any] | None]] = {}  # by namespace
         self._lock = threading.Lock()  # one read per namespace at a time, shared by every tick

@@ -2,7 +2,9 @@
 engine), apply (weights first, then Events, then status). Synchronous: the operator runs it in a thread.
 
 A tick is idempotent: weights are absolute, the status is written whole, a command is applied once
-by its id. Should it fail half-way, the next tick observes what happened and carries on.
+by its id. Should it fail half-way, the next tick observes what happened and carries on. A status
+change that may wait (core/holding.py: a new evaluation with the same verdicts, a verified weight) is
+held in memory and written with the next one that may not, or after core.holding.MAX_STATUS_HOLD.
 """
 
 from __future__ import annotations
@@ -41,11 +43,13 @@ from modelgate.core import (
     decide,
     decide_unusable,
     events_to_post,
+    may_hold,
     next_wakeup,
     settle_write,
 )
 from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
 from modelgate.core.evidence import with_evidence
+from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch import in_force, watching
 from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
@@ -70,6 +74,17 @@ class RolloutGone(Exception):
 
 
 @dataclass(frozen=True)
+class _Held:
+    """A rollout's status newer than the one written (`written`, as the API server has it), held in
+    memory since `since`; it stands for the stored one only while that is still `written`."""
+
+    uid: str | None
+    written: ModelRolloutStatus
+    status: ModelRolloutStatus
+    since: datetime
+
+
+@dataclass(frozen=True)
 class TickResult:
     decision: Decision | None
     wake_after: timedelta
@@ -87,11 +102,24 @@ def _forgotten_status(body: Mapping[str, Any]) -> ModelRolloutStatus:
 
 
 class Reconciler:
-    def __init__(self, kube: Kube, clock: Clock = utc_now, evaluator_image: str | None = None) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        clock: Clock = utc_now,
+        evaluator_image: str | None = None,
+        status_hold: timedelta = MAX_STATUS_HOLD,
+    ) -> None:
         self.kube = kube
         self.clock = clock
+        self.status_hold = status_hold  # how long a status change may wait in memory (core/holding.py)
         self.providers = MetricProviders(kube)
         self.gate_jobs = GateJobs(kube, evaluator_image or os.environ.get(EVALUATOR_IMAGE_ENV))
+        # Per rollout; each is touched only by its rollout's tick, one at a time.
+        self._held: dict[tuple[str, str], _Held] = {}
+
+    def forget(self, namespace: str, name: str) -> None:
+        """The rollout is gone: whatever of its status was held goes with it."""
+        self._held.pop((namespace, name), None)
 
     def tick_by_name(self, namespace: str, name: str) -> TickResult:
         """Reads the rollout from the watch cache, which holds the newer of the watch's copy and the
@@ -100,6 +128,7 @@ class Reconciler:
         try:
             body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name)
         except NotFound:
+            self.forget(namespace, name)
             raise RolloutGone(f"ModelRollout {namespace}/{name} no longer exists") from None
         return self.tick(body)
 
@@ -122,9 +151,11 @@ class Reconciler:
             return TickResult(None, RESYNC)
         generation = int(meta.get("generation", 0))
         try:
-            status = parse_status(body.get("status") or {})
+            stored = parse_status(body.get("status") or {})
         except InvalidSpecError as error:
-            return self._unusable(body, _forgotten_status(body), generation, error)
+            forgotten = _forgotten_status(body)
+            return self._unusable(body, forgotten, forgotten, generation, error)
+        status = self._recall(body, stored)
         structlog.contextvars.bind_contextvars(step=status.current_step_index, weight=status.current_weight)
         try:
             spec = parse_spec(body.get("spec") or {})
@@ -136,7 +167,7 @@ class Reconciler:
                 provider = self.providers.for_analysis(spec.analysis)
                 plan = provider.plan(analysed, namespace)
         except ValueError as error:  # what the CRD's schema could not catch, or an older CRD let through
-            return self._unusable(body, status, generation, error)
+            return self._unusable(body, stored, status, generation, error)
 
         now = self.clock()
         route = router.read()
@@ -184,7 +215,6 @@ class Reconciler:
         if wanted and not has and not self._keep_finalizer(namespace, name, wanted):
             # Nothing is written before the finalizer that would return the traffic is there.
             return TickResult(None, WRITE_RETRY)
-        stored = status
         if decision.weight is not None:
             if not _rolls_back(decision):
                 # The step first, then its weight: an operator that dies in between finds the new
@@ -303,10 +333,15 @@ class Reconciler:
         return TickResult(None, RESYNC)
 
     def _unusable(
-        self, body: Mapping[str, Any], status: ModelRolloutStatus, generation: int, error: ValueError
+        self,
+        body: Mapping[str, Any],
+        stored: ModelRolloutStatus,
+        status: ModelRolloutStatus,
+        generation: int,
+        error: ValueError,
     ) -> TickResult:
         unusable = decide_unusable(SpecProblem(str(error)), status, generation, self.clock())
-        self._apply(body, status, status, unusable)
+        self._apply(body, status, stored, unusable)
         observability.export(body["metadata"]["namespace"], body["metadata"]["name"], unusable, None)
         return TickResult(unusable, RESYNC)
 
@@ -318,13 +353,39 @@ class Reconciler:
         log.info("weights set", candidate_weight=weight, mirror_percent=mirror_percent, written=repr(written))
         return written
 
+    def _recall(self, body: Mapping[str, Any], written: ModelRolloutStatus) -> ModelRolloutStatus:
+        """The status the tick starts from: the one held in memory, if what is stored is still the
+        status it was held against (nobody else wrote one, the rollout was not recreated), else
+        `written`."""
+        meta = body["metadata"]
+        key = (meta["namespace"], meta["name"])
+        held = self._held.get(key)
+        if held is not None and held.uid == meta.get("uid") and held.written == written:
+            return held.status
+        self._held.pop(key, None)
+        return written
+
     def _write_status(
-        self, body: Mapping[str, Any], stored: ModelRolloutStatus, status: ModelRolloutStatus
+        self,
+        body: Mapping[str, Any],
+        stored: ModelRolloutStatus,
+        status: ModelRolloutStatus,
+        *,
+        may_wait: bool = False,
     ) -> ModelRolloutStatus:
-        """Writes `status` unless it is what is stored; returns what is stored now."""
-        if status != stored:
-            meta = body["metadata"]
-            self.kube.patch_status(meta["namespace"], meta["name"], status.to_patch())
+        """Writes `status` unless it is what is stored, or, with `may_wait`, unless core.may_hold lets
+        it wait in memory; returns what is stored now."""
+        meta = body["metadata"]
+        key = (meta["namespace"], meta["name"])
+        held = self._held.pop(key, None)
+        if status == stored:
+            return stored
+        now = self.clock()
+        held_since = None if held is None else held.since
+        if may_wait and may_hold(stored, status, held_since, now, self.status_hold):
+            self._held[key] = _Held(meta.get("uid"), stored, status, held_since or now)
+            return stored
+        self.kube.patch_status(meta["namespace"], meta["name"], status.to_patch())
         return status
 
     def _apply(
@@ -339,7 +400,7 @@ class Reconciler:
             log.info("transition", reason=event.reason.value, type=event.type.value, detail=event.message)
         for event in events_to_post(decision.events):
             self.kube.create_event(body, event.type.value, event.reason.value, event.message)
-        self._write_status(body, stored, decision.status)
+        self._write_status(body, stored, decision.status, may_wait=True)
         if decision.status.phase != before.phase:
             log.info(
                 "phase changed",

@@ -21,10 +21,21 @@ WAKE_AFTER = timedelta(milliseconds=30)
 TICKS = 4
 
 
-class CountingReconciler:
+class FakeReconciler:
+    """What the loops call on a reconciler besides the tick: forgetting a deleted rollout."""
+
+    def __init__(self) -> None:
+        self.forgotten: list[tuple[str, str]] = []
+
+    def forget(self, namespace: str, name: str) -> None:
+        self.forgotten.append((namespace, name))
+
+
+class CountingReconciler(FakeReconciler):
     """Ticks `TICKS` times, recording when each started and ended, then reports the rollout gone."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.spans: list[tuple[float, float]] = []
 
     def tick_by_name(self, namespace: str, name: str) -> TickResult:
@@ -68,10 +79,11 @@ def test_each_tick_is_due_one_wake_up_after_the_previous_one_ended_and_its_wait_
     assert _waits_recorded() - recorded_before == TICKS + 1
 
 
-class FinishedReconciler:
+class FinishedReconciler(FakeReconciler):
     """A finished rollout: its tick asks to sleep an hour; the next one reports the rollout gone."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.starts: list[float] = []
         self.first_ended = 0.0
         self.ticked = threading.Event()
@@ -126,10 +138,11 @@ def test_a_change_of_the_candidates_inference_pool_wakes_its_rollout_at_once() -
     assert len(reconciler.starts) == 2
 
 
-class StuckReconciler:
+class StuckReconciler(FakeReconciler):
     """Its first tick blocks until the test releases it, as a call without a timeout would."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.release = threading.Event()
 
     def tick_by_name(self, namespace: str, name: str) -> TickResult:
@@ -163,10 +176,11 @@ def test_a_tick_that_runs_too_long_is_logged_with_where_its_thread_is_stuck() ->
     assert "self.release.wait" in slow["stack"]
 
 
-class ReturningReconciler:
+class ReturningReconciler(FakeReconciler):
     """Reports the rollout gone at its first tick (as a transient 404 would), then ticks normally."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.ticks = 0
 
     def tick_by_name(self, namespace: str, name: str) -> TickResult:
@@ -190,3 +204,16 @@ def test_an_event_for_a_rollout_whose_loop_ended_starts_a_new_loop() -> None:
         await loops.stop()
 
     asyncio.run(run())
+
+
+def test_a_deleted_rollout_is_forgotten_by_the_reconciler() -> None:
+    reconciler = ReturningReconciler()
+    loops = RolloutLoops(reconciler)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        loops.notice("ADDED", _rollout("chat"))
+        loops.notice("DELETED", _rollout("chat"))
+        await loops.stop()
+
+    asyncio.run(run())
+    assert reconciler.forgotten == [("ns", "chat")]

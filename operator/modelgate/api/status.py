@@ -263,7 +263,8 @@ class ModelRolloutStatus(StatusModel):
     live_weight: Annotated[int, Field(ge=0, le=100)] | None = Field(
         None,
         description="The candidate's weight on the route as the operator last read or wrote it; differs "
-        "from currentWeight while a weight write has not taken.",
+        "from currentWeight while a weight write has not taken. A write that took is recorded here with "
+        "the rollout's next status change, or at its first tick 30 s after the write.",
     )
     current_mirror_percent: Annotated[int, Field(ge=0, le=100)] = Field(
         0,
@@ -295,7 +296,9 @@ class ModelRolloutStatus(StatusModel):
     )
     last_analysis_at: Timestamp | None = Field(
         None,
-        description="When the metrics were last evaluated; the next evaluation is due one interval later.",
+        description="When the metrics were last evaluated; the next evaluation is due one interval later. "
+        "An evaluation that changes no verdict or count is recorded (here and in analysis) with the "
+        "rollout's next status change, or at its first tick 30 s after it.",
     )
     consecutive_prometheus_errors: Annotated[int, Field(ge=0)] = Field(
         0,

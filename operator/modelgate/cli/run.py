@@ -6,13 +6,14 @@ import argparse
 import logging
 import os
 import socket
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import kopf
 from prometheus_client import start_http_server
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.kube import Kube, KubeError
 from modelgate.loops import RolloutLoops
 from modelgate.observability import configure_logging
@@ -40,6 +41,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         default=DEFAULT_WORKERS,
         help="threads that run ticks; their waits on the API server and Prometheus overlap",
+    )
+    run.add_argument(
+        "--status-hold",
+        type=float,
+        default=MAX_STATUS_HOLD.total_seconds(),
+        metavar="SECONDS",
+        help="how long a status change that may wait (an evaluation that changed no verdict or count, a "
+        "verified weight) is held in memory before it is written; 0 writes every change at once",
     )
     run.add_argument(
         "-l",
@@ -98,7 +107,8 @@ def run_operator(args: argparse.Namespace) -> int:
         _check_selector(kube, args.selector, args.namespace)
         # Server-side: rollouts outside the selector never reach this operator.
         settings.watching.label_selectors[API_GROUP, API_VERSION, PLURAL] = args.selector
-    reconciler = Reconciler(kube)
+    status_hold = timedelta(seconds=args.status_hold)
+    reconciler = Reconciler(kube, status_hold=status_hold)
     priority = None
     if args.peering:
         priority = seniority_priority(datetime.now(UTC))
@@ -106,7 +116,7 @@ def run_operator(args: argparse.Namespace) -> int:
         # Pausing and resuming is the one thing an operator of a standby needs to see in its logs.
         logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
         peering = Peering(args.peering, args.identity, priority, clusterwide=not args.namespace)
-        reconciler = PeeredReconciler(kube, peering)
+        reconciler = PeeredReconciler(kube, peering, status_hold=status_hold)
     kopf.run(
         settings=settings,
         standalone=not args.peering,

@@ -7,6 +7,7 @@ restart resumes where it was. Adapters (routers, metric providers) produce the t
 
 from modelgate.core.engine import decide, decide_unusable
 from modelgate.core.events import events_to_post
+from modelgate.core.holding import may_hold
 from modelgate.core.model import (
     Command,
     CommandAction,
@@ -50,6 +51,7 @@ __all__ = [
     "decide",
     "decide_unusable",
     "events_to_post",
+    "may_hold",
     "next_wakeup",
     "settle_write",
 ]
