@@ -104,6 +104,15 @@ class ProcessRegistry:
         self._save([p for p in self.load() if p != process])
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes `pid` started, and theirs (a supervised component runs as a child)."""
+    children: list[int] = []
+    with contextlib.suppress(OSError):  # gone meanwhile
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children += [int(child) for child in (task / "children").read_text().split()]
+    return [*children, *(grandchild for child in children for grandchild in descendants(child))]
+
+
 def _executable_of(pid: int) -> str | None:
     try:
         return str(Path(f"/proc/{pid}/exe").readlink()).removesuffix(" (deleted)")
