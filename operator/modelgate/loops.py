@@ -17,16 +17,17 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
 
 from modelgate import observability
+from modelgate.api import parse_spec, parse_status
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
-from modelgate.core.schedule import RESYNC
+from modelgate.core.schedule import RESYNC, scheduled_at
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
 from modelgate.routers.watched import RouteKey, watched_routes
 
@@ -78,6 +79,16 @@ def _candidate_and_routes(body: Mapping[str, Any]) -> tuple[str, frozenset[Route
     return str(name), routes
 
 
+def _due(body: Mapping[str, Any]) -> datetime:
+    """When the rollout's next tick is due by its status: overdue ones first, then the soonest; those
+    waiting for nothing timed, and those the operator cannot read (its tick marks them Failed), last."""
+    try:
+        due = scheduled_at(parse_spec(body.get("spec") or {}), parse_status(body.get("status") or {}))
+    except ValueError:
+        return datetime.max.replace(tzinfo=UTC)
+    return due if due is not None else datetime.max.replace(tzinfo=UTC)
+
+
 class RolloutLoops:
     def __init__(
         self, reconciler: Reconciler, route_recheck: timedelta = RESYNC, slow_tick: timedelta = SLOW_TICK
@@ -109,6 +120,13 @@ class RolloutLoops:
         if trigger != rollout.trigger:
             rollout.trigger = trigger
             rollout.wake_at_once()
+
+    def resume(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+        """Starts the loops of the rollouts listed when the operator starts, the longest overdue first:
+        their first ticks reach the worker threads in this order. kopf's own listing, which comes
+        later, finds them running."""
+        for body in sorted(bodies, key=_due):
+            self.notice(None, body)
 
     def notice_candidate(self, namespace: str, name: str) -> None:
         """A Deployment or an InferencePool changed: rollouts waiting for it as their candidate look

@@ -8,6 +8,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from structlog.testing import capture_logs
 from modelgate import observability
 from modelgate.loops import RolloutLoops
 from modelgate.reconciler import RolloutGone, TickResult
+from testbed.manifests import model_rollout
 
 WAKE_AFTER = timedelta(milliseconds=30)
 TICKS = 4
@@ -190,3 +192,49 @@ def test_an_event_for_a_rollout_whose_loop_ended_starts_a_new_loop() -> None:
         await loops.stop()
 
     asyncio.run(run())
+
+
+class OrderReconciler:
+    """Records which rollouts ticked, in order; each found gone after its first tick."""
+
+    def __init__(self) -> None:
+        self.ticked: list[str] = []
+
+    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+        self.ticked.append(name)
+        raise RolloutGone(name)
+
+
+def _paused_since(name: str, started: str | None) -> dict[str, Any]:
+    steps = [{"setWeight": 20}, {"pause": {"duration": "10s"}}, {"setWeight": 100}]
+    body = model_rollout(name, "ns", steps=steps)
+    if started is not None:
+        body["status"] = {
+            "phase": "Progressing",
+            "currentStepIndex": 1,
+            "currentWeight": 20,
+            "stepStartedAt": started,
+        }
+    return body
+
+
+def test_rollouts_listed_at_startup_tick_the_longest_overdue_first() -> None:
+    reconciler = OrderReconciler()
+    loops = RolloutLoops(reconciler)  # type: ignore[arg-type]
+    listed = [
+        _paused_since("new", None),  # not started: nothing timed to wait for
+        _paused_since("due-later", "2026-01-01T10:00:30Z"),
+        {"metadata": {"namespace": "ns", "name": "unreadable"}, "spec": {"steps": "no"}},
+        _paused_since("overdue", "2026-01-01T10:00:00Z"),
+    ]
+
+    async def run() -> None:
+        # One worker thread: the ticks run in the order they were queued.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+        loops.resume(listed)
+        tasks = [rollout.task for rollout in loops._rollouts.values() if rollout.task is not None]
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
+
+    asyncio.run(run())
+    assert reconciler.ticked[:2] == ["overdue", "due-later"]
+    assert sorted(reconciler.ticked[2:]) == ["new", "unreadable"]

@@ -87,6 +87,17 @@ def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datet
     return status.step_started_at if ready else None
 
 
+def scheduled_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
+    """The earliest timed thing an active rollout waits for (its pause's or mirror's end, its next
+    analysis run, its setWeight step's completion), in the past when overdue; None when it waits for
+    nothing timed. Unlike next_wakeup, an end that passed still counts: a restarted operator ticks
+    the longest overdue rollouts first."""
+    if status.phase not in ACTIVE_PHASES:
+        return None
+    times = [pause_ends_at(spec, status), next_analysis_at(spec, status), weight_step_due(spec, status)]
+    return min((at for at in times if at is not None), default=None)
+
+
 def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[datetime]:
     """When the progress deadlines that are running (Pending since, Inconclusive since) pass."""
     deadlines = spec.progress_deadlines
