@@ -92,8 +92,6 @@ async def resume_rollouts(memo: kopf.Memo, **_: Any) -> None:
     except KubeError as error:
         log.warning("cannot list the rollouts at startup; their watch will start them", error=error.message)
         return
-    for body in bodies:
-        _cache(memo, PLURAL, None, body)
     loops: RolloutLoops = memo.loops
     loops.resume(bodies)
 

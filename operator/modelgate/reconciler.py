@@ -80,12 +80,12 @@ class Reconciler:
         self.clock = clock
         self.providers = MetricProviders(kube)
 
-    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
         """Reads the rollout from the watch cache, which holds the newer of the watch's copy and the
-        one our own last write returned (never one that predates it). Raises RolloutGone when it no
-        longer exists."""
+        one our own last write returned (never one that predates it), or with `fresh` from the API
+        server. Raises RolloutGone when it no longer exists."""
         try:
-            body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name)
+            body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name, fresh=fresh)
         except NotFound:
             raise RolloutGone(f"ModelRollout {namespace}/{name} no longer exists") from None
         return self.tick(body)
