@@ -46,23 +46,21 @@ class KillPlan:
 
 @dataclass
 class Uptime:
-    """When the operator was up: the start of each run, and its end (a kill) if it ended."""
+    """When the operator was up: the start of each run (its health check passing), and its end (a
+    kill) if it ended."""
 
     runs: list[tuple[float, float | None]] = field(default_factory=list)
 
-    def run_started(self, moment: float) -> float:
-        """When the run of the operator that `moment` falls in (or last before it) started."""
-        return max(started for started, _ in self.runs if started <= moment)
-
     def accountable_from(self, due: float, ended: float) -> float:
         """From when the operator answers for a pause due at `due` that ended at `ended`: its end, or
-        the restart that brought the operator back if it was down then (between a kill and the next
-        start); and the last restart before `ended`, if it was killed again before acting. The
-        restarted operator may act before the test sees its health check pass: that counts from its
-        return all the same, not from a `due` it was down for."""
-        up = any(started <= due and (killed is None or due < killed) for started, killed in self.runs)
-        back = due if up else min((started for started, _ in self.runs if started >= due), default=due)
-        return max(back, self.run_started(ended))
+        the return (health check passing) that followed the last kill before `ended`, whichever is
+        later. A restarted operator acts on its way up (its startup listing), often before the test
+        sees its health check pass: that too counts from its return, not from the killed run."""
+        kills = [killed for _, killed in self.runs if killed is not None and killed < ended]
+        if not kills:
+            return due
+        back = min(started for started, _ in self.runs if started > max(kills))
+        return max(due, back)
 
 
 @dataclass(frozen=True)
