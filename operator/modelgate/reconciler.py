@@ -36,7 +36,7 @@ from modelgate.core import (
     settle_write,
 )
 from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
-from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
+from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY, weight_unwritten
 from modelgate.kube import Conflict, Kube, NotFound
 from modelgate.metrics import MetricProviders
 from modelgate.routers import SideKinds, TrafficRouter, router_for
@@ -139,7 +139,11 @@ class Reconciler:
                 incumbent=self.kube.side_ready_replicas(namespace, spec.incumbent.kind, spec.incumbent.name),
             )
         analysis: AnalysisRun | None = None
-        due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
+        due = (
+            isinstance(route, LiveRoute)
+            and analysis_due(spec, status, now)
+            and not weight_unwritten(status, route)
+        )
         if provider is not None and plan is not None and due:
             analysis = provider.run(plan, self.clock())
         observed = Observations(
