@@ -95,6 +95,14 @@ def apiserver_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
     ]
 
 
+# As kubeadm runs them: a controller-manager or scheduler that cannot renew its lease (the API server
+# gone for longer than the 10 s renew deadline) exits, and its supervisor (the kubelet; here
+# testbed.supervisor) starts it again with fresh watches. Without it, one that outlived an outage kept
+# watches that client-go's reflectors retry with a backoff growing to 30 s (doubled by jitter), and
+# acted on new Deployments a minute late (bench/REPORT.md, Faults).
+LEADER_ELECTION = ("--leader-elect=true",)
+
+
 def controller_manager_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
     pki = layout.pki
     kubeconfig = layout.component_kubeconfig("controller-manager")
@@ -114,7 +122,7 @@ def controller_manager_argv(binary: Path, layout: Layout, ports: Ports) -> list[
         # The default 20 requests a second take minutes to start the 2,000 Pods of bench/test_scale.
         "--kube-api-qps=200",
         "--kube-api-burst=400",
-        "--leader-elect=false",
+        *LEADER_ELECTION,
         "--profiling=false",
         "--v=0",
     ]
@@ -132,7 +140,7 @@ def scheduler_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
         f"--cert-dir={layout.pki / 'scheduler-serving'}",
         "--kube-api-qps=200",
         "--kube-api-burst=400",
-        "--leader-elect=false",
+        *LEADER_ELECTION,
         "--profiling=false",
         "--v=0",
     ]

@@ -1,10 +1,12 @@
-"""Which TCP addresses a process listens on, read from /proc (Linux): used to prove that every
-process of the bed binds to loopback only."""
+"""Which TCP addresses a process and the processes it started listen on, read from /proc (Linux):
+used to prove that every process of the bed binds to loopback only."""
 
 from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
+
+from testbed.processes import descendants
 
 _LISTEN = "0A"
 
@@ -31,7 +33,8 @@ def _decode(hex_address: str) -> str:
 
 
 def listening_addresses(pid: int) -> list[str]:
-    inodes = _socket_inodes(pid)
+    """What `pid` and its descendants listen on."""
+    inodes = set().union(*(_socket_inodes(member) for member in [pid, *descendants(pid)]))
     found = []
     for table in ("tcp", "tcp6"):
         for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:

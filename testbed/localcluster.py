@@ -10,6 +10,7 @@ import json
 import shutil
 import ssl
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -28,7 +29,7 @@ from testbed.kubeconfig import write_kubeconfig
 from testbed.kwok_stages import write_stages
 from testbed.pki import LocalPKI
 from testbed.ports import free_port
-from testbed.processes import ProcessRegistry
+from testbed.processes import ProcessRegistry, python_module_env
 from testbed.versions import pinned_versions
 from testbed.waiting import wait_for
 
@@ -139,21 +140,30 @@ class LocalCluster:
     def _start(self, name: str, program: str, argv: ArgvBuilder) -> None:
         self.processes.start(name, argv(binary(program), self.layout, self._ports))
 
+    def _start_supervised(self, name: str, program: str, argv: ArgvBuilder) -> None:
+        """Started again whenever it exits, as a node's kubelet does (testbed.supervisor)."""
+        supervised = [
+            sys.executable,
+            "-m",
+            "testbed.supervisor",
+            "--",
+            *argv(binary(program), self.layout, self._ports),
+        ]
+        self.processes.start(name, supervised, env=python_module_env())
+
     def _start_control_plane(self) -> None:
         with _timed("etcd"):
             self._start("etcd", "etcd", components.etcd_argv)
             self._await_http(f"http://{LOOPBACK}:{self._ports.etcd_client}/health", "etcd")
         self._start_api_server()
         with _timed("controller-manager, scheduler, kwok"):
-            self._start(
+            self._start_supervised(
                 "kube-controller-manager", "kube-controller-manager", components.controller_manager_argv
             )
-            self._start("kube-scheduler", "kube-scheduler", components.scheduler_argv)
+            self._start_supervised("kube-scheduler", "kube-scheduler", components.scheduler_argv)
             write_stages(self.layout.kwok_stages, pinned_versions()["KWOK_VERSION"])
             self._start("kwok", "kwok", components.kwok_argv)
-            self._await_http(
-                f"https://{LOOPBACK}:{self._ports.controller_manager}/healthz", "kube-controller-manager"
-            )
+            self.await_controller_manager()
             self._await_http(f"https://{LOOPBACK}:{self._ports.scheduler}/healthz", "kube-scheduler")
             self._await_http(f"http://{LOOPBACK}:{self._ports.kwok}/healthz", "kwok")
 
@@ -161,6 +171,11 @@ class LocalCluster:
         with _timed("kube-apiserver"):
             self._start("kube-apiserver", "kube-apiserver", components.apiserver_argv)
             self._await_http(f"{self.api_server_url}/readyz", "kube-apiserver", client="admin")
+
+    def await_controller_manager(self) -> None:
+        self._await_http(
+            f"https://{LOOPBACK}:{self._ports.controller_manager}/healthz", "kube-controller-manager"
+        )
 
     def kill_component(self, name: str) -> None:
         """SIGKILLs a component (no graceful shutdown, as when its machine dies)."""

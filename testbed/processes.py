@@ -60,6 +60,9 @@ class ProcessRegistry:
         logs.mkdir(parents=True, exist_ok=True)
         log_path = logs / f"{name}.log"
         with log_path.open("ab") as out:
+            if out.tell() and not _ends_with_newline(log_path):
+                # The previous run was killed between a line and its newline: start on a line of our own.
+                out.write(b"\n")
             # A new session: the bed outlives `make cluster-up`, and Ctrl-C in a test run
             # reaches pytest rather than every component at once.
             child = subprocess.Popen(
@@ -102,6 +105,21 @@ class ProcessRegistry:
                 _wait_gone(process.pid, timeout)
             log.info("process stopped", component=process.name, pid=process.pid)
         self._save([p for p in self.load() if p != process])
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as log:
+        log.seek(-1, os.SEEK_END)
+        return log.read(1) == b"\n"
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes `pid` started, and theirs (a supervised component runs as a child)."""
+    children: list[int] = []
+    with contextlib.suppress(OSError):  # gone meanwhile
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children += [int(child) for child in (task / "children").read_text().split()]
+    return [*children, *(grandchild for child in children for grandchild in descendants(child))]
 
 
 def _executable_of(pid: int) -> str | None:

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kopf
+import structlog
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
-from modelgate.kube import Kube
+from modelgate.kube import Kube, KubeError
 from modelgate.kube.checks import CHECK_LABEL, ROLLOUT_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
 from modelgate.loops import RolloutLoops
 from modelgate.routers.watched import ROUTE_RESOURCES
 
+log = structlog.get_logger("modelgate.handlers")
 # Set explicitly (kopf's advice): changing them later would make kopf treat every object as new.
 ANNOTATION_PREFIX = "modelgate.io"
 FINALIZER = "modelgate.io/finalizer"
@@ -79,6 +81,22 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.watching.client_timeout = 330
 
 
+@kopf.on.startup()
+async def resume_rollouts(memo: kopf.Memo, **_: Any) -> None:
+    """After a restart, the rollouts whose step fell due while the operator was down tick at once (the
+    longest overdue first), from one listing: kopf's own watch begins only after API discovery, its
+    listing and its batching, about a second on a busy machine. Without the listing (an API server
+    that does not answer), kopf's watch starts them."""
+    listed: Callable[[], list[dict[str, Any]]] = memo.list_rollouts
+    try:
+        bodies = await asyncio.to_thread(listed)
+    except KubeError as error:
+        log.warning("cannot list the rollouts at startup; their watch will start them", error=error.message)
+        return
+    loops: RolloutLoops = memo.loops
+    loops.resume(bodies)
+
+
 @kopf.on.login()
 def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     """In a pod, the service account; elsewhere $KUBECONFIG, read when logging in (the kubernetes
@@ -92,7 +110,7 @@ async def stop_loops(memo: kopf.Memo, **_: Any) -> None:
     await loops.stop()
 
 
-def _cache(memo: kopf.Memo, plural: str, event_type: str | None, body: kopf.Body) -> None:
+def _cache(memo: kopf.Memo, plural: str, event_type: str | None, body: Mapping[str, Any]) -> None:
     kube: Kube = memo.kube
     cache = kube.caches[plural]
     if event_type == "DELETED":

@@ -17,16 +17,17 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
 
 from modelgate import observability
+from modelgate.api import parse_spec, parse_status
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
-from modelgate.core.schedule import RESYNC
+from modelgate.core.schedule import RESYNC, scheduled_at
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
 from modelgate.routers.watched import RouteKey, watched_routes
 
@@ -51,6 +52,9 @@ class _Rollout:
     wake_now: bool = False
     task: asyncio.Task[None] | None = None
     thread: int | None = None  # the worker thread running its tick, while one runs
+    # Whether kopf's watch has delivered it. One listed at startup is read from the API server until
+    # then: deleted before kopf's listing, it is found gone rather than ticked from the listed copy.
+    watched: bool = True
 
     def wake_at_once(self) -> None:
         self.wake_now = True
@@ -78,6 +82,16 @@ def _candidate_and_routes(body: Mapping[str, Any]) -> tuple[str, frozenset[Route
     return str(name), routes
 
 
+def _due(body: Mapping[str, Any]) -> datetime:
+    """When the rollout's next tick is due by its status: overdue ones first, then the soonest; those
+    waiting for nothing timed, and those the operator cannot read (its tick marks them Failed), last."""
+    try:
+        due = scheduled_at(parse_spec(body.get("spec") or {}), parse_status(body.get("status") or {}))
+    except ValueError:
+        return datetime.max.replace(tzinfo=UTC)
+    return due if due is not None else datetime.max.replace(tzinfo=UTC)
+
+
 class RolloutLoops:
     def __init__(
         self, reconciler: Reconciler, route_recheck: timedelta = RESYNC, slow_tick: timedelta = SLOW_TICK
@@ -89,6 +103,16 @@ class RolloutLoops:
 
     def notice(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """Called for every watch event of a ModelRollout."""
+        self._notice(event_type, body, watched=True)
+
+    def resume(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+        """Starts the loops of the rollouts listed when the operator starts, the longest overdue first:
+        their first ticks reach the worker threads in this order. kopf's own listing, which comes
+        later, finds them running."""
+        for body in sorted(bodies, key=_due):
+            self._notice(None, body, watched=False)
+
+    def _notice(self, event_type: str | None, body: Mapping[str, Any], *, watched: bool) -> None:
         meta = body["metadata"]
         key = (meta["namespace"], meta["name"])
         if event_type == "DELETED":
@@ -100,11 +124,12 @@ class RolloutLoops:
             # New, or its loop ended (it found the rollout gone, or failed): an event says it exists.
             if rollout is not None:
                 log.info("restarting the rollout's loop", namespace=key[0], rollout=key[1])
-            rollout = _Rollout(_trigger(body), candidate, routes)
+            rollout = _Rollout(_trigger(body), candidate, routes, watched=watched)
             self._rollouts[key] = rollout
             rollout.task = asyncio.create_task(self._run(key, rollout), name=f"rollout {key[0]}/{key[1]}")
             return
         rollout.candidate, rollout.routes = candidate, routes
+        rollout.watched = rollout.watched or watched
         trigger = _trigger(body)
         if trigger != rollout.trigger:
             rollout.trigger = trigger
@@ -148,7 +173,7 @@ class RolloutLoops:
         observability.TICK_WAIT_SECONDS.observe(max(time.monotonic() - due, 0.0))
         rollout.thread = threading.get_ident()
         try:
-            return self.reconciler.tick_by_name(*key), time.monotonic()
+            return self.reconciler.tick_by_name(*key, fresh=not rollout.watched), time.monotonic()
         finally:
             rollout.thread = None
 

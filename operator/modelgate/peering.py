@@ -73,12 +73,12 @@ class PeeredReconciler(Reconciler):
         self._records: dict[str, tuple[datetime, Mapping[str, Any] | None]] = {}  # by namespace
         self._lock = threading.Lock()  # one read per namespace at a time, shared by every tick
 
-    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
         reason = self.standby_reason(namespace)
         if reason is not None:
             log.info("standing by", namespace=namespace, rollout=name, reason=reason)
             return TickResult(None, STANDBY_RECHECK)
-        return super().tick_by_name(namespace, name)
+        return super().tick_by_name(namespace, name, fresh=fresh)
 
     def standby_reason(self, namespace: str) -> str | None:
         """Why this replica must not act in `namespace` now, or None."""

@@ -50,7 +50,7 @@ from modelgate.core import (
 from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
 from modelgate.core.evidence import with_evidence
 from modelgate.core.holding import MAX_STATUS_HOLD
-from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
+from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY, weight_unwritten
 from modelgate.core.watch import in_force, watching
 from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
@@ -121,12 +121,12 @@ class Reconciler:
         """The rollout is gone: whatever of its status was held goes with it."""
         self._held.pop((namespace, name), None)
 
-    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
         """Reads the rollout from the watch cache, which holds the newer of the watch's copy and the
-        one our own last write returned (never one that predates it). Raises RolloutGone when it no
-        longer exists."""
+        one our own last write returned (never one that predates it), or with `fresh` from the API
+        server. Raises RolloutGone when it no longer exists."""
         try:
-            body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name)
+            body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name, fresh=fresh)
         except NotFound:
             self.forget(namespace, name)
             raise RolloutGone(f"ModelRollout {namespace}/{name} no longer exists") from None
@@ -186,7 +186,11 @@ class Reconciler:
             else None
         )
         analysis: AnalysisRun | None = None
-        due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
+        due = (
+            isinstance(route, LiveRoute)
+            and analysis_due(spec, status, now)
+            and not weight_unwritten(status, route)
+        )
         if provider is not None and plan is not None and due:
             analysis = provider.run(plan, self.clock())
         gate_checks = {}

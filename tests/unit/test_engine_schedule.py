@@ -10,7 +10,14 @@ import pytest
 
 from modelgate.api import ModelRolloutStatus, Phase, ProgressDeadlines
 from modelgate.core import analysis_due, next_wakeup, settle_write
-from modelgate.core.schedule import FINISHED_RESYNC, MIN_WAKEUP, RESYNC, WRITE_RETRY, pause_ends_at
+from modelgate.core.schedule import (
+    FINISHED_RESYNC,
+    MIN_WAKEUP,
+    RESYNC,
+    WRITE_RETRY,
+    pause_ends_at,
+    scheduled_at,
+)
 from tests.unit.engine_support import (
     INTERVAL,
     T0,
@@ -185,3 +192,28 @@ def test_next_wakeup_is_a_running_progress_deadline_and_not_one_that_passed() ->
     assert next_wakeup(timed, pending, T0 + timedelta(seconds=1)) == timedelta(seconds=2)
     # Passed (and acted on: a pause holds): no busy loop at the floor.
     assert next_wakeup(timed, pending, T0 + timedelta(seconds=4)) == RESYNC
+
+
+# -- scheduled_at: the order a restarted operator ticks its rollouts in -----------------------------
+TIMED = make_spec(weight(20), timed_pause("5s"), indefinite_pause(), weight(100), with_analysis=False)
+
+
+def test_a_pause_that_ended_is_still_scheduled_at_its_end_so_the_longest_overdue_comes_first() -> None:
+    paused = status(Phase.PROGRESSING, step=1)
+    assert scheduled_at(TIMED, paused) == T0 + timedelta(seconds=5)
+    # next_wakeup leaves out a pause that is over; the order after a restart must not
+    assert next_wakeup(TIMED, paused, T0 + timedelta(minutes=1)) == RESYNC
+
+
+def test_the_next_analysis_run_is_scheduled_when_it_is_sooner_than_the_pause_end() -> None:
+    spec = make_spec(weight(20), timed_pause("1m"), weight(100), analysis=analysis_spec(interval="4s"))
+    assert scheduled_at(spec, status(Phase.PROGRESSING, step=1)) == T0 + timedelta(seconds=4)
+
+
+@pytest.mark.parametrize("phase", [Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED])
+def test_a_finished_rollout_is_scheduled_for_nothing(phase: Phase) -> None:
+    assert scheduled_at(TIMED, status(phase, step=1)) is None
+
+
+def test_an_indefinite_pause_is_scheduled_for_nothing() -> None:
+    assert scheduled_at(TIMED, status(Phase.PAUSED, step=2)) is None

@@ -8,6 +8,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from structlog.testing import capture_logs
 from modelgate import observability
 from modelgate.loops import RolloutLoops
 from modelgate.reconciler import RolloutGone, TickResult
+from testbed.manifests import model_rollout
 
 WAKE_AFTER = timedelta(milliseconds=30)
 TICKS = 4
@@ -38,7 +40,7 @@ class CountingReconciler(FakeReconciler):
         super().__init__()
         self.spans: list[tuple[float, float]] = []
 
-    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
         if len(self.spans) == TICKS:
             raise RolloutGone(name)
         started = time.monotonic()
@@ -88,7 +90,7 @@ class FinishedReconciler(FakeReconciler):
         self.first_ended = 0.0
         self.ticked = threading.Event()
 
-    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
         self.starts.append(time.monotonic())
         if len(self.starts) == 2:
             raise RolloutGone(name)
@@ -145,7 +147,7 @@ class StuckReconciler(FakeReconciler):
         super().__init__()
         self.release = threading.Event()
 
-    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
         self.release.wait(timeout=60)
         raise RolloutGone(name)
 
@@ -183,7 +185,7 @@ class ReturningReconciler(FakeReconciler):
         super().__init__()
         self.ticks = 0
 
-    def tick_by_name(self, namespace: str, name: str) -> TickResult:
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
         self.ticks += 1
         if self.ticks == 1:
             raise RolloutGone(name)
@@ -217,3 +219,68 @@ def test_a_deleted_rollout_is_forgotten_by_the_reconciler() -> None:
 
     asyncio.run(run())
     assert reconciler.forgotten == [("ns", "chat")]
+
+
+class OrderReconciler:
+    """Records which rollouts ticked, in order, and whether from a fresh read; each found gone after
+    its first tick."""
+
+    def __init__(self) -> None:
+        self.ticked: list[str] = []
+        self.fresh: list[bool] = []
+
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
+        self.ticked.append(name)
+        self.fresh.append(fresh)
+        raise RolloutGone(name)
+
+
+def _paused_since(name: str, started: str | None) -> dict[str, Any]:
+    steps = [{"setWeight": 20}, {"pause": {"duration": "10s"}}, {"setWeight": 100}]
+    body = model_rollout(name, "ns", steps=steps)
+    if started is not None:
+        body["status"] = {
+            "phase": "Progressing",
+            "currentStepIndex": 1,
+            "currentWeight": 20,
+            "stepStartedAt": started,
+        }
+    return body
+
+
+def test_rollouts_listed_at_startup_tick_the_longest_overdue_first() -> None:
+    reconciler = OrderReconciler()
+    loops = RolloutLoops(reconciler)  # type: ignore[arg-type]
+    listed = [
+        _paused_since("new", None),  # not started: nothing timed to wait for
+        _paused_since("due-later", "2026-01-01T10:00:30Z"),
+        {"metadata": {"namespace": "ns", "name": "unreadable"}, "spec": {"steps": "no"}},
+        _paused_since("overdue", "2026-01-01T10:00:00Z"),
+    ]
+
+    async def run() -> None:
+        # One worker thread: the ticks run in the order they were queued.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+        loops.resume(listed)
+        tasks = [rollout.task for rollout in loops._rollouts.values() if rollout.task is not None]
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
+
+    asyncio.run(run())
+    assert reconciler.ticked[:2] == ["overdue", "due-later"]
+    assert sorted(reconciler.ticked[2:]) == ["new", "unreadable"]
+    # Not yet delivered by kopf's watch: read from the API server, which may no longer have them.
+    assert all(reconciler.fresh)
+
+
+def test_a_rollout_its_watch_delivered_is_read_from_the_cache() -> None:
+    reconciler = OrderReconciler()
+    loops = RolloutLoops(reconciler)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        loops.notice("ADDED", _paused_since("chat", None))
+        task = loops._rollouts["ns", "chat"].task
+        assert task is not None
+        await asyncio.wait_for(task, timeout=30)
+
+    asyncio.run(run())
+    assert reconciler.fresh == [False]

@@ -17,7 +17,7 @@ from modelgate.commands import COMMAND_ANNOTATION
 from modelgate.kube import Kube
 from modelgate.kube.objects import DeploymentAvailability
 from modelgate.reconciler import Reconciler
-from testbed.manifests import http_route, model_rollout
+from testbed.manifests import SEED_METRICS, http_route, model_rollout
 from testbed.traffic_driver import parse_backend_weights
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -112,3 +112,46 @@ def test_a_rollout_that_starts_holding_says_why_in_the_log_as_well_as_in_its_sta
     assert holding, logs
     assert "0 of 1 replicas available" in holding[0]["message"]
     assert kube.rollout["status"]["phase"] == "Progressing"  # no phase change to log it
+
+
+class NoRunProvider:
+    """Stands in for Prometheus: a run would judge traffic, which this test says must not happen."""
+
+    def for_analysis(self, analysis: Any) -> NoRunProvider:
+        return self
+
+    def plan(self, spec: Any, namespace: str) -> object:
+        return object()
+
+    def run(self, plan: object, at: datetime) -> Any:
+        raise AssertionError("the analysis ran while the step's weight was not on the route")
+
+
+def test_a_steps_weight_an_operator_killed_before_writing_it_goes_on_the_route_before_any_analysis() -> None:
+    """Killed between writing a step's status (20) and its weight, the operator finds the route at 0 and
+    the step's first analysis overdue: it writes 20 first. Judged now, the candidate would be judged on
+    traffic this step never sent it (what the metric's window holds of an earlier attempt)."""
+    rollout = model_rollout(
+        "chat", "serving", steps=STEPS, prometheus="http://127.0.0.1:1", metrics=SEED_METRICS
+    )
+    status = ModelRolloutStatus.model_validate(
+        {
+            "phase": "Progressing",
+            "observedGeneration": 1,
+            "rolloutCandidate": "chat-v2",
+            "currentStepIndex": 0,
+            "currentWeight": 20,
+            "liveWeight": 0,
+            "stepStartedAt": (NOW - timedelta(seconds=30)).isoformat(),
+        }
+    )
+    rollout["metadata"].update(generation=1, resourceVersion="7")
+    rollout["status"] = status.to_patch()
+    route = http_route("chat", "serving", {"chat-v1": 100, "chat-v2": 0})
+    route["metadata"]["resourceVersion"] = "3"
+    kube = InMemoryKube(rollout, route)
+    reconciler = Reconciler(cast(Kube, kube), clock=lambda: NOW)
+    reconciler.providers = NoRunProvider()  # type: ignore[assignment]
+    reconciler.tick(copy.deepcopy(kube.rollout))
+    assert ("route", 20) in kube.writes
+    assert kube.rollout["status"]["phase"] == "Progressing"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import socket
@@ -14,7 +15,7 @@ from prometheus_client import start_http_server
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.core.holding import MAX_STATUS_HOLD
-from modelgate.kube import Kube, KubeError
+from modelgate.kube import Kube, KubeError, Object
 from modelgate.loops import RolloutLoops
 from modelgate.observability import configure_logging
 from modelgate.peering import PeeredReconciler, Peering, seniority_priority
@@ -126,9 +127,25 @@ def run_operator(args: argparse.Namespace) -> int:
         clusterwide=not args.namespace,
         namespaces=args.namespace or [],
         liveness_endpoint=f"http://{health_host}:{health_port}/healthz",
-        memo=kopf.Memo(loops=RolloutLoops(reconciler), kube=kube, workers=args.workers),
+        memo=kopf.Memo(
+            loops=RolloutLoops(reconciler),
+            kube=kube,
+            workers=args.workers,
+            list_rollouts=functools.partial(
+                _rollouts_in_scope, kube, args.namespace or [None], args.selector
+            ),
+        ),
     )
     return 0
+
+
+def _rollouts_in_scope(kube: Kube, namespaces: list[str | None], selector: str | None) -> list[Object]:
+    """What kopf's watch of ModelRollouts lists: the same namespaces (None: all) and label selector."""
+    return [
+        item
+        for namespace in namespaces
+        for item in kube.list_custom(API_GROUP, API_VERSION, namespace, PLURAL, label_selector=selector)
+    ]
 
 
 def _check_selector(kube: Kube, selector: str, namespaces: list[str] | None) -> None:

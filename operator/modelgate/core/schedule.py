@@ -8,6 +8,7 @@ from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus,
 from modelgate.core import conditions as cond
 from modelgate.core.gradual import next_step_at
 from modelgate.core.mirror import candidate_served
+from modelgate.core.model import LiveRoute
 from modelgate.core.reasons import ConditionType, Reason
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.GATING, Phase.PROGRESSING, Phase.PAUSED})
@@ -29,6 +30,20 @@ GATE_POLL = timedelta(seconds=2)
 def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> bool:
     next_run = next_analysis_at(spec, status)
     return next_run is not None and next_run <= now
+
+
+def weight_unwritten(status: ModelRolloutStatus, route: LiveRoute) -> bool:
+    """Whether the route does not carry the weight the step asks for, and this tick writes it (no other
+    writer holds the route, no rollback steps it down): what an operator killed between writing a
+    step's status and its weight leaves. The step's analysis waits until the weight is live: run now,
+    it would judge the candidate on traffic the step never sent it (in the metric's window, what an
+    earlier attempt sent)."""
+    if status.phase not in (Phase.PROGRESSING, Phase.PAUSED) or status.rolling_back is not None:
+        return False
+    ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
+    if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
+        return False
+    return route.candidate_weight != status.current_weight
 
 
 def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
@@ -88,6 +103,17 @@ def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datet
         and status.live_weight == status.current_weight
     )
     return status.step_started_at if ready else None
+
+
+def scheduled_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:
+    """The earliest timed thing an active rollout waits for (its pause's or mirror's end, its next
+    analysis run, its setWeight step's completion), in the past when overdue; None when it waits for
+    nothing timed. Unlike next_wakeup, an end that passed still counts: a restarted operator ticks
+    the longest overdue rollouts first."""
+    if status.phase not in ACTIVE_PHASES:
+        return None
+    times = [pause_ends_at(spec, status), next_analysis_at(spec, status), weight_step_due(spec, status)]
+    return min((at for at in times if at is not None), default=None)
 
 
 def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[datetime]:

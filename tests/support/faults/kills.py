@@ -46,13 +46,31 @@ class KillPlan:
 
 @dataclass
 class Uptime:
-    """When the operator was up: the start of each run, and its end (a kill) if it ended."""
+    """When the operator was up: the start of each run (its health check passing), and its end (a
+    kill) if it ended."""
 
     runs: list[tuple[float, float | None]] = field(default_factory=list)
 
-    def run_started(self, moment: float) -> float:
-        """When the run of the operator that `moment` falls in (or last before it) started."""
-        return max(started for started, _ in self.runs if started <= moment)
+    def accountable_from(self, due: float, ended: float) -> float:
+        """From when the operator answers for a pause due at `due` that ended at `ended`: its end, or
+        the return (health check passing) that followed the last kill before `ended`, whichever is
+        later. A restarted operator acts on its way up (its startup listing), often before the test
+        sees its health check pass: that too counts from its return, not from the killed run."""
+        kills = [killed for _, killed in self.runs if killed is not None and killed < ended]
+        if not kills:
+            return due
+        back = min(started for started, _ in self.runs if started > max(kills))
+        return max(due, back)
+
+
+@dataclass(frozen=True)
+class PauseEnd:
+    wave: int
+    rollout: str
+    pause_index: int
+    due: float  # time.time() of its end: stepStartedAt + the pause's duration
+    ended: float  # when the route showed the next step's weight
+    lateness: float  # how long after its end (or after the restart that came after it) it ended
 
 
 @dataclass
@@ -61,17 +79,21 @@ class KillReport:
     waves: int = 0
     seconds: float = 0.0
     restart_seconds: list[float] = field(default_factory=list)
-    # How long after its end (or after the restart that came after its end) each pause ended.
-    pause_lateness: list[float] = field(default_factory=list)
+    pause_ends: list[PauseEnd] = field(default_factory=list)
+    uptime: Uptime = field(default_factory=lambda: Uptime([(time.time(), None)]))
 
     def as_dict(self) -> dict[str, Any]:
+        latest = max(self.pause_ends, key=lambda p: p.lateness, default=None)
         return {
             "kills": self.kills,
             "waves": self.waves,
             "seconds": round(self.seconds, 1),
             "restart_seconds_max": round(max(self.restart_seconds, default=0), 2),
-            "pause_lateness_max": round(max(self.pause_lateness, default=0), 2),
-            "pause_ends": len(self.pause_lateness),
+            "pause_lateness_max": 0 if latest is None else round(latest.lateness, 2),
+            "pause_latest": None
+            if latest is None
+            else f"wave {latest.wave}, {latest.rollout}, pause {latest.pause_index}",
+            "pause_ends": len(self.pause_ends),
         }
 
 
@@ -88,7 +110,6 @@ def operator_kills(
     and every pause ended within one interval of its end (or of the restart that followed it)."""
     rng = random.Random(plan.seed)
     report = KillReport()
-    uptime = Uptime([(time.time(), None)])
     objects = client.CustomObjectsApi(api_client)
     started = time.monotonic()
     breaching = model_rollout(
@@ -110,8 +131,8 @@ def operator_kills(
                     time.sleep(rng.uniform(0, plan.max_gap))  # the fault's timing, drawn from the seed
                     if not wave.running():
                         break
-                    _kill_and_restart(operator, uptime, report)
-                wave.end_and_check(steps, uptime, report, plan)
+                    _kill_and_restart(operator, report)
+                wave.end_and_check(steps, report, plan)
                 report.waves += 1
     finally:
         steps.stop()
@@ -121,7 +142,8 @@ def operator_kills(
     return report
 
 
-def _kill_and_restart(operator: OperatorProcess, uptime: Uptime, report: KillReport) -> None:
+def _kill_and_restart(operator: OperatorProcess, report: KillReport) -> None:
+    uptime = report.uptime
     killed_at = time.time()
     operator.kill()
     uptime.runs[-1] = (uptime.runs[-1][0], killed_at)
@@ -176,7 +198,7 @@ class _KillWave:
             for name in [*self.names, "breaching"]
         )
 
-    def end_and_check(self, steps: StepRecorder, uptime: Uptime, report: KillReport, plan: KillPlan) -> None:
+    def end_and_check(self, steps: StepRecorder, report: KillReport, plan: KillPlan) -> None:
         timeout = 4 * plan.pause_seconds + 60
         for name in self.names:
             final = wait_phase(self.api_client, self.namespace, name, FINISHED, timeout)
@@ -189,8 +211,8 @@ class _KillWave:
                 due = began.timestamp() + plan.pause_seconds
                 ended = route.first_time_at(next_weight, after=began.timestamp())
                 assert ended is not None and ended >= due, (name, pause_index, ended, due)
-                lateness = ended - max(due, uptime.run_started(ended))
-                report.pause_lateness.append(lateness)
+                lateness = ended - report.uptime.accountable_from(due, ended)
+                report.pause_ends.append(PauseEnd(self.index, name, pause_index, due, ended, lateness))
                 assert lateness <= plan.interval_seconds, (
                     f"{name}: pause {pause_index} ended {lateness:.2f}s late"
                 )

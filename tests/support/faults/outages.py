@@ -11,11 +11,12 @@ from kubernetes import client
 
 from modelgate.api import Phase, Verdict
 from testbed.localcluster import LocalCluster
-from testbed.manifests import SEED_METRICS, model_rollout
+from testbed.manifests import SEED_METRICS, model_deployment, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from tests.support.cli import modelgate
 from tests.support.faults.common import TIMED_WEIGHTS, plain_rollout_at_step, timed_steps, wait_phase
+from tests.support.kube import create, wait_deployment_available
 from tests.support.scenario import Scenario, serving, settled
 
 
@@ -28,7 +29,8 @@ def api_server_restart(
     pause_seconds: float,
 ) -> dict[str, float]:
     """kube-apiserver SIGKILLed during a timed pause and started again `down_seconds` later (etcd keeps
-    the state): the rollout then completes, its weights as the steps say."""
+    the state): the rollout then completes, its weights as the steps say. The scenario ends once the
+    rest of the control plane acts again (see `_controllers_acting`)."""
     with plain_rollout_at_step(api_client, namespace, timed_steps(pause_seconds)) as recorder:
         bed.kill_component("kube-apiserver")
         killed_at = time.monotonic()
@@ -41,7 +43,20 @@ def api_server_restart(
         done_at = time.monotonic()
         assert final.current_weight == 100
         assert recorder.candidate_weights() == TIMED_WEIGHTS
-    return {"down_seconds": back_at - killed_at, "back_to_succeeded_seconds": done_at - back_at}
+    _controllers_acting(api_client, namespace)
+    return {
+        "down_seconds": back_at - killed_at,
+        "back_to_succeeded_seconds": done_at - back_at,
+        "back_to_controllers_acting_seconds": time.monotonic() - back_at,
+    }
+
+
+def _controllers_acting(api_client: client.ApiClient, namespace: str) -> None:
+    """Waits until a new Deployment becomes Available: the controller-manager and the scheduler act
+    again. An outage past their lease's renew deadline makes both exit; the bed starts them again as a
+    kubelet would, and they wait out the old lease (15 s) first. Whatever runs next needs them."""
+    create(api_client, model_deployment("after-outage", namespace, replicas=1, image="probe"))
+    wait_deployment_available(api_client, namespace, "after-outage", timeout=120)
 
 
 @dataclass(frozen=True)
