@@ -50,7 +50,7 @@ from modelgate.core import (
 from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
 from modelgate.core.evidence import with_evidence
 from modelgate.core.holding import MAX_STATUS_HOLD
-from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY, weight_unwritten
+from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch import in_force, watching
 from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
@@ -186,11 +186,10 @@ class Reconciler:
             else None
         )
         analysis: AnalysisRun | None = None
-        due = (
-            isinstance(route, LiveRoute)
-            and analysis_due(spec, status, now)
-            and not weight_unwritten(status, route)
-        )
+        # Due even when the route does not yet carry the step's weight (an operator killed between a
+        # step's status and its weight, or between a rollback's 0 and its status): judged first, a
+        # candidate that breached is never given its traffic back.
+        due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
         if provider is not None and plan is not None and due:
             analysis = provider.run(plan, self.clock())
         gate_checks = {}

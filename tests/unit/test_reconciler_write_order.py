@@ -14,6 +14,7 @@ from structlog.testing import capture_logs
 from modelgate import PLURAL
 from modelgate.api import ModelRolloutStatus
 from modelgate.commands import COMMAND_ANNOTATION
+from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 from modelgate.kube import Kube
 from modelgate.kube.objects import DeploymentAvailability
 from modelgate.reconciler import Reconciler
@@ -114,23 +115,31 @@ def test_a_rollout_that_starts_holding_says_why_in_the_log_as_well_as_in_its_sta
     assert kube.rollout["status"]["phase"] == "Progressing"  # no phase change to log it
 
 
-class NoRunProvider:
-    """Stands in for Prometheus: a run would judge traffic, which this test says must not happen."""
+class BreachingProvider:
+    """Prometheus as it stands after the breach: half the candidate's requests fail."""
 
-    def for_analysis(self, analysis: Any) -> NoRunProvider:
+    def for_analysis(self, analysis: Any) -> BreachingProvider:
         return self
 
     def plan(self, spec: Any, namespace: str) -> object:
         return object()
 
-    def run(self, plan: object, at: datetime) -> Any:
-        raise AssertionError("the analysis ran while the step's weight was not on the route")
+    def run(self, plan: object, at: datetime) -> AnalysisRun:
+        measured = {
+            m["name"]: MetricQuery("q", QueryResult(0.5 if m["name"] == "error-rate" else 0.0))
+            for m in SEED_METRICS
+        }
+        return AnalysisRun(at, QueryResult(100.0), measured)
 
 
-def test_a_steps_weight_an_operator_killed_before_writing_it_goes_on_the_route_before_any_analysis() -> None:
-    """Killed between writing a step's status (20) and its weight, the operator finds the route at 0 and
-    the step's first analysis overdue: it writes 20 first. Judged now, the candidate would be judged on
-    traffic this step never sent it (what the metric's window holds of an earlier attempt)."""
+def test_an_operator_killed_between_a_rollbacks_weight_and_its_status_does_not_give_the_traffic_back() -> (
+    None
+):
+    """The rollback wrote 0 and the operator died before the status said RolledBack: the route is at 0,
+    the status still at the step's 20 with its analysis due. The restarted operator judges first and
+    rolls back; it never writes 20 again. (The same state follows a kill between a retried step's
+    status and its weight: judged on what the metric's window holds, the candidate is rolled back
+    without the weight ever rising, which the steps allow.)"""
     rollout = model_rollout(
         "chat", "serving", steps=STEPS, prometheus="http://127.0.0.1:1", metrics=SEED_METRICS
     )
@@ -141,7 +150,7 @@ def test_a_steps_weight_an_operator_killed_before_writing_it_goes_on_the_route_b
             "rolloutCandidate": "chat-v2",
             "currentStepIndex": 0,
             "currentWeight": 20,
-            "liveWeight": 0,
+            "liveWeight": 20,
             "stepStartedAt": (NOW - timedelta(seconds=30)).isoformat(),
         }
     )
@@ -151,7 +160,8 @@ def test_a_steps_weight_an_operator_killed_before_writing_it_goes_on_the_route_b
     route["metadata"]["resourceVersion"] = "3"
     kube = InMemoryKube(rollout, route)
     reconciler = Reconciler(cast(Kube, kube), clock=lambda: NOW)
-    reconciler.providers = NoRunProvider()  # type: ignore[assignment]
+    reconciler.providers = BreachingProvider()  # type: ignore[assignment]
     reconciler.tick(copy.deepcopy(kube.rollout))
-    assert ("route", 20) in kube.writes
-    assert kube.rollout["status"]["phase"] == "Progressing"
+    assert ("route", 20) not in kube.writes
+    assert kube.rollout["status"]["phase"] == "RolledBack"
+    assert parse_backend_weights(kube.route, 0) == {"chat-v1": 100, "chat-v2": 0}

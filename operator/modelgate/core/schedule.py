@@ -8,7 +8,6 @@ from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus,
 from modelgate.core import conditions as cond
 from modelgate.core.gradual import next_step_at
 from modelgate.core.mirror import candidate_served
-from modelgate.core.model import LiveRoute
 from modelgate.core.reasons import ConditionType, Reason
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.GATING, Phase.PROGRESSING, Phase.PAUSED})
@@ -30,20 +29,6 @@ GATE_POLL = timedelta(seconds=2)
 def analysis_due(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> bool:
     next_run = next_analysis_at(spec, status)
     return next_run is not None and next_run <= now
-
-
-def weight_unwritten(status: ModelRolloutStatus, route: LiveRoute) -> bool:
-    """Whether the route does not carry the weight the step asks for, and this tick writes it (no other
-    writer holds the route, no rollback steps it down): what an operator killed between writing a
-    step's status and its weight leaves. The step's analysis waits until the weight is live: run now,
-    it would judge the candidate on traffic the step never sent it (in the metric's window, what an
-    earlier attempt sent)."""
-    if status.phase not in (Phase.PROGRESSING, Phase.PAUSED) or status.rolling_back is not None:
-        return False
-    ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
-    if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
-        return False
-    return route.candidate_weight != status.current_weight
 
 
 def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime | None:

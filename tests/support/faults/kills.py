@@ -226,4 +226,7 @@ class _KillWave:
         wait_for(
             lambda: self.scenario.recorder.candidate_weights()[-1] == 0, timeout=10, what="the route at 0"
         )
-        assert self.scenario.recorder.candidate_weights(after=self.begun_at) == [BREACH_WEIGHT, 0]
+        # Killed between its retried step's status and weight, the operator judges the step before it
+        # writes the weight, on what the metric's window still holds: then it rolls back with the
+        # route never raised, which the steps allow (a weight moves only as they say, or to 0).
+        assert self.scenario.recorder.candidate_weights(after=self.begun_at) in ([BREACH_WEIGHT, 0], [])
