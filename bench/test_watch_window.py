@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase
@@ -16,6 +17,9 @@ from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.scenario import Scenario, serving
+
+# A minute or more each on the bed: run by `make bench`, beside the demo (docs/testing.md).
+pytestmark = pytest.mark.bench
 
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 ERROR_RATE_MAX = 0.01

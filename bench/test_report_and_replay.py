@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client
 
@@ -22,6 +23,9 @@ from testbed.operator_process import OperatorProcess
 from tests.support.cli import modelgate
 from tests.support.page import read_page
 from tests.support.scenario import serving
+
+# A minute or more each on the bed: run by `make bench`, beside the demo (docs/testing.md).
+pytestmark = pytest.mark.bench
 
 STEPS: list[dict[str, Any]] = [
     {"setWeight": 20},
