@@ -23,20 +23,18 @@ _CHECK_REASONS = {
 }
 
 
+def _starting(tick: _Tick, run: str, check: str) -> CheckStatus:
+    """A check whose Job the reconciler is about to create."""
+    job = job_name(tick.observed.rollout, tick.observed.uid, run, check)
+    return CheckStatus(name=check, job=job, state=CheckState.RUNNING, message="starting its Job")
+
+
 def start_gate(tick: _Tick) -> None:
     """Starts the checks: their Jobs are named in status, and the reconciler creates them."""
     gate = tick.spec.gate
     assert gate is not None
     run = run_id(tick.observed.generation, tick.now)
-    checks = tuple(
-        CheckStatus(
-            name=check.name,
-            job=job_name(tick.observed.rollout, tick.observed.uid, run, check.name),
-            state=CheckState.RUNNING,
-            message="starting its Job",
-        )
-        for check in gate.checks
-    )
+    checks = tuple(_starting(tick, run, check.name) for check in gate.checks)
     names = ", ".join(check.name for check in gate.checks)
     tick.update(
         phase=Phase.GATING,
@@ -62,12 +60,7 @@ def gating(tick: _Tick) -> None:
         return
     checks = []
     for check in spec.checks:
-        current = gate.check(check.name) or CheckStatus(
-            name=check.name,
-            job=job_name(tick.observed.rollout, tick.observed.uid, gate.run, check.name),
-            state=CheckState.RUNNING,
-            message="starting its Job",
-        )
+        current = gate.check(check.name) or _starting(tick, gate.run, check.name)
         seen = observe_check(check, current, tick.observed.gate_checks.get(check.name), tick.now)
         if seen.verdict is not None and current.verdict is None:
             tick.event(_CHECK_REASONS[seen.verdict], f"gate check {check.name}: {seen.message}")

@@ -51,10 +51,11 @@ class GateJobs:
             status = gate.check(check.name)
             if status is None or status.verdict is not None:
                 continue
-            if self._prerequisite_problem(namespace, spec, check, index) is not None:
-                continue  # the next tick's observe reports it
+            # A running Job's tick stops here, before the prerequisites' reads.
             if self.kube.check_job_and_pods(namespace, status.job)[0] is not None:
                 continue
+            if self._prerequisite_problem(namespace, spec, check, index) is not None:
+                continue  # the next tick's observe reports it
             container, volumes = self._container(namespace, spec, check, index)
             try:
                 self.kube.create_job(check_job(body, check, status.job, container, volumes))
