@@ -29,6 +29,8 @@ GATEWAY_CLASS = "modelgate-bed"
 WEB_ENTRYPOINT = "web"
 ADMIN_ENTRYPOINT = "traefik"  # ping and Prometheus metrics
 STARTUP_TIMEOUT = 60.0
+# Traefik waits 10 s for open connections when stopped; a test's bed has none worth waiting for.
+NO_GRACE = {"lifeCycle": {"graceTimeOut": "0s"}}
 
 
 def static_config(web_port: int, admin_port: int) -> dict[str, Any]:
@@ -37,8 +39,8 @@ def static_config(web_port: int, admin_port: int) -> dict[str, Any]:
     return {
         "global": {"checkNewVersion": False, "sendAnonymousUsage": False},
         "entryPoints": {
-            WEB_ENTRYPOINT: {"address": f"{LOOPBACK}:{web_port}"},
-            ADMIN_ENTRYPOINT: {"address": f"{LOOPBACK}:{admin_port}"},
+            WEB_ENTRYPOINT: {"address": f"{LOOPBACK}:{web_port}", "transport": NO_GRACE},
+            ADMIN_ENTRYPOINT: {"address": f"{LOOPBACK}:{admin_port}", "transport": NO_GRACE},
         },
         "ping": {"entryPoint": ADMIN_ENTRYPOINT},
         "metrics": {"prometheus": {"entryPoint": ADMIN_ENTRYPOINT, "addServicesLabels": True}},
