@@ -9,6 +9,7 @@ patch carrying health.lua unchanged.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
@@ -48,8 +49,9 @@ def test_go_harness_passes() -> None:
     assert result.returncode == 0, f"go test in {HARNESS} failed:\n{result.stdout}\n{result.stderr}"
 
 
+@functools.cache
 def crd_phases() -> list[str]:
-    (version,) = yaml.safe_load(CRD_PATH.read_text())["spec"]["versions"]
+    (version,) = yaml.load(CRD_PATH.read_text(), Loader=yaml.CSafeLoader)["spec"]["versions"]
     phases: list[str] = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["phase"][
         "enum"
     ]
