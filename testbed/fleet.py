@@ -36,6 +36,10 @@ class PodDouble:
     def target_name(self) -> str:
         return f"{self.namespace}.{self.pod}"
 
+    def healthy(self) -> bool:
+        with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
+            return bool(response.status == 200)
+
 
 class ModelFleet:
     def __init__(self, bed: LocalCluster, api_client: client.ApiClient) -> None:
@@ -66,6 +70,8 @@ class ModelFleet:
             for pod in pods
         ]
         self.doubles.extend(started)
+        for double in started:  # all started first: each takes most of a second to import
+            wait_for(double.healthy, timeout=30, what=f"the double for pod {double.pod}")
         self.set_behaviour(deployment, behaviour or Behaviour())
         for double in started:
             self.bed.scrape_targets.add(
@@ -116,14 +122,7 @@ class ModelFleet:
             [*argv, "--model-name", deployment, "--namespace", namespace],
             env=python_module_env(),
         )
-        url = f"http://{host}:{port}"
-
-        def healthy() -> bool:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
-                return bool(response.status == 200)
-
-        wait_for(healthy, timeout=30, what=f"the double for pod {pod}")
-        return PodDouble(namespace, deployment, pod, url, process)
+        return PodDouble(namespace, deployment, pod, f"http://{host}:{port}", process)
 
 
 def pod_is_ready(pod: Any) -> bool:
