@@ -27,6 +27,6 @@ def install_crds(kubectl: Kubectl) -> None:
         REPO_ROOT / "crds",
         REPO_ROOT / "charts" / "modelgate" / "crds" / "kopfpeerings.kopf.dev.yaml",
     ]
-    for source in sources:
-        kubectl("apply", "--server-side", "--force-conflicts", "-f", str(source))
+    files = [argument for source in sources for argument in ("-f", str(source))]
+    kubectl("apply", "--server-side", "--force-conflicts", *files)
     kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")

@@ -221,17 +221,15 @@ class LocalCluster:
         return kubectl(self.kubeconfig, *args, stdin=stdin)
 
     def _create_fake_nodes(self) -> None:
-        for name in FAKE_NODES:
-            self.kubectl("apply", "-f", "-", stdin=json.dumps(fake_node(name)))
+        nodes = {"apiVersion": "v1", "kind": "List", "items": [fake_node(name) for name in FAKE_NODES]}
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(nodes))
 
     def install_crds(self) -> None:
         install_crds(self.kubectl)
 
     def _wait_for_nodes_ready(self) -> None:
-        for name in FAKE_NODES:
-            self.kubectl(
-                "wait", "--for=condition=Ready", f"node/{name}", f"--timeout={int(STARTUP_TIMEOUT)}s"
-            )
+        nodes = [f"node/{name}" for name in FAKE_NODES]
+        self.kubectl("wait", "--for=condition=Ready", *nodes, f"--timeout={int(STARTUP_TIMEOUT)}s")
 
     def _wait_for_default_service_account(self) -> None:
         # Pods are refused until the service-account controller has created `default`.
