@@ -1,13 +1,12 @@
 """Replicas of one operator share a kopf peering object: the older one acts, the younger stands by
 and neither ticks nor writes; when the active one is killed (SIGKILL, no goodbye), its record
-expires and the standby takes over and finishes the rollout. A replica that kopf pauses after it
-started acting stops ticking too."""
+expires and the standby takes over and finishes the rollout. (A replica that kopf pauses after it
+started acting: bench/test_peering_freeze.py.)"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from testbed.manifests import model_rollout
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.cli import modelgate
-from tests.support.kube import create_model_routes, rollout_status, route_weights, wait_for_route_weights
+from tests.support.kube import create_model_routes, rollout_status, wait_for_route_weights
 from tests.support.operators import admin_operator_stopped, operator_events, running, ticked_rollouts
 
 PEERING = "modelgate"
@@ -97,11 +96,6 @@ def peers(
         yield Peers(local_bed, api_client, namespace, tmp_path)
 
 
-def stand_bys(process: OperatorProcess) -> int:
-    """How many times the replica's loops looked and stood by."""
-    return sum(1 for record in process.log_records() if record.get("event") == "standing by")
-
-
 def test_a_standby_replica_takes_over_when_the_active_one_dies(peers: Peers) -> None:
     first, second = peers.replica("first"), peers.replica("second")
     with running(first):
@@ -128,27 +122,3 @@ def test_a_standby_replica_takes_over_when_the_active_one_dies(peers: Peers) -> 
             wait_for_route_weights(peers.api_client, peers.namespace, "chat", {"chat-v1": 0, "chat-v2": 100})
             assert ticked_rollouts(second) == {(peers.namespace, "chat")}
             assert set(peers.records()) == {"second"}  # the survivor removed the dead one's record
-
-
-def test_an_active_replica_paused_by_a_higher_peer_stops_ticking(peers: Peers) -> None:
-    """kopf pauses its watches when a peer with a higher priority appears (here a record such as
-    `kopf freeze` writes); the rollout loops the replica already runs must stand by as well."""
-    only = peers.replica("only")
-    with running(only):
-        peers.start_rollout([{"pause": {}}, {"setWeight": 60}])
-        peers.wait_for_phase(Phase.PAUSED, "the replica to start the rollout")
-        freezer = {"priority": 0, "lifetime": 600, "lastseen": datetime.now(UTC).isoformat()}
-        peers.patch_records({"freezer": freezer})
-        wait_for(lambda: stand_bys(only) > 0, timeout=30, what="the rollout's loop to stand by")
-
-        peers.promote()
-        looked = stand_bys(only)
-        wait_for(
-            lambda: stand_bys(only) > looked, timeout=30, what="the loop to look again after the promotion"
-        )
-        frozen = peers.status()
-        assert frozen.phase is Phase.PAUSED and frozen.last_command is None
-        assert route_weights(peers.api_client, peers.namespace, "chat") == {"chat-v1": 100, "chat-v2": 0}
-
-        peers.patch_records({"freezer": None})
-        peers.wait_for_phase(Phase.SUCCEEDED, "the replica to resume and apply the promotion")
