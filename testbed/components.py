@@ -69,7 +69,8 @@ def etcd_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
     ]
 
 
-def apiserver_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
+def apiserver_argv(binary: Path, layout: Layout, ports: Ports, *, profiling: bool = False) -> list[str]:
+    """`profiling` serves /debug/pprof (to system:masters only, under --authorization-mode RBAC)."""
     pki = layout.pki
     return [
         str(binary),
@@ -90,7 +91,7 @@ def apiserver_argv(binary: Path, layout: Layout, ports: Ports) -> list[str]:
         # `kubernetes` Service's endpoint, which nothing can reach from a Pod.
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
-        "--profiling=false",
+        f"--profiling={str(profiling).lower()}",
         "--v=0",
     ]
 

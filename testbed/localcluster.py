@@ -6,7 +6,9 @@ pytest fixtures both use `LocalCluster`."""
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import shutil
 import ssl
 import subprocess
@@ -36,6 +38,9 @@ from testbed.waiting import wait_for
 log = structlog.get_logger(__name__)
 
 FAKE_NODES = ("kwok-node-0", "kwok-node-1")
+# Set (to anything but "" or "0") to have kube-apiserver serve Go's profiler at /debug/pprof, e.g.
+# `curl --cert pki/admin.crt ... /debug/pprof/profile?seconds=30` (bench/apiserver_writes.py does).
+API_SERVER_PROFILING_ENV = "MODELGATE_BED_APISERVER_PROFILING"
 STARTUP_TIMEOUT = 90.0
 ArgvBuilder = Callable[[Path, Layout, Ports], list[str]]
 
@@ -169,7 +174,9 @@ class LocalCluster:
 
     def _start_api_server(self) -> None:
         with _timed("kube-apiserver"):
-            self._start("kube-apiserver", "kube-apiserver", components.apiserver_argv)
+            profiling = os.environ.get(API_SERVER_PROFILING_ENV, "") not in ("", "0")
+            argv = functools.partial(components.apiserver_argv, profiling=profiling)
+            self._start("kube-apiserver", "kube-apiserver", argv)
             self._await_http(f"{self.api_server_url}/readyz", "kube-apiserver", client="admin")
 
     def await_controller_manager(self) -> None:

@@ -56,6 +56,7 @@ KEYWORD_ORDER = (
     "required",
     "x-kubernetes-list-type",
     "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type",
     "x-kubernetes-validations",
     "properties",
     "additionalProperties",

@@ -64,3 +64,12 @@ def test_list_map_keys_are_required(crd: dict[str, Any]) -> None:
         if node.get("x-kubernetes-list-type") == "map":
             required = set(node["items"]["required"])
             assert set(node["x-kubernetes-list-map-keys"]) <= required, path
+
+
+def test_status_is_managed_as_one_value(crd: dict[str, Any]) -> None:
+    # The operator writes the status whole; per-field managed fields cost every write (bench/REPORT.md).
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert root["properties"]["status"]["x-kubernetes-map-type"] == "atomic"
+    assert "x-kubernetes-map-type" not in root["properties"]["spec"], (
+        "spec is applied by its users, field by field"
+    )

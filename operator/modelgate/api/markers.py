@@ -52,3 +52,9 @@ def list_map(*keys: str) -> JsonDict:
 # For an optional field whose null the API server should keep. Other fields allow no null, and the
 # API server drops the nulls of the operator's status patches (ModelRolloutStatus.to_patch).
 NULLABLE: JsonDict = {"nullable": True}
+
+
+# For an object one writer replaces as a whole (the status): server-side apply tracks it as one value,
+# so its managed fields name the object rather than each field, and every write of it compares one
+# value. Lists under it keep their list-type: the API server still checks their keys are unique.
+ATOMIC: JsonDict = {"x-kubernetes-map-type": "atomic"}

@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import (
+    ConfigDict,
     Field,
     FiniteFloat,
     StringConstraints,
@@ -16,7 +17,7 @@ from pydantic import (
 
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
-from modelgate.api.markers import NULLABLE, list_map
+from modelgate.api.markers import ATOMIC, NULLABLE, list_map
 from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
 
 # metav1.Condition's: an optional DNS-subdomain prefix and "/", then a qualified name.
@@ -230,6 +231,9 @@ class Condition(StatusModel):
 class ModelRolloutStatus(StatusModel):
     """Observed state, written only by the operator. Every wait is computed from the timestamps here, so
     a restarted operator resumes where it was."""
+
+    # Written only by the operator, whole (to_patch): one managed-fields entry, not one per field.
+    model_config = ConfigDict(json_schema_extra=ATOMIC)
 
     phase: Phase | None = Field(
         None,
