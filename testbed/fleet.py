@@ -10,7 +10,6 @@ The doubles are recorded with the bed's processes: `make cluster-down` stops the
 from __future__ import annotations
 
 import json
-import sys
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
@@ -18,9 +17,9 @@ from typing import Any
 from kubernetes import client
 
 from testbed.localcluster import LocalCluster
-from testbed.model_server_double import Behaviour
+from testbed.model_server_double import DOUBLE_ENTRY, Behaviour
 from testbed.ports import free_port
-from testbed.processes import StartedProcess, python_module_env
+from testbed.processes import StartedProcess
 from testbed.waiting import wait_for
 
 
@@ -70,7 +69,7 @@ class ModelFleet:
             for pod in pods
         ]
         self.doubles.extend(started)
-        for double in started:  # all started first: each takes most of a second to import
+        for double in started:  # all started first, then waited for
             wait_for(double.healthy, timeout=30, what=f"the double for pod {double.pod}")
         self.set_behaviour(deployment, behaviour or Behaviour())
         for double in started:
@@ -116,11 +115,10 @@ class ModelFleet:
 
     def _start(self, namespace: str, deployment: str, pod: str, address: tuple[str, int] | None) -> PodDouble:
         host, port = address or ("127.0.0.1", free_port())
-        argv = [sys.executable, "-m", "testbed.model_server_double", "--host", host, "--port", str(port)]
-        process = self.bed.processes.start(
+        process = self.bed.processes.start_python(
             f"double-{namespace}-{pod}",
-            [*argv, "--model-name", deployment, "--namespace", namespace],
-            env=python_module_env(),
+            DOUBLE_ENTRY,
+            ["--host", host, "--port", str(port), "--model-name", deployment, "--namespace", namespace],
         )
         return PodDouble(namespace, deployment, pod, f"http://{host}:{port}", process)
 

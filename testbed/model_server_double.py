@@ -55,6 +55,7 @@ from testbed.shares import EvenSpread, exact_rate
 
 log = structlog.get_logger(__name__)
 
+DOUBLE_ENTRY = "testbed.model_server_double:main"  # started by the fork server (testbed/forkserver.py)
 DEFAULT_MODEL_NAME = "chat-model"
 DEFAULT_NAMESPACE = "default"
 CHAT_HANDLER = "/v1/chat/completions"

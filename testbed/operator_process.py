@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
 from testbed.check_pods import BED_EVALUATOR_IMAGE
 from testbed.ports import free_port
-from testbed.processes import ProcessRegistry, StartedProcess
+from testbed.processes import MODELGATE_ENTRY, ProcessRegistry, StartedProcess
 from testbed.waiting import wait_for
 
 
@@ -39,10 +38,7 @@ class OperatorProcess:
         self.log_file = state_dir / "logs" / "operator.log"
 
     def start(self) -> None:
-        argv = [
-            sys.executable,
-            "-m",
-            "modelgate",
+        args = [
             "run",
             f"--kubeconfig={self.kubeconfig}",
             f"--metrics-address=127.0.0.1:{self.metrics_port}",
@@ -52,8 +48,8 @@ class OperatorProcess:
             *self.extra_args,
         ]
         # The gate's evaluator Jobs run the operator's image, which the bed runs as `python -m modelgate`.
-        env = {"PYTHONUNBUFFERED": "1", EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE}
-        self.process = self.registry.start("operator", argv, env=env)
+        env = {EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE}
+        self.process = self.registry.start_python("operator", MODELGATE_ENTRY, args, env=env)
         wait_for(self._healthy, timeout=60, what=f"the operator's liveness endpoint (log: {self.log_file})")
 
     def _healthy(self) -> bool:

@@ -4,11 +4,14 @@ and never a process that merely reuses a recorded pid."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -16,6 +19,7 @@ from pathlib import Path
 
 import structlog
 
+from testbed.forkserver import ForkServer
 from testbed.versions import REPO_ROOT
 
 log = structlog.get_logger(__name__)
@@ -34,6 +38,17 @@ def python_module_env() -> dict[str, str]:
     it is imported from the repository."""
     paths = [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     return {"PYTHONPATH": os.pathsep.join(paths)}
+
+
+MODELGATE_ENTRY = "modelgate.cli.main:main"  # the `modelgate` command, for `start_python`
+
+
+@functools.cache
+def fork_server() -> ForkServer:
+    """This process's fork server for the bed's Python processes, closed when the process exits."""
+    server = ForkServer(python_module_env())
+    atexit.register(server.close)
+    return server
 
 
 class ProcessRegistry:
@@ -56,13 +71,8 @@ class ProcessRegistry:
     def start(
         self, name: str, argv: Sequence[str], *, env: Mapping[str, str] | None = None
     ) -> StartedProcess:
-        logs = self.state_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        log_path = logs / f"{name}.log"
+        log_path = self._log_file(name)
         with log_path.open("ab") as out:
-            if out.tell() and not _ends_with_newline(log_path):
-                # The previous run was killed between a line and its newline: start on a line of our own.
-                out.write(b"\n")
             # A new session: the bed outlives `make cluster-up`, and Ctrl-C in a test run
             # reaches pytest rather than every component at once.
             child = subprocess.Popen(
@@ -73,9 +83,30 @@ class ProcessRegistry:
                 env={**os.environ, **(env or {})},
                 start_new_session=True,
             )
-        started = StartedProcess(name, child.pid, str(Path(argv[0]).resolve()), str(log_path))
+        return self._record(StartedProcess(name, child.pid, str(Path(argv[0]).resolve()), str(log_path)))
+
+    def start_python(
+        self, name: str, entry: str, args: Sequence[str], *, env: Mapping[str, str] | None = None
+    ) -> StartedProcess:
+        """Like `start` of `python -m MODULE ARGS`, for an entry point (`module:function`, called with
+        ARGS) of a module the fork server has imported: forked, it starts without importing anything."""
+        log_path = self._log_file(name)
+        pid = fork_server().spawn(entry, args, log_path, env or {})
+        return self._record(StartedProcess(name, pid, str(Path(sys.executable).resolve()), str(log_path)))
+
+    def _log_file(self, name: str) -> Path:
+        logs = self.state_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log_path = logs / f"{name}.log"
+        if log_path.exists() and log_path.stat().st_size and not _ends_with_newline(log_path):
+            # The previous run was killed between a line and its newline: start on a line of our own.
+            with log_path.open("ab") as out:
+                out.write(b"\n")
+        return log_path
+
+    def _record(self, started: StartedProcess) -> StartedProcess:
         self._save([*self.load(), started])
-        log.info("process started", component=name, pid=child.pid, log=str(log_path))
+        log.info("process started", component=started.name, pid=started.pid, log=started.log_file)
         return started
 
     def is_running(self, process: StartedProcess) -> bool:

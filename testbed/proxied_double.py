@@ -5,12 +5,12 @@ bed's `down` stops them too)."""
 from __future__ import annotations
 
 import functools
-import sys
 import urllib.request
 from dataclasses import dataclass
 
+from testbed.model_server_double import DOUBLE_ENTRY
 from testbed.ports import free_port
-from testbed.processes import ProcessRegistry, StartedProcess, python_module_env
+from testbed.processes import MODELGATE_ENTRY, ProcessRegistry, StartedProcess
 from testbed.waiting import wait_for
 
 
@@ -29,21 +29,13 @@ class ProxiedDouble:
 def start_proxied_double(registry: ProcessRegistry, model_name: str, name: str = "refusal") -> ProxiedDouble:
     """Starts both processes and waits until both answer /healthz."""
     server_port, proxy_port, metrics_port = free_port(), free_port(), free_port()
-    server = [sys.executable, "-m", "testbed.model_server_double", "--port", str(server_port)]
-    server += ["--model-name", model_name, "--no-refusal-counters"]
-    proxy = [
-        sys.executable,
-        "-m",
-        "modelgate",
-        "refusal-proxy",
-        "--upstream",
-        f"http://127.0.0.1:{server_port}",
-    ]
-    proxy += ["--port", str(proxy_port), "--metrics-port", str(metrics_port), "--model", model_name]
+    server = ["--port", str(server_port), "--model-name", model_name, "--no-refusal-counters"]
+    proxy = ["refusal-proxy", "--upstream", f"http://127.0.0.1:{server_port}", "--port", str(proxy_port)]
+    proxy += ["--metrics-port", str(metrics_port), "--model", model_name]
     started: list[StartedProcess] = []
     try:
-        for role, argv in (("double", server), ("proxy", proxy)):
-            started.append(registry.start(f"{name}-{role}", argv, env=python_module_env()))
+        for role, entry, args in (("double", DOUBLE_ENTRY, server), ("proxy", MODELGATE_ENTRY, proxy)):
+            started.append(registry.start_python(f"{name}-{role}", entry, args))
         for port in (server_port, metrics_port):
             wait_for(
                 functools.partial(_healthy, port), timeout=60, what=f"127.0.0.1:{port}/healthz to answer"

@@ -1,0 +1,158 @@
+"""Starting the bed's Python processes by forking one that has already imported them.
+
+A `make test` starts a few hundred Python processes (model-server doubles, refusal proxies,
+operators), and each spent most of a second of CPU importing aiohttp, pydantic, kopf and the
+Kubernetes client before it did anything. The fork server imports them once; each process is then
+forked from it and calls its entry point (`module:function`, given the argument list), in a session
+of its own with its output appended to its log file, exactly as a `python -m` child would run.
+
+The server is this process's child and reads requests (one JSON object per line) on its standard
+input: it ends when that closes, so it never outlives the test run that started it. Its children do
+not depend on it; they are stopped by pid, like every process of the bed (testbed/processes.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+# What the bed's Python processes import: loaded once, shared by every fork.
+PRELOADED = ("testbed.model_server_double", "modelgate.cli.main")
+MAX_FD = 1 << 20
+
+
+class ForkServerError(RuntimeError):
+    pass
+
+
+class ForkServer:
+    """The client: starts the server on first use and asks it for processes."""
+
+    def __init__(self, env: Mapping[str, str], preload: Sequence[str] = PRELOADED) -> None:
+        self.env = dict(env)  # added to this process's environment for the server
+        self.preload = tuple(preload)
+        self._server: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def spawn(self, entry: str, args: Sequence[str], log_file: Path, env: Mapping[str, str]) -> int:
+        """The pid of a new process running `entry(args)`, with `env` added to its environment."""
+        request = {"entry": entry, "args": list(args), "log": str(log_file), "env": dict(env)}
+        with self._lock:
+            server = self._running_server()
+            assert server.stdin is not None and server.stdout is not None
+            server.stdin.write(json.dumps(request).encode() + b"\n")
+            server.stdin.flush()
+            reply = server.stdout.readline()
+        if not reply:
+            ended = f"the fork server ended (exit code {server.poll()})"
+            raise ForkServerError(f"{ended} before starting {entry}")
+        answer: dict[str, Any] = json.loads(reply)
+        if "error" in answer:
+            raise ForkServerError(f"the fork server could not start {entry}: {answer['error']}")
+        return int(answer["pid"])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._server is not None:
+                with contextlib.suppress(OSError):
+                    assert self._server.stdin is not None
+                    self._server.stdin.close()  # the server ends on end of input
+                self._server.wait()
+                self._server = None
+
+    def _running_server(self) -> subprocess.Popen[bytes]:
+        if self._server is None or self._server.poll() is not None:
+            self._server = subprocess.Popen(
+                [sys.executable, "-m", "testbed.forkserver", *self.preload],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={**os.environ, **self.env},
+            )
+        return self._server
+
+
+def serve(requests: Any, replies: int) -> None:
+    """The server's loop: one fork per request line; a reply line with the child's pid or an error."""
+    signal.signal(signal.SIGCHLD, _reap_children)
+    for line in requests:
+        try:
+            request = json.loads(line)
+            entry = _entry_point(request["entry"])
+            if threading.active_count() != 1:  # forking a threaded process copies held locks
+                raise ForkServerError("the fork server has started a thread; it cannot fork safely")
+            pid = os.fork()
+            if pid == 0:
+                _run_child(entry, request["args"], request["log"], request["env"])
+            reply: dict[str, Any] = {"pid": pid}
+        except Exception as error:  # the request's fault: say so and serve the next
+            reply = {"error": f"{type(error).__name__}: {error}"}
+        os.write(replies, json.dumps(reply).encode() + b"\n")
+
+
+def _entry_point(entry: str) -> Any:
+    module, _, function = entry.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def _run_child(entry: Any, args: list[str], log: str, env: dict[str, str]) -> None:
+    """In the forked child: becomes the process `python -m` would have started, and never returns."""
+    status = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        output = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        nothing = os.open(os.devnull, os.O_RDONLY)
+        for target, source in ((0, nothing), (1, output), (2, output)):
+            os.dup2(source, target)
+        os.closerange(3, MAX_FD)  # the server's pipes above all: its client must see them close with it
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+        sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+        os.environ.update(env)
+        sys.argv = [entry.__module__.partition(".")[0], *args]  # argparse names the program after it
+        status = _exit_status(entry(args))
+    except SystemExit as exit_:
+        status = _exit_status(exit_.code)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(status)
+
+
+def _exit_status(code: object) -> int:
+    """As Python's own exit: None is success, a number is the status, anything else is printed."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _reap_children(_signum: int, _frame: Any) -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def main(preload: Sequence[str]) -> None:
+    for module in preload:
+        importlib.import_module(module)
+    # Replies go to the pipe the client reads; a stray print of a preloaded module goes to stderr.
+    replies = os.dup(1)
+    os.dup2(2, 1)
+    serve(sys.stdin.buffer, replies)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,93 @@
+"""testbed.forkserver: a forked process runs as a `python -m` child would (its own session, its
+output in its log, its environment), outlives the server, and a request the server cannot serve is
+refused by name without ending the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testbed.forkserver import ForkServer, ForkServerError
+from testbed.processes import ProcessRegistry, python_module_env
+from testbed.waiting import wait_for
+
+ENTRIES = "tests.support.forked_entries"
+
+
+@pytest.fixture
+def server() -> Iterator[ForkServer]:
+    server = ForkServer(python_module_env(), preload=[ENTRIES])
+    yield server
+    server.close()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _finished_output(pid: int, log: Path) -> str:
+    wait_for(lambda: _gone(pid), timeout=30, what=f"process {pid} to end")
+    return log.read_text()
+
+
+def test_a_forked_process_runs_its_entry_point_in_a_session_of_its_own_with_its_output_in_its_log(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    log = tmp_path / "report.log"
+    pid = server.spawn(f"{ENTRIES}:report", ["--flag", "value"], log, {"FORK_TEST": "set"})
+    assert pid != os.getpid()
+    printed = json.loads(_finished_output(pid, log))
+    assert printed == {
+        "args": ["--flag", "value"],
+        "argv": ["--flag", "value"],
+        "own_session": True,
+        "stdin": "",
+        "env": "set",
+        "inherited_files": [],
+    }
+
+
+def test_a_message_given_to_exit_goes_to_the_log(server: ForkServer, tmp_path: Path) -> None:
+    log = tmp_path / "exit.log"
+    pid = server.spawn(f"{ENTRIES}:report", ["exit-with-message"], log, {})
+    assert _finished_output(pid, log).splitlines()[-1] == "the entry point gave up"
+
+
+def test_an_entry_point_that_does_not_exist_is_refused_by_name_and_the_server_serves_on(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    with pytest.raises(ForkServerError, match="no_such_module"):
+        server.spawn("no_such_module:main", [], tmp_path / "missing.log", {})
+    with pytest.raises(ForkServerError, match="no_such_function"):
+        server.spawn(f"{ENTRIES}:no_such_function", [], tmp_path / "missing.log", {})
+    log = tmp_path / "after.log"
+    pid = server.spawn(f"{ENTRIES}:report", [], log, {})
+    assert json.loads(_finished_output(pid, log))["args"] == []
+
+
+def test_a_forked_process_outlives_the_server_and_stops_by_its_pid(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    pid = server.spawn(f"{ENTRIES}:wait_for_sigterm", [], tmp_path / "waiting.log", {})
+    server.close()
+    assert not _gone(pid)
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: _gone(pid), timeout=30, what=f"process {pid} to end on SIGTERM")
+
+
+def test_the_registry_records_a_forked_process_as_running_and_stops_it(tmp_path: Path) -> None:
+    registry = ProcessRegistry(tmp_path)
+    started = registry.start_python("waiting", f"{ENTRIES}:wait_for_sigterm", [])
+    assert registry.is_running(started)
+    assert registry.load() == [started]
+    registry.stop(started, timeout=30)
+    assert not registry.is_running(started)
+    assert registry.load() == []
