@@ -112,9 +112,12 @@ class ProcessRegistry:
     def is_running(self, process: StartedProcess) -> bool:
         return _executable_of(process.pid) == process.executable
 
-    def stop_all(self, timeout: float = 15.0) -> None:
-        """Stops the recorded processes, the last started first."""
-        for process in reversed(self.load()):
+    def stop_all(self, timeout: float = 15.0, *, last: Sequence[str] = ()) -> None:
+        """Stops the recorded processes, the last started first, except that those named in `last`
+        are stopped after all the others, in that order."""
+        started = list(reversed(self.load()))
+        named = [p for name in last for p in started if p.name == name]
+        for process in [*(p for p in started if p not in named), *named]:
             self.stop(process, timeout)
         self._file.unlink(missing_ok=True)
 
