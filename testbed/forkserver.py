@@ -26,8 +26,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-# What the bed's Python processes import: loaded once, shared by every fork.
-PRELOADED = ("testbed.model_server_double", "modelgate.cli.main")
 MAX_FD = 1 << 20
 
 
@@ -38,9 +36,9 @@ class ForkServerError(RuntimeError):
 class ForkServer:
     """The client: starts the server on first use and asks it for processes."""
 
-    def __init__(self, env: Mapping[str, str], preload: Sequence[str] = PRELOADED) -> None:
+    def __init__(self, env: Mapping[str, str], preload: Sequence[str]) -> None:
         self.env = dict(env)  # added to this process's environment for the server
-        self.preload = tuple(preload)
+        self.preload = tuple(preload)  # imported by the server before it forks
         self._server: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 

@@ -44,9 +44,11 @@ MODELGATE_ENTRY = "modelgate.cli.main:main"  # the `modelgate` command, for `sta
 
 
 @functools.cache
-def fork_server() -> ForkServer:
-    """This process's fork server for the bed's Python processes, closed when the process exits."""
-    server = ForkServer(python_module_env())
+def fork_server(module: str) -> ForkServer:
+    """This process's fork server for entry points of `module`, closed when the process exits. It
+    imports that module alone, so that a forked process holds what its own `python -m` would (the
+    benchmarks measure the operator's memory)."""
+    server = ForkServer(python_module_env(), preload=[module])
     atexit.register(server.close)
     return server
 
@@ -91,7 +93,7 @@ class ProcessRegistry:
         """Like `start` of `python -m MODULE ARGS`, for an entry point (`module:function`, called with
         ARGS) of a module the fork server has imported: forked, it starts without importing anything."""
         log_path = self._log_file(name)
-        pid = fork_server().spawn(entry, args, log_path, env or {})
+        pid = fork_server(entry.partition(":")[0]).spawn(entry, args, log_path, env or {})
         return self._record(StartedProcess(name, pid, str(Path(sys.executable).resolve()), str(log_path)))
 
     def _log_file(self, name: str) -> Path:
