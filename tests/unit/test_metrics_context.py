@@ -118,6 +118,12 @@ def test_unsafe_pod_regexes_are_rejected(regex: str) -> None:
         make(incumbent_pod_regex=regex)
 
 
+@pytest.mark.filterwarnings("error")
+def test_a_pod_regex_python_might_one_day_read_as_a_nested_set_is_accepted_without_a_warning() -> None:
+    """`[[` is a plain `[` in a class for Prometheus (RE2); Python warns it may read it otherwise."""
+    assert make(candidate_pod_regex="chat-[[v]2").candidate_pod_regex == "chat-[[v]2"
+
+
 def test_pod_regex_that_does_not_compile_is_rejected() -> None:
     with pytest.raises(QueryContextError, match="does not compile"):
         make(candidate_pod_regex="(chat-v2-.*")
