@@ -2,7 +2,7 @@
 
 A `make test` starts a few hundred Python processes (model-server doubles, refusal proxies,
 operators), and each spent most of a second of CPU importing aiohttp, pydantic, kopf and the
-Kubernetes client before it did anything. The fork server imports them once; each process is then
+Kubernetes client before it did anything. A fork server imports a module once; each process is then
 forked from it and calls its entry point (`module:function`, given the argument list), in a session
 of its own with its output appended to its log file, exactly as a `python -m` child would run.
 
