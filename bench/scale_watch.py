@@ -22,6 +22,10 @@ from testbed.traffic_driver import parse_backend_weights
 
 TERMINAL = frozenset({"Succeeded", "RolledBack", "Failed"})
 GONE = 410
+# How long one watch request stays open: a stopped watch ends within it. An API server being
+# stopped waits for open watches (with 30 s, the bed's kube-apiserver outwaited its 15 s SIGTERM
+# deadline and was killed).
+WATCH_SECONDS = 5
 
 
 def _seconds(timestamp: str) -> float:
@@ -46,12 +50,15 @@ class NamespaceWatch:
         self.seen = seen
         self.failure: Exception | None = None
         self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> None:
-        threading.Thread(target=self._run, daemon=True).start()
+        self._thread.start()
 
     def stop(self) -> None:
+        """Returns once the watch request is closed."""
         self._stop.set()
+        self._thread.join(timeout=3 * WATCH_SECONDS)
 
     def _run(self) -> None:
         try:
@@ -77,7 +84,7 @@ class NamespaceWatch:
                 self.objects.list_namespaced_custom_object,
                 *self.where,
                 resource_version=version,
-                timeout_seconds=30,
+                timeout_seconds=WATCH_SECONDS,
             )
             try:
                 for event in stream:
