@@ -127,7 +127,7 @@ class ProcessRegistry:
         """SIGKILLs one recorded process (no cleanup, as when its node dies) and forgets it."""
         if self.is_running(process):
             os.kill(process.pid, signal.SIGKILL)
-            _wait_gone(process.pid, timeout)
+            wait_exited(process.pid, timeout)
             log.info("process killed", component=process.name, pid=process.pid)
         self._save([p for p in self.load() if p != process])
 
@@ -135,10 +135,10 @@ class ProcessRegistry:
         """Stops one recorded process and forgets it."""
         if self.is_running(process):
             os.kill(process.pid, signal.SIGTERM)
-            if not _wait_gone(process.pid, timeout):
+            if not wait_exited(process.pid, timeout):
                 log.warning("process ignored SIGTERM; killing", component=process.name, pid=process.pid)
                 os.kill(process.pid, signal.SIGKILL)
-                _wait_gone(process.pid, timeout)
+                wait_exited(process.pid, timeout)
             log.info("process stopped", component=process.name, pid=process.pid)
         self._save([p for p in self.load() if p != process])
 
@@ -165,11 +165,15 @@ def _executable_of(pid: int) -> str | None:
         return None
 
 
-def _wait_gone(pid: int, timeout: float) -> bool:
+def wait_exited(pid: int, timeout: float) -> bool:
+    """Whether every thread of the process ended within `timeout`: a killed process's main thread
+    can be a zombie while its other threads still run and hold its files. Its sockets may close a
+    moment later still, so a restart on the same port waits for the port (OperatorProcess.start)."""
+    born = _start_time(pid)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         _reap(pid)
-        if _executable_of(pid) is None or _is_zombie(pid):
+        if _start_time(pid) != born or _threads_exited(pid):  # reaped (perhaps its pid reused), or dead
             _reap(pid)
             return True
         time.sleep(0.05)
@@ -182,9 +186,21 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _is_zombie(pid: int) -> bool:
+def _stat_fields(path: Path) -> list[str]:
+    """The fields of a /proc stat file after the command name, from the state (field 3) on."""
+    return path.read_text().rsplit(")", 1)[1].split()
+
+
+def _start_time(pid: int) -> str | None:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return _stat_fields(Path(f"/proc/{pid}/stat"))[19]  # field 22, in clock ticks since boot
     except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+        return None
+
+
+def _threads_exited(pid: int) -> bool:
+    try:
+        states = [_stat_fields(task / "stat")[0] for task in Path(f"/proc/{pid}/task").iterdir()]
+    except OSError:
+        return True  # reaped meanwhile
+    return all(state in ("Z", "X") for state in states)

@@ -1,11 +1,19 @@
-"""testbed.processes.ProcessRegistry.stop_all: the last started stops first, except the processes it
-is told to stop last (the API server and etcd, which the others need in order to stop quickly)."""
+"""testbed.processes: stop_all stops the last started first, except the processes it is told to stop
+last (the API server and etcd, which the others need in order to stop quickly); a process has
+exited only once all its threads have."""
 
 from __future__ import annotations
 
+import functools
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
-from testbed.processes import ProcessRegistry
+from testbed.ports import bindable
+from testbed.processes import ProcessRegistry, wait_exited
+from testbed.waiting import wait_for
 
 STARTED_IN_ORDER = ("etcd", "kube-apiserver", "controller", "double")
 
@@ -25,3 +33,37 @@ def test_the_processes_named_last_stop_after_the_others_in_the_order_named(tmp_p
 def _until_sigterm(record: Path, name: str) -> list[str]:
     """A process that writes its name to `record` when SIGTERM stops it."""
     return ["/bin/sh", "-c", f"trap 'echo {name} >> {record}; exit 0' TERM; while :; do sleep 0.05; done"]
+
+
+def test_a_process_has_exited_only_once_every_thread_has(tmp_path: Path) -> None:
+    """Its main thread gone (a zombie, as a killed process's main thread can be for a while) and
+    another thread still holding a listening port: not exited until that thread ends too, and the
+    port is free soon after."""
+    port_file = tmp_path / "port"
+    process = subprocess.Popen([sys.executable, "-c", _MAIN_THREAD_EXITS_FIRST, str(port_file)])
+    try:
+        port = int(
+            wait_for(lambda: port_file.exists() and port_file.read_text(), timeout=30, what="the port")
+        )
+        wait_for(lambda: _main_thread_state(process.pid) == "Z", timeout=30, what="the main thread's exit")
+        assert not wait_exited(process.pid, timeout=0.5)
+        os.kill(process.pid, signal.SIGKILL)
+        assert wait_exited(process.pid, timeout=30)
+        wait_for(functools.partial(bindable, port), timeout=30, what=f"port {port} to be free")
+    finally:
+        process.kill()
+        process.wait()
+
+
+# Binds a port, holds it in a second thread, and ends its main thread alone (pthread_exit).
+_MAIN_THREAD_EXITS_FIRST = """
+import ctypes, socket, sys, threading, time
+server = socket.create_server(("127.0.0.1", 0))
+threading.Thread(target=time.sleep, args=(600,)).start()
+open(sys.argv[1], "w").write(str(server.getsockname()[1]))
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def _main_thread_state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
