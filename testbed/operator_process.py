@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.request
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
 from testbed.check_pods import BED_EVALUATOR_IMAGE
-from testbed.ports import free_port
+from testbed.ports import bindable, free_port
 from testbed.processes import MODELGATE_ENTRY, ProcessRegistry, StartedProcess
 from testbed.waiting import wait_for
 
@@ -49,6 +50,10 @@ class OperatorProcess:
         ]
         # The gate's evaluator Jobs run the operator's image, which the bed runs as `python -m modelgate`.
         env = {EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE}
+        for port in (self.metrics_port, self.health_port):
+            # Started again after a kill: the killed process's sockets can close a moment after its
+            # last thread has ended (a restart once found its metrics port taken, and died).
+            wait_for(functools.partial(bindable, port), timeout=30, what=f"port {port} to be free")
         self.process = self.registry.start_python("operator", MODELGATE_ENTRY, args, env=env)
         wait_for(self._healthy, timeout=60, what=f"the operator's liveness endpoint (log: {self.log_file})")
 

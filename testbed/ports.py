@@ -28,7 +28,7 @@ def free_port() -> int:
     CLAIMS.mkdir(exist_ok=True)
     for _ in range(ATTEMPTS):
         port = random.randrange(FIRST_PORT, END_PORT)
-        if _claim(port) and _bindable(port):
+        if _claim(port) and bindable(port):
             return port
     raise RuntimeError(f"no free port in {FIRST_PORT}-{END_PORT - 1} after {ATTEMPTS} attempts ({CLAIMS})")
 
@@ -48,7 +48,7 @@ def _claim(port: int) -> bool:
         return False
 
 
-def _bindable(port: int) -> bool:
+def bindable(port: int) -> bool:
     with socket.socket() as probe:
         try:
             probe.bind((LOOPBACK, port))
