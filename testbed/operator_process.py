@@ -53,7 +53,11 @@ class OperatorProcess:
         for port in (self.metrics_port, self.health_port):
             # Started again after a kill: the killed process's sockets can close a moment after its
             # last thread has ended (a restart once found its metrics port taken, and died).
-            wait_for(functools.partial(bindable, port), timeout=30, what=f"port {port} to be free")
+            wait_for(
+                functools.partial(bindable, port, reuse_address=True),
+                timeout=30,
+                what=f"port {port} to be free",
+            )
         self.process = self.registry.start_python("operator", MODELGATE_ENTRY, args, env=env)
         wait_for(self._healthy, timeout=60, what=f"the operator's liveness endpoint (log: {self.log_file})")
 

@@ -48,8 +48,11 @@ def _claim(port: int) -> bool:
         return False
 
 
-def bindable(port: int) -> bool:
+def bindable(port: int, *, reuse_address: bool = False) -> bool:
+    """Whether a listener could bind the port now. `reuse_address` as servers bind (Python's among
+    them): the port's TIME_WAIT connections do not count, a listener still does."""
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, int(reuse_address))
         try:
             probe.bind((LOOPBACK, port))
         except OSError:

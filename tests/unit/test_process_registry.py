@@ -49,7 +49,9 @@ def test_a_process_has_exited_only_once_every_thread_has(tmp_path: Path) -> None
         assert not wait_exited(process.pid, timeout=0.5)
         os.kill(process.pid, signal.SIGKILL)
         assert wait_exited(process.pid, timeout=30)
-        wait_for(functools.partial(bindable, port), timeout=30, what=f"port {port} to be free")
+        wait_for(
+            functools.partial(bindable, port, reuse_address=True), timeout=30, what=f"port {port} to be free"
+        )
     finally:
         process.kill()
         process.wait()
