@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from testbed.forkserver import ForkServer, ForkServerError
-from testbed.processes import ProcessRegistry, python_module_env
-from testbed.waiting import wait_for
+from testbed.processes import ProcessRegistry, python_module_env, wait_exited
 
 ENTRIES = "tests.support.forked_entries"
 
@@ -26,15 +25,8 @@ def server() -> Iterator[ForkServer]:
     server.close()
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
 def _finished_output(pid: int, log: Path) -> str:
-    wait_for(lambda: _gone(pid), timeout=30, what=f"process {pid} to end")
+    assert wait_exited(pid, timeout=30), f"process {pid} did not end"
     return log.read_text()
 
 
@@ -78,9 +70,9 @@ def test_a_forked_process_outlives_the_server_and_stops_by_its_pid(
 ) -> None:
     pid = server.spawn(f"{ENTRIES}:wait_for_sigterm", [], tmp_path / "waiting.log", {})
     server.close()
-    assert not _gone(pid)
+    assert not wait_exited(pid, timeout=0.5)  # still running without its server
     os.kill(pid, signal.SIGTERM)
-    wait_for(lambda: _gone(pid), timeout=30, what=f"process {pid} to end on SIGTERM")
+    assert wait_exited(pid, timeout=30), f"process {pid} did not end on SIGTERM"
 
 
 def test_the_registry_records_a_forked_process_as_running_and_stops_it(tmp_path: Path) -> None:
