@@ -28,15 +28,17 @@ def test_operator_killed_while_holding_evaluations_evaluates_again_before_it_mov
 ) -> None:
     # Shorter than MAX_STATUS_HOLD: the pause's evaluations are held until it ends.
     manifest = paused_rollout(local_bed, namespace, HELD_PAUSE_SECONDS)
-    ticks = "modelgate_reconcile_duration_seconds_count"
+    ticks, ours = "modelgate_rollout_reconciles_total", {"namespace": namespace, "rollout": "chat"}
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(manifest)
         pausing = scenario.wait_for_status("the timed pause", lambda s: s.current_step_index == 1)
         written = pausing.last_analysis_at
         assert written is not None
-        ticked = operator.counter(ticks)
+        ticked = operator.counter(ticks, **ours)
         # Evaluations made since (one a tick, at a 1 s interval) that the stored status does not have.
-        wait_for(lambda: operator.counter(ticks) >= ticked + 3, timeout=60, what="evaluations in the pause")
+        wait_for(
+            lambda: operator.counter(ticks, **ours) >= ticked + 3, timeout=60, what="evaluations in the pause"
+        )
         holding = scenario.status()
         assert (holding.current_step_index, holding.last_analysis_at) == (1, written)
 

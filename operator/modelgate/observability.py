@@ -56,6 +56,8 @@ METRIC_VERDICT = Counter(
     "modelgate_analysis_verdicts", "Analysis verdicts by metric and verdict", [*_ROLLOUT, "metric", "verdict"]
 )
 PROMOTIONS = Counter("modelgate_promotions", "Rollouts that reached Succeeded", _ROLLOUT)
+# Per rollout, so one rollout ticking far more often than its interval and resyncs say stands out.
+ROLLOUT_TICKS = Counter("modelgate_rollout_reconciles", "Reconcile ticks of one rollout", _ROLLOUT)
 ROLLBACKS = Counter("modelgate_rollbacks", "Rollouts rolled back", [*_ROLLOUT, "reason"])
 QUERY_ERRORS = Counter("modelgate_prometheus_query_errors", "Failed metric queries", _ROLLOUT)
 API_REQUESTS = Counter(
@@ -115,12 +117,12 @@ def export(namespace: str, name: str, decision: Decision, analysis: AnalysisRun 
 
 def forget_rollout(namespace: str, rollout: str) -> None:
     """Drops a deleted rollout's series, so gauges do not report it forever."""
-    for gauge in (ROLLOUT_WEIGHT, ROLLOUT_STEP):
-        _remove(gauge, namespace, rollout)
+    for series in (ROLLOUT_WEIGHT, ROLLOUT_STEP, ROLLOUT_TICKS):
+        _remove(series, namespace, rollout)
     for phase in PHASES:
         _remove(ROLLOUT_PHASE, namespace, rollout, phase)
 
 
-def _remove(metric: Gauge, *labels: str) -> None:
+def _remove(metric: Gauge | Counter, *labels: str) -> None:
     with contextlib.suppress(KeyError):
         metric.remove(*labels)

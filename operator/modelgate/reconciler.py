@@ -136,6 +136,7 @@ class Reconciler:
         meta = body["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         structlog.contextvars.bind_contextvars(namespace=namespace, rollout=name)
+        observability.ROLLOUT_TICKS.labels(namespace, name).inc()
         try:
             with observability.RECONCILE_SECONDS.time():
                 return self._tick(body, namespace, name)

@@ -73,7 +73,9 @@ def test_metrics_events_and_logs_follow_a_rollout(
     def scraped_success() -> bool:
         phase = prometheus.query(f'modelgate_rollout_phase{{{selector},phase="Succeeded"}}')
         promotions = prometheus.query(f"modelgate_promotions_total{{{selector}}}")
-        return phase.value == 1 and promotions.value == 1
+        # One tick per step and evaluation at least (the operator's total also counts other rollouts).
+        ticks = prometheus.query(f"modelgate_rollout_reconciles_total{{{selector}}}")
+        return phase.value == 1 and promotions.value == 1 and (ticks.value or 0) >= len(STEPS) + 1
 
     wait_for(scraped_success, timeout=30, what="Prometheus to scrape the operator's view of the success")
 

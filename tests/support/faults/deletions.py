@@ -27,7 +27,8 @@ from tests.support.faults.common import (
 )
 from tests.support.kube import create, rollout_status
 
-TICKS = "modelgate_reconcile_duration_seconds_count"
+# This rollout's ticks only: the session's operator also resyncs rollouts other tests left behind.
+TICKS = "modelgate_rollout_reconciles_total"
 # Ticks the removal's own watch events may cause (a Deployment scaled down changes its status a few
 # times); a rollout in a loop would tick 5 times a second.
 EVENT_TICKS = 6
@@ -101,13 +102,14 @@ def removed_mid_rollout(
     past the pause's end: its status says what is missing, and the operator looks at it on a resync
     or an event (not in a loop) and logs no error. Then brings the thing back: the rollout succeeds
     (after `modelgate retry`, for the route), its weights as the steps say."""
+    ours = {"namespace": namespace, "rollout": "chat"}
     with plain_rollout_at_step(api_client, namespace, timed_steps(pause_seconds)) as recorder:
         shown = _remove(api_client, namespace, removal)
         reported = wait_status(api_client, namespace, "chat", shown, f"reporting {removal.value}")
-        ticks_before, watched_from = operator.counter(TICKS), time.monotonic()
+        ticks_before, watched_from = operator.counter(TICKS, **ours), time.monotonic()
         time.sleep(pause_seconds + held_seconds)  # the rollout left alone, past its pause's end
         window = time.monotonic() - watched_from
-        ticks = operator.counter(TICKS) - ticks_before
+        ticks = operator.counter(TICKS, **ours) - ticks_before
         held = rollout_status(api_client, namespace, "chat")
         assert shown(held), held
         # The resyncs that fall in the window (one more than whole periods: it need not start on one),
