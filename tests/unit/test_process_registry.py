@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from testbed.ports import bindable
-from testbed.processes import ProcessRegistry, wait_exited
+from testbed.processes import ProcessRegistry, StartedProcess, wait_exited
 from testbed.waiting import wait_for
 
 STARTED_IN_ORDER = ("etcd", "kube-apiserver", "controller", "double")
@@ -21,18 +21,24 @@ STARTED_IN_ORDER = ("etcd", "kube-apiserver", "controller", "double")
 def test_the_processes_named_last_stop_after_the_others_in_the_order_named(tmp_path: Path) -> None:
     registry = ProcessRegistry(tmp_path)
     stopped = tmp_path / "stopped"
-    started = {name: registry.start(name, _until_sigterm(stopped, name)) for name in STARTED_IN_ORDER}
+    started = {name: _start_trapping(registry, stopped, name) for name in STARTED_IN_ORDER}
     registry.stop(started["kube-apiserver"])  # a test restarts it: it is now the last started
-    registry.start("kube-apiserver", _until_sigterm(stopped, "kube-apiserver"))
+    _start_trapping(registry, stopped, "kube-apiserver")
     stopped.unlink()
     registry.stop_all(timeout=30, last=("kube-apiserver", "etcd"))
     assert stopped.read_text().split() == ["double", "controller", "kube-apiserver", "etcd"]
     assert registry.load() == []
 
 
-def _until_sigterm(record: Path, name: str) -> list[str]:
-    """A process that writes its name to `record` when SIGTERM stops it."""
-    return ["/bin/sh", "-c", f"trap 'echo {name} >> {record}; exit 0' TERM; while :; do sleep 0.05; done"]
+def _start_trapping(registry: ProcessRegistry, record: Path, name: str) -> StartedProcess:
+    """A process that writes its name to `record` when SIGTERM stops it, waited for until its trap
+    is set: a SIGTERM before that ends the shell without a word (seen once under load)."""
+    ready = record.with_name(f"{name}.ready")
+    ready.unlink(missing_ok=True)
+    script = f"trap 'echo {name} >> {record}; exit 0' TERM; : > {ready}; while :; do sleep 0.05; done"
+    process = registry.start(name, ["/bin/sh", "-c", script])
+    wait_for(ready.exists, timeout=30, what=f"{name}'s SIGTERM trap")
+    return process
 
 
 def test_a_process_has_exited_only_once_every_thread_has(tmp_path: Path) -> None:
