@@ -12,6 +12,9 @@ export CGO_ENABLED=0
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/gomod/kubernetes/go.mod")
 etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2}' "$here/gomod/etcd/go.mod")
 traefik_version=$(awk '$1 == "require" && $2 == "github.com/traefik/traefik/v3" {print $3}' "$here/gomod/traefik/go.mod")
+sim_version=$(awk '$1 == "github.com/llm-d/llm-d-inference-sim" {print $2}' "$here/gomod/inference-sim/go.mod")
+# The wrapper's own source is part of the recipe: a change to it builds a new binary.
+sim_recipe=-$(cat "$here/gomod/inference-sim/main.go" "$here/gomod/inference-sim/go.sum" | sha256sum | cut -c1-8)
 # shellcheck source=versions.env
 . "$here/versions.env"
 
@@ -70,6 +73,16 @@ build_traefik() {
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
+# llm-d's vLLM simulator, served on one address by the command in hack/gomod/inference-sim (its
+# main.go says why); the module pins the simulator's version and whole dependency graph.
+build_inference_sim() {
+  local out=$cache/inference-sim-$sim_version$sim_recipe/bin
+  if have_all "$out" inference-sim; then echo "build-bins: inference-sim $sim_version cached in $out"; return; fi
+  mkdir -p "$out.tmp"
+  (cd "$here/gomod/inference-sim" && timed "inference-sim $sim_version" go build -ldflags "-s -w" -o "$out.tmp/inference-sim" .)
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
 go_install() {  # name version package [cache-dir suffix naming the recipe] [ldflags]
   local name=$1 version=$2 pkg=$3 recipe=${4:-} ldflags="-s -w ${5:-}"
   local out=$cache/$name-$version$recipe/bin
@@ -116,7 +129,7 @@ link_bins() {  # cache-dir...
 
 link_pinned() {
   link_bins "kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION$helm_recipe" \
-    "actionlint-$ACTIONLINT_VERSION" "traefik-$traefik_version"
+    "actionlint-$ACTIONLINT_VERSION" "traefik-$traefik_version" "inference-sim-$sim_version$sim_recipe"
 }
 
 case "${1:-all}" in
@@ -125,6 +138,7 @@ case "${1:-all}" in
   kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;
   helm) build_helm ;;
   traefik) build_traefik; link_bins "traefik-$traefik_version" ;;
+  inference-sim) build_inference_sim; link_bins "inference-sim-$sim_version$sim_recipe" ;;
   actionlint) go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint ;;
   all)
     build_etcd
@@ -133,7 +147,8 @@ case "${1:-all}" in
     go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint
     build_kubernetes
     build_traefik
+    build_inference_sim
     link_pinned
     ;;
-  *) echo "usage: build-bins.sh [all|kubernetes|etcd|kwok|helm|actionlint|traefik]" >&2; exit 2 ;;
+  *) echo "usage: build-bins.sh [all|kubernetes|etcd|kwok|helm|actionlint|traefik|inference-sim]" >&2; exit 2 ;;
 esac

@@ -18,6 +18,7 @@ GO_BUILT = (
     "helm",
     "actionlint",
     "traefik",
+    "inference-sim",
 )
 
 
