@@ -294,6 +294,7 @@ def _section_table(kind: str, schema: Node) -> list[str]:
 EXAMPLE_NAMESPACE = "serving"
 EXAMPLE_INCUMBENT = "chat-v1"
 EXAMPLE_CANDIDATE = "chat-v2"
+EXAMPLE_ROUTE = "chat"
 EXAMPLE_INTERVAL = "30s"
 EXAMPLE_POD_REGEX = "chat-v2-.+"  # e.g. for pod names Kubernetes truncated
 EXAMPLE_INTERVALS = ("500ms", "2s", "30s", "1m", "90s", "1.5m", "5m", "1h")
@@ -330,6 +331,8 @@ def example_context(**overrides: str) -> QueryContext:
         EXAMPLE_CANDIDATE,
         overrides.get("interval", EXAMPLE_INTERVAL),
         candidate_pod_regex=overrides.get("candidate_pod_regex"),
+        gateway_routes=(f"httproute/{EXAMPLE_ROUTE}",),
+        backends=(EXAMPLE_INCUMBENT, EXAMPLE_CANDIDATE),
     )
 
 
@@ -342,7 +345,8 @@ def _example_context_block() -> list[str]:
     return [
         f"The examples on this page are rendered by the code for a ModelRollout in namespace "
         f"`{ctx.namespace}` with incumbent `{ctx.incumbent_deployment}`, candidate "
-        f"`{ctx.candidate_deployment}` and `interval: {EXAMPLE_INTERVAL}` (window `{ctx.interval}`).",
+        f"`{ctx.candidate_deployment}` (each also the backendRef of HTTPRoute `{EXAMPLE_ROUTE}` that "
+        f"reaches it) and `interval: {EXAMPLE_INTERVAL}` (window `{ctx.interval}`).",
     ]
 
 

@@ -27,7 +27,14 @@ def _table() -> list[str]:
 
 
 def _source(source: str, ctx: QueryContext) -> list[str]:
-    lines = ["Requests (against `minRequests`, and the requests of every share):", ""]
+    if STACKS[source].answered is None:
+        lines = ["Requests (against `minRequests`, and the requests of every share):", ""]
+    else:
+        lines = [
+            "Requests against `minRequests`: the HTTP counter's, or where the server exports none, the "
+            "requests it answered (the HTTP counter alone is every share's denominator):",
+            "",
+        ]
     lines += _promql(request_count_query(source, ctx))
     for name in available(source):
         lines += [

@@ -35,6 +35,9 @@ class VllmExporter(Exporter):
         self.tpot = self.histogram(
             "vllm:request_time_per_output_token_seconds", INTER_TOKEN_LATENCY_BUCKETS, series
         )
+        self.inter_token = self.histogram(
+            "vllm:inter_token_latency_seconds", INTER_TOKEN_LATENCY_BUCKETS, series
+        )
         self.latency = self.histogram("vllm:e2e_request_latency_seconds", REQUEST_LATENCY_BUCKETS, series)
         self.tokens = Counter("vllm:generation_tokens", "Generation tokens.", labels, registry=r).labels(
             model, "0"
@@ -52,6 +55,8 @@ class VllmExporter(Exporter):
     def answered(self, answer: Answer) -> None:
         self.ttft.observe(answer.ttft)
         self.tpot.observe(answer.tpot)
+        for _ in range(answer.tokens - 1):  # one gap between each two tokens, all alike here
+            self.inter_token.observe(answer.tpot)
         self.latency.observe(answer.latency, exemplar=self.exemplar)
         self.tokens.inc(answer.tokens)
         self.finished[SERVER_FINISHED_REASON.get(answer.finish_reason, answer.finish_reason)].inc()

@@ -24,7 +24,9 @@ from modelgate.metrics.presets import request_count_query as requests_query
 from modelgate.metrics.promql_plan import analysis_plan
 from tests.support.promql import NO_DATA, assert_evaluates, counter, one
 
-CTX = QueryContext.for_rollout("serving", "chat", "chat-v2", "30s")  # the window: 1m
+CTX = QueryContext.for_rollout(  # the window: 1m
+    "serving", "chat", "chat-v2", "30s", gateway_routes=("httproute/chat",), backends=("chat", "chat-v2")
+)
 POD_A, POD_B = "chat-v2-5c4b3a2f1-xyz12", "chat-v2-5c4b3a2f1-uvw34"
 
 
@@ -149,6 +151,115 @@ def test_llm_d_selects_by_target_model(tmp_path: Path) -> None:
             requests_query("llm-d", CTX): one(99 * 60),
         },
     )
+
+
+def vllm_series(pod: str, finished_label: str, *, http: bool) -> dict[str, str]:
+    """What vLLM (finished_label `finished_reason`, with its HTTP instrumentator) or llm-d's simulator
+    (`finish_reason`, without) export for 10 finished requests a second, 1 of them aborted; vLLM's
+    HTTP counter also counts 2 failed requests a second, which no engine counter sees."""
+    labels = f'namespace="serving",pod="{pod}",model_name="chat-v2"'
+    series = {
+        f'vllm:request_success_total{{{labels},{finished_label}="stop"}}': counter(9),
+        f'vllm:request_success_total{{{labels},{finished_label}="abort"}}': counter(1),
+        f"vllm:e2e_request_latency_seconds_count{{{labels}}}": counter(10),
+        f'vllm:inter_token_latency_seconds_bucket{{{labels},le="0.01"}}': counter(0),
+        f'vllm:inter_token_latency_seconds_bucket{{{labels},le="0.025"}}': counter(100),
+        f'vllm:inter_token_latency_seconds_bucket{{{labels},le="+Inf"}}': counter(100),
+    }
+    if http:
+        series[f'http_requests_total{{namespace="serving",pod="{pod}",status="2xx"}}'] = counter(10)
+        series[f'http_requests_total{{namespace="serving",pod="{pod}",status="5xx"}}'] = counter(2)
+    return series
+
+
+def test_vllm_presets_read_vllms_series_and_its_simulators(tmp_path: Path) -> None:
+    tpot = preset_query("tpotP99", "vllm", CTX)
+    assert_evaluates(
+        tmp_path,
+        vllm_series(POD_A, "finished_reason", http=True),
+        {
+            requests_query("vllm", CTX): one(12 * 60),
+            preset_query("errorRate", "vllm", CTX): one(2 / 12),
+            preset_query("abortRate", "vllm", CTX): one(1 / 12),
+            tpot: one(0.02485),  # per token: 99% of the way through the bucket 0.01-0.025
+        },
+    )
+    # The simulator counts no failed request: errors and aborts have no denominator, so no data,
+    # never 0; the requests it finished still count against minRequests.
+    assert_evaluates(
+        tmp_path,
+        vllm_series(POD_A, "finish_reason", http=False),
+        {
+            requests_query("vllm", CTX): one(10 * 60),
+            preset_query("errorRate", "vllm", CTX): NO_DATA,
+            preset_query("abortRate", "vllm", CTX): NO_DATA,
+            tpot: one(0.02485),
+        },
+    )
+
+
+def traefik_service(route_namespace: str, route: str, backend: str, index: int) -> str:
+    """The service Traefik's Gateway provider names after one backendRef of an HTTPRoute's rule 0."""
+    router = (
+        f"httproute-{route_namespace}-{route}-gw-{route_namespace}-inference-ep-web-0-1c0cf64bde37d9d19df8"
+    )
+    return f"{router}-svc-{route_namespace}-{backend}-{index}@kubernetesgateway"
+
+
+def test_traefik_tells_the_weighted_backends_of_the_route_apart(tmp_path: Path) -> None:
+    def requests(service: str, code: str) -> str:
+        return labelled(
+            "traefik_service_requests_total", service=service, code=code, method="POST", protocol="http"
+        )
+
+    incumbent, candidate = (
+        traefik_service("serving", "chat", "chat", 0),
+        traefik_service("serving", "chat", "chat-v2", 1),
+    )
+    # The same backend name behind a route of another namespace is someone else's traffic.
+    elsewhere = traefik_service("other", "chat", "chat-v2", 1)
+    series = {
+        requests(incumbent, "200"): counter(90),
+        requests(incumbent, "503"): counter(1),
+        requests(candidate, "200"): counter(9),
+        requests(candidate, "503"): counter(1),
+        requests(candidate, "499"): counter(0),
+        requests(elsewhere, "503"): counter(50),
+        **{
+            labelled(
+                "traefik_service_request_duration_seconds_bucket", service=candidate, code="200", le=le
+            ): counter(9)
+            for le in ("0.3", "1.2", "+Inf")
+        },
+        labelled("traefik_service_request_duration_seconds_count", service=candidate, code="200"): counter(9),
+    }
+    assert_evaluates(
+        tmp_path,
+        series,
+        {
+            requests_query("traefik", CTX): one(10 * 60),
+            requests_query("traefik", CTX, "incumbent"): one(91 * 60),
+            preset_query("errorRate", "traefik", CTX): one(0.1),
+            preset_query("errorRate", "traefik", CTX, "incumbent"): one(1 / 91),
+            preset_query("abortRate", "traefik", CTX): one(0),
+            preset_query("slowRequestRate", "traefik", CTX, threshold=0.3): one(0),
+        },
+    )
+
+
+def test_traefik_needs_gateway_api_routing_to_tell_the_sides_apart() -> None:
+    spec = spec_with("traefik", {"name": "errors", "preset": "errorRate", "max": 0.01})
+    spec["trafficRouting"] = {
+        "istio": {
+            "virtualService": "chat",
+            "incumbentDestination": {"host": "a"},
+            "candidateDestination": {"host": "b"},
+        }
+    }
+    with pytest.raises(ValueError) as refused:
+        analysis_plan(parse_spec(spec), "serving")
+    assert str(refused.value).startswith("spec.analysis.metrics[0].preset (metric errors): source traefik")
+    assert "spec.trafficRouting.gatewayAPI" in str(refused.value)
 
 
 def test_queue_depth_is_the_busiest_pods_mean_queue(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ MetricPreset = Literal[
     "tokensPerSecond",
     "queueDepth",
 ]
-MetricSource = Literal["vllm", "sglang", "tgi", "triton", "llm-d", "istio"]
+MetricSource = Literal["vllm", "sglang", "tgi", "triton", "llm-d", "istio", "traefik"]
 
 
 def _cel_list(names: tuple[str, ...]) -> str:
@@ -279,7 +279,7 @@ class AnalysisSpec(SpecModel):
     source: MetricSource = Field(
         "vllm",
         description="The serving stack whose metric names the presets read (vllm, sglang, tgi, triton, "
-        "llm-d, istio); a metric may name another.",
+        "llm-d, istio, traefik); a metric may name another.",
     )
     metrics: Annotated[tuple[MetricSpec, ...], Field(min_length=1, max_length=20)] = Field(
         description="The metrics to check, names unique. Missing data (an empty result, NaN, too few "

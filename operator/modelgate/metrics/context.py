@@ -84,6 +84,11 @@ class QueryContext:
     # The model names a gateway reports each side's requests under; empty means the Deployment's name.
     incumbent_model: str = ""
     candidate_model: str = ""
+    # The Gateway API routes (`httproute/NAME`, `grpcroute/NAME`) and backendRef names that carry each
+    # side's traffic, for sources that count it at the gateway; empty without gatewayAPI routing.
+    gateway_routes: tuple[str, ...] = ()
+    incumbent_backend: str = ""
+    candidate_backend: str = ""
 
     def __post_init__(self) -> None:
         _check_namespace(self.namespace)
@@ -93,6 +98,10 @@ class QueryContext:
         _check_pod_regex("candidate", self.candidate_pod_regex)
         _check_model("incumbent", self.model("incumbent"))
         _check_model("candidate", self.model("candidate"))
+        for route in self.gateway_routes:
+            _check_gateway_route(route)
+        for side in ("incumbent", "candidate"):
+            _check_backend(side, self.backend(side))
         try:
             positive = parse_duration(self.interval) > timedelta()
         except ValueError as error:
@@ -112,6 +121,8 @@ class QueryContext:
         candidate_pod_regex: str | None = None,
         incumbent_model: str | None = None,
         candidate_model: str | None = None,
+        gateway_routes: tuple[str, ...] = (),
+        backends: tuple[str, str] = ("", ""),
         min_window: str = DEFAULT_MIN_WINDOW,
     ) -> QueryContext:
         """Build the context from spec values: default pod regexes, window = max(interval, min_window)."""
@@ -130,6 +141,9 @@ class QueryContext:
             interval=window,
             incumbent_model=incumbent_model or "",
             candidate_model=candidate_model or "",
+            gateway_routes=gateway_routes,
+            incumbent_backend=backends[0],
+            candidate_backend=backends[1],
         )
 
     def pod_regex(self, side: Side) -> str:
@@ -141,6 +155,10 @@ class QueryContext:
     def model(self, side: Side) -> str:
         model = self.candidate_model if side == "candidate" else self.incumbent_model
         return model or self.deployment(side)
+
+    def backend(self, side: Side) -> str:
+        """The backendRef name reaching the side ("" without gatewayAPI routing)."""
+        return self.candidate_backend if side == "candidate" else self.incumbent_backend
 
 
 def _or_default(pod_regex: str | None, deployment: str) -> str:
@@ -180,3 +198,14 @@ def _check_pod_regex(side: Side, regex: str) -> None:
             re.compile(regex)
     except re.error as exc:  # catch e.g. unbalanced parentheses here, not as a PromQL error later
         raise QueryContextError(f"{side} pod regex {regex!r} does not compile: {exc}") from None
+
+
+def _check_gateway_route(route: str) -> None:
+    kind, _, name = route.partition("/")
+    if kind not in ("httproute", "grpcroute") or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        raise QueryContextError(f"gateway route {route!r} is not httproute/NAME or grpcroute/NAME (DNS-1123)")
+
+
+def _check_backend(side: Side, name: str) -> None:
+    if name and (len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name)):
+        raise QueryContextError(f"{side} backend {name!r} is not a valid Kubernetes name (DNS-1123)")

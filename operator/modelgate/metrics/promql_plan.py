@@ -5,6 +5,7 @@ read the series of the metric's source, or of `spec.analysis.source`."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from modelgate.api import MetricSpec, ModelRolloutSpec, WorkloadRef
 from modelgate.api.duration import parse_duration
@@ -33,6 +34,7 @@ def analysis_plan(
         candidate_pod_regex=_pod_regex(spec.candidate, pools.get("candidate")),
         incumbent_model=spec.incumbent.model,
         candidate_model=spec.candidate.model,
+        **_gateway_routing(spec),
     )
     metrics = {
         metric.name: _metric_plan(index, metric, metric.source or analysis.source, ctx)
@@ -47,6 +49,18 @@ def analysis_plan(
         metrics,
         parse_duration(ctx.interval),
     )
+
+
+def _gateway_routing(spec: ModelRolloutSpec) -> dict[str, Any]:
+    """The routes and backends of gatewayAPI routing, for sources that count at the gateway."""
+    routing = spec.traffic_routing.gateway_api
+    if routing is None:
+        return {}
+    routes = tuple(
+        f"httproute/{ref.http_route}" if ref.http_route is not None else f"grpcroute/{ref.grpc_route}"
+        for ref in routing.route_refs
+    )
+    return {"gateway_routes": routes, "backends": (routing.incumbent_backend, routing.candidate_backend)}
 
 
 def _pod_regex(ref: WorkloadRef, pods: Sequence[PoolPod] | None) -> str | None:

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from modelgate.metrics.base import CountQueries
 from modelgate.metrics.context import QueryContext, Side
-from modelgate.metrics.presets import istio, llmd, sglang, tgi, triton, vllm
+from modelgate.metrics.presets import istio, llmd, sglang, tgi, traefik, triton, vllm
 from modelgate.metrics.presets.catalog import PRESETS, Preset, Share, UnknownPresetError
 from modelgate.metrics.presets.common import Stack
 
@@ -25,7 +25,15 @@ T = TypeVar("T")
 STACKS: Mapping[str, Stack] = MappingProxyType(
     {
         stack.source: stack
-        for stack in (vllm.STACK, sglang.STACK, tgi.STACK, triton.STACK, llmd.STACK, istio.STACK)
+        for stack in (
+            vllm.STACK,
+            sglang.STACK,
+            tgi.STACK,
+            triton.STACK,
+            llmd.STACK,
+            istio.STACK,
+            traefik.STACK,
+        )
     }
 )
 
@@ -98,7 +106,11 @@ def exemplar_query(name: str, source: str, ctx: QueryContext, *, threshold: floa
 def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate") -> str:
     """Requests one side served in the window; the engine compares it with `minRequests`."""
     stack = get_stack(source)
-    return stack.requests.over("increase", stack.select(ctx, side), ctx.interval)
+    selector = stack.select(ctx, side)
+    requests = stack.requests.over("increase", selector, ctx.interval)
+    if stack.answered is None:
+        return requests
+    return f"({requests} or {stack.answered.over('increase', selector, ctx.interval)})"
 
 
 def _resolve(name: str, source: str) -> tuple[Preset, Stack]:

@@ -39,6 +39,9 @@ class Counter:
     matchers: str = ""
     # The series appears with the first event (a 5xx, an abort), so its absence means none yet.
     absent_means_zero: bool = False
+    # Other matchers for the same events, where servers label them differently (vLLM's
+    # `finished_reason`, its simulator's `finish_reason`): every series either selects is counted.
+    alternatives: tuple[str, ...] = ()
 
     def over(self, function: str, selector: str, window: str) -> str:
         """`sum(<function>(name{selector}[window]))` for each name, added up."""
@@ -50,15 +53,21 @@ class Counter:
         return self._added(lambda series: series, selector)
 
     def _added(self, term: Callable[[str], str], selector: str) -> str:
-        terms = [f"sum({term(f'{name}{{{_matchers(selector, self.matchers)}}}')})" for name in self.names]
+        terms = [f"sum({self._either(term, name, selector)})" for name in self.names]
         added = " + ".join(terms)
         if self.absent_means_zero:
             return f"({added} or vector(0))"
         return added if len(terms) == 1 else f"({added})"
 
+    def _either(self, term: Callable[[str], str], name: str, selector: str) -> str:
+        matcher_sets = (self.matchers, *self.alternatives)
+        return " or ".join(term(f"{name}{{{_matchers(selector, matchers)}}}") for matchers in matcher_sets)
 
-def counter(name: str, matchers: str = "", *, absent_means_zero: bool = False) -> Counter:
-    return Counter((name,), matchers, absent_means_zero)
+
+def counter(
+    name: str, matchers: str = "", *, absent_means_zero: bool = False, alternatives: tuple[str, ...] = ()
+) -> Counter:
+    return Counter((name,), matchers, absent_means_zero, alternatives)
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,9 @@ class Stack:
     source: str
     select: Selector
     requests: Counter
+    # Requests the server answered, counted against `minRequests` where `requests` is not exported
+    # (a server without its HTTP counter); never a share's denominator, whose failures it misses.
+    answered: Counter | None = None
     errors: Counter | None = None
     aborts: Counter | None = None
     ttft: Histogram | None = None
