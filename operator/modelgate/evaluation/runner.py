@@ -144,7 +144,23 @@ async def _ask_both(
         [ask(endpoint, i) for i in range(len(conversations))] for endpoint in (plan.candidate, plan.incumbent)
     ]
     candidate, incumbent = await asyncio.gather(*(asyncio.gather(*side) for side in sides))
+    for endpoint, replies in ((plan.candidate, candidate), (plan.incumbent, incumbent)):
+        _warn_of_failures(endpoint, replies)
     return list(candidate), list(incumbent)
+
+
+def _warn_of_failures(endpoint: Endpoint, replies: Sequence[Reply]) -> None:
+    """Failed requests score as wrong answers; say so, or a misconfigured endpoint (a missing model
+    name answered 404) would quietly fail a good model."""
+    failed = [reply.error for reply in replies if reply.error is not None]
+    if failed:
+        log.warning(
+            "requests failed after every retry; each scores as a wrong answer",
+            endpoint=endpoint.role,
+            failed=len(failed),
+            asked=len(replies),
+            first_error=failed[0],
+        )
 
 
 def _judged_pairs(pairs: Sequence[_Pair], plan: Plan) -> list[_Pair]:
