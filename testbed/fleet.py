@@ -1,21 +1,26 @@
-"""Model-server doubles standing in for the Pods of model Deployments.
+"""Model servers standing in for the Pods of model Deployments.
 
 The bed's fake nodes (kwok) run no containers, so for each Ready Pod of a Deployment the fleet
-starts one double process on 127.0.0.1 and registers it with the bed's Prometheus under the labels
-Kubernetes discovery would give that Pod (`namespace`, `pod`, `container`). Pod names are the real
-ones the ReplicaSet controller chose, so queries select series exactly as they would in a cluster.
-The doubles are recorded with the bed's processes: `make cluster-down` stops them too.
+starts one server process on 127.0.0.1 (or on the Pod's loopback IP) and registers it with the bed's
+Prometheus under the labels Kubernetes discovery would give that Pod (`namespace`, `pod`,
+`container`). Pod names are the real ones the ReplicaSet controller chose, so queries select series
+exactly as they would in a cluster. The server is llm-d's vLLM simulator (`simulate`,
+testbed/inference_sim.py) or our double (`serve`, testbed/model_server_double.py) for what the
+simulator cannot do: refusal text, exemplars, per-request traces, behaviour changed mid-test.
+The servers are recorded with the bed's processes: `make cluster-down` stops them too.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
 
+from testbed.inference_sim import SimulatorFlags, start_simulator
 from testbed.localcluster import LocalCluster
 from testbed.model_server_double import DOUBLE_ENTRY, Behaviour
 from testbed.ports import free_port
@@ -30,14 +35,20 @@ class PodDouble:
     pod: str
     url: str
     process: StartedProcess
+    simulated: bool = False  # llm-d's simulator, not our double
 
     @property
     def target_name(self) -> str:
         return f"{self.namespace}.{self.pod}"
 
     def healthy(self) -> bool:
-        with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
+        path = "/health" if self.simulated else "/healthz"
+        with urllib.request.urlopen(f"{self.url}{path}", timeout=2) as response:
             return bool(response.status == 200)
+
+
+# Starts a Pod's server: (namespace, deployment, pod, host, port) -> the server.
+Starter = Callable[[str, str, str, str, int], PodDouble]
 
 
 class ModelFleet:
@@ -59,19 +70,42 @@ class ModelFleet:
         a free port of 127.0.0.1, or with `on_pod_ips` on the Pod's own IP and container port, where
         a gateway reaching the Pod through its Service finds it (Pods of the loopback node,
         testbed/loopback_pods.py)."""
+        started = self._serve_pods(namespace, deployment, self._start_double, on_pod_ips)
+        self.set_behaviour(deployment, behaviour or Behaviour())
+        return started
+
+    def simulate(
+        self, namespace: str, deployment: str, flags: SimulatorFlags | None = None, *, on_pod_ips: bool = True
+    ) -> list[PodDouble]:
+        """Starts llm-d's vLLM simulator for every Ready Pod of the Deployment, as `serve` starts
+        doubles: with `flags`, or without, with the arguments of the Pod's container. By default on
+        the Pods' own IPs, for a gateway to reach."""
+        args = flags.args(deployment) if flags is not None else self._container_args(namespace, deployment)
+
+        def start(namespace: str, deployment: str, pod: str, host: str, port: int) -> PodDouble:
+            process = start_simulator(
+                self.bed.processes, f"sim-{namespace}-{pod}", host, port, args, pod=(namespace, pod)
+            )
+            return PodDouble(namespace, deployment, pod, f"http://{host}:{port}", process, simulated=True)
+
+        return self._serve_pods(namespace, deployment, start, on_pod_ips)
+
+    def _serve_pods(
+        self, namespace: str, deployment: str, start: Starter, on_pod_ips: bool
+    ) -> list[PodDouble]:
         pods = wait_for(
             lambda: self._ready_pods(namespace, deployment),
             timeout=60,
             what=f"the Pods of deployment {namespace}/{deployment} to be Ready",
         )
+        addresses = [_pod_address(pod) if on_pod_ips else ("127.0.0.1", free_port()) for pod in pods]
         started = [
-            self._start(namespace, deployment, pod.metadata.name, _pod_address(pod) if on_pod_ips else None)
-            for pod in pods
+            start(namespace, deployment, pod.metadata.name, host, port)
+            for pod, (host, port) in zip(pods, addresses, strict=True)
         ]
         self.doubles.extend(started)
         for double in started:  # all started first, then waited for
-            wait_for(double.healthy, timeout=30, what=f"the double for pod {double.pod}")
-        self.set_behaviour(deployment, behaviour or Behaviour())
+            wait_for(double.healthy, timeout=30, what=f"the server for pod {double.pod}")
         for double in started:
             self.bed.scrape_targets.add(
                 double.target_name,
@@ -89,6 +123,8 @@ class ModelFleet:
         for double in self.doubles:
             if double.deployment != deployment or pod not in (None, double.pod):
                 continue
+            if double.simulated:
+                raise ValueError(f"pod {double.pod} runs the simulator, whose flags are set at its start")
             request = urllib.request.Request(f"{double.url}/admin/behaviour", data=body, method="PUT")
             request.add_header("Content-Type", "application/json")
             with urllib.request.urlopen(request, timeout=5) as response:
@@ -106,6 +142,10 @@ class ModelFleet:
             self.bed.processes.stop(double.process)
         self.doubles.clear()
 
+    def _container_args(self, namespace: str, deployment: str) -> list[str]:
+        spec: Any = self.apps.read_namespaced_deployment(deployment, namespace).spec
+        return list(spec.template.spec.containers[0].args or [])
+
     def _ready_pods(self, namespace: str, deployment: str) -> list[Any] | None:
         spec: Any = self.apps.read_namespaced_deployment(deployment, namespace).spec
         selector = ",".join(f"{k}={v}" for k, v in spec.selector.match_labels.items())
@@ -113,8 +153,7 @@ class ModelFleet:
         ready = [p for p in pods if p.metadata.deletion_timestamp is None and pod_is_ready(p)]
         return sorted(ready, key=lambda p: p.metadata.name) if len(ready) == spec.replicas else None
 
-    def _start(self, namespace: str, deployment: str, pod: str, address: tuple[str, int] | None) -> PodDouble:
-        host, port = address or ("127.0.0.1", free_port())
+    def _start_double(self, namespace: str, deployment: str, pod: str, host: str, port: int) -> PodDouble:
         process = self.bed.processes.start_python(
             f"double-{namespace}-{pod}",
             DOUBLE_ENTRY,

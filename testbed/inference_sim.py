@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from testbed.binaries import binary
 from testbed.processes import ProcessRegistry, StartedProcess
+from testbed.traffic_driver import SERVED_MODEL
 
 # The simulator's failure types (its --failure-types): server_error answers 503, rate_limit 429.
 FAILURE_TYPES = frozenset(
@@ -50,9 +51,11 @@ class SimulatorFlags:
             )
 
     def args(self, model: str) -> list[str]:
-        """The simulator's arguments: echo mode, so an answer is the request's last message."""
+        """The simulator's arguments: echo mode, so an answer is the request's last message. Every
+        version serves the public name SERVED_MODEL, as a canary's versions must for their clients."""
         argv = [
             f"--model={model}",
+            f"--served-model-name={SERVED_MODEL}",
             "--mode=echo",
             f"--time-to-first-token={_ms(self.time_to_first_token)}",
             f"--time-to-first-token-std-dev={_ms(self.time_to_first_token_std_dev)}",
@@ -71,13 +74,23 @@ class SimulatorFlags:
 
 
 def start_simulator(
-    processes: ProcessRegistry, name: str, host: str, port: int, args: Sequence[str]
+    processes: ProcessRegistry,
+    name: str,
+    host: str,
+    port: int,
+    args: Sequence[str],
+    pod: tuple[str, str] | None = None,
 ) -> StartedProcess:
-    """Starts the simulator with `args` on `host:port` (a loopback address)."""
+    """Starts the simulator with `args` on `host:port` (a loopback address). With `pod` (namespace,
+    name), it knows its Pod as the downward API would tell it, and names it in each answer's
+    `x-inference-pod` header."""
     if any(arg.startswith("--port") for arg in args):
         raise ValueError(f"{name}: the port is the Pod's, not an argument: {list(args)}")
     argv = [str(binary("inference-sim")), f"--port={port}", *args]
-    return processes.start(name, argv, env={"MODELGATE_SIM_HOST": host})
+    env = {"MODELGATE_SIM_HOST": host}
+    if pod is not None:
+        env |= {"POD_NAMESPACE": pod[0], "POD_NAME": pod[1]}
+    return processes.start(name, argv, env=env)
 
 
 def _ms(seconds: float) -> str:

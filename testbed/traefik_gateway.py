@@ -10,7 +10,9 @@ entrypoint and Traefik's own ping and metrics, is on 127.0.0.1.
 
 from __future__ import annotations
 
+import json
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
 from testbed.ports import free_port
 from testbed.processes import StartedProcess
+from testbed.traffic_driver import CHAT_PATH, CHAT_REQUEST
 from testbed.waiting import wait_for
 
 CONTROLLER_NAME = "traefik.io/gateway-controller"
@@ -116,3 +119,29 @@ class TraefikGateway:
     def _pings(self) -> bool:
         with urllib.request.urlopen(f"http://{LOOPBACK}:{self.admin_port}/ping", timeout=2) as response:
             return bool(response.status == 200)
+
+
+POD_HEADER = "x-inference-pod"  # the Pod that answered, as llm-d's simulator names it
+
+
+def answers_by_model(url: str, requests: int) -> Counter[str]:
+    """Which Deployment's Pod answered each of `requests` chat requests sent one after another to
+    `url`: its name is the Pod's, less the ReplicaSet's and the Pod's suffixes."""
+    answered: Counter[str] = Counter()
+    body = json.dumps(CHAT_REQUEST).encode()
+    for _ in range(requests):
+        request = urllib.request.Request(f"{url}{CHAT_PATH}", data=body, method="POST")
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answered[response.headers[POD_HEADER].rsplit("-", 2)[0]] += 1
+    return answered
+
+
+def wait_until_served_by(url: str, model: str, timeout: float = 60) -> None:
+    """Until every request sent to the gateway at `url` is answered by `model`: Traefik loads a
+    route a moment after the API server has it."""
+    wait_for(
+        lambda: answers_by_model(url, 5) == Counter({model: 5}),
+        timeout=timeout,
+        what=f"the gateway at {url} to send {model} every request",
+    )

@@ -41,7 +41,14 @@ GATEWAY_VERSION = "v1"
 HTTPROUTES = "httproutes"
 DEFAULT_WEIGHT = 1  # Gateway API: a backendRef without a weight has weight 1
 CHAT_PATH = "/v1/chat/completions"
-CHAT_REQUEST = {"messages": [{"role": "user", "content": "Say hello in one sentence."}], "max_tokens": 32}
+# The model name clients send: every version in a rollout serves it (vLLM's --served-model-name).
+SERVED_MODEL = "chat"
+CHAT_REQUEST = {
+    "model": SERVED_MODEL,
+    "messages": [{"role": "user", "content": "Say hello in one sentence."}],
+    "max_tokens": 32,
+}
+GATEWAY_BACKEND = "gateway"  # the one backend of a driver that sends to a real gateway
 WATCH_BACKOFF_MIN = 0.5
 WATCH_BACKOFF_MAX = 10.0
 
@@ -458,10 +465,18 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-class BackgroundTraffic:
-    """Drives traffic along a route from a thread of its own, so a test or the demo can go on."""
+def gateway_driver(url: str, *, rps: float, max_in_flight: int = 64) -> TrafficDriver:
+    """Sends every request to a real gateway at `url`, which splits them by the route itself."""
+    driver = TrafficDriver({GATEWAY_BACKEND: [url]}, rps=rps, max_in_flight=max_in_flight)
+    driver.set_weights({GATEWAY_BACKEND: 1})
+    return driver
 
-    def __init__(self, driver: TrafficDriver, watcher: HTTPRouteWatcher) -> None:
+
+class BackgroundTraffic:
+    """Drives traffic from a thread of its own, so a test or the demo can go on: along a route the
+    driver follows with `watcher`, or without one to where its weights say (a real gateway)."""
+
+    def __init__(self, driver: TrafficDriver, watcher: HTTPRouteWatcher | None = None) -> None:
         self.driver = driver
         self._watcher = watcher
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -489,7 +504,10 @@ class BackgroundTraffic:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
             self._loop.call_soon(self._started.set)
-            await drive_route(self.driver, self._watcher)
+            if self._watcher is None:
+                await self.driver.run()
+            else:
+                await drive_route(self.driver, self._watcher)
 
         try:
             asyncio.run(main())

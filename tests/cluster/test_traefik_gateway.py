@@ -1,11 +1,10 @@
 """A rollout step moves real gateway traffic: Traefik's Kubernetes Gateway provider serves the HTTPRoute
-the operator edits, and requests sent to Traefik land on the two models' doubles (through Service,
-EndpointSlice and Pod IP) in the proportion of the weights the operator wrote."""
+the operator edits, and requests sent to Traefik land on the two models' Pods (through Service,
+EndpointSlice and Pod IP) in the proportion of the weights the operator wrote. The Pods are served by
+llm-d's vLLM simulator, which names the Pod that answered in a header of each answer."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -14,13 +13,13 @@ from kubernetes import client
 
 from modelgate.api import Phase
 from testbed.fleet import ModelFleet
+from testbed.inference_sim import SimulatorFlags
 from testbed.listeners import is_loopback, listening_addresses
 from testbed.localcluster import LocalCluster
 from testbed.loopback_pods import LoopbackPods, on_loopback_node
 from testbed.manifests import http_route, model_deployment, model_rollout, model_service
 from testbed.operator_process import OperatorProcess
-from testbed.traefik_gateway import TraefikGateway, gateway
-from testbed.traffic_driver import CHAT_PATH, CHAT_REQUEST
+from testbed.traefik_gateway import TraefikGateway, answers_by_model, gateway
 from testbed.waiting import wait_for
 from tests.support.cli import modelgate
 from tests.support.kube import create
@@ -28,18 +27,6 @@ from tests.support.scenario import Rollouts
 
 MODELS = ("chat-v1", "chat-v2")
 REQUESTS = 100
-
-
-def answers_by_model(url: str, requests: int) -> Counter[str]:
-    """Which model answered each of `requests` chat requests sent one after another to `url`."""
-    answered: Counter[str] = Counter()
-    body = json.dumps(CHAT_REQUEST).encode()
-    for _ in range(requests):
-        request = urllib.request.Request(f"{url}{CHAT_PATH}", data=body, method="POST")
-        request.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            answered[json.load(response)["model"]] += 1
-    return answered
 
 
 def wait_for_answers(url: str, accept: Callable[[Counter[str]], bool], what: str) -> None:
@@ -52,8 +39,8 @@ def wait_for_answers(url: str, accept: Callable[[Counter[str]], bool], what: str
 def served_through_traefik(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, traefik: TraefikGateway
 ) -> Iterator[ModelFleet]:
-    """chat-v1 and chat-v2, one Pod each on the loopback node with a double on the Pod's IP, behind
-    HTTPRoute `chat` (all to chat-v1) on a Gateway that Traefik serves."""
+    """chat-v1 and chat-v2, one Pod each on the loopback node with a simulator on the Pod's IP,
+    behind HTTPRoute `chat` (all to chat-v1) on a Gateway that Traefik serves."""
     fleet = ModelFleet(local_bed, api_client)
     endpoints = LoopbackPods(local_bed, api_client)
     create(api_client, gateway("inference", namespace, traefik.web_port))
@@ -63,7 +50,7 @@ def served_through_traefik(
     create(api_client, http_route("chat", namespace, {"chat-v1": 100, "chat-v2": 0}))
     try:
         for name in MODELS:
-            fleet.serve(namespace, name, on_pod_ips=True)
+            fleet.simulate(namespace, name, SimulatorFlags())
             endpoints.publish(namespace, name)
         wait_for_answers(
             traefik.url, lambda answered: answered == Counter({"chat-v1": 10}), "traefik to serve chat-v1"
@@ -74,7 +61,7 @@ def served_through_traefik(
 
 
 def assert_listening_on_loopback_only(fleet: ModelFleet, traefik: TraefikGateway) -> None:
-    """Each double on its Pod's IP and container port (loopback), Traefik on 127.0.0.1."""
+    """Each simulator on its Pod's IP and container port (loopback), Traefik on 127.0.0.1."""
     pod_addresses = {double.url.removeprefix("http://") for double in fleet.doubles}
     assert len(pod_addresses) == len(MODELS)
     assert all(address.endswith(":8000") for address in pod_addresses), pod_addresses

@@ -1,0 +1,81 @@
+"""A serving scenario made of parts no one here wrote: two model Deployments whose Pods are served by
+llm-d's vLLM simulator on their loopback Pod IPs, behind HTTPRoute `chat` on a Gateway that Traefik
+serves; the traffic goes to Traefik's entrypoint, and Traefik splits it by the weights the operator
+writes. What each side answered is read from the simulators' own counters in Prometheus."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from kubernetes import client
+
+from modelgate.metrics.prometheus import PrometheusClient
+from testbed.fleet import ModelFleet
+from testbed.inference_sim import SimulatorFlags
+from testbed.localcluster import LocalCluster
+from testbed.loopback_pods import LoopbackPods, on_loopback_node
+from testbed.manifests import http_route, model_deployment, model_service
+from testbed.traefik_gateway import TraefikGateway, gateway, wait_until_served_by
+from testbed.traffic_driver import BackgroundTraffic, gateway_driver
+from tests.support.kube import create
+from tests.support.scenario import DEPLOYMENTS, RouteRecorder, Scenario
+
+GATEWAY = "inference"
+ROUTE = "chat"
+
+
+@dataclass
+class SimulatedScenario(Scenario):
+    traefik: TraefikGateway
+    prometheus: PrometheusClient
+
+
+@contextmanager
+def simulated_serving(
+    bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    traefik: TraefikGateway,
+    candidate: SimulatorFlags,
+    *,
+    incumbent: SimulatorFlags | None = None,
+    rps: float = 50,
+    max_in_flight: int = 64,
+) -> Iterator[SimulatedScenario]:
+    """chat-v1 (the incumbent) takes all of Traefik's traffic through HTTPRoute `chat`; chat-v2 is
+    ready. One Pod each, on the loopback node, each simulated with its flags."""
+    fleet = ModelFleet(bed, api_client)
+    endpoints = LoopbackPods(bed, api_client)
+    create(api_client, gateway(GATEWAY, namespace, traefik.web_port))
+    for name in DEPLOYMENTS:
+        create(
+            api_client,
+            on_loopback_node(model_deployment(name, namespace, replicas=1, image="llm-d-inference-sim")),
+        )
+        create(api_client, model_service(name, namespace))
+    create(
+        api_client, http_route(ROUTE, namespace, {DEPLOYMENTS[0]: 100, DEPLOYMENTS[1]: 0}, gateway=GATEWAY)
+    )
+    recorder = RouteRecorder(client.CustomObjectsApi(api_client), namespace, ROUTE)
+    try:
+        for name, flags in zip(DEPLOYMENTS, (incumbent or SimulatorFlags(), candidate), strict=True):
+            fleet.simulate(namespace, name, flags)
+            endpoints.publish(namespace, name)
+        wait_until_served_by(traefik.url, DEPLOYMENTS[0])
+        recorder.start()
+        traffic = BackgroundTraffic(gateway_driver(traefik.url, rps=rps, max_in_flight=max_in_flight))
+        with traffic:
+            yield SimulatedScenario(
+                api_client,
+                namespace,
+                fleet,
+                recorder,
+                traffic,
+                traefik,
+                PrometheusClient(bed.prometheus_url, timeout=2),
+            )
+    finally:
+        recorder.stop()
+        fleet.stop()
