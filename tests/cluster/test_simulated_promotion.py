@@ -1,0 +1,143 @@
+"""Promotion judged on parts no one here wrote: llm-d's vLLM simulator serves both models, Traefik
+splits real HTTP requests by the weights the operator writes, and the bed's Prometheus scrapes both.
+The simulator, not our double, because the point is that modelgate reads what vLLM-compatible
+servers and a real gateway export, not our picture of them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+
+import pytest
+from kubernetes import client
+
+from modelgate.api import Phase
+from modelgate.metrics.recorded import RecordedSeries
+from testbed.inference_sim import SimulatorFlags
+from testbed.localcluster import LocalCluster
+from testbed.manifests import model_rollout
+from testbed.operator_process import OperatorProcess
+from testbed.traefik_gateway import TraefikGateway
+from tests.support.scenario import DEPLOYMENTS, settled
+from tests.support.simulated import SimulatedScenario, simulated_serving
+
+HOLD = "8s"  # each weight is held this long, so each side's share can be counted
+SETTLE = 3.0  # seconds Traefik may take to serve a route's new weights
+SHARE_TOLERANCE = 0.05
+# The same serving on both sides: what a healthy candidate looks like.
+HEALTHY = SimulatorFlags(time_to_first_token=0.05, inter_token_latency=0.01)
+METRICS = [
+    # Failures are counted where every request passes: at the gateway.
+    {"name": "errors", "preset": "errorRate", "source": "traefik", "max": 0.05},
+    {"name": "ttft", "preset": "ttftP99", "compare": {"maxRatio": 1.5}},
+    {"name": "latency", "preset": "latencyP99", "max": 1.0},
+]
+
+
+def rollout(namespace: str, prometheus: str, weights: list[int]) -> dict[str, object]:
+    steps: list[dict[str, object]] = []
+    for weight in weights:
+        steps += [{"setWeight": weight}, {"pause": {"duration": HOLD}}]
+    return model_rollout("chat", namespace, steps=steps, prometheus=prometheus, metrics=METRICS)
+
+
+def side_totals(scenario: SimulatedScenario, start: float, end: float) -> dict[str, RecordedSeries]:
+    """Each side's finished requests over time, by the simulators' own counter."""
+    totals = {}
+    for deployment in DEPLOYMENTS:
+        selector = f'namespace="{scenario.namespace}",pod=~"{deployment}-.+"'
+        totals[deployment] = scenario.prometheus.query_range(
+            f"sum(vllm:e2e_request_latency_seconds_count{{{selector}}})",
+            datetime.fromtimestamp(start, UTC),
+            datetime.fromtimestamp(end, UTC),
+            timedelta(seconds=1),
+        )
+    return totals
+
+
+def candidate_shares(scenario: SimulatedScenario, weights: list[int]) -> dict[int, float]:
+    """The candidate's share of the requests the simulators answered while the route held each
+    weight (from SETTLE seconds after the route showed it until the next change)."""
+    changes: list[tuple[float, int]] = []
+    for at, _, candidate in scenario.recorder.recorded():  # every event, Traefik's status updates too
+        if not changes or changes[-1][1] != candidate:
+            changes.append((at, candidate))
+    held = [
+        (at + SETTLE, until, weight) for (at, weight), (until, _) in pairwise(changes) if weight in weights
+    ]
+    totals = side_totals(scenario, held[0][0] - 1, held[-1][1] + 1)
+    shares = {}
+    for start, end, weight in held:
+        answered = {side: answered_between(series, start, end) for side, series in totals.items()}
+        shares[weight] = answered[DEPLOYMENTS[1]] / sum(answered.values())
+    return shares
+
+
+def answered_between(total: RecordedSeries, start: float, end: float) -> float:
+    return count_at(total, end) - count_at(total, start)
+
+
+def count_at(total: RecordedSeries, moment: float) -> float:
+    """The total at `moment`; 0 before its series existed (the simulator creates it with the first
+    request it answers)."""
+    if total.points and moment < total.points[0][0]:
+        return 0.0
+    value = total.at(_moment(moment)).value
+    assert value is not None, (moment, total)
+    return value
+
+
+def _moment(unix: float) -> datetime:
+    return datetime.fromtimestamp(unix, UTC)
+
+
+def promote(
+    scenario: SimulatedScenario, prometheus: str, weights: list[int], record: Callable[[str, object], None]
+) -> None:
+    scenario.apply(rollout(scenario.namespace, prometheus, weights))
+    final = scenario.wait_for_status(
+        "the rollout to finish", lambda s: s.phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED), 120
+    )
+    assert final.phase is Phase.SUCCEEDED, final.message
+    scenario.wait_for_status("the promotion on the route", settled(Phase.SUCCEEDED))
+    verdicts = {record.name: record.verdict for record in final.analysis}
+    record("verdicts at promotion", {name: str(v) for name, v in verdicts.items()})
+
+
+def test_a_good_candidate_is_promoted_and_traefik_splits_by_each_weight(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    traefik: TraefikGateway,
+    record_property: Callable[[str, object], None],
+) -> None:
+    weights = [20, 50, 80]
+    with simulated_serving(local_bed, api_client, namespace, traefik, HEALTHY, rps=60) as scenario:
+        promote(scenario, local_bed.prometheus_url, weights, record_property)
+        shares = candidate_shares(scenario, weights)
+    record_property("candidate share answered by the simulators, by weight", shares)
+    assert sorted(shares) == weights, shares
+    for weight, share in shares.items():
+        assert abs(share - weight / 100) <= SHARE_TOLERANCE, shares
+
+
+@pytest.mark.parametrize("run", [1, 2, 3])
+def test_an_a_a_rollout_is_promoted(
+    run: int,
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    traefik: TraefikGateway,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """The same simulator flags on both sides, each side and each run with a seed of its own: noise
+    alone must not roll a candidate back."""
+    candidate, incumbent = replace(HEALTHY, seed=2 * run), replace(HEALTHY, seed=2 * run + 1)
+    with simulated_serving(
+        local_bed, api_client, namespace, traefik, candidate, incumbent=incumbent, rps=60
+    ) as scenario:
+        promote(scenario, local_bed.prometheus_url, [30, 60], record_property)
