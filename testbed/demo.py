@@ -1,13 +1,18 @@
-"""`make demo`: the whole story on the local control plane.
+"""`make demo`: the whole story on the local control plane, served by parts no one here wrote.
 
-The operator runs as a process; two model Deployments are served by doubles behind an HTTPRoute
-with traffic flowing; a good candidate is promoted step by step; then a bad one (8% errors) is
-rolled back. A live view shows each rollout as it goes, and a summary closes the story.
+The operator runs as a process. Four versions of a chat model are Deployments whose Pods llm-d's
+vLLM simulator serves (each with its container's arguments), behind an HTTPRoute that Traefik, a
+real Gateway API data plane, serves; 50 requests a second go to Traefik. Act 1 promotes a good
+candidate step by step; act 2 rolls back one that fails 10% of its requests (counted at the
+gateway); act 3 rolls back one whose first token comes 3x later than the incumbent's, although its
+end-to-end latency stays within its bound. A live view shows each rollout as it goes, and a summary
+closes the story. Everything listens on loopback addresses.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -26,16 +31,33 @@ from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.cli.render import render_status
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster
+from testbed.loopback_pods import LoopbackPods, on_loopback_node
 from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION
-from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
-from testbed.traffic_driver import BackgroundTraffic, HTTPRouteWatcher, TrafficDriver, parse_backend_weights
+from testbed.traefik_gateway import TraefikGateway, gateway, gateway_class, wait_until_served_by
+from testbed.traffic_driver import BackgroundTraffic, TrafficStats, gateway_driver, parse_backend_weights
 from testbed.versions import REPO_ROOT
 
-EXAMPLES = REPO_ROOT / "examples"
+EXAMPLES = REPO_ROOT / "examples" / "demo"
 NAMESPACE = "demo"
+GATEWAY = "inference-gateway"  # the Gateway examples/demo/serving.yaml's route attaches to
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 ACT_TIMEOUT = 300.0
+RPS = 50
+
+
+@dataclass(frozen=True)
+class Act:
+    title: str
+    manifest: str  # in examples/demo/
+    expected: Phase
+
+
+ACTS = (
+    Act("Act 1: chat-v2, a good candidate", "rollout-good.yaml", Phase.SUCCEEDED),
+    Act("Act 2: chat-v3, 10% server errors", "rollout-failing.yaml", Phase.ROLLED_BACK),
+    Act("Act 3: chat-v4, first token 3x later", "rollout-slow-start.yaml", Phase.ROLLED_BACK),
+)
 
 
 @dataclass
@@ -45,6 +67,13 @@ class ActResult:
     phase: str
     seconds: float
     detail: str
+
+
+def serving_documents() -> list[dict[str, Any]]:
+    """examples/demo/serving.yaml, its Deployments' Pods placed on the loopback node, where Traefik
+    reaches the simulators on their Pod IPs."""
+    documents = list(yaml.safe_load_all((EXAMPLES / "serving.yaml").read_text()))
+    return [on_loopback_node(d) if d["kind"] == "Deployment" else d for d in documents]
 
 
 class Demo:
@@ -80,17 +109,29 @@ class Demo:
             return weights[spec["incumbentBackend"]], weights[spec["candidateBackend"]]
         return None
 
-    def watch_act(self, title: str, manifest: dict[str, Any]) -> ActResult:
-        self.console.rule(f"[bold]{title}")
+    def route_to(self, incumbent: str, candidate: str) -> None:
+        """The route's rule names the next rollout's two backends: all traffic to the incumbent."""
+        route = next(d for d in serving_documents() if d["kind"] == "HTTPRoute")
+        route["spec"]["rules"][0]["backendRefs"] = [
+            {"name": incumbent, "port": 8000, "weight": 100},
+            {"name": candidate, "port": 8000, "weight": 0},
+        ]
+        self.kubectl_apply([route])
+
+    def watch_act(self, act: Act) -> ActResult:
+        self.console.rule(f"[bold]{act.title}")
+        manifest = self.rollout_manifest(act.manifest)
+        spec = manifest["spec"]
+        self.route_to(spec["incumbent"]["deployment"], spec["candidate"]["deployment"])
         started = time.monotonic()
         self.kubectl_apply([manifest])
-        steps = len(manifest["spec"]["steps"])
+        steps = len(spec["steps"])
         progress = Progress(
             TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f}")
         )
         step_bar = progress.add_task("steps", total=steps)
         weight_bar = progress.add_task("candidate weight %", total=100)
-        candidate = manifest["spec"]["candidate"]["deployment"]
+        candidate = spec["candidate"]["deployment"]
         status = ModelRolloutStatus()
         with Live(console=self.console, refresh_per_second=4) as live:
             while time.monotonic() - started < ACT_TIMEOUT:
@@ -103,30 +144,48 @@ class Demo:
                 if new_run and status.phase in FINISHED:
                     break
                 time.sleep(0.25)  # a screen refresh, not synchronisation
+        if not self.console.is_terminal:
+            self.console.line()  # Live leaves a file's last line unended
         reason = status.rollback_reason
         detail = reason.message if reason else (status.message or "")
-        return ActResult(title, candidate, str(status.phase), time.monotonic() - started, detail)
+        return ActResult(act.title, candidate, str(status.phase), time.monotonic() - started, detail)
 
 
-def summary(results: list[ActResult], traffic: BackgroundTraffic) -> Table:
+def summary(results: list[ActResult], stats: TrafficStats) -> Group:
+    """A table narrow enough for 80 columns, then each act's reason as a paragraph of its own."""
     table = Table(title="What happened", title_justify="left")
-    for column in ("Act", "Candidate", "Outcome", "Took", "Why"):
-        table.add_column(column)
-    for result in results:
+    for column in ("Act", "Candidate", "Outcome", "Took"):
+        table.add_column(column, no_wrap=True)
+    for number, result in enumerate(results, start=1):
         style = "green" if result.phase == Phase.SUCCEEDED else "red"
         table.add_row(
-            result.title,
-            result.candidate,
-            f"[{style}]{result.phase}[/{style}]",
-            f"{result.seconds:.0f}s",
-            result.detail,
+            str(number), result.candidate, f"[{style}]{result.phase}[/{style}]", f"{result.seconds:.0f}s"
         )
-    stats = traffic.driver.stats
-    answered = ", ".join(
-        f"{backend} {code}: {count}" for (backend, code), count in sorted(stats.responses.items())
-    )
-    table.caption = f"Requests answered during the demo: {answered}"
-    return table
+    answered = ", ".join(f"HTTP {code}: {count}" for (_, code), count in sorted(stats.responses.items()))
+    lost = sum(stats.failed.values())
+    reasons = [f"Act {number}: {result.detail}" for number, result in enumerate(results, start=1)]
+    traffic = f"Requests through Traefik during the demo: {answered}; no answer: {lost}."
+    return Group(table, *reasons, traffic)
+
+
+def start_gateway(bed: LocalCluster, demo: Demo) -> TraefikGateway:
+    """Traefik, and the loopback node whose Pods' IPs it can reach."""
+    LoopbackPods(bed, demo.api_client).ensure_node()
+    bed.kubectl("apply", "-f", "-", stdin=json.dumps(gateway_class()))
+    return TraefikGateway.start(bed)
+
+
+def serve(bed: LocalCluster, demo: Demo, fleet: ModelFleet, traefik: TraefikGateway) -> None:
+    """The demo's serving in a new namespace, a simulator per Pod, and the Gateway Traefik serves."""
+    bed.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true")
+    bed.kubectl("create", "namespace", NAMESPACE)
+    documents = serving_documents()
+    demo.kubectl_apply([gateway(GATEWAY, NAMESPACE, traefik.web_port), *documents])
+    endpoints = LoopbackPods(bed, demo.api_client)
+    for deployment in (d["metadata"]["name"] for d in documents if d["kind"] == "Deployment"):
+        fleet.simulate(NAMESPACE, deployment)
+        endpoints.publish(NAMESPACE, deployment)
+    wait_until_served_by(traefik.url, "chat-v1")
 
 
 def run(root: Path, console: Console) -> int:
@@ -141,44 +200,24 @@ def run(root: Path, console: Console) -> int:
     demo = Demo(bed, console)
     operator = OperatorProcess(bed.kubeconfig, bed.layout.root / "demo-operator")
     fleet = ModelFleet(bed, demo.api_client)
+    traefik = start_gateway(bed, demo)
     try:
-        bed.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true")
-        bed.kubectl("create", "namespace", NAMESPACE)
-        demo.kubectl_apply(list(yaml.safe_load_all((EXAMPLES / "serving.yaml").read_text())))
+        serve(bed, demo, fleet, traefik)
         console.print(
-            "Model Deployments chat-v1, chat-v2 and chat-v3 are scheduled on kwok's fake nodes; "
-            "each Pod gets a model-server double (chat-v3's fails 8% of requests)."
+            "Deployments chat-v1 to chat-v4 run on kwok's fake nodes; llm-d's vLLM simulator serves "
+            "each Pod on its loopback IP (chat-v3 fails 10% of requests, chat-v4 answers its first "
+            f"token 3x later). Traefik serves HTTPRoute chat at {traefik.url}."
         )
-        fleet.serve(NAMESPACE, "chat-v1")
-        fleet.serve(NAMESPACE, "chat-v2")
-        fleet.serve(NAMESPACE, "chat-v3", Behaviour(error_rate=0.08))
         operator.start()
-        console.print(f"modelgate is running (logs: {operator.log_file}); traffic flows at 50 requests/s.")
-        targets = {name: fleet.urls(name) for name in ("chat-v1", "chat-v2", "chat-v3")}
-        watcher = HTTPRouteWatcher(demo.objects, NAMESPACE, "chat")
-        with BackgroundTraffic(TrafficDriver(targets, rps=50), watcher) as traffic:
-            results = [
-                demo.watch_act("Act 1: chat-v2, a good candidate", demo.rollout_manifest("rollout-good.yaml"))
-            ]
-            route = next(
-                d
-                for d in yaml.safe_load_all((EXAMPLES / "serving.yaml").read_text())
-                if d["kind"] == "HTTPRoute"
-            )
-            route["spec"]["rules"][0]["backendRefs"] = [
-                {"name": "chat-v2", "port": 8000, "weight": 100},
-                {"name": "chat-v3", "port": 8000, "weight": 0},
-            ]
-            demo.kubectl_apply([route])
-            results.append(
-                demo.watch_act("Act 2: chat-v3, 8% errors", demo.rollout_manifest("rollout-bad.yaml"))
-            )
-            console.print(summary(results, traffic))
-        expected = [Phase.SUCCEEDED, Phase.ROLLED_BACK]
-        return 0 if [r.phase for r in results] == expected else 1
+        console.print(f"modelgate is running (logs: {operator.log_file}); {RPS} requests/s go to Traefik.")
+        with BackgroundTraffic(gateway_driver(traefik.url, rps=RPS)) as traffic:
+            results = [demo.watch_act(act) for act in ACTS]
+            console.print(summary(results, traffic.stop()))
+        return 0 if [r.phase for r in results] == [act.expected for act in ACTS] else 1
     finally:
         operator.stop()
         fleet.stop()
+        traefik.stop()
         if started_here:
             bed.down()
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
@@ -24,6 +26,10 @@ PHASE_STYLE = {
     "Pending": "dim",
     "Gating": "cyan",
 }
+ANALYSIS_COLUMNS = ("Metric", "Value", "Incumbent", "Threshold", "Verdict", "Failures", "At", "Detail")
+# The columns a user needs at a glance, kept however narrow the console; At and Detail join them in
+# the table when it still fits unwrapped, and are printed under it otherwise.
+AT_A_GLANCE = 6
 
 
 def threshold_text(metric: Mapping[str, Any]) -> str:
@@ -94,7 +100,7 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
         reason = status.rollback_reason
         parts.append(Text(f"Rolled back: {reason.message}", style="bold red"))
         if reason.query:
-            parts.append(Text(f"  query: {reason.query}", style="dim"))
+            parts.append(_labelled("  query:", Text(reason.query, style="dim", overflow="fold")))
         if reason.pods:
             parts.append(_pods_table(reason.metric or "metric", reason))
         for trace in reason.traces:
@@ -103,46 +109,135 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
             parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
     if status.gate is not None:
         parts.append(render_gate(status.gate))
-    parts.append(_metrics_table(spec, status))
+    parts.append(AnalysisView(_metric_rows(spec, status)))
     return Group(*parts)
 
 
-def _pods_table(metric: str, reason: RollbackReason) -> Table:
-    table = Table(title=f"{metric} by candidate pod (worst first)", title_justify="left")
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _labelled(label: str, text: Text) -> Table:
+    """The text beside its label, wrapping under itself rather than under the label."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_row(label, text)
+    return grid
+
+
+def _pods_table(metric: str, reason: RollbackReason) -> RenderableType:
+    table = Table()
     table.add_column("Pod")
     table.add_column("Value")
     for pod in reason.pods:
-        table.add_row(pod.pod, "-" if pod.value is None else f"{pod.value:.4g}")
-    return table
+        table.add_row(pod.pod, _number(pod.value))
+    # Above the table rather than its title, which would wrap at the width of the table's columns.
+    return Group(Text(f"{metric} by candidate pod (worst first)", style="italic"), table)
 
 
-def _metrics_table(spec: dict[str, Any], status: ModelRolloutStatus) -> Table:
-    table = Table(title="Analysis", title_justify="left")
-    for column in ("Metric", "Value", "Incumbent", "Threshold", "Verdict", "Failures", "At", "Detail"):
-        table.add_column(column)
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric's latest evaluation, as the analysis shows it."""
+
+    name: str
+    value: str
+    incumbent: str
+    threshold: str
+    verdict: Text
+    failures: str
+    at: str | None  # HH:MM:SS, None before the metric's first evaluation
+    detail: str
+
+    def cells(self) -> tuple[RenderableType, ...]:
+        """In the order of ANALYSIS_COLUMNS."""
+        return (
+            self.name,
+            self.value,
+            self.incumbent,
+            self.threshold,
+            self.verdict,
+            self.failures,
+            self.at or "-",
+            self.detail,
+        )
+
+    def note(self, *, with_time: bool) -> Text:
+        """What the table had no room for, as a line that wraps like a paragraph."""
+        when = f" at {self.at}" if with_time and self.at else ""
+        return Text.assemble((self.name, "bold"), f"{when}: {self.detail}")
+
+
+@dataclass(frozen=True)
+class AnalysisView:
+    """The analysis as wide as the console allows: a table of one line per metric with as many columns
+    as fit unwrapped (at least those needed at a glance), and under it the columns left out."""
+
+    rows: tuple[MetricRow, ...]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        tables = [self._table(count) for count in range(len(ANALYSIS_COLUMNS), AT_A_GLANCE - 1, -1)]
+        table = next((t for t in tables if _fits(console, options, t)), tables[-1])
+        yield table
+        shown = len(table.columns)
+        if shown < len(ANALYSIS_COLUMNS):
+            with_time = shown <= ANALYSIS_COLUMNS.index("At")
+            yield from (row.note(with_time=with_time) for row in self.rows)
+
+    def _table(self, columns: int) -> Table:
+        # Light rules: a boxed table would leave too little of 80 columns for the cells.
+        table = Table(
+            title="Analysis",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            collapse_padding=True,
+        )
+        for column in ANALYSIS_COLUMNS[:columns]:
+            table.add_column(column, overflow="fold")  # too narrow a console folds a cell, never cuts it
+        for row in self.rows:
+            table.add_row(*row.cells()[:columns])
+        return table
+
+
+def _fits(console: Console, options: ConsoleOptions, table: Table) -> bool:
+    """Whether every cell of the table fits on one line. Measured one column wider than the console,
+    because a measurement is clamped to the width it is given."""
+    wider = options.update_width(options.max_width + 1)
+    return console.measure(table, options=wider).maximum <= options.max_width
+
+
+def _metric_rows(spec: dict[str, Any], status: ModelRolloutStatus) -> tuple[MetricRow, ...]:
     last = {m.name: m for m in status.analysis}
     window = (spec.get("watch") or {}).get("metrics") if status.watch_ends_at is not None else None
-    for metric in window or (spec.get("analysis") or {}).get("metrics", []):
-        record = last.get(metric["name"])
-        limit = metric.get("failureLimit", 0)
-        if record is None:
-            table.add_row(
-                metric["name"], "-", "-", threshold_text(metric), "-", f"0/{limit}", "-", "not evaluated yet"
-            )
-            continue
-        value = "-" if record.value is None else f"{record.value:.4g}"
-        incumbent = "-" if record.incumbent_value is None else f"{record.incumbent_value:.4g}"
-        table.add_row(
-            metric["name"],
-            value,
-            incumbent,
-            threshold_text(metric),
-            Text(record.verdict.value, style=VERDICT_STYLE[record.verdict]),
-            f"{record.failures}/{limit}",
-            record.time.strftime("%H:%M:%S"),
-            _detail(metric, record),
+    return tuple(
+        _metric_row(metric, last.get(metric["name"]))
+        for metric in window or (spec.get("analysis") or {}).get("metrics", [])
+    )
+
+
+def _metric_row(metric: dict[str, Any], record: MetricAnalysis | None) -> MetricRow:
+    limit = metric.get("failureLimit", 0)
+    if record is None:
+        return MetricRow(
+            name=metric["name"],
+            value="-",
+            incumbent="-",
+            threshold=threshold_text(metric),
+            verdict=Text("-"),
+            failures=f"0/{limit}",
+            at=None,
+            detail="not evaluated yet",
         )
-    return table
+    return MetricRow(
+        name=metric["name"],
+        value=_number(record.value),
+        incumbent=_number(record.incumbent_value),
+        threshold=threshold_text(metric),
+        verdict=Text(record.verdict.value, style=VERDICT_STYLE[record.verdict]),
+        failures=f"{record.failures}/{limit}",
+        at=record.time.strftime("%H:%M:%S"),
+        detail=_detail(metric, record),
+    )
 
 
 def _detail(metric: dict[str, Any], record: MetricAnalysis) -> str:
@@ -228,7 +323,6 @@ def render_history(body: dict[str, Any], events: list[dict[str, Any]]) -> Render
         samples.add_column(column)
     for metric in status.analysis:
         for sample in metric.history:
-            value = "-" if sample.value is None else f"{sample.value:.4g}"
             verdict = Text(sample.verdict.value, style=VERDICT_STYLE[sample.verdict])
-            samples.add_row(metric.name, sample.time.strftime("%H:%M:%S"), value, verdict)
+            samples.add_row(metric.name, sample.time.strftime("%H:%M:%S"), _number(sample.value), verdict)
     return Group(transitions, samples)
