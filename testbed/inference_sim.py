@@ -40,6 +40,8 @@ class SimulatorFlags:
     failure_rate_percent: int = 0
     failure_types: tuple[str, ...] = ("server_error",)
     seed: int = 1
+    # The model name requests must send (vLLM's --served-model-name); a canary's versions share one.
+    served_model_name: str = SERVED_MODEL
 
     def __post_init__(self) -> None:
         if not 0 <= self.failure_rate_percent <= 100:
@@ -51,11 +53,10 @@ class SimulatorFlags:
             )
 
     def args(self, model: str) -> list[str]:
-        """The simulator's arguments: echo mode, so an answer is the request's last message. Every
-        version serves the public name SERVED_MODEL, as a canary's versions must for their clients."""
+        """The simulator's arguments: echo mode, so an answer is the request's last message."""
         argv = [
             f"--model={model}",
-            f"--served-model-name={SERVED_MODEL}",
+            f"--served-model-name={self.served_model_name}",
             "--mode=echo",
             f"--time-to-first-token={_ms(self.time_to_first_token)}",
             f"--time-to-first-token-std-dev={_ms(self.time_to_first_token_std_dev)}",

@@ -21,12 +21,27 @@ from testbed.traefik_gateway import TraefikGateway, gateway_class
 from tests.support.clusters import TestCluster
 from tests.support.kube import scratch_namespace
 
+# Files of a minute or two of rollouts each: sent out first, so that no worker starts one last while
+# the others have nothing left (`make test` hands out whole files, in the order collected).
+LONGEST_FILES = (
+    "test_simulated_rollbacks.py",
+    "test_simulated_a_a.py",
+    "test_simulated_presets.py",
+    "test_simulated_promotion.py",
+)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = str(item.path).replace(os.sep, "/")
         if "tests/cluster/" in path:
             item.add_marker(pytest.mark.cluster)
+    # Stable: the other files keep their order.
+    items.sort(
+        key=lambda item: (
+            LONGEST_FILES.index(item.path.name) if item.path.name in LONGEST_FILES else len(LONGEST_FILES)
+        )
+    )
 
 
 @pytest.fixture(scope="session")

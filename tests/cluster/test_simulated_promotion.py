@@ -6,41 +6,20 @@ servers and a real gateway export, not our picture of them."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
-import pytest
 from kubernetes import client
 
-from modelgate.api import Phase
 from modelgate.metrics.recorded import RecordedSeries
-from testbed.inference_sim import SimulatorFlags
 from testbed.localcluster import LocalCluster
-from testbed.manifests import model_rollout
 from testbed.operator_process import OperatorProcess
 from testbed.traefik_gateway import TraefikGateway
-from tests.support.scenario import DEPLOYMENTS, settled
-from tests.support.simulated import SimulatedScenario, simulated_serving
+from tests.support.scenario import DEPLOYMENTS
+from tests.support.simulated import HEALTHY, SimulatedScenario, promote, simulated_serving
 
-HOLD = "8s"  # each weight is held this long, so each side's share can be counted
 SETTLE = 3.0  # seconds Traefik may take to serve a route's new weights
 SHARE_TOLERANCE = 0.05
-# The same serving on both sides: what a healthy candidate looks like.
-HEALTHY = SimulatorFlags(time_to_first_token=0.05, inter_token_latency=0.01)
-METRICS = [
-    # Failures are counted where every request passes: at the gateway.
-    {"name": "errors", "preset": "errorRate", "source": "traefik", "max": 0.05},
-    {"name": "ttft", "preset": "ttftP99", "compare": {"maxRatio": 1.5}},
-    {"name": "latency", "preset": "latencyP99", "max": 1.0},
-]
-
-
-def rollout(namespace: str, prometheus: str, weights: list[int]) -> dict[str, object]:
-    steps: list[dict[str, object]] = []
-    for weight in weights:
-        steps += [{"setWeight": weight}, {"pause": {"duration": HOLD}}]
-    return model_rollout("chat", namespace, steps=steps, prometheus=prometheus, metrics=METRICS)
 
 
 def side_totals(scenario: SimulatedScenario, start: float, end: float) -> dict[str, RecordedSeries]:
@@ -93,19 +72,6 @@ def _moment(unix: float) -> datetime:
     return datetime.fromtimestamp(unix, UTC)
 
 
-def promote(
-    scenario: SimulatedScenario, prometheus: str, weights: list[int], record: Callable[[str, object], None]
-) -> None:
-    scenario.apply(rollout(scenario.namespace, prometheus, weights))
-    final = scenario.wait_for_status(
-        "the rollout to finish", lambda s: s.phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED), 120
-    )
-    assert final.phase is Phase.SUCCEEDED, final.message
-    scenario.wait_for_status("the promotion on the route", settled(Phase.SUCCEEDED))
-    verdicts = {record.name: record.verdict for record in final.analysis}
-    record("verdicts at promotion", {name: str(v) for name, v in verdicts.items()})
-
-
 def test_a_good_candidate_is_promoted_and_traefik_splits_by_each_weight(
     local_bed: LocalCluster,
     api_client: client.ApiClient,
@@ -122,22 +88,3 @@ def test_a_good_candidate_is_promoted_and_traefik_splits_by_each_weight(
     assert sorted(shares) == weights, shares
     for weight, share in shares.items():
         assert abs(share - weight / 100) <= SHARE_TOLERANCE, shares
-
-
-@pytest.mark.parametrize("run", [1, 2, 3])
-def test_an_a_a_rollout_is_promoted(
-    run: int,
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    traefik: TraefikGateway,
-    record_property: Callable[[str, object], None],
-) -> None:
-    """The same simulator flags on both sides, each side and each run with a seed of its own: noise
-    alone must not roll a candidate back."""
-    candidate, incumbent = replace(HEALTHY, seed=2 * run), replace(HEALTHY, seed=2 * run + 1)
-    with simulated_serving(
-        local_bed, api_client, namespace, traefik, candidate, incumbent=incumbent, rps=60
-    ) as scenario:
-        promote(scenario, local_bed.prometheus_url, [30, 60], record_property)

@@ -5,25 +5,42 @@ writes. What each side answered is read from the simulators' own counters in Pro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kubernetes import client
 
+from modelgate.api import Phase
 from modelgate.metrics.prometheus import PrometheusClient
 from testbed.fleet import ModelFleet
 from testbed.inference_sim import SimulatorFlags
 from testbed.localcluster import LocalCluster
 from testbed.loopback_pods import LoopbackPods, on_loopback_node
-from testbed.manifests import http_route, model_deployment, model_service
+from testbed.manifests import http_route, model_deployment, model_rollout, model_service
 from testbed.traefik_gateway import TraefikGateway, gateway, wait_until_served_by
 from testbed.traffic_driver import BackgroundTraffic, gateway_driver
 from tests.support.kube import create
-from tests.support.scenario import DEPLOYMENTS, RouteRecorder, Scenario
+from tests.support.scenario import DEPLOYMENTS, RouteRecorder, Scenario, settled
 
 GATEWAY = "inference"
 ROUTE = "chat"
+HOLD = "6s"  # each weight of a promotion is held this long, so each side's share can be counted
+# The same serving on both sides: what a healthy candidate looks like.
+HEALTHY = SimulatorFlags(time_to_first_token=0.05, inter_token_latency=0.01)
+METRICS = [
+    # Failures are counted where every request passes: at the gateway.
+    {"name": "errors", "preset": "errorRate", "source": "traefik", "max": 0.05},
+    {"name": "ttft", "preset": "ttftP99", "compare": {"maxRatio": 1.5}},
+    {"name": "latency", "preset": "latencyP99", "max": 1.0},
+]
+
+
+def rollout(namespace: str, prometheus: str, weights: list[int]) -> dict[str, object]:
+    steps: list[dict[str, object]] = []
+    for weight in weights:
+        steps += [{"setWeight": weight}, {"pause": {"duration": HOLD}}]
+    return model_rollout("chat", namespace, steps=steps, prometheus=prometheus, metrics=METRICS)
 
 
 @dataclass
@@ -79,3 +96,16 @@ def simulated_serving(
     finally:
         recorder.stop()
         fleet.stop()
+
+
+def promote(
+    scenario: SimulatedScenario, prometheus: str, weights: list[int], record: Callable[[str, object], None]
+) -> None:
+    scenario.apply(rollout(scenario.namespace, prometheus, weights))
+    final = scenario.wait_for_status(
+        "the rollout to finish", lambda s: s.phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED), 120
+    )
+    assert final.phase is Phase.SUCCEEDED, final.message
+    scenario.wait_for_status("the promotion on the route", settled(Phase.SUCCEEDED))
+    verdicts = {record.name: record.verdict for record in final.analysis}
+    record("verdicts at promotion", {name: str(v) for name, v in verdicts.items()})

@@ -45,7 +45,11 @@ def example_spec(source: str, metrics: list[dict[str, object]]) -> dict[str, obj
         "incumbent": {"deployment": docs_gen.EXAMPLE_INCUMBENT},
         "candidate": {"deployment": docs_gen.EXAMPLE_CANDIDATE},
         "trafficRouting": {
-            "gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "a", "candidateBackend": "b"}
+            "gatewayAPI": {
+                "httpRoute": docs_gen.EXAMPLE_ROUTE,
+                "incumbentBackend": docs_gen.EXAMPLE_INCUMBENT,
+                "candidateBackend": docs_gen.EXAMPLE_CANDIDATE,
+            }
         },
         "steps": [{"setWeight": 10}],
         "analysis": {

@@ -126,7 +126,9 @@ def simulator(processes: ProcessRegistry, model: str, flags: SimulatorFlags) -> 
     """The simulator serving `model` on a free port of 127.0.0.1, started as the bed starts a model
     Pod's (MissingBinary when it is not built); stopped by its pid when the block ends."""
     port = free_port()
-    process = start_simulator(processes, f"sim-{model}", LOOPBACK, port, flags.args(model))
+    # Each serves its own name, which the evaluator sends.
+    served = dataclasses.replace(flags, served_model_name=model)
+    process = start_simulator(processes, f"sim-{model}", LOOPBACK, port, served.args(model))
     root = f"http://{LOOPBACK}:{port}"
     try:
         wait_for(
