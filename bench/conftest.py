@@ -7,4 +7,5 @@ from tests.conftest import (  # noqa: F401
     namespace,
     operator,
     prometheus_restarted,
+    traefik,
 )

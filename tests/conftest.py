@@ -25,7 +25,6 @@ from tests.support.kube import scratch_namespace
 # the others have nothing left (`make test` hands out whole files, in the order collected).
 LONGEST_FILES = (
     "test_simulated_rollbacks.py",
-    "test_simulated_a_a.py",
     "test_simulated_presets.py",
     "test_simulated_promotion.py",
 )

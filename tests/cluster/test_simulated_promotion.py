@@ -6,6 +6,7 @@ servers and a real gateway export, not our picture of them."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
@@ -80,8 +81,12 @@ def test_a_good_candidate_is_promoted_and_traefik_splits_by_each_weight(
     traefik: TraefikGateway,
     record_property: Callable[[str, object], None],
 ) -> None:
+    """An A/A rollout: the same flags on both sides, each side with a seed of its own."""
     weights = [20, 50, 80]
-    with simulated_serving(local_bed, api_client, namespace, traefik, HEALTHY, rps=60) as scenario:
+    incumbent = replace(HEALTHY, seed=HEALTHY.seed + 1)
+    with simulated_serving(
+        local_bed, api_client, namespace, traefik, HEALTHY, incumbent=incumbent, rps=60
+    ) as scenario:
         promote(scenario, local_bed.prometheus_url, weights, record_property)
         shares = candidate_shares(scenario, weights)
     record_property("candidate share answered by the simulators, by weight", shares)

@@ -115,7 +115,7 @@ def test_a_candidate_loaded_past_its_max_num_seqs_is_rolled_back_as_its_first_to
         namespace,
         steps=[
             {"setWeight": 10},
-            {"pause": {"duration": "10s"}},
+            {"pause": {"duration": "6s"}},
             {"setWeight": 60},
             {"pause": {"duration": "60s"}},
         ],

@@ -1,6 +1,7 @@
 """An A/A rollout, the same simulator flags on both sides, is promoted three times out of three: llm-d's
 vLLM simulator serves both, Traefik splits the requests, and only noise tells the sides apart. The
-simulator, not our double: its latencies are drawn by its own code."""
+simulator, not our double: its latencies are drawn by its own code. In `make bench`: a minute and a
+half of rollouts; `make test` promotes one A/A candidate (test_simulated_promotion.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from testbed.localcluster import LocalCluster
 from testbed.operator_process import OperatorProcess
 from testbed.traefik_gateway import TraefikGateway
 from tests.support.simulated import HEALTHY, promote, simulated_serving
+
+pytestmark = pytest.mark.bench
 
 
 @pytest.mark.parametrize("run", [1, 2, 3])
