@@ -86,10 +86,12 @@ def operator(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     process.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def traefik(local_bed: LocalCluster, api_client: client.ApiClient) -> Iterator[TraefikGateway]:
     """Opt-in: a real Gateway API data plane (Traefik) for HTTPRoutes, and the loopback node whose
-    Pods it reaches; tests without it get their traffic from the traffic driver."""
+    Pods it reaches; tests without it get their traffic from the traffic driver. One per test file:
+    left running, it would rebuild its configuration at every change the later files make to the
+    bed's namespaces, Services and EndpointSlices, and spend the suite's CPU on it."""
     LoopbackPods(local_bed, api_client).ensure_node()
     local_bed.kubectl("apply", "-f", "-", stdin=json.dumps(gateway_class()))
     gateway = TraefikGateway.start(local_bed)
