@@ -111,6 +111,15 @@ class Stack:
     lacks: Mapping[str, str] = field(default_factory=dict)
 
 
+# What a proxy or gateway cannot see of a request: the server's tokens and queue.
+SERVER_ONLY = ("ttftP50", "ttftP99", "tpotP99", "tokensPerSecond", "queueDepth")
+
+
+def lacks_server_only(why: str) -> Mapping[str, str]:
+    """The `lacks` of a stack that counts requests in a proxy or gateway."""
+    return dict.fromkeys(SERVER_ONLY, why)
+
+
 def le_matcher(bound: Decimal) -> str:
     """A regex matching the `le` label of the bucket with upper bound `bound`, as clients spell it:
     Python's client writes `1.0` and `0.5`, Go's `1` and `1e+06`. Dots and pluses are escaped."""

@@ -2,7 +2,7 @@
 istio/proxy at c0655e1: source/extensions/filters/http/istio_stats/istio_stats.cc; docs/presets.md)."""
 
 from modelgate.metrics.context import QueryContext, Side
-from modelgate.metrics.presets.common import Histogram, Stack, counter
+from modelgate.metrics.presets.common import Histogram, Stack, counter, lacks_server_only
 
 
 def by_destination_workload(ctx: QueryContext, side: Side) -> str:
@@ -25,11 +25,5 @@ STACK = Stack(
     # Envoy's response flag DC: the downstream (client) connection was terminated.
     aborts=counter(_REQUESTS, 'response_flags=~"(.*,)?DC(,.*)?"', absent_means_zero=True),
     latency=Histogram("istio_request_duration_milliseconds", unit=0.001),
-    lacks={
-        "ttftP50": _SERVER_ONLY,
-        "ttftP99": _SERVER_ONLY,
-        "tpotP99": _SERVER_ONLY,
-        "tokensPerSecond": _SERVER_ONLY,
-        "queueDepth": _SERVER_ONLY,
-    },
+    lacks=lacks_server_only(_SERVER_ONLY),
 )

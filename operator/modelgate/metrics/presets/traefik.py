@@ -8,7 +8,7 @@ its own (`<router>-svc-<namespace>-<backend>-<index>@kubernetesgateway`, the rou
 apart, and a failure counts even when the model server itself never saw the request."""
 
 from modelgate.metrics.context import QueryContext, QueryContextError, Side
-from modelgate.metrics.presets.common import Histogram, Stack, counter
+from modelgate.metrics.presets.common import Histogram, Stack, counter, lacks_server_only
 
 
 def by_backend(ctx: QueryContext, side: Side) -> str:
@@ -35,11 +35,5 @@ STACK = Stack(
     # Traefik answers 499 when the client closed the connection before the answer was complete.
     aborts=counter(_REQUESTS, 'code="499"', absent_means_zero=True),
     latency=Histogram("traefik_service_request_duration_seconds"),
-    lacks={
-        "ttftP50": _PROXY_ONLY,
-        "ttftP99": _PROXY_ONLY,
-        "tpotP99": _PROXY_ONLY,
-        "tokensPerSecond": _PROXY_ONLY,
-        "queueDepth": _PROXY_ONLY,
-    },
+    lacks=lacks_server_only(_PROXY_ONLY),
 )
