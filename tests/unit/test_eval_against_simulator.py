@@ -21,11 +21,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from modelgate.api.gate_result import GateResult, Score
 from modelgate.cli import gate_eval
+from modelgate.evaluation.client import ChatClient, Endpoint
+from modelgate.evaluation.scoring import Reply
 from testbed.inference_sim import SimulatorFlags, start_simulator
 from testbed.ports import LOOPBACK, free_port
 from testbed.processes import ProcessRegistry
@@ -95,8 +98,8 @@ ECHO_FAILS = (
 )
 CAPABILITIES = ("exact", "number", "regex", "json")
 
-# Recorded by a client that streamed: the evaluator ignores `stream` and asks for whole answers. The
-# recorded model gives way to --candidate-model and --incumbent-model (the simulator 404s on "chat").
+# Recorded by a client that streamed: the evaluator replays them streaming. The recorded model gives
+# way to --candidate-model and --incumbent-model (the simulator 404s on "chat").
 STREAMED_REPLAY = (
     {"prompt": "Please suggest a name for a bakery.", "model": "chat", "stream": True},
     {
@@ -197,6 +200,32 @@ def timed_eval_in_process(
     return exit_code, GateResult.model_validate_json((tmp_path / "result.json").read_text()), elapsed
 
 
+@dataclass(frozen=True)
+class Asked:
+    """One chat request the evaluator made, and the reply it read."""
+
+    role: str
+    stream: bool
+    reply: Reply
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[Asked]:
+    """The chat requests of a run in this process, as they are made (the client itself is kept)."""
+    made: list[Asked] = []
+    complete = ChatClient.complete
+
+    async def recorded(
+        client: ChatClient, endpoint: Endpoint, messages: Sequence[Mapping[str, Any]], **options: Any
+    ) -> Reply:
+        reply = await complete(client, endpoint, messages, **options)
+        made.append(Asked(endpoint.role, options.get("stream", False), reply))
+        return reply
+
+    monkeypatch.setattr(ChatClient, "complete", recorded)
+    return made
+
+
 @pytest.fixture
 def logging_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run in this process, the command must not set up logging for the whole test process (as
@@ -253,17 +282,27 @@ def test_answers_the_simulator_echoes_wrong_fail_and_the_run_still_measured(
     assert capability_shares(result) == {name: (0.0, 0.0, 1) for name in CAPABILITIES}
 
 
-def test_requests_recorded_as_streaming_are_replayed_for_whole_answers(
-    simulators: dict[str, Simulator], tmp_path: Path
+@pytest.mark.usefixtures("logging_left_alone")
+def test_requests_recorded_as_streaming_are_replayed_streaming_and_read_whole(
+    simulators: dict[str, Simulator], tmp_path: Path, asked: list[Asked]
 ) -> None:
-    """Against the simulator, not our double, because the simulator streams when asked to (server-sent
-    events, as vLLM does). The evaluator never streams: it drops a recorded `stream` and reads one
-    JSON answer, so a replay of streamed requests is answered whole, not counted as errors."""
+    """Against the simulator, not our double: it streams when asked to, in server-sent events as
+    vLLM sends them. A recorded `stream: true` is replayed streaming, and the evaluator joins the
+    simulator's pieces into whole answers: the echoed messages, first content before the end."""
     replay = write_jsonl(tmp_path / "streamed.jsonl", STREAMED_REPLAY)
 
-    run, result = eval_against(simulators["candidate"], simulators["incumbent"], tmp_path, "--replay", replay)
+    exit_code, result, _ = timed_eval_in_process(
+        simulators["candidate"], simulators["incumbent"], tmp_path, "--replay", replay
+    )
 
-    assert run.returncode == 0, run.stderr
+    assert exit_code == 0
+    assert sorted((a.role, a.stream, a.reply.text) for a in asked) == sorted(
+        (role, True, answer) for role in ("candidate", "incumbent") for answer in STREAMED_REPLAY_ANSWERS
+    )
+    for reply in (a.reply for a in asked):
+        assert reply.first_token_seconds is not None and reply.latency_seconds is not None
+        # The simulator waits its time to first token, then sends a token every inter-token latency.
+        assert SHORTEST_ANSWER_SECONDS <= reply.first_token_seconds < reply.latency_seconds
     scores = by_name(result)
     assert (scores["replay-error-rate"].candidate, scores["replay-error-rate"].incumbent) == (0.0, 0.0)
     mean_chars = round(sum(map(len, STREAMED_REPLAY_ANSWERS)) / len(STREAMED_REPLAY_ANSWERS), 4)
@@ -273,7 +312,7 @@ def test_requests_recorded_as_streaming_are_replayed_for_whole_answers(
         == mean_chars
     )
     assert scores["replay-changed-answers"].candidate == 0.0  # both echo the same last messages
-    # The time to the whole answer includes the simulator's own time to first token.
+    # The latency score stays the time to the whole answer, the simulator's first token included.
     latency = scores["replay-p95-latency-seconds"]
     assert latency.incumbent is not None
     assert min(latency.candidate, latency.incumbent) >= SHORTEST_ANSWER_SECONDS

@@ -83,15 +83,16 @@ def test_recorded_requests_are_messages_or_a_prompt() -> None:
                 "model": "m",
                 "max_tokens": 5,
                 "temperature": 1,
+                "stream": True,
             },
             {"prompt": "hello"},
         ),
         "r",
     )
 
-    assert [(r.line, r.messages, r.model, r.max_tokens) for r in requests] == [
-        (1, ({"role": "user", "content": "hi"},), "m", 5),
-        (2, ({"role": "user", "content": "hello"},), None, None),
+    assert [(r.line, r.messages, r.model, r.max_tokens, r.stream) for r in requests] == [
+        (1, ({"role": "user", "content": "hi"},), "m", 5, True),
+        (2, ({"role": "user", "content": "hello"},), None, None, False),
     ]
 
 
@@ -106,6 +107,9 @@ def test_recorded_requests_are_messages_or_a_prompt() -> None:
         ({"messages": []}, "r, line 1: messages: List should have at least 1 item"),
         ({"messages": [{"content": "b"}]}, "r, line 1: messages.0.role: Field required"),
         ({"prompt": "a", "max_tokens": 0}, "r, line 1: max_tokens: Input should be greater than 0"),
+        ({"prompt": "a", "stream": "true"}, "r, line 1: stream: Input should be a valid boolean"),
+        ({"prompt": "a", "stream": 1}, "r, line 1: stream: Input should be a valid boolean"),
+        ({"prompt": "a", "stream": None}, "r, line 1: stream: Input should be a valid boolean"),
     ],
 )
 def test_a_bad_recorded_request_names_the_line_and_the_field(line: dict[str, Any], message: str) -> None:

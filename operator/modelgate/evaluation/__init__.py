@@ -2,5 +2,5 @@
 incumbent the items of a test set and replayed production requests, and a judge which answer of each
 pair is better, and writes a GateResult (api/gate_result.py).
 
-Pure parts (checks, testset, replay, judge, scoring, summary) are separate from the I/O (client,
-runner): lint-imports keeps the pure ones free of the HTTP client."""
+Pure parts (checks, testset, replay, streaming, judge, scoring, summary) are separate from the I/O
+(client, runner): lint-imports keeps the pure ones free of the HTTP client."""

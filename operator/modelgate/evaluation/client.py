@@ -1,6 +1,6 @@
-"""The HTTP side of `modelgate eval`: OpenAI-compatible chat completions with bounded concurrency per
-endpoint, a timeout per attempt and retries with exponential backoff; and reading a test set or
-replay file from a path or an http(s) URL.
+"""The HTTP side of `modelgate eval`: OpenAI-compatible chat completions, whole or streamed, with
+bounded concurrency per endpoint, a timeout per attempt and retries with exponential backoff; and
+reading a test set or replay file from a path or an http(s) URL.
 
 aiohttp rather than a thread pool: it is already the project's HTTP client, one event loop holds
 hundreds of requests in flight at the cost of a semaphore each, and a timeout or Ctrl-C cancels them
@@ -20,9 +20,12 @@ import structlog
 
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.scoring import Reply
+from modelgate.evaluation.streaming import ChatStream, StreamError
 from modelgate.sidecar.answers import answer_from_json
 
 log = structlog.get_logger(__name__)
+
+EVENT_STREAM = "text/event-stream"
 
 # Worth another attempt: the server was busy or broken for a moment (429, 5xx), or no answer came.
 _TRANSIENT_ERRORS = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError)
@@ -78,26 +81,33 @@ class ChatClient:
         model: str | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        stream: bool = False,
     ) -> Reply:
+        """With `stream`, asks for server-sent events and reads the answer from them, as a client
+        that streamed in production did."""
         body: dict[str, Any] = {"messages": list(messages)}
         optional = {"model": model or endpoint.model, "max_tokens": max_tokens, "temperature": temperature}
         body.update({key: value for key, value in optional.items() if value is not None})
+        if stream:
+            body["stream"] = True
         url = f"{endpoint.base_url.rstrip('/')}/chat/completions"
         async with self._slot(endpoint):
             reply = Reply(None, error="not attempted")
             for attempt in range(self._policy.retries + 1):
-                reply, transient = await self._attempt(url, body)
+                reply, transient = await self._attempt(url, body, stream)
                 if not transient:
                     return reply
                 log.debug("chat request failed", endpoint=endpoint.role, attempt=attempt, error=reply.error)
                 await self._back_off(attempt)
             return reply
 
-    async def _attempt(self, url: str, body: Mapping[str, Any]) -> tuple[Reply, bool]:
+    async def _attempt(self, url: str, body: Mapping[str, Any], stream: bool) -> tuple[Reply, bool]:
         """The reply and whether its failure is worth another attempt."""
         started = time.perf_counter()
         try:
             async with self._session.post(url, json=body, timeout=self._timeout()) as response:
+                if stream and response.status == 200:
+                    return await _streamed_reply(response, started)
                 payload = await response.read()
                 status = response.status
         except _TRANSIENT_ERRORS as error:
@@ -120,6 +130,27 @@ class ChatClient:
     async def _back_off(self, attempt: int) -> None:
         if attempt < self._policy.retries:
             await asyncio.sleep(self._policy.backoff_seconds * 2**attempt)
+
+
+async def _streamed_reply(response: aiohttp.ClientResponse, started: float) -> tuple[Reply, bool]:
+    """The reply read from a 200 stream and whether its failure is worth another attempt; a
+    connection broken mid-stream raises, as in any attempt. The latency is to the end of the stream,
+    as a whole answer's is to its last byte, and the time to the first piece of content is kept."""
+    if response.content_type != EVENT_STREAM:
+        # A server that ignores `stream` answers whole: not what production was sent, so no answer.
+        return Reply(None, error=f"asked to stream, the server answered {response.content_type}"), False
+    stream = ChatStream()
+    first_token_seconds: float | None = None
+    try:
+        async for data in response.content.iter_any():
+            stream.feed(data)
+            if first_token_seconds is None and stream.has_content:
+                first_token_seconds = time.perf_counter() - started
+        text, finish_reason = stream.answer()
+    except StreamError as error:
+        return Reply(None, error=str(error)), error.transient
+    latency = time.perf_counter() - started
+    return Reply(text, finish_reason, latency, first_token_seconds=first_token_seconds), False
 
 
 async def read_source(

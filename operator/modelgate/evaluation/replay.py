@@ -1,5 +1,6 @@
 """Recorded production requests to replay: JSONL, one request per line, `{"messages": [...]}` or
-`{"prompt": "..."}`, optionally with `model` and `max_tokens`; other recorded fields are ignored."""
+`{"prompt": "..."}`, optionally with `model`, `max_tokens` and `stream` (a request sent streaming is
+replayed streaming); other recorded fields are ignored."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, StrictBool, model_validator
 
 from modelgate.evaluation.jsonl import InputError, json_lines, parse_line
 
@@ -29,6 +30,8 @@ class _RecordedSpec(BaseModel):
     prompt: str | None = Field(None, min_length=1)
     model: str | None = None
     max_tokens: PositiveInt | None = None
+    # Strict: pydantic would otherwise read "false" or 0 as a boolean, and replay a guess.
+    stream: StrictBool = False
 
     @model_validator(mode="after")
     def _one_form(self) -> _RecordedSpec:
@@ -43,6 +46,7 @@ class RecordedRequest:
     messages: tuple[dict[str, Any], ...]
     model: str | None
     max_tokens: int | None
+    stream: bool = False
 
 
 def parse_replay(text: str, source: str) -> list[RecordedRequest]:
@@ -54,7 +58,7 @@ def parse_replay(text: str, source: str) -> list[RecordedRequest]:
             if spec.messages is not None
             else ({"role": "user", "content": spec.prompt},)
         )
-        requests.append(RecordedRequest(number, messages, spec.model, spec.max_tokens))
+        requests.append(RecordedRequest(number, messages, spec.model, spec.max_tokens, spec.stream))
     if not requests:
         raise InputError(f"{source}: no recorded requests")
     return requests

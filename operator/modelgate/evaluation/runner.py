@@ -126,7 +126,8 @@ async def _ask_both(
     temperature: float | None = None,
 ) -> tuple[list[Reply], list[Reply]]:
     """Every conversation to both endpoints, all at once (each endpoint bounds its own concurrency).
-    A recorded request keeps its max_tokens, and its model where the endpoint names none."""
+    A recorded request keeps its max_tokens and its streaming, and its model where the endpoint
+    names none."""
 
     async def ask(endpoint: Endpoint, index: int) -> Reply:
         request = recorded[index] if recorded is not None else None
@@ -136,6 +137,7 @@ async def _ask_both(
             model=endpoint.model or (request.model if request else None),
             max_tokens=request.max_tokens if request else None,
             temperature=temperature,
+            stream=request.stream if request else False,
         )
         done()
         return reply

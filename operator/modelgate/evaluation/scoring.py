@@ -17,11 +17,13 @@ DIGITS = 4
 
 @dataclass(frozen=True)
 class Reply:
-    """What one endpoint answered one request: the text of a 200 answer, or why there is none."""
+    """What one endpoint answered one request: the text of a 200 answer, or why there is none. The
+    latency is to the whole answer; a streamed answer also has the time to its first content."""
 
     text: str | None
     finish_reason: str | None = None
     latency_seconds: float | None = None
+    first_token_seconds: float | None = None
     error: str | None = None
 
     @property
