@@ -42,7 +42,8 @@ def api_server_restart(
         final = wait_phase(api_client, namespace, "chat", (Phase.SUCCEEDED,), timeout=4 * pause_seconds + 90)
         done_at = time.monotonic()
         assert final.current_weight == 100
-        assert recorder.candidate_weights() == TIMED_WEIGHTS
+        seen = recorder.candidate_weights()
+        assert seen == TIMED_WEIGHTS, f"the route showed candidate weights {seen}"
     _controllers_acting(api_client, namespace)
     return {
         "down_seconds": back_at - killed_at,
