@@ -1,5 +1,10 @@
 """A serving scenario for operator tests: two model Deployments with doubles behind an HTTPRoute,
-traffic following the route, and a recorder of every weight the route ever showed."""
+traffic following the route, and a recorder of every weight the route ever showed.
+
+Our doubles, not llm-d's vLLM simulator (tests/support/simulated.py): these tests set what a model
+does per test and change it mid-test (`Behaviour`: error, abort and refusal shares, latency tails),
+read exemplars and per-request traces, and export other stacks' series, none of which the
+simulator can; and the traffic driver starts in milliseconds where a gateway takes seconds."""
 
 from __future__ import annotations
 
