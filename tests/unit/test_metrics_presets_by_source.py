@@ -247,6 +247,19 @@ def test_traefik_tells_the_weighted_backends_of_the_route_apart(tmp_path: Path) 
     )
 
 
+def test_a_dot_in_a_traefik_backend_name_matches_a_dot_only(tmp_path: Path) -> None:
+    ctx = QueryContext.for_rollout(
+        "serving", "chat", "chat-v2", "30s", gateway_routes=("httproute/chat",), backends=("chat", "chat.v2")
+    )
+
+    def requests(backend: str) -> str:
+        service = traefik_service("serving", "chat", backend, 1)
+        return labelled("traefik_service_requests_total", service=service, code="200")
+
+    series = {requests("chat.v2"): counter(10), requests("chatxv2"): counter(90)}
+    assert_evaluates(tmp_path, series, {requests_query("traefik", ctx): one(10 * 60)})
+
+
 def test_traefik_needs_gateway_api_routing_to_tell_the_sides_apart() -> None:
     spec = spec_with("traefik", {"name": "errors", "preset": "errorRate", "max": 0.01})
     spec["trafficRouting"] = {

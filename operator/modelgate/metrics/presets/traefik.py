@@ -21,7 +21,9 @@ def by_backend(ctx: QueryContext, side: Side) -> str:
         )
     routes = "|".join(sorted({route.replace("/", f"-{ctx.namespace}-") for route in ctx.gateway_routes}))
     routes = routes.replace(".", "-")
-    return f'service=~"({routes})-gw-.+-svc-{ctx.namespace}-{ctx.backend(side)}-[0-9]+@kubernetesgateway"'
+    # The backend's name stands in the service's as written: a dot is a dot (escaped for PromQL too).
+    backend = ctx.backend(side).replace(".", "\\\\.")
+    return f'service=~"({routes})-gw-.+-svc-{ctx.namespace}-{backend}-[0-9]+@kubernetesgateway"'
 
 
 _REQUESTS = "traefik_service_requests_total"
