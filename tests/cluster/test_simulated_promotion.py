@@ -40,10 +40,7 @@ def side_totals(scenario: SimulatedScenario, start: float, end: float) -> dict[s
 def candidate_shares(scenario: SimulatedScenario, weights: list[int]) -> dict[int, float]:
     """The candidate's share of the requests the simulators answered while the route held each
     weight (from SETTLE seconds after the route showed it until the next change)."""
-    changes: list[tuple[float, int]] = []
-    for at, _, candidate in scenario.recorder.recorded():  # every event, Traefik's status updates too
-        if not changes or changes[-1][1] != candidate:
-            changes.append((at, candidate))
+    changes = scenario.recorder.weight_changes()
     held = [
         (at + SETTLE, until, weight) for (at, weight), (until, _) in pairwise(changes) if weight in weights
     ]

@@ -132,15 +132,20 @@ class RouteRecorder:
         self._watcher.check()
         return self.seen
 
-    def candidate_weights(self, after: float = 0) -> list[int]:
-        """The distinct successive candidate weights, in order: the first one seen, then each change
-        (only the changes seen from `after` on, when given; a re-opened watch repeats the weight it
-        finds, which is no change)."""
+    def weight_changes(self) -> list[tuple[float, int]]:
+        """(time, candidate weight) of the first weight seen and of each change: a re-opened watch
+        repeats the weight it finds, and the gateway's status updates repeat it too, which is no
+        change."""
         changes: list[tuple[float, int]] = []
         for at, _, candidate in self.recorded():
             if not changes or changes[-1][1] != candidate:
                 changes.append((at, candidate))
-        return [candidate for at, candidate in changes if at >= after]
+        return changes
+
+    def candidate_weights(self, after: float = 0) -> list[int]:
+        """The distinct successive candidate weights, in order (only the changes seen from `after` on,
+        when given)."""
+        return [candidate for at, candidate in self.weight_changes() if at >= after]
 
     def weights_until(self, last: int) -> list[int]:
         """candidate_weights() once the route shows `last`: the watch may lag the rollout's status,
