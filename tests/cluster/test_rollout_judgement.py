@@ -106,12 +106,14 @@ def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate_under_a
     candidate, incumbent = Behaviour(error_rate=0.01), Behaviour(error_rate=0.2)
     with serving(local_bed, api_client, namespace, candidate, incumbent=incumbent, rps=100) as scenario:
         scenario.apply(manifest)
-        # A 1% candidate can show no error in one window; wait for an evaluation that saw some.
+        # A 1% candidate can show no error in one window; wait for an evaluation that saw some, at the
+        # pause: before it, the comparison may still wait for the incumbent's 500 requests.
         judged = scenario.wait_for_status(
-            "the fixed bound to fail on candidate errors",
-            lambda s: _verdict(s, "errors-fixed") is Verdict.FAIL and (_analysis(s, "errors").value or 0) > 0,
+            "the pause, with the fixed bound failing on candidate errors",
+            lambda s: s.phase is Phase.PAUSED
+            and _verdict(s, "errors-fixed") is Verdict.FAIL
+            and (_analysis(s, "errors").value or 0) > 0,
         )
-        assert judged.phase is Phase.PAUSED
         errors = _analysis(judged, "errors")
         assert errors.verdict is Verdict.PASS, errors.message
         assert errors.value is not None and errors.incumbent_value is not None
