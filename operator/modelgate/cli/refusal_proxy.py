@@ -6,12 +6,20 @@ import argparse
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 from yarl import URL
 
 from modelgate.observability import configure_logging
-from modelgate.sidecar.answers import DEFAULT_PATTERNS, PatternError, RefusalPatterns, parse_patterns
+from modelgate.sidecar.answers import (
+    DEFAULT_PATTERNS,
+    PatternError,
+    RefusalPatterns,
+    TextLimits,
+    parse_patterns,
+)
+from modelgate.sidecar.connections import ConnectionLimits
 from modelgate.sidecar.proxy import ProxySettings, start_refusal_proxy
 
 
@@ -42,7 +50,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=[],
         metavar="NAME",
         help="a served model name whose counters are exported at 0 from the start (repeatable; also "
-        "the model label of answers that name none, such as errors)",
+        "the model label of answers that name none, such as errors); when given, answers naming "
+        "any other model are counted under model=\"other\"",
+    )
+    proxy.add_argument(
+        "--max-model-labels",
+        type=_positive(int),
+        default=ProxySettings.max_model_labels,
+        help="without --model: how many model names answered become labels; later names are counted "
+        "under model=\"other\" (default: %(default)s)",
     )
     proxy.add_argument(
         "--patterns-file",
@@ -50,16 +66,85 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="refusal patterns, one case-insensitive regular expression per line ('#' comments); "
         "replaces the defaults",
     )
-    proxy.add_argument(
-        "--max-classified-bytes",
-        type=int,
-        default=ProxySettings.max_classified_bytes,
-        help="JSON answers larger than this are passed on but not classified; streamed answers keep "
-        "only their text (default: %(default)s)",
-    )
+    _add_size_limits(proxy)
+    _add_connection_limits(proxy)
     proxy.add_argument("--log-format", choices=["json", "console"], default="json")
     proxy.add_argument("--verbose", action="store_true", help="debug logs (one line per answer)")
     proxy.set_defaults(handler=run_refusal_proxy)
+
+
+def _add_size_limits(proxy: argparse.ArgumentParser) -> None:
+    proxy.add_argument(
+        "--max-classified-bytes",
+        type=_positive(int),
+        default=ProxySettings.max_classified_bytes,
+        help="JSON answers larger than this are passed on but not classified (default: %(default)s)",
+    )
+    proxy.add_argument(
+        "--max-buffered-bytes",
+        type=_positive(int),
+        default=ProxySettings.max_buffered_bytes,
+        help="the JSON answers being read hold at most this many bytes at once, across connections; "
+        "an answer that does not fit is passed on unclassified (default: %(default)s)",
+    )
+    proxy.add_argument(
+        "--classified-head-chars",
+        type=_positive(int),
+        default=TextLimits.head,
+        help="the first characters of each choice's text that are classified (default: %(default)s)",
+    )
+    proxy.add_argument(
+        "--classified-tail-chars",
+        type=_positive(int),
+        default=TextLimits.tail,
+        help="and the last ones; the text between is passed on unread (default: %(default)s)",
+    )
+
+
+def _add_connection_limits(proxy: argparse.ArgumentParser) -> None:
+    proxy.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        default=ConnectionLimits.max_connections,
+        help="open client connections at most; more are answered 503 and closed (default: %(default)s)",
+    )
+    proxy.add_argument(
+        "--header-timeout",
+        type=_positive(float),
+        default=ConnectionLimits.header_timeout,
+        metavar="SECONDS",
+        help="a request's headers must arrive within this time of its first byte, or of connecting; "
+        "the client is answered 408 and closed otherwise (default: %(default)s)",
+    )
+    proxy.add_argument(
+        "--idle-timeout",
+        type=_positive(float),
+        default=ConnectionLimits.idle_timeout,
+        metavar="SECONDS",
+        help="an idle keep-alive connection is closed after this time; keep it above the gateway's "
+        "idle timeout for its backends (default: %(default)s)",
+    )
+    proxy.add_argument(
+        "--upstream-read-timeout",
+        type=_positive(float),
+        default=ProxySettings.upstream_read_timeout,
+        metavar="SECONDS",
+        help="the model server may stay silent this long, before its answer begins and between two "
+        "chunks; then the client gets 504 (or its stream is broken off) (default: %(default)s)",
+    )
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a positive {kind.__name__}")
+        return value
+
+    return parse
 
 
 def _patterns(path: Path | None) -> RefusalPatterns:
@@ -80,13 +165,16 @@ def _upstream(url: str) -> URL:
 
 def run_refusal_proxy(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, logging.DEBUG if args.verbose else logging.INFO)
-    if args.max_classified_bytes < 1:
-        raise SystemExit("modelgate refusal-proxy: --max-classified-bytes must be a positive number of bytes")
     settings = ProxySettings(
         upstream=_upstream(args.upstream),
         patterns=_patterns(args.patterns_file),
         models=tuple(args.model),
+        max_model_labels=args.max_model_labels,
         max_classified_bytes=args.max_classified_bytes,
+        max_buffered_bytes=args.max_buffered_bytes,
+        text_limits=TextLimits(args.classified_head_chars, args.classified_tail_chars),
+        connections=ConnectionLimits(args.max_connections, args.header_timeout, args.idle_timeout),
+        upstream_read_timeout=args.upstream_read_timeout,
     )
     asyncio.run(_serve(settings, args.host, args.port, args.metrics_port))
     return 0

@@ -5,6 +5,10 @@ An answer is a refusal when a choice finished with `content_filter` (the server'
 stopped it) or when a choice's text matches one of the refusal patterns (case-insensitive regular
 expressions, searched anywhere in the text). Patterns are a heuristic: they miss refusals worded
 otherwise and may match a helpful answer that quotes one.
+
+Memory is bounded whatever the server sends: a choice keeps the first and last characters of its
+text (`TextLimits`), an event larger than `MAX_EVENT_BYTES` is skipped, and choices past
+`MAX_CHOICES` are not read. Text within the limits is classified whole.
 """
 
 from __future__ import annotations
@@ -12,12 +16,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 CONTENT_FILTER = "content_filter"
 DONE = "[DONE]"
+# A chunk of a stream is a few hundred bytes (a few KiB with logprobs); larger events are skipped.
+MAX_EVENT_BYTES = 64 * 1024
+# OpenAI's own bound on `n`; choices with a higher index are not read.
+MAX_CHOICES = 128
 
 # Straight and typographic apostrophes: models write both.
 _APOSTROPHE = "['\u2019]"
@@ -75,8 +83,57 @@ def parse_patterns(text: str, source: str) -> RefusalPatterns:
 
 @dataclass(frozen=True)
 class Choice:
+    """A choice's text and how it finished. `tail` is None when `text` is the whole text, else the
+    text was too long to keep: `text` is its beginning and `tail` its end."""
+
     text: str
     finish_reason: str | None
+    tail: str | None = None
+
+    def fragments(self) -> tuple[str, ...]:
+        """What the patterns search, each on its own: a match never spans the part not kept."""
+        return (self.text,) if self.tail is None else (self.text, self.tail)
+
+
+@dataclass(frozen=True)
+class TextLimits:
+    """How much of each choice's text is kept: its first `head` and last `tail` characters."""
+
+    head: int = 8192
+    tail: int = 2048
+
+
+@dataclass
+class TextWindow:
+    """The first and last characters of a text fed in pieces; what lies between is dropped."""
+
+    limits: TextLimits
+    _head: list[str] = field(default_factory=list)
+    _head_length: int = 0
+    _tail: str = ""
+    _cut: bool = False
+
+    def feed(self, piece: str) -> None:
+        room = self.limits.head - self._head_length
+        if room > 0:
+            self._head.append(piece[:room])
+            self._head_length += min(room, len(piece))
+            piece = piece[room:]
+        if not piece:
+            return
+        tail = self._tail + piece
+        self._cut = self._cut or len(tail) > self.limits.tail
+        self._tail = tail[len(tail) - self.limits.tail :] if self.limits.tail else ""
+
+    def choice(self, finish_reason: str | None) -> Choice:
+        head = "".join(self._head)
+        return Choice(head, finish_reason, self._tail) if self._cut else Choice(head + self._tail, finish_reason)
+
+
+def windowed(text: str, limits: TextLimits, finish_reason: str | None) -> Choice:
+    window = TextWindow(limits)
+    window.feed(text)
+    return window.choice(finish_reason)
 
 
 @dataclass(frozen=True)
@@ -91,14 +148,14 @@ def classify(answer: Answer, patterns: RefusalPatterns) -> RefusalReason | None:
     """The reason the answer is a refusal, or None. The server's own filter wins over patterns."""
     if any(choice.finish_reason == CONTENT_FILTER for choice in answer.choices):
         return RefusalReason.CONTENT_FILTER
-    if any(patterns.matches(choice.text) for choice in answer.choices):
+    if any(patterns.matches(text) for choice in answer.choices for text in choice.fragments()):
         return RefusalReason.PATTERN
     return None
 
 
-def answer_from_json(body: bytes) -> Answer | None:
-    """A non-streaming answer: `choices[].message.content` (chat) or `choices[].text` (completions).
-    None when the body is not such an answer."""
+def answer_from_json(body: bytes, limits: TextLimits = TextLimits()) -> Answer | None:
+    """A non-streaming answer: `choices[].message.content` (chat) or `choices[].text` (completions),
+    each kept within `limits` as a stream's would be. None when the body is not such an answer."""
     try:
         document = json.loads(body)
     except ValueError:
@@ -106,54 +163,88 @@ def answer_from_json(body: bytes) -> Answer | None:
     if not isinstance(document, dict) or not isinstance(document.get("choices"), list):
         return None
     choices = tuple(
-        Choice(_choice_text(choice, "message"), _finish_reason(choice))
-        for choice in document["choices"]
+        windowed(_choice_text(choice, "message"), limits, _finish_reason(choice))
+        for choice in document["choices"][:MAX_CHOICES]
         if isinstance(choice, dict)
     )
     return Answer(_model(document), choices)
 
 
-class AnswerReader:
-    """Reads one response body as it passes through: a stream of events keeps only the answer's
-    text; a JSON answer is kept whole up to `limit` bytes, and a larger one is passed on but not
-    read (`answer()` is None)."""
+class ByteBudget:
+    """The bytes that JSON answers being read may hold at once, shared by all connections: an
+    answer that does not fit is passed on unread, so memory stays bounded however many arrive."""
 
-    def __init__(self, streamed: bool, limit: int) -> None:
-        self._streamed = StreamedAnswer() if streamed else None
+    def __init__(self, total: int) -> None:
+        self.free = total
+
+    def take(self, size: int) -> bool:
+        if size > self.free:
+            return False
+        self.free -= size
+        return True
+
+    def give(self, size: int) -> None:
+        self.free += size
+
+
+class AnswerReader:
+    """Reads one response body as it passes through: a stream of events keeps each choice's text
+    within `limits`; a JSON answer is kept whole up to `limit` bytes (and while `budget` has room),
+    and a larger one is passed on but not read (`answer()` is None). `release()` gives the bytes
+    held back to the budget."""
+
+    def __init__(
+        self,
+        streamed: bool,
+        limit: int,
+        limits: TextLimits = TextLimits(),
+        budget: ByteBudget | None = None,
+    ) -> None:
+        self._streamed = StreamedAnswer(limits) if streamed else None
+        self._limits = limits
+        self._budget = budget or ByteBudget(limit)
         self._body: list[bytes] = []
         self._size = 0
         self._limit = limit
+        self._refused = False
 
     @property
     def over_limit(self) -> bool:
-        return self._size > self._limit
+        return self._refused
 
     def feed(self, chunk: bytes) -> None:
         if self._streamed is not None:
             self._streamed.feed(chunk)
             return
-        if self.over_limit:
+        if self._refused:
+            return
+        if self._size + len(chunk) > self._limit or not self._budget.take(len(chunk)):
+            self._refused = True
+            self.release()
             return
         self._size += len(chunk)
-        if self.over_limit:
-            self._body.clear()
-        else:
-            self._body.append(chunk)
+        self._body.append(chunk)
 
     def answer(self) -> Answer | None:
         if self._streamed is not None:
             return self._streamed.answer()
-        return None if self.over_limit else answer_from_json(b"".join(self._body))
+        return None if self._refused else answer_from_json(b"".join(self._body), self._limits)
+
+    def release(self) -> None:
+        self._budget.give(self._size)
+        self._body.clear()
+        self._size = 0
 
 
 class StreamedAnswer:
     """A streamed answer (`stream: true`), fed the response bytes as they arrive: server-sent
     events whose data is a JSON chunk with `choices[].delta.content` (chat) or `choices[].text`
-    (completions), then `[DONE]`. Text is accumulated per choice index."""
+    (completions), then `[DONE]`. Each choice's text is kept within `limits`."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: TextLimits = TextLimits()) -> None:
         self._events = ServerSentEvents()
-        self._texts: dict[int, list[str]] = {}
+        self._limits = limits
+        self._texts: dict[int, TextWindow] = {}
         self._finish_reasons: dict[int, str | None] = {}
         self._model: str | None = None
 
@@ -165,8 +256,11 @@ class StreamedAnswer:
         indexes = sorted(self._texts.keys() | self._finish_reasons.keys())
         return Answer(
             self._model,
-            tuple(Choice("".join(self._texts.get(i, [])), self._finish_reasons.get(i)) for i in indexes),
+            tuple(self._window(i).choice(self._finish_reasons.get(i)) for i in indexes),
         )
+
+    def _window(self, index: int) -> TextWindow:
+        return self._texts.setdefault(index, TextWindow(self._limits))
 
     def _add(self, data: str) -> None:
         if data == DONE:
@@ -183,7 +277,9 @@ class StreamedAnswer:
                 continue
             index = choice.get("index", 0)
             index = index if isinstance(index, int) else 0
-            self._texts.setdefault(index, []).append(_choice_text(choice, "delta"))
+            if not 0 <= index < MAX_CHOICES:
+                continue
+            self._window(index).feed(_choice_text(choice, "delta"))
             if (reason := _finish_reason(choice)) is not None:
                 self._finish_reasons[index] = reason
 
@@ -192,13 +288,16 @@ class ServerSentEvents:
     """An incremental parser of the `text/event-stream` format (the WHATWG HTML standard, section
     "Server-sent events"): feed bytes as they arrive, get the data of each complete event. Lines
     end with CRLF, LF or CR, possibly split across feeds; comments and fields other than `data`
-    are skipped; an event's `data` lines are joined with a newline."""
+    are skipped; an event's `data` lines are joined with a newline. An event longer than
+    `max_event_bytes` is skipped whole: neither its lines nor its data are kept."""
 
     _LINE_END = re.compile(rb"\r\n|\n|\r")
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self._buffer = b""
         self._data: list[str] = []
+        self._event_bytes = 0
+        self._max_event_bytes = max_event_bytes
 
     def feed(self, chunk: bytes) -> list[str]:
         self._buffer += chunk
@@ -212,14 +311,21 @@ class ServerSentEvents:
                 events.append(event)
             start = match.end()
         self._buffer = self._buffer[start:]
+        if self._event_bytes + len(self._buffer) > self._max_event_bytes:
+            self._buffer = b""  # an unfinished line already too long: the rest of it is skipped too
+            self._event_bytes = self._max_event_bytes + 1
         return events
 
     def _line(self, raw: bytes) -> str | None:
-        line = raw.decode("utf-8", errors="replace")
-        if not line:
+        if not raw:
             data, self._data = self._data, []
-            return "\n".join(data) if data else None
-        name, _, value = line.partition(":")
+            oversized, self._event_bytes = self._event_bytes > self._max_event_bytes, 0
+            return "\n".join(data) if data and not oversized else None
+        self._event_bytes += len(raw)
+        if self._event_bytes > self._max_event_bytes:
+            self._data.clear()
+            return None
+        name, _, value = raw.decode("utf-8", errors="replace").partition(":")
         if name == "data":
             self._data.append(value.removeprefix(" "))
         return None

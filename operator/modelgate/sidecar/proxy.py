@@ -1,13 +1,17 @@
 """The refusal proxy's I/O: every request goes to the upstream server and every response comes back
 byte for byte, as it arrives; the answers of the completion endpoints are read on the way (see
 `answers`) and counted in `llm_requests_total` and `llm_refusals_total`, served on a port of their
-own so that the server's own /metrics stays reachable through the proxy."""
+own so that the server's own /metrics stays reachable through the proxy.
+
+Bounded whatever clients and the server do: memory (`answers` keeps a bounded part of each answer,
+JSON answers share one `ByteBudget`), the `model` label's values (`ModelLabels`), connections and
+the time their headers take (`connections`), and the time the server may stay silent."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http import HTTPStatus
 
 import aiohttp
@@ -18,7 +22,15 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from yarl import URL
 
-from modelgate.sidecar.answers import AnswerReader, RefusalPatterns, RefusalReason, classify
+from modelgate.sidecar.answers import (
+    AnswerReader,
+    ByteBudget,
+    RefusalPatterns,
+    RefusalReason,
+    TextLimits,
+    classify,
+)
+from modelgate.sidecar.connections import ConnectionGuard, ConnectionLimits, GuardedSite
 
 log = structlog.get_logger(__name__)
 
@@ -27,6 +39,12 @@ EVENT_STREAM = "text/event-stream"
 # nginx's code for "the client closed the connection before the answer was complete".
 CLIENT_CLOSED = "499"
 UNKNOWN_MODEL = "unknown"
+# The `model` label of every name past the label set (`ModelLabels`).
+OTHER_MODEL = "other"
+# Longer names are counted as `other`: a label value is exported on every scrape.
+MAX_MODEL_NAME = 128
+# /metrics and /healthz: Prometheus and the kubelet's probes.
+METRICS_CONNECTIONS = 16
 # Connection-level headers (RFC 9110, section 7.6.1) belong to one hop; `host` is the upstream's.
 _HOP_BY_HOP = frozenset(
     {
@@ -43,24 +61,57 @@ _HOP_BY_HOP = frozenset(
         "host",
     }
 )
-# A server that takes longer than this to accept a connection is down; an answer may take minutes.
-_CONNECT_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=10)
+# A server that takes longer than this to accept a connection is down.
+_CONNECT_TIMEOUT = 10
 
 
 @dataclass(frozen=True)
 class ProxySettings:
     upstream: URL
     patterns: RefusalPatterns
-    # Model names whose series exist (at 0) from the start; answers may name others.
+    # Model names whose series exist (at 0) from the start and, if any, the only `model` labels.
     models: tuple[str, ...] = ()
-    # JSON answers larger than this are passed on but not classified (streams keep only their text).
+    # Without `models`, how many names answered become labels (the rest: `other`).
+    max_model_labels: int = 8
+    # JSON answers larger than this are passed on but not classified.
     max_classified_bytes: int = 4 * 1024 * 1024
+    # All JSON answers being read hold at most this much at once; beyond it, passed on unclassified.
+    max_buffered_bytes: int = 64 * 1024 * 1024
+    # How much of each choice's text is classified, streamed or not.
+    text_limits: TextLimits = TextLimits()
+    connections: ConnectionLimits = ConnectionLimits()
+    # Seconds the server may stay silent (before its headers, between chunks): an answer that is
+    # not streamed arrives only when complete.
+    upstream_read_timeout: float = 300.0
+
+
+class ModelLabels:
+    """The values of the `model` label: the names given, if any, else the first `limit` names
+    answered; every other name is `other`. A server may echo the model name a client sent, so the
+    series must not grow with what clients send."""
+
+    def __init__(self, named: Iterable[str], limit: int) -> None:
+        self._known = list(dict.fromkeys(named))
+        self._open = not self._known
+        self._limit = limit
+
+    @property
+    def known(self) -> tuple[str, ...]:
+        return tuple(self._known)
+
+    def of(self, name: str) -> str:
+        if name in self._known:
+            return name
+        if not self._open or len(self._known) >= self._limit or len(name) > MAX_MODEL_NAME:
+            return OTHER_MODEL
+        self._known.append(name)
+        return name
 
 
 class RefusalMetrics:
     """The proxy's counters, in a registry of their own."""
 
-    def __init__(self, models: Iterable[str]) -> None:
+    def __init__(self, models: Iterable[str], max_model_labels: int = ProxySettings.max_model_labels) -> None:
         self.registry = CollectorRegistry()
         # prometheus_client adds `_total` on exposition.
         self._requests = Counter(
@@ -76,11 +127,13 @@ class RefusalMetrics:
             ["model", "reason"],
             registry=self.registry,
         )
+        self._labels = ModelLabels(models, max_model_labels)
         self._known: set[str] = set()
-        for model in models:
+        for model in self._labels.known:
             self._know(model)
 
-    def count(self, model: str, endpoint: str, code: str, refusal: RefusalReason | None) -> None:
+    def count(self, answered: str, endpoint: str, code: str, refusal: RefusalReason | None) -> None:
+        model = self._labels.of(answered)
         self._know(model)
         self._requests.labels(model, endpoint, code).inc()
         if refusal is not None:
@@ -105,6 +158,7 @@ class RefusalProxy:
         self.settings = settings
         self.metrics = metrics
         self._session: aiohttp.ClientSession | None = None
+        self._json_budget = ByteBudget(settings.max_buffered_bytes)
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -132,10 +186,11 @@ class RefusalProxy:
                 allow_redirects=False,
             )
         except (aiohttp.ClientError, TimeoutError) as error:
-            log.warning("upstream unreachable", url=str(url), error=_describe(error))
+            status = _gateway_status(error)
+            log.warning("upstream unreachable or silent", url=str(url), error=_describe(error))
             if endpoint is not None:
-                self._count(endpoint, str(HTTPStatus.BAD_GATEWAY.value), None)
-            return web.json_response(_bad_gateway(error), status=HTTPStatus.BAD_GATEWAY)
+                self._count(endpoint, str(status.value), None)
+            return web.json_response(_gateway_error(status, error), status=status)
         except asyncio.CancelledError:  # the client left before the server began to answer
             if endpoint is not None:
                 self._count(endpoint, CLIENT_CLOSED, None)
@@ -162,8 +217,8 @@ class RefusalProxy:
         except asyncio.CancelledError:  # aiohttp cancels the handler of a client that left
             code = _client_left(request, upstream)
             raise
-        except aiohttp.ClientError as error:  # the server broke off mid-answer
-            code = str(HTTPStatus.BAD_GATEWAY.value)
+        except (aiohttp.ClientError, TimeoutError) as error:  # the server broke off or went silent
+            code = str(_gateway_status(error).value)
             log.warning("upstream broke off", path=request.path, error=_describe(error))
             # Close rather than end the body: the client must not take a partial answer for a whole one.
             if request.transport is not None:
@@ -181,12 +236,23 @@ class RefusalProxy:
                 "compressed answer passed on unclassified", encoding=upstream.headers["Content-Encoding"]
             )
             return None
-        return AnswerReader(upstream.content_type == EVENT_STREAM, self.settings.max_classified_bytes)
+        return AnswerReader(
+            upstream.content_type == EVENT_STREAM,
+            self.settings.max_classified_bytes,
+            self.settings.text_limits,
+            self._json_budget,
+        )
 
     def _count(self, endpoint: str, code: str, reader: AnswerReader | None) -> None:
         answer = reader.answer() if reader is not None else None
+        if reader is not None:
+            reader.release()
         if reader is not None and reader.over_limit:
-            log.warning("answer too large to classify", limit=self.settings.max_classified_bytes)
+            log.warning(
+                "answer passed on unclassified: over the size limit or the shared budget",
+                limit=self.settings.max_classified_bytes,
+                budget=self.settings.max_buffered_bytes,
+            )
         refusal = classify(answer, self.settings.patterns) if answer is not None else None
         model = self._model(answer.model if answer is not None else None)
         self.metrics.count(model, endpoint, code, refusal)
@@ -206,7 +272,9 @@ class RefusalProxy:
     async def _open(self, _: web.Application) -> None:
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0),  # as many concurrent answers as clients ask for
-            timeout=_CONNECT_TIMEOUT,
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=_CONNECT_TIMEOUT, sock_read=self.settings.upstream_read_timeout
+            ),
             auto_decompress=False,  # bytes pass through as the server sent them
             cookie_jar=aiohttp.DummyCookieJar(),  # one client's cookies are never sent for another
             skip_auto_headers=("Accept-Encoding", "User-Agent", "Content-Type"),
@@ -237,16 +305,22 @@ def _describe(error: BaseException) -> str:
     return str(error) or type(error).__name__  # a timeout's message is empty
 
 
-def _bad_gateway(error: BaseException) -> dict[str, object]:
+def _gateway_status(error: BaseException) -> HTTPStatus:
+    return HTTPStatus.GATEWAY_TIMEOUT if isinstance(error, TimeoutError) else HTTPStatus.BAD_GATEWAY
+
+
+def _gateway_error(status: HTTPStatus, error: BaseException) -> dict[str, object]:
     # The error shape of OpenAI-compatible servers, so clients parse it like the server's own.
-    message = f"refusal proxy: the model server is unreachable: {_describe(error)}"
-    return {"object": "error", "message": message, "type": "BadGateway", "param": None, "code": 502}
+    problem = "did not answer in time" if status is HTTPStatus.GATEWAY_TIMEOUT else "is unreachable"
+    message = f"refusal proxy: the model server {problem}: {_describe(error)}"
+    kind = status.phrase.replace(" ", "")
+    return {"object": "error", "message": message, "type": kind, "param": None, "code": status.value}
 
 
 @dataclass
 class RunningProxy:
     proxy: RefusalProxy
-    runners: tuple[web.AppRunner, web.AppRunner]
+    runners: tuple[web.AppRunner, ...]
     host: str
     port: int
     metrics_port: int
@@ -268,18 +342,22 @@ async def start_refusal_proxy(
     settings: ProxySettings, host: str, port: int, metrics_port: int
 ) -> RunningProxy:
     """Serves the proxy and its metrics; port 0 picks a free port (see the result)."""
-    proxy = RefusalProxy(settings, RefusalMetrics(settings.models))
-    runners = (
+    proxy = RefusalProxy(settings, RefusalMetrics(settings.models, settings.max_model_labels))
+    limits = settings.connections
+    guards = (ConnectionGuard(limits), ConnectionGuard(replace(limits, max_connections=METRICS_CONNECTIONS)))
+    apps = (proxy.app(), proxy.metrics_app())
+    runners = tuple(
         # Cancelled handlers: a client that leaves while the server is still answering is noticed at
         # once, not at the next write, and the server's connection is closed with it.
-        web.AppRunner(proxy.app(), access_log=None, handler_cancellation=True),
-        web.AppRunner(proxy.metrics_app(), access_log=None),
+        web.AppRunner(app, access_log=None, handler_cancellation=True, keepalive_timeout=limits.idle_timeout)
+        for app in apps
     )
     bound = []
     try:
-        for runner, wanted in zip(runners, (port, metrics_port), strict=True):
+        for app, runner, guard, wanted in zip(apps, runners, guards, (port, metrics_port), strict=True):
+            app.middlewares.append(guard.track)
             await runner.setup()
-            await web.TCPSite(runner, host, wanted).start()
+            await GuardedSite(runner, host, wanted, guard).start()
             bound.append(runner.addresses[0][1])
     except OSError:
         for runner in runners:
