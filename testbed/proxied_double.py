@@ -38,7 +38,9 @@ def start_proxied_double(registry: ProcessRegistry, model_name: str, name: str =
             started.append(registry.start_python(f"{name}-{role}", entry, args))
         for port in (server_port, metrics_port):
             wait_for(
-                functools.partial(_healthy, port), timeout=60, what=f"127.0.0.1:{port}/healthz to answer"
+                functools.partial(answers_healthz, port),
+                timeout=60,
+                what=f"127.0.0.1:{port}/healthz to answer",
             )
     except BaseException:
         for process in reversed(started):
@@ -52,6 +54,6 @@ def start_proxied_double(registry: ProcessRegistry, model_name: str, name: str =
     )
 
 
-def _healthy(port: int) -> bool:
+def answers_healthz(port: int) -> bool:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
         return bool(response.status == 200)

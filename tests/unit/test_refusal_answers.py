@@ -13,17 +13,22 @@ from hypothesis import strategies as st
 
 from modelgate.sidecar.answers import (
     DEFAULT_PATTERNS,
+    MAX_CHOICES,
     Answer,
     AnswerReader,
+    ByteBudget,
     Choice,
     PatternError,
     RefusalPatterns,
     RefusalReason,
     ServerSentEvents,
     StreamedAnswer,
+    TextLimits,
+    TextWindow,
     answer_from_json,
     classify,
     parse_patterns,
+    windowed,
 )
 
 DEFAULTS = RefusalPatterns.of(DEFAULT_PATTERNS)
@@ -173,3 +178,65 @@ def test_reader_passes_on_a_json_answer_over_its_limit_unread_and_keeps_only_a_s
     stream = AnswerReader(streamed=True, limit=1)
     stream.feed(STREAM)
     assert classify(stream.answer(), DEFAULTS) is RefusalReason.PATTERN
+
+
+LIMITS = TextLimits(head=16, tail=8)
+
+
+@given(text=st.text(max_size=24), cuts=st.lists(st.integers(min_value=0, max_value=24), max_size=6))
+def test_a_text_within_the_limits_is_kept_whole_however_it_arrives(text: str, cuts: list[int]) -> None:
+    window = TextWindow(LIMITS)
+    bounds = [0, *sorted(cut for cut in cuts if cut <= len(text)), len(text)]
+    for start, end in itertools.pairwise(bounds):
+        window.feed(text[start:end])
+    assert window.choice("stop") == Choice(text, "stop")
+
+
+def test_a_longer_text_keeps_its_beginning_and_end_and_each_is_classified() -> None:
+    middle = "filler " * 10_000
+    window = TextWindow(LIMITS)
+    for piece in ("I'm sorry, but ", middle, "the end."):
+        window.feed(piece)
+    assert window.choice("stop") == Choice("I'm sorry, but f", "stop", tail="the end.")
+    long_text = "Here is the answer. " + middle + "I cannot help with that."
+    limits = TextLimits(head=64, tail=32)
+    assert classify(Answer("m", (windowed(long_text, limits, "stop"),)), DEFAULTS) is RefusalReason.PATTERN
+    # The part between is not read, and no match spans the cut.
+    hidden = "Here is the answer. " + "I cannot " + middle + "help"
+    assert classify(Answer("m", (windowed(hidden, limits, "stop"),)), DEFAULTS) is None
+
+
+def test_a_json_answer_is_classified_within_the_same_limits_as_a_stream() -> None:
+    body = chat_json("x" * 100 + "I'm sorry, but no")
+    assert answer_from_json(body, LIMITS) == Answer("chat-v1", (Choice("x" * 16, "stop", ", but no"),))
+
+
+def test_an_oversized_event_is_skipped_and_the_next_one_read() -> None:
+    events = ServerSentEvents(max_event_bytes=32)
+    assert events.feed(b"data: " + b"a" * 20) == []
+    assert events.feed(b"b" * 20) == []  # the line is too long before it ends: dropped unfinished
+    assert events.feed(b"c" * 1000 + b"\ndata: more\n\ndata: next\n\n") == ["next"]
+    assert events.feed(b"data: " + b"x" * 20 + b"\ndata: " + b"y" * 20 + b"\n\n") == []  # too long in lines
+    assert events.feed(b"data: ok\n\n") == ["ok"]
+
+
+def test_choices_past_the_bound_are_not_read() -> None:
+    stream = StreamedAnswer()
+    stream.feed(sse(chunk(MAX_CHOICES, "I cannot help"), chunk(-1, "I cannot help"), chunk(0, "Hi")))
+    assert stream.answer() == Answer("chat-v1", (Choice("Hi", None),))
+
+
+def test_json_answers_being_read_share_one_budget() -> None:
+    body = chat_json("I cannot help with that.")
+    budget = ByteBudget(len(body) + 10)
+    first, second = (AnswerReader(False, len(body), budget=budget) for _ in range(2))
+    first.feed(body)
+    second.feed(body)  # does not fit beside the first: passed on unread
+    assert second.over_limit and second.answer() is None
+    assert classify(first.answer() or answer(""), DEFAULTS) is RefusalReason.PATTERN
+    first.release()
+    third = AnswerReader(False, len(body), budget=budget)
+    third.feed(body)
+    assert third.answer() == answer_from_json(body)
+    third.release()
+    assert budget.free == len(body) + 10

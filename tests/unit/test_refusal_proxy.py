@@ -31,8 +31,13 @@ Counts = dict[Series, float]
 
 
 @asynccontextmanager
-async def proxied(upstream: str) -> AsyncIterator[tuple[RunningProxy, aiohttp.ClientSession]]:
-    settings = ProxySettings(URL(upstream), RefusalPatterns.of(DEFAULT_PATTERNS), models=(MODEL,))
+async def proxied(
+    upstream: str, **settings_: Any
+) -> AsyncIterator[tuple[RunningProxy, aiohttp.ClientSession]]:
+    """The proxy in front of `upstream`, with `settings_` over the defaults (models: MODEL)."""
+    settings = ProxySettings(
+        URL(upstream), RefusalPatterns.of(DEFAULT_PATTERNS), **({"models": (MODEL,)} | settings_)
+    )
     proxy = await start_refusal_proxy(settings, "127.0.0.1", 0, 0)
     try:
         async with aiohttp.ClientSession(auto_decompress=False) as session:
@@ -50,8 +55,8 @@ async def double(behaviour: Behaviour) -> AsyncIterator[RunningServer]:
         await server.close()
 
 
-def run(scenario: Callable[[], Awaitable[None]]) -> None:
-    asyncio.run(asyncio.wait_for(scenario(), timeout=60))
+def run(scenario: Callable[[], Awaitable[None]], timeout: float = 60) -> None:
+    asyncio.run(asyncio.wait_for(scenario(), timeout=timeout))
 
 
 async def counts(proxy: RunningProxy, session: aiohttp.ClientSession) -> Counts:
@@ -73,8 +78,8 @@ async def counted(proxy: RunningProxy, session: aiohttp.ClientSession, series: S
         await asyncio.sleep(0.05)
 
 
-def requests(code: str, endpoint: str = CHAT) -> Series:
-    return "llm_requests_total", frozenset({"model": MODEL, "endpoint": endpoint, "code": code}.items())
+def requests(code: str, endpoint: str = CHAT, model: str = MODEL) -> Series:
+    return "llm_requests_total", frozenset({"model": model, "endpoint": endpoint, "code": code}.items())
 
 
 def refusals(reason: str) -> Series:

@@ -51,14 +51,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME",
         help="a served model name whose counters are exported at 0 from the start (repeatable; also "
         "the model label of answers that name none, such as errors); when given, answers naming "
-        "any other model are counted under model=\"other\"",
+        'any other model are counted under model="other"',
     )
     proxy.add_argument(
         "--max-model-labels",
         type=_positive(int),
         default=ProxySettings.max_model_labels,
         help="without --model: how many model names answered become labels; later names are counted "
-        "under model=\"other\" (default: %(default)s)",
+        'under model="other" (default: %(default)s)',
     )
     proxy.add_argument(
         "--patterns-file",

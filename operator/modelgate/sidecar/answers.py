@@ -127,7 +127,9 @@ class TextWindow:
 
     def choice(self, finish_reason: str | None) -> Choice:
         head = "".join(self._head)
-        return Choice(head, finish_reason, self._tail) if self._cut else Choice(head + self._tail, finish_reason)
+        return (
+            Choice(head, finish_reason, self._tail) if self._cut else Choice(head + self._tail, finish_reason)
+        )
 
 
 def windowed(text: str, limits: TextLimits, finish_reason: str | None) -> Choice:

@@ -113,7 +113,9 @@ class GuardedConnection(asyncio.Protocol):
     def _headers_too_slow(self) -> None:
         self._deadline = None
         if self._transport is not None and not self.busy:
-            log.warning("connection closed: request headers too slow", timeout=self._guard.limits.header_timeout)
+            log.warning(
+                "connection closed: request headers too slow", timeout=self._guard.limits.header_timeout
+            )
             _answer_and_close(self._transport, "408 Request Timeout", "")
 
 

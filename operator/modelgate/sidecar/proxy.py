@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 
 import aiohttp
@@ -78,8 +78,8 @@ class ProxySettings:
     # All JSON answers being read hold at most this much at once; beyond it, passed on unclassified.
     max_buffered_bytes: int = 64 * 1024 * 1024
     # How much of each choice's text is classified, streamed or not.
-    text_limits: TextLimits = TextLimits()
-    connections: ConnectionLimits = ConnectionLimits()
+    text_limits: TextLimits = field(default_factory=TextLimits)
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     # Seconds the server may stay silent (before its headers, between chunks): an answer that is
     # not streamed arrives only when complete.
     upstream_read_timeout: float = 300.0
