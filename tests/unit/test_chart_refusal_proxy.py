@@ -65,6 +65,26 @@ def test_patterns_are_rendered_for_the_file_the_container_reads() -> None:
     assert len(patterns.compiled) == len(values["refusalProxy"]["patterns"])
 
 
+def test_the_connection_limits_are_the_proxys_defaults_unless_set() -> None:
+    defaults = build_parser().parse_args(["refusal-proxy"])
+    chart_defaults = rendered_args(COMBINATIONS["refusalProxy"])
+    limits = ("max_connections", "header_timeout", "idle_timeout", "upstream_read_timeout")
+    assert [getattr(chart_defaults, name) for name in limits] == [getattr(defaults, name) for name in limits]
+    values = {
+        "maxConnections": 32,
+        "headerTimeoutSeconds": 5,
+        "idleTimeoutSeconds": 600,
+        "upstreamReadTimeoutSeconds": 1.5,
+    }
+    chosen = rendered_args({"refusalProxy": {"enabled": True, **values}})
+    assert [getattr(chosen, name) for name in limits] == [32, 5, 600, 1.5]
+
+
+def rendered_args(values: Object) -> Any:
+    container, _ = rendered_container(values)
+    return build_parser().parse_args([*container["command"][1:], *container["args"]])
+
+
 @pytest.mark.parametrize(
     ("values", "message"),
     [
@@ -72,6 +92,8 @@ def test_patterns_are_rendered_for_the_file_the_container_reads() -> None:
         ({"patterns": ["two\nlines"]}, "at '/refusalProxy/patterns/0'"),
         ({"metricsPort": 70000}, "at '/refusalProxy/metricsPort': maximum"),
         ({"model": "x"}, "additional properties 'model' not allowed"),
+        ({"maxConnections": 0}, "at '/refusalProxy/maxConnections': minimum"),
+        ({"headerTimeoutSeconds": 0}, "at '/refusalProxy/headerTimeoutSeconds'"),
     ],
 )
 def test_schema_rejects_wrong_refusal_proxy_values_naming_the_field(values: Object, message: str) -> None:

@@ -41,3 +41,22 @@ def test_the_example_deployment_service_and_scrapes_fit_together() -> None:
     } in job["relabel_configs"]
     labels = {rule.get("target_label") for rule in job["relabel_configs"]}
     assert {"namespace", "pod"} <= labels  # what the presets select on
+
+
+def test_every_flag_is_documented_and_the_limits_table_states_the_defaults() -> None:
+    page = PAGE.read_text()
+    defaults = vars(build_parser().parse_args(["refusal-proxy"]))
+    flags = {f"--{dest.replace('_', '-')}": value for dest, value in defaults.items()}
+    flags = {flag: value for flag, value in flags.items() if flag not in ("--command", "--handler")}
+    assert [flag for flag in flags if not re.search(rf"(?<![\w-]){flag}(?![\w-])", page)] == []
+    limits = page.split("## Limits under attack", 1)[1]
+    stated = dict(re.findall(r"`(--[a-z-]+)` \(([^)]+)\)", limits))
+    assert len(stated) >= 9
+    assert {flag: documented_value(text) for flag, text in stated.items()} == {
+        flag: flags[flag] for flag in stated
+    }
+
+
+def documented_value(text: str) -> float:
+    number, _, unit = text.partition(" ")
+    return float(number) * {"": 1, "s": 1, "MiB": 1024 * 1024}[unit]

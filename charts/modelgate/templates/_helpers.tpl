@@ -173,6 +173,10 @@ args:
   {{- if $proxy.patterns }}
   - --patterns-file=/etc/refusal-proxy/patterns.txt
   {{- end }}
+  - --max-connections={{ $proxy.maxConnections }}
+  - --header-timeout={{ $proxy.headerTimeoutSeconds }}
+  - --idle-timeout={{ $proxy.idleTimeoutSeconds }}
+  - --upstream-read-timeout={{ $proxy.upstreamReadTimeoutSeconds }}
   - --log-format={{ .Values.logFormat }}
 env:
   - name: PYTHONDONTWRITEBYTECODE
