@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from modelgate.sidecar.answers import (
@@ -184,6 +184,7 @@ LIMITS = TextLimits(head=16, tail=8)
 
 
 @given(text=st.text(max_size=24), cuts=st.lists(st.integers(min_value=0, max_value=24), max_size=6))
+@example(text="0" * 21, cuts=[])  # past the head, within the tail
 def test_a_text_within_the_limits_is_kept_whole_however_it_arrives(text: str, cuts: list[int]) -> None:
     window = TextWindow(LIMITS)
     bounds = [0, *sorted(cut for cut in cuts if cut <= len(text)), len(text)]

@@ -123,7 +123,7 @@ class TextWindow:
             return
         tail = self._tail + piece
         self._cut = self._cut or len(tail) > self.limits.tail
-        self._tail = tail[len(tail) - self.limits.tail :] if self.limits.tail else ""
+        self._tail = tail[max(0, len(tail) - self.limits.tail) :]
 
     def choice(self, finish_reason: str | None) -> Choice:
         head = "".join(self._head)
