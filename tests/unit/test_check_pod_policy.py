@@ -78,7 +78,7 @@ def test_the_policy_is_read_from_the_charts_environment() -> None:
         {
             CUSTOM_IMAGES_ENV: json.dumps([r"ghcr\.io/team/.*"]),
             SERVICE_ACCOUNT_ENV: "modelgate-gate-check",
-            RESOURCES_ENV: json.dumps({"max": {"cpu": "2"}}),
+            RESOURCES_ENV: json.dumps({"max": {"cpu": 2}}),
         }
     )
     assert policy.custom_images == (r"ghcr\.io/team/.*",)

@@ -89,9 +89,9 @@ class CheckPodPolicy:
         policy = cls(
             custom_images=None if images is None else tuple(_patterns(_json(environ, CUSTOM_IMAGES_ENV, []))),
             service_account=environ.get(SERVICE_ACCOUNT_ENV) or None,
-            requests={**DEFAULT_REQUESTS, **(resources.get("requests") or {})},
-            limits={**DEFAULT_LIMITS, **(resources.get("limits") or {})},
-            maxima={**DEFAULT_MAXIMA, **(resources.get("max") or {})},
+            requests={**DEFAULT_REQUESTS, **_amounts(resources, "requests")},
+            limits={**DEFAULT_LIMITS, **_amounts(resources, "limits")},
+            maxima={**DEFAULT_MAXIMA, **_amounts(resources, "max")},
         )
         for amounts in (policy.requests, policy.limits, policy.maxima):
             for value in amounts.values():
@@ -113,6 +113,12 @@ def _json(environ: Mapping[str, str], name: str, empty: Any) -> Any:
     if not isinstance(value, type(empty)):
         raise ValueError(f"${name} must be a JSON {type(empty).__name__}")
     return value
+
+
+def _amounts(resources: Mapping[str, Any], key: str) -> dict[str, str]:
+    """cpu and memory of one entry; YAML may have made a number of `cpu: 1`."""
+    given = resources.get(key) or {}
+    return {kind: str(given[kind]) for kind in KINDS if kind in given}
 
 
 def _patterns(patterns: list[Any]) -> list[str]:
