@@ -13,6 +13,7 @@ a kubelet would. The real Job controller then completes or fails the Job, and en
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -33,6 +34,9 @@ from testbed.processes import python_module_env
 BED_EVALUATOR_IMAGE = "modelgate/modelgate:bed"
 BED_CHECK_IMAGE = "modelgate/check-script:bed"
 BED_IMAGES = (BED_EVALUATOR_IMAGE, BED_CHECK_IMAGE)
+# The custom check images the bed's operator allows (full-match patterns): its check script, and a
+# registry that has nothing, for checks whose image cannot be pulled.
+BED_CHECK_IMAGES = [re.escape(BED_CHECK_IMAGE), r"registry\.invalid/.*"]
 POLL_SECONDS = 0.2
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from modelgate.kube.check_pod_policy import CUSTOM_IMAGES_ENV
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
-from testbed.check_pods import BED_EVALUATOR_IMAGE
+from testbed.check_pods import BED_CHECK_IMAGES, BED_EVALUATOR_IMAGE
 from testbed.ports import bindable, free_port
 from testbed.processes import MODELGATE_ENTRY, ProcessRegistry, StartedProcess
 from testbed.waiting import wait_for
@@ -48,8 +49,9 @@ class OperatorProcess:
             *(f"--namespace={namespace}" for namespace in self.namespaces),
             *self.extra_args,
         ]
-        # The gate's evaluator Jobs run the operator's image, which the bed runs as `python -m modelgate`.
-        env = {EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE}
+        # The gate's evaluator Jobs run the operator's image, which the bed runs as `python -m modelgate`;
+        # custom checks may run the bed's check images.
+        env = {EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE, CUSTOM_IMAGES_ENV: json.dumps(BED_CHECK_IMAGES)}
         for port in (self.metrics_port, self.health_port):
             # Started again after a kill: the killed process's sockets can close a moment after its
             # last thread has ended (a restart once found its metrics port taken, and died).

@@ -12,9 +12,9 @@ from typing import Any
 import kopf
 import structlog
 
-from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate import API_GROUP, API_VERSION, KIND, PLURAL
 from modelgate.kube import Kube, KubeError
-from modelgate.kube.checks import CHECK_LABEL, ROLLOUT_LABEL
+from modelgate.kube.checks import CHECK_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
 from modelgate.loops import RolloutLoops
 from modelgate.routers.watched import ROUTE_RESOURCES
@@ -149,9 +149,11 @@ async def pool_event(
 
 @kopf.on.event("batch", "v1", "jobs", labels={CHECK_LABEL: kopf.PRESENT})
 async def check_job_event(body: kopf.Body, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
-    """A gate check's Job changed (it ended, say): its rollout looks at once."""
+    """A gate check's Job changed (it ended, say): its rollout (the Job's controller; the rollout
+    label may be a hashed cut of a long name) looks at once."""
     loops: RolloutLoops = memo.loops
-    rollout = (body["metadata"].get("labels") or {}).get(ROLLOUT_LABEL)
+    owners = body["metadata"].get("ownerReferences") or []
+    rollout = next((o.get("name") for o in owners if o.get("controller") and o.get("kind") == KIND), None)
     if namespace and rollout:
         loops.notice_rollout(namespace, rollout)
 

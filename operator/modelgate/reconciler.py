@@ -53,6 +53,7 @@ from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch import in_force, watching
 from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
+from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
 from modelgate.metrics import BreachExplainer, MetricProviders
 from modelgate.routers import SideKinds, TrafficRouter, router_for
@@ -113,7 +114,9 @@ class Reconciler:
         self.clock = clock
         self.status_hold = status_hold  # how long a status change may wait in memory (core/holding.py)
         self.providers = MetricProviders(kube)
-        self.gate_jobs = GateJobs(kube, evaluator_image or os.environ.get(EVALUATOR_IMAGE_ENV))
+        self.gate_jobs = GateJobs(
+            kube, evaluator_image or os.environ.get(EVALUATOR_IMAGE_ENV), CheckPodPolicy.from_env(os.environ)
+        )
         # Per rollout; each is touched only by its rollout's tick, one at a time.
         self._held: dict[tuple[str, str], _Held] = {}
 

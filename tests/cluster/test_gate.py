@@ -5,48 +5,21 @@ given); the built-in evaluator's own tests are in test_gate_evaluator.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase, Verdict
 from modelgate.api.gate_status import CheckState, GateDecision
 from modelgate.core import ConditionType, Reason
 from modelgate.kube.checks import CHECK_LABEL
-from testbed.check_pods import CheckPods
-from testbed.localcluster import LocalCluster
-from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
-from tests.support.gate import gate_result, gated_rollout, score, script_check
-from tests.support.scenario import Scenario, serving
+from tests.support.gate import POLICY, ended, gate_result, gated_rollout, scenario, score, script_check
+from tests.support.scenario import Scenario
 
-POLICY = {"minSamples": 20, "maxDrop": 0.05, "maxTestSetAge": "720h"}
-ENDED = (Phase.SUCCEEDED, Phase.FAILED, Phase.ROLLED_BACK)
-
-
-@pytest.fixture
-def scenario(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    tmp_path: Path,
-) -> Iterator[Scenario]:
-    """Two served models behind a route, with traffic, and the bed running the check Pods."""
-    with (
-        serving(local_bed, api_client, namespace, Behaviour(), rps=20) as served,
-        CheckPods(api_client, namespace, tmp_path) as pods,
-    ):
-        yield served
-        assert pods.failure is None, pods.failure
-
-
-def ended(scenario: Scenario) -> ModelRolloutStatus:
-    return scenario.wait_for_status("the rollout to end", lambda s: s.phase in ENDED, timeout=120)
+__all__ = ["scenario"]  # the fixture
 
 
 def assert_no_traffic_reached_the_candidate(scenario: Scenario) -> None:

@@ -4,15 +4,47 @@ that writes the GateResult it is given), and the results they write."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+from kubernetes import client
+
+from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.api.gate_result import GATE_RESULT_VERSION
-from testbed.check_pods import BED_CHECK_IMAGE
+from testbed.check_pods import BED_CHECK_IMAGE, CheckPods
+from testbed.localcluster import LocalCluster
 from testbed.manifests import Manifest, model_rollout
+from testbed.model_server_double import Behaviour
+from testbed.operator_process import OperatorProcess
+from tests.support.scenario import Scenario, serving
 
 Json = dict[str, Any]
+POLICY = {"minSamples": 20, "maxDrop": 0.05, "maxTestSetAge": "720h"}
+ENDED = (Phase.SUCCEEDED, Phase.FAILED, Phase.ROLLED_BACK)
+
+
+@pytest.fixture
+def scenario(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    tmp_path: Path,
+) -> Iterator[Scenario]:
+    """Two served models behind a route, with traffic, and the bed running the check Pods."""
+    with (
+        serving(local_bed, api_client, namespace, Behaviour(), rps=20) as served,
+        CheckPods(api_client, namespace, tmp_path) as pods,
+    ):
+        yield served
+        assert pods.failure is None, pods.failure
+
+
+def ended(scenario: Scenario, name: str = "chat") -> ModelRolloutStatus:
+    return scenario.wait_for_status("the rollout to end", lambda s: s.phase in ENDED, timeout=120, name=name)
 
 
 def gate_result(

@@ -48,6 +48,15 @@ COMBINATIONS: dict[str, Object] = {
         "rbac": {"scope": "namespaces"},
         "watchNamespaces": ["team-a", "team-b"],
     },
+    "custom check images": {
+        "gate": {"customImages": {"allowed": True, "imageAllowlist": ["ghcr\\.io/team/.*"]}},
+    },
+    "gate Jobs in some namespaces": {"rbac": {"gateJobNamespaces": ["team-a"]}},
+    "check ServiceAccounts": {
+        "rbac": {"scope": "namespaces"},
+        "watchNamespaces": ["team-a", "team-b"],
+        "gate": {"checkServiceAccount": {"create": True}, "customImages": {"allowed": True}},
+    },
     "everything": {
         "rbac": {"scope": "namespaces", "prometheusSecrets": ["prom-token"], "scaleDownIncumbents": True},
         "watchNamespaces": ["team-a", "team-b"],

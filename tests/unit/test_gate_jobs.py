@@ -10,27 +10,52 @@ import pytest
 
 from modelgate.api.gate import GateCheck
 from modelgate.core.gate import CheckFailed, CheckMeasured, CheckRunning
-from modelgate.kube.checks import CHECK_LABEL, CheckTarget, check_job, evaluator_container, observe_job
+from modelgate.kube.check_pod_policy import CheckPodPolicy
+from modelgate.kube.checks import (
+    CHECK_LABEL,
+    ROLLOUT_LABEL,
+    CheckTarget,
+    check_job,
+    custom_container,
+    evaluator_container,
+    observe_job,
+)
+from modelgate.kube.labels import MAX_LABEL_VALUE
 
 ROLLOUT = {"metadata": {"name": "chat", "namespace": "serving", "uid": "uid-1"}}
 RESULT = '{"scores": [{"name": "math", "candidate": 0.9, "incumbent": 0.8, "samples": 50}]}'
+FORGED = '{"scores": [{"name": "math", "candidate": 1.0, "incumbent": 0.1, "samples": 50}]}'
+JOB_UID = "job-uid-1"
+CHECK_CONTAINER = {"name": "check", "image": "check:1", "args": ["--measure"]}
+CONTROLLED = [{"kind": "Job", "uid": JOB_UID, "controller": True}]
 
 
 def job(*conditions: tuple[str, str]) -> dict[str, Any]:
     listed = [{"type": kind, "status": "True", "reason": reason} for kind, reason in conditions]
-    return {"metadata": {"name": "chat-quality-1"}, "status": {"conditions": listed}}
-
-
-def pod(state: dict[str, Any], phase: str = "Running") -> dict[str, Any]:
-    container = {"name": "check", "state": state}
     return {
-        "spec": {"containers": [{"name": "check", "image": "check:1"}]},
-        "status": {"phase": phase, "containerStatuses": [container]},
+        "metadata": {"name": "chat-quality-1", "uid": JOB_UID},
+        "spec": {"template": {"spec": {"containers": [CHECK_CONTAINER]}}},
+        "status": {"conditions": listed},
     }
 
 
-def terminated(code: int, message: str) -> dict[str, Any]:
-    return pod({"terminated": {"exitCode": code, "message": message}}, "Succeeded" if code == 0 else "Failed")
+def pod(
+    state: dict[str, Any],
+    phase: str = "Running",
+    owners: list[dict[str, Any]] = CONTROLLED,
+    container: dict[str, Any] = CHECK_CONTAINER,
+) -> dict[str, Any]:
+    status = {"name": "check", "state": state}
+    return {
+        "metadata": {"ownerReferences": owners, "labels": {"batch.kubernetes.io/job-name": "chat-quality-1"}},
+        "spec": {"containers": [container]},
+        "status": {"phase": phase, "containerStatuses": [status]},
+    }
+
+
+def terminated(code: int, message: str, **planted: Any) -> dict[str, Any]:
+    state = {"terminated": {"exitCode": code, "message": message}}
+    return pod(state, "Succeeded" if code == 0 else "Failed", **planted)
 
 
 def test_a_complete_job_gives_its_result() -> None:
@@ -79,7 +104,7 @@ def test_the_evaluator_job_runs_modelgate_eval_with_the_contracts_flags() -> Non
         "http://chat-v2.serving.svc:8000/v1", "http://chat-v1.serving.svc:8000/v1", "v2", "v1"
     )
     container, volumes = evaluator_container(check, target, "modelgate:1", "spec.gate.checks[0]")
-    manifest = check_job(ROLLOUT, check, "chat-quality-1", container, volumes)
+    manifest = check_job(ROLLOUT, check, "chat-quality-1", container, volumes, {})
     spec = manifest["spec"]
     assert (spec["backoffLimit"], spec["activeDeadlineSeconds"]) == (0, 600)
     assert manifest["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
@@ -93,3 +118,66 @@ def test_the_evaluator_job_runs_modelgate_eval_with_the_contracts_flags() -> Non
     assert test_set == f"--test-set={mount}/set.jsonl"
     assert spec["template"]["spec"]["volumes"][0]["configMap"]["name"] == "qa"
     assert "--judge=http://judge:8000/v1" in run["args"] and "--judge-model=judge" in run["args"]
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        {"owners": []},  # the Job's labels only
+        {"owners": [{**CONTROLLED[0], "uid": "another-job"}]},  # controlled by another Job
+        {"container": {**CHECK_CONTAINER, "args": ["--forge"]}},  # adopted, running another command
+    ],
+)
+def test_a_planted_pod_that_exited_0_cannot_supply_the_result(planted: dict[str, Any]) -> None:
+    complete = job(("Complete", "CompletionsReached"))
+    forged = terminated(0, FORGED, **planted)
+    assert observe_job(complete, [forged, terminated(0, RESULT)], "5m") == observe_job(
+        complete, [terminated(0, RESULT)], "5m"
+    )
+    # Alone, it is no result at all: the check could not measure.
+    assert isinstance(observe_job(complete, [forged], "5m"), CheckFailed)
+    failed = job(("Failed", "BackoffLimitExceeded"))
+    assert isinstance(observe_job(failed, [forged, terminated(2, "")], "5m"), CheckFailed)
+
+
+def custom_check_job(rollout_name: str = "chat", **check: Any) -> dict[str, Any]:
+    gate_check = GateCheck.model_validate({"name": "quality", "job": {"image": "check:1"}, **check})
+    resources = CheckPodPolicy().resources(gate_check.resources, "spec.gate.checks[0].resources")
+    assert not isinstance(resources, str)
+    rollout = {"metadata": {**ROLLOUT["metadata"], "name": rollout_name}}
+    container = custom_container(gate_check)
+    return check_job(rollout, gate_check, "chat-quality-1", container, [], resources, "gate")
+
+
+def test_a_check_pod_has_no_token_and_runs_under_the_restricted_profile() -> None:
+    spec = custom_check_job()["spec"]["template"]["spec"]
+    assert spec["automountServiceAccountToken"] is False and spec["serviceAccountName"] == "gate"
+    assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] > 0
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = spec["containers"]
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert set(container["resources"]) == {"requests", "limits"}
+
+
+def test_the_evaluator_runs_with_a_read_only_root_and_a_scratch_tmp() -> None:
+    check = GateCheck.model_validate(
+        {"name": "quality", "evaluator": {"testSet": {"url": "http://sets/qa.jsonl"}}}
+    )
+    target = CheckTarget("http://a/v1", "http://b/v1", "v2", "v1")
+    container, volumes = evaluator_container(check, target, "modelgate:1", "spec.gate.checks[0]")
+    spec = check_job(ROLLOUT, check, "chat-quality-1", container, volumes, {})["spec"]["template"]["spec"]
+    (run,) = spec["containers"]
+    assert run["securityContext"]["readOnlyRootFilesystem"] is True
+    assert run["securityContext"]["allowPrivilegeEscalation"] is False
+    tmp = next(m for m in run["volumeMounts"] if m["mountPath"] == "/tmp")
+    assert next(v for v in spec["volumes"] if v["name"] == tmp["name"])["emptyDir"]
+
+
+def test_a_long_rollout_name_gives_valid_distinct_labels() -> None:
+    long_a, long_b = "a" * 119 + "x", "a" * 119 + "y"
+    labels_a = custom_check_job(long_a)["metadata"]["labels"]
+    labels_b = custom_check_job(long_b)["metadata"]["labels"]
+    assert len(labels_a[ROLLOUT_LABEL]) <= MAX_LABEL_VALUE
+    assert labels_a[ROLLOUT_LABEL] != labels_b[ROLLOUT_LABEL]
+    assert custom_check_job("chat")["metadata"]["labels"][ROLLOUT_LABEL] == "chat"

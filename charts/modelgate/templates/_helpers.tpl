@@ -54,9 +54,21 @@ namespaces, or several replicas that would all act. */}}
 {{- else if .Values.watchNamespaces }}
 {{- fail "watchNamespaces is set but rbac.scope is cluster (all namespaces): set rbac.scope=namespaces to watch only those" }}
 {{- end }}
+{{- if and .Values.rbac.gateJobNamespaces (ne .Values.rbac.scope "cluster") }}
+{{- fail "rbac.gateJobNamespaces narrows the cluster scope's Job rights; in namespaces scope the Roles of watchNamespaces already hold them: leave it empty" }}
+{{- end }}
+{{- if and .Values.gate.checkServiceAccount.create (ne .Values.rbac.scope "namespaces") }}
+{{- fail "gate.checkServiceAccount.create makes the ServiceAccount in each of watchNamespaces: it needs rbac.scope=namespaces (in cluster scope create it in each namespace yourself and set gate.checkServiceAccount.name)" }}
+{{- end }}
 {{- if and (gt (int .Values.replicas) 1) (not .Values.peering.enabled) }}
 {{- fail (printf "replicas is %d but peering.enabled is false: without peering every replica would act on the same rollouts; set peering.enabled=true (one acts, the others stand by) or replicas=1" (int .Values.replicas)) }}
 {{- end }}
+{{- end }}
+
+{{/* The ServiceAccount of the gate's check Pods; empty: each namespace's default. */}}
+{{- define "modelgate.checkServiceAccountName" -}}
+{{- $account := .Values.gate.checkServiceAccount -}}
+{{- if $account.create }}{{ default "modelgate-gate-check" $account.name }}{{ else }}{{ $account.name }}{{ end }}
 {{- end }}
 
 {{/* kopf's peering object of this release: peering.name, or the release's full name. */}}
@@ -126,9 +138,16 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 # watches them (a finished one wakes its rollout), reads them and their Pods' termination messages,
 # and deletes them once the gate has decided. It checks that a test set's ConfigMap exists and reads
 # the first port of the Services the built-in evaluator talks to; neither is ever written.
+{{- if and (eq .Values.rbac.scope "cluster") .Values.rbac.gateJobNamespaces }}
+# (create and delete: only in rbac.gateJobNamespaces, by the Roles of gate-checks.yaml)
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["get", "list", "watch"]
+{{- else }}
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch", "create", "delete"]
+{{- end }}
 - apiGroups: [""]
   resources: ["configmaps", "services"]
   verbs: ["get"]

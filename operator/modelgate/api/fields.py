@@ -18,6 +18,8 @@ POD_REGEX_PATTERN = r"^[a-zA-Z0-9.\-_*+?()|\[\]^$]+$"
 HTTP_URL_PATTERN = r"^https?://[^\s/?#]+(/[^\s]*)?$"
 # Model names as gateways report them, e.g. meta-llama/Llama-3.1-8B-Instruct or food-review:lora.
 MODEL_NAME_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._:/-]*$"
+# A Kubernetes quantity without exponents: 500m, 2, 1.5, 512Mi, 4G.
+QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
 
 # What a value failing each pattern should look like instead, for error messages.
 PATTERN_HINTS = {
@@ -30,6 +32,7 @@ PATTERN_HINTS = {
     HTTP_URL_PATTERN: "must be an http:// or https:// URL",
     MODEL_NAME_PATTERN: "must consist of letters, digits, '.', '_', ':', '/' and '-', starting with a "
     "letter or digit",
+    QUANTITY_PATTERN: "must be a Kubernetes quantity such as 500m, 2, 512Mi or 4Gi",
     DURATION_PATTERN: "must be a Go-style duration such as 30s, 5m, 1h30m or 500ms",
 }
 
@@ -75,6 +78,7 @@ PodRegex = Annotated[
     ),
 ]
 ModelName = Annotated[str, StringConstraints(max_length=253, pattern=MODEL_NAME_PATTERN)]
+Quantity = Annotated[str, StringConstraints(max_length=32, pattern=QUANTITY_PATTERN)]
 HttpUrl = Annotated[str, StringConstraints(max_length=2048, pattern=HTTP_URL_PATTERN)]
 # Go's parser, which CEL's duration() uses, reads what the pattern lets through the same way; a value
 # beyond its range (about 2.5 million hours) fails to evaluate, which rejects it as well.

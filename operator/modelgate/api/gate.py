@@ -22,6 +22,7 @@ from modelgate.api.fields import (
     Number,
     ObjectName,
     PositiveDuration,
+    Quantity,
     SecretKey,
 )
 from modelgate.api.markers import CelRule, cel_rules, list_map
@@ -153,7 +154,8 @@ class EnvVar(SpecModel):
 
 class CheckJob(SpecModel):
     """A check of your own: a container that ends by writing a GateResult JSON (docs/gate.md) to
-    /dev/termination-log, and exits 0 when it measured."""
+    /dev/termination-log, and exits 0 when it measured. It runs only where the operator allows
+    custom images (the chart's gate.customImages), as a non-root user without an API token."""
 
     image: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
         description="The container image."
@@ -167,6 +169,19 @@ class CheckJob(SpecModel):
     env: Annotated[tuple[EnvVar, ...], Field(max_length=64)] = Field(
         (), description="Environment variables of the container.", json_schema_extra=list_map("name")
     )
+
+
+class ComputeAmounts(SpecModel):
+    cpu: Quantity | None = Field(None, description="CPU, e.g. 500m or 2.")
+    memory: Quantity | None = Field(None, description="Memory, e.g. 512Mi or 4Gi.")
+
+
+class CheckResources(SpecModel):
+    """The check container's requests and limits. The operator fills what is unset from its defaults
+    and refuses a value over its maximum (the chart's gate.checkResources), naming the field."""
+
+    requests: ComputeAmounts = Field(ComputeAmounts(), description="What the container is guaranteed.")
+    limits: ComputeAmounts = Field(ComputeAmounts(), description="The most the container may use.")
 
 
 class ScoreBounds(SpecModel):
@@ -259,6 +274,9 @@ class GateCheck(SpecModel):
         "start, or wrote no valid result): Reject (the check fails) or Inconclusive.",
     )
     policy: CheckPolicy = Field(CheckPolicy(), description="How the check's result is judged.")
+    resources: CheckResources = Field(
+        CheckResources(), description="Requests and limits of the check's container."
+    )
 
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> Self:

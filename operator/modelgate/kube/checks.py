@@ -14,6 +14,7 @@ from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate import GateCheck, JsonlSource
 from modelgate.api.gate_result import GateResult
 from modelgate.core.gate import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
+from modelgate.kube.labels import label_value
 
 # Labels of a check's Job and Pods: which rollout and which check they belong to.
 ROLLOUT_LABEL = "modelgate.io/rollout"
@@ -22,6 +23,21 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTAINER = "check"
 TERMINATION_LOG = "/dev/termination-log"
 DATA_DIR = "/var/run/modelgate/gate"
+# The restricted Pod Security profile, for every check: no root, no privilege, no capability.
+NON_ROOT_USER = 65532
+POD_SECURITY_CONTEXT = {
+    "runAsNonRoot": True,
+    "runAsUser": NON_ROOT_USER,
+    "runAsGroup": NON_ROOT_USER,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY_CONTEXT = {
+    "runAsNonRoot": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}
+# The evaluator writes nothing but temporary files: its root filesystem is read-only.
+SCRATCH = {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}
 # Finished Jobs the operator did not delete itself (it was down) go after this.
 FINISHED_TTL_SECONDS = 3600
 # A container in one of these waiting states will not start by itself.
@@ -108,9 +124,11 @@ def evaluator_container(
         "image": image,
         "command": ["modelgate"],
         "args": args,
-        "volumeMounts": mounts,
+        "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+        "volumeMounts": [*mounts, {"name": SCRATCH["name"], "mountPath": "/tmp"}],
+        "securityContext": {"readOnlyRootFilesystem": True},
     }
-    return container, volumes
+    return container, [*volumes, SCRATCH]
 
 
 def check_job(
@@ -119,11 +137,15 @@ def check_job(
     job_name: str,
     container: Mapping[str, Any],
     volumes: Sequence[Mapping[str, Any]],
+    resources: Mapping[str, Any],
+    service_account: str | None = None,
 ) -> dict[str, Any]:
     """The Job of one check: owned by the rollout (garbage-collected with it), run once (no retries:
-    a failure is the check's verdict), its deadline the check's timeout."""
+    a failure is the check's verdict), its deadline the check's timeout. Its Pod has no API token
+    and runs under the restricted Pod Security profile, with `resources`."""
     meta = rollout["metadata"]
-    labels = {ROLLOUT_LABEL: meta["name"], CHECK_LABEL: check.name}
+    labels = {ROLLOUT_LABEL: label_value(meta["name"]), CHECK_LABEL: label_value(check.name)}
+    account = {"serviceAccountName": service_account} if service_account else {}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -149,9 +171,18 @@ def check_job(
                 "metadata": {"labels": labels},
                 "spec": {
                     "restartPolicy": "Never",
+                    **account,
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": POD_SECURITY_CONTEXT,
                     "containers": [
                         {
                             **container,
+                            "resources": dict(resources),
+                            "securityContext": {
+                                **CONTAINER_SECURITY_CONTEXT,
+                                **(container.get("securityContext") or {}),
+                            },
                             "terminationMessagePath": TERMINATION_LOG,
                             "terminationMessagePolicy": "File",
                         }
@@ -181,6 +212,32 @@ def _condition(job: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     return next((c for c in conditions if c.get("type") == type_ and c.get("status") == "True"), None)
 
 
+def _check_container(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    return next((c for c in spec.get("containers") or [] if c.get("name") == CONTAINER), {})
+
+
+# What a Pod's check container must share with its Job's template to be the Job's own.
+_IDENTITY = ("image", "command", "args", "env", "volumeMounts")
+
+
+def own_pods(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The Pods that are the Job's own: controlled by it (its uid, not a label anyone can copy) and
+    running its template's container. The Job controller adopts an orphan that carries its labels,
+    so a planted Pod can become controlled by the Job; it cannot run another container unseen."""
+    uid = job["metadata"].get("uid")
+    template = _check_container(job["spec"]["template"]["spec"])
+
+    def owned(pod: Mapping[str, Any]) -> bool:
+        owners = pod["metadata"].get("ownerReferences") or []
+        return any(o.get("controller") and o.get("uid") == uid for o in owners)
+
+    def same(pod: Mapping[str, Any]) -> bool:
+        container = _check_container(pod.get("spec") or {})
+        return all(container.get(key) == template.get(key) for key in _IDENTITY)
+
+    return [pod for pod in pods if owned(pod) and same(pod)]
+
+
 def _container_state(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     status = next((s for s in statuses if s.get("name") == CONTAINER), None)
@@ -201,13 +258,16 @@ def parse_result(message: str) -> GateResult | str:
 def observe_job(
     job: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]], timeout: str
 ) -> CheckObservation:
-    """What a check's Job (None: not created yet) and its Pods say."""
+    """What a check's Job (None: not created yet) and its own Pods (`own_pods`) say."""
     if job is None:
         return CheckRunning("starting its Job")
+    pods = own_pods(job, pods)
     terminated = [state["terminated"] for pod in pods if "terminated" in (state := _container_state(pod))]
     if _condition(job, "Complete") is not None:
         succeeded = next((t for t in terminated if t.get("exitCode") == 0), None)
-        parsed = parse_result(str((succeeded or {}).get("message") or ""))
+        if succeeded is None:
+            return CheckFailed("its Job completed, but no Pod of its own ended with exit code 0")
+        parsed = parse_result(str(succeeded.get("message") or ""))
         return CheckMeasured(parsed) if isinstance(parsed, GateResult) else CheckFailed(parsed)
     failed = _condition(job, "Failed") or _condition(job, "FailureTarget")
     if failed is not None:

@@ -10,6 +10,7 @@ from modelgate.api import ModelRolloutSpec, WorkloadRef
 from modelgate.api.gate import GateCheck
 from modelgate.api.gate_status import GateStatus
 from modelgate.core.gate import CheckFailed, CheckObservation
+from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.checks import CheckTarget, check_job, custom_container, evaluator_container, observe_job
 from modelgate.kube.client import Kube
 from modelgate.kube.errors import KubeError
@@ -19,9 +20,10 @@ EVALUATOR_IMAGE_ENV = "MODELGATE_EVALUATOR_IMAGE"
 
 
 class GateJobs:
-    def __init__(self, kube: Kube, evaluator_image: str | None) -> None:
+    def __init__(self, kube: Kube, evaluator_image: str | None, policy: CheckPodPolicy) -> None:
         self.kube = kube
         self.evaluator_image = evaluator_image
+        self.policy = policy
         # Jobs the API server refused to create (by namespace and name), and why: the next observe
         # reports them as failed checks. A restarted operator tries once more.
         self.refused: dict[tuple[str, str], str] = {}
@@ -57,8 +59,13 @@ class GateJobs:
             if self._prerequisite_problem(namespace, spec, check, index) is not None:
                 continue  # the next tick's observe reports it
             container, volumes = self._container(namespace, spec, check, index)
+            resources = self.policy.resources(check.resources, f"spec.gate.checks[{index}].resources")
+            assert not isinstance(resources, str)  # refused in _prerequisite_problem
+            job = check_job(
+                body, check, status.job, container, volumes, resources, self.policy.service_account
+            )
             try:
-                self.kube.create_job(check_job(body, check, status.job, container, volumes))
+                self.kube.create_job(job)
             except KubeError as error:
                 if error.status is None or error.status >= 500:
                     raise  # the API server cannot be asked now: the tick is retried
@@ -85,9 +92,13 @@ class GateJobs:
     ) -> str | None:
         """Why the check's Job cannot be made, naming the field; None when it can."""
         field = f"spec.gate.checks[{index}]"
+        resources = self.policy.resources(check.resources, f"{field}.resources")
+        if isinstance(resources, str):
+            return resources
+        if check.job is not None:
+            return self.policy.image_problem(check.job.image, f"{field}.job.image")
         evaluator = check.evaluator
-        if evaluator is None:
-            return None
+        assert evaluator is not None
         if not self.evaluator_image:
             return f"{field}.evaluator: the operator has no evaluator image (${EVALUATOR_IMAGE_ENV})"
         for name, source in (("testSet", evaluator.test_set), ("replay", evaluator.replay)):

@@ -1,0 +1,69 @@
+"""The chart's admission policy for custom-image gate checks (gate.customImages.requireJobRights),
+on the bed's real API server: a tenant who may create ModelRollouts but not Jobs cannot ask for a
+check that runs a container of their choosing; the built-in evaluator stays theirs; with the right
+to create Jobs themselves, they may."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from modelgate import API_GROUP, API_VERSION, PLURAL
+from testbed.localcluster import LocalCluster
+from testbed.serviceaccount import service_account_kubeconfig, service_account_username
+from testbed.waiting import wait_for
+from tests.support.gate import gate_result, gated_rollout, script_check
+from tests.support.helm import installed_chart
+
+TENANT = "tenant"
+TEST_SET = {"configMap": {"name": "qa", "key": "set.jsonl"}}
+EVALUATOR_CHECK = {"name": "quality", "evaluator": {"testSet": TEST_SET}}
+JOBS = {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]}
+
+
+def grant(api_client: client.ApiClient, namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
+    """A Role with `rules` bound to the tenant's ServiceAccount."""
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
+    subject = {"kind": "ServiceAccount", "name": TENANT, "namespace": namespace}
+    role = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}
+    rbac.create_namespaced_role_binding(
+        namespace, {"metadata": {"name": name}, "roleRef": role, "subjects": [subject]}
+    )
+
+
+def test_a_tenant_without_job_rights_cannot_get_a_custom_image_check(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
+) -> None:
+    client.CoreV1Api(api_client).create_namespaced_service_account(namespace, {"metadata": {"name": TENANT}})
+    rollouts = {"apiGroups": [API_GROUP], "resources": [PLURAL], "verbs": ["create", "get"]}
+    grant(api_client, namespace, "rollouts", [rollouts])
+    kubeconfig = service_account_kubeconfig(local_bed, api_client, namespace, TENANT, tmp_path / "tenant")
+    tenant = client.CustomObjectsApi(config.new_client_from_config(config_file=str(kubeconfig)))
+    custom = gated_rollout(namespace, [script_check("mine", gate_result())], [{"setWeight": 50}])
+    built_in = gated_rollout(namespace, [EVALUATOR_CHECK], [{"setWeight": 50}])
+
+    def refusal(manifest: dict[str, Any]) -> ApiException | None:
+        """Why the tenant's (dry-run) create is refused; None when admitted."""
+        try:
+            tenant.create_namespaced_custom_object(
+                API_GROUP, API_VERSION, namespace, PLURAL, manifest, dry_run="All"
+            )
+        except ApiException as error:
+            return error
+        return None
+
+    assert refusal(custom) is None  # without the policy the tenant gets a container of their own
+    values = {"rbac.scope": "namespaces", "watchNamespaces": [namespace], "gate.customImages.allowed": True}
+    with installed_chart(local_bed.kubeconfig, namespace, values):
+        refused = wait_for(lambda: refusal(custom), timeout=30, what="the admission policy to refuse")
+        assert refused.status == 403
+        assert "spec.gate.checks[].job" in str(refused.body)
+        assert service_account_username(namespace, TENANT) in str(refused.body)
+        assert refusal(built_in) is None
+
+        grant(api_client, namespace, "jobs", [JOBS])
+        wait_for(lambda: refusal(custom) is None, timeout=30, what="a tenant with Job rights to be admitted")
