@@ -1,6 +1,7 @@
 # modelgate: two commands for a fresh machine, `make demo` and `make test`.
-# Both install what they need: Debian packages (apt), Python packages (pip, into .venv),
-# and the control plane's binaries (built with Go into ~/.cache/modelgate, reused when present).
+# Both install what they need: Debian packages (apt), Python packages (pip, into .venv, exactly the
+# hashed requirements.lock), and the control plane's binaries (built with Go into ~/.cache/modelgate,
+# reused while they match the sha256 recorded when they were built).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
