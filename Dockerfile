@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# modelgate's operator image: the operator's wheel and its dependencies, nothing else. The kind
+# modelgate's operator image: the operator's wheel and its locked dependencies, nothing else. The kind
 # end-to-end (e2e/kind.sh) runs it as the load generator too, and adds the test bed on top of it
 # for the model-server doubles (e2e/testbed.Dockerfile).
 #
@@ -11,19 +11,26 @@
 # `docker buildx imagetools inspect python:3.11-slim-trixie` and replace it here.
 ARG PYTHON_IMAGE=python:3.11-slim-trixie@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 
-# --- builder: the project's wheel and wheels of all its dependencies ------------------------------
+# --- builder: the project's wheel and the locked wheels of all its dependencies -------------------
 FROM ${PYTHON_IMAGE} AS builder
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
+# requirements-image.lock (`make lock`): the operator's dependencies and hatchling, its build
+# backend, at requirements.lock's versions, with the sha256 of every file. Wheels only: nothing
+# locked is built from source here.
+COPY requirements-image.lock ./
+RUN python -m pip download --require-hashes --no-deps --only-binary=:all: --dest /wheels \
+      -r requirements-image.lock
 # Only what the wheel is built from: hatchling reads pyproject.toml, the readme it names, and
 # operator/modelgate (.dockerignore keeps caches and bytecode out).
 COPY pyproject.toml README.md ./
 COPY operator/ operator/
-# One command builds modelgate's wheel (hatchling, in an isolated build env) and collects wheels of
-# every dependency, so the runtime stage installs offline and needs no build tools.
-RUN python -m pip wheel --wheel-dir /wheels .
+# modelgate's wheel, built with the checked hatchling (no index: nothing unchecked comes in), so
+# the runtime stage installs offline and needs no build tools.
+RUN python -m pip install --no-index --find-links=/wheels hatchling \
+ && python -m pip wheel --no-deps --no-build-isolation --no-index --wheel-dir /wheels .
 
 # --- runtime: the wheels installed, nothing else ---------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime
@@ -37,8 +44,10 @@ LABEL org.opencontainers.image.title="modelgate" \
       org.opencontainers.image.base.name="docker.io/library/python:3.11-slim-trixie" \
       org.opencontainers.image.base.digest="sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7"
 
-# A bind mount from the builder: the wheels never become a layer of this image. pip compiles the
-# bytecode here, at build time, so nothing needs writing when the root filesystem is read-only.
+# A bind mount from the builder: the wheels never become a layer of this image. Each dependency has
+# one wheel there, the locked one, so modelgate's requirements resolve to the lock and nothing else
+# (hatchling stays in the builder). pip compiles the bytecode here, at build time, so nothing needs
+# writing when the root filesystem is read-only.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     python -m pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore \
       --no-index --find-links=/wheels modelgate \

@@ -1,6 +1,7 @@
 # modelgate: two commands for a fresh machine, `make demo` and `make test`.
-# Both install what they need: Debian packages (apt), Python packages (pip, into .venv),
-# and the control plane's binaries (built with Go into ~/.cache/modelgate, reused when present).
+# Both install what they need: Debian packages (apt), Python packages (pip, into .venv, exactly the
+# hashed requirements.lock), and the control plane's binaries (built with Go into ~/.cache/modelgate,
+# reused while they match the sha256 recorded when they were built).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -22,11 +23,14 @@ apt-deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+# The venv is exactly requirements.lock, every file checked against the lock's hashes (pip, and
+# hatchling to build the project, included), then the project itself, editable, adding nothing.
+# A new lock recreates it (--clear), so nothing outside the lock stays behind.
+$(VENV)/.installed: requirements.lock pyproject.toml
 	@command -v go >/dev/null || { echo "go is required (>= 1.26) to build the control plane" >&2; exit 1; }
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	python3 -m venv --clear $(VENV)
+	$(VENV)/bin/pip install -q --require-hashes -r requirements.lock
+	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
 venv: $(VENV)/.installed
@@ -53,10 +57,16 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# requirements.lock: every dependency of pyproject.toml (dev included) pinned; `make audit` checks it.
+# requirements.lock: every dependency of pyproject.toml (dev included) and of its build, pinned with
+# the hashes of their files; `make audit` checks it. requirements-image.lock: the Dockerfile's subset
+# (the operator's dependencies and its build), at the same versions. Existing pins are kept; move one
+# on purpose with `make lock LOCK_ARGS='--upgrade-package NAME'`.
+LOCK_FLAGS := --strip-extras --no-emit-find-links --generate-hashes --allow-unsafe --quiet
 lock: venv
-	$(VENV)/bin/pip-compile --extra dev --strip-extras --no-emit-find-links --quiet \
+	$(VENV)/bin/pip-compile $(LOCK_FLAGS) $(LOCK_ARGS) --extra dev --all-build-deps \
 	  --output-file requirements.lock pyproject.toml
+	$(VENV)/bin/pip-compile $(LOCK_FLAGS) --build-deps-for wheel --constraint requirements.lock \
+	  --output-file requirements-image.lock pyproject.toml
 
 # Known vulnerabilities in the locked dependencies. Skipped, saying why, where no vulnerability
 # service can be asked, unless MODELGATE_AUDIT=required.

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries once and caches them outside the repo:
 #   ${MODELGATE_CACHE:-~/.cache/modelgate}/<component>-<version>/bin/
-# A component whose binaries are all present is not rebuilt. Prints how long each build took.
-# ${cache}/bin/ links to the pinned versions; that is where testbed looks.
+# with the sha256 of each binary built recorded beside them (SHA256SUMS). A component whose binaries
+# are all present and match their record is not rebuilt; one that does not match is said so (file,
+# both hashes) and rebuilt. Prints how long each build took.
+# ${cache}/bin/ links to the pinned versions; that is where testbed looks (testbed/binaries.py checks
+# the record again before each use).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${MODELGATE_CACHE:-$HOME/.cache/modelgate}
@@ -23,6 +26,41 @@ have_all() {  # dir binary...
   for b in "$@"; do [ -x "$dir/$b" ] || return 1; done
 }
 
+record_sums() {  # dir binary...
+  local dir=$1; shift
+  (cd "$dir" && sha256sum -- "$@" >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS)
+}
+
+# Whether dir holds every binary, each as its record says. A mismatch (or a binary the record lacks)
+# is reported with both hashes, and the caller rebuilds. A dir cached before records were kept gets
+# one now, from the files as they are: that trusts them as found (README.md says so).
+cached() {  # dir binary...
+  local dir=$1; shift
+  have_all "$dir" "$@" || return 1
+  if [ ! -f "$dir/SHA256SUMS" ]; then
+    echo "build-bins: $dir has no recorded checksums: recording the present binaries' (trusted as found)" >&2
+    record_sums "$dir" "$@"
+    return 0
+  fi
+  local b recorded found intact=0
+  for b in "$@"; do
+    recorded=$(awk -v name="$b" '$2 == name {print $1}' "$dir/SHA256SUMS")
+    found=$(sha256sum <"$dir/$b" | cut -d' ' -f1)
+    if [ "$recorded" != "$found" ]; then
+      echo "build-bins: $dir/$b does not match its record: recorded ${recorded:-nothing}, found $found; rebuilding" >&2
+      intact=1
+    fi
+  done
+  return $intact
+}
+
+# Moves a finished build into place, its checksums recorded first.
+install_built() {  # dir binary...
+  local out=$1; shift
+  record_sums "$out.tmp" "$@"
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
 timed() {  # label command...
   local label=$1; shift
   local start=$SECONDS
@@ -33,7 +71,7 @@ timed() {  # label command...
 build_kubernetes() {
   local out=$cache/kubernetes-$kube_version/bin
   local bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-  if have_all "$out" "${bins[@]}"; then echo "build-bins: kubernetes $kube_version cached in $out"; return; fi
+  if cached "$out" "${bins[@]}"; then echo "build-bins: kubernetes $kube_version cached in $out"; return; fi
   local minor=${kube_version#v1.}; minor=${minor%%.*}
   local ldflags="-s -w"
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -44,22 +82,22 @@ build_kubernetes() {
   (cd "$here/gomod/kubernetes" && for b in "${bins[@]}"; do
      timed "$b $kube_version" go build -ldflags "$ldflags" -o "$out.tmp/$b" "k8s.io/kubernetes/cmd/$b"
    done)
-  rm -rf "$out" && mv "$out.tmp" "$out"
+  install_built "$out" "${bins[@]}"
 }
 
 build_etcd() {
   local out=$cache/etcd-$etcd_version/bin
-  if have_all "$out" etcd; then echo "build-bins: etcd $etcd_version cached in $out"; return; fi
+  if cached "$out" etcd; then echo "build-bins: etcd $etcd_version cached in $out"; return; fi
   mkdir -p "$out.tmp"
   (cd "$here/gomod/etcd" && timed "etcd $etcd_version" go build -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3)
-  rm -rf "$out" && mv "$out.tmp" "$out"
+  install_built "$out" etcd
 }
 
 # Traefik, the bed's Gateway API data plane, built in the module hack/traefik-build-module.sh assembles
 # (its wrapper repeats Traefik's replaces; two files whose imports the proxy refuses are stood in for).
 build_traefik() {
   local out=$cache/traefik-$traefik_version/bin
-  if have_all "$out" traefik; then echo "build-bins: traefik $traefik_version cached in $out"; return; fi
+  if cached "$out" traefik; then echo "build-bins: traefik $traefik_version cached in $out"; return; fi
   local ldflags="-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$traefik_version"
   ldflags+=" -X github.com/traefik/traefik/v3/pkg/version.BuildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   mkdir -p "$out.tmp"
@@ -70,26 +108,26 @@ build_traefik() {
     cd "$build"
     timed "traefik $traefik_version" go build -ldflags "$ldflags" -o "$out.tmp/traefik" github.com/traefik/traefik/v3/cmd/traefik
   )
-  rm -rf "$out" && mv "$out.tmp" "$out"
+  install_built "$out" traefik
 }
 
 # llm-d's vLLM simulator, served on one address by the command in hack/gomod/inference-sim (its
 # main.go says why); the module pins the simulator's version and whole dependency graph.
 build_inference_sim() {
   local out=$cache/inference-sim-$sim_version$sim_recipe/bin
-  if have_all "$out" inference-sim; then echo "build-bins: inference-sim $sim_version cached in $out"; return; fi
+  if cached "$out" inference-sim; then echo "build-bins: inference-sim $sim_version cached in $out"; return; fi
   mkdir -p "$out.tmp"
   (cd "$here/gomod/inference-sim" && timed "inference-sim $sim_version" go build -ldflags "-s -w" -o "$out.tmp/inference-sim" .)
-  rm -rf "$out" && mv "$out.tmp" "$out"
+  install_built "$out" inference-sim
 }
 
 go_install() {  # name version package [cache-dir suffix naming the recipe] [ldflags]
   local name=$1 version=$2 pkg=$3 recipe=${4:-} ldflags="-s -w ${5:-}"
   local out=$cache/$name-$version$recipe/bin
-  if have_all "$out" "$name"; then echo "build-bins: $name $version cached in $out"; return; fi
+  if cached "$out" "$name"; then echo "build-bins: $name $version cached in $out"; return; fi
   mkdir -p "$out.tmp"
   GOBIN="$out.tmp" timed "$name $version" go install -ldflags "$ldflags" "$pkg@$version"
-  rm -rf "$out" && mv "$out.tmp" "$out"
+  install_built "$out" "$name"
 }
 
 # helm built as its release is (helm's Makefile at the tag sets these): without them `helm version`

@@ -3,10 +3,11 @@ pip-audit, against PyPI's vulnerability data, then OSV's.
 
     python -m tooling.dependency_audit requirements.lock
 
-Exits 1 when a locked dependency has a known vulnerability. Where no vulnerability service can be
-asked (a machine that reaches only a package mirror), it prints one line saying why and exits 0,
-unless MODELGATE_AUDIT=required, when that is a failure too. A run in which the service skipped every
-dependency audited nothing and counts as a service that could not be asked, not as a pass.
+Exits 1 when a locked dependency has a known vulnerability, or no hash. Where no vulnerability
+service can be asked (a machine that reaches only a package mirror), it prints one line saying why
+and exits 0, unless MODELGATE_AUDIT=required, when that is a failure too. A run in which the
+service skipped every dependency audited nothing and counts as a service that could not be asked,
+not as a pass.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from tooling.requirements_lock import read_pins, unhashed
 
 SERVICES = ("pypi", "osv")
 REQUIRED = "MODELGATE_AUDIT"
@@ -33,10 +36,11 @@ class Audit:
 
 
 def pip_audit_command(lock: Path, service: str) -> list[str]:
-    # --no-deps: the lock pins every dependency, so pip-audit need not resolve (and install) them.
+    # --require-hashes: the lock pins every dependency with its hashes, so pip-audit reads the pins
+    # as they are, resolving (and installing) nothing.
     return [
         *(sys.executable, "-m", "pip_audit"),
-        *("-r", str(lock), "--no-deps", "--disable-pip"),
+        *("-r", str(lock), "--require-hashes", "--disable-pip"),
         *("--vulnerability-service", service, "--format", "json", "--progress-spinner", "off"),
     ]
 
@@ -70,6 +74,11 @@ def audit(lock: Path, service: str) -> Audit:
 
 def main(argv: list[str]) -> int:
     lock = Path(argv[0] if argv else "requirements.lock")
+    missing = unhashed(read_pins(lock.read_text()))
+    if missing:
+        print(f"{lock}: pins without hashes, refused by pip's --require-hashes:", *missing, sep="\n  ")
+        print("run `make lock`")
+        return 1
     reasons = []
     for service in SERVICES:
         found = audit(lock, service)

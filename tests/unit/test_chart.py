@@ -41,6 +41,13 @@ COMBINATIONS: dict[str, Object] = {
     },
     "rolloutSelector": {"rolloutSelector": "modelgate.io/shard=a"},
     "refusalProxy": {"refusalProxy": {"enabled": True, "models": ["llama-3.1-8b"]}},
+    "images by digest": {
+        "image": {"digest": "sha256:" + "a" * 64},
+        "refusalProxy": {
+            "enabled": True,
+            "image": {"repository": "proxy", "tag": "", "digest": "sha256:" + "b" * 64},
+        },
+    },
     "peering": {"replicas": 2, "peering": {"enabled": True, "name": "", "lifetime": 60}},
     "peering in namespaces scope": {
         "replicas": 3,

@@ -237,6 +237,23 @@ def test_runtime_installs_only_the_builders_wheels(runtime: Stage) -> None:
         assert tool not in install.value
 
 
+def test_every_file_pip_fetches_for_the_image_is_checked_against_the_lock(dockerfile: Dockerfile) -> None:
+    """What pip takes from an index must match requirements-image.lock's hashes; everything else
+    comes from the builder's checked wheels (--no-index)."""
+    pip_commands = [
+        command
+        for stage in dockerfile.stages
+        for run in stage.all("RUN")
+        for command in run.value.split("&&")
+        if re.search(r"pip (install|download|wheel)\b", command)
+    ]
+    assert len(pip_commands) == 4
+    for command in pip_commands:
+        words = command.split()
+        checked = "--require-hashes" in words and words[words.index("-r") + 1] == "requirements-image.lock"
+        assert checked or "--no-index" in words, command
+
+
 def test_image_has_oci_labels_and_the_projects_version(runtime: Stage) -> None:
     labels = key_values(runtime.last("LABEL"))
     for key in ("title", "description", "version", "revision", "licenses", "base.name", "base.digest"):
@@ -263,7 +280,7 @@ def test_dockerignore_keeps_local_state_out_and_the_build_inputs_in(dockerfile: 
         assert dockerignored(local, patterns), local
     assert dockerignored("operator/modelgate/__pycache__/kube.cpython-311.pyc", patterns)
     sources = builder_copy_sources(dockerfile)
-    assert sources == ["pyproject.toml", "README.md", "operator"]
+    assert sources == ["requirements-image.lock", "pyproject.toml", "README.md", "operator"]
     for source in [
         *sources,
         "operator/modelgate/__init__.py",

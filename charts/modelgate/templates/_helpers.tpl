@@ -40,8 +40,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- end }}
 {{- end }}
 
+{{/* Every image the chart renders, from {repository, tag, digest} (as `image` in values.yaml) and
+the chart's appVersion (the tag when none is given): repository@digest when a digest is given, the
+tag then ignored (a digest names the image's bytes; a tag can be moved to other bytes). */}}
+{{- define "modelgate.imageRef" -}}
+{{- if .image.digest }}
+{{- printf "%s@%s" .image.repository .image.digest }}
+{{- else }}
+{{- printf "%s:%s" .image.repository (default .appVersion .image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The operator's image, which its evaluator Jobs and the refusal proxy run too by default. */}}
 {{- define "modelgate.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- include "modelgate.imageRef" (dict "image" .Values.image "appVersion" .Chart.AppVersion) }}
 {{- end }}
 
 {{/* Fails on values that would run something other than what was asked: a scope without its
@@ -178,7 +190,8 @@ runs as hardened as the operator.
 {{- define "modelgate.refusalProxyContainer" -}}
 {{- $proxy := .Values.refusalProxy -}}
 name: refusal-proxy
-image: {{ default (include "modelgate.image" .) $proxy.image | quote }}
+{{- $image := ternary $proxy.image .Values.image (ne $proxy.image.repository "") }}
+image: {{ include "modelgate.imageRef" (dict "image" $image "appVersion" .Chart.AppVersion) | quote }}
 command: ["modelgate"]
 args:
   - refusal-proxy
