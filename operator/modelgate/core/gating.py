@@ -98,8 +98,22 @@ def act_on(tick: _Tick, outcome: GateOutcome) -> None:
     if outcome.decision is GateDecision.FULL and start_at is None:
         tick.succeed()
         return
-    tick.enter_step(start_at if outcome.decision is GateDecision.FULL and start_at is not None else 0)
+    tick.enter_step(_first_step(tick, outcome.decision, start_at))
     tick.advance_while_complete()
+
+
+def _first_step(tick: _Tick, decision: GateDecision, start_at: int | None) -> int:
+    """Where the steps start: startAtStep for a full release, else 0. A startAtStep past the steps
+    (the CRD refuses it; a spec that never passed it) starts at 0 rather than skip the canary."""
+    if decision is not GateDecision.FULL or start_at is None:
+        return 0
+    if start_at >= len(tick.spec.steps):
+        tick.event(
+            Reason.GATE_PASSED,
+            f"spec.gate.full.startAtStep {start_at} is past the {len(tick.spec.steps)} steps: starting at step 0",
+        )
+        return 0
+    return start_at
 
 
 def gate_pending(tick: _Tick) -> bool:
