@@ -37,6 +37,7 @@ from modelgate.core import (
     ReadyReplicas,
     Reason,
     SpecProblem,
+    UnreadableCommand,
     WriteFailed,
     WriteResult,
     analysis_due,
@@ -432,7 +433,11 @@ class Reconciler:
             )
 
     def _clear_handled_command(
-        self, namespace: str, name: str, command: Command | None, status: ModelRolloutStatus
+        self,
+        namespace: str,
+        name: str,
+        command: Command | UnreadableCommand | None,
+        status: ModelRolloutStatus,
     ) -> None:
         handled = status.last_command
         if command is not None and handled is not None and handled.id == command.id:

@@ -35,6 +35,7 @@ from modelgate.core import (
     Reason,
     RouteProblem,
     SideTotals,
+    UnreadableCommand,
     analysis_due,
     decide,
 )
@@ -302,7 +303,7 @@ class Simulator:
         self,
         *,
         analysis: AnalysisRun | Outcome | None = None,
-        command: Command | None = None,
+        command: Command | UnreadableCommand | None = None,
         after: timedelta = timedelta(),
     ) -> Decision:
         """One tick, `after` the previous one; an `analysis` given as an Outcome is taken at the

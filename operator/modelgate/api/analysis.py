@@ -169,13 +169,15 @@ class MetricSpec(SpecModel):
                 f"!has(self.preset) || !(self.preset in {_cel_list(COUNT_PRESETS)}) || !has(self.max) "
                 "|| self.max >= 0.0",
                 field_path=".max",
-                message_expression="'metric ' + self.name + ': ' + self.preset + ' counts: max must not be negative'",
+                message_expression="'metric ' + self.name + ': ' + self.preset "
+                "+ ' counts: max must not be negative'",
             ),
             CelRule(
                 f"!has(self.preset) || !(self.preset in {_cel_list(COUNT_PRESETS)}) || !has(self.min) "
                 "|| self.min >= 0.0",
                 field_path=".min",
-                message_expression="'metric ' + self.name + ': ' + self.preset + ' counts: min must not be negative'",
+                message_expression="'metric ' + self.name + ': ' + self.preset "
+                "+ ' counts: min must not be negative'",
             ),
             CelRule(
                 f"!has(self.sequential) || (has(self.preset) && self.preset in {_cel_list(RATE_PRESETS)})",
