@@ -108,10 +108,8 @@ def _first_step(tick: _Tick, decision: GateDecision, start_at: int | None) -> in
     if decision is not GateDecision.FULL or start_at is None:
         return 0
     if start_at >= len(tick.spec.steps):
-        steps = len(tick.spec.steps)
-        tick.event(
-            Reason.GATE_PASSED, f"spec.gate.full.startAtStep {start_at} is past the {steps} steps: step 0 first"
-        )
+        past = f"spec.gate.full.startAtStep {start_at} is past the {len(tick.spec.steps)} steps"
+        tick.event(Reason.GATE_PASSED, f"{past}: starting at step 0")
         return 0
     return start_at
 
