@@ -61,7 +61,7 @@ def test_abort_rolls_back_from_an_active_phase(phase: Phase) -> None:
 
 
 def test_abort_from_failed_takes_the_candidate_out_once_the_route_works_again() -> None:
-    # Failed keeps weights frozen; an abort (as Argo Rollouts allows until completion) ends it.
+    # An abort (as Argo Rollouts allows until completion) ends a Failed rollout as RolledBack.
     sim = in_phase(Phase.FAILED)
     aborted = sim.tick(command=command(CommandAction.ABORT))
     assert aborted.status.phase is Phase.ROLLED_BACK

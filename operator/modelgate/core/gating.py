@@ -10,7 +10,7 @@ from modelgate.api import Phase, Verdict
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision, GateStatus
 from modelgate.core import limits
 from modelgate.core.gate import MESSAGE, GateOutcome, decide_gate, job_name, observe_check, run_id
-from modelgate.core.model import CommandAction, Outcome
+from modelgate.core.model import CommandAction
 from modelgate.core.reasons import ConditionType, Reason
 
 if TYPE_CHECKING:
@@ -86,10 +86,9 @@ def act_on(tick: _Tick, outcome: GateOutcome) -> None:
     tick.update(gate=decided)
     if outcome.decision is GateDecision.REJECT:
         message = f"gate rejected {tick.spec.candidate.name}: {outcome.message}"
-        tick.update(phase=Phase.FAILED, message=message)
+        tick.fail(Reason.GATE_REJECTED, message)
         tick.condition(ConditionType.COMPLETED, False, Reason.GATE_REJECTED, outcome.message)
         tick.event(Reason.GATE_REJECTED, message)
-        tick.outcome = Outcome(Phase.FAILED, Reason.GATE_REJECTED)
         return
     tick.event(Reason.GATE_PASSED, f"gate decided {outcome.decision}: {outcome.message}")
     tick.update(phase=Phase.PROGRESSING)

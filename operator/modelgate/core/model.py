@@ -121,6 +121,8 @@ class Observations:
     # Read in the watch window only (None otherwise): a rollback then sends everything to the incumbent.
     incumbent_available: bool | None = None
     incumbent_message: str = ""
+    # The analysis's queries (some or all) cannot be built from the spec; naming the field.
+    query_problem: SpecProblem | None = None
 
 
 @dataclass(frozen=True)
