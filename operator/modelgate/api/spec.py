@@ -355,7 +355,7 @@ class Deadline(SpecModel):
     after: PositiveDuration = Field(description="How long the rollout may stay so, as a Go-style duration.")
     action: DeadlineAction = Field(
         description="Then: pause (wait for `modelgate resume` or `promote`), rollback, or fail (Failed, "
-        "weights left as they are)."
+        "the candidate's weight 0)."
     )
 
     @property
