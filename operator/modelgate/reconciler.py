@@ -37,6 +37,7 @@ from modelgate.core import (
     ReadyReplicas,
     Reason,
     SpecProblem,
+    UnreadableCommand,
     WriteFailed,
     WriteResult,
     analysis_due,
@@ -55,7 +56,7 @@ from modelgate.core.watch import in_force, watching
 from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
-from modelgate.metrics import BreachExplainer, MetricProviders
+from modelgate.metrics import AnalysisPlan, BreachExplainer, MetricProvider, MetricProviders
 from modelgate.routers import SideKinds, TrafficRouter, router_for
 
 log = structlog.get_logger("modelgate.reconciler")
@@ -163,15 +164,15 @@ class Reconciler:
         structlog.contextvars.bind_contextvars(step=status.current_step_index, weight=status.current_weight)
         try:
             spec = parse_spec(body.get("spec") or {})
-            command = decode_command(meta.get("annotations"))
             router = router_for(spec.traffic_routing, self.kube, namespace, SideKinds.of(spec))
-            provider = plan = None
+            provider = None
             analysed = in_force(spec, status)  # the watch window's metrics, in it
             if spec.analysis is not None:
                 provider = self.providers.for_analysis(spec.analysis)
-                plan = provider.plan(analysed, namespace)
         except ValueError as error:  # what the CRD's schema could not catch, or an older CRD let through
             return self._unusable(body, stored, status, generation, error)
+        command = decode_command(meta.get("annotations"))
+        plan, query_problem = self._plan(provider, analysed, namespace)
 
         now = self.clock()
         route = router.read()
@@ -194,8 +195,8 @@ class Reconciler:
         # step's status and its weight, or between a rollback's 0 and its status): judged first, a
         # candidate that breached is never given its traffic back.
         due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
-        if provider is not None and plan is not None and due:
-            analysis = provider.run(plan, self.clock())
+        if provider is not None and due:
+            analysis = self._run(provider, plan, analysed, query_problem)
         gate_checks = {}
         if status.phase is Phase.GATING and status.gate is not None:
             gate_checks = self.gate_jobs.observe(namespace, spec, status.gate)
@@ -212,6 +213,7 @@ class Reconciler:
             ready_replicas=ready,
             incumbent_available=None if incumbent is None else incumbent.available,
             incumbent_message="" if incumbent is None else incumbent.message,
+            query_problem=query_problem,
         )
         decision = decide(spec, status, observed, now)
         structlog.contextvars.bind_contextvars(
@@ -243,6 +245,36 @@ class Reconciler:
         if has and not wanted and not self._keep_finalizer(namespace, name, wanted):
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
+
+    @staticmethod
+    def _plan(
+        provider: MetricProvider | None, spec: ModelRolloutSpec, namespace: str
+    ) -> tuple[AnalysisPlan | None, SpecProblem | None]:
+        """The analysis's queries, and what keeps some or all of them from being built (naming the
+        field): the engine decides what that means for the rollout."""
+        if provider is None:
+            return None, None
+        try:
+            plan = provider.plan(spec, namespace)
+        except ValueError as error:
+            return None, SpecProblem(str(error))
+        first = next(iter(plan.unbuildable.values()), None)
+        return plan, None if first is None else SpecProblem(first)
+
+    def _run(
+        self,
+        provider: MetricProvider,
+        plan: AnalysisPlan | None,
+        spec: ModelRolloutSpec,
+        problem: SpecProblem | None,
+    ) -> AnalysisRun:
+        """The plan's queries; without a plan, every metric an Error naming why (a Prometheus error's
+        shape: held, then paused or rolled back as spec.rollback says)."""
+        if plan is not None:
+            return provider.run(plan, self.clock())
+        assert spec.analysis is not None and problem is not None
+        metrics = {metric.name: "" for metric in spec.analysis.metrics}
+        return AnalysisRun.failed(metrics, self.clock(), f"the query cannot be built: {problem.message}")
 
     def _run_gate_jobs(
         self,
@@ -348,9 +380,25 @@ class Reconciler:
         error: ValueError,
     ) -> TickResult:
         unusable = decide_unusable(SpecProblem(str(error)), status, generation, self.clock())
+        router = self._router_of(body)
+        if unusable.weight is not None and router is not None:
+            written = self._write(router, unusable.weight, mirror_percent=0)
+            unusable = settle_write(status, unusable, written, self.clock(), generation)
+        elif unusable.weight is not None:
+            log.warning("no route to return the traffic on: the spec names none that can be used")
         self._apply(body, status, stored, unusable)
         observability.export(body["metadata"]["namespace"], body["metadata"]["name"], unusable, None)
         return TickResult(unusable, RESYNC)
+
+    def _router_of(self, body: Mapping[str, Any]) -> TrafficRouter | None:
+        """The rollout's router, if its spec names one that can be used."""
+        try:
+            spec = parse_spec(body.get("spec") or {})
+            return router_for(
+                spec.traffic_routing, self.kube, body["metadata"]["namespace"], SideKinds.of(spec)
+            )
+        except ValueError:
+            return None
 
     def _write(self, router: TrafficRouter, weight: int, mirror_percent: int) -> WriteResult:
         try:
@@ -435,7 +483,11 @@ class Reconciler:
             )
 
     def _clear_handled_command(
-        self, namespace: str, name: str, command: Command | None, status: ModelRolloutStatus
+        self,
+        namespace: str,
+        name: str,
+        command: Command | UnreadableCommand | None,
+        status: ModelRolloutStatus,
     ) -> None:
         handled = status.last_command
         if command is not None and handled is not None and handled.id == command.id:

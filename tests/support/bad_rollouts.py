@@ -188,6 +188,15 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "latencyP99 max -2.5": BadRollout(
         put("spec.analysis.metrics.1.max", -2.5), "spec.analysis.metrics[1].max"
     ),
+    "tokensPerSecond max -5": BadRollout(
+        put(METRIC0, {"name": "tps", "preset": "tokensPerSecond", "max": -5}), "spec.analysis.metrics[0].max"
+    ),
+    "tokensPerSecond min -1": BadRollout(
+        put(METRIC0, {"name": "tps", "preset": "tokensPerSecond", "min": -1}), "spec.analysis.metrics[0].min"
+    ),
+    "queueDepth max -1": BadRollout(
+        put(METRIC0, {"name": "queue", "preset": "queueDepth", "max": -1}), "spec.analysis.metrics[0].max"
+    ),
     "min above max": BadRollout(put(f"{METRIC0}.min", 0.5), "spec.analysis.metrics[0].min"),
     # Comparisons and sequential tests.
     "maxRatio 0": BadRollout(
@@ -365,6 +374,13 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     ),
     "a gate check onError Retry": BadRollout(
         gate_check({"job": {"image": "check:1"}, "onError": "Retry"}), "spec.gate.checks[0].onError"
+    ),
+    "a full release starting past the steps": BadRollout(
+        edits(
+            gate_check({"job": {"image": "check:1"}}),
+            put("spec.gate.full", {"allowed": True, "startAtStep": 3}),
+        ),
+        "spec.gate.full.startAtStep",
     ),
     # Only the operator can see these: what the spec names does not exist, or no query can be built.
     "route that does not exist": _operator(put(f"{ROUTE}.httpRoute", "no-such-route"), f"{ROUTE}.httpRoute"),

@@ -35,6 +35,8 @@ from modelgate.core import (
     Reason,
     RouteProblem,
     SideTotals,
+    SpecProblem,
+    UnreadableCommand,
     analysis_due,
     decide,
 )
@@ -276,6 +278,7 @@ class Simulator:
     router_applies: bool = True  # False: a slow router, whose writes are not live yet
     ready: ReadyReplicas | None = None  # Ready replicas, as read for spec.capacity
     incumbent_available: bool = True  # as read in a watch window
+    query_problem: SpecProblem | None = None  # some of the analysis's queries cannot be built
     restart_every_tick: bool = False
     applied: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
@@ -302,7 +305,7 @@ class Simulator:
         self,
         *,
         analysis: AnalysisRun | Outcome | None = None,
-        command: Command | None = None,
+        command: Command | UnreadableCommand | None = None,
         after: timedelta = timedelta(),
     ) -> Decision:
         """One tick, `after` the previous one; an `analysis` given as an Outcome is taken at the
@@ -322,6 +325,7 @@ class Simulator:
             incumbent_message="1/1 replicas available"
             if self.incumbent_available
             else "0/1 replicas available",
+            query_problem=self.query_problem,
         )
         decision = decide(self.spec, self.status, observed, self.now)
         self.status = round_trip(decision.status) if self.restart_every_tick else decision.status

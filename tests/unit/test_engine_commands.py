@@ -8,7 +8,18 @@ from datetime import timedelta
 import pytest
 
 from modelgate.api import CommandResult, ModelRolloutSpec, Phase
-from modelgate.core import CommandAction, Decision, Event, Reason, decide
+from modelgate.commands import decode_command
+from modelgate.core import (
+    COMMAND_ANNOTATION,
+    CommandAction,
+    CommandProblem,
+    Decision,
+    Event,
+    EventType,
+    Reason,
+    UnreadableCommand,
+    decide,
+)
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
@@ -50,7 +61,7 @@ def test_abort_rolls_back_from_an_active_phase(phase: Phase) -> None:
 
 
 def test_abort_from_failed_takes_the_candidate_out_once_the_route_works_again() -> None:
-    # Failed keeps weights frozen; an abort (as Argo Rollouts allows until completion) ends it.
+    # An abort (as Argo Rollouts allows until completion) ends a Failed rollout as RolledBack.
     sim = in_phase(Phase.FAILED)
     aborted = sim.tick(command=command(CommandAction.ABORT))
     assert aborted.status.phase is Phase.ROLLED_BACK
@@ -165,3 +176,48 @@ def test_a_command_that_does_not_apply_is_reported_and_changes_nothing_else(
 
 def _without_ignored(decision: Decision) -> tuple[int | None, tuple[Event, ...]]:
     return decision.weight, tuple(e for e in decision.events if e.reason is not Reason.COMMAND_IGNORED)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("promote", CommandProblem.NOT_JSON),
+        ('["promote"]', CommandProblem.NOT_AN_OBJECT),
+        ('{"action": "deploy", "id": "1"}', CommandProblem.UNKNOWN_ACTION),
+        ('{"action": "promote"}', CommandProblem.BAD_ID),
+        ('{"action": "promote", "id": 7}', CommandProblem.BAD_ID),
+        ('{"action": "promote", "id": "' + "x" * 254 + '"}', CommandProblem.BAD_ID),
+    ],
+)
+def test_an_annotation_that_is_not_a_command_is_ignored_with_a_warning(value: str, problem: str) -> None:
+    """The attack: a malformed annotation once set Failed with the weight left where it was."""
+    unreadable = decode_command({COMMAND_ANNOTATION: value})
+    assert isinstance(unreadable, UnreadableCommand) and unreadable.problem is problem
+    sim = in_phase(Phase.PROGRESSING)
+    before = sim.status
+
+    ignored = sim.tick(command=unreadable)
+
+    assert (ignored.status.phase, ignored.status.current_step_index) == (
+        before.phase,
+        before.current_step_index,
+    )
+    assert ignored.weight is None and ignored.command_handled  # handled: the reconciler removes it
+    last = ignored.status.last_command
+    assert last is not None and (last.id, last.result) == (unreadable.id, CommandResult.IGNORED)
+    (warning,) = [e for e in ignored.events if e.reason is Reason.COMMAND_IGNORED]
+    assert warning.type is EventType.WARNING
+    assert COMMAND_ANNOTATION in warning.message and str(problem) in warning.message
+    assert event_reasons(sim.tick(command=unreadable)) == []  # said once
+
+
+def test_after_an_unreadable_command_a_breach_still_rolls_back_and_a_command_still_applies() -> None:
+    sim = in_phase(Phase.PAUSED)  # at the indefinite pause, weight 20
+    sim.tick(command=decode_command({COMMAND_ANNOTATION: "{broken"}))
+    promoted = sim.tick(command=command(CommandAction.PROMOTE))
+    assert promoted.status.last_command is not None
+    assert promoted.status.last_command.result is CommandResult.APPLIED
+    assert promoted.status.current_step_index == 2 and weights_set(promoted) == [60]
+    sim.tick(command=decode_command({COMMAND_ANNOTATION: "{broken again"}))
+    breached = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
+    assert (breached.status.phase, weights_set(breached)) == (Phase.ROLLED_BACK, [0])

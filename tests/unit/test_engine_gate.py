@@ -117,3 +117,21 @@ def test_a_rejection_with_many_failing_scores_keeps_the_status_within_its_schema
     decision = tick(gated(), gating(gated()), CheckMeasured(GateResult.model_validate({"scores": scores})))
     assert decision.status.phase is Phase.FAILED
     ModelRolloutStatus.model_validate(decision.status.model_dump(by_alias=True))
+
+
+def test_a_full_release_past_the_steps_starts_the_canary_instead_of_skipping_it() -> None:
+    """The attack: startAtStep 40 with 2 steps, then `promote --full`, once went straight to 100%.
+    The CRD refuses it; a spec that never passed through it starts the steps at 0."""
+    spec = gated(full={"allowed": True, "startAtStep": 1})
+    assert spec.gate is not None
+    past = spec.gate.full.model_copy(update={"start_at_step": 40})
+    spec = spec.model_copy(update={"gate": spec.gate.model_copy(update={"full": past})})
+    for decided in (
+        tick(spec, gating(spec), command=command(CommandAction.PROMOTE_FULL)),
+        tick(spec, gating(spec), CheckMeasured(GOOD)),
+    ):
+        assert (decided.status.phase, decided.status.current_step_index, decided.weight) == (
+            Phase.PROGRESSING,
+            0,
+            10,
+        )

@@ -14,6 +14,7 @@ here, independently of the engine's own bookkeeping.
   abort or Prometheus errors (policy rollback) does.
 - A pause on Prometheus errors holds until `resume`.
 - The status always survives its JSON form.
+- Failed never leaves traffic on the candidate, whatever breaks.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from modelgate.api import MetricSpec, ModelRolloutSpec, ModelRolloutStatus, Phase, Step
-from modelgate.core import CommandAction, ConditionType, Decision, Reason
+from modelgate.commands import decode_command
+from modelgate.core import COMMAND_ANNOTATION, CommandAction, ConditionType, Decision, Reason, SpecProblem
 from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
     ERROR_RATE,
     P99_LATENCY,
+    ROUTE_NOT_FOUND,
     THROUGHPUT,
     Outcome,
     Simulator,
@@ -352,3 +355,77 @@ def check_error_pause_holds(
         return  # a breach still rolls back
     assert paused_on_errors(after), "a pause on Prometheus errors ended without `resume`"
     assert after.current_step_index == before.current_step_index
+
+
+# -- Failed never strands traffic ----------------------------------------------------------------------
+UNBUILDABLE = SpecProblem("spec.analysis.metrics[0].query (metric error-rate): unknown variable")
+
+
+@dataclass(frozen=True)
+class HostileTick:
+    gap: timedelta
+    outcome: Outcome
+    route_gone: bool  # the route cannot be read in this tick
+    query_problem: bool  # the analysis's queries cannot be built in this tick
+    garbled_command: bool  # the command annotation is not a command
+    action: CommandAction | None
+
+
+hostile_ticks = st.lists(
+    st.builds(
+        HostileTick,
+        gap=st.sampled_from([0, 5, 30, 61, 300]).map(lambda s: timedelta(seconds=s)),
+        outcome=st.sampled_from(
+            [Outcome.PASS, Outcome.PASS, Outcome.ERROR, Outcome.FEW_REQUESTS, Outcome.FAIL]
+        ),
+        route_gone=st.sampled_from([False] * 6 + [True]),
+        query_problem=st.sampled_from([False, False, True]),
+        garbled_command=st.sampled_from([False] * 5 + [True]),
+        action=st.sampled_from([None] * 8 + list(CommandAction)),
+    ),
+    min_size=10,
+    max_size=60,
+)
+
+
+def with_deadline(spec: ModelRolloutSpec, action: str) -> ModelRolloutSpec:
+    """spec with progress deadlines of 1m that take `action`."""
+    deadline = {"after": "1m", "action": action}
+    document = spec.model_dump(by_alias=True, exclude_none=True)
+    document["progressDeadlines"] = {"pending": deadline, "inconclusive": deadline}
+    return ModelRolloutSpec.model_validate(document)
+
+
+@PROPERTY_SETTINGS
+@given(
+    spec=specs(),
+    deadline=st.sampled_from([None, "fail", "pause", "rollback"]),
+    ticks=hostile_ticks,
+)
+def test_failed_never_leaves_traffic_on_the_candidate(
+    spec: ModelRolloutSpec, deadline: str | None, ticks: list[HostileTick]
+) -> None:
+    """Whatever breaks (a route that cannot be read, queries that cannot be built, a garbled command,
+    a deadline that fails), Failed asks for weight 0 and the route carries it once it can be written;
+    a query that cannot be built never fails a rollout whose candidate has traffic."""
+    sim = Simulator(with_deadline(spec, deadline) if deadline else spec)
+    for number, hostile in enumerate(ticks):
+        before = sim.status
+        sim.advance(hostile.gap)
+        sim.route = ROUTE_NOT_FOUND if hostile.route_gone else live(sim.status.live_weight or 0)
+        sim.query_problem = UNBUILDABLE if hostile.query_problem else None
+        garbled = (
+            decode_command({COMMAND_ANNOTATION: f"promote {number}"}) if hostile.garbled_command else None
+        )
+        cmd = garbled or (command(hostile.action, f"{hostile.action}-{number}") if hostile.action else None)
+        run = None
+        if sim.spec.analysis is not None and cmd is None and sim.analysis_due():
+            run = sim.run(Outcome.ERROR if hostile.query_problem else hostile.outcome)
+        decision = sim.tick(analysis=run, command=cmd)
+        after = decision.status
+        if after.phase is Phase.FAILED:
+            assert after.current_weight == 0 and decision.weight in (None, 0)
+            assert hostile.route_gone or sim.live_weight == 0, "Failed left traffic on the candidate"
+        candidate_had_traffic = before.phase in ACTIVE and (before.live_weight or 0) > 0
+        if hostile.query_problem and candidate_had_traffic and not hostile.route_gone:
+            assert after.phase is not Phase.FAILED or deadline == "fail" or cmd is not None

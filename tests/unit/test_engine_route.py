@@ -44,12 +44,17 @@ def test_a_route_problem_fails_an_active_rollout_without_writing_weights(phase: 
     assert "RouteNotFound" in event_reasons(decision)
 
 
-def test_failed_stays_failed_until_the_generation_changes() -> None:
+def test_failed_returns_the_traffic_once_the_route_works_and_stays_failed_until_the_generation_changes() -> (
+    None
+):
     sim = simulator_in(Phase.PROGRESSING)
     sim.route = ROUTE_NOT_FOUND
-    sim.tick()
+    failed = sim.tick()
+    assert (failed.status.phase, failed.status.current_weight, failed.weight) == (Phase.FAILED, 0, None)
 
-    sim.route = live(20)  # fixed by hand, but the spec is the same
+    sim.route = live(20)  # fixed by hand, but the spec is the same: Failed gives the traffic back
+    returned = sim.tick(after=timedelta(minutes=1))
+    assert (returned.status.phase, effects(returned)) == (Phase.FAILED, (0, ()))
     for _ in range(3):
         decision = sim.tick(after=timedelta(minutes=1))
         assert (decision.status.phase, effects(decision)) == (Phase.FAILED, (None, ()))

@@ -249,3 +249,21 @@ def test_the_cli_shows_a_pool_side_as_a_pool() -> None:
     assert "pool/pool-v1 90% / pool/pool-v2 10%" in text
     (row,) = [line.split() for line in text.splitlines() if line.split()[:1] == ["chat"]]
     assert row[4:6] == ["pool/pool-v1", "pool/pool-v2"]
+
+
+def test_the_pod_regex_does_not_grow_with_pods_named_by_hand() -> None:
+    """The attack: 12 Pods without generateName pushed the regex past 256 characters, and the
+    rollout went Failed with its weight where it was."""
+    for count in (12, 50, 500):
+        pods = [PoolPod(f"chat-v2-extra-{i}", None, True) for i in range(count)]
+        pods.append(PoolPod("chat-v2-5c4b3a2f1-xyz12", "chat-v2-5c4b3a2f1-", True))
+        regex = pool_pod_regex("pool-v2", pods)
+        assert regex == "(chat-v2-5c4b3a2f1-[a-z0-9]+|chat-v2-extra-[a-z0-9]+)"
+        assert all(re.fullmatch(regex, pod.name) for pod in pods)
+
+
+def test_a_family_that_would_match_the_other_sides_pods_keeps_its_names() -> None:
+    pods = [PoolPod("chat-0", None, True), PoolPod("chat-1", None, True)]
+    regex = pool_pod_regex("pool-v2", pods, others={"chat-2", "chat-3"})
+    assert regex == "(chat-0|chat-1)"
+    assert pool_pod_regex("pool-v2", pods, others={"other-2"}) == "chat-[a-z0-9]+"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -24,7 +25,7 @@ INTERVAL = timedelta(seconds=10)
 
 class PassingProvider:
     def plan(self, spec: Any, namespace: str) -> object:
-        return object()
+        return SimpleNamespace(unbuildable={})  # every query built
 
     def run(self, plan: object, at: datetime) -> AnalysisRun:
         return AnalysisRun(at, QueryResult(100.0), {"error-rate": MetricQuery("q", QueryResult(0.0))})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any, cast
 
 from structlog.testing import capture_logs
@@ -122,7 +123,7 @@ class BreachingProvider:
         return self
 
     def plan(self, spec: Any, namespace: str) -> object:
-        return object()
+        return SimpleNamespace(unbuildable={})  # every query built
 
     def run(self, plan: object, at: datetime) -> AnalysisRun:
         measured = {

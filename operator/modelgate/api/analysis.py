@@ -25,7 +25,8 @@ from modelgate.api.specmodel import SpecModel
 RATE_PRESETS = ("errorRate", "abortRate", "refusalRate", "slowRequestRate")
 # Seconds.
 LATENCY_PRESETS = ("ttftP50", "ttftP99", "tpotP99", "latencyP99")
-OTHER_PRESETS = ("tokensPerSecond", "queueDepth")
+# Counts and rates per second: never negative.
+COUNT_PRESETS = ("tokensPerSecond", "queueDepth")
 MetricPreset = Literal[
     "errorRate",
     "abortRate",
@@ -165,6 +166,20 @@ class MetricSpec(SpecModel):
                 "+ ' is a latency in seconds: max and min must be positive'",
             ),
             CelRule(
+                f"!has(self.preset) || !(self.preset in {_cel_list(COUNT_PRESETS)}) || !has(self.max) "
+                "|| self.max >= 0.0",
+                field_path=".max",
+                message_expression="'metric ' + self.name + ': ' + self.preset "
+                "+ ' counts: max must not be negative'",
+            ),
+            CelRule(
+                f"!has(self.preset) || !(self.preset in {_cel_list(COUNT_PRESETS)}) || !has(self.min) "
+                "|| self.min >= 0.0",
+                field_path=".min",
+                message_expression="'metric ' + self.name + ': ' + self.preset "
+                "+ ' counts: min must not be negative'",
+            ),
+            CelRule(
                 f"!has(self.sequential) || (has(self.preset) && self.preset in {_cel_list(RATE_PRESETS)})",
                 field_path=".sequential",
                 message_expression="'metric ' + self.name + ': a sequential test needs a preset that counts "
@@ -249,6 +264,10 @@ class MetricSpec(SpecModel):
                 raise FieldPathError(
                     bound,
                     f"metric {name}: {self.preset} is a latency in seconds: max and min must be positive",
+                )
+            if self.preset in COUNT_PRESETS and value < 0:
+                raise FieldPathError(
+                    bound, f"metric {name}: {self.preset} counts: {bound} must not be negative"
                 )
         if self.sequential is not None and self.preset not in RATE_PRESETS:
             raise FieldPathError(

@@ -355,7 +355,7 @@ class Deadline(SpecModel):
     after: PositiveDuration = Field(description="How long the rollout may stay so, as a Go-style duration.")
     action: DeadlineAction = Field(
         description="Then: pause (wait for `modelgate resume` or `promote`), rollback, or fail (Failed, "
-        "weights left as they are)."
+        "the candidate's weight 0)."
     )
 
     @property
@@ -402,6 +402,7 @@ def _pool_is_backend(side: str) -> CelRule:
 POOLS_NEED_GATEWAY_API = (
     "an InferencePool side needs the gatewayAPI router: a VirtualService's destinations are Services"
 )
+START_PAST_THE_STEPS = "must be the index of one of spec.steps: a full release never skips the canary"
 WATCH_NEEDS_ANALYSIS = "a watch window needs spec.analysis: its metrics are read from that Prometheus"
 SCALE_DOWN_NEEDS_DEPLOYMENT = (
     "scaleDownIncumbent needs spec.incumbent.deployment: an InferencePool has no replicas"
@@ -431,6 +432,12 @@ class ModelRolloutSpec(SpecModel):
                 "|| has(self.incumbent.deployment)",
                 field_path=".watch.scaleDownIncumbent",
                 message=SCALE_DOWN_NEEDS_DEPLOYMENT,
+            ),
+            CelRule(
+                "!has(self.gate) || !has(self.gate.full) || !has(self.gate.full.startAtStep) "
+                "|| self.gate.full.startAtStep < size(self.steps)",
+                field_path=".gate.full.startAtStep",
+                message=START_PAST_THE_STEPS,
             ),
         )
     )
@@ -513,6 +520,13 @@ class ModelRolloutSpec(SpecModel):
             raise FieldPathError("watch", WATCH_NEEDS_ANALYSIS)
         if watch is not None and watch.scale_down_incumbent and self.incumbent.deployment is None:
             raise FieldPathError("watch.scaleDownIncumbent", SCALE_DOWN_NEEDS_DEPLOYMENT)
+        return self
+
+    @model_validator(mode="after")
+    def _gate_starts_at_a_step(self) -> Self:
+        start = self.gate.full.start_at_step if self.gate is not None else None
+        if start is not None and start >= len(self.steps):
+            raise FieldPathError("gate.full.startAtStep", START_PAST_THE_STEPS)
         return self
 
 

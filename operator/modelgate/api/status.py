@@ -240,7 +240,7 @@ class ModelRolloutStatus(StatusModel):
         description="Pending (waiting for the candidate to be Available), Gating (spec.gate's checks "
         "run, the candidate gets no traffic), Progressing, Paused (manual "
         "pause, or Prometheus errors with onPrometheusError=pause), Succeeded, RolledBack, or Failed (a "
-        "configuration that cannot work, e.g. a missing HTTPRoute).",
+        "configuration that cannot work, e.g. a missing HTTPRoute; the candidate's weight 0).",
     )
     message: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
         None, description="Human-readable summary of what the operator is doing or waiting for."

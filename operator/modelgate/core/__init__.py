@@ -9,8 +9,10 @@ from modelgate.core.engine import decide, decide_unusable
 from modelgate.core.events import events_to_post
 from modelgate.core.holding import may_hold
 from modelgate.core.model import (
+    COMMAND_ANNOTATION,
     Command,
     CommandAction,
+    CommandProblem,
     Decision,
     Event,
     LiveRoute,
@@ -19,6 +21,7 @@ from modelgate.core.model import (
     ReadyReplicas,
     RouteProblem,
     SpecProblem,
+    UnreadableCommand,
     WriteFailed,
     WriteResult,
 )
@@ -28,9 +31,11 @@ from modelgate.core.schedule import analysis_due, next_wakeup
 from modelgate.core.writes import settle_write
 
 __all__ = [
+    "COMMAND_ANNOTATION",
     "AnalysisRun",
     "Command",
     "CommandAction",
+    "CommandProblem",
     "ConditionType",
     "Decision",
     "Event",
@@ -45,6 +50,7 @@ __all__ = [
     "RouteProblem",
     "SideTotals",
     "SpecProblem",
+    "UnreadableCommand",
     "WriteFailed",
     "WriteResult",
     "analysis_due",

@@ -10,26 +10,58 @@ from modelgate.core import limits
 from modelgate.core.conflicts import release_route, route_conflict_held
 from modelgate.core.deadlines import deadline_paused
 from modelgate.core.gating import gate_command
-from modelgate.core.model import Command, CommandAction
+from modelgate.core.model import (
+    COMMAND_ANNOTATION,
+    COMMAND_SHAPE,
+    Command,
+    CommandAction,
+    UnreadableCommand,
+)
 from modelgate.core.reasons import ConditionType, Reason
 
 if TYPE_CHECKING:
     from modelgate.core.engine import _Tick
 
 
-def handle_command(tick: _Tick, command: Command) -> None:
+UNREADABLE = "unreadable"  # status.lastCommand.name of an annotation that is not a command
+
+
+def handle_command(tick: _Tick, command: Command | UnreadableCommand) -> None:
+    if isinstance(command, UnreadableCommand):
+        _ignore(tick, command.id, UNREADABLE, unreadable_message(command))
+        return
     applied = _apply(tick, command.action)
     if applied is None:
         phase = tick.status.phase
-        message = f"`modelgate {command.action}` does not apply in phase {phase}"
-        tick.event(Reason.COMMAND_IGNORED, message)
-        result = CommandResult.IGNORED
-    else:
-        message, result = applied, CommandResult.APPLIED
+        _ignore(
+            tick,
+            command.id,
+            command.action.value,
+            f"`modelgate {command.action}` does not apply in phase {phase}",
+        )
+        return
+    _record(tick, command.id, command.action.value, CommandResult.APPLIED, applied)
+
+
+def unreadable_message(command: UnreadableCommand) -> str:
+    actions = ", ".join(action.value for action in CommandAction)
+    value = limits.clip(command.value, 200)
+    return (
+        f"annotation {COMMAND_ANNOTATION} ignored: its value {value!r} {command.problem}; expected JSON "
+        f"{COMMAND_SHAPE} with action one of {actions}, as `modelgate promote|abort|resume|retry` writes it"
+    )
+
+
+def _ignore(tick: _Tick, command_id: str, name: str, message: str) -> None:
+    tick.event(Reason.COMMAND_IGNORED, message)
+    _record(tick, command_id, name, CommandResult.IGNORED, message)
+
+
+def _record(tick: _Tick, command_id: str, name: str, result: CommandResult, message: str) -> None:
     tick.update(
         last_command=LastCommand(
-            id=command.id,
-            name=command.action.value,
+            id=command_id,
+            name=name,
             result=result,
             message=limits.clip(message, limits.ANALYSIS_MESSAGE),
             time=tick.now,

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from modelgate.api import Deadline, Phase, RollbackReason
 from modelgate.core import conditions as cond
-from modelgate.core.model import Outcome
 from modelgate.core.reasons import ConditionType, Reason
 
 if TYPE_CHECKING:
@@ -50,8 +49,7 @@ def _act(tick: _Tick, deadline: Deadline, since: datetime, what: str) -> bool:
         return True
     tick.event(Reason.PROGRESS_DEADLINE_EXCEEDED, message)
     if deadline.action == "fail":
-        tick.update(phase=Phase.FAILED, message=message)
-        tick.outcome = Outcome(Phase.FAILED, Reason.PROGRESS_DEADLINE_EXCEEDED)
+        tick.fail(Reason.PROGRESS_DEADLINE_EXCEEDED, message)
         return True
     # pause: the weights stay; `modelgate resume` (or `promote`) restarts the clock.
     tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROGRESS_DEADLINE_EXCEEDED, message)

@@ -50,16 +50,21 @@ def decide(
 def decide_unusable(
     problem: SpecProblem, status: ModelRolloutStatus, generation: int, now: datetime
 ) -> Decision:
-    """A spec the operator cannot use ends the rollout Failed, naming the field; the route is left as
-    it is. Said once: the same problem again changes nothing."""
+    """A spec the operator cannot use, naming the field. An active rollout ends Failed and its
+    candidate's traffic goes back to the incumbent (weight 0, asked until the route carries it);
+    a finished one (Succeeded, RolledBack) keeps its phase and weight. Said once: the same problem
+    again only asks for the weight that is not live yet."""
     message = limits.clip(problem.message, limits.STATUS_MESSAGE)
-    if status.phase is Phase.FAILED and status.message == message:
-        return Decision(status)
-    failed = status.model_copy(
-        update={"phase": Phase.FAILED, "message": message, "observed_generation": generation}
-    )
-    outcome = None if status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INVALID_SPEC)
-    return Decision(failed, events=(Event(Reason.INVALID_SPEC, problem.message),), outcome=outcome)
+    finished = status.phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK)
+    update: dict[str, object] = {"message": message, "observed_generation": generation}
+    if not finished:
+        update |= {"phase": Phase.FAILED, "current_weight": 0}
+    unusable = status.model_copy(update=update)
+    weight = None if finished or status.live_weight == 0 else 0
+    if status.message == message and (finished or status.phase is Phase.FAILED):
+        return Decision(unusable, weight)
+    outcome = None if finished or status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INVALID_SPEC)
+    return Decision(unusable, weight, events=(Event(Reason.INVALID_SPEC, problem.message),), outcome=outcome)
 
 
 class _Tick:
@@ -190,20 +195,26 @@ class _Tick:
         if command is not None and (handled is None or command.id != handled.id):
             handle_command(self, command)
             self.command_handled = True
-        phase = self.status.phase
-        if phase is Phase.FAILED:
-            return
         route = self.observed.route
         if isinstance(route, RouteProblem):
-            self.route_problem(route)
+            if self.status.phase is not Phase.FAILED:  # Failed said why; its 0 waits for the route
+                self.route_problem(route)
             return
         writer = overwritten_by(self, route)  # before note_route records what the route carries now
         self.note_route(route)
         if writer is not None:
             note_overwrite(self, route, writer)
         phase = self.status.phase
-        if phase is Phase.SUCCEEDED:
+        problem = self.observed.query_problem
+        if problem is not None and phase is Phase.PENDING:
+            # Before any traffic, a query that cannot be built fails the rollout at weight 0; once
+            # the candidate has traffic it is an analysis error, held or rolled back by policy.
+            self.event(Reason.INVALID_SPEC, problem.message)
+            self.fail(Reason.INVALID_SPEC, problem.message)
+        elif phase is Phase.SUCCEEDED:
             self.set_weight(100)
+        elif phase is Phase.FAILED:
+            self.set_weight(0)  # Failed never strands traffic: the incumbent takes it all
         elif phase is Phase.ROLLED_BACK:
             gradual.continue_rollback(self)
         elif phase is Phase.PENDING:
@@ -459,13 +470,20 @@ class _Tick:
         self.event(Reason.ROLLED_BACK, f"{cause}: {reason.message}{step_down}")
         self.outcome = Outcome(Phase.ROLLED_BACK, cause)
 
+    def fail(self, reason: Reason, message: str) -> None:
+        """The rollout cannot go on: Failed, and the candidate's weight 0 (written even over another
+        writer's, as a rollback is), asked again at every tick until the route carries it."""
+        self.set_weight(0, even_when_held=True)
+        self.update(phase=Phase.FAILED, message=message)
+        self.outcome = Outcome(Phase.FAILED, reason)
+
     def route_problem(self, problem: RouteProblem) -> None:
-        """An active rollout cannot go on and ends Failed; a finished one keeps its phase."""
-        self.weight = None
+        """An active rollout cannot go on and ends Failed, its weight 0 written once the route can be
+        read again; a finished one keeps its phase."""
         previous = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
         if previous is None or previous.reason != problem.reason:
             self.event(problem.reason, problem.message)
         self.condition(ConditionType.ROUTE_READY, False, problem.reason, problem.message)
         if self.status.phase not in (Phase.SUCCEEDED, Phase.ROLLED_BACK):
-            self.update(phase=Phase.FAILED, message=problem.message)
-            self.outcome = Outcome(Phase.FAILED, problem.reason)
+            self.fail(problem.reason, problem.message)
+        self.weight = None  # nothing can be written to a route that cannot be read

@@ -10,7 +10,7 @@ from modelgate.api import Phase, Verdict
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision, GateStatus
 from modelgate.core import limits
 from modelgate.core.gate import MESSAGE, GateOutcome, decide_gate, job_name, observe_check, run_id
-from modelgate.core.model import CommandAction, Outcome
+from modelgate.core.model import CommandAction
 from modelgate.core.reasons import ConditionType, Reason
 
 if TYPE_CHECKING:
@@ -86,10 +86,9 @@ def act_on(tick: _Tick, outcome: GateOutcome) -> None:
     tick.update(gate=decided)
     if outcome.decision is GateDecision.REJECT:
         message = f"gate rejected {tick.spec.candidate.name}: {outcome.message}"
-        tick.update(phase=Phase.FAILED, message=message)
+        tick.fail(Reason.GATE_REJECTED, message)
         tick.condition(ConditionType.COMPLETED, False, Reason.GATE_REJECTED, outcome.message)
         tick.event(Reason.GATE_REJECTED, message)
-        tick.outcome = Outcome(Phase.FAILED, Reason.GATE_REJECTED)
         return
     tick.event(Reason.GATE_PASSED, f"gate decided {outcome.decision}: {outcome.message}")
     tick.update(phase=Phase.PROGRESSING)
@@ -98,8 +97,20 @@ def act_on(tick: _Tick, outcome: GateOutcome) -> None:
     if outcome.decision is GateDecision.FULL and start_at is None:
         tick.succeed()
         return
-    tick.enter_step(start_at if outcome.decision is GateDecision.FULL and start_at is not None else 0)
+    tick.enter_step(_first_step(tick, outcome.decision, start_at))
     tick.advance_while_complete()
+
+
+def _first_step(tick: _Tick, decision: GateDecision, start_at: int | None) -> int:
+    """Where the steps start: startAtStep for a full release, else 0. A startAtStep past the steps
+    (the CRD refuses it; a spec that never passed it) starts at 0 rather than skip the canary."""
+    if decision is not GateDecision.FULL or start_at is None:
+        return 0
+    if start_at >= len(tick.spec.steps):
+        past = f"spec.gate.full.startAtStep {start_at} is past the {len(tick.spec.steps)} steps"
+        tick.event(Reason.GATE_PASSED, f"{past}: starting at step 0")
+        return 0
+    return start_at
 
 
 def gate_pending(tick: _Tick) -> bool:

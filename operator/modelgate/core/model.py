@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -70,6 +71,32 @@ class Command:
     id: str
 
 
+COMMAND_ANNOTATION = "modelgate.io/command"
+COMMAND_SHAPE = '{"action": "<action>", "id": "<id>"}'
+
+
+class CommandProblem(StrEnum):
+    """What is wrong with a command annotation that is not a command."""
+
+    NOT_JSON = "is not JSON"
+    NOT_AN_OBJECT = "is not a JSON object"
+    UNKNOWN_ACTION = "names no known action"
+    BAD_ID = "has no id of 1 to 253 characters"
+
+
+@dataclass(frozen=True)
+class UnreadableCommand:
+    """A command annotation that is not a command (written by hand, or by another tool): ignored with
+    a Warning Event, and removed like a handled command. `id`, from its value, says it once."""
+
+    value: str
+    problem: CommandProblem
+
+    @property
+    def id(self) -> str:
+        return "unreadable-" + hashlib.sha256(self.value.encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class ReadyReplicas:
     """Ready replicas of each side, read when spec.capacity.enforce is set."""
@@ -85,7 +112,7 @@ class Observations:
     candidate_message: str
     route: LiveRoute | RouteProblem
     analysis: AnalysisRun | None = None
-    command: Command | None = None
+    command: Command | UnreadableCommand | None = None
     ready_replicas: ReadyReplicas | None = None
     # The rollout's name and uid name its gate's Jobs; what each Job showed, by check name.
     rollout: str = ""
@@ -94,6 +121,8 @@ class Observations:
     # Read in the watch window only (None otherwise): a rollback then sends everything to the incumbent.
     incumbent_available: bool | None = None
     incumbent_message: str = ""
+    # The analysis's queries (some or all) cannot be built from the spec; naming the field.
+    query_problem: SpecProblem | None = None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
@@ -41,6 +41,9 @@ class AnalysisPlan:
     incumbent_request_count: str | None  # the same for the incumbent, when a metric needs it
     metrics: Mapping[str, MetricPlan]
     window: timedelta = timedelta(minutes=1)  # the range the queries look back over
+    # Metrics whose query cannot be built, each with why (naming its field): an Error at each run,
+    # while the other metrics go on judging.
+    unbuildable: Mapping[str, str] = field(default_factory=dict)
 
 
 class MetricProvider(Protocol):
@@ -48,8 +51,9 @@ class MetricProvider(Protocol):
     operator runs them in worker threads."""
 
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
-        """The queries for `spec` (which has an analysis); raises ValueError naming what in the spec
-        cannot be turned into a query, which fails the rollout."""
+        """The queries for `spec` (which has an analysis), with the metrics whose query cannot be built
+        in `unbuildable`; raises ValueError naming what in the spec keeps every query from being built.
+        Either fails a rollout that has not started, and is an analysis error in one that has."""
         ...
 
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
@@ -64,11 +68,14 @@ Query = Callable[[str], QueryResult]
 def run_plan(plan: AnalysisPlan, at: datetime, query: Query) -> AnalysisRun:
     """Every query of the plan through `query` (one backend's way of answering a query at `at`)."""
     measured = {name: _measure(query, metric) for name, metric in plan.metrics.items()}
+    unbuilt = {
+        name: MetricQuery("", QueryResult(error=problem)) for name, problem in plan.unbuildable.items()
+    }
     incumbent = plan.incumbent_request_count
     return AnalysisRun(
         at,
         query(plan.request_count),
-        measured,
+        measured | unbuilt,
         incumbent_request_count=query(incumbent) if incumbent is not None else None,
     )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
@@ -34,6 +34,8 @@ _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 # Regex syntax without quotes, backticks, braces or backslashes: enough for pod-name patterns.
 _SAFE_REGEX = re.compile(r"[A-Za-z0-9._*+?|()\[\]^$-]+")
 _MAX_REGEX_LENGTH = 256
+# A Pod name's family: the name up to its last `-` (chat-v2-extra- for chat-v2-extra-17).
+_FAMILY = re.compile(r"(?P<prefix>.+-)[a-z0-9]+")
 # Model names as gateways report them (meta-llama/Llama-3.1-8B-Instruct); no quotes or braces.
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]*")
 
@@ -51,18 +53,40 @@ def default_pod_regex(deployment: str) -> str:
     return f"{deployment}-[a-z0-9]+-[a-z0-9]+"
 
 
-def pool_pod_regex(pool: str, pods: Sequence[PoolPod] | None) -> str:
-    """The Pods an InferencePool selects, for a side whose podRegex is not set: each owner's
+def pool_pod_regex(pool: str, pods: Sequence[PoolPod] | None, others: Collection[str] = ()) -> str:
+    """The Pods an InferencePool selects, for a side whose podRegex is not set, by the shapes of their
+    names, so that the pattern grows with the kinds of Pods, not with their number: each owner's
     generateName prefix followed by `[a-z0-9]+` (a ReplicaSet's Pods keep matching as they come and
-    go), and each Pod without one by its name. A pool that selects no Pods, or does not exist, gets a
-    pattern no Pod name can match (Pod names are lowercase), which says why in the query."""
+    go); Pods named without one (by hand, a StatefulSet's) that share their name up to its last `-`,
+    that prefix followed by `[a-z0-9]+`, unless it would also match one of `others` (the other side's
+    Pods); any other Pod by its name. A pool that selects no Pods, or does not exist, gets a pattern
+    no Pod name can match (Pod names are lowercase), which says why in the query."""
     if not pods:
         return f"InferencePool_{pool}_selects_no_Pods"
-    prefixes = sorted({f"{pod.generate_name}[a-z0-9]+" for pod in pods if pod.generate_name})
-    names = sorted(pod.name for pod in pods if not pod.generate_name)
-    # `[.]`, not `\.`: backslashes are not allowed in a pod regex (a dot is rare in Pod names).
-    alternatives = [alternative.replace(".", "[.]") for alternative in (*prefixes, *names)]
+    prefixes = sorted({f"{_literal(pod.generate_name)}[a-z0-9]+" for pod in pods if pod.generate_name})
+    named = sorted(pod.name for pod in pods if not pod.generate_name)
+    alternatives = [*prefixes, *_by_family(named, others)]
     return alternatives[0] if len(alternatives) == 1 else f"({'|'.join(alternatives)})"
+
+
+def _by_family(names: Sequence[str], others: Collection[str]) -> list[str]:
+    families: dict[str, list[str]] = {}
+    for name in names:
+        family = _FAMILY.fullmatch(name)
+        families.setdefault(family["prefix"] if family else name, []).append(name)
+    alternatives = []
+    for prefix, members in families.items():
+        pattern = f"{_literal(prefix)}[a-z0-9]+"
+        if len(members) > 1 and not any(re.fullmatch(pattern, other) for other in others):
+            alternatives.append(pattern)
+        else:
+            alternatives.extend(_literal(name) for name in members)
+    return alternatives
+
+
+def _literal(name: str) -> str:
+    # `[.]`, not `\.`: backslashes are not allowed in a pod regex (a dot is rare in Pod names).
+    return name.replace(".", "[.]")
 
 
 def promql_window(interval: timedelta) -> str:

@@ -19,9 +19,10 @@ from modelgate.metrics.template import render_query
 def analysis_plan(
     spec: ModelRolloutSpec, namespace: str, pool_pods: Mapping[Side, Sequence[PoolPod] | None] | None = None
 ) -> AnalysisPlan:
-    """Raises a ValueError (QueryContextError, UnknownPresetError, TemplateError) naming the metric's
-    field for a spec no query can be built from. `pool_pods`: the Pods each InferencePool side
-    selects (None: the pool does not exist), for the sides whose podRegex is not set."""
+    """A metric whose query cannot be built (UnknownPresetError, TemplateError) is in `unbuildable`,
+    naming its field; a spec no query at all can be built from raises ValueError (QueryContextError,
+    or the first metric's). `pool_pods`: the Pods each InferencePool side selects (None: the pool
+    does not exist), for the sides whose podRegex is not set."""
     analysis = spec.analysis
     assert analysis is not None
     pools = pool_pods or {}
@@ -30,16 +31,21 @@ def analysis_plan(
         spec.incumbent.name,
         spec.candidate.name,
         analysis.interval,
-        incumbent_pod_regex=_pod_regex(spec.incumbent, pools.get("incumbent")),
-        candidate_pod_regex=_pod_regex(spec.candidate, pools.get("candidate")),
+        incumbent_pod_regex=_pod_regex(spec.incumbent, pools.get("incumbent"), pools.get("candidate")),
+        candidate_pod_regex=_pod_regex(spec.candidate, pools.get("candidate"), pools.get("incumbent")),
         incumbent_model=spec.incumbent.model,
         candidate_model=spec.candidate.model,
         **_gateway_routing(spec),
     )
-    metrics = {
-        metric.name: _metric_plan(index, metric, metric.source or analysis.source, ctx)
-        for index, metric in enumerate(analysis.metrics)
-    }
+    metrics: dict[str, MetricPlan] = {}
+    unbuildable: dict[str, str] = {}
+    for index, metric in enumerate(analysis.metrics):
+        try:
+            metrics[metric.name] = _metric_plan(index, metric, metric.source or analysis.source, ctx)
+        except ValueError as error:
+            unbuildable[metric.name] = str(error)
+    if not metrics:  # not one query: the spec's problem, not a metric's
+        raise ValueError(next(iter(unbuildable.values())))
     against_incumbent = any(m.compare is not None or m.sequential is not None for m in analysis.metrics)
     return AnalysisPlan(
         namespace,
@@ -48,6 +54,7 @@ def analysis_plan(
         request_count_query(analysis.source, ctx, "incumbent") if against_incumbent else None,
         metrics,
         parse_duration(ctx.interval),
+        unbuildable,
     )
 
 
@@ -63,12 +70,14 @@ def _gateway_routing(spec: ModelRolloutSpec) -> dict[str, Any]:
     return {"gateway_routes": routes, "backends": (routing.incumbent_backend, routing.candidate_backend)}
 
 
-def _pod_regex(ref: WorkloadRef, pods: Sequence[PoolPod] | None) -> str | None:
-    """The side's podRegex; for an InferencePool side without one, its Pods'. None: the default for
-    a Deployment (its own Pods' names)."""
+def _pod_regex(
+    ref: WorkloadRef, pods: Sequence[PoolPod] | None, others: Sequence[PoolPod] | None
+) -> str | None:
+    """The side's podRegex; for an InferencePool side without one, its Pods' (never matching one of
+    `others`, the other side's). None: the default for a Deployment (its own Pods' names)."""
     if ref.pod_regex is not None or ref.inference_pool is None:
         return ref.pod_regex
-    return pool_pod_regex(ref.inference_pool, pods)
+    return pool_pod_regex(ref.inference_pool, pods, {pod.name for pod in others or ()})
 
 
 def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext) -> MetricPlan:
