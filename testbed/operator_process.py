@@ -11,6 +11,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from modelgate.egress import ALLOW_LOOPBACK_ENV
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
 from testbed.check_pods import BED_EVALUATOR_IMAGE
 from testbed.ports import bindable, free_port
@@ -49,7 +50,8 @@ class OperatorProcess:
             *self.extra_args,
         ]
         # The gate's evaluator Jobs run the operator's image, which the bed runs as `python -m modelgate`.
-        env = {EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE}
+        # The bed's Prometheus and model servers listen on 127.0.0.1: the local bed allows loopback.
+        env = {EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE, ALLOW_LOOPBACK_ENV: "true"}
         for port in (self.metrics_port, self.health_port):
             # Started again after a kill: the killed process's sockets can close a moment after its
             # last thread has ended (a restart once found its metrics port taken, and died).

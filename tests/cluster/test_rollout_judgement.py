@@ -110,9 +110,11 @@ def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate_under_a
         # pause: before it, the comparison may still wait for the incumbent's 500 requests.
         judged = scenario.wait_for_status(
             "the pause, with the fixed bound failing on candidate errors",
-            lambda s: s.phase is Phase.PAUSED
-            and _verdict(s, "errors-fixed") is Verdict.FAIL
-            and (_analysis(s, "errors").value or 0) > 0,
+            lambda s: (
+                s.phase is Phase.PAUSED
+                and _verdict(s, "errors-fixed") is Verdict.FAIL
+                and (_analysis(s, "errors").value or 0) > 0
+            ),
         )
         errors = _analysis(judged, "errors")
         assert errors.verdict is Verdict.PASS, errors.message
