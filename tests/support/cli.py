@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from modelgate.egress import ALLOW_LOOPBACK_ENV
+from testbed.processes import python_module_env
 
 
 def modelgate(kubeconfig: Path | None, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -18,6 +19,7 @@ def modelgate(kubeconfig: Path | None, *args: str, timeout: float = 60) -> subpr
         text=True,
         timeout=timeout,
         check=False,
-        # The bed's Prometheus is on 127.0.0.1, which only a local bed's settings allow.
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", ALLOW_LOOPBACK_ENV: "true"},
+        # This checkout's modelgate (with $PYTHONPATH), not whichever the venv has installed. The
+        # bed's Prometheus is on 127.0.0.1, which only a local bed's settings allow.
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", ALLOW_LOOPBACK_ENV: "true", **python_module_env()},
     )
