@@ -182,7 +182,9 @@ async def canned_server(answers: Sequence[Canned]) -> AsyncIterator[tuple[Endpoi
 
 async def complete(endpoint: Endpoint, *, stream: bool) -> Reply:
     async with aiohttp.ClientSession() as session:
-        return await ChatClient(session, ONE_RETRY, EgressPolicy(allow_loopback=True)).complete(endpoint, QUESTION, stream=stream)
+        return await ChatClient(session, ONE_RETRY, EgressPolicy(allow_loopback=True)).complete(
+            endpoint, QUESTION, stream=stream
+        )
 
 
 def replied(answers: Sequence[Canned], *, stream: bool = True) -> tuple[Reply, list[dict[str, Any]]]:

@@ -17,8 +17,8 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import AnalysisSpec
-from modelgate.core import QueryResult
 from modelgate.api.addresses import ALLOWED_ADDRESSES_ANNOTATION, EgressPolicy, Refusal
+from modelgate.core import QueryResult
 from modelgate.egress import TOKEN_ADDRESSES_ENV
 from modelgate.kube import Kube
 from modelgate.kube.client import SecretKeyValue
