@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from modelgate.egress import ALLOW_LOOPBACK_ENV
 from testbed.crds import install_crds
 from testbed.localcluster import LocalCluster, kubectl
 from testbed.loopback_pods import LoopbackPods
@@ -121,3 +122,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "measurements")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def loopback_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tenants' URLs may reach 127.0.0.1, where the tests' servers listen, as in the local bed."""
+    monkeypatch.setenv(ALLOW_LOOPBACK_ENV, "true")

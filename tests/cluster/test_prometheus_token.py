@@ -1,29 +1,40 @@
 """A Prometheus that wants a bearer token: the rollout reads it from its Secret and succeeds; a
 missing Secret, a malformed or a wrong token pauses it naming the Secret's field, until `resume`.
 No token, right or wrong, ever shows in anything the operator puts out: its logs, its metrics, the
-rollout (status and all), the Events, or what `modelgate status` and `modelgate history` print."""
+rollout (status and all), the Events, or what `modelgate status` and `modelgate history` print.
+
+The attacks of a tenant who may write ModelRollouts but not read the Secret, which must fail: the
+token is sent only to an address the Secret names (by the operator and by `modelgate report`); a
+metadata or API-server address is refused; an address's answer is never echoed; a password in an
+address shows nowhere."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import threading
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.api.addresses import ALLOWED_ADDRESSES_ANNOTATION, Refusal
+from modelgate.commands import SKIP_RECONCILE_ANNOTATION
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from tests.support.cli import modelgate
-from tests.support.scenario import Scenario, serving
+from tests.support.kube import create
+from tests.support.scenario import Rollouts, Scenario, serving
 
 # Each token's random part, looked for in every output: found, it says which token leaked, even
 # from an escaped or truncated copy of the whole.
@@ -31,6 +42,45 @@ SECRET_PARTS = {"right": uuid.uuid4().hex, "wrong": uuid.uuid4().hex, "malformed
 RIGHT = f"mgtoken-{SECRET_PARTS['right']}"
 WRONG = f"mgtoken-{SECRET_PARTS['wrong']}"
 MALFORMED = f"mgtoken-\u20ac-{SECRET_PARTS['malformed']}"  # not ASCII: http.client cannot send it
+BODY_MARKER = uuid.uuid4().hex  # in what an internal service answers
+PASSWORD = f"pw{uuid.uuid4().hex}"
+
+
+@dataclass
+class Listener:
+    """A server on 127.0.0.1 standing for a tenant's host, or an internal service a tenant points
+    at: it answers every GET with `status` and `body`, and records the Authorization header."""
+
+    url: str
+    authorizations: list[str | None] = field(default_factory=list)
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    yield from _listening(403, f"AccessKeyId=ASIA{BODY_MARKER} Token=instance-credentials".encode())
+
+
+def _listening(status: int, body: bytes) -> Iterator[Listener]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            recorded.authorizations.append(self.headers.get("Authorization"))
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    recorded = Listener(f"http://127.0.0.1:{server.server_address[1]}")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield recorded
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.fixture
@@ -69,9 +119,11 @@ def guarded_prometheus(local_bed: LocalCluster) -> Iterator[str]:
         server.server_close()
 
 
-def store_token(api_client: client.ApiClient, namespace: str, token: str) -> None:
+def store_token(api_client: client.ApiClient, namespace: str, token: str, allowed: str | None) -> None:
+    """The Secret prom-token, its annotation naming `allowed` as where the token may go."""
+    annotations = None if allowed is None else {ALLOWED_ADDRESSES_ANNOTATION: allowed}
     secret = client.V1Secret(
-        metadata=client.V1ObjectMeta(name="prom-token"),
+        metadata=client.V1ObjectMeta(name="prom-token", annotations=annotations),
         data={"token": base64.b64encode(token.encode()).decode()},
     )
     core = client.CoreV1Api(api_client)
@@ -89,7 +141,7 @@ def resume(scenario: Scenario, operator: OperatorProcess) -> None:
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
 
 
-def paused_on(scenario: Scenario, what: str, error: str) -> ModelRolloutStatus:
+def paused_on(scenario: Rollouts, what: str, error: str) -> ModelRolloutStatus:
     def paused(status: ModelRolloutStatus) -> bool:
         message = status.analysis[0].message if status.analysis else None
         return status.phase is Phase.PAUSED and error in (message or "")
@@ -126,19 +178,7 @@ def test_no_token_shows_in_any_output_whether_it_works_or_not(
     operator: OperatorProcess,
     guarded_prometheus: str,
 ) -> None:
-    manifest = model_rollout(
-        "chat",
-        namespace,
-        steps=[{"setWeight": 20}, {"setWeight": 100}],
-        prometheus=guarded_prometheus,
-        metrics=SEED_METRICS,
-        interval="1s",
-        rollback={"maxConsecutiveErrors": 2},
-    )
-    manifest["spec"]["analysis"]["prometheus"]["bearerTokenSecretRef"] = {
-        "name": "prom-token",
-        "key": "token",
-    }
+    manifest = token_rollout(namespace, guarded_prometheus)
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(manifest)
         missing = paused_on(
@@ -146,7 +186,7 @@ def test_no_token_shows_in_any_output_whether_it_works_or_not(
         )
         assert missing.current_weight == 20  # the first step's weight, and no further
 
-        store_token(api_client, namespace, MALFORMED)
+        store_token(api_client, namespace, MALFORMED, guarded_prometheus)
         resume(scenario, operator)
         malformed = paused_on(
             scenario, "a pause on the malformed token", f"Secret {namespace}/prom-token key token"
@@ -154,11 +194,11 @@ def test_no_token_shows_in_any_output_whether_it_works_or_not(
         error = malformed.analysis[0].message or ""
         assert "spec.analysis.prometheus.bearerTokenSecretRef" in error, error
 
-        store_token(api_client, namespace, WRONG)
+        store_token(api_client, namespace, WRONG, guarded_prometheus)
         resume(scenario, operator)
         paused_on(scenario, "a pause on the wrong token", "HTTP 401")
 
-        store_token(api_client, namespace, RIGHT)
+        store_token(api_client, namespace, RIGHT, guarded_prometheus)
         resume(scenario, operator)
         scenario.wait_for_status("success with the right token", lambda s: s.phase is Phase.SUCCEEDED)
 
@@ -171,3 +211,148 @@ def test_no_token_shows_in_any_output_whether_it_works_or_not(
     ]
     assert leaks == []
     assert all(outputs.values())
+
+
+def token_rollout(namespace: str, address: str) -> dict[str, Any]:
+    """A rollout whose analysis asks `address` with the token of Secret prom-token; paused after two
+    failed evaluations."""
+    manifest = model_rollout(
+        "chat",
+        namespace,
+        steps=[{"setWeight": 20}, {"setWeight": 100}],
+        prometheus=address,
+        metrics=SEED_METRICS,
+        interval="1s",
+        rollback={"maxConsecutiveErrors": 2},
+    )
+    manifest["spec"]["analysis"]["prometheus"]["bearerTokenSecretRef"] = {
+        "name": "prom-token",
+        "key": "token",
+    }
+    return manifest
+
+
+def warnings_naming(api_client: client.ApiClient, namespace: str, text: str) -> list[str]:
+    events = client.CoreV1Api(api_client).list_namespaced_event(namespace).items
+    return [e.message for e in events if e.type == "Warning" and text in (e.message or "")]
+
+
+def test_a_secrets_token_goes_nowhere_the_secret_does_not_name(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    listener: Listener,
+    guarded_prometheus: str,
+) -> None:
+    """The Secret names the real Prometheus; a tenant's rollout names a host of theirs (the
+    listener). Neither the operator nor an admin's `modelgate report` sends it the token."""
+    store_token(api_client, namespace, RIGHT, guarded_prometheus)
+    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+        scenario.apply(token_rollout(namespace, listener.url))
+        withheld = paused_on(scenario, "a pause on the withheld token", ALLOWED_ADDRESSES_ANNOTATION)
+        reported = modelgate(operator.kubeconfig, "report", "chat", "-n", namespace, "-o", os.devnull)
+    message = withheld.analysis[0].message or ""
+    assert "spec.analysis.prometheus.bearerTokenSecretRef" in message, message
+    analysis = next(c for c in withheld.conditions if c.type == "AnalysisHealthy")
+    assert ALLOWED_ADDRESSES_ANNOTATION in analysis.message, analysis
+    assert warnings_naming(api_client, namespace, ALLOWED_ADDRESSES_ANNOTATION)
+    assert reported.returncode == 0, reported.stdout + reported.stderr
+    assert ALLOWED_ADDRESSES_ANNOTATION in reported.stderr  # it says why it asks without the token
+    assert listener.authorizations, "modelgate report asked the listener nothing"
+    assert set(listener.authorizations) == {None}
+
+
+def paused_refusing(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, address: str, what: str
+) -> ModelRolloutStatus:
+    """The status of a rollout without a token whose Prometheus is `address`, once paused on `what`."""
+    manifest = token_rollout(namespace, address)
+    del manifest["spec"]["analysis"]["prometheus"]["bearerTokenSecretRef"]
+    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+        scenario.apply(manifest)
+        return paused_on(scenario, f"a pause on {what}", what)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        # The metadata address as an IPv4-mapped IPv6 literal: admitted (the API server's rules
+        # refuse its plain forms), refused by the operator.
+        "http://[::ffff:169.254.169.254]/",
+        "the API server",
+    ],
+)
+def test_a_metadata_or_api_server_address_is_refused_naming_the_field(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    where: str,
+) -> None:
+    address = api_client.configuration.host if where == "the API server" else where
+    refused = paused_refusing(
+        local_bed, api_client, namespace, address, "spec.analysis.prometheus.address: refused"
+    )
+    expected = Refusal.API_SERVER if where == "the API server" else Refusal.LINK_LOCAL
+    assert expected.value in (refused.analysis[0].message or ""), refused.analysis[0].message
+
+
+def test_an_addresss_answer_is_not_echoed(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    listener: Listener,
+) -> None:
+    """An internal service the tenant points at answers 403 with what it should not tell: the
+    status says HTTP 403, and the body shows nowhere the operator writes."""
+    paused_refusing(local_bed, api_client, namespace, listener.url, "HTTP 403")
+    assert listener.authorizations  # it was asked, and answered
+    outputs = everything_put_out(api_client, namespace, operator)
+    assert [where for where, text in outputs.items() if BODY_MARKER in text] == []
+
+
+@pytest.mark.parametrize(
+    "url_field", ["spec.analysis.prometheus.address", "spec.gate.checks[0].evaluator.judge.url"]
+)
+def test_a_password_in_an_address_appears_nowhere(
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    listener: Listener,
+    url_field: str,
+) -> None:
+    """Refused at admission naming the field (the API server's answer, to the writer alone, may
+    quote what they wrote), and by `modelgate report --prometheus`, without repeating it."""
+    address = listener.url.replace("http://", f"http://admin:{PASSWORD}@")
+    manifest = token_rollout(namespace, listener.url)
+    if url_field.startswith("spec.gate"):
+        judge = {"url": f"{address}/v1", "model": "judge"}
+        test_set = {"configMap": {"name": "qa", "key": "set.jsonl"}}
+        manifest["spec"]["gate"] = {
+            "checks": [{"name": "quality", "evaluator": {"testSet": test_set, "judge": judge}}]
+        }
+    else:
+        manifest["spec"]["analysis"]["prometheus"]["address"] = address
+    with pytest.raises(client.exceptions.ApiException) as refused:
+        create(api_client, manifest)
+    causes = json.loads(refused.value.body or "{}").get("details", {}).get("causes", [])
+    assert refused.value.status == 422 and url_field in {c.get("field") for c in causes}, refused.value.body
+
+    # A rollout the operator leaves alone, for `modelgate report` to be given the address by hand.
+    stored = token_rollout(namespace, listener.url)
+    stored["metadata"]["annotations"] = {SKIP_RECONCILE_ANNOTATION: "true"}
+    create(api_client, stored)
+    reported = modelgate(
+        operator.kubeconfig, "report", "chat", "-n", namespace, "--prometheus", address, "-o", os.devnull
+    )
+    assert reported.returncode == 1 and Refusal.USERINFO.value in reported.stderr, reported.stderr
+    events = client.CoreV1Api(api_client).list_namespaced_event(namespace)
+    outputs = {
+        "events": json.dumps(api_client.sanitize_for_serialization(events)),
+        "operator log": operator.logs(),
+        "modelgate report": reported.stdout + reported.stderr,
+    }
+    assert [where for where, text in outputs.items() if PASSWORD in text] == []
+    assert listener.authorizations == []  # and nothing asked the address

@@ -325,6 +325,39 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "address with a space": BadRollout(
         put(f"{PROMETHEUS}.address", "http://prom etheus"), f"{PROMETHEUS}.address"
     ),
+    "address with a password": BadRollout(
+        put(f"{PROMETHEUS}.address", "http://admin:pw@prometheus:9090"), f"{PROMETHEUS}.address"
+    ),
+    "address whose fragment cuts off the path": BadRollout(
+        put(f"{PROMETHEUS}.address", "http://prometheus:9090/#"), f"{PROMETHEUS}.address"
+    ),
+    "metadata address": BadRollout(
+        put(f"{PROMETHEUS}.address", "http://169.254.169.254/latest"), f"{PROMETHEUS}.address"
+    ),
+    "metadata address in decimal": BadRollout(
+        put(f"{PROMETHEUS}.address", "http://2852039166/"), f"{PROMETHEUS}.address"
+    ),
+    "localhost address": BadRollout(
+        put(f"{PROMETHEUS}.address", "http://localhost:9090"), f"{PROMETHEUS}.address"
+    ),
+    "judge at the metadata address": BadRollout(
+        gate_check({"evaluator": {**EVALUATOR, "judge": {"url": "http://169.254.169.254/v1", "model": "j"}}}),
+        "spec.gate.checks[0].evaluator.judge.url",
+    ),
+    "test set URL with a password": BadRollout(
+        gate_check({"evaluator": {"testSet": {"url": "https://admin:pw@sets.example/qa.jsonl"}}}),
+        "spec.gate.checks[0].evaluator.testSet.url",
+    ),
+    "test set path out of its volume": BadRollout(
+        gate_check(
+            {
+                "evaluator": {
+                    "testSet": {"persistentVolumeClaim": {"claimName": "sets", "path": "a/../../../etc"}}
+                }
+            }
+        ),
+        "spec.gate.checks[0].evaluator.testSet.persistentVolumeClaim.path",
+    ),
     # Pod regular expressions.
     "pod regex with a quote": BadRollout(
         put("spec.candidate.podRegex", 'chat-v2-.*"} or up{'), "spec.candidate.podRegex"

@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from modelgate.egress import ALLOW_LOOPBACK_ENV
+from testbed.processes import python_module_env
+
 
 def modelgate(kubeconfig: Path | None, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """None: a command that asks no cluster (replay)."""
@@ -16,5 +19,7 @@ def modelgate(kubeconfig: Path | None, *args: str, timeout: float = 60) -> subpr
         text=True,
         timeout=timeout,
         check=False,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        # This checkout's modelgate (with $PYTHONPATH), not whichever the venv has installed. The
+        # bed's Prometheus is on 127.0.0.1, which only a local bed's settings allow.
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", ALLOW_LOOPBACK_ENV: "true", **python_module_env()},
     )

@@ -26,6 +26,8 @@ from modelgate.metrics.presets import exemplar_query, preset_query
 from modelgate.metrics.prometheus import PrometheusClient, PrometheusProvider
 from testbed.manifests import model_rollout
 
+pytestmark = pytest.mark.usefixtures("loopback_allowed")  # the fake Prometheus is on 127.0.0.1
+
 AT = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 CTX = QueryContext.for_rollout("serving", "chat-v1", "chat-v2", "30s")
 BAD_POD, GOOD_POD = "chat-v2-7d9f8b6c5-abcde", "chat-v2-7d9f8b6c5-fghij"

@@ -4,6 +4,7 @@ written by `make generate` (tests/unit/test_generated_files.py)."""
 
 from __future__ import annotations
 
+import ipaddress
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from modelgate.api.addresses import allowed_addresses, token_may_go
+from modelgate.egress import TOKEN_ADDRESSES_ENV
+from modelgate.kube.checks import CHECK_LABEL
 from testbed.binaries import binary
 from testbed.versions import REPO_ROOT, pinned_versions
 
@@ -40,6 +44,20 @@ COMBINATIONS: dict[str, Object] = {
         "serviceAccount": {"create": False, "name": "ops-provided"},
     },
     "rolloutSelector": {"rolloutSelector": "modelgate.io/shard=a"},
+    "tokenAddresses": {
+        "tokenAddresses": ["https://prometheus.monitoring:9090", "https://mimir.example/prom"]
+    },
+    "gateNetworkPolicy": {
+        "gateNetworkPolicy": {
+            "enabled": True,
+            "namespaces": ["team-a", "team-b"],
+            "egress": [
+                {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "judges"}}}]}
+            ],
+            "otherAddresses": True,
+            "blockedCidrs": ["10.96.0.1/32", "fd00:10:96::1/128"],
+        }
+    },
     "refusalProxy": {"refusalProxy": {"enabled": True, "models": ["llama-3.1-8b"]}},
     "images by digest": {
         "image": {"digest": "sha256:" + "a" * 64},
@@ -466,6 +484,10 @@ def test_schema_rejects_wrong_values_naming_the_field(values: Object, message: s
         ({"rbac": {"scope": "namespaces"}}, "list the namespaces to watch in watchNamespaces"),
         ({"watchNamespaces": ["team-a"]}, "set rbac.scope=namespaces to watch only those"),
         ({"serviceAccount": {"create": False}}, "serviceAccount.name is required"),
+        (
+            {"gateNetworkPolicy": {"enabled": True}},
+            "gateNetworkPolicy.enabled needs gateNetworkPolicy.namespaces",
+        ),
         ({"replicas": 2}, "replicas is 2 but peering.enabled is false"),
     ],
 )
@@ -475,3 +497,48 @@ def test_contradictory_values_fail_with_a_clear_message(values: Object, message:
 
 def test_kubernetes_older_than_the_floor_is_refused() -> None:
     assert "chart requires kubeVersion: >=1.30.0-0" in render_error({}, kube_version="1.29.9")
+
+
+def test_token_addresses_reach_the_operator_as_its_allowlist() -> None:
+    env = {e["name"]: e.get("value") for e in container(render(COMBINATIONS["tokenAddresses"]))["env"]}
+    allowed = allowed_addresses(env[TOKEN_ADDRESSES_ENV])
+    assert token_may_go("https://prometheus.monitoring:9090", allowed)
+    assert token_may_go("https://mimir.example/prom/api", allowed)
+    assert not token_may_go("https://evil.example", allowed)
+    assert TOKEN_ADDRESSES_ENV not in {e["name"] for e in container(render())["env"]}
+
+
+def test_the_gate_network_policy_limits_check_pods_and_never_allows_link_local() -> None:
+    policies = of_kind(render(COMBINATIONS["gateNetworkPolicy"]), "NetworkPolicy")
+    assert sorted(p["metadata"]["namespace"] for p in policies) == ["team-a", "team-b"]
+    for policy in policies:
+        spec = policy["spec"]
+        assert spec["policyTypes"] == ["Egress"]
+        assert spec["podSelector"] == {"matchExpressions": [{"key": CHECK_LABEL, "operator": "Exists"}]}
+        egress = spec["egress"]
+        assert {"protocol": "UDP", "port": 53} in egress[0]["ports"]
+        assert {"to": [{"podSelector": {}}]} in egress
+        assert {
+            "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "judges"}}}]
+        } in egress
+        blocks = [peer["ipBlock"] for rule in egress for peer in rule.get("to", []) if "ipBlock" in peer]
+        metadata = [
+            ipaddress.ip_address(a) for a in ("169.254.169.254", "fe80::1", "fd00:ec2::254", "10.96.0.1")
+        ]
+        for address in metadata:
+            covering = [b for b in blocks if address in ipaddress.ip_network(b["cidr"])]
+            assert covering and all(
+                any(address in ipaddress.ip_network(cidr) for cidr in b["except"]) for b in covering
+            ), address
+    assert of_kind(render(), "NetworkPolicy") == []
+
+
+def test_without_other_addresses_the_gate_network_policy_allows_no_ip_block() -> None:
+    values = {
+        "gateNetworkPolicy": {"enabled": True},
+        "rbac": {"scope": "namespaces"},
+        "watchNamespaces": ["a"],
+    }
+    (policy,) = of_kind(render(values), "NetworkPolicy")
+    assert policy["metadata"]["namespace"] == "a"
+    assert not [peer for rule in policy["spec"]["egress"] for peer in rule.get("to", []) if "ipBlock" in peer]

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from tests.unit.test_chart import Object, render, rules
 from testbed.versions import REPO_ROOT
+from tests.unit.test_chart import Object, render, rules
 
 DOC = REPO_ROOT / "docs" / "security.md"
 Right = tuple[str, str, str]  # API group, resource, verb

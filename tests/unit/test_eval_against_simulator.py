@@ -117,6 +117,8 @@ STREAMED_REPLAY_ANSWERS = (
     "Could you explain what a Kubernetes Deployment is?",
 )
 
+pytestmark = pytest.mark.usefixtures("loopback_allowed")  # the simulators listen on 127.0.0.1
+
 
 @dataclass(frozen=True)
 class Simulator:

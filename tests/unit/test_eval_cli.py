@@ -20,13 +20,16 @@ from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult
 from modelgate.cli import gate_eval
 from modelgate.cli.main import main
 from modelgate.core.win_rate import wilson_lower_bound
+from modelgate.egress import ALLOW_LOOPBACK_ENV
 from testbed.ports import free_port
 from testbed.processes import python_module_env
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "gate"
 TEST_SET = EXAMPLES / "test-set.jsonl"
 REPLAY = EXAMPLES / "replay.jsonl"
-ENV = {**os.environ, **python_module_env()}
+# The doubles listen on 127.0.0.1, which only a local bed's setting lets a URL reach.
+ENV = {**os.environ, **python_module_env(), ALLOW_LOOPBACK_ENV: "true"}
+pytestmark = pytest.mark.usefixtures("loopback_allowed")  # for the runs in this process
 
 
 @contextmanager

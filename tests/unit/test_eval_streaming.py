@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from modelgate.api.addresses import EgressPolicy
 from modelgate.evaluation.client import ChatClient, Endpoint, RequestPolicy
 from modelgate.evaluation.scoring import Reply
 from modelgate.evaluation.streaming import ChatStream, StreamError
@@ -181,7 +182,9 @@ async def canned_server(answers: Sequence[Canned]) -> AsyncIterator[tuple[Endpoi
 
 async def complete(endpoint: Endpoint, *, stream: bool) -> Reply:
     async with aiohttp.ClientSession() as session:
-        return await ChatClient(session, ONE_RETRY).complete(endpoint, QUESTION, stream=stream)
+        return await ChatClient(session, ONE_RETRY, EgressPolicy(allow_loopback=True)).complete(
+            endpoint, QUESTION, stream=stream
+        )
 
 
 def replied(answers: Sequence[Canned], *, stream: bool = True) -> tuple[Reply, list[dict[str, Any]]]:

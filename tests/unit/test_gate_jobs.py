@@ -103,7 +103,8 @@ def test_the_evaluator_job_runs_modelgate_eval_with_the_contracts_flags() -> Non
     target = CheckTarget(
         "http://chat-v2.serving.svc:8000/v1", "http://chat-v1.serving.svc:8000/v1", "v2", "v1"
     )
-    container, volumes = evaluator_container(check, target, "modelgate:1", "spec.gate.checks[0]")
+    policy = {"MODELGATE_API_SERVER": "https://10.96.0.1:443"}
+    container, volumes = evaluator_container(check, target, "modelgate:1", "spec.gate.checks[0]", policy)
     manifest = check_job(ROLLOUT, check, "chat-quality-1", container, volumes, {})
     spec = manifest["spec"]
     assert (spec["backoffLimit"], spec["activeDeadlineSeconds"]) == (0, 600)
@@ -116,6 +117,9 @@ def test_the_evaluator_job_runs_modelgate_eval_with_the_contracts_flags() -> Non
     test_set = next(a for a in run["args"] if a.startswith("--test-set="))
     mount = run["volumeMounts"][0]["mountPath"]
     assert test_set == f"--test-set={mount}/set.jsonl"
+    assert f"--inputs-within={mount}" in run["args"]  # the file is read from its mount alone
+    env = {e["name"]: e["value"] for e in run["env"]}
+    assert policy.items() <= env.items()  # the operator's egress policy
     assert spec["template"]["spec"]["volumes"][0]["configMap"]["name"] == "qa"
     assert "--judge=http://judge:8000/v1" in run["args"] and "--judge-model=judge" in run["args"]
 
@@ -165,7 +169,7 @@ def test_the_evaluator_runs_with_a_read_only_root_and_a_scratch_tmp() -> None:
         {"name": "quality", "evaluator": {"testSet": {"url": "http://sets/qa.jsonl"}}}
     )
     target = CheckTarget("http://a/v1", "http://b/v1", "v2", "v1")
-    container, volumes = evaluator_container(check, target, "modelgate:1", "spec.gate.checks[0]")
+    container, volumes = evaluator_container(check, target, "modelgate:1", "spec.gate.checks[0]", {})
     spec = check_job(ROLLOUT, check, "chat-quality-1", container, volumes, {})["spec"]["template"]["spec"]
     (run,) = spec["containers"]
     assert run["securityContext"]["readOnlyRootFilesystem"] is True

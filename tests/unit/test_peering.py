@@ -51,6 +51,8 @@ def test_the_older_replica_outranks_the_younger() -> None:
 class PeeringObjects:
     """A Kube stand-in holding one KopfPeering per namespace, counting the reads."""
 
+    server_url = "https://127.0.0.1:6443"  # no request goes there
+
     def __init__(self, records: dict[str, object]) -> None:
         self.records = records
         self.reads = 0

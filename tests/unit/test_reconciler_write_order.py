@@ -29,6 +29,8 @@ STEPS = [{"setWeight": 20}, {"pause": {"duration": "10s"}}, {"setWeight": 50}]
 class InMemoryKube:
     """The calls a tick makes, kept in order: ("status", currentWeight) and ("route", candidate weight)."""
 
+    server_url = "https://127.0.0.1:6443"  # no request goes there
+
     def __init__(self, rollout: dict[str, Any], route: dict[str, Any]) -> None:
         self.rollout = rollout
         self.route = route

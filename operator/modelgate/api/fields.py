@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, AllowInfNan, Field, Strict, StringConstraints
 
+from modelgate.api.addresses import METADATA_ADDRESSES, AddressRefused, Refusal, literal_ip, parse_target
 from modelgate.api.duration import DURATION_PATTERN, MAX_DURATION_TEXT, parse_duration
 from modelgate.api.markers import CelRule, cel_rules
 
@@ -35,6 +36,26 @@ PATTERN_HINTS = {
     QUANTITY_PATTERN: "must be a Kubernetes quantity such as 500m, 2, 512Mi or 4Gi",
     DURATION_PATTERN: "must be a Go-style duration such as 30s, 5m, 1h30m or 500ms",
 }
+
+
+def _admissible_address(url: str) -> str:
+    """What admission can see of an address (the CEL rules of HttpUrl say the same): no
+    credentials, no fragment, no localhost, no link-local or metadata IP, no IP in a disguised form.
+    The operator and the evaluator check what a host name resolves to when they connect."""
+    try:
+        target = parse_target(url)
+    except AddressRefused as refused:
+        if refused.refusal is Refusal.NOT_HTTP:
+            return url  # the pattern's error says what an address must look like
+        raise ValueError(refused.refusal.value) from None
+    host, ip = target.host, literal_ip(target.host)
+    if host.rstrip(".") == "localhost" or host.rstrip(".").endswith(".localhost"):
+        raise ValueError(NAMES_LOCALHOST)
+    if ip is not None and ip.version == 4 and host != str(ip):
+        raise ValueError(DISGUISED_IP)
+    if ip is not None and (ip.is_link_local or ip in METADATA_ADDRESSES):
+        raise ValueError(Refusal.LINK_LOCAL.value)
+    return url
 
 
 def _parses_as_duration(text: str) -> str:
@@ -79,7 +100,34 @@ PodRegex = Annotated[
 ]
 ModelName = Annotated[str, StringConstraints(max_length=253, pattern=MODEL_NAME_PATTERN)]
 Quantity = Annotated[str, StringConstraints(max_length=32, pattern=QUANTITY_PATTERN)]
-HttpUrl = Annotated[str, StringConstraints(max_length=2048, pattern=HTTP_URL_PATTERN)]
+NAMES_LOCALHOST = "names localhost; a loopback address is refused (a local bed allows 127.0.0.1)"
+DISGUISED_IP = "names an IPv4 address in a form other than a.b.c.d (decimal, octal or hex)"
+_OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_HOST_END = "([:/?]|$)"
+# Regular expressions over the whole URL, in RE2 (the API server's) and Python alike.
+_ADDRESS_RULES = (
+    CelRule("!self.matches('^[a-zA-Z]+://[^/?#]*@')", message=Refusal.USERINFO.value),
+    CelRule("!self.contains('#')", message=Refusal.FRAGMENT.value),
+    CelRule(
+        f"!self.matches('(?i)^https?://(([^/?#:]*[.])?localhost[.]?){_HOST_END}')", message=NAMES_LOCALHOST
+    ),
+    CelRule(
+        f"!self.matches('^https?://[0-9][0-9a-fA-FxX.]*{_HOST_END}') || "
+        f"self.matches('^https?://{_OCTET}([.]{_OCTET}){{3}}{_HOST_END}')",
+        message=DISGUISED_IP,
+    ),
+    CelRule(
+        "!self.matches('(?i)^https?://(169[.]254[.]|[[]fe[89ab][0-9a-f]:|100[.]100[.]100[.]200"
+        f"{_HOST_END}|[[]fd00:ec2::254[]])')",
+        message=Refusal.LINK_LOCAL.value,
+    ),
+)
+HttpUrl = Annotated[
+    str,
+    StringConstraints(max_length=2048, pattern=HTTP_URL_PATTERN),
+    AfterValidator(_admissible_address),
+    Field(json_schema_extra=cel_rules(*_ADDRESS_RULES)),
+]
 # Go's parser, which CEL's duration() uses, reads what the pattern lets through the same way; a value
 # beyond its range (about 2.5 million hours) fails to evaluate, which rejects it as well.
 _AT_MOST_MAX_DURATION = CelRule(

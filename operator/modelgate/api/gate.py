@@ -8,7 +8,7 @@ of the user's; either writes a GateResult (api/gate_result.py) that the check's 
 from datetime import timedelta
 from typing import Annotated, Literal, Self
 
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError
@@ -47,12 +47,29 @@ class ConfigMapKey(SpecModel):
     key: SecretKey = Field(description="Key within the ConfigMap's data that holds the JSONL.")
 
 
+PARENT_SEGMENT = "must stay within the volume: no '..' segment"
+
+
+def _no_parent_segment(path: str) -> str:
+    if ".." in path.split("/"):
+        raise ValueError(PARENT_SEGMENT)
+    return path
+
+
+VolumePath = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=1024, pattern=r"^[^/].*$"),
+    AfterValidator(_no_parent_segment),
+    Field(json_schema_extra=cel_rules(CelRule("!self.matches('(^|/)[.][.](/|$)')", message=PARENT_SEGMENT))),
+]
+
+
 class PersistentVolumeFile(SpecModel):
     claim_name: ObjectName = Field(
         description="Name of a PersistentVolumeClaim in the ModelRollout's namespace."
     )
-    path: Annotated[str, StringConstraints(min_length=1, max_length=1024, pattern=r"^[^/].*$")] = Field(
-        description="Path of the JSONL file within the volume, relative to its root."
+    path: VolumePath = Field(
+        description="Path of the JSONL file within the volume, relative to its root; no '..' segment."
     )
 
 

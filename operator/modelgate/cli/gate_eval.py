@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from modelgate.api.duration import parse_duration
-from modelgate.evaluation.client import Endpoint, RequestPolicy, Unreachable
+from modelgate.egress import policy_from_environment
+from modelgate.evaluation.client import Endpoint, RequestPolicy, Sources, Unreachable
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json
 from modelgate.evaluation.runner import NoProgress, Plan, evaluate
@@ -70,6 +71,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--seed", type=int, default=0, help="for the samples and the judge's order")
     parser.add_argument(
+        "--inputs-within",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a test set or replay file must resolve inside one of these directories (repeatable; "
+        "a gate Job names its volumes' mounts)",
+    )
+    parser.add_argument(
         "--result-file", type=Path, metavar="PATH", help="GateResult JSON, e.g. /dev/termination-log in a Job"
     )
     parser.add_argument("--summary-file", type=Path, metavar="PATH", help="the summary (default: stdout)")
@@ -88,6 +98,8 @@ def run_eval(args: argparse.Namespace) -> int:
         candidate=Endpoint("candidate", args.candidate, args.candidate_model),
         incumbent=Endpoint("incumbent", args.incumbent, args.incumbent_model),
         policy=RequestPolicy(args.concurrency, args.timeout, args.retries),
+        # Loopback only where $MODELGATE_ALLOW_LOOPBACK says so (a local bed, a run by hand).
+        sources=Sources(policy_from_environment(), tuple(args.inputs_within)),
         test_set=args.test_set,
         replay=args.replay,
         replay_sample=args.replay_sample,

@@ -35,10 +35,10 @@ from modelgate.cli.timeline import (
     steps_from_series,
     weights_from_events,
 )
-from modelgate.kube import KubeError, NotFound
+from modelgate.kube import NotFound
 from modelgate.metrics import PrometheusProvider
 from modelgate.metrics.base import AnalysisPlan
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus import PrometheusClient, TokenUnavailable
 from modelgate.metrics.recorded import RecordedSeries
 
 ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
@@ -81,7 +81,11 @@ def write_report(args: argparse.Namespace) -> int:
     if address is not None:
         provider = PrometheusProvider(kube)
         plan = provider.plan(spec, namespace) if spec.analysis is not None else None
-        client = _client(provider, plan, address, console)
+        try:
+            client = _client(provider, plan, address, console)
+        except ValueError as error:
+            console.print(f"[red]{error}[/red]")
+            return 1
         interval = spec.analysis.interval_timedelta if spec.analysis else timedelta(seconds=15)
         queries = [*operator_queries(namespace, args.name).values(), *_metric_queries(plan)]
         ranges = fetch_ranges(client, queries, start, end, resolution(start, end, interval), console)
@@ -102,14 +106,15 @@ def write_report(args: argparse.Namespace) -> int:
 def _client(
     provider: PrometheusProvider, plan: AnalysisPlan | None, address: str, console: Console
 ) -> PrometheusClient:
-    """The operator's client for the plan (its bearer token included), or a plain one."""
-    if plan is None:
-        return PrometheusClient(address)
-    try:
-        return provider.client(plan, address)
-    except (KubeError, ValueError) as error:  # e.g. no permission to read the token's Secret
-        console.print(f"[yellow]asking Prometheus without the rollout's bearer token: {error}[/yellow]")
-        return PrometheusClient(address)
+    """The operator's client for the plan: its bearer token included where the Secret (or
+    $MODELGATE_TOKEN_ADDRESSES) names the address, as the operator's rule is; else one without it.
+    Raises ValueError for an address the egress policy refuses."""
+    if plan is not None:
+        try:
+            return provider.client(plan, address)
+        except TokenUnavailable as error:  # e.g. no permission to read the Secret, or not allowed
+            console.print(f"[yellow]asking Prometheus without the rollout's bearer token: {error}[/yellow]")
+    return provider.client_without_token(address)
 
 
 def rollout_span(

@@ -3,7 +3,8 @@
 Every check reads the answer with surrounding whitespace stripped:
 - exact: equal to the expected text (also stripped);
 - regex: the pattern is searched in the answer (anchor it with ^ and $ to match the whole);
-- jsonSchema: the answer (or the one fenced code block it consists of) is JSON valid under the schema;
+- jsonSchema: the answer (or the one fenced code block it consists of) is JSON valid under the schema,
+  whose references are resolved inside it alone (`#/...`): nothing is fetched, from a URL or a file;
 - number: the last number in the answer is within tolerance of the expected number.
 """
 
@@ -12,12 +13,15 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jsonschema import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 # A decimal number, not a digit inside a word such as "v2" or "3fa9".
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?![\w])")
@@ -62,7 +66,13 @@ class JsonSchemaCheck:
             validator_class.check_schema(schema)
         except SchemaError as error:
             raise ValueError(f"not a valid JSON schema: {error.message}") from None
-        return cls(validator_class(schema))
+        outside = next((ref for ref in _references(schema) if not ref.startswith("#")), None)
+        if outside is not None:
+            raise ValueError(
+                f"$ref {outside[:100]!r}: only references inside the schema (#/...) are resolved"
+            )
+        # An empty registry: a reference that is not inside the schema fails, none is retrieved.
+        return cls(validator_class(schema, registry=Registry()))
 
     def passes(self, answer: str) -> bool:
         text = answer.strip()
@@ -71,7 +81,23 @@ class JsonSchemaCheck:
             document = json.loads(fenced.group(1) if fenced else text)
         except ValueError:
             return False
-        return bool(self.validator.is_valid(document))
+        try:
+            return bool(self.validator.is_valid(document))
+        except Unresolvable:  # a reference into a part of the schema that is not there
+            return False
+
+
+def _references(schema: object) -> Iterator[str]:
+    """Every $ref and $dynamicRef in a schema, however deep."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(value, str):
+                yield value
+            else:
+                yield from _references(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _references(value)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,10 @@
 bounded concurrency per endpoint, a timeout per attempt and retries with exponential backoff; and
 reading a test set or replay file from a path or an http(s) URL.
 
+Every URL is the tenant's: each is held to the egress policy (its syntax and a literal IP before the
+request, every address a name resolves to when a connection is made), no redirect is followed, and
+a local file must resolve inside the directories given (the Job's mounts).
+
 aiohttp rather than a thread pool: it is already the project's HTTP client, one event loop holds
 hundreds of requests in flight at the cost of a semaphore each, and a timeout or Ctrl-C cancels them
 cleanly."""
@@ -9,6 +13,7 @@ cleanly."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +22,9 @@ from typing import Any
 
 import aiohttp
 import structlog
+from aiohttp.abc import AbstractResolver, ResolveResult
 
+from modelgate.api.addresses import AddressRefused, EgressPolicy
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.scoring import Reply
 from modelgate.evaluation.streaming import ChatStream, StreamError
@@ -47,13 +54,36 @@ class RequestPolicy:
 
 
 class Unreachable(Exception):
-    """An endpoint that gave no HTTP answer at all, after every retry."""
+    """An endpoint that gave no HTTP answer at all, after every retry, or that may not be asked."""
+
+
+class CheckedResolver(AbstractResolver):
+    """The default resolver, refusing a name any of whose addresses the policy refuses."""
+
+    def __init__(self, egress: EgressPolicy) -> None:
+        self._egress = egress
+        self._resolver = aiohttp.DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        resolved = await self._resolver.resolve(host, port, family)
+        self._egress.check_resolved(port, [address["host"] for address in resolved])
+        return resolved
+
+    async def close(self) -> None:
+        await self._resolver.close()
+
+
+def checked_session(egress: EgressPolicy) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=CheckedResolver(egress)))
 
 
 class ChatClient:
-    def __init__(self, session: aiohttp.ClientSession, policy: RequestPolicy) -> None:
+    def __init__(self, session: aiohttp.ClientSession, policy: RequestPolicy, egress: EgressPolicy) -> None:
         self._session = session
         self._policy = policy
+        self._egress = egress
         self._slots: dict[str, asyncio.Semaphore] = {}
 
     async def probe(self, endpoint: Endpoint) -> None:
@@ -62,9 +92,12 @@ class ChatClient:
         problem = ""
         for attempt in range(self._policy.retries + 1):
             try:
-                async with self._session.get(url, timeout=self._timeout()) as response:
+                self._egress.check_url(url)
+                async with self._session.get(url, timeout=self._timeout(), allow_redirects=False) as response:
                     await response.read()
                     return
+            except AddressRefused as refused:  # never the URL: it may hold a password
+                raise Unreachable(f"the {endpoint.role} endpoint is refused: its URL {refused}") from None
             except _TRANSIENT_ERRORS as error:
                 problem = _describe(error)
                 await self._back_off(attempt)
@@ -105,13 +138,17 @@ class ChatClient:
         """The reply and whether its failure is worth another attempt."""
         started = time.perf_counter()
         try:
-            async with self._session.post(url, json=body, timeout=self._timeout()) as response:
+            async with self._session.post(
+                url, json=body, timeout=self._timeout(), allow_redirects=False
+            ) as response:
                 if stream and response.status == 200:
                     return await _streamed_reply(response, started)
                 payload = await response.read()
                 status = response.status
         except _TRANSIENT_ERRORS as error:
             return Reply(None, error=_describe(error)), True
+        except AddressRefused as refused:  # a name that now resolves elsewhere
+            return Reply(None, error=f"refused: {refused}"), False
         latency = time.perf_counter() - started
         if status != 200:
             return Reply(None, error=f"HTTP {status}"), status == 429 or status >= 500
@@ -153,20 +190,50 @@ async def _streamed_reply(response: aiohttp.ClientResponse, started: float) -> t
     return Reply(text, finish_reason, latency, first_token_seconds=first_token_seconds), False
 
 
+@dataclass(frozen=True)
+class Sources:
+    """Where inputs may come from: URLs the egress policy allows, and files inside `within` (any
+    file when empty: a run from a command line)."""
+
+    egress: EgressPolicy
+    within: tuple[Path, ...] = ()
+
+    def local_file(self, source: str, option: str) -> Path:
+        path = Path(source).resolve()  # symbolic links and '..' followed
+        if self.within and not any(path.is_relative_to(root.resolve()) for root in self.within):
+            raise InputError(f"{option}: the file is outside the volume it was given from")
+        return path
+
+
 async def read_source(
-    session: aiohttp.ClientSession, source: str, option: str, timeout_seconds: float
+    session: aiohttp.ClientSession, source: str, option: str, timeout_seconds: float, sources: Sources
 ) -> str:
     """The text of a file path or an http(s) URL (a ConfigMap mounted as a volume is a file)."""
+    if source.startswith(("http://", "https://")):
+        return await _download(session, source, option, timeout_seconds, sources.egress)
+    path = sources.local_file(source, option)
     try:
-        if source.startswith(("http://", "https://")):
-            timeout = aiohttp.ClientTimeout(total=timeout_seconds)
-            async with session.get(source, timeout=timeout) as response:
-                if response.status != 200:
-                    raise InputError(f"{option} {source}: HTTP {response.status}")
-                return await response.text()
-        return await asyncio.to_thread(Path(source).read_text, encoding="utf-8")
-    except (OSError, UnicodeDecodeError, aiohttp.ClientError, TimeoutError) as error:
+        return await asyncio.to_thread(path.read_text, encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{option} {source}: cannot be read: {_describe(error)}") from None
+
+
+async def _download(
+    session: aiohttp.ClientSession, url: str, option: str, timeout_seconds: float, egress: EgressPolicy
+) -> str:
+    """The body of a 200 answer; the errors name the option and the failure, never the URL (it may
+    hold a password) nor what another status's body said."""
+    try:
+        egress.check_url(url)
+        timeout = aiohttp.ClientTimeout(total=timeout_seconds)
+        async with session.get(url, timeout=timeout, allow_redirects=False) as response:
+            if response.status != 200:
+                raise InputError(f"{option}: the URL answered HTTP {response.status}")
+            return await response.text()
+    except AddressRefused as refused:
+        raise InputError(f"{option}: refused: the URL {refused}") from None
+    except (OSError, UnicodeDecodeError, aiohttp.ClientError, TimeoutError) as error:
+        raise InputError(f"{option}: the URL cannot be read: {_describe(error)}") from None
 
 
 def _describe(error: BaseException) -> str:

@@ -12,7 +12,14 @@ import aiohttp
 import structlog
 
 from modelgate.api.gate_result import GateResult, Score, WinRate
-from modelgate.evaluation.client import ChatClient, Endpoint, RequestPolicy, read_source
+from modelgate.evaluation.client import (
+    ChatClient,
+    Endpoint,
+    RequestPolicy,
+    Sources,
+    checked_session,
+    read_source,
+)
 from modelgate.evaluation.judge import judge_messages, parse_verdict, question_text, tally
 from modelgate.evaluation.replay import RecordedRequest, parse_replay, seeded_sample
 from modelgate.evaluation.result import gate_result
@@ -42,6 +49,7 @@ class Plan:
     candidate: Endpoint
     incumbent: Endpoint
     policy: RequestPolicy
+    sources: Sources  # where requests may go, and files come from
     test_set: str | None = None
     replay: str | None = None
     replay_sample: int | None = None
@@ -59,9 +67,9 @@ class _Pair:
 
 async def evaluate(plan: Plan, progress: Progress) -> GateResult:
     """Raises InputError for unusable inputs and Unreachable for an endpoint that never answered."""
-    async with aiohttp.ClientSession() as session:
+    async with checked_session(plan.sources.egress) as session:
         test_set, replay = await _inputs(session, plan)
-        client = ChatClient(session, plan.policy)
+        client = ChatClient(session, plan.policy, plan.sources.egress)
         endpoints = [plan.candidate, plan.incumbent, *([plan.judge] if plan.judge else [])]
         await asyncio.gather(*(client.probe(endpoint) for endpoint in endpoints))
         scores: list[Score] = []
@@ -84,10 +92,11 @@ async def _inputs(session: aiohttp.ClientSession, plan: Plan) -> tuple[TestSet |
     test_set = replay = None
     if plan.test_set is not None:
         test_set = parse_test_set(
-            await read_source(session, plan.test_set, "--test-set", timeout), plan.test_set
+            await read_source(session, plan.test_set, "--test-set", timeout, plan.sources), plan.test_set
         )
     if plan.replay is not None:
-        recorded = parse_replay(await read_source(session, plan.replay, "--replay", timeout), plan.replay)
+        text = await read_source(session, plan.replay, "--replay", timeout, plan.sources)
+        recorded = parse_replay(text, plan.replay)
         replay = seeded_sample(recorded, plan.replay_sample, plan.seed)
     return test_set, replay or []
 

@@ -86,9 +86,10 @@ def _mounted(
 
 
 def evaluator_container(
-    check: GateCheck, target: CheckTarget, image: str, field: str
+    check: GateCheck, target: CheckTarget, image: str, field: str, env: Mapping[str, str]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """`modelgate eval` as the contract (docs/gate-eval.md) has it, and the volumes it reads."""
+    """`modelgate eval` as the contract (docs/gate-eval.md) has it, and the volumes it reads (each
+    file confined to its mount); `env` holds the operator's egress policy."""
     evaluator = check.evaluator
     assert evaluator is not None
     args = [
@@ -111,6 +112,7 @@ def evaluator_container(
             continue
         path, more_volumes, more_mounts = _mounted(source, volume, f"{field}.evaluator")
         args.append(f"{flag}={path}")
+        args += [f"--inputs-within={mount['mountPath']}" for mount in more_mounts]
         volumes += more_volumes
         mounts += more_mounts
     if evaluator.replay is not None and evaluator.replay.sample is not None:
@@ -124,7 +126,10 @@ def evaluator_container(
         "image": image,
         "command": ["modelgate"],
         "args": args,
-        "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+        "env": [
+            {"name": name, "value": value}
+            for name, value in sorted({**env, "PYTHONDONTWRITEBYTECODE": "1"}.items())
+        ],
         "volumeMounts": [*mounts, {"name": SCRATCH["name"], "mountPath": "/tmp"}],
         "securityContext": {"readOnlyRootFilesystem": True},
     }

@@ -13,6 +13,7 @@ import json
 import socket
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,12 @@ JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 
 Object = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SecretKeyValue:
+    text: str
+    annotations: Mapping[str, str]
 
 
 class Kube:
@@ -357,8 +364,13 @@ class Kube:
         what = f"InferencePool {namespace}/{name} ({field})"
         return pool_availability(what, self.pool_pods(namespace, name))
 
-    def read_secret_key(self, namespace: str, name: str, key: str) -> str:
-        """The UTF-8 text stored under `key` in a Secret's data."""
+    @property
+    def server_url(self) -> str:
+        """The API server's URL, as this client reaches it."""
+        return str(self.api_client.configuration.host)
+
+    def read_secret_key(self, namespace: str, name: str, key: str) -> SecretKeyValue:
+        """The UTF-8 text stored under `key` in a Secret's data, and the Secret's annotations."""
         what = f"Secret {namespace}/{name}"
         try:
             with _request("get"):
@@ -373,9 +385,11 @@ class Kube:
             raise NotFound(None, f"{what} has no key {key!r} (it has: {keys})")
         try:
             # Values arrive as the API's base64 text (the model also allows it as ASCII bytes).
-            return base64.b64decode(data[key], validate=True).decode("utf-8")
+            text = base64.b64decode(data[key], validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError) as error:
             raise KubeError(None, f"key {key!r} of {what} is not UTF-8 text: {error}") from None
+        annotations = secret.metadata.annotations if secret.metadata is not None else None
+        return SecretKeyValue(text, dict(annotations or {}))
 
     # -- the gate's check Jobs -----------------------------------------------------------------------
     def check_job_and_pods(self, namespace: str, name: str) -> tuple[Object | None, list[Object]]:

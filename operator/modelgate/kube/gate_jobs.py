@@ -7,9 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from modelgate.api import ModelRolloutSpec, WorkloadRef
-from modelgate.api.gate import GateCheck
+from modelgate.api.addresses import AddressRefused
+from modelgate.api.gate import Evaluator, GateCheck
 from modelgate.api.gate_status import GateStatus
 from modelgate.core.gate import CheckFailed, CheckObservation
+from modelgate.egress import evaluator_environment, policy_from_environment
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.checks import CheckTarget, check_job, custom_container, evaluator_container, observe_job
 from modelgate.kube.client import Kube
@@ -24,6 +26,10 @@ class GateJobs:
         self.kube = kube
         self.evaluator_image = evaluator_image
         self.policy = policy
+        # The evaluator holds every URL to the operator's own policy, and resolves names; the
+        # operator refuses beforehand what the URLs themselves show.
+        self.egress = policy_from_environment([kube.server_url])
+        self.evaluator_env = evaluator_environment(kube.server_url)
         # Jobs the API server refused to create (by namespace and name), and why: the next observe
         # reports them as failed checks. A restarted operator tries once more.
         self.refused: dict[tuple[str, str], str] = {}
@@ -85,7 +91,8 @@ class GateJobs:
         assert check.evaluator is not None and self.evaluator_image is not None
         target = self._target(namespace, spec, check)
         assert not isinstance(target, str)
-        return evaluator_container(check, target, self.evaluator_image, f"spec.gate.checks[{index}]")
+        field = f"spec.gate.checks[{index}]"
+        return evaluator_container(check, target, self.evaluator_image, field, self.evaluator_env)
 
     def _prerequisite_problem(
         self, namespace: str, spec: ModelRolloutSpec, check: GateCheck, index: int
@@ -101,6 +108,11 @@ class GateJobs:
         assert evaluator is not None
         if not self.evaluator_image:
             return f"{field}.evaluator: the operator has no evaluator image (${EVALUATOR_IMAGE_ENV})"
+        for name, url in _tenant_urls(evaluator):
+            try:
+                self.egress.check_url(url)
+            except AddressRefused as refused:  # never the URL itself: it may hold a password
+                return f"{field}.evaluator.{name}: refused: the URL {refused}"
         for name, source in (("testSet", evaluator.test_set), ("replay", evaluator.replay)):
             ref = None if source is None else source.config_map
             if ref is None:
@@ -144,6 +156,18 @@ class GateJobs:
             candidate_model=evaluator.candidate.model or spec.candidate.model or spec.candidate.name,
             incumbent_model=evaluator.incumbent.model or spec.incumbent.model or spec.incumbent.name,
         )
+
+
+def _tenant_urls(evaluator: Evaluator) -> list[tuple[str, str]]:
+    """The URLs the spec gives the evaluator, by their field below `evaluator`."""
+    named = (
+        ("testSet.url", evaluator.test_set and evaluator.test_set.url),
+        ("replay.url", evaluator.replay and evaluator.replay.url),
+        ("judge.url", evaluator.judge and evaluator.judge.url),
+        ("candidate.url", evaluator.candidate.url),
+        ("incumbent.url", evaluator.incumbent.url),
+    )
+    return [(name, url) for name, url in named if url]
 
 
 def _checks(spec: ModelRolloutSpec) -> list[tuple[int, GateCheck]]:

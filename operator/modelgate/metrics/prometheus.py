@@ -9,20 +9,29 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from urllib.parse import urlparse
 
 import requests
 import structlog
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
-from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from modelgate.api import BreachTrace, MetricSpec, ModelRolloutSpec, PodValue, RollbackReason, WorkloadRef
+from modelgate.api.addresses import (
+    ALLOWED_ADDRESSES_ANNOTATION,
+    AddressRefused,
+    EgressPolicy,
+    allowed_addresses,
+    parse_target,
+    token_may_go,
+)
+from modelgate.api.analysis import SecretKeyRef
 from modelgate.core import AnalysisRun, QueryResult
 from modelgate.core.limits import clip
+from modelgate.egress import TOKEN_ADDRESSES_ENV, policy_from_environment, token_allowlist
 from modelgate.kube import Kube, KubeError
 from modelgate.metrics.base import AnalysisPlan, BreachEvidence, run_plan
+from modelgate.metrics.checked_session import checked_session
 from modelgate.metrics.context import Side
 from modelgate.metrics.exemplars import PODS_KEPT, parse_exemplars, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.promql_plan import analysis_plan
@@ -36,16 +45,31 @@ from modelgate.observability import METRIC_QUERIES, METRIC_QUERY_SECONDS
 _NO_RETRIES = Retry(total=0, read=False)
 # PrometheusApiClientException carries only "HTTP Status Code <n> (<repr of the body bytes>)".
 _HTTP_ERROR = re.compile(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)", re.DOTALL)
+# The Prometheus API's kinds of error; its `error` text, as any response body, is never shown: a
+# tenant's address may be a service that answers with what it should not tell (cloud metadata).
+_ERROR_TYPES = frozenset(
+    {"bad_data", "execution", "timeout", "canceled", "internal", "unavailable", "not_found", "not_acceptable"}
+)
 _MAX_DETAIL = 300
+ADDRESS_FIELD = "spec.analysis.prometheus.address"
+TOKEN_FIELD = "spec.analysis.prometheus.bearerTokenSecretRef"
 _CONNECTIONS = 256
 log = structlog.get_logger("modelgate.metrics.prometheus")
 
 
+class TokenUnavailable(ValueError):
+    """The rollout's bearer token cannot be read, or may not be sent to the address."""
+
+
 class PrometheusProvider:
-    """MetricProvider: one client per Prometheus address, timeout and bearer token, kept across ticks."""
+    """MetricProvider: one client per Prometheus address, timeout and bearer token, kept across ticks.
+    A tenant's address is held to the process's egress policy, and a Secret's token goes only to an
+    address the Secret's annotation or the operator's allowlist names."""
 
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
+        self.egress = policy_from_environment([kube.server_url])
+        self.token_allowlist = token_allowlist()
         self._clients: dict[tuple[str, float, str | None], PrometheusClient] = {}
 
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
@@ -65,11 +89,10 @@ class PrometheusProvider:
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         try:
             client = self.client(plan)
-        except (KubeError, ValueError) as error:  # an unreadable Secret, or a malformed token
+        except ValueError as error:  # a refused address, an unreadable or withheld token
             # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
             queries = {name: metric.candidate for name, metric in plan.metrics.items()}
-            field = "spec.analysis.prometheus.bearerTokenSecretRef"
-            return AnalysisRun.failed(queries, at, f"cannot read the Prometheus token: {field}: {error}")
+            return AnalysisRun.failed(queries, at, str(error))
         return run_plan(plan, at, client.query)
 
     def explain(self, spec: ModelRolloutSpec, namespace: str, reason: RollbackReason) -> BreachEvidence:
@@ -115,19 +138,56 @@ class PrometheusProvider:
 
     def client(self, plan: AnalysisPlan, address: str | None = None) -> PrometheusClient:
         """The client of the plan's Prometheus (or of `address`, the same one reached another way),
-        with its timeout and bearer token."""
+        with its timeout and bearer token. Raises ValueError naming the field: a refused address, a
+        token that cannot be read or may not go to the address."""
         prometheus = plan.analysis.prometheus
+        address = address or prometheus.address
+        self._check(address)
         token = None
         if prometheus.bearer_token_secret_ref is not None:
-            ref = prometheus.bearer_token_secret_ref
-            try:
-                token = _clean_token(self.kube.read_secret_key(plan.namespace, ref.name, ref.key))
-            except ValueError as error:  # names the Secret key, never the token
-                raise ValueError(f"Secret {plan.namespace}/{ref.name} key {ref.key}: {error}") from None
-        key = (address or prometheus.address, prometheus.timeout_timedelta.total_seconds(), token)
+            token = self._token(plan.namespace, prometheus.bearer_token_secret_ref, address)
+        return self._client(address, prometheus.timeout_timedelta.total_seconds(), token)
+
+    def client_without_token(self, address: str, timeout: float = 5.0) -> PrometheusClient:
+        """A client of `address` under the same egress policy, sending no token."""
+        self._check(address)
+        return self._client(address, timeout, None)
+
+    def _check(self, address: str) -> None:
+        try:
+            self.egress.check_url(address)
+        except AddressRefused as refused:  # never the address itself: it may hold a password
+            raise ValueError(f"{ADDRESS_FIELD}: refused: the address {refused}") from None
+
+    def _client(self, address: str, timeout: float, token: str | None) -> PrometheusClient:
+        key = (address, timeout, token)
         if key not in self._clients:
-            self._clients[key] = PrometheusClient(key[0], timeout=key[1], bearer_token=token)
+            self._clients[key] = PrometheusClient(
+                address, timeout=timeout, bearer_token=token, egress=self.egress
+            )
         return self._clients[key]
+
+    def _token(self, namespace: str, ref: SecretKeyRef, address: str) -> str:
+        """The Secret's token, when the Secret (or the operator's allowlist) says it may go to
+        `address`; the messages name the Secret and its key, never the token."""
+        secret = f"Secret {namespace}/{ref.name}"
+        try:
+            stored = self.kube.read_secret_key(namespace, ref.name, ref.key)
+            token = _clean_token(stored.text)
+        except KubeError as error:
+            raise TokenUnavailable(f"cannot read the Prometheus token: {TOKEN_FIELD}: {error}") from None
+        except ValueError as error:
+            raise TokenUnavailable(
+                f"cannot read the Prometheus token: {TOKEN_FIELD}: {secret} key {ref.key}: {error}"
+            ) from None
+        allowed = allowed_addresses(stored.annotations.get(ALLOWED_ADDRESSES_ANNOTATION))
+        if not token_may_go(address, (*allowed, *self.token_allowlist)):
+            raise TokenUnavailable(
+                f"{TOKEN_FIELD}: the token of {secret} is not sent to {address}: add it to the "
+                f"Secret's annotation {ALLOWED_ADDRESSES_ANNOTATION} (or to the operator's allowlist, "
+                f"${TOKEN_ADDRESSES_ENV})"
+            )
+        return token
 
 
 class PrometheusClient:
@@ -137,10 +197,19 @@ class PrometheusClient:
     returns an error after about `timeout` seconds.
     """
 
-    def __init__(self, address: str, timeout: float = 5.0, bearer_token: str | None = None) -> None:
-        parsed = urlparse(address)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"Prometheus address {address!r} must be an http:// or https:// URL")
+    def __init__(
+        self,
+        address: str,
+        timeout: float = 5.0,
+        bearer_token: str | None = None,
+        egress: EgressPolicy | None = None,
+    ) -> None:
+        """`egress`: the policy a tenant's address is held to at each connection; None for an address
+        the caller trusts (its own command line)."""
+        try:
+            parse_target(address)  # no password, no fragment: what follows may show the address
+        except AddressRefused as refused:
+            raise ValueError(f"the Prometheus address {refused}") from None
         if timeout <= 0:
             raise ValueError(f"Prometheus timeout must be positive, got {timeout}")
         self.address = address.rstrip("/")
@@ -148,8 +217,7 @@ class PrometheusClient:
         headers = None if bearer_token is None else {"Authorization": f"Bearer {_clean_token(bearer_token)}"}
         # Idle connections kept per Prometheus: more than the operator's tick threads, so that no
         # query opens a connection that the pool then drops (requests keeps 10 by default).
-        session = requests.Session()
-        session.mount(f"{self.address}/", HTTPAdapter(max_retries=_NO_RETRIES, pool_maxsize=_CONNECTIONS))
+        session = checked_session(egress, self.address, _NO_RETRIES, _CONNECTIONS)
         self._session, self._headers = session, headers
         self._client = PrometheusConnect(
             url=self.address, headers=headers, retry=_NO_RETRIES, timeout=timeout, session=session
@@ -180,16 +248,26 @@ class PrometheusClient:
         """The API's `data.result`, or why there is none."""
         try:
             return call()
+        except AddressRefused as refused:  # the address a connection reached
+            return _Failed(f"{ADDRESS_FIELD}: refused: Prometheus at {self.address} {refused}")
         except requests.Timeout:  # before ConnectionError: ConnectTimeout is both
             return _Failed(f"Prometheus at {self.address} did not answer within {self.timeout}s")
         except requests.ConnectionError as exc:
             return _Failed(f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}")
+        except requests.TooManyRedirects as exc:
+            status = exc.response.status_code if exc.response is not None else "3xx"
+            return _Failed(
+                f"Prometheus at {self.address} answered HTTP {status}, a redirect, which is not followed"
+            )
         except PrometheusApiClientException as exc:
             return _Failed(f"Prometheus at {self.address} {_describe_http_error(str(exc))}")
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
             # ValueError includes a body that is not JSON (e.g. a proxy's HTML page); Key/TypeError
-            # a JSON body without `data.result`.
-            return _Failed(f"unexpected response from Prometheus at {self.address}: {_truncate(repr(exc))}")
+            # a JSON body without `data.result`. What the body said is not repeated.
+            return _Failed(
+                f"unexpected response from Prometheus at {self.address}: not the Prometheus API's "
+                f"JSON ({type(exc).__name__})"
+            )
 
     def query_exemplars(self, promql: str, start: datetime, end: datetime) -> list[BreachTrace]:
         """The exemplars with a trace ID on the series `promql` selects, from `start` to `end`; none
@@ -229,7 +307,7 @@ def _parse_range(result: object, step: float) -> RecordedSeries:
     """`data.result` of a range query (a matrix) as one series; more than one is an error, as for an
     instant query."""
     if not isinstance(result, list) or not all(isinstance(s, dict) and "values" in s for s in result):
-        return RecordedSeries(step=step, error=f"unexpected range query result: {_truncate(repr(result))}")
+        return RecordedSeries(step=step, error=f"unexpected range query result: {_shape(result)}")
     if len(result) > 1:
         return RecordedSeries(
             step=step, error=f"query returned {len(result)} series; a metric query must return one"
@@ -238,7 +316,7 @@ def _parse_range(result: object, step: float) -> RecordedSeries:
         points = tuple((float(t), float(v)) for t, v in result[0]["values"]) if result else ()
     except (TypeError, ValueError):
         return RecordedSeries(
-            step=step, error=f"unexpected samples in range query result: {_truncate(repr(result))}"
+            step=step, error="unexpected samples in range query result: not [time, value] pairs"
         )
     return RecordedSeries(points, step)
 
@@ -258,7 +336,7 @@ def _clean_token(token: str) -> str:
 def _parse_result(result: object) -> QueryResult:
     """Turn `data.result` of an instant query into one value; the library drops `resultType`."""
     if not isinstance(result, list):
-        return QueryResult(error=f"unexpected query result: {_truncate(repr(result))}")
+        return QueryResult(error=f"unexpected query result: {_shape(result)}, not a list of series")
     if not result:
         return QueryResult()  # empty vector
     if not isinstance(result[0], dict):
@@ -277,28 +355,26 @@ def _parse_result(result: object) -> QueryResult:
 def _sample_value(sample: object, sample_count: int) -> QueryResult:
     """A sample is [<unix time>, "<value>"]; values are strings such as "0.5", "NaN" or "+Inf"."""
     if not isinstance(sample, Sequence) or len(sample) != 2 or not isinstance(sample[1], str):
-        return QueryResult(error=f"unexpected sample in query result: {_truncate(repr(sample))}")
+        return QueryResult(error=f"unexpected sample in query result: {_shape(sample)}")
     try:
         return QueryResult(value=float(sample[1]), sample_count=sample_count)
     except ValueError:
-        return QueryResult(error=f"query returned a non-numeric value {_truncate(sample[1])!r}")
+        return QueryResult(error="query returned a value that is not a number")
 
 
 def _describe_http_error(message: str) -> str:
-    """'answered HTTP 400 (bad_data): <PromQL error>' from the library's exception text."""
+    """'answered HTTP 400 (bad_data)' from the library's exception text: the status and the API's
+    kind of error, never the body."""
     match = _HTTP_ERROR.fullmatch(message)
     if match is None:
-        return f"failed: {_truncate(message)}"
+        return "failed with an HTTP error"
     status, body_repr = match.groups()
-    body = ast.literal_eval(body_repr).decode("utf-8", errors="replace").strip()
-    if not body:
-        return f"answered HTTP {status}"
     try:
-        payload = json.loads(body)
-        detail = f"({payload['errorType']}): {payload['error']}"
-    except (ValueError, TypeError, KeyError):  # not the API's error JSON, e.g. a proxy's page
-        detail = body
-    return f"answered HTTP {status} {_truncate(detail)}"
+        error_type = json.loads(ast.literal_eval(body_repr)).get("errorType")
+    except (ValueError, TypeError, AttributeError, SyntaxError):  # not the API's error JSON
+        error_type = None
+    kind = f" ({error_type})" if error_type in _ERROR_TYPES else ""
+    return f"answered HTTP {status}{kind}"
 
 
 def _root_cause(exc: BaseException) -> str:
@@ -310,3 +386,10 @@ def _root_cause(exc: BaseException) -> str:
 
 def _truncate(text: str) -> str:
     return clip(text, _MAX_DETAIL)
+
+
+def _shape(value: object) -> str:
+    """What a JSON value is, without its content (which a tenant's address may have chosen)."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return f"a list of {len(value)}"
+    return f"a JSON {type(value).__name__}"

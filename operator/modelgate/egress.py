@@ -1,0 +1,64 @@
+"""The egress policy of this process (operator, CLI or evaluator Job) from its settings, and the
+host name resolution its checks need. The rules themselves are pure: modelgate.api.addresses."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterable, Mapping
+
+from modelgate.api.addresses import AddressRefused, EgressPolicy, IPAddress, allowed_addresses
+
+# "true" in a local bed only (testbed/operator_process.py, the demo): tenants' URLs may reach
+# loopback addresses, where the bed's Prometheus and model servers listen.
+ALLOW_LOOPBACK_ENV = "MODELGATE_ALLOW_LOOPBACK"
+# The chart's allowlist: addresses any Secret's bearer token may be sent to, besides those the
+# Secret's own annotation names.
+TOKEN_ADDRESSES_ENV = "MODELGATE_TOKEN_ADDRESSES"
+# The API server's URL, which the operator passes to its evaluator Jobs (a Pod also has
+# KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT).
+API_SERVER_ENV = "MODELGATE_API_SERVER"
+
+
+def policy_from_environment(
+    api_server_urls: Iterable[str] = (), environ: Mapping[str, str] = os.environ
+) -> EgressPolicy:
+    """This process's policy: loopback as the environment says, and the API server at every URL
+    given, at $MODELGATE_API_SERVER and at the in-cluster Service address."""
+    urls = [*api_server_urls, environ.get(API_SERVER_ENV, "")]
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    servers: set[tuple[IPAddress, int | None]] = set()
+    if host:
+        # The Service's address belongs to the API server on every port.
+        servers.update((ip, None) for ip in resolve(host, int(port or 443)))
+    for url in filter(None, urls):
+        try:
+            target = EgressPolicy(allow_loopback=True).check_url(url)
+        except AddressRefused:
+            continue
+        servers.update((ip, target.port) for ip in resolve(target.host, target.port))
+    return EgressPolicy(allow_loopback=loopback_allowed(environ), api_server=frozenset(servers))
+
+
+def loopback_allowed(environ: Mapping[str, str] = os.environ) -> bool:
+    return (environ.get(ALLOW_LOOPBACK_ENV) or "").strip().lower() in ("1", "true", "yes")
+
+
+def evaluator_environment(api_server_url: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """What an evaluator Job needs to hold its URLs to this operator's policy."""
+    loopback = {ALLOW_LOOPBACK_ENV: "true"} if loopback_allowed(environ) else {}
+    return {API_SERVER_ENV: api_server_url, **loopback}
+
+
+def token_allowlist(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    return allowed_addresses(environ.get(TOKEN_ADDRESSES_ENV))
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address `host` resolves to; none when it does not resolve."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))

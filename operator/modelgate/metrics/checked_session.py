@@ -1,0 +1,72 @@
+"""A requests session for a tenant's address: it checks the address each new connection reached
+against an EgressPolicy before sending anything on it, so a name that resolves to a metadata or
+loopback address (at the time of the connection, not of an earlier lookup) or an IP in a disguised
+form is refused; it follows no redirect (the request's credentials would go along), and it
+ignores the environment's proxies and .netrc, which are the operator's, not the tenant's."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.util.retry import Retry
+
+from modelgate.api.addresses import EgressPolicy
+
+
+def checked_session(
+    policy: EgressPolicy | None, address: str, retries: Retry, pool_maxsize: int
+) -> requests.Session:
+    """A session for `address`; with a policy of None, for an address the caller trusts (one given
+    on its own command line): no check of the peer, still no redirect."""
+    session = requests.Session()
+    session.max_redirects = 0  # a redirect raises TooManyRedirects with the 3xx response
+    adapter = HTTPAdapter(max_retries=retries, pool_maxsize=pool_maxsize)
+    if policy is not None:
+        session.trust_env = False
+        adapter = _CheckedAdapter(policy, max_retries=retries, pool_maxsize=pool_maxsize)
+        # Every other address (a redirect's, were one followed) goes through the check as well.
+        session.mount("http://", _CheckedAdapter(policy, max_retries=retries))
+        session.mount("https://", _CheckedAdapter(policy, max_retries=retries))
+    session.mount(f"{address}/", adapter)
+    return session
+
+
+def _checked(connection: type[HTTPConnection], policy: EgressPolicy) -> type[HTTPConnection]:
+    class CheckedConnection(connection):  # type: ignore[valid-type,misc]
+        def _new_conn(self) -> socket.socket:
+            sock: socket.socket = super()._new_conn()
+            ip, port = sock.getpeername()[:2]
+            try:
+                policy.check_ip(str(ip).split("%")[0], int(port))
+            except ValueError:
+                sock.close()
+                raise
+            return sock
+
+    return CheckedConnection
+
+
+class _CheckedAdapter(HTTPAdapter):
+    def __init__(self, policy: EgressPolicy, **kwargs: Any) -> None:
+        self._policy = policy  # before HTTPAdapter's __init__, which makes the pool manager
+        super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": type(
+                "CheckedHTTPPool",
+                (HTTPConnectionPool,),
+                {"ConnectionCls": _checked(HTTPConnection, self._policy)},
+            ),
+            "https": type(
+                "CheckedHTTPSPool",
+                (HTTPSConnectionPool,),
+                {"ConnectionCls": _checked(HTTPSConnection, self._policy)},
+            ),
+        }
