@@ -15,7 +15,8 @@ from modelgate.api.fields import (
     MetricName,
     Number,
     ObjectName,
-    PositiveDuration,
+    Interval,
+    QueryTimeout,
     SecretKey,
 )
 from modelgate.api.markers import CelRule, cel_rules, list_map
@@ -54,8 +55,10 @@ class PrometheusSpec(SpecModel):
     address: HttpUrl = Field(
         description="Base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090."
     )
-    timeout: PositiveDuration = Field(
-        "5s", description="Timeout of one query, as a Go-style duration; must be positive."
+    timeout: QueryTimeout = Field(
+        "5s",
+        description="Timeout of one query, as a Go-style duration; positive, at most 60s. The queries "
+        "of one evaluation share a deadline of 60s as well.",
     )
     bearer_token_secret_ref: SecretKeyRef | None = Field(
         None, description="Secret key, in the ModelRollout's namespace, holding a bearer token."
@@ -267,8 +270,8 @@ class MetricSpec(SpecModel):
 
 
 class AnalysisSpec(SpecModel):
-    interval: PositiveDuration = Field(
-        "30s", description="How often the metrics are evaluated, as a Go-style duration; must be positive."
+    interval: Interval = Field(
+        "30s", description="How often the metrics are evaluated, as a Go-style duration; at least 1s."
     )
     min_requests: Annotated[Integer, Field(ge=0)] = Field(
         50,
