@@ -98,14 +98,18 @@ class FairShare(Generic[Ticket]):
         if now < self._slow_until.get(namespace, -math.inf):
             return True
         state = self._namespaces.get(namespace)
-        return state is not None and any(now - started >= self.slow_after for started in state.running.values())
+        return state is not None and any(
+            now - started >= self.slow_after for started in state.running.values()
+        )
 
     def _next(self, now: float) -> str | None:
         if sum(len(state.running) for state in self._namespaces.values()) >= self.threads:
             return None
         slow = {namespace for namespace in self._namespaces if self.is_slow(namespace, now)}
         slow_running = sum(self.running(namespace) for namespace in slow)
-        busy = sum(len(state.running) for namespace, state in self._namespaces.items() if namespace not in slow)
+        busy = sum(
+            len(state.running) for namespace, state in self._namespaces.items() if namespace not in slow
+        )
         share = math.ceil(self.workers / len(slow)) if slow else self.workers
         eligible = [
             (len(state.running), state.waiting[0][0], namespace)

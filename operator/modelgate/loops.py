@@ -252,7 +252,9 @@ class RolloutLoops:
 
     async def _watched_tick(self, key: Key, rollout: _Rollout, due: float) -> tuple[TickResult, float]:
         """The tick, logged with its thread's stack each time it has run another `slow_tick`."""
-        tick = asyncio.ensure_future(self.threads.run(key[0], functools.partial(self._tick, key, rollout, due)))
+        tick = asyncio.ensure_future(
+            self.threads.run(key[0], functools.partial(self._tick, key, rollout, due))
+        )
         started = time.monotonic()
         try:
             while not (await asyncio.wait({tick}, timeout=self.slow_tick.total_seconds()))[0]:

@@ -67,7 +67,9 @@ def test_the_api_server_refuses_naming_the_field(
     field, bound = BY_API_SERVER[case].field, BY_API_SERVER[case].bound
     assert field in refused_fields(refused.value), refused.value.body
     # The field's refusal states its limit, rather than that the value could not be evaluated.
-    said = [cause.get("message", "") for cause in refusal_causes(refused.value) if cause.get("field") == field]
+    said = [
+        cause.get("message", "") for cause in refusal_causes(refused.value) if cause.get("field") == field
+    ]
     assert bound is None or any(bound in message for message in said), refused.value.body
 
 

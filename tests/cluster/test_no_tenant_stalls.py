@@ -18,7 +18,13 @@ from testbed.operator_process import OperatorProcess
 from testbed.processes import wait_exited
 from testbed.silent_server import SilentServer
 from tests.support.operators import admin_operator_stopped, running
-from tests.support.stalling import breach_to_zero, hostile_namespaces, ordinary_rollout, own_operator, start_hostile
+from tests.support.stalling import (
+    breach_to_zero,
+    hostile_namespaces,
+    ordinary_rollout,
+    own_operator,
+    start_hostile,
+)
 
 WORKERS = 4
 HOSTILE = 8
@@ -28,7 +34,11 @@ EXIT_WITHIN = 10.0
 
 
 def test_hostile_tenants_delay_no_rollback_and_sigterm_still_ends_the_operator(
-    local_bed: LocalCluster, api_client: client.ApiClient, operator: OperatorProcess, namespace: str, tmp_path: Path
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    operator: OperatorProcess,
+    namespace: str,
+    tmp_path: Path,
 ) -> None:
     with (
         hostile_namespaces(api_client, HOSTILE) as hostile,

@@ -185,7 +185,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "interval past Go's limit": BadRollout(
         put("spec.analysis.interval", "3000000h"), "spec.analysis.interval", bound="876000h"
     ),
-    "timeout over a minute": BadRollout(put(f"{PROMETHEUS}.timeout", "61s"), f"{PROMETHEUS}.timeout", bound="60s"),
+    "timeout over a minute": BadRollout(
+        put(f"{PROMETHEUS}.timeout", "61s"), f"{PROMETHEUS}.timeout", bound="60s"
+    ),
     "timeout of 100 years": BadRollout(
         put(f"{PROMETHEUS}.timeout", "876000h"), f"{PROMETHEUS}.timeout", bound="60s"
     ),

@@ -65,10 +65,17 @@ def ordinary_rollout(bed: LocalCluster, api_client: client.ApiClient, namespace:
     with serving(bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(
             model_rollout(
-                "chat", namespace, steps=ORDINARY_STEPS, prometheus=bed.prometheus_url, metrics=SEED_METRICS, interval="1s"
+                "chat",
+                namespace,
+                steps=ORDINARY_STEPS,
+                prometheus=bed.prometheus_url,
+                metrics=SEED_METRICS,
+                interval="1s",
             )
         )
-        scenario.wait_for_status("weight 20", lambda s: s.current_weight == 20 and s.phase is Phase.PROGRESSING)
+        scenario.wait_for_status(
+            "weight 20", lambda s: s.current_weight == 20 and s.phase is Phase.PROGRESSING
+        )
         yield scenario
 
 
@@ -84,4 +91,3 @@ def breach_to_zero(scenario: Scenario, timeout: float = 120) -> float:
 
 def own_operator(bed: LocalCluster, state: Path, namespaces: list[str], workers: int) -> OperatorProcess:
     return OperatorProcess(bed.kubeconfig, state, namespaces=namespaces, extra_args=[f"--workers={workers}"])
-

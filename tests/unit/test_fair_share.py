@@ -122,7 +122,9 @@ def test_random_workloads_keep_every_bound() -> None:
                     assert fair.running(namespace) <= math.ceil(workers / len(slow_before))
 
 
-def _ordinary_waits(workers: int, hostile_namespaces: int, hostile_per_namespace: int) -> list[tuple[float, float]]:
+def _ordinary_waits(
+    workers: int, hostile_namespaces: int, hostile_per_namespace: int
+) -> list[tuple[float, float]]:
     """A discrete-event run of 10 minutes: one ordinary rollout ticking every second for 50 ms, and,
     from the fifth second, hostile rollouts whose ticks each hang for a minute (a Prometheus that
     never answers) and tick again a second later. (When, how long) each ordinary tick waited."""

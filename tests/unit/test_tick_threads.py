@@ -48,7 +48,9 @@ async def _ordinary_beside_hung_ticks(threads: TickThreads, hang: threading.Even
         hang.set()
 
 
-def test_hung_ticks_of_other_namespaces_leave_a_thread_to_an_ordinary_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hung_ticks_of_other_namespaces_leave_a_thread_to_an_ordinary_tick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(loops, "SLOW_NAMESPACE_TICK", timedelta(seconds=0.2))
     hang = threading.Event()
     try:

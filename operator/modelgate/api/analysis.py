@@ -12,10 +12,10 @@ from modelgate.api.fields import (
     Boolean,
     HttpUrl,
     Integer,
+    Interval,
     MetricName,
     Number,
     ObjectName,
-    Interval,
     QueryTimeout,
     SecretKey,
 )

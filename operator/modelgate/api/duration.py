@@ -5,11 +5,12 @@ import re
 from datetime import timedelta
 
 
-
 def _largest_first(*parts: str) -> str:
     """One or more of `parts` (each a unit's number and unit), in their order: the first present one,
     then any of those after it."""
-    forms = ("".join([part, *(f"({later})?" for later in parts[index + 1 :])]) for index, part in enumerate(parts))
+    forms = (
+        "".join([part, *(f"({later})?" for later in parts[index + 1 :])]) for index, part in enumerate(parts)
+    )
     return "^(" + "|".join(forms) + ")$"
 
 

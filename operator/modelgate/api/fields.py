@@ -7,7 +7,12 @@ from typing import Annotated
 
 from pydantic import AfterValidator, AllowInfNan, Field, Strict, StringConstraints
 
-from modelgate.api.duration import DURATION_PATTERN, MAX_DURATION_TEXT, WITHIN_GO_RANGE_PATTERN, parse_duration
+from modelgate.api.duration import (
+    DURATION_PATTERN,
+    MAX_DURATION_TEXT,
+    WITHIN_GO_RANGE_PATTERN,
+    parse_duration,
+)
 from modelgate.api.markers import CelRule, cel_rules
 
 OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -81,8 +86,9 @@ _IN_GO_RANGE = f"self.matches('{WITHIN_GO_RANGE_PATTERN}')"
 # CEL's duration() fails to evaluate beyond Go's limit (about 2.5 million hours), which would refuse
 # the value with a type conversion error instead of the bound: it is only called on values within it.
 # A malformed value passes the rule, leaving it to the pattern's own message.
+_WELL_FORMED = f"self.matches('{DURATION_PATTERN}')"
 _AT_MOST_MAX_DURATION = CelRule(
-    f"!self.matches('{DURATION_PATTERN}') || ({_IN_GO_RANGE} && duration(self) <= duration('{MAX_DURATION_TEXT}'))",
+    f"!{_WELL_FORMED} || ({_IN_GO_RANGE} && duration(self) <= duration('{MAX_DURATION_TEXT}'))",
     message=f"must be at most {MAX_DURATION_TEXT} (100 years)",
 )
 
@@ -90,7 +96,7 @@ _AT_MOST_MAX_DURATION = CelRule(
 def _duration_bound(comparison: str, bound: str, message: str) -> CelRule:
     """`duration(self) <comparison> duration(bound)`, for the values the rules above accept."""
     return CelRule(
-        f"!self.matches('{DURATION_PATTERN}') || !{_IN_GO_RANGE} || duration(self) {comparison} duration('{bound}')",
+        f"!{_WELL_FORMED} || !{_IN_GO_RANGE} || duration(self) {comparison} duration('{bound}')",
         message=message,
     )
 

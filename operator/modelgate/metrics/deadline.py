@@ -5,6 +5,7 @@ is shut down when the deadline passes, which ends the request at once with a con
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -62,10 +63,8 @@ class Deadline:
 def _shut_down(connection: HTTPConnection) -> None:
     sock = connection.sock
     if sock is not None:
-        try:
+        with contextlib.suppress(OSError):  # already closed
             sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked reading it; close() would not
-        except OSError:
-            pass  # already closed
 
 
 def _watch(connection: HTTPConnection) -> None:

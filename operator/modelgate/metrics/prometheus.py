@@ -193,9 +193,13 @@ class PrometheusClient:
             return call()
         except requests.Timeout:  # before ConnectionError: ConnectTimeout is both
             seconds = self.timeout if timeout is None else timeout
-            return _Failed(f"Prometheus at {self.address} did not answer within {seconds:g}s", unreachable=True)
+            return _Failed(
+                f"Prometheus at {self.address} did not answer within {seconds:g}s", unreachable=True
+            )
         except requests.ConnectionError as exc:
-            return _Failed(f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}", unreachable=True)
+            return _Failed(
+                f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}", unreachable=True
+            )
         except PrometheusApiClientException as exc:
             return _Failed(f"Prometheus at {self.address} {_describe_http_error(str(exc))}")
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
