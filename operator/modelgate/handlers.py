@@ -60,10 +60,10 @@ class EndlessRetries:
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    # Ticks run in this pool: their waits on the API server and Prometheus overlap, bounded.
-    asyncio.get_running_loop().set_default_executor(
-        ThreadPoolExecutor(max_workers=memo.workers, thread_name_prefix="tick")
-    )
+    # Ticks run in this pool (`modelgate run` makes it, and bounds the wait for it when stopping):
+    # their waits on the API server and Prometheus overlap, bounded.
+    executor: ThreadPoolExecutor = memo.executor
+    asyncio.get_running_loop().set_default_executor(executor)
     # kopf puts this finalizer only on objects that a handler needing one matches (on.delete, daemons,
     # timers); modelgate registers none, so no rollout ever carries it. The one finalizer modelgate
     # sets, on rollouts with spec.rollback.onDelete ReturnTraffic only, is its own (core/deletion.py).

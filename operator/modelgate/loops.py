@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import itertools
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -28,6 +30,7 @@ from modelgate import observability
 from modelgate.api import parse_spec, parse_status
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core.schedule import RESYNC, scheduled_at
+from modelgate.fair_share import FairShare
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
 from modelgate.routers.watched import RouteKey, watched_routes
 
@@ -40,6 +43,17 @@ MAX_ERROR_BACKOFF = timedelta(seconds=30)
 # A tick still running after this is logged (again each time this passes) with the stack of its
 # thread: every request a tick makes has a timeout, so one this slow is stuck somewhere it should not.
 SLOW_TICK = timedelta(seconds=120)
+# Measured with bench/test_scale (bench/REPORT.md): a tick mostly waits on the API server, so the
+# threads must cover the ticks due at once times their round trips; 16 left 500 rollouts queued.
+DEFAULT_WORKERS = 64
+# A tick running this long is parked: it keeps its thread but no longer counts as a worker, and its
+# namespace is slow for SLOW_NAMESPACE_MEMORY (fair_share.py). Most ticks take milliseconds (reads
+# from caches, a few queries, one write); an ordinary tick waits for a worker at most this long.
+SLOW_NAMESPACE_TICK = timedelta(seconds=2)
+SLOW_NAMESPACE_MEMORY = timedelta(minutes=5)
+# Threads for ticks, per worker: the busy ones, and those parked on a server that does not answer.
+THREADS_PER_WORKER = 4
+Result = TypeVar("Result")
 
 
 @dataclass
@@ -92,13 +106,72 @@ def _due(body: Mapping[str, Any]) -> datetime:
     return due if due is not None else datetime.max.replace(tzinfo=UTC)
 
 
+class TickThreads:
+    """The event loop's executor threads (THREADS_PER_WORKER x `workers`), handed out fairly across
+    namespaces: a tenant whose ticks hang (a Prometheus that never answers) holds no more than its
+    share, and the others' ticks find a worker (fair_share.py)."""
+
+    def __init__(self, workers: int) -> None:
+        self.fair: FairShare[int] = FairShare(
+            workers,
+            threads=workers * THREADS_PER_WORKER,
+            slow_after=SLOW_NAMESPACE_TICK.total_seconds(),
+            slow_memory=SLOW_NAMESPACE_MEMORY.total_seconds(),
+        )
+        self._waiting: dict[int, asyncio.Future[None]] = {}
+        self._tickets = itertools.count()
+        self._wake: asyncio.TimerHandle | None = None
+
+    async def run(self, namespace: str, call: Callable[[], Result]) -> Result:
+        """`call` in a worker thread of the event loop's executor, once `namespace` may have one.
+        Its thread counts against the namespace until `call` returns, even when the caller stops
+        waiting for it."""
+        loop = asyncio.get_running_loop()
+        ticket = next(self._tickets)
+        granted = self._waiting[ticket] = loop.create_future()
+        self.fair.ask(namespace, ticket)
+        self._start()
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if self._waiting.pop(ticket, None) is not None:
+                self.fair.withdraw(namespace, ticket)
+            else:  # started as it was cancelled
+                self._end(namespace, ticket)
+            raise
+        running = loop.run_in_executor(None, call)
+        running.add_done_callback(lambda _: self._end(namespace, ticket))
+        return await asyncio.shield(running)
+
+    def _start(self) -> None:
+        now = time.monotonic()
+        for _, ticket in self.fair.start(now):
+            granted = self._waiting.pop(ticket)
+            if not granted.done():
+                granted.set_result(None)
+        if self._wake is not None:
+            self._wake.cancel()
+        wake_at = self.fair.wake_at(now)
+        loop = asyncio.get_running_loop()
+        self._wake = None if wake_at is None else loop.call_later(wake_at - now, self._start)
+
+    def _end(self, namespace: str, ticket: int) -> None:
+        self.fair.end(namespace, ticket, time.monotonic())
+        self._start()
+
+
 class RolloutLoops:
     def __init__(
-        self, reconciler: Reconciler, route_recheck: timedelta = RESYNC, slow_tick: timedelta = SLOW_TICK
+        self,
+        reconciler: Reconciler,
+        route_recheck: timedelta = RESYNC,
+        slow_tick: timedelta = SLOW_TICK,
+        workers: int = DEFAULT_WORKERS,
     ) -> None:
         self.reconciler = reconciler
         self.route_recheck = route_recheck.total_seconds()
         self.slow_tick = slow_tick
+        self.threads = TickThreads(workers)
         self._rollouts: dict[Key, _Rollout] = {}
 
     def notice(self, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -179,7 +252,9 @@ class RolloutLoops:
 
     async def _watched_tick(self, key: Key, rollout: _Rollout, due: float) -> tuple[TickResult, float]:
         """The tick, logged with its thread's stack each time it has run another `slow_tick`."""
-        tick = asyncio.ensure_future(asyncio.to_thread(self._tick, key, rollout, due))
+        tick = asyncio.ensure_future(
+            self.threads.run(key[0], functools.partial(self._tick, key, rollout, due))
+        )
         started = time.monotonic()
         try:
             while not (await asyncio.wait({tick}, timeout=self.slow_tick.total_seconds()))[0]:

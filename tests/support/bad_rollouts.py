@@ -70,6 +70,8 @@ class BadRollout:
     edit: Edit
     field: str  # as the API server's 422 names it (causes[].field), or as the operator's message does
     by_operator: bool = False  # only the operator can see it: Failed, naming the field
+    # The limit the refusal of the field must state (a duration's bound, say), where there is one.
+    bound: str | None = None
 
 
 def _operator(edit: Edit, field: str) -> BadRollout:
@@ -152,13 +154,45 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "negative pause": BadRollout(put("spec.steps.1.pause.duration", "-5s"), "spec.steps[1].pause.duration"),
     "pause in days": BadRollout(put("spec.steps.1.pause.duration", "1d"), "spec.steps[1].pause.duration"),
     "pause of 114,000 years": BadRollout(
-        put("spec.steps.1.pause.duration", "1000000000h"), "spec.steps[1].pause.duration"
+        put("spec.steps.1.pause.duration", "1000000000h"), "spec.steps[1].pause.duration", bound="876000h"
     ),
     "pause just over 100 years": BadRollout(
-        put("spec.steps.1.pause.duration", "876000h1s"), "spec.steps[1].pause.duration"
+        put("spec.steps.1.pause.duration", "876000h1s"), "spec.steps[1].pause.duration", bound="876000h"
+    ),
+    "pause just past Go's limit": BadRollout(
+        put("spec.steps.1.pause.duration", "2562048h"), "spec.steps[1].pause.duration", bound="876000h"
+    ),
+    "pause past Go's limit in minutes": BadRollout(
+        put("spec.steps.1.pause.duration", "153722868m"), "spec.steps[1].pause.duration", bound="876000h"
     ),
     "pause too long to parse": BadRollout(
-        put("spec.steps.1.pause.duration", "99999999999999999999h"), "spec.steps[1].pause.duration"
+        put("spec.steps.1.pause.duration", "99999999999999999999h"),
+        "spec.steps[1].pause.duration",
+        bound="876000h",
+    ),
+    "pause units smallest first": BadRollout(
+        put("spec.steps.1.pause.duration", "30s1m"), "spec.steps[1].pause.duration"
+    ),
+    "pause repeating a unit": BadRollout(
+        put("spec.steps.1.pause.duration", "1000000h1000000h1000000h"), "spec.steps[1].pause.duration"
+    ),
+    "interval of a millisecond": BadRollout(
+        put("spec.analysis.interval", "1ms"), "spec.analysis.interval", bound="1s"
+    ),
+    "interval just under a second": BadRollout(
+        put("spec.analysis.interval", "999ms"), "spec.analysis.interval", bound="1s"
+    ),
+    "interval past Go's limit": BadRollout(
+        put("spec.analysis.interval", "3000000h"), "spec.analysis.interval", bound="876000h"
+    ),
+    "timeout over a minute": BadRollout(
+        put(f"{PROMETHEUS}.timeout", "61s"), f"{PROMETHEUS}.timeout", bound="60s"
+    ),
+    "timeout of 100 years": BadRollout(
+        put(f"{PROMETHEUS}.timeout", "876000h"), f"{PROMETHEUS}.timeout", bound="60s"
+    ),
+    "timeout past Go's limit": BadRollout(
+        put(f"{PROMETHEUS}.timeout", "3000000h"), f"{PROMETHEUS}.timeout", bound="876000h"
     ),
     "zero interval": BadRollout(put("spec.analysis.interval", "0s"), "spec.analysis.interval"),
     "interval without a unit": BadRollout(put("spec.analysis.interval", "30"), "spec.analysis.interval"),
@@ -167,7 +201,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         put("spec.progressDeadlines.pending.after", "0s"), "spec.progressDeadlines.pending.after"
     ),
     "deadline of 228 years": BadRollout(
-        put("spec.progressDeadlines.pending.after", "2000000h"), "spec.progressDeadlines.pending.after"
+        put("spec.progressDeadlines.pending.after", "2000000h"),
+        "spec.progressDeadlines.pending.after",
+        bound="876000h",
     ),
     "zero gradual rollback": BadRollout(
         put("spec.rollback.gradual", {"duration": "0s"}), "spec.rollback.gradual.duration"

@@ -207,7 +207,7 @@ INVALID_SPECS = {
     ),
     "negative weight": (put("steps.0.setWeight", -1), "spec.steps[0].setWeight: must be greater than"),
     "malformed interval": (put("analysis.interval", "30"), "spec.analysis.interval: must be a Go-style"),
-    "zero interval": (put("analysis.interval", "0s"), "spec.analysis.interval: must be greater than zero"),
+    "zero interval": (put("analysis.interval", "0s"), "spec.analysis.interval: must be at least 1s"),
     "malformed timeout": (
         put("analysis.prometheus.timeout", "5sec"),
         "spec.analysis.prometheus.timeout: must be a Go-style",

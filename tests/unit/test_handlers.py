@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import kopf
@@ -69,6 +70,8 @@ def test_kopf_retries_a_failing_request_without_end_so_no_watch_gives_up(monkeyp
     monkeypatch.setattr(handlers, "FIRST_RETRY", 0.001)
     monkeypatch.setattr(handlers, "MAX_RETRY", 0.002)
     settings = kopf.OperatorSettings()
-    asyncio.run(handlers.configure(settings=settings, memo=kopf.Memo(workers=1)))
+    asyncio.run(
+        handlers.configure(settings=settings, memo=kopf.Memo(executor=ThreadPoolExecutor(max_workers=1)))
+    )
     received = asyncio.run(_request_through_an_api_server_that_answers_503_first(settings))
     assert received == UNAVAILABLE_ANSWERS + 1

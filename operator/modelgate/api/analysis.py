@@ -12,10 +12,11 @@ from modelgate.api.fields import (
     Boolean,
     HttpUrl,
     Integer,
+    Interval,
     MetricName,
     Number,
     ObjectName,
-    PositiveDuration,
+    QueryTimeout,
     SecretKey,
 )
 from modelgate.api.markers import CelRule, cel_rules, list_map
@@ -55,8 +56,10 @@ class PrometheusSpec(SpecModel):
     address: HttpUrl = Field(
         description="Base URL of the Prometheus HTTP API, e.g. http://prometheus.monitoring:9090."
     )
-    timeout: PositiveDuration = Field(
-        "5s", description="Timeout of one query, as a Go-style duration; must be positive."
+    timeout: QueryTimeout = Field(
+        "5s",
+        description="Timeout of one query, as a Go-style duration; positive, at most 60s. The queries "
+        "of one evaluation share a deadline of 60s as well.",
     )
     bearer_token_secret_ref: SecretKeyRef | None = Field(
         None, description="Secret key, in the ModelRollout's namespace, holding a bearer token."
@@ -286,8 +289,8 @@ class MetricSpec(SpecModel):
 
 
 class AnalysisSpec(SpecModel):
-    interval: PositiveDuration = Field(
-        "30s", description="How often the metrics are evaluated, as a Go-style duration; must be positive."
+    interval: Interval = Field(
+        "30s", description="How often the metrics are evaluated, as a Go-style duration; at least 1s."
     )
     min_requests: Annotated[Integer, Field(ge=0)] = Field(
         50,

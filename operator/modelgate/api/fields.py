@@ -8,7 +8,12 @@ from typing import Annotated
 from pydantic import AfterValidator, AllowInfNan, Field, Strict, StringConstraints
 
 from modelgate.api.addresses import METADATA_ADDRESSES, AddressRefused, Refusal, literal_ip, parse_target
-from modelgate.api.duration import DURATION_PATTERN, MAX_DURATION_TEXT, parse_duration
+from modelgate.api.duration import (
+    DURATION_PATTERN,
+    MAX_DURATION_TEXT,
+    WITHIN_GO_RANGE_PATTERN,
+    parse_duration,
+)
 from modelgate.api.markers import CelRule, cel_rules
 
 OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -34,7 +39,8 @@ PATTERN_HINTS = {
     MODEL_NAME_PATTERN: "must consist of letters, digits, '.', '_', ':', '/' and '-', starting with a "
     "letter or digit",
     QUANTITY_PATTERN: "must be a Kubernetes quantity such as 500m, 2, 512Mi or 4Gi",
-    DURATION_PATTERN: "must be a Go-style duration such as 30s, 5m, 1h30m or 500ms",
+    DURATION_PATTERN: "must be a Go-style duration such as 30s, 5m, 1h30m or 500ms, each unit at most "
+    "once, the largest first",
 }
 
 
@@ -128,27 +134,80 @@ HttpUrl = Annotated[
     AfterValidator(_admissible_address),
     Field(json_schema_extra=cel_rules(*_ADDRESS_RULES)),
 ]
-# Go's parser, which CEL's duration() uses, reads what the pattern lets through the same way; a value
-# beyond its range (about 2.5 million hours) fails to evaluate, which rejects it as well.
+_IN_GO_RANGE = f"self.matches('{WITHIN_GO_RANGE_PATTERN}')"
+# CEL's duration() fails to evaluate beyond Go's limit (about 2.5 million hours), which would refuse
+# the value with a type conversion error instead of the bound: it is only called on values within it.
+# A malformed value passes the rule, leaving it to the pattern's own message.
+_WELL_FORMED = f"self.matches('{DURATION_PATTERN}')"
 _AT_MOST_MAX_DURATION = CelRule(
-    f"duration(self) <= duration('{MAX_DURATION_TEXT}')",
+    f"!{_WELL_FORMED} || ({_IN_GO_RANGE} && duration(self) <= duration('{MAX_DURATION_TEXT}'))",
     message=f"must be at most {MAX_DURATION_TEXT} (100 years)",
 )
+
+
+def _duration_bound(comparison: str, bound: str, message: str) -> CelRule:
+    """`duration(self) <comparison> duration(bound)`, for the values the rules above accept."""
+    return CelRule(
+        f"!{_WELL_FORMED} || !{_IN_GO_RANGE} || duration(self) {comparison} duration('{bound}')",
+        message=message,
+    )
+
+
+def _at_least(bound: str) -> AfterValidator:
+    def check(text: str) -> str:
+        if parse_duration(text) < parse_duration(bound):
+            raise ValueError(f"must be at least {bound}")
+        return text
+
+    return AfterValidator(check)
+
+
+def _at_most(bound: str) -> AfterValidator:
+    def check(text: str) -> str:
+        if parse_duration(text) > parse_duration(bound):
+            raise ValueError(f"must be at most {bound}")
+        return text
+
+    return AfterValidator(check)
+
+
 Duration = Annotated[
     str,
     StringConstraints(max_length=32, pattern=DURATION_PATTERN),
     AfterValidator(_parses_as_duration),
     Field(json_schema_extra=cel_rules(_AT_MOST_MAX_DURATION)),
 ]
+# A well-formed duration is positive exactly when it has a non-zero digit; unlike duration(), this
+# cannot fail on input the pattern already rejects.
+_POSITIVE = CelRule("self.matches('[1-9]')", message="must be greater than zero")
 PositiveDuration = Annotated[
     Duration,
     AfterValidator(_is_positive_duration),
+    Field(json_schema_extra=cel_rules(_AT_MOST_MAX_DURATION, _POSITIVE)),
+]
+# What one tenant's Prometheus may hold one of the operator's threads for, per query: a server that
+# never answers holds it this long (the queries of one evaluation share a deadline too: metrics/).
+MAX_QUERY_TIMEOUT = "60s"
+QueryTimeout = Annotated[
+    PositiveDuration,
+    _at_most(MAX_QUERY_TIMEOUT),
     Field(
         json_schema_extra=cel_rules(
             _AT_MOST_MAX_DURATION,
-            # A well-formed duration is positive exactly when it has a non-zero digit; unlike
-            # duration(), this cannot fail on input the pattern already rejects.
-            CelRule("self.matches('[1-9]')", message="must be greater than zero"),
+            _POSITIVE,
+            _duration_bound("<=", MAX_QUERY_TIMEOUT, f"must be at most {MAX_QUERY_TIMEOUT}"),
+        )
+    ),
+]
+# How often one rollout's metrics may be evaluated at most: every evaluation takes a thread and runs
+# every query of the rollout.
+MIN_INTERVAL = "1s"
+Interval = Annotated[
+    Duration,
+    _at_least(MIN_INTERVAL),
+    Field(
+        json_schema_extra=cel_rules(
+            _AT_MOST_MAX_DURATION, _duration_bound(">=", MIN_INTERVAL, f"must be at least {MIN_INTERVAL}")
         )
     ),
 ]

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import logging
 import os
 import socket
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import kopf
+import structlog
 from prometheus_client import start_http_server
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.kube import Kube, KubeError, Object
-from modelgate.loops import RolloutLoops
+from modelgate.loops import DEFAULT_WORKERS, THREADS_PER_WORKER, RolloutLoops
 from modelgate.observability import configure_logging
 from modelgate.peering import PeeredReconciler, Peering, seniority_priority
 from modelgate.reconciler import Reconciler
@@ -41,7 +47,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--workers",
         type=int,
         default=DEFAULT_WORKERS,
-        help="threads that run ticks; their waits on the API server and Prometheus overlap",
+        help="ticks that run at once, each in a thread; their waits on the API server and Prometheus "
+        "overlap (with ticks parked on a server that does not answer, up to 4 times as many threads)",
     )
     run.add_argument(
         "--status-hold",
@@ -80,9 +87,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.set_defaults(handler=run_operator)
 
 
-# Measured with bench/test_scale (bench/REPORT.md): a tick mostly waits on the API server, so the
-# threads must cover the ticks due at once times their round trips; 16 left 500 rollouts queued.
-DEFAULT_WORKERS = 64
+# After SIGTERM, how long ticks still running (a thread blocked on a server that does not answer) may
+# hold the process: past it, it exits without them. A tick interrupted so is no worse than one
+# interrupted by a crash: the next operator reads the state from the API server and ticks again.
+STOP_GRACE = 3.0
 
 
 def _split(address: str) -> tuple[str, int]:
@@ -100,7 +108,6 @@ def run_operator(args: argparse.Namespace) -> int:
     metrics_host, metrics_port = _split(args.metrics_address)
     if metrics_port:
         start_http_server(metrics_port, metrics_host)
-    health_host, health_port = _split(args.health_address)
     kube = Kube.from_kubeconfig(args.kubeconfig, connections=args.workers, reporting_host=args.identity)
     kube.watch_caches(plural for _, _, plural in ROUTE_RESOURCES)  # fed by the handlers' watches
     settings = kopf.OperatorSettings()
@@ -118,7 +125,29 @@ def run_operator(args: argparse.Namespace) -> int:
         logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
         peering = Peering(args.peering, args.identity, priority, clusterwide=not args.namespace)
         reconciler = PeeredReconciler(kube, peering, status_hold=status_hold)
+    # Ticks run in these threads, handed out by the loops (loops.TickThreads).
+    executor = ThreadPoolExecutor(max_workers=args.workers * THREADS_PER_WORKER, thread_name_prefix="tick")
+    code = 1
+    try:
+        _run_kopf(args, kube, settings, reconciler, priority, executor)
+        code = 0
+    finally:
+        _exit_without_stuck_ticks(executor, code)
+    return code
+
+
+def _run_kopf(
+    args: argparse.Namespace,
+    kube: Kube,
+    settings: kopf.OperatorSettings,
+    reconciler: Reconciler,
+    priority: int | None,
+    executor: ThreadPoolExecutor,
+) -> None:
+    health_host, health_port = _split(args.health_address)
+    # A loop of our own: asyncio.run would wait, without end, for the threads of ticks still running.
     kopf.run(
+        loop=asyncio.new_event_loop(),
         settings=settings,
         standalone=not args.peering,
         peering_name=args.peering,
@@ -128,15 +157,31 @@ def run_operator(args: argparse.Namespace) -> int:
         namespaces=args.namespace or [],
         liveness_endpoint=f"http://{health_host}:{health_port}/healthz",
         memo=kopf.Memo(
-            loops=RolloutLoops(reconciler),
+            loops=RolloutLoops(reconciler, workers=args.workers),
             kube=kube,
-            workers=args.workers,
+            executor=executor,
             list_rollouts=functools.partial(
                 _rollouts_in_scope, kube, args.namespace or [None], args.selector
             ),
         ),
     )
-    return 0
+
+
+def _exit_without_stuck_ticks(executor: ThreadPoolExecutor, code: int) -> None:
+    """Waits up to STOP_GRACE for the tick threads; then, if some still run, exits the process with
+    `code` at once (the interpreter's own exit would wait for them without end)."""
+    executor.shutdown(wait=False, cancel_futures=True)
+    ends = time.monotonic() + STOP_GRACE
+    others = [thread for thread in threading.enumerate() if thread is not threading.current_thread()]
+    for thread in others:
+        if not thread.daemon:
+            thread.join(max(ends - time.monotonic(), 0.0))
+    stuck = [thread.name for thread in others if thread.is_alive() and not thread.daemon]
+    if stuck:
+        structlog.get_logger("modelgate.run").warning("exiting with threads still running", threads=stuck)
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(code)
 
 
 def _rollouts_in_scope(kube: Kube, namespaces: list[str | None], selector: str | None) -> list[Object]:

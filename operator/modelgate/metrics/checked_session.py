@@ -2,7 +2,8 @@
 against an EgressPolicy before sending anything on it, so a name that resolves to a metadata or
 loopback address (at the time of the connection, not of an earlier lookup) or an IP in a disguised
 form is refused; it follows no redirect (the request's credentials would go along), and it
-ignores the environment's proxies and .netrc, which are the operator's, not the tenant's."""
+ignores the environment's proxies and .netrc, which are the operator's, not the tenant's. Its
+connections obey the calling thread's Deadline (metrics/deadline.py) as well."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 
 from modelgate.api.addresses import EgressPolicy
+from modelgate.metrics.deadline import WatchedHTTPConnection, WatchedHTTPSConnection
 
 
 def checked_session(
@@ -25,24 +27,26 @@ def checked_session(
     on its own command line): no check of the peer, still no redirect."""
     session = requests.Session()
     session.max_redirects = 0  # a redirect raises TooManyRedirects with the 3xx response
-    adapter = HTTPAdapter(max_retries=retries, pool_maxsize=pool_maxsize)
     if policy is not None:
         session.trust_env = False
-        adapter = _CheckedAdapter(policy, max_retries=retries, pool_maxsize=pool_maxsize)
         # Every other address (a redirect's, were one followed) goes through the check as well.
         session.mount("http://", _CheckedAdapter(policy, max_retries=retries))
         session.mount("https://", _CheckedAdapter(policy, max_retries=retries))
-    session.mount(f"{address}/", adapter)
+    session.mount(f"{address}/", _CheckedAdapter(policy, max_retries=retries, pool_maxsize=pool_maxsize))
     return session
 
 
-def _checked(connection: type[HTTPConnection], policy: EgressPolicy) -> type[HTTPConnection]:
+def _checked(connection: type[HTTPConnection], policy: EgressPolicy | None) -> type[HTTPConnection]:
+    if policy is None:
+        return connection
+    checked_policy = policy  # narrowed for the class body
+
     class CheckedConnection(connection):  # type: ignore[valid-type,misc]
         def _new_conn(self) -> socket.socket:
             sock: socket.socket = super()._new_conn()
             ip, port = sock.getpeername()[:2]
             try:
-                policy.check_ip(str(ip).split("%")[0], int(port))
+                checked_policy.check_ip(str(ip).split("%")[0], int(port))
             except ValueError:
                 sock.close()
                 raise
@@ -52,7 +56,7 @@ def _checked(connection: type[HTTPConnection], policy: EgressPolicy) -> type[HTT
 
 
 class _CheckedAdapter(HTTPAdapter):
-    def __init__(self, policy: EgressPolicy, **kwargs: Any) -> None:
+    def __init__(self, policy: EgressPolicy | None, **kwargs: Any) -> None:
         self._policy = policy  # before HTTPAdapter's __init__, which makes the pool manager
         super().__init__(**kwargs)
 
@@ -62,11 +66,11 @@ class _CheckedAdapter(HTTPAdapter):
             "http": type(
                 "CheckedHTTPPool",
                 (HTTPConnectionPool,),
-                {"ConnectionCls": _checked(HTTPConnection, self._policy)},
+                {"ConnectionCls": _checked(WatchedHTTPConnection, self._policy)},
             ),
             "https": type(
                 "CheckedHTTPSPool",
                 (HTTPSConnectionPool,),
-                {"ConnectionCls": _checked(HTTPSConnection, self._policy)},
+                {"ConnectionCls": _checked(WatchedHTTPSConnection, self._policy)},
             ),
         }

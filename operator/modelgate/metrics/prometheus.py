@@ -26,6 +26,8 @@ from modelgate.api.addresses import (
     token_may_go,
 )
 from modelgate.api.analysis import SecretKeyRef
+from modelgate.api.duration import parse_duration
+from modelgate.api.fields import MAX_QUERY_TIMEOUT
 from modelgate.core import AnalysisRun, QueryResult
 from modelgate.core.limits import clip
 from modelgate.egress import TOKEN_ADDRESSES_ENV, policy_from_environment, token_allowlist
@@ -33,6 +35,7 @@ from modelgate.kube import Kube, KubeError
 from modelgate.metrics.base import AnalysisPlan, BreachEvidence, run_plan
 from modelgate.metrics.checked_session import checked_session
 from modelgate.metrics.context import Side
+from modelgate.metrics.deadline import Deadline
 from modelgate.metrics.exemplars import PODS_KEPT, parse_exemplars, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.recorded import RecordedSeries
@@ -54,6 +57,9 @@ _MAX_DETAIL = 300
 ADDRESS_FIELD = "spec.analysis.prometheus.address"
 TOKEN_FIELD = "spec.analysis.prometheus.bearerTokenSecretRef"
 _CONNECTIONS = 256
+# The queries of one evaluation (and the evidence of one breach) share this deadline, so that one
+# tick holds an operator thread no longer than this, however its Prometheus answers.
+EVALUATION_DEADLINE = parse_duration(MAX_QUERY_TIMEOUT).total_seconds()
 log = structlog.get_logger("modelgate.metrics.prometheus")
 
 
@@ -93,7 +99,8 @@ class PrometheusProvider:
             # Like an unreachable Prometheus: held, then paused or rolled back per the spec's policy.
             queries = {name: metric.candidate for name, metric in plan.metrics.items()}
             return AnalysisRun.failed(queries, at, str(error))
-        return run_plan(plan, at, client.query)
+        with Deadline(EVALUATION_DEADLINE) as deadline:
+            return run_plan(plan, at, _Budgeted(client, deadline).query)
 
     def explain(self, spec: ModelRolloutSpec, namespace: str, reason: RollbackReason) -> BreachEvidence:
         """BreachExplainer: the exemplars of the breaching metric's series over its window (trace IDs
@@ -107,8 +114,9 @@ class PrometheusProvider:
             client = self.client(plan)
             measured = plan.metrics[metric.name]
             exemplars = measured.exemplars or measured.candidate
-            traces = client.query_exemplars(exemplars, reason.time - plan.window, reason.time)
-            pods = self._per_pod(spec, namespace, metric, measured.candidate, client)
+            with Deadline(EVALUATION_DEADLINE):
+                traces = client.query_exemplars(exemplars, reason.time - plan.window, reason.time)
+                pods = self._per_pod(spec, namespace, metric, measured.candidate, client)
         except (KubeError, ValueError) as error:  # the pods, the token or a plan cannot be had
             log.warning("no evidence for the breach", metric=metric.name, error=str(error))
             return BreachEvidence()
@@ -224,13 +232,17 @@ class PrometheusClient:
         )
 
     def query(self, promql: str) -> QueryResult:
+        return self.query_within(promql, self.timeout)[0]
+
+    def query_within(self, promql: str, timeout: float) -> tuple[QueryResult, bool]:
+        """The query with its timeout shortened to `timeout`, and whether Prometheus could not be
+        reached (no connection, or no answer in time)."""
         METRIC_QUERIES.labels("prometheus").inc()
         with METRIC_QUERY_SECONDS.labels("prometheus").time():
-            return self._query(promql)
-
-    def _query(self, promql: str) -> QueryResult:
-        result = self._ask(lambda: self._client.custom_query(promql))
-        return QueryResult(error=result.error) if isinstance(result, _Failed) else _parse_result(result)
+            result = self._ask(lambda: self._client.custom_query(promql, timeout=timeout), timeout)
+        if isinstance(result, _Failed):
+            return QueryResult(error=result.error), result.unreachable
+        return _parse_result(result), False
 
     def query_range(self, promql: str, start: datetime, end: datetime, step: timedelta) -> RecordedSeries:
         """The values `promql` had at every `step` from `start` to `end` (one range query)."""
@@ -244,16 +256,21 @@ class PrometheusClient:
             return RecordedSeries(step=seconds, error=result.error)
         return _parse_range(result, seconds)
 
-    def _ask(self, call: Callable[[], object]) -> object:
+    def _ask(self, call: Callable[[], object], timeout: float | None = None) -> object:
         """The API's `data.result`, or why there is none."""
         try:
             return call()
         except AddressRefused as refused:  # the address a connection reached
             return _Failed(f"{ADDRESS_FIELD}: refused: Prometheus at {self.address} {refused}")
         except requests.Timeout:  # before ConnectionError: ConnectTimeout is both
-            return _Failed(f"Prometheus at {self.address} did not answer within {self.timeout}s")
+            seconds = self.timeout if timeout is None else timeout
+            return _Failed(
+                f"Prometheus at {self.address} did not answer within {seconds:g}s", unreachable=True
+            )
         except requests.ConnectionError as exc:
-            return _Failed(f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}")
+            return _Failed(
+                f"cannot connect to Prometheus at {self.address}: {_root_cause(exc)}", unreachable=True
+            )
         except requests.TooManyRedirects as exc:
             status = exc.response.status_code if exc.response is not None else "3xx"
             return _Failed(
@@ -301,6 +318,36 @@ class PrometheusClient:
 @dataclass(frozen=True)
 class _Failed:
     error: str
+    unreachable: bool = False
+
+
+class _Budgeted:
+    """One evaluation's queries within its deadline. Once Prometheus could not be reached, or the
+    deadline passed, the remaining queries fail at once with that error rather than each waiting
+    their timeout again."""
+
+    def __init__(self, client: PrometheusClient, deadline: Deadline) -> None:
+        self.client, self.deadline = client, deadline
+        self.failed: str | None = None
+
+    def query(self, promql: str) -> QueryResult:
+        remaining = self.deadline.remaining()
+        if self.failed is None and remaining <= 0:
+            self.failed = self._past_deadline()
+        if self.failed is not None:
+            return QueryResult(error=self.failed)
+        result, unreachable = self.client.query_within(promql, min(self.client.timeout, remaining))
+        if self.deadline.passed:  # shut down mid-answer: a connection error that is not one
+            result, unreachable = QueryResult(error=self._past_deadline()), True
+        if unreachable:
+            self.failed = result.error
+        return result
+
+    def _past_deadline(self) -> str:
+        return (
+            f"Prometheus at {self.client.address} did not answer the queries of one evaluation "
+            f"within {self.deadline.seconds:g}s"
+        )
 
 
 def _parse_range(result: object, step: float) -> RecordedSeries:

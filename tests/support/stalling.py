@@ -1,0 +1,93 @@
+"""One tenant stalling the others: rollouts whose Prometheus accepts connections and never answers
+(testbed/silent_server.py), each in a namespace of its own, beside an ordinary rollout whose
+candidate starts failing. Used by tests/cluster/test_no_tenant_stalls.py and bench/test_stalled_tenants.py."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from kubernetes import client
+
+from modelgate.api import Phase
+from testbed.localcluster import LocalCluster
+from testbed.manifests import SEED_METRICS, model_rollout
+from testbed.model_server_double import Behaviour
+from testbed.operator_process import OperatorProcess
+from testbed.waiting import wait_for
+from tests.support.kube import create, create_model_routes, rollout_status, scratch_namespace
+from tests.support.scenario import Scenario, serving
+
+ORDINARY_STEPS = [{"setWeight": 20}, {"pause": {}}]
+BREACH = Behaviour(error_rate=0.5)
+
+
+def hostile_rollout(namespace: str, silent_address: str) -> dict[str, object]:
+    """The worst a tenant may write: the longest timeout, the shortest interval, and errors that
+    never pause the analysis."""
+    manifest = model_rollout(
+        "hostile",
+        namespace,
+        steps=[{"setWeight": 10}, {"pause": {}}],
+        prometheus=silent_address,
+        metrics=SEED_METRICS,
+        interval="1s",
+        rollback={"onPrometheusError": "pause", "maxConsecutiveErrors": 1000000},
+    )
+    manifest["spec"]["analysis"]["prometheus"]["timeout"] = "60s"
+    return manifest
+
+
+@contextmanager
+def hostile_namespaces(api_client: client.ApiClient, count: int) -> Iterator[list[str]]:
+    with ExitStack() as stack:
+        yield [stack.enter_context(scratch_namespace(api_client)) for _ in range(count)]
+
+
+def start_hostile(api_client: client.ApiClient, namespaces: list[str], silent_address: str) -> None:
+    """Their rollouts, and the Deployments and route they need to reach their analysis; returns
+    once every one has moved its weight (its next ticks hang on the silent server)."""
+    for namespace in namespaces:
+        create_model_routes(api_client, namespace, ["chat"])
+        create(api_client, hostile_rollout(namespace, silent_address))
+    wait_for(
+        lambda: all(rollout_status(api_client, ns, "hostile").current_weight == 10 for ns in namespaces),
+        timeout=60,
+        what="every hostile rollout at weight 10",
+    )
+
+
+@contextmanager
+def ordinary_rollout(bed: LocalCluster, api_client: client.ApiClient, namespace: str) -> Iterator[Scenario]:
+    """A healthy candidate at weight 20, its analysis passing, until `breach_to_zero`."""
+    with serving(bed, api_client, namespace, Behaviour()) as scenario:
+        scenario.apply(
+            model_rollout(
+                "chat",
+                namespace,
+                steps=ORDINARY_STEPS,
+                prometheus=bed.prometheus_url,
+                metrics=SEED_METRICS,
+                interval="1s",
+            )
+        )
+        scenario.wait_for_status(
+            "weight 20", lambda s: s.current_weight == 20 and s.phase is Phase.PROGRESSING
+        )
+        yield scenario
+
+
+def breach_to_zero(scenario: Scenario, timeout: float = 120) -> float:
+    """Seconds from the candidate starting to fail to the route showing it weight 0."""
+    breached_at = time.time()
+    scenario.fleet.set_behaviour("chat-v2", BREACH)
+    zero_at = wait_for(
+        lambda: scenario.recorder.first_time_at(0, after=breached_at), timeout=timeout, what="the route at 0"
+    )
+    return zero_at - breached_at
+
+
+def own_operator(bed: LocalCluster, state: Path, namespaces: list[str], workers: int) -> OperatorProcess:
+    return OperatorProcess(bed.kubeconfig, state, namespaces=namespaces, extra_args=[f"--workers={workers}"])
