@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from kubernetes import client
 
 from modelgate.api import AnalysisSpec
+from modelgate.kube import Kube
 from modelgate.metrics import AnalysisPlan, MetricPlan
 from modelgate.metrics import prometheus as prometheus_module
 from modelgate.metrics.deadline import Deadline
@@ -38,24 +40,26 @@ def plan(address: str, timeout: str) -> AnalysisPlan:
 
 
 @pytest.fixture
-def silent() -> Iterator[SilentServer]:
+def silent(loopback_allowed: None) -> Iterator[SilentServer]:
     with SilentServer.in_thread() as server:
         yield server
 
 
 def test_a_prometheus_that_never_answers_costs_one_timeout_per_evaluation(silent: SilentServer) -> None:
-    provider = PrometheusProvider(kube=None)  # type: ignore[arg-type]  # no token: no Secret read
+    provider = PrometheusProvider(Kube(client.ApiClient()))  # no token: no Secret read
     started = time.monotonic()
     run = provider.run(plan(silent.address, "1s"), AT)
     took = time.monotonic() - started
     assert took < 3, took  # eleven queries, not eleven timeouts
-    assert run.request_count.error is not None
+    assert run.request_count.error is not None and "did not answer within 1s" in run.request_count.error
     assert all(metric.result.error for metric in run.metrics.values())
 
 
-def test_the_evaluation_deadline_cuts_a_trickling_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_evaluation_deadline_cuts_a_trickling_answer(
+    monkeypatch: pytest.MonkeyPatch, loopback_allowed: None
+) -> None:
     monkeypatch.setattr(prometheus_module, "EVALUATION_DEADLINE", 2.0)
-    provider = PrometheusProvider(kube=None)  # type: ignore[arg-type]
+    provider = PrometheusProvider(Kube(client.ApiClient()))
     with SilentServer.in_thread(trickle=0.2) as trickling:
         started = time.monotonic()
         run = provider.run(plan(trickling.address, "1s"), AT)  # each byte comes within the timeout
