@@ -12,6 +12,7 @@ from kubernetes import client
 from modelgate import API_GROUP, API_VERSION
 from modelgate import PLURAL as MODELROLLOUTS
 from modelgate.api import Condition, ConditionStatus, ModelRolloutStatus, Phase, RollbackReason
+from modelgate.api.addresses import ALLOWED_ADDRESSES_ANNOTATION
 from modelgate.commands import SKIP_RECONCILE_ANNOTATION
 from modelgate.kube import DeploymentAvailability, Kube, NotFound
 from testbed.manifests import model_deployment
@@ -140,14 +141,19 @@ def prom_token(api_client: client.ApiClient, namespace: str) -> None:
     client.CoreV1Api(api_client).create_namespaced_secret(
         namespace,
         client.V1Secret(
-            metadata=client.V1ObjectMeta(name="prom-token"), string_data={"token": "s3cr\u00e9t", "user": "m"}
+            metadata=client.V1ObjectMeta(
+                name="prom-token", annotations={ALLOWED_ADDRESSES_ANNOTATION: "https://prometheus:9090"}
+            ),
+            string_data={"token": "s3cr\u00e9t", "user": "m"},
         ),
     )
 
 
 @pytest.mark.usefixtures("prom_token")
 def test_read_secret_key(kube: Kube, namespace: str) -> None:
-    assert kube.read_secret_key(namespace, "prom-token", "token") == "s3cr\u00e9t"
+    read = kube.read_secret_key(namespace, "prom-token", "token")
+    assert read.text == "s3cr\u00e9t"
+    assert read.annotations[ALLOWED_ADDRESSES_ANNOTATION] == "https://prometheus:9090"
 
 
 @pytest.mark.usefixtures("prom_token")

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
+from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import Phase
 from modelgate.metrics.prometheus import PrometheusClient
 from testbed.localcluster import LocalCluster
@@ -19,6 +20,17 @@ from testbed.waiting import wait_for
 from tests.support.scenario import serving
 
 STEPS = [{"setWeight": 10}, {"setWeight": 30}, {"setWeight": 60}]
+
+
+def no_other_rollouts(api_client: client.ApiClient) -> None:
+    """Waits until the session's operator has no rollout but this test's: the counters below are the
+    operator's, and rollouts that earlier tests left in namespaces still being deleted tick too."""
+
+    def none_left() -> bool:
+        custom = client.CustomObjectsApi(api_client)
+        return not custom.list_cluster_custom_object(API_GROUP, API_VERSION, PLURAL)["items"]
+
+    wait_for(none_left, timeout=60, interval=0.5, what="the rollouts of earlier tests to be gone")
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import Phase
+from modelgate.api.addresses import ALLOWED_ADDRESSES_ANNOTATION
 from modelgate.core.deletion import FINALIZER
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
@@ -149,10 +150,13 @@ def new_namespace(api_client: client.ApiClient) -> Iterator[Callable[[], str]]:
         core.delete_namespace(name)
 
 
-def create_secrets(api_client: client.ApiClient, namespace: str) -> None:
+def create_secrets(api_client: client.ApiClient, namespace: str, token_address: str = "") -> None:
+    """The token Secret the operator may read (its token allowed to `token_address`), and another."""
     core = client.CoreV1Api(api_client)
     for name in (PROMETHEUS_SECRET, OTHER_SECRET):
-        secret = client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data={"token": "s3cret"})
+        annotations = {ALLOWED_ADDRESSES_ANNOTATION: token_address} if token_address else None
+        metadata = client.V1ObjectMeta(name=name, annotations=annotations)
+        secret = client.V1Secret(metadata=metadata, string_data={"token": "s3cret"})
         core.create_namespaced_secret(namespace, secret)
 
 
@@ -243,7 +247,7 @@ def rollout_as_the_charts_service_account(
 ) -> None:
     """The operator, run with the chart's ServiceAccount for `scope`, takes a rollout with analysis,
     a token Secret, a command and a finalizer to Succeeded without one permission error."""
-    create_secrets(api_client, serving_namespace)
+    create_secrets(api_client, serving_namespace, token_address=local_bed.prometheus_url)
     manifest = model_rollout(
         "chat",
         serving_namespace,

@@ -15,12 +15,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 import structlog
 from aiohttp import web
 from yarl import URL
 
 log = structlog.get_logger(__name__)
+# How long a connection answered 503 or 408 stays open, reading and dropping, after its answer.
+LINGER = timedelta(seconds=2)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -62,7 +65,8 @@ class GuardedConnection(asyncio.Protocol):
         self._handler = handler
         self._transport: asyncio.Transport | None = None
         self._deadline: asyncio.TimerHandle | None = None
-        self._refused = False
+        self._refused = False  # never handed to aiohttp
+        self._cut_off = False  # handed to aiohttp, then answered 408: what the client still sends is dropped
         self.busy = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -78,7 +82,7 @@ class GuardedConnection(asyncio.Protocol):
         self._handler.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
+        if self._refused or self._cut_off:
             return
         if not self.busy and self._deadline is None:
             self._arm()  # the first bytes of a connection's next request
@@ -116,12 +120,18 @@ class GuardedConnection(asyncio.Protocol):
             log.warning(
                 "connection closed: request headers too slow", timeout=self._guard.limits.header_timeout
             )
+            self._cut_off = True
             _answer_and_close(self._transport, "408 Request Timeout", "")
 
 
 def _answer_and_close(transport: asyncio.Transport, status: str, headers: str) -> None:
+    """Answers, ends the write side, and closes the socket LINGER later: closed at once with the
+    client's bytes still arriving, the kernel resets the connection, and the client may lose the
+    answer it has not read yet (seen under load)."""
     transport.write(f"HTTP/1.1 {status}\r\n{headers}Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
-    transport.close()
+    if transport.can_write_eof():
+        transport.write_eof()
+    asyncio.get_running_loop().call_later(LINGER.total_seconds(), transport.close)
 
 
 class GuardedSite(web.BaseSite):
