@@ -40,10 +40,12 @@ def test_hostile_tenants_delay_no_rollback_and_sigterm_still_ends_the_operator(
     namespace: str,
     tmp_path: Path,
 ) -> None:
+    # The session's operator comes back last, once the silent server is gone and the hostile
+    # namespaces are being deleted: it would otherwise pick up their rollouts and hang on it too.
     with (
+        admin_operator_stopped(operator),
         hostile_namespaces(api_client, HOSTILE) as hostile,
         SilentServer.in_process() as silent,
-        admin_operator_stopped(operator),
     ):
         own = own_operator(local_bed, tmp_path, [namespace, *hostile], WORKERS)
         with running(own), ordinary_rollout(local_bed, api_client, namespace) as scenario:

@@ -22,15 +22,22 @@ from tests.support.scenario import serving
 STEPS = [{"setWeight": 10}, {"setWeight": 30}, {"setWeight": 60}]
 
 
-def no_other_rollouts(api_client: client.ApiClient) -> None:
+def no_other_rollouts(api_client: client.ApiClient, operator: OperatorProcess) -> None:
     """Waits until the session's operator has no rollout but this test's: the counters below are the
-    operator's, and rollouts that earlier tests left in namespaces still being deleted tick too."""
+    operator's, and rollouts that earlier tests left in namespaces being deleted still tick for a while
+    after they are gone from the API server (until its watch tells the operator)."""
 
     def none_left() -> bool:
         custom = client.CustomObjectsApi(api_client)
         return not custom.list_cluster_custom_object(API_GROUP, API_VERSION, PLURAL)["items"]
 
+    def no_ticks_for(seconds: float) -> bool:
+        before = operator.counter("modelgate_reconcile_duration_seconds_count")
+        time.sleep(seconds)
+        return operator.counter("modelgate_reconcile_duration_seconds_count") == before
+
     wait_for(none_left, timeout=60, interval=0.5, what="the rollouts of earlier tests to be gone")
+    wait_for(lambda: no_ticks_for(3), timeout=60, what="the operator to tick no rollout for 3 s")
 
 
 @pytest.fixture

@@ -4,13 +4,16 @@ candidate starts failing. Used by tests/cluster/test_no_tenant_stalls.py and ben
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
+from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import Phase
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
@@ -42,8 +45,29 @@ def hostile_rollout(namespace: str, silent_address: str) -> dict[str, object]:
 
 @contextmanager
 def hostile_namespaces(api_client: client.ApiClient, count: int) -> Iterator[list[str]]:
+    """Scratch namespaces whose hostile rollouts are gone before the namespaces go: an operator
+    started meanwhile would otherwise tick them while their namespaces are being deleted."""
     with ExitStack() as stack:
-        yield [stack.enter_context(scratch_namespace(api_client)) for _ in range(count)]
+        namespaces = [stack.enter_context(scratch_namespace(api_client)) for _ in range(count)]
+        try:
+            yield namespaces
+        finally:
+            _delete_hostile(api_client, namespaces)
+
+
+def _delete_hostile(api_client: client.ApiClient, namespaces: list[str]) -> None:
+    custom = client.CustomObjectsApi(api_client)
+    for namespace in namespaces:
+        with contextlib.suppress(ApiException):  # never created
+            custom.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "hostile")
+
+    def gone() -> bool:
+        listed = (
+            custom.list_namespaced_custom_object(API_GROUP, API_VERSION, ns, PLURAL) for ns in namespaces
+        )
+        return not any(page["items"] for page in listed)
+
+    wait_for(gone, timeout=30, interval=0.2, what="the hostile rollouts to be deleted")
 
 
 def start_hostile(api_client: client.ApiClient, namespaces: list[str], silent_address: str) -> None:
