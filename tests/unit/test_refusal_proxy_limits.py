@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from modelgate.sidecar.connections import ConnectionLimits
+from modelgate.sidecar.connections import LINGER, ConnectionLimits
 from testbed.ports import free_port
 from testbed.processes import MODELGATE_ENTRY, ProcessRegistry
 from testbed.proxied_double import answers_healthz
@@ -180,14 +180,18 @@ def test_a_client_sending_its_headers_a_byte_a_second_is_cut_off_within_the_time
             for byte in b"POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nX-Slow: " + b"a" * 60:
                 writer.write(bytes([byte]))
                 try:
-                    answer = await asyncio.wait_for(reader.read(), timeout=1.0)  # EOF once cut off
+                    # What has arrived, not a read to EOF: a read cancelled by the timeout loses its data.
+                    answer = await asyncio.wait_for(reader.read(4096), timeout=1.0)
                     break
                 except TimeoutError:
                     continue
             elapsed = time.monotonic() - started
-            writer.close()
             assert answer.startswith(b"HTTP/1.1 408"), answer
             assert limits.header_timeout <= elapsed < limits.header_timeout + 1.5, elapsed
+            # Then closed: the rest of the answer and the end of the stream, within the linger.
+            await asyncio.wait_for(reader.read(), timeout=LINGER.total_seconds() + 1)
+            assert reader.at_eof()
+            writer.close()
 
     run(scenario)
 
