@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from modelgate.api import MetricAnalysis, ModelRolloutStatus, Phase, Verdict
+from modelgate.api import BreachRule, MetricAnalysis, ModelRolloutStatus, Phase, Verdict
 from testbed.localcluster import LocalCluster
 from testbed.manifests import http_route, model_deployment, model_rollout, model_service
 from testbed.model_server_double import Behaviour, Latency
@@ -154,6 +154,10 @@ def test_a_candidate_with_twice_the_ttft_is_rolled_back_by_a_ratio_while_its_lat
         assert judged_ttft.value is not None and judged_ttft.incumbent_value is not None
         ratio = judged_ttft.value / judged_ttft.incumbent_value
         assert 1.8 < ratio < 2.2, (judged_ttft.value, judged_ttft.incumbent_value)
+        # The effective bound is a number in status: 1.5 x the incumbent's value of that evaluation.
+        reason = final.rollback_reason
+        assert reason.rule is BreachRule.MAX_RATIO and reason.incumbent_value is not None
+        assert reason.threshold == pytest.approx(1.5 * reason.incumbent_value)
         assert judged_latency.verdict is Verdict.PASS, judged_latency.message
         assert judged_latency.value is not None and judged_latency.value < 1.0
         assert scenario.recorder.weights_until(0) == [0, 50, 0]

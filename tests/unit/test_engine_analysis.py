@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from modelgate.api import MetricSpec, Phase, Verdict
+from modelgate.api import BreachRule, MetricSpec, Phase, Verdict
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.analysis import judge, judge_traffic
 from tests.unit.engine_support import (
@@ -129,7 +129,7 @@ def test_breach_rolls_back_in_the_same_tick() -> None:
     assert reason is not None
     assert reason.metric == "error-rate"
     assert reason.value == failing_value(ERROR_RATE)
-    assert reason.threshold == 0.01
+    assert (reason.threshold, reason.rule, reason.incumbent_value) == (0.01, BreachRule.MAX, None)
     assert reason.query == query_of(ERROR_RATE)
     assert reason.time == sim.now
     assert "error-rate" in (decision.status.message or "")
@@ -142,7 +142,12 @@ def test_breach_of_a_minimum_reports_the_minimum() -> None:
 
     reason = decision.status.rollback_reason
     assert reason is not None
-    assert (reason.metric, reason.value, reason.threshold) == ("throughput", 4.0, 5.0)
+    assert (reason.metric, reason.value, reason.threshold, reason.rule) == (
+        "throughput",
+        4.0,
+        5.0,
+        BreachRule.MIN,
+    )
 
 
 def test_breach_of_a_minimum_by_minus_infinity_reports_the_minimum() -> None:

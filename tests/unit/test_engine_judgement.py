@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from modelgate.api import MetricSpec, Phase, ProgressDeadlines, SequentialEvidence, Verdict
+import pytest
+
+from modelgate.api import BreachRule, MetricSpec, Phase, ProgressDeadlines, SequentialEvidence, Verdict
 from modelgate.core import CommandAction, ConditionType, Decision, QueryResult, Reason, SideTotals
 from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
@@ -50,7 +52,19 @@ def test_twice_the_incumbents_ttft_rolls_back_by_the_ratio_rule() -> None:
     assert decision.status.phase is Phase.ROLLED_BACK
     (record,) = decision.status.analysis
     assert (record.verdict, record.value, record.incumbent_value) == (Verdict.FAIL, 2.0, 1.0)
-    assert "above 1.2 x the incumbent's 1" in (record.message or "")
+    reason = decision.status.rollback_reason
+    assert reason is not None  # the breach as data: the effective bound, not only a message
+    assert (reason.rule, reason.value, reason.incumbent_value) == (BreachRule.MAX_RATIO, 2.0, 1.0)
+    assert reason.threshold == pytest.approx(1.2)
+
+
+def test_an_increase_past_the_incumbents_is_rolled_back_with_its_effective_bound() -> None:
+    sim = started(ERRORS)
+    decision = evaluated(sim, results={"errors": value(0.03)}, incumbent={"errors": value(0.01)})
+    reason = decision.status.rollback_reason
+    assert reason is not None
+    assert (reason.rule, reason.incumbent_value) == (BreachRule.MAX_INCREASE, 0.01)
+    assert reason.threshold == pytest.approx(0.015)
 
 
 def test_within_the_ratio_passes_and_shows_both_values() -> None:
@@ -106,8 +120,10 @@ def test_the_sequential_test_rolls_back_on_evidence_and_keeps_it_in_status() -> 
         2 * interval,
         360 * interval,
     )
-    assert decision.status.rollback_reason is not None
-    assert "sequential test" in decision.status.rollback_reason.message
+    reason = decision.status.rollback_reason
+    assert reason is not None
+    # No single bound: the evidence that reached 1/alpha is the metric's `sequential` status.
+    assert (reason.rule, reason.threshold) == (BreachRule.SEQUENTIAL, None)
 
 
 def counted(sim: Simulator, *readings: tuple) -> SequentialEvidence:

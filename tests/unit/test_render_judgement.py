@@ -7,13 +7,21 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
-from modelgate.api import MetricAnalysis, ModelRolloutStatus, SequentialEvidence, Verdict
+from modelgate.api import (
+    BreachRule,
+    MetricAnalysis,
+    ModelRolloutStatus,
+    RollbackReason,
+    SequentialEvidence,
+    Verdict,
+)
 from modelgate.cli.render import render_status
 
 AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
-def shown(metrics: list[dict], records: tuple[MetricAnalysis, ...]) -> str:
+def shown(metrics: list[dict], records: tuple[MetricAnalysis, ...] | ModelRolloutStatus) -> str:
+    status = records if isinstance(records, ModelRolloutStatus) else ModelRolloutStatus(analysis=records)
     body = {
         "metadata": {"namespace": "serving", "name": "chat"},
         "spec": {
@@ -22,7 +30,7 @@ def shown(metrics: list[dict], records: tuple[MetricAnalysis, ...]) -> str:
             "steps": [{"setWeight": 10}],
             "analysis": {"metrics": metrics},
         },
-        "status": ModelRolloutStatus(analysis=records).to_patch(),
+        "status": status.to_patch(),
     }
     console = Console(width=250, record=True)
     console.print(render_status(body))
@@ -50,3 +58,21 @@ def test_a_sequential_test_shows_its_evidence_against_the_bar() -> None:
     text = shown([metric], (record,))
     assert "evidence 4 of 20" in text
     assert "sequential test, alpha 0.05 (dry run)" in text
+
+
+def test_a_comparison_breach_shows_its_effective_bound_from_the_status_fields() -> None:
+    record = MetricAnalysis(name="ttft", verdict=Verdict.FAIL, time=AT, value=0.498, incumbent_value=0.2474)
+    reason = RollbackReason(
+        time=AT,
+        # The message says nothing of the bound: what is shown is read from the fields.
+        message="metric ttft failed",
+        metric="ttft",
+        value=0.498,
+        threshold=0.3711,
+        rule=BreachRule.MAX_RATIO,
+        incumbent_value=0.2474,
+    )
+    status = ModelRolloutStatus(analysis=(record,), rollback_reason=reason)
+    text = shown([{"name": "ttft", "preset": "ttftP99", "compare": {"maxRatio": 1.5}}], status)
+    line = next(line for line in text.splitlines() if "rule MaxRatio" in line)
+    assert "0.498" in line and "bound 0.3711" in line and "incumbent 0.2474" in line

@@ -34,6 +34,7 @@ from modelgate.api.spec import (
 )
 from modelgate.api.status import (
     AnalysisSample,
+    BreachRule,
     BreachTrace,
     CommandResult,
     Condition,
@@ -58,6 +59,7 @@ __all__ = [
     "AnalysisSample",
     "AnalysisSpec",
     "BackendKind",
+    "BreachRule",
     "BreachTrace",
     "CapacitySpec",
     "CommandResult",

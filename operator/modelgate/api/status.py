@@ -43,6 +43,16 @@ class CommandResult(StrEnum):
     IGNORED = "Ignored"
 
 
+class BreachRule(StrEnum):
+    """Which of a metric's rules the value broke."""
+
+    MAX = "Max"
+    MIN = "Min"
+    MAX_RATIO = "MaxRatio"  # compare.maxRatio: above the incumbent's value times the ratio
+    MAX_INCREASE = "MaxIncrease"  # compare.maxIncrease: above the incumbent's value plus the increase
+    SEQUENTIAL = "Sequential"  # the sequential test's evidence reached 1/alpha
+
+
 class ConditionStatus(StrEnum):
     TRUE = "True"
     FALSE = "False"
@@ -165,7 +175,16 @@ class RollbackReason(StatusModel):
         None, description="The metric that failed; absent for a manual abort or Prometheus errors."
     )
     value: FiniteFloat | None = Field(None, description="The failing value.", json_schema_extra=NULLABLE)
-    threshold: FiniteFloat | None = Field(None, description="The max or min the value breached.")
+    threshold: FiniteFloat | None = Field(
+        None,
+        description="The effective bound the value breached: max or min, or for a comparison the incumbent's "
+        "value times maxRatio or plus maxIncrease; absent for the sequential test, whose evidence is in the "
+        "metric's status.",
+    )
+    rule: BreachRule | None = Field(None, description="Which rule the value broke.")
+    incumbent_value: FiniteFloat | None = Field(
+        None, description="For a comparison or the sequential test: the incumbent's value in the same window."
+    )
     query: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
         None, description="The PromQL that returned the failing value."
     )

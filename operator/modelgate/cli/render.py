@@ -99,6 +99,8 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     if status.rollback_reason is not None:
         reason = status.rollback_reason
         parts.append(Text(f"Rolled back: {reason.message}", style="bold red"))
+        if reason.rule is not None:
+            parts.append(Text(_breach_line(reason)))
         if reason.query:
             parts.append(_labelled("  query:", Text(reason.query, style="dim", overflow="fold")))
         if reason.pods:
@@ -111,6 +113,16 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
         parts.append(render_gate(status.gate))
     parts.append(AnalysisView(_metric_rows(spec, status)))
     return Group(*parts)
+
+
+def _breach_line(reason: RollbackReason) -> str:
+    """The breach read from its fields: the rule, the value, the bound it broke, the incumbent's value."""
+    line = f"  rule {reason.rule}: value {_number(reason.value)}"
+    if reason.threshold is not None:
+        line += f", bound {_number(reason.threshold)}"
+    if reason.incumbent_value is not None:
+        line += f", incumbent {_number(reason.incumbent_value)}"
+    return line
 
 
 def _number(value: float | None) -> str:

@@ -11,6 +11,7 @@ from datetime import datetime
 from modelgate.api import (
     AnalysisSample,
     AnalysisSpec,
+    BreachRule,
     CounterTotals,
     MetricAnalysis,
     MetricSpec,
@@ -28,6 +29,8 @@ HISTORY_LENGTH = 10
 class Judgement:
     verdict: Verdict
     message: str
+    broken: BreachRule | None = None  # with a Fail: the rule the value broke
+    bound: float | None = None  # and its effective bound, where it has one
 
 
 def judge(metric: MetricSpec, result: QueryResult, traffic: Judgement | None) -> Judgement:
@@ -43,9 +46,11 @@ def judge(metric: MetricSpec, result: QueryResult, traffic: Judgement | None) ->
     if math.isnan(value):
         return Judgement(Verdict.INCONCLUSIVE, "the query returned NaN (no data in the window)")
     if metric.max is not None and value > metric.max:
-        return Judgement(Verdict.FAIL, f"{_show(value)} is above the maximum {_show(metric.max)}")
+        message = f"{_show(value)} is above the maximum {_show(metric.max)}"
+        return Judgement(Verdict.FAIL, message, BreachRule.MAX, metric.max)
     if metric.min is not None and value < metric.min:
-        return Judgement(Verdict.FAIL, f"{_show(value)} is below the minimum {_show(metric.min)}")
+        message = f"{_show(value)} is below the minimum {_show(metric.min)}"
+        return Judgement(Verdict.FAIL, message, BreachRule.MIN, metric.min)
     return Judgement(Verdict.PASS, f"{_show(value)} {_bounds(metric)}".rstrip())
 
 
@@ -80,11 +85,15 @@ def compare(metric: MetricSpec, candidate: float, incumbent: QueryResult | None)
         return Judgement(
             Verdict.FAIL,
             f"{_show(candidate)} is above {_show(rule.max_ratio)} x the incumbent's {_show(base)}",
+            BreachRule.MAX_RATIO,
+            rule.max_ratio * base,
         )
     if rule.max_increase is not None and candidate > base + rule.max_increase:
         return Judgement(
             Verdict.FAIL,
             f"{_show(candidate)} is above the incumbent's {_show(base)} + {_show(rule.max_increase)}",
+            BreachRule.MAX_INCREASE,
+            base + rule.max_increase,
         )
     return None
 
@@ -153,6 +162,7 @@ def test_verdict(metric: MetricSpec, evidence: SequentialEvidence | None) -> Jud
         f">= 1/alpha = {1 / alpha:.3g}; candidate {evidence.candidate_events:.0f}/"
         f"{evidence.candidate_requests:.0f}, incumbent {evidence.incumbent_events:.0f}/"
         f"{evidence.incumbent_requests:.0f})",
+        BreachRule.SEQUENTIAL,
     )
 
 
@@ -187,7 +197,7 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
         record = _record(metric, measured, judgement, run.at, before, evidence)
         results.append(record)
         if breach is None and not metric.dry_run and record.failures > metric.failure_limit:
-            breach = _rollback_reason(metric, record, measured.result.value, run.at)
+            breach = _rollback_reason(metric, record, judgement, run.at)
     gating = frozenset(m.name for m in analysis.metrics if not m.dry_run)
     any_error = any(m.verdict is Verdict.ERROR for m in results if m.name in gating)
     return Evaluation(tuple(results), gating, breach, any_error)
@@ -242,15 +252,17 @@ def _record(
 
 
 def _rollback_reason(
-    metric: MetricSpec, record: MetricAnalysis, measured: float | None, at: datetime
+    metric: MetricSpec, record: MetricAnalysis, judgement: Judgement, at: datetime
 ) -> RollbackReason:
-    # The measured value, not the recorded one: +-Inf is recorded as None but still says which bound.
-    above_max = metric.max is not None and measured is not None and measured > metric.max
+    """The breach as data; the rule and bound are this evaluation's (an earlier Fail counted toward
+    failureLimit may have broken another)."""
     return RollbackReason(
         time=at,
         metric=metric.name,
         value=record.value,
-        threshold=metric.max if above_max else metric.min,
+        threshold=_finite(judgement.bound),
+        rule=judgement.broken,
+        incumbent_value=record.incumbent_value,
         query=record.query,
         message=limits.clip(
             f"metric {metric.name}: {record.message}; "
