@@ -5,8 +5,8 @@ code that builds them.
     python -m tooling.docs_gen           # rewrite what is out of date
     python -m tooling.docs_gen --check   # exit 1, naming the files, when something is out of date
 
-`docs/api-reference.md` is generated whole. `docs/metric-presets.md` and `docs/presets.md` are
-written by hand except for the blocks between `<!-- BEGIN GENERATED key -->` and
+`docs/api-reference.md` is generated whole. `docs/metric-presets.md`, `docs/presets.md` and README's
+preset table are written by hand except for the blocks between `<!-- BEGIN GENERATED key -->` and
 `<!-- END GENERATED key -->`, which are replaced. The output depends only on the inputs (no dates,
 no versions), so the tests can compare the committed files with a fresh rendering.
 """
@@ -14,6 +14,7 @@ no versions), so the tests can compare the committed files with a fresh renderin
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -27,13 +28,14 @@ import yaml
 from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryContextError
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
-from tooling.presets_doc import preset_doc_blocks
+from tooling.presets_doc import preset_doc_blocks, readme_preset_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CRD_FILE = Path("crds/modelrollouts.modelgate.io.yaml")
 API_REFERENCE = Path("docs/api-reference.md")
 METRIC_PRESETS = Path("docs/metric-presets.md")
 PRESETS_BY_SOURCE = Path("docs/presets.md")
+README = Path("README.md")
 # The source of the examples in docs/metric-presets.md (the default of spec.analysis.source).
 EXAMPLE_SOURCE = "vllm"
 COMMAND = "python -m tooling.docs_gen"
@@ -442,6 +444,10 @@ def presets_by_source_blocks() -> dict[str, str]:
     return _rendered(preset_doc_blocks(example_context()))
 
 
+def readme_blocks() -> dict[str, str]:
+    return _rendered({"presets": functools.partial(readme_preset_table, example_context())})
+
+
 def _rendered(blocks: Mapping[str, Callable[[], list[str]]]) -> dict[str, str]:
     return {key: "\n".join(render()) + "\n" for key, render in blocks.items()}
 
@@ -472,12 +478,14 @@ def generated_files(root: Path) -> dict[Path, str]:
     crd = yaml.safe_load((root / CRD_FILE).read_text())
     presets = (root / METRIC_PRESETS).read_text()
     by_source = (root / PRESETS_BY_SOURCE).read_text()
+    readme = (root / README).read_text()
     return {
         API_REFERENCE: render_api_reference(crd),
         METRIC_PRESETS: fill_generated_blocks(presets, metric_preset_blocks(), str(METRIC_PRESETS)),
         PRESETS_BY_SOURCE: fill_generated_blocks(
             by_source, presets_by_source_blocks(), str(PRESETS_BY_SOURCE)
         ),
+        README: fill_generated_blocks(readme, readme_blocks(), str(README)),
     }
 
 

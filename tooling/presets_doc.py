@@ -5,6 +5,7 @@ docs/metric-presets.md."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping
 
 from modelgate.metrics.context import QueryContext
@@ -47,6 +48,21 @@ def _source(source: str, ctx: QueryContext) -> list[str]:
     if lacks:
         lines += ["", "No such preset:", ""]
         lines += [f"- `{name}`: {why}." for name, why in lacks.items()]
+    return lines
+
+
+# A series name in PromQL: the word before a `{` selector.
+_SERIES = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{")
+
+
+def readme_preset_table(ctx: QueryContext, source: str = "vllm") -> list[str]:
+    """README's table: each preset, its unit, what it measures and the series it divides or reads
+    on `source`, taken from the query the operator builds."""
+    lines = [f"| preset | unit | measures | series read (`{source}`) |", "| --- | --- | --- | --- |"]
+    for name in available(source):
+        query = preset_query(name, source, ctx, threshold=EXAMPLE_THRESHOLD)
+        series = ", ".join(f"`{found}`" for found in dict.fromkeys(_SERIES.findall(query)))
+        lines.append(f"| `{name}` | {PRESETS[name].unit} | {PRESETS[name].description} | {series} |")
     return lines
 
 

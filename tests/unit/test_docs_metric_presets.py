@@ -40,6 +40,14 @@ def test_generated_blocks_are_current(doc: str, by_source: str) -> None:
     )
 
 
+def test_the_readmes_preset_table_is_generated_from_the_queries() -> None:
+    # Hand-written, it once said refusalRate divides by http_requests_total; the code divides by the
+    # refusal proxy's llm_requests_total, and a rollout written from the README hung.
+    readme = (docs_gen.REPO_ROOT / docs_gen.README).read_text()
+    expected = docs_gen.fill_generated_blocks(readme, docs_gen.readme_blocks(), str(docs_gen.README))
+    assert readme == expected, f"README's preset table is out of date: {REGENERATE}"
+
+
 def example_spec(source: str, metrics: list[dict[str, object]]) -> dict[str, object]:
     return {
         "incumbent": {"deployment": docs_gen.EXAMPLE_INCUMBENT},

@@ -115,7 +115,7 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             ),
             Preset(
                 "refusalRate",
-                "share of requests the model refused",
+                "share of requests the model refused, as modelgate's refusal proxy counts them",
                 "ratio",
                 share=lambda stack, _: Share(PROXIED_REQUESTS, REFUSALS, select=by_pod),
             ),
