@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube import Kube, default_namespace
 
@@ -30,3 +32,11 @@ def read_rollout(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
 
 def list_rollouts(kube: Kube, namespace: str | None) -> list[dict[str, Any]]:
     return kube.list_custom(API_GROUP, API_VERSION, namespace, PLURAL)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The first ModelRollout of a YAML file (as `kubectl apply -f` would take it)."""
+    for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        if isinstance(document, dict) and document.get("kind") == "ModelRollout":
+            return document
+    raise ValueError(f"{path}: no ModelRollout in it")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from modelgate import __version__
 from modelgate.api import InvalidSpecError
-from modelgate.cli import gate_eval, refusal_proxy, replay, report, run, steer, views
+from modelgate.cli import gate_decide, gate_eval, refusal_proxy, replay, report, run, steer, views
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_parser(commands)
     refusal_proxy.add_parser(commands)
     gate_eval.add_parser(commands)
+    gate_decide.add_parser(commands)
     return parser
 
 

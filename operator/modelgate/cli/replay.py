@@ -15,12 +15,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 from modelgate.api import InvalidSpecError, ModelRolloutSpec, ModelRolloutStatus, Phase, parse_spec
 from modelgate.api.duration import parse_duration
+from modelgate.cli.common import read_manifest
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import step_label
 from modelgate.cli.report_png import MissingPlotting, write_png
@@ -61,7 +61,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_replay(args: argparse.Namespace) -> int:
     console = Console()
     try:
-        manifest = _read_manifest(args.filename)
+        manifest = read_manifest(args.filename)
         spec = parse_spec(manifest.get("spec") or {})
         now = datetime.now(UTC)
         start, end = moment(args.start, now, "--from"), moment(args.end, now, "--to")
@@ -112,13 +112,6 @@ def run_replay(args: argparse.Namespace) -> int:
             return 1
         console.print(f"wrote {args.png}")
     return 0
-
-
-def _read_manifest(path: Path) -> Mapping[str, Any]:
-    for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-        if isinstance(document, dict) and document.get("kind") == "ModelRollout":
-            return document
-    raise ValueError(f"{path}: no ModelRollout in it")
 
 
 def moment(text: str, now: datetime, option: str) -> datetime:
