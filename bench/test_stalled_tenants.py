@@ -17,16 +17,9 @@ from modelgate.loops import DEFAULT_WORKERS, SLOW_NAMESPACE_TICK
 from testbed.localcluster import LocalCluster
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
-from testbed.silent_server import SilentServer
-from tests.support.operators import admin_operator_stopped, running
+from tests.support.operators import running
 from tests.support.scenario import Scenario
-from tests.support.stalling import (
-    breach_to_zero,
-    hostile_namespaces,
-    ordinary_rollout,
-    own_operator,
-    start_hostile,
-)
+from tests.support.stalling import breach_to_zero, ordinary_rollout, stalled_tenants, start_hostile
 
 pytestmark = [pytest.mark.bench, pytest.mark.timeout(1800)]
 HOSTILE = 64
@@ -57,12 +50,10 @@ def test_hostile_tenants_do_not_delay_an_ordinary_rollback(
     namespace: str,
     tmp_path: Path,
 ) -> None:
-    with (
-        hostile_namespaces(api_client, HOSTILE) as hostile,
-        SilentServer.in_process() as silent,
-        admin_operator_stopped(operator),
-    ):
-        own = own_operator(local_bed, tmp_path, [namespace, *hostile], DEFAULT_WORKERS)
+    with stalled_tenants(
+        local_bed, api_client, operator, namespace, tmp_path, hostile=HOSTILE, workers=DEFAULT_WORKERS
+    ) as stalled:
+        own, hostile, silent = stalled.operator, stalled.hostile, stalled.silent
         with running(own), ordinary_rollout(local_bed, api_client, namespace) as scenario:
             alone = _rounds(scenario, first=0)
             start_hostile(api_client, hostile, silent.address)

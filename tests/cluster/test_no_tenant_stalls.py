@@ -16,15 +16,8 @@ from modelgate.loops import SLOW_NAMESPACE_TICK
 from testbed.localcluster import LocalCluster
 from testbed.operator_process import OperatorProcess
 from testbed.processes import wait_exited
-from testbed.silent_server import SilentServer
-from tests.support.operators import admin_operator_stopped, running
-from tests.support.stalling import (
-    breach_to_zero,
-    hostile_namespaces,
-    ordinary_rollout,
-    own_operator,
-    start_hostile,
-)
+from tests.support.operators import running
+from tests.support.stalling import breach_to_zero, ordinary_rollout, stalled_tenants, start_hostile
 
 WORKERS = 4
 HOSTILE = 8
@@ -40,14 +33,10 @@ def test_hostile_tenants_delay_no_rollback_and_sigterm_still_ends_the_operator(
     namespace: str,
     tmp_path: Path,
 ) -> None:
-    # The session's operator comes back last, once the silent server is gone and the hostile
-    # namespaces are being deleted: it would otherwise pick up their rollouts and hang on it too.
-    with (
-        admin_operator_stopped(operator),
-        hostile_namespaces(api_client, HOSTILE) as hostile,
-        SilentServer.in_process() as silent,
-    ):
-        own = own_operator(local_bed, tmp_path, [namespace, *hostile], WORKERS)
+    with stalled_tenants(
+        local_bed, api_client, operator, namespace, tmp_path, hostile=HOSTILE, workers=WORKERS
+    ) as stalled:
+        own, hostile, silent = stalled.operator, stalled.hostile, stalled.silent
         with running(own), ordinary_rollout(local_bed, api_client, namespace) as scenario:
             start_hostile(api_client, hostile, silent.address)
             # Their ticks begin to hang WORKERS at a time, each wave parked after SLOW_NAMESPACE_TICK.

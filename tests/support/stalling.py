@@ -8,6 +8,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from kubernetes import client
@@ -19,8 +20,10 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
+from testbed.silent_server import SilentServer
 from testbed.waiting import wait_for
 from tests.support.kube import create, create_model_routes, rollout_status, scratch_namespace
+from tests.support.operators import admin_operator_stopped
 from tests.support.scenario import Scenario, serving
 
 ORDINARY_STEPS = [{"setWeight": 20}, {"pause": {}}]
@@ -115,3 +118,36 @@ def breach_to_zero(scenario: Scenario, timeout: float = 120) -> float:
 
 def own_operator(bed: LocalCluster, state: Path, namespaces: list[str], workers: int) -> OperatorProcess:
     return OperatorProcess(bed.kubeconfig, state, namespaces=namespaces, extra_args=[f"--workers={workers}"])
+
+
+@dataclass(frozen=True)
+class StalledTenants:
+    """An operator of the test's own over `namespaces` (the ordinary one first, then the hostile
+    ones), and the server that never answers their Prometheus queries."""
+
+    operator: OperatorProcess
+    hostile: list[str]
+    silent: SilentServer
+
+
+@contextmanager
+def stalled_tenants(
+    bed: LocalCluster,
+    api_client: client.ApiClient,
+    session_operator: OperatorProcess,
+    namespace: str,
+    state: Path,
+    *,
+    hostile: int,
+    workers: int,
+) -> Iterator[StalledTenants]:
+    """With the session's operator stopped: `hostile` namespaces, a silent server, and an operator
+    of `workers` threads over them and `namespace` (not started). The session's operator comes back
+    last, once the silent server is gone and the hostile rollouts are deleted: it would otherwise
+    pick up those rollouts and hang on the server too."""
+    with (
+        admin_operator_stopped(session_operator),
+        hostile_namespaces(api_client, hostile) as namespaces,
+        SilentServer.in_process() as silent,
+    ):
+        yield StalledTenants(own_operator(bed, state, [namespace, *namespaces], workers), namespaces, silent)
