@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from modelgate import __version__
 from modelgate.api import InvalidSpecError
-from modelgate.cli import gate_decide, gate_eval, refusal_proxy, replay, report, run, steer, views
+from modelgate.cli import gate_decide, gate_eval, plan, refusal_proxy, replay, report, run, steer, views
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     steer.add_parsers(commands)
     report.add_parser(commands)
     replay.add_parser(commands)
+    plan.add_parser(commands)
     refusal_proxy.add_parser(commands)
     gate_eval.add_parser(commands)
     gate_decide.add_parser(commands)

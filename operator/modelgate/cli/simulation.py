@@ -6,6 +6,7 @@ candidate is taken as Available throughout. Nothing is written anywhere."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -58,10 +59,16 @@ class Replay:
 
 
 def simulate(
-    spec: ModelRolloutSpec, provider: MetricProvider, plan: AnalysisPlan, start: datetime, end: datetime
+    spec: ModelRolloutSpec,
+    provider: MetricProvider,
+    plan: AnalysisPlan,
+    start: datetime,
+    end: datetime,
+    route_changed: Callable[[datetime, LiveRoute], None] | None = None,
 ) -> Replay:
     """Ticks from `start` as the operator's loop would (at `next_wakeup`) until the rollout ends, or
-    its gradual rollback reaches 0, or `end`."""
+    its gradual rollback reaches 0, or `end`. `route_changed` hears of each write as it goes live (a
+    simulated provider sends its traffic by it)."""
     status = ModelRolloutStatus()
     route = LiveRoute(100, 0)
     now = start
@@ -75,6 +82,8 @@ def simulate(
         if decision.weight is not None:
             route = LiveRoute(100 - decision.weight, decision.weight, mirror_percent=decision.mirror_percent)
             decision = settle_write(status, decision, route, now, GENERATION)
+            if route_changed is not None:
+                route_changed(now, route)
         _note_steps(spans, status, decision, now)
         events.extend(SimulatedEvent(now, str(e.reason), e.message) for e in decision.events)
         if route.candidate_weight != weights[-1][1]:

@@ -1,0 +1,239 @@
+"""`modelgate plan -f rollout.yaml --rps N --base-rate r`: what a rollout's rules will do before it
+is applied. Rollouts are simulated with the operator's own engine over simulated traffic
+(`plan_figures.py`); for each metric and step, the chance that a candidate as good as the incumbent
+is rolled back, the chance and time to catch a worse one, and how long a good one takes to pass."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from modelgate.api import InvalidSpecError, MetricSpec, ModelRolloutSpec, parse_spec
+from modelgate.cli.common import read_manifest
+from modelgate.cli.plan_figures import (
+    Figures,
+    Traffic,
+    Unplanned,
+    figures,
+    horizon,
+    planned_spec,
+    split_metrics,
+)
+from modelgate.cli.render import step_label, threshold_text
+
+EXIT_OK, EXIT_NOTHING_TO_PLAN, EXIT_USAGE, EXIT_COIN_TOSS = 0, 1, 2, 3
+EPILOG = """\
+exit codes:
+  0  the plan was printed
+  1  nothing to plan: no analysis, or no metric the planner can simulate
+     (each metric it cannot simulate is listed with why)
+  2  the manifest or an argument is wrong
+  3  with --fail-above P: some rule (or all together) rolls back a candidate
+     as good as the incumbent more often than P
+
+example:
+  modelgate plan -f examples/rollout-good.yaml --rps 50 --base-rate 0.002 --regression 3
+"""
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    plan = commands.add_parser(
+        "plan",
+        help="what a rollout's rules will do at a given traffic, simulated with the operator's own engine",
+        description="For each metric and step: the chance that a candidate exactly as good as the incumbent "
+        "is rolled back, the chance and median time to catch one whose rate is --regression times the "
+        "incumbent's, and the median time a good one takes to pass. Simulated with the operator's own "
+        "decision code on steady traffic whose requests fail independently; seeded. Only shares of "
+        "requests (errorRate, abortRate, refusalRate, slowRequestRate) can be simulated; other metrics "
+        "are listed with why, and taken to pass.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    plan.add_argument("-f", "--filename", type=Path, required=True, help="a ModelRollout manifest")
+    plan.add_argument("--rps", type=float, required=True, help="requests per second, both sides together")
+    plan.add_argument(
+        "--base-rate", type=float, required=True, help="the incumbent's share of failing requests, in [0, 1)"
+    )
+    plan.add_argument(
+        "--regression",
+        type=float,
+        default=2.0,
+        help="the worse candidate's rate / the base rate (default: 2)",
+    )
+    plan.add_argument("--runs", type=int, default=500, help="rollouts simulated per candidate (default: 500)")
+    plan.add_argument("--seed", type=int, default=1, help="the simulation's seed (default: 1)")
+    plan.add_argument("--fail-above", type=float, help="exit 3 when a false-rollback chance is above this")
+    plan.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    plan.set_defaults(handler=run_plan)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    console = Console()
+    try:
+        spec = parse_spec(read_manifest(args.filename).get("spec") or {})
+        traffic = _traffic(args)
+    except (OSError, ValueError, InvalidSpecError) as error:
+        console.print(f"[red]modelgate plan: {error}[/red]")
+        return EXIT_USAGE
+    if spec.analysis is None:
+        console.print(
+            "[red]modelgate plan: the rollout has no spec.analysis: nothing decides its steps[/red]"
+        )
+        return EXIT_NOTHING_TO_PLAN
+    planned, unplanned = split_metrics(spec)
+    groups = _groups(planned)
+    results = _simulate(spec, groups, traffic, args.runs, args.seed)
+    if args.output == "json":
+        print(json.dumps(as_json(traffic, results, unplanned), indent=1))
+    else:
+        console.print(_preamble(spec, traffic, args.runs, args.seed))
+        for (_, metrics), result in zip(groups, results, strict=True):
+            console.print(figures_table(spec, metrics, traffic, result))
+        for skipped in unplanned:
+            console.print(f"not planned: {skipped.name}: {skipped.why}")
+    if not planned:
+        if args.output == "table":
+            console.print("[red]modelgate plan: no metric the planner can simulate[/red]")
+        return EXIT_NOTHING_TO_PLAN
+    worst = max(r.false_rollback for r in results)
+    return EXIT_COIN_TOSS if args.fail_above is not None and worst > args.fail_above else EXIT_OK
+
+
+def _traffic(args: argparse.Namespace) -> Traffic:
+    if not args.rps > 0:
+        raise ValueError(f"--rps must be positive (got {args.rps})")
+    if not 0 <= args.base_rate < 1:
+        raise ValueError(f"--base-rate must be in [0, 1) (got {args.base_rate})")
+    if not args.regression > 0 or args.base_rate * args.regression > 1:
+        raise ValueError(f"--regression must be positive and keep the rate at most 1 (got {args.regression})")
+    if not 1 <= args.runs <= 100_000:
+        raise ValueError(f"--runs must be in [1, 100000] (got {args.runs})")
+    return Traffic(args.rps, args.base_rate, args.regression)
+
+
+def _groups(planned: Sequence[MetricSpec]) -> list[tuple[str, tuple[MetricSpec, ...]]]:
+    """Each planned metric alone, and all of them together when there are several."""
+    groups = [(metric.name, (metric,)) for metric in planned]
+    if len(planned) > 1:
+        groups.append(("all planned metrics", tuple(planned)))
+    return groups
+
+
+def _simulate(
+    spec: ModelRolloutSpec,
+    groups: Sequence[tuple[str, tuple[MetricSpec, ...]]],
+    traffic: Traffic,
+    runs: int,
+    seed: int,
+) -> list[Figures]:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("simulated rollouts", total=runs * len(groups))
+        return [
+            figures(name, planned_spec(spec, metrics), traffic, runs, seed, lambda: progress.advance(task))
+            for name, metrics in groups
+        ]
+
+
+def _preamble(spec: ModelRolloutSpec, traffic: Traffic, runs: int, seed: int) -> str:
+    assert spec.analysis is not None
+    left_out = [
+        name
+        for name, part in (("gate", spec.gate), ("capacity", spec.capacity), ("watch", spec.watch))
+        if part
+    ]
+    lines = [
+        f"Simulated: {traffic.requests_per_second:g} requests/s in all; the incumbent fails "
+        f"{_percent(traffic.base_rate)} of its requests; the worse candidate "
+        f"{_percent(traffic.base_rate * traffic.regression)} ({traffic.regression:g}x).",
+        f"{runs} rollouts of each candidate, seed {seed}; analysis every {spec.analysis.interval}, "
+        f"minRequests {spec.analysis.min_requests}; a rollout still running after "
+        f"{_duration(horizon(planned_spec(spec, spec.analysis.metrics)).total_seconds())} counts as waiting.",
+        "Caught after: the median time from the rollout's start; step takes: from the step's start.",
+    ]
+    if left_out:
+        lines.append(f"Not simulated: {', '.join(left_out)} (the plan is of the steps and their analysis).")
+    return "\n".join(lines)
+
+
+def figures_table(
+    spec: ModelRolloutSpec, metrics: Sequence[MetricSpec], traffic: Traffic, result: Figures
+) -> Table:
+    assert spec.analysis is not None
+    rules = "; ".join(f"{m.preset} {threshold_text(m.model_dump(by_alias=True))}" for m in metrics)
+    title = result.name if len(metrics) > 1 else f"{result.name}: {rules}"
+    # Light rules, as `status`'s analysis table: a boxed table leaves too little of 80 columns.
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    regression = f"{traffic.regression:g}x"
+    for column in (
+        "Step",
+        "What",
+        "Cand.\nreq/s",
+        "False\nrollback",
+        f"Catches\n{regression}",
+        "Caught\nafter",
+        "Step\ntakes",
+    ):
+        table.add_column(column, overflow="fold")
+    for step, weight in zip(result.steps, _weights(spec), strict=True):
+        label = step_label(spec.steps[step.index].model_dump(by_alias=True, exclude_none=True))
+        table.add_row(
+            str(step.index),
+            label,
+            f"{traffic.requests_per_second * weight:.3g}",
+            _percent(step.false_rollback),
+            _percent(step.caught),
+            _duration(step.median_caught_after),
+            _duration(step.median_duration),
+        )
+    table.add_section()
+    promoted = f"{_duration(result.median_promoted_after)} ({_percent(result.promoted)})"
+    table.add_row(
+        "all",
+        f"waiting {_percent(result.waiting)}",
+        "",
+        _percent(result.false_rollback),
+        _percent(result.caught),
+        _duration(result.median_caught_after),
+        promoted,
+    )
+    return table
+
+
+def _weights(spec: ModelRolloutSpec) -> list[float]:
+    """The candidate's share of requests during each step, copies of a mirror step included."""
+    shares, weight = [], 0.0
+    for step in spec.steps:
+        if step.set_weight is not None:
+            weight = step.set_weight / 100
+        mirror = step.mirror.percent / 100 if step.mirror is not None else 0.0
+        shares.append(weight + (1 - weight) * mirror)
+    return shares
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.3g}%"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m{rest:02d}s" if minutes else f"{rest}s"
+
+
+def as_json(traffic: Traffic, results: Sequence[Figures], unplanned: Sequence[Unplanned]) -> dict[str, Any]:
+    return {
+        "traffic": asdict(traffic),
+        "figures": [asdict(result) for result in results],
+        "notPlanned": [asdict(skipped) for skipped in unplanned],
+    }

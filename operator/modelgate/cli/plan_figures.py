@@ -1,0 +1,196 @@
+"""The figures of `modelgate plan`: rollouts simulated with the operator's own engine (`decide`, and
+in it `core.analysis.evaluate`) over simulated traffic, counted. Nothing here judges a value: every
+verdict, every step's end and every rollback is the engine's, so the figures cannot disagree with
+the operator on what a rule does.
+
+Two candidates are simulated: one exactly as good as the incumbent (every rollback of it is false)
+and one whose rate is `regression` times the incumbent's. Seeded: the same arguments give the same
+figures."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from modelgate.api import MetricSpec, ModelRolloutSpec, Phase
+from modelgate.cli.plan_traffic import SimulatedProvider, simulable
+from modelgate.cli.simulation import Replay, simulate
+from modelgate.metrics.base import AnalysisPlan
+from modelgate.metrics.promql_plan import analysis_plan
+
+START = datetime(2026, 1, 1, tzinfo=UTC)  # any moment: only durations are reported
+MIN_HORIZON = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    requests_per_second: float  # both sides together
+    base_rate: float  # the incumbent's share of failing requests (errors, aborts, ...)
+    regression: float  # the worse candidate's rate, as a multiple of base_rate
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One simulated rollout."""
+
+    phase: Phase | None
+    rolled_back_in: int | None  # the step it was rolled back in
+    rolled_back_after: float | None  # seconds from the start
+    step_seconds: tuple[float | None, ...]  # how long each step took; None: not completed
+    promoted_after: float | None  # seconds from the start
+
+    @classmethod
+    def of(cls, replay: Replay, steps: int) -> Outcome:
+        reason = replay.rollback
+        durations: list[float | None] = [None] * steps
+        for span in replay.steps:
+            if span.ended_at is not None and span.index < steps:
+                durations[span.index] = (span.ended_at - span.started_at).total_seconds()
+        promoted = replay.phase is Phase.SUCCEEDED
+        return cls(
+            replay.phase,
+            replay.status.current_step_index if reason is not None else None,
+            (reason.time - replay.start).total_seconds() if reason is not None else None,
+            tuple(durations),
+            (replay.end - replay.start).total_seconds() if promoted else None,
+        )
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    index: int
+    false_rollback: float  # share of as-good candidates rolled back in this step
+    caught: float  # share of worse candidates rolled back in this step
+    median_caught_after: float | None  # of those, seconds from the rollout's start
+    median_duration: float | None  # of the as-good candidates that completed it, seconds
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one rule (or all together) does to the two candidates, over `runs` simulated rollouts."""
+
+    name: str
+    runs: int
+    window_seconds: float  # the analysis's query window
+    steps: tuple[StepFigures, ...]
+    false_rollback: float
+    caught: float
+    median_caught_after: float | None
+    promoted: float  # share of as-good candidates promoted within the horizon
+    median_promoted_after: float | None
+    waiting: float  # share of as-good candidates neither promoted nor rolled back by the horizon
+
+
+@dataclass(frozen=True)
+class Unplanned:
+    name: str
+    why: str
+
+
+def planned_spec(spec: ModelRolloutSpec, metrics: Sequence[MetricSpec]) -> ModelRolloutSpec:
+    """The spec the simulation runs: its steps and analysis with only `metrics`. What needs the
+    cluster (a gate's check Jobs, ready replicas for capacity) and the watch window after the last
+    step are left out: the plan is of the steps."""
+    assert spec.analysis is not None
+    analysis = spec.analysis.model_copy(update={"metrics": tuple(metrics)})
+    return spec.model_copy(update={"analysis": analysis, "gate": None, "capacity": None, "watch": None})
+
+
+def split_metrics(spec: ModelRolloutSpec) -> tuple[tuple[MetricSpec, ...], tuple[Unplanned, ...]]:
+    """The metrics the plan simulates, and the others with why not."""
+    assert spec.analysis is not None
+    planned, unplanned = [], []
+    for metric in spec.analysis.metrics:
+        why = "dryRun: it decides nothing" if metric.dry_run else simulable(metric)
+        if why is None:
+            planned.append(metric)
+        else:
+            unplanned.append(Unplanned(metric.name, why))
+    return tuple(planned), tuple(unplanned)
+
+
+def horizon(spec: ModelRolloutSpec) -> timedelta:
+    """How long a simulated rollout may run: four times the time its steps take when every analysis
+    passes at once, and at least five minutes. A rollout neither promoted nor rolled back by then
+    is counted as waiting."""
+    assert spec.analysis is not None
+    interval = spec.analysis.interval_timedelta
+    nominal = timedelta()
+    for step in spec.steps:
+        pause = (
+            step.mirror.duration_timedelta
+            if step.mirror
+            else step.pause.duration_timedelta
+            if step.pause
+            else None
+        )
+        nominal += max(pause or timedelta(), interval)
+    return max(4 * nominal, MIN_HORIZON)
+
+
+def simulate_once(
+    spec: ModelRolloutSpec, plan: AnalysisPlan, traffic: Traffic, rates: tuple[float, float], seed: str
+) -> Outcome:
+    provider = SimulatedProvider(random.Random(seed), traffic.requests_per_second, rates, START - plan.window)
+    end = START + horizon(spec)
+    replay = simulate(spec, provider, plan, START, end, route_changed=provider.route_changed)
+    return Outcome.of(replay, len(spec.steps))
+
+
+def figures(
+    name: str,
+    spec: ModelRolloutSpec,
+    traffic: Traffic,
+    runs: int,
+    seed: int,
+    progress: Callable[[], None] = lambda: None,
+) -> Figures:
+    """`runs` rollouts of each candidate through `spec` (already a planned_spec)."""
+    plan = analysis_plan(spec, "plan")
+    worse = traffic.base_rate * traffic.regression
+    as_good, regressed = [], []
+    for run in range(runs):
+        as_good.append(
+            simulate_once(
+                spec, plan, traffic, (traffic.base_rate, traffic.base_rate), f"{seed}/{name}/aa/{run}"
+            )
+        )
+        regressed.append(
+            simulate_once(spec, plan, traffic, (worse, traffic.base_rate), f"{seed}/{name}/x/{run}")
+        )
+        progress()
+    steps = tuple(_step(index, as_good, regressed) for index in range(len(spec.steps)))
+    caught = [o.rolled_back_after for o in regressed if o.rolled_back_after is not None]
+    promoted = [o.promoted_after for o in as_good if o.promoted_after is not None]
+    false_rollbacks = sum(o.rolled_back_in is not None for o in as_good)
+    return Figures(
+        name,
+        runs,
+        plan.window.total_seconds(),
+        steps,
+        false_rollbacks / runs,
+        len(caught) / runs,
+        _median(caught),
+        len(promoted) / runs,
+        _median(promoted),
+        (runs - false_rollbacks - len(promoted)) / runs,
+    )
+
+
+def _step(index: int, as_good: Sequence[Outcome], regressed: Sequence[Outcome]) -> StepFigures:
+    caught = [o.rolled_back_after for o in regressed if o.rolled_back_in == index]
+    durations = [o.step_seconds[index] for o in as_good if o.step_seconds[index] is not None]
+    return StepFigures(
+        index,
+        sum(o.rolled_back_in == index for o in as_good) / len(as_good),
+        len(caught) / len(regressed),
+        _median([c for c in caught if c is not None]),
+        _median([d for d in durations if d is not None]),
+    )
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
