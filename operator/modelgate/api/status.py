@@ -61,6 +61,7 @@ class ConditionStatus(StrEnum):
 
 EVALUATED_AT = "When the metric was evaluated."
 VALUE_RETURNED = "The value the query returned; absent or null when there was none."
+MAX_WARNINGS = 20  # falseRollbackWarnings kept: the oldest go first
 
 
 class AnalysisSample(StatusModel):
@@ -197,6 +198,24 @@ class RollbackReason(StatusModel):
     pods: Annotated[tuple[PodValue, ...], Field(max_length=20)] = Field(
         (),
         description="The breaching metric per candidate pod, worst first: one bad pod, or all of them?",
+    )
+
+
+class FalseRollbackWarning(StatusModel):
+    """A rule whose chance of rolling back a candidate as good as the incumbent, at the traffic the
+    analysis measured, was above 20% in a step: warned of once (an Event) for that metric and step."""
+
+    metric: Annotated[str, StringConstraints(max_length=63)] = Field(description="The metric's name.")
+    step: Annotated[int, Field(ge=0, le=50)] = Field(description="The step the chance is for.")
+    chance: Annotated[float, Field(ge=0, le=1)] = Field(
+        description="The chance of a false rollback in the step, as computed then."
+    )
+    base_rate: Annotated[float, Field(ge=0, le=1)] = Field(
+        description="The share of failing requests assumed of a good candidate: the incumbent's as "
+        "measured, or the candidate's where the incumbent is not measured."
+    )
+    candidate_requests: Annotated[float, Field(ge=0)] = Field(
+        description="The candidate's requests in one analysis window, as measured."
     )
 
 
@@ -343,6 +362,13 @@ class ModelRolloutStatus(StatusModel):
     )
     gate: GateStatus | None = Field(
         None, description="The evaluation gate's checks, their evidence and its decision (spec.gate)."
+    )
+    false_rollback_warnings: Annotated[tuple[FalseRollbackWarning, ...], Field(max_length=MAX_WARNINGS)] = (
+        Field(
+            (),
+            description="Rules found likely to roll back a candidate as good as the incumbent at the traffic "
+            "measured (`modelgate plan` shows the same before a rollout); the newest last.",
+        )
     )
     conditions: Annotated[tuple[Condition, ...], Field(max_length=16)] = Field(
         (),

@@ -122,7 +122,7 @@ def _traffic(args: argparse.Namespace) -> Traffic:
 
 def _groups(planned: Sequence[MetricSpec]) -> list[tuple[str, tuple[MetricSpec, ...]]]:
     """Each planned metric alone, and all of them together when there are several."""
-    groups = [(metric.name, (metric,)) for metric in planned]
+    groups: list[tuple[str, tuple[MetricSpec, ...]]] = [(m.name, (m,)) for m in planned]
     if len(planned) > 1:
         groups.append(("all planned metrics", tuple(planned)))
     return groups

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from modelgate.api import MetricSpec, ModelRolloutSpec, Phase
 from modelgate.cli.plan_traffic import SimulatedProvider, simulable
 from modelgate.cli.simulation import Replay, simulate
+from modelgate.core.false_rollback import timed_length
 from modelgate.metrics.base import AnalysisPlan
 from modelgate.metrics.promql_plan import analysis_plan
 
@@ -120,14 +121,7 @@ def horizon(spec: ModelRolloutSpec) -> timedelta:
     interval = spec.analysis.interval_timedelta
     nominal = timedelta()
     for step in spec.steps:
-        pause = (
-            step.mirror.duration_timedelta
-            if step.mirror
-            else step.pause.duration_timedelta
-            if step.pause
-            else None
-        )
-        nominal += max(pause or timedelta(), interval)
+        nominal += max(timed_length(step) or timedelta(), interval)
     return max(4 * nominal, MIN_HORIZON)
 
 

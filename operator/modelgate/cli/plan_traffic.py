@@ -16,9 +16,10 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from modelgate.api import RATE_PRESETS, MetricSpec
+from modelgate.api import RATE_PRESETS, MetricSpec, ModelRolloutSpec
 from modelgate.core import AnalysisRun, LiveRoute, MetricQuery, QueryResult, SideTotals
 from modelgate.metrics.base import AnalysisPlan
+from modelgate.metrics.promql_plan import analysis_plan
 
 
 def failure_gap(rng: random.Random, rate: float) -> float:
@@ -110,6 +111,10 @@ class SimulatedProvider:
         self.candidate_share = 0.0
         self.served_until = 0.0
 
+    def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
+        """The live provider's plan: the same metrics, the same window."""
+        return analysis_plan(spec, namespace)
+
     def _seconds(self, moment: datetime) -> float:
         return (moment - self.start).total_seconds()
 
@@ -148,6 +153,7 @@ class SimulatedProvider:
             QueryResult(c_requests, sample_count=1),
             metrics,
             incumbent_request_count=incumbent_count if plan.incumbent_request_count is not None else None,
+            window=plan.window,
         )
 
 

@@ -14,7 +14,13 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from modelgate.api import MetricAnalysis, ModelRolloutStatus, RollbackReason, parse_status
+from modelgate.api import (
+    FalseRollbackWarning,
+    MetricAnalysis,
+    ModelRolloutStatus,
+    RollbackReason,
+    parse_status,
+)
 from modelgate.cli.render_gate import VERDICT_STYLE, render_gate
 
 PHASE_STYLE = {
@@ -109,6 +115,7 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
             at = "" if trace.time is None else f" at {trace.time.strftime('%H:%M:%S')}"
             value = "" if trace.value is None else f", value {trace.value:.4g}"
             parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
+    parts.extend(_coin_toss_line(warning) for warning in status.false_rollback_warnings)
     if status.gate is not None:
         parts.append(render_gate(status.gate))
     parts.append(AnalysisView(_metric_rows(spec, status)))
@@ -123,6 +130,15 @@ def _breach_line(reason: RollbackReason) -> str:
     if reason.incumbent_value is not None:
         line += f", incumbent {_number(reason.incumbent_value)}"
     return line
+
+
+def _coin_toss_line(warning: FalseRollbackWarning) -> Text:
+    return Text(
+        f"Warning: {warning.metric} in step {warning.step} rolls back a candidate as good as the incumbent "
+        f"with a chance of about {warning.chance:.0%} ({warning.candidate_requests:.0f} candidate requests "
+        f"a window, rate {warning.base_rate:.3g}); `modelgate plan` shows why",
+        style="yellow",
+    )
 
 
 def _number(value: float | None) -> str:

@@ -17,7 +17,7 @@ from modelgate.api import (
     Step,
     Verdict,
 )
-from modelgate.core import capacity, gradual, limits, watch
+from modelgate.core import capacity, false_rollback, gradual, limits, watch
 from modelgate.core import conditions as cond
 from modelgate.core.analysis import evaluate
 from modelgate.core.commands import handle_command
@@ -255,6 +255,7 @@ class _Tick:
             analysis=(),
             rollback_reason=None,
             rolling_back=None,
+            false_rollback_warnings=(),
             gate=None,
             watch_ends_at=None,
             conditions=(),
@@ -315,6 +316,10 @@ class _Tick:
         if result.breach is not None:
             self.rollback(result.breach, Reason.METRIC_BREACH)
             return False
+        for toss in false_rollback.new_warnings(self.spec, self.status, run):
+            self.event(Reason.FALSE_ROLLBACK_LIKELY, false_rollback.warning_message(toss))
+            warned = false_rollback.remember(self.status.false_rollback_warnings, toss)
+            self.update(false_rollback_warnings=warned)
         if not result.any_error:
             self.update(consecutive_prometheus_errors=0)
             verdicts = ", ".join(f"{m.name}={m.verdict}" for m in result.metrics)

@@ -54,6 +54,8 @@ class Reason(StrEnum):
     ANALYSIS_PAUSED = "AnalysisPaused"
     RESUMED = "Resumed"
     PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+    # A rule likely to roll back a candidate as good as the incumbent (core.false_rollback).
+    FALSE_ROLLBACK_LIKELY = "FalseRollbackLikely"
     # Manual commands.
     PROMOTED = "Promoted"
     COMMAND_IGNORED = "CommandIgnored"
@@ -100,6 +102,7 @@ _WARNINGS = frozenset(
         Reason.INVALID_SPEC,
         Reason.ANALYSIS_PAUSED,
         Reason.PROGRESS_DEADLINE_EXCEEDED,
+        Reason.FALSE_ROLLBACK_LIKELY,
         Reason.COMMAND_IGNORED,
         Reason.INSUFFICIENT_CAPACITY,
         Reason.ROUTE_NOT_FOUND,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class AnalysisRun:
     request_count: QueryResult
     metrics: Mapping[str, MetricQuery]
     incumbent_request_count: QueryResult | None = None  # asked when a metric compares or tests
+    window: timedelta | None = None  # the range the queries looked back over, where known
 
     @property
     def error_count(self) -> int:

@@ -77,6 +77,7 @@ def run_plan(plan: AnalysisPlan, at: datetime, query: Query) -> AnalysisRun:
         query(plan.request_count),
         measured | unbuilt,
         incumbent_request_count=query(incumbent) if incumbent is not None else None,
+        window=plan.window,
     )
 
 

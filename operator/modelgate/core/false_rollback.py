@@ -1,0 +1,210 @@
+"""Whether a rule is a coin toss at the traffic the analysis measured: the chance that it rolls back a
+candidate exactly as good as the incumbent (or as the candidate measures, where the incumbent is not
+measured) before the current step ends. Pure and cheap: exact binomial sums over the window's
+counts, bounded by a cut-off of the negligible tails; the sequential test's chance is its alpha, a
+bound that holds however often it looks (docs/statistics.md).
+
+One evaluation's window holds the candidate's `n` requests; a rule on a share of requests breaks
+with the chance that Binomial(n, p) / n breaks it (for a comparison, with the incumbent's count
+binomial too). Windows overlap when the interval is shorter than the window, so a step of length T
+has about T / window independent looks, at least one; the rule rolls back when its Fail verdicts in
+them go past failureLimit. `modelgate plan` simulates the same rules with the engine itself."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from itertools import accumulate
+
+from modelgate.api import (
+    RATE_PRESETS,
+    AnalysisSpec,
+    FalseRollbackWarning,
+    MetricAnalysis,
+    MetricSpec,
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    Step,
+    Verdict,
+)
+from modelgate.api.status import MAX_WARNINGS
+from modelgate.core.results import AnalysisRun
+
+# Above this chance of a false rollback in a step, the operator warns (once per metric and step).
+WARN_ABOVE = 0.2
+# Counts further than this many standard deviations from the mean are left out of the sums.
+TAIL_CUT = 12.0
+
+
+@dataclass(frozen=True)
+class CoinToss:
+    """A rule likely to roll back a candidate as good as the incumbent in this step: what to warn of."""
+
+    metric: str
+    step: int
+    chance: float
+    base_rate: float  # the rate the chance is for
+    candidate_requests: float  # in one window
+
+
+def coin_tosses(
+    analysis: AnalysisSpec,
+    step: Step,
+    step_index: int,
+    run: AnalysisRun,
+    records: tuple[MetricAnalysis, ...],
+    window: timedelta,
+) -> tuple[CoinToss, ...]:
+    """The gating metrics whose chance of a false rollback in this step is above WARN_ABOVE."""
+    latest = {record.name: record for record in records}
+    looks = _looks(step, analysis.interval_timedelta, window)
+    found = []
+    for metric in analysis.metrics:
+        record = latest.get(metric.name)
+        if metric.dry_run or record is None:
+            continue
+        chance = step_chance(metric, analysis.min_requests, run, record, looks)
+        if chance is not None and chance[0] > WARN_ABOVE:
+            requests = run.request_count.value or 0.0
+            found.append(CoinToss(metric.name, step_index, chance[0], chance[1], requests))
+    return tuple(found)
+
+
+def step_chance(
+    metric: MetricSpec, min_requests: int, run: AnalysisRun, record: MetricAnalysis, looks: int
+) -> tuple[float, float] | None:
+    """(the chance of a false rollback over the step's `looks` windows, the base rate it is for);
+    None when the rule is not on a share of requests, or the traffic or base rate is not known."""
+    if metric.preset not in RATE_PRESETS:
+        return None
+    base = _incumbent_rate(record)
+    if base is None and record.verdict is Verdict.FAIL:
+        return None  # judged by the candidate's own rate, which breaks the rule: no false rollback
+    base = record.value if base is None else base  # no incumbent measured: as good as the candidate measures
+    candidate = _count(run.request_count.value)
+    if base is None or candidate is None or not 0 <= base <= 1:
+        return None
+    incumbent = _count(run.incumbent_request_count.value) if run.incumbent_request_count else None
+    once = evaluation_chance(metric, min_requests, base, candidate, incumbent)
+    if once is None:
+        return None
+    chance = _more_than(metric.failure_limit - record.failures, looks, once)
+    if metric.sequential is not None:  # its own chance, over the whole rollout, is at most alpha
+        chance = 1 - (1 - chance) * (1 - metric.sequential.alpha)
+    return chance, base
+
+
+def evaluation_chance(
+    metric: MetricSpec, min_requests: int, base: float, candidate: int, incumbent: int | None
+) -> float | None:
+    """The chance one evaluation on windows of `candidate` (and `incumbent`) requests, both failing at
+    `base`, gives Fail. Too few requests is Inconclusive: no chance at all."""
+    if candidate < max(min_requests, 1):
+        return 0.0
+    if metric.compare is None and metric.max is None and metric.min is None:
+        return 0.0  # a sequential test alone: its chance is its alpha
+    candidates = _pmf(candidate, base)
+    shares = [count / candidate for count, _ in candidates]
+    below = list(accumulate((weight for _, weight in candidates), initial=0.0))  # below[i]: of the first i
+    if metric.compare is None:
+        return _outside(metric, None, shares, below)
+    if incumbent is None or incumbent < max(min_requests, 1):
+        return None if incumbent is None else 0.0
+    return sum(
+        weight * _outside(metric, count / incumbent, shares, below) for count, weight in _pmf(incumbent, base)
+    )
+
+
+def _outside(metric: MetricSpec, incumbent: float | None, shares: list[float], below: list[float]) -> float:
+    """The chance of a candidate share that gives Fail, by the rules of core.analysis.judge and
+    compare: above max, below min, above maxRatio x or maxIncrease + the incumbent's `incumbent`.
+    `shares` ascending, `below` their cumulative probabilities."""
+    upper = [metric.max] if metric.max is not None else []
+    rule = metric.compare
+    if rule is not None and incumbent is not None:
+        if rule.max_ratio is not None:
+            upper.append(rule.max_ratio * incumbent)
+        if rule.max_increase is not None:
+            upper.append(incumbent + rule.max_increase)
+    low = bisect.bisect_left(shares, metric.min) if metric.min is not None else 0  # shares[:low] < min
+    high = bisect.bisect_right(shares, min(upper)) if upper else len(shares)  # shares[high:] > upper
+    return below[low] + below[-1] - below[max(high, low)]
+
+
+def _pmf(n: int, p: float) -> list[tuple[int, float]]:
+    """Binomial(n, p)'s probabilities, its far tails cut off."""
+    if p <= 0 or p >= 1:
+        return [(0 if p <= 0 else n, 1.0)]
+    spread = TAIL_CUT * math.sqrt(n * p * (1 - p)) + 2
+    low, high = max(0, math.floor(n * p - spread)), min(n, math.ceil(n * p + spread))
+    log_n, log_p, log_q = math.lgamma(n + 1), math.log(p), math.log1p(-p)
+    return [
+        (k, math.exp(log_n - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q))
+        for k in range(low, high + 1)
+    ]
+
+
+def _more_than(allowed: int, looks: int, chance: float) -> float:
+    """The chance that more than `allowed` of `looks` independent evaluations give Fail."""
+    if allowed < 0:
+        return 1.0
+    return sum(weight for count, weight in _pmf(looks, chance) if count > allowed) if looks > allowed else 0.0
+
+
+def _looks(step: Step, interval: timedelta, window: timedelta) -> int:
+    """About how many independent windows the step is judged on: its pause (or mirror) over the
+    window, at least one."""
+    return max(1, math.floor((timed_length(step) or interval) / max(window, interval)))
+
+
+def timed_length(step: Step) -> timedelta | None:
+    """How long a timed pause or mirror step lasts at least; None for other steps."""
+    if step.mirror is not None:
+        return step.mirror.duration_timedelta
+    return step.pause.duration_timedelta if step.pause is not None else None
+
+
+def _incumbent_rate(record: MetricAnalysis) -> float | None:
+    evidence = record.sequential
+    if evidence is not None and evidence.incumbent_requests > 0:
+        return evidence.incumbent_events / evidence.incumbent_requests
+    return record.incumbent_value
+
+
+def _count(value: float | None) -> int | None:
+    return None if value is None or not math.isfinite(value) else int(value)
+
+
+def new_warnings(
+    spec: ModelRolloutSpec, status: ModelRolloutStatus, run: AnalysisRun
+) -> tuple[CoinToss, ...]:
+    """The coin tosses of the current step not yet warned of, after the run was recorded in status."""
+    index = status.current_step_index
+    if spec.analysis is None or index >= len(spec.steps):
+        return ()  # the watch window: no step to warn of
+    window = run.window or spec.analysis.interval_timedelta
+    warned = {(w.metric, w.step) for w in status.false_rollback_warnings}
+    tosses = coin_tosses(spec.analysis, spec.steps[index], index, run, status.analysis, window)
+    return tuple(t for t in tosses if (t.metric, t.step) not in warned)
+
+
+def remember(warnings: tuple[FalseRollbackWarning, ...], toss: CoinToss) -> tuple[FalseRollbackWarning, ...]:
+    record = FalseRollbackWarning(
+        metric=toss.metric,
+        step=toss.step,
+        chance=round(toss.chance, 4),
+        base_rate=toss.base_rate,
+        candidate_requests=toss.candidate_requests,
+    )
+    return (*warnings, record)[-MAX_WARNINGS:]
+
+
+def warning_message(toss: CoinToss) -> str:
+    return (
+        f"metric {toss.metric}: in step {toss.step}, at the traffic measured ({toss.candidate_requests:.0f} "
+        f"candidate requests a window) and a {toss.base_rate:.3g} rate, a candidate as good as the incumbent "
+        f"is rolled back with a chance of about {toss.chance:.0%}; raise minRequests, lengthen the "
+        "window, or use a sequential test (`modelgate plan` shows the figures)"
+    )
