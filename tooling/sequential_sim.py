@@ -14,7 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from modelgate.core.sequential import Counts, rejects, update
+import numpy as np
+
+from modelgate.core import sequential
+from modelgate.core.sequential import Counts, fails, grid, update
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
 ALPHA = 0.05
@@ -42,17 +45,81 @@ class Traffic:
 def sequential_rollout(
     rng: random.Random, traffic: Traffic, intervals: int, alpha: float = ALPHA
 ) -> int | None:
-    """The interval at which the sequential test rolls back, or None."""
+    """The interval at which the sequential test (tolerance 1, no margin) rolls back, or None."""
+    rate_ratios = grid(1.0)
     ratios: tuple[float, ...] = ()
     n_c = round(traffic.requests * traffic.share)
     n_i = traffic.requests - n_c
     for interval in range(1, intervals + 1):
         candidate = Counts(n_c, binomial(rng, n_c, traffic.p_candidate))
         incumbent = Counts(n_i, binomial(rng, n_i, traffic.p_incumbent))
-        ratios = update(ratios, candidate, incumbent)
-        if rejects(ratios, alpha):
+        ratios = update(ratios, rate_ratios, candidate, incumbent)
+        if fails(ratios, rate_ratios, 1.0, alpha):
             return interval
     return None
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """Intervals at one traffic share."""
+
+    share: float
+    intervals: int
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """Per simulated rollout: the interval of its first Fail and of its first Pass (0: never), and the
+    candidate requests counted at its first Pass. Each rollout is watched to the end whatever it
+    decided, so the shares are of rollouts that would ever have decided so."""
+
+    failed_at: np.ndarray
+    passed_at: np.ndarray
+    requests_at_pass: np.ndarray
+
+    @property
+    def ever_failed(self) -> float:
+        return float(np.mean(self.failed_at > 0))
+
+    @property
+    def ever_passed(self) -> float:
+        return float(np.mean(self.passed_at > 0))
+
+
+def simulate_rollouts(
+    rng: np.random.Generator,
+    runs: int,
+    stretches: tuple[Stretch, ...],
+    requests: int,
+    p_incumbent: float,
+    ratio: float,
+    margin: float,
+    tolerance: float = 1.0,
+    alpha: float = ALPHA,
+) -> Decisions:
+    """`runs` rollouts at once, looked at every interval of `requests` requests in all, the candidate's
+    events binomial at ratio x the incumbent's rate, judged by the operator's own functions
+    (sequential.advance, fails, passes) on arrays: each rollout's first Fail and first Pass."""
+    rate_ratios = grid(tolerance, margin)
+    ratios: tuple[np.ndarray, ...] = tuple(np.zeros(runs) for _ in rate_ratios)
+    failed_at, passed_at = np.zeros(runs, dtype=int), np.zeros(runs, dtype=int)
+    requests_at_pass = np.zeros(runs)
+    counted, interval = 0.0, 0
+    for stretch in stretches:
+        n_c = round(requests * stretch.share)
+        n_i = requests - n_c
+        for _ in range(stretch.intervals):
+            interval += 1
+            counted += n_c
+            events_c = rng.binomial(n_c, p_incumbent * ratio, runs)
+            events = events_c + rng.binomial(n_i, p_incumbent, runs)
+            ratios = sequential.advance(ratios, rate_ratios, n_c / requests, events_c, events)
+            newly_failed = (failed_at == 0) & sequential.fails(ratios, rate_ratios, tolerance, alpha)
+            newly_passed = (passed_at == 0) & sequential.passes(ratios, rate_ratios, margin, alpha)
+            failed_at[newly_failed] = interval
+            passed_at[newly_passed] = interval
+            requests_at_pass[newly_passed] = counted
+    return Decisions(failed_at, passed_at, requests_at_pass)
 
 
 def threshold_rollout(
