@@ -108,7 +108,8 @@ class Comparison(SpecModel):
                 message="must be positive",
             ),
             CelRule(
-                "!has(self.confidence) || !has(self.maxRatio) || (self.maxRatio >= 1.0 && self.maxRatio <= 10.0)",
+                "!has(self.confidence) || !has(self.maxRatio) "
+                "|| (self.maxRatio >= 1.0 && self.maxRatio <= 10.0)",
                 field_path=".maxRatio",
                 message="with confidence, must be in [1, 10]: the ratio of two rates the sequence bounds",
             ),
@@ -128,8 +129,8 @@ class Comparison(SpecModel):
     confidence: Confidence | None = Field(
         None,
         description="For rate presets: judge by anytime-valid bounds on the counts since the rollout began "
-        "instead of one window's values (docs/statistics.md): maxRatio fails only when the rate ratio's lower "
-        "bound is above it, maxIncrease only when the candidate's lower bound minus the incumbent's upper "
+        "instead of one window's values (docs/statistics.md): maxRatio fails only when the rate ratio's "
+        "lower bound is above it, maxIncrease only when the candidate's lower bound minus the incumbent's upper "
         "bound is above it; a false Fail has probability at most alpha however often it is evaluated.",
     )
 
@@ -142,7 +143,8 @@ class Comparison(SpecModel):
         if self.confidence is not None and self.max_ratio is not None and not 1 <= self.max_ratio <= 10:
             raise FieldPathError(
                 "maxRatio",
-                f"with confidence, must be in [1, 10]: the ratio of two rates the sequence bounds (got {self.max_ratio})",
+                "with confidence, must be in [1, 10]: the ratio of two rates the sequence bounds "
+                f"(got {self.max_ratio})",
             )
         return self
 
@@ -314,8 +316,8 @@ class MetricSpec(SpecModel):
     )
     sequential: SequentialTest | None = Field(
         None,
-        description="An anytime-valid confidence sequence for the candidate's rate over the incumbent's (rate "
-        "presets): Fail above tolerance, and with a margin, Pass only below it.",
+        description="An anytime-valid confidence sequence for the candidate's rate over the incumbent's "
+        "(rate presets): Fail above tolerance, and with a margin, Pass only below it.",
     )
     failure_limit: Annotated[Integer, Field(ge=0)] = Field(
         0, description="Fail verdicts tolerated (see failureLimitScope); one more rolls back."

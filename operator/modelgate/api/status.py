@@ -226,8 +226,8 @@ class RollbackReason(StatusModel):
     threshold: FiniteFloat | None = Field(
         None,
         description="The effective bound the value breached: max or min, or for a comparison the incumbent's "
-        "value times maxRatio or plus maxIncrease; for a sequential test or a comparison with confidence, the "
-        "tolerance, maxRatio or maxIncrease the bounds crossed.",
+        "value times maxRatio or plus maxIncrease; for a sequential test or a comparison with confidence, "
+        "the tolerance, maxRatio or maxIncrease the bounds crossed.",
     )
     rule: BreachRule | None = Field(None, description="Which rule the value broke.")
     bounds: ConfidenceBounds | None = Field(
