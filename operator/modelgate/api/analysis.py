@@ -130,8 +130,8 @@ class Comparison(SpecModel):
         None,
         description="For rate presets: judge by anytime-valid bounds on the counts since the rollout began "
         "instead of one window's values (docs/statistics.md): maxRatio fails only when the rate ratio's "
-        "lower bound is above it, maxIncrease only when the candidate's lower bound minus the incumbent's upper "
-        "bound is above it; a false Fail has probability at most alpha however often it is evaluated.",
+        "lower bound is above it, maxIncrease only when the candidate's lower bound minus the incumbent's "
+        "upper bound is above it; a false Fail has probability at most alpha however often it is evaluated.",
     )
 
     @model_validator(mode="after")
