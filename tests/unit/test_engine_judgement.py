@@ -3,6 +3,7 @@ on counts, with dry-run metrics, per-step failure limits and progress deadlines.
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 import pytest
@@ -122,8 +123,11 @@ def test_the_sequential_test_rolls_back_on_evidence_and_keeps_it_in_status() -> 
     )
     reason = decision.status.rollback_reason
     assert reason is not None
-    # No single bound: the evidence that reached 1/alpha is the metric's `sequential` status.
-    assert (reason.rule, reason.threshold) == (BreachRule.SEQUENTIAL, None)
+    # The breach as data: the tolerance the interval crossed, the interval and its evidence.
+    assert (reason.rule, reason.threshold) == (BreachRule.SEQUENTIAL, 1.0)
+    assert reason.bounds is not None and reason.bounds.rate_ratio_lower is not None
+    assert reason.bounds.rate_ratio_lower >= 1.0
+    assert reason.bounds.log_evidence >= math.log(1 / 0.05)
 
 
 def counted(sim: Simulator, *readings: tuple) -> SequentialEvidence:

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from modelgate.api import (
     BreachRule,
+    ConfidenceBounds,
     MetricAnalysis,
     ModelRolloutStatus,
     RollbackReason,
@@ -76,3 +77,32 @@ def test_a_comparison_breach_shows_its_effective_bound_from_the_status_fields() 
     text = shown([{"name": "ttft", "preset": "ttftP99", "compare": {"maxRatio": 1.5}}], status)
     line = next(line for line in text.splitlines() if "rule MaxRatio" in line)
     assert "0.498" in line and "bound 0.3711" in line and "incumbent 0.2474" in line
+
+
+def test_a_sequential_breach_and_a_waiting_margin_show_the_interval_and_evidence_from_fields() -> None:
+    bounds = ConfidenceBounds(
+        alpha=0.05, rate_ratio_lower=1.47, rate_ratio_upper=3.83, log_evidence=math.log(31.0)
+    )
+    evidence = SequentialEvidence(
+        log_likelihood_ratios=(),
+        log_evidence=0.0,  # what is shown is read from `bounds`, not from this or the message
+        candidate_events=30,
+        candidate_requests=1000,
+        incumbent_events=90,
+        incumbent_requests=9000,
+        bounds=bounds,
+    )
+    record = MetricAnalysis(name="errors", verdict=Verdict.FAIL, time=AT, value=0.03, sequential=evidence)
+    reason = RollbackReason(
+        time=AT,
+        message="metric errors failed",
+        metric="errors",
+        rule=BreachRule.SEQUENTIAL,
+        threshold=1.0,
+        bounds=bounds,
+    )
+    metric = {"name": "errors", "preset": "errorRate", "sequential": {"alpha": 0.05, "margin": 1.25}}
+    text = shown([metric], ModelRolloutStatus(analysis=(record,), rollback_reason=reason))
+    line = next(line for line in text.splitlines() if "rule Sequential" in line)
+    assert "bound 1" in line and "(1.47, 3.83)" in line and "evidence of harm 31 of 20" in line
+    assert "passes below 1.25 x incumbent" in text

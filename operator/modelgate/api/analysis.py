@@ -70,6 +70,30 @@ class PrometheusSpec(SpecModel):
         return parse_duration(self.timeout)
 
 
+def _alpha_rule() -> CelRule:
+    return CelRule(
+        "self.alpha > 0.0 && self.alpha <= 0.5", field_path=".alpha", message="must be in (0, 0.5]"
+    )
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0 < alpha <= 0.5:
+        raise FieldPathError("alpha", f"must be in (0, 0.5] (got {alpha})")
+
+
+class Confidence(SpecModel):
+    """Anytime-valid bounds for a comparison of rates (compare.confidence)."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(_alpha_rule()))
+
+    alpha: Number = Field(0.05, description="The false-rollback probability allowed, in (0, 0.5].")
+
+    @model_validator(mode="after")
+    def _alpha_in_range(self) -> Self:
+        _check_alpha(self.alpha)
+        return self
+
+
 class Comparison(SpecModel):
     """The candidate against the incumbent, both read from the same query at the same time."""
 
@@ -82,6 +106,12 @@ class Comparison(SpecModel):
                 "!has(self.maxRatio) || self.maxRatio > 0.0",
                 field_path=".maxRatio",
                 message="must be positive",
+            ),
+            CelRule(
+                "!has(self.confidence) || !has(self.maxRatio) "
+                "|| (self.maxRatio >= 1.0 && self.maxRatio <= 10.0)",
+                field_path=".maxRatio",
+                message="with confidence, must be in [1, 10]: the ratio of two rates the sequence bounds",
             ),
         )
     )
@@ -96,6 +126,13 @@ class Comparison(SpecModel):
         description="Fails when candidate > incumbent + maxIncrease, in the metric's unit, e.g. 0.005 for "
         "an error rate at most half a point higher.",
     )
+    confidence: Confidence | None = Field(
+        None,
+        description="For rate presets: judge by anytime-valid bounds on the counts since the rollout began "
+        "instead of one window's values (docs/statistics.md): maxRatio fails only when the rate ratio's "
+        "lower bound is above it, maxIncrease only when the candidate's lower bound minus the incumbent's "
+        "upper bound is above it; a false Fail has probability at most alpha however often it is evaluated.",
+    )
 
     @model_validator(mode="after")
     def _well_formed(self) -> Self:
@@ -103,28 +140,65 @@ class Comparison(SpecModel):
             raise ValueError("set maxRatio, maxIncrease or both")
         if self.max_ratio is not None and self.max_ratio <= 0:
             raise FieldPathError("maxRatio", "must be positive")
+        if self.confidence is not None and self.max_ratio is not None and not 1 <= self.max_ratio <= 10:
+            raise FieldPathError(
+                "maxRatio",
+                "with confidence, must be in [1, 10]: the ratio of two rates the sequence bounds "
+                f"(got {self.max_ratio})",
+            )
         return self
 
 
 class SequentialTest(SpecModel):
-    """An anytime-valid test on counts: rolls back as soon as the evidence says the candidate's rate is
-    higher than the incumbent's, with a false-rollback probability of at most alpha however long the
-    rollout runs (docs/statistics.md)."""
+    """An anytime-valid confidence sequence for the candidate's rate over the incumbent's, on counts:
+    rolls back as soon as it lies above `tolerance`; with a `margin`, passes only once it lies below
+    the margin (Inconclusive until then). Each wrong decision has a probability of at most alpha
+    however long the rollout runs (docs/statistics.md)."""
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
+            _alpha_rule(),
             CelRule(
-                "self.alpha > 0.0 && self.alpha <= 0.5", field_path=".alpha", message="must be in (0, 0.5]"
-            )
+                "self.tolerance >= 1.0 && self.tolerance <= 10.0",
+                field_path=".tolerance",
+                message="must be in [1, 10]",
+            ),
+            CelRule(
+                "!has(self.margin) || (self.margin > self.tolerance && self.margin <= 10.0)",
+                field_path=".margin",
+                message="must be greater than tolerance (default 1) and at most 10",
+            ),
         )
     )
 
-    alpha: Number = Field(0.05, description="The false-rollback probability allowed, in (0, 0.5].")
+    alpha: Number = Field(
+        0.05,
+        description="The probability allowed of each wrong decision, in (0, 0.5]: a rollback of a candidate "
+        "no worse than tolerance, and a pass of one at or above margin.",
+    )
+    tolerance: Number = Field(
+        1.0,
+        description="Rolls back when the candidate's rate is, with confidence, above tolerance x the "
+        "incumbent's; in [1, 10]. The default 1 rolls back any candidate shown to be worse.",
+    )
+    margin: Number | None = Field(
+        None,
+        description="A non-inferiority margin, a rate ratio above tolerance and at most 10, e.g. 1.25: the "
+        "metric passes only once the candidate's rate is, with confidence, below margin x the "
+        "incumbent's, and is Inconclusive until then (evidence of no harm). Without it the metric passes "
+        "while there is no evidence of harm.",
+    )
 
     @model_validator(mode="after")
-    def _alpha_in_range(self) -> Self:
-        if not 0 < self.alpha <= 0.5:
-            raise FieldPathError("alpha", f"must be in (0, 0.5] (got {self.alpha})")
+    def _in_range(self) -> Self:
+        _check_alpha(self.alpha)
+        if not 1 <= self.tolerance <= 10:
+            raise FieldPathError("tolerance", f"must be in [1, 10] (got {self.tolerance})")
+        if self.margin is not None and not self.tolerance < self.margin <= 10:
+            raise FieldPathError(
+                "margin",
+                f"must be greater than tolerance ({self.tolerance:g}) and at most 10 (got {self.margin})",
+            )
         return self
 
 
@@ -189,6 +263,13 @@ class MetricSpec(SpecModel):
                 f"requests: one of {', '.join(RATE_PRESETS)}'",
             ),
             CelRule(
+                "!has(self.compare) || !has(self.compare.confidence) "
+                f"|| (has(self.preset) && self.preset in {_cel_list(RATE_PRESETS)})",
+                field_path=".compare.confidence",
+                message_expression="'metric ' + self.name + ': compare.confidence needs a preset that counts "
+                f"requests: one of {', '.join(RATE_PRESETS)}'",
+            ),
+            CelRule(
                 "has(self.threshold) == (has(self.preset) && self.preset == 'slowRequestRate')",
                 field_path=".threshold",
                 message_expression="'metric ' + self.name + ': threshold is required by slowRequestRate and "
@@ -235,7 +316,8 @@ class MetricSpec(SpecModel):
     )
     sequential: SequentialTest | None = Field(
         None,
-        description="An anytime-valid test of the candidate's rate against the incumbent's (rate presets).",
+        description="An anytime-valid confidence sequence for the candidate's rate over the incumbent's "
+        "(rate presets): Fail above tolerance, and with a margin, Pass only below it.",
     )
     failure_limit: Annotated[Integer, Field(ge=0)] = Field(
         0, description="Fail verdicts tolerated (see failureLimitScope); one more rolls back."
@@ -246,6 +328,14 @@ class MetricSpec(SpecModel):
     dry_run: Boolean = Field(
         False, description="Evaluate and show the metric, but never fail the rollout or hold a step on it."
     )
+
+    @property
+    def counts_events(self) -> bool:
+        """Judged on the counts since the rollout began (a sequential test, or a comparison with
+        confidence): the operator reads both sides' totals and keeps the evidence in status."""
+        return self.sequential is not None or (
+            self.compare is not None and self.compare.confidence is not None
+        )
 
     @model_validator(mode="after")
     def _well_formed(self) -> Self:
@@ -276,6 +366,16 @@ class MetricSpec(SpecModel):
             raise FieldPathError(
                 "sequential",
                 f"metric {name}: a sequential test needs a preset that counts "
+                f"requests: one of {', '.join(RATE_PRESETS)}",
+            )
+        if (
+            self.compare is not None
+            and self.compare.confidence is not None
+            and self.preset not in RATE_PRESETS
+        ):
+            raise FieldPathError(
+                "compare.confidence",
+                f"metric {name}: compare.confidence needs a preset that counts "
                 f"requests: one of {', '.join(RATE_PRESETS)}",
             )
         if (self.threshold is not None) != (self.preset == "slowRequestRate"):

@@ -50,7 +50,7 @@ class BreachRule(StrEnum):
     MIN = "Min"
     MAX_RATIO = "MaxRatio"  # compare.maxRatio: above the incumbent's value times the ratio
     MAX_INCREASE = "MaxIncrease"  # compare.maxIncrease: above the incumbent's value plus the increase
-    SEQUENTIAL = "Sequential"  # the sequential test's evidence reached 1/alpha
+    SEQUENTIAL = "Sequential"  # the sequential test's confidence sequence lies above its tolerance
 
 
 class ConditionStatus(StrEnum):
@@ -79,16 +79,64 @@ class CounterTotals(StatusModel):
     events: Annotated[float, Field(ge=0)] = Field(description="The events counter's total (errors, ...).")
 
 
+class ConfidenceBounds(StatusModel):
+    """What the counts so far show, anytime-valid (docs/statistics.md): the decision's evidence as data."""
+
+    alpha: FiniteFloat = Field(description="The level of each one-sided bound.")
+    rate_ratio_lower: FiniteFloat | None = Field(
+        None,
+        description="The candidate's rate over the incumbent's is above this (confidence 1 - alpha); null "
+        "until the evidence bounds it. A sequential test fails when it reaches tolerance; a comparison with "
+        "confidence when it is above maxRatio.",
+        json_schema_extra=NULLABLE,
+    )
+    rate_ratio_upper: FiniteFloat | None = Field(
+        None,
+        description="The rate ratio is below this (confidence 1 - alpha); null until the evidence bounds it. "
+        "A sequential test with a margin passes once it is at most the margin.",
+        json_schema_extra=NULLABLE,
+    )
+    log_evidence: FiniteFloat = Field(
+        description="Log of the e-value against 'the rate ratio is at most tolerance' (or maxRatio): a "
+        "rollback needs log(1/alpha)."
+    )
+    log_margin_evidence: FiniteFloat | None = Field(
+        None,
+        description="Log of the e-value against 'the rate ratio is at least margin': a pass needs "
+        "log(1/alpha); null without a margin.",
+        json_schema_extra=NULLABLE,
+    )
+    increase_lower: FiniteFloat | None = Field(
+        None,
+        description="For compare.maxIncrease with confidence: the candidate's rate's lower bound minus the "
+        "incumbent's upper bound (each at alpha/2); the comparison fails when it is above maxIncrease.",
+        json_schema_extra=NULLABLE,
+    )
+
+
 class SequentialEvidence(StatusModel):
-    """The sequential test's state, so that a restarted operator goes on with the same evidence."""
+    """The evidence on counts (a sequential test, a comparison with confidence), so that a restarted
+    operator goes on with it."""
 
     log_likelihood_ratios: Annotated[
         tuple[Annotated[float, Field(description="The log likelihood ratio at one rate ratio.")], ...],
         Field(max_length=32),
-    ] = Field(description="One running log likelihood ratio per rate ratio of the test's mixture grid.")
+    ] = Field(description="log L(theta) - log L(1), running, at each rate ratio of rateRatios.")
+    rate_ratios: Annotated[
+        tuple[Annotated[FiniteFloat, Field(description="One rate ratio (candidate over incumbent).")], ...],
+        Field(max_length=32),
+    ] = Field(
+        (),
+        description="The rate ratios theta the likelihood is kept at: a fixed grid and the spec's tolerance, "
+        "margin and maxRatio. Evidence kept on another grid (an older operator's, or before a spec edit of "
+        "those values) is not used: the test restarts from the totals it last read.",
+    )
     log_evidence: FiniteFloat = Field(
-        description="Log of the mixture's evidence against 'the candidate is no worse'; the test rolls back "
-        "when it reaches log(1/alpha)."
+        description="Log of the mixture's evidence against 'the candidate is no worse than tolerance'; the "
+        "test rolls back when it reaches log(1/alpha)."
+    )
+    bounds: ConfidenceBounds | None = Field(
+        None, description="The interval and e-values the verdict was decided on."
     )
     candidate_events: Annotated[float, Field(ge=0)] = Field(description="Events counted on the candidate.")
     candidate_requests: Annotated[float, Field(ge=0)] = Field(description="Candidate requests counted.")
@@ -179,10 +227,15 @@ class RollbackReason(StatusModel):
     threshold: FiniteFloat | None = Field(
         None,
         description="The effective bound the value breached: max or min, or for a comparison the incumbent's "
-        "value times maxRatio or plus maxIncrease; absent for the sequential test, whose evidence is in the "
-        "metric's status.",
+        "value times maxRatio or plus maxIncrease; for a sequential test or a comparison with confidence, "
+        "the tolerance, maxRatio or maxIncrease the bounds crossed.",
     )
     rule: BreachRule | None = Field(None, description="Which rule the value broke.")
+    bounds: ConfidenceBounds | None = Field(
+        None,
+        description="For a sequential test or a comparison with confidence: the interval and the evidence "
+        "that decided the rollback (threshold is then the tolerance, maxRatio or maxIncrease it crossed).",
+    )
     incumbent_value: FiniteFloat | None = Field(
         None, description="For a comparison or the sequential test: the incumbent's value in the same window."
     )

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from modelgate.api import (
+    ConfidenceBounds,
     FalseRollbackWarning,
     MetricAnalysis,
     ModelRolloutStatus,
@@ -50,10 +51,36 @@ def threshold_text(metric: Mapping[str, Any]) -> str:
         parts.append(f"<= {compare['maxRatio']:g} x incumbent")
     if compare.get("maxIncrease") is not None:
         parts.append(f"<= incumbent + {compare['maxIncrease']:g}")
+    if compare.get("confidence"):
+        parts[-1] += f" (anytime-valid, alpha {compare['confidence'].get('alpha', 0.05):g})"
     if metric.get("sequential"):
-        parts.append(f"sequential test, alpha {metric['sequential'].get('alpha', 0.05):g}")
+        parts.append(_sequential_rule(metric["sequential"]))
     text = " and ".join(parts)
     return f"{text} (dry run)" if metric.get("dryRun") else text
+
+
+def _sequential_rule(test: Mapping[str, Any]) -> str:
+    text = f"sequential test, alpha {test.get('alpha', 0.05):g}"
+    if test.get("tolerance", 1.0) != 1.0:
+        text += f", fails above {test['tolerance']:g} x incumbent"
+    if test.get("margin") is not None:
+        text += f", passes below {test['margin']:g} x incumbent"
+    return text
+
+
+def bounds_text(bounds: ConfidenceBounds) -> str:
+    """The evidence on counts, from its fields: the rate ratio's interval and the e-values."""
+    lower = "0" if bounds.rate_ratio_lower is None else f"{bounds.rate_ratio_lower:.3g}"
+    upper = "inf" if bounds.rate_ratio_upper is None else f"{bounds.rate_ratio_upper:.3g}"
+    bar = 1 / bounds.alpha
+    text = (
+        f"rate ratio in ({lower}, {upper}); evidence of harm {math.exp(bounds.log_evidence):.3g} of {bar:g}"
+    )
+    if bounds.log_margin_evidence is not None:
+        text += f", within the margin {math.exp(bounds.log_margin_evidence):.3g} of {bar:g}"
+    if bounds.increase_lower is not None:
+        text += f"; increase at least {bounds.increase_lower:.4g}"
+    return text
 
 
 def step_label(step: dict[str, Any]) -> str:
@@ -129,6 +156,8 @@ def _breach_line(reason: RollbackReason) -> str:
         line += f", bound {_number(reason.threshold)}"
     if reason.incumbent_value is not None:
         line += f", incumbent {_number(reason.incumbent_value)}"
+    if reason.bounds is not None:
+        line += f"; {bounds_text(reason.bounds)}"
     return line
 
 
@@ -271,6 +300,8 @@ def _metric_row(metric: dict[str, Any], record: MetricAnalysis | None) -> Metric
 def _detail(metric: dict[str, Any], record: MetricAnalysis) -> str:
     """The verdict's reason, and for a sequential test how far its evidence is from a rollback."""
     evidence = record.sequential
+    if evidence is not None and evidence.bounds is not None:
+        return bounds_text(evidence.bounds)
     if evidence is None or not metric.get("sequential"):
         return record.message or ""
     limit = 1 / float(metric["sequential"].get("alpha", 0.05))

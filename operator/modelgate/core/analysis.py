@@ -12,25 +12,17 @@ from modelgate.api import (
     AnalysisSample,
     AnalysisSpec,
     BreachRule,
-    CounterTotals,
     MetricAnalysis,
     MetricSpec,
     RollbackReason,
     SequentialEvidence,
     Verdict,
 )
-from modelgate.core import limits, sequential
+from modelgate.core import counted, limits
+from modelgate.core.judgement import Judgement
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 
 HISTORY_LENGTH = 10
-
-
-@dataclass(frozen=True)
-class Judgement:
-    verdict: Verdict
-    message: str
-    broken: BreachRule | None = None  # with a Fail: the rule the value broke
-    bound: float | None = None  # and its effective bound, where it has one
 
 
 def judge(metric: MetricSpec, result: QueryResult, traffic: Judgement | None) -> Judgement:
@@ -98,74 +90,6 @@ def compare(metric: MetricSpec, candidate: float, incumbent: QueryResult | None)
     return None
 
 
-def accumulate(measured: MetricQuery, earlier: SequentialEvidence | None) -> SequentialEvidence | None:
-    """The sequential test's evidence after this run's totals; unchanged when they are missing. The
-    interval's counts are what the totals grew by since the previous reading; the first reading, and
-    one in which a total went down (a counter reset), is only a baseline."""
-    totals = _read_totals(measured)
-    if totals is None:
-        return earlier  # no data this interval: the test waits, it never guesses
-    candidate, incumbent = totals
-    before = earlier or SequentialEvidence(
-        log_likelihood_ratios=(),
-        log_evidence=0.0,
-        candidate_events=0,
-        candidate_requests=0,
-        incumbent_events=0,
-        incumbent_requests=0,
-    )
-    c_counts = _grown(before.candidate_totals, candidate)
-    i_counts = _grown(before.incumbent_totals, incumbent)
-    if c_counts is None or i_counts is None:
-        # A baseline, or a reset on either side: the test weighs both sides' counts of one interval,
-        # so the interval counts nothing on either (sequential.py says why that keeps alpha).
-        c_counts = i_counts = sequential.Counts(0.0, 0.0)
-    ratios = sequential.update(before.log_likelihood_ratios, c_counts, i_counts)
-    return SequentialEvidence(
-        log_likelihood_ratios=tuple(round(r, 6) for r in ratios),
-        log_evidence=round(sequential.log_evidence(ratios), 6),
-        candidate_events=before.candidate_events + c_counts.events,
-        candidate_requests=before.candidate_requests + c_counts.requests,
-        incumbent_events=before.incumbent_events + i_counts.events,
-        incumbent_requests=before.incumbent_requests + i_counts.requests,
-        candidate_totals=CounterTotals(requests=candidate.requests, events=candidate.events),
-        incumbent_totals=CounterTotals(requests=incumbent.requests, events=incumbent.events),
-    )
-
-
-def _read_totals(measured: MetricQuery) -> tuple[sequential.Counts, sequential.Counts] | None:
-    if measured.totals is None:
-        return None
-    values = [q.value for side in measured.totals for q in (side.requests, side.events)]
-    if any(v is None or not math.isfinite(v) or v < 0 for v in values):
-        return None
-    c_requests, c_events, i_requests, i_events = (float(v or 0.0) for v in values)
-    return sequential.Counts(c_requests, c_events), sequential.Counts(i_requests, i_events)
-
-
-def _grown(baseline: CounterTotals | None, now: sequential.Counts) -> sequential.Counts | None:
-    if baseline is None:
-        return None
-    return now.since(sequential.Counts(baseline.requests, baseline.events))
-
-
-def test_verdict(metric: MetricSpec, evidence: SequentialEvidence | None) -> Judgement | None:
-    """Fail when the sequential test rejects; None otherwise."""
-    if metric.sequential is None or evidence is None:
-        return None
-    alpha = metric.sequential.alpha
-    if not sequential.rejects(evidence.log_likelihood_ratios, alpha):
-        return None
-    return Judgement(
-        Verdict.FAIL,
-        f"sequential test: the candidate's rate is higher (evidence {math.exp(evidence.log_evidence):.3g} "
-        f">= 1/alpha = {1 / alpha:.3g}; candidate {evidence.candidate_events:.0f}/"
-        f"{evidence.candidate_requests:.0f}, incumbent {evidence.incumbent_events:.0f}/"
-        f"{evidence.incumbent_requests:.0f})",
-        BreachRule.SEQUENTIAL,
-    )
-
-
 @dataclass(frozen=True)
 class Evaluation:
     metrics: tuple[MetricAnalysis, ...]
@@ -192,8 +116,11 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
     for metric in analysis.metrics:
         measured = run.metrics[metric.name]
         before = earlier.get(metric.name)
-        evidence = accumulate(measured, before.sequential if before else None) if metric.sequential else None
-        judgement = _judge_all(metric, measured, traffic, incumbent_traffic, evidence)
+        kept = before.sequential if before else None
+        restarted = counted.restart_cause(metric, kept) if metric.counts_events else None
+        evidence = counted.accumulate(metric, measured, kept) if metric.counts_events else None
+        on_counts = counted.judge_counts(metric, evidence, restarted)
+        judgement = _judge_all(metric, measured, traffic, incumbent_traffic, on_counts)
         record = _record(metric, measured, judgement, run.at, before, evidence)
         results.append(record)
         if breach is None and not metric.dry_run and record.failures > metric.failure_limit:
@@ -208,14 +135,17 @@ def _judge_all(
     measured: MetricQuery,
     traffic: Judgement | None,
     incumbent_traffic: Judgement | None,
-    evidence: SequentialEvidence | None,
+    on_counts: Judgement | None,
 ) -> Judgement:
     against_incumbent = metric.compare is not None or metric.sequential is not None
-    rejected = test_verdict(metric, evidence)
-    if rejected is not None:
-        return rejected  # anytime-valid: the evidence so far is enough, whatever this window's size
+    if on_counts is not None and on_counts.verdict is Verdict.FAIL:
+        return on_counts  # anytime-valid: the evidence so far is enough, whatever this window's size
     judgement = judge(metric, measured.result, traffic or (incumbent_traffic if against_incumbent else None))
-    if judgement.verdict is not Verdict.PASS or metric.compare is None:
+    if judgement.verdict is not Verdict.PASS:
+        return judgement
+    if on_counts is not None:
+        return on_counts  # Inconclusive: a margin not yet shown
+    if metric.compare is None or metric.compare.confidence is not None:
         return judgement
     assert measured.result.value is not None
     return compare(metric, measured.result.value, measured.incumbent) or Judgement(
@@ -262,6 +192,7 @@ def _rollback_reason(
         value=record.value,
         threshold=_finite(judgement.bound),
         rule=judgement.broken,
+        bounds=judgement.bounds,
         incumbent_value=record.incumbent_value,
         query=record.query,
         message=limits.clip(

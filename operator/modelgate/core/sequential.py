@@ -1,39 +1,53 @@
-"""An anytime-valid sequential test of "the candidate's event rate is higher than the incumbent's"
-on counts (errors, aborts, refusals, slow requests), after Lindon & Malek, "Anytime-Valid Inference
-for Multinomial Count Data" (NeurIPS 2022), and Lindon, Sanden & Shirikian, "Rapid Regression
-Detection in Software Deployments through Sequential Testing" (KDD 2022).
+"""Anytime-valid inference on counts (errors, aborts, refusals, slow requests): a confidence sequence
+for theta, the candidate's event rate over the incumbent's, after Lindon & Malek, "Anytime-Valid
+Inference for Multinomial Count Data" (NeurIPS 2022), and Lindon, Sanden & Shirikian, "Rapid
+Regression Detection in Software Deployments through Sequential Testing" (KDD 2022).
 
 Each evaluation brings, per side, the requests served and the events among them since the previous
 one: what the side's cumulative counters grew by (`Counts.since`), so every event counts once and
-whole. Given the interval's events, under the null (equal rates) each event is the candidate's with
-probability rho = its share of the interval's requests; if the candidate's rate is theta times the
-incumbent's, with q = rho*theta / (rho*theta + 1 - rho). The likelihood ratio of the interval is
-(q/rho)^e_c * ((1-q)/(1-rho))^e_i, and its running product, for each theta, is a nonnegative
-martingale with mean 1 under the null. Their average over a grid of theta > 1 (a mixture) is too, so
-by Ville's inequality it exceeds 1/alpha with probability at most alpha, however often one looks and
-however the traffic share changes: the test rejects, and the rollout rolls back, at the first
-evaluation where it does.
+whole. Given the interval's events, each is the candidate's with probability
+q(theta) = rho*theta / (rho*theta + 1 - rho), rho the candidate's share of the interval's requests.
+The state is log L(theta) - log L(1), the running conditional log likelihood, on a fixed grid of theta
+(`grid`). For a true theta0, L(theta)/L(theta0) is a nonnegative martingale with mean 1, for every
+theta; so is the average over grid points above theta0 (a mixture). By Ville's inequality it reaches
+1/alpha with probability at most alpha, however often one looks and however the share changes:
+theta0 is then "excluded from below" (theta > theta0). If the truth is below theta0 the mixture is a
+supermartingale (each event's factor has mean below 1), so the same bound holds for every theta at or
+below theta0. Likewise from above, with the points below theta0.
+
+The decisions are one-sided tests at alpha each, as in equivalence testing (TOST): Fail when every
+grid point up to the tolerance is excluded (the rate is higher than tolerance x the incumbent's:
+wrong with probability at most alpha when it is not), Pass when every point from the margin up is
+excluded (the rate is below margin x the incumbent's: wrong with probability at most alpha when it is
+not). No truth can make both errors, so each rollout's chance of a wrong decision is at most alpha;
+the two bounds together form a 1 - 2 alpha confidence sequence.
 
 An interval in which a total went down (a pod restarted or left, taking its counts with it) counts
-nothing on either side: what it served is unknown. Its factor in the product is then 1. Whether an
-interval is left out depends on pods restarting or leaving, not on how its events split between the
-sides, so every factor still has mean 1 given the past under the null, the product stays a
-martingale, and alpha holds. Leaving intervals out, or in, because of their events would break it;
-so would counting an event twice, which is why the counts are differences of totals rather than
-counts over a window (Prometheus's increase() extrapolates a window's samples to its edges).
+nothing on either side: its factor is 1. Whether it is left out depends on pods, not on how its
+events split between the sides, so the martingales stay martingales. Leaving intervals out, or in,
+because of their events would break them; so would counting an event twice, which is why the counts
+are differences of totals rather than counts over a window.
+
+The functions that simulations call in bulk (`advance`, `excluded_from_below`, `excluded_from_above`,
+`fails`, `passes`) take events and log ratios as floats or as arrays of many runs (anything with
+`__array_namespace__`, e.g. numpy's), so tooling/sequential_sim.py runs the operator's own code.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-# Rate ratios the mixture spreads its weight over (log-spaced 1.1 .. 10): a regression of 10% is
-# detected, slowly; a tenfold one quickly. Changing the grid changes what a stored state means.
-GRID: tuple[float, ...] = tuple(
-    round(math.exp(math.log(1.1) + i * math.log(10 / 1.1) / 15), 4) for i in range(16)
-)
+# Rate ratios the mixtures spread their weight over, log-spaced from 0.1 to 10 (a factor of 1.21
+# between neighbours), with 1.0 among them; a spec's tolerance and margin join them (`grid`).
+BASE_GRID: tuple[float, ...] = tuple(round(10 ** (k / 12), 6) for k in range(-12, 13))
+
+
+def grid(*decision_points: float | None) -> tuple[float, ...]:
+    """The rate ratios a test keeps its likelihood at: the base grid and the ratios it decides at."""
+    return tuple(sorted({*BASE_GRID, *(round(p, 6) for p in decision_points if p is not None)}))
 
 
 @dataclass(frozen=True)
@@ -54,34 +68,173 @@ class Counts:
         return Counts(requests, events)
 
 
-def update(log_ratios: Sequence[float], candidate: Counts, incumbent: Counts) -> tuple[float, ...]:
-    """The running log likelihood ratios (one per GRID value, all 0.0 at the start) after one
-    interval. An interval without events, or without requests on either side, says nothing. Event
-    counts are whole numbers: each is rounded, so float noise in a difference of totals (e.g.
-    2.9999999) counts as the event it is, never as a fraction of one."""
-    events_c, events_i = round(max(candidate.events, 0.0)), round(max(incumbent.events, 0.0))
-    requests = candidate.requests + incumbent.requests
+def update(
+    log_ratios: Sequence[float], rate_ratios: Sequence[float], candidate: Counts, incumbent: Counts
+) -> tuple[float, ...]:
+    """The running log likelihoods (log L(theta) - log L(1), one per rate ratio, all 0.0 at the
+    start) after one interval. An interval without events, or without requests on either side, says
+    nothing. Event counts are whole numbers: float noise (2.9999999) counts as the event it is."""
     if not log_ratios:
-        log_ratios = (0.0,) * len(GRID)
-    if events_c + events_i == 0 or candidate.requests <= 0 or incumbent.requests <= 0 or requests <= 0:
+        log_ratios = (0.0,) * len(rate_ratios)
+    events_c, events_i = round(max(candidate.events, 0.0)), round(max(incumbent.events, 0.0))
+    if events_c + events_i == 0 or candidate.requests <= 0 or incumbent.requests <= 0:
         return tuple(log_ratios)
-    rho = candidate.requests / requests
-    updated = []
-    for theta, log_ratio in zip(GRID, log_ratios, strict=True):
-        q = rho * theta / (rho * theta + 1 - rho)
-        updated.append(log_ratio + events_c * math.log(q / rho) + events_i * math.log((1 - q) / (1 - rho)))
-    return tuple(updated)
+    rho = candidate.requests / (candidate.requests + incumbent.requests)
+    return advance(log_ratios, rate_ratios, rho, events_c, events_c + events_i)
 
 
-def log_evidence(log_ratios: Sequence[float]) -> float:
-    """The log of the mixture (an e-value): of the average likelihood ratio over the grid; 0.0
-    before any data. Computed in logs: the ratios overflow a float long before the test is done."""
+def advance(
+    log_ratios: Sequence[Any], rate_ratios: Sequence[float], rho: float, events_c: Any, events: Any
+) -> tuple[Any, ...]:
+    """One interval's conditional likelihood, given the candidate's share rho of its requests (0 < rho
+    < 1), the candidate's events and both sides' events: per theta,
+    events_c * log(q/rho) + (events - events_c) * log((1-q)/(1-rho)), which is
+    events_c * log(theta) - events * log(rho*theta + 1 - rho)."""
+    return tuple(
+        log_ratio + events_c * math.log(theta) - events * math.log(rho * theta + 1 - rho)
+        for theta, log_ratio in zip(rate_ratios, log_ratios, strict=True)
+    )
+
+
+def excluded_from_below(log_ratios: Sequence[Any], alpha: float) -> list[Any]:
+    """Per grid point theta_j: whether the mixture over the points above it of L(theta)/L(theta_j) has
+    reached 1/alpha, i.e. the rate ratio is above theta_j (the last point never is)."""
+    return _excluded(log_ratios, alpha, reversed(range(len(log_ratios))))
+
+
+def excluded_from_above(log_ratios: Sequence[Any], alpha: float) -> list[Any]:
+    """Per grid point: whether the rate ratio is below it, by the mixture over the points below."""
+    return _excluded(log_ratios, alpha, range(len(log_ratios)))
+
+
+def _excluded(log_ratios: Sequence[Any], alpha: float, order: Iterable[int]) -> list[Any]:
+    """Walks the points in `order`, keeping the log of the sum of the L(theta) already passed."""
+    ops = _ops(log_ratios)
+    bar = math.log(1 / alpha)
+    excluded: list[Any] = [False] * len(log_ratios)
+    passed, count = -math.inf, 0
+    for j in order:
+        if count:
+            excluded[j] = passed - math.log(count) - log_ratios[j] >= bar
+        passed, count = ops.logaddexp(passed, log_ratios[j]), count + 1
+    return excluded
+
+
+def fails(log_ratios: Sequence[Any], rate_ratios: Sequence[float], tolerance: float, alpha: float) -> Any:
+    """The whole sequence lies above `tolerance`: every grid point up to it is excluded from below."""
+    below = excluded_from_below(_started(log_ratios, rate_ratios), alpha)
+    return _all(excluded for theta, excluded in zip(rate_ratios, below, strict=True) if theta <= tolerance)
+
+
+def passes(log_ratios: Sequence[Any], rate_ratios: Sequence[float], margin: float, alpha: float) -> Any:
+    """The whole sequence lies below `margin`: every grid point from it up is excluded from above."""
+    above = excluded_from_above(_started(log_ratios, rate_ratios), alpha)
+    return _all(excluded for theta, excluded in zip(rate_ratios, above, strict=True) if theta >= margin)
+
+
+def _started(log_ratios: Sequence[Any], rate_ratios: Sequence[float]) -> Sequence[Any]:
+    return log_ratios or (0.0,) * len(rate_ratios)
+
+
+def _all(flags: Iterable[Any]) -> Any:
+    result: Any = True
+    for flag in flags:
+        result = result & flag
+    return result
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Where the rate ratio lies, as far as the evidence shows: above `lower` and below `upper`, each
+    a one-sided bound at level alpha (None: not bounded on that side yet)."""
+
+    lower: float | None
+    upper: float | None
+
+
+def interval(log_ratios: Sequence[float], rate_ratios: Sequence[float], alpha: float) -> Interval:
+    """The largest grid point with every point up to it excluded from below, and the smallest with
+    every point from it up excluded from above."""
+    log_ratios = _started(log_ratios, rate_ratios)
+    lower = upper = None
+    for theta, excluded in zip(rate_ratios, excluded_from_below(log_ratios, alpha), strict=True):
+        if not excluded:
+            break
+        lower = theta
+    pairs = zip(rate_ratios, excluded_from_above(log_ratios, alpha), strict=True)
+    for theta, excluded in reversed(list(pairs)):
+        if not excluded:
+            break
+        upper = theta
+    return Interval(lower, upper)
+
+
+def log_evidence(
+    log_ratios: Sequence[float], rate_ratios: Sequence[float], theta0: float, above: bool
+) -> float:
+    """The log of the mixture (an e-value) against "the rate ratio is theta0 or less" (above=True) or
+    "theta0 or more": the mean of L(theta)/L(theta0) over the grid points on that side; 0.0 before any
+    data. In logs: the ratios overflow a float long before the test is done."""
     if not log_ratios:
         return 0.0
-    top = max(log_ratios)
-    return top + math.log(sum(math.exp(r - top) for r in log_ratios) / len(log_ratios))
+    at = min(range(len(rate_ratios)), key=lambda j: abs(rate_ratios[j] - theta0))
+    side = [
+        r
+        for theta, r in zip(rate_ratios, log_ratios, strict=True)
+        if (theta > theta0 if above else theta < theta0)
+    ]
+    if not side:
+        return 0.0
+    top = max(side)
+    return top + math.log(sum(math.exp(r - top) for r in side) / len(side)) - log_ratios[at]
 
 
-def rejects(log_ratios: Sequence[float], alpha: float) -> bool:
-    """The evidence has reached 1/alpha: the candidate's rate is higher, with error at most alpha."""
-    return log_evidence(log_ratios) >= math.log(1 / alpha)
+def rate_bounds(events: float, requests: float, alpha: float) -> tuple[float, float]:
+    """An anytime-valid confidence sequence for one side's event rate from its cumulative counts
+    (Robbins' mixture: a Jeffreys Beta(1/2, 1/2) mixture of binomial likelihood ratios, which reaches
+    1/alpha at the true rate with probability at most alpha): the rates where it stays below."""
+    if requests <= 0:
+        return 0.0, 1.0
+    events = min(max(round(events), 0), requests)
+    misses = requests - events
+    bar = math.log(1 / alpha) + _log_beta(0.5, 0.5) - _log_beta(0.5 + events, 0.5 + misses)
+
+    def too_unlikely(p: float) -> bool:  # -log of p's likelihood is above the bar
+        return -(events * math.log(p) + misses * math.log1p(-p)) >= bar
+
+    estimate = events / requests
+    lower = 0.0 if events == 0 else _boundary(too_unlikely, 0.0, estimate)
+    upper = 1.0 if misses == 0 else _boundary(too_unlikely, 1.0, estimate)
+    return lower, upper
+
+
+def _log_beta(a: float, b: float) -> float:
+    return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+
+def _boundary(too_unlikely: Any, outside: float, inside: float) -> float:
+    """Bisection between a rate that is excluded and one that is not; the excluded side's end."""
+    for _ in range(60):
+        middle = (outside + inside) / 2
+        if too_unlikely(middle):
+            outside = middle
+        else:
+            inside = middle
+    return outside
+
+
+class _ScalarOps:
+    @staticmethod
+    def logaddexp(a: float, b: float) -> float:
+        top = max(a, b)
+        if top == -math.inf:
+            return top
+        return top + math.log(math.exp(a - top) + math.exp(b - top))
+
+
+def _ops(values: Sequence[Any]) -> Any:
+    """The array namespace of the values (numpy for numpy arrays, by the array API), or floats'."""
+    for value in values:
+        if hasattr(value, "__array_namespace__"):
+            return value.__array_namespace__()
+    return _ScalarOps

@@ -91,7 +91,7 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
     except ValueError as error:  # an unknown preset, a template that does not render
         field = "query" if metric.preset is None else "source" if metric.source is not None else "preset"
         raise ValueError(f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}") from None
-    totals = _totals(metric, source, ctx) if metric.sequential is not None else None
+    totals = _totals(metric, source, ctx) if metric.counts_events else None
     exemplars = (
         exemplar_query(metric.preset, source, ctx, threshold=metric.threshold) if metric.preset else None
     )
@@ -102,5 +102,5 @@ def _totals(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[CountQu
     assert metric.preset is not None
     candidate = count_queries(metric.preset, source, ctx, "candidate", threshold=metric.threshold)
     incumbent = count_queries(metric.preset, source, ctx, "incumbent", threshold=metric.threshold)
-    assert candidate is not None and incumbent is not None, "the API allows sequential on rate presets only"
+    assert candidate is not None and incumbent is not None, "the API allows counting on rate presets only"
     return candidate, incumbent
