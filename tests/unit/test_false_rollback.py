@@ -8,6 +8,7 @@ import math
 import time
 from datetime import timedelta
 
+import pytest
 from rich.console import Console
 
 from modelgate.api import MetricSpec
@@ -20,6 +21,10 @@ COIN_TOSS = MetricSpec.model_validate(
     {"name": "errors", "preset": "errorRate", "compare": {"maxIncrease": 0.02}}
 )
 SOUND = MetricSpec.model_validate({"name": "errors", "preset": "errorRate", "sequential": {"alpha": 0.05}})
+# The coin toss's rule judged on anytime-valid bounds: its chance is its alpha, at any window size.
+WITH_CONFIDENCE = MetricSpec.model_validate(
+    {"name": "errors", "preset": "errorRate", "compare": {"maxIncrease": 0.02, "confidence": {"alpha": 0.05}}}
+)
 
 
 def test_the_issues_figures() -> None:
@@ -84,7 +89,9 @@ def test_a_coin_toss_rule_is_warned_of_once_per_step() -> None:
     assert "Warning: errors in step 1" in shown.export_text()
 
 
-def test_a_sound_rule_is_not_warned_of() -> None:
-    rollout = evaluation(evaluation(evaluation(rollout_at_step_with_pause(SOUND))))
+@pytest.mark.parametrize("sound", [SOUND, WITH_CONFIDENCE], ids=["sequential", "compare-confidence"])
+def test_a_sound_rule_is_not_warned_of(sound: MetricSpec) -> None:
+    assert evaluation_chance(sound, 20, 0.01, 40, 1_000_000) == 0.0
+    rollout = evaluation(evaluation(evaluation(rollout_at_step_with_pause(sound))))
     assert rollout.status.false_rollback_warnings == ()
     assert not any(e.reason is Reason.FALSE_ROLLBACK_LIKELY for d in rollout.decisions for e in d.events)

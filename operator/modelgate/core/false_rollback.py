@@ -91,9 +91,18 @@ def step_chance(
     if once is None:
         return None
     chance = _more_than(metric.failure_limit - record.failures, looks, once)
-    if metric.sequential is not None:  # its own chance, over the whole rollout, is at most alpha
-        chance = 1 - (1 - chance) * (1 - metric.sequential.alpha)
+    for alpha in _anytime_alphas(
+        metric
+    ):  # each counted rule's chance, over the whole rollout, is at most alpha
+        chance = 1 - (1 - chance) * (1 - alpha)
     return chance, base
+
+
+def _anytime_alphas(metric: MetricSpec) -> tuple[float, ...]:
+    """The alphas of the metric's rules judged on counts with anytime-valid bounds."""
+    compare = metric.compare.confidence if metric.compare is not None else None
+    sequential = metric.sequential
+    return tuple(rule.alpha for rule in (sequential, compare) if rule is not None)
 
 
 def evaluation_chance(
@@ -103,12 +112,13 @@ def evaluation_chance(
     `base`, gives Fail. Too few requests is Inconclusive: no chance at all."""
     if candidate < max(min_requests, 1):
         return 0.0
-    if metric.compare is None and metric.max is None and metric.min is None:
-        return 0.0  # a sequential test alone: its chance is its alpha
+    window_compare = metric.compare is not None and metric.compare.confidence is None
+    if not window_compare and metric.max is None and metric.min is None:
+        return 0.0  # only anytime-valid rules: their chance is their alpha
     candidates = _pmf(candidate, base)
     shares = [count / candidate for count, _ in candidates]
     below = list(accumulate((weight for _, weight in candidates), initial=0.0))  # below[i]: of the first i
-    if metric.compare is None:
+    if not window_compare:
         return _outside(metric, None, shares, below)
     if incumbent is None or incumbent < max(min_requests, 1):
         return None if incumbent is None else 0.0
