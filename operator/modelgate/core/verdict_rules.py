@@ -46,7 +46,8 @@ class VerdictRule:
 VERDICT_RULES: tuple[VerdictRule, ...] = (
     VerdictRule(
         "sequential-evidence",
-        "the sequential test's evidence reaches 1/alpha (anytime-valid: however few requests this window holds)",
+        "the sequential test's evidence reaches 1/alpha (anytime-valid: however few requests this "
+        "window holds)",
         Metrics.SEQUENTIAL,
         Verdict.FAIL,
         MinRequests.IGNORED,
@@ -188,8 +189,8 @@ def verdict_effects() -> tuple[VerdictEffect, ...]:
             Verdict.ERROR,
             False,
             "The step waits. Evaluations with at least one Error in a row are counted in "
-            f"`status.consecutivePrometheusErrors`; at `rollback.maxConsecutiveErrors` (default {errors}) the "
-            f"rollout pauses or rolls back, as `rollback.onPrometheusError` says (default `{on_error}`). One "
-            "evaluation without an Error resets the count.",
+            f"`status.consecutivePrometheusErrors`; at `rollback.maxConsecutiveErrors` (default {errors}) "
+            f"the rollout pauses or rolls back, as `rollback.onPrometheusError` says (default "
+            f"`{on_error}`). One evaluation without an Error resets the count.",
         ),
     )
