@@ -79,6 +79,9 @@ class CheckPods:
     )  # "http://svc.ns.svc:8000" -> "http://127.0.0.1:p"
     _runs: dict[str, _Run] = field(default_factory=dict)  # by Pod uid
     _handled: set[str] = field(default_factory=set)  # Pods whose status is final
+    # What each check's Pod wrote to its termination message (the result the operator reads), by
+    # the Pod's check label; the Pods themselves go once the gate has decided.
+    termination_messages: dict[str, str] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     failure: Exception | None = None
@@ -183,6 +186,7 @@ class CheckPods:
             "finishedAt": _now(),
         }
         self._write(pod, "Succeeded" if code == 0 else "Failed", {"terminated": terminated}, ready=False)
+        self.termination_messages[pod.metadata.labels[CHECK_LABEL]] = message
         self._handled.add(pod.metadata.uid)
 
     def _write(self, pod: Any, phase: str, state: dict[str, Any], *, ready: bool) -> None:

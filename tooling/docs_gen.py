@@ -29,6 +29,7 @@ from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryCon
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
 from tooling.presets_doc import preset_doc_blocks, readme_preset_table
+from tooling.verdicts_doc import verdict_effects_table, verdict_rules_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CRD_FILE = Path("crds/modelrollouts.modelgate.io.yaml")
@@ -428,6 +429,8 @@ PRESET_BLOCKS: Mapping[str, Callable[[], list[str]]] = {
     "variables": _variables_block,
     "custom-query": _custom_query_block,
     "refusals": _refusals_block,
+    "verdict-rules": verdict_rules_table,
+    "verdict-effects": verdict_effects_table,
 }
 
 _BLOCK = re.compile(

@@ -8,18 +8,30 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase, Verdict
 from modelgate.api.gate_status import CheckState, GateDecision
 from modelgate.core import ConditionType, Reason
 from modelgate.kube.checks import CHECK_LABEL
+from testbed.check_pods import CheckPods
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
-from tests.support.gate import POLICY, ended, gate_result, gated_rollout, scenario, score, script_check
+from tests.support.gate import (
+    POLICY,
+    check_pods,
+    decided_outside_the_cluster,
+    ended,
+    gate_result,
+    gated_rollout,
+    scenario,
+    score,
+    script_check,
+)
 from tests.support.scenario import Scenario
 
-__all__ = ["scenario"]  # the fixture
+__all__ = ["check_pods", "scenario"]  # the fixtures
 
 
 def assert_no_traffic_reached_the_candidate(scenario: Scenario) -> None:
@@ -60,7 +72,7 @@ def test_a_better_candidate_passes_as_a_canary_and_a_check_that_cannot_measure_f
 
 
 def test_a_regressed_capability_a_low_win_rate_bound_and_a_stale_set_each_reject_before_any_traffic(
-    scenario: Scenario, namespace: str
+    scenario: Scenario, namespace: str, check_pods: CheckPods, tmp_path: Path
 ) -> None:
     # Each check's candidate is better on average; each fails one rule of its policy.
     regressed = gate_result(
@@ -73,7 +85,8 @@ def test_a_regressed_capability_a_low_win_rate_bound_and_a_stale_set_each_reject
         script_check("judge", judged, policy={**POLICY, "winRate": {"minLowerBound": 0.5}}),
         script_check("fresh-set", stale, policy=POLICY),
     ]
-    scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}]))
+    rollout = gated_rollout(namespace, checks, [{"setWeight": 50}])
+    scenario.apply(rollout)
     final = ended(scenario)
     assert final.phase is Phase.FAILED, final.message
     completed = next(c for c in final.conditions if c.type == ConditionType.COMPLETED)
@@ -88,6 +101,32 @@ def test_a_regressed_capability_a_low_win_rate_bound_and_a_stale_set_each_reject
     assert fresh.verdict is Verdict.FAIL and "stale" in (fresh.message or "")
     assert_no_traffic_reached_the_candidate(scenario)
     assert final.current_weight == 0
+    # CI's `modelgate gate` rejects on the same results.
+    assert decided_outside_the_cluster(rollout, check_pods, tmp_path / "ci") is GateDecision.REJECT
+
+
+@pytest.mark.parametrize(
+    ("samples", "decision"),
+    [
+        (50, GateDecision.FULL),  # every check passed, and a full release is allowed
+        (5, GateDecision.CANARY),  # too few samples: Inconclusive, a canary at most
+    ],
+)
+def test_modelgate_gate_in_ci_decides_as_the_operator_did_on_the_results_it_read(
+    scenario: Scenario,
+    namespace: str,
+    check_pods: CheckPods,
+    tmp_path: Path,
+    samples: int,
+    decision: GateDecision,
+) -> None:
+    result = gate_result(score("math", 0.9, 0.8, samples), score("coding", 0.82, 0.8, samples))
+    checks = [script_check("quality", result, policy=POLICY), script_check("safety", result, policy=POLICY)]
+    rollout = gated_rollout(namespace, checks, [{"setWeight": 50}], full={"allowed": True})
+    scenario.apply(rollout)
+    final = ended(scenario)
+    assert final.gate is not None and final.gate.decision is decision, final.message
+    assert decided_outside_the_cluster(rollout, check_pods, tmp_path / "ci") is decision
 
 
 def test_bad_input_and_a_timeout_are_reported_and_no_traffic_moves(

@@ -16,10 +16,19 @@ from modelgate.api import Phase, Verdict
 from modelgate.api.gate_status import GateDecision
 from modelgate.kube.checks import CHECK_LABEL, JOB_NAME_LABEL
 from testbed.waiting import wait_for
-from tests.support.gate import POLICY, ended, gate_result, gated_rollout, scenario, score, script_check
+from tests.support.gate import (
+    POLICY,
+    check_pods,
+    ended,
+    gate_result,
+    gated_rollout,
+    scenario,
+    score,
+    script_check,
+)
 from tests.support.scenario import Scenario
 
-__all__ = ["scenario"]  # the fixture
+__all__ = ["check_pods", "scenario"]  # the fixtures
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
 TOKEN_DIRECTORY = "/var/run/secrets/kubernetes.io/serviceaccount"
 # The Job controller adopts an orphan carrying this label (its selector); the unit tests cover an

@@ -10,15 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.api.gate_result import GATE_RESULT_VERSION
+from modelgate.api.gate_status import GateDecision
+from modelgate.cli.gate_decide import EXIT_CODES
+from modelgate.kube.labels import label_value
 from testbed.check_pods import BED_CHECK_IMAGE, CheckPods
 from testbed.localcluster import LocalCluster
 from testbed.manifests import Manifest, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
+from tests.support.cli import modelgate
 from tests.support.scenario import Scenario, serving
 
 Json = dict[str, Any]
@@ -27,20 +32,24 @@ ENDED = (Phase.SUCCEEDED, Phase.FAILED, Phase.ROLLED_BACK)
 
 
 @pytest.fixture
+def check_pods(api_client: client.ApiClient, namespace: str, tmp_path: Path) -> Iterator[CheckPods]:
+    """The bed running the namespace's check Pods."""
+    with CheckPods(api_client, namespace, tmp_path / "pods") as pods:
+        yield pods
+        assert pods.failure is None, pods.failure
+
+
+@pytest.fixture
 def scenario(
     local_bed: LocalCluster,
     api_client: client.ApiClient,
     namespace: str,
     operator: OperatorProcess,
-    tmp_path: Path,
+    check_pods: CheckPods,
 ) -> Iterator[Scenario]:
     """Two served models behind a route, with traffic, and the bed running the check Pods."""
-    with (
-        serving(local_bed, api_client, namespace, Behaviour(), rps=20) as served,
-        CheckPods(api_client, namespace, tmp_path) as pods,
-    ):
+    with serving(local_bed, api_client, namespace, Behaviour(), rps=20) as served:
         yield served
-        assert pods.failure is None, pods.failure
 
 
 def ended(scenario: Scenario, name: str = "chat") -> ModelRolloutStatus:
@@ -90,3 +99,20 @@ def gated_rollout(namespace: str, checks: list[Json], steps: list[Json], **gate:
     rollout = model_rollout("chat", namespace, steps=steps)
     rollout["spec"]["gate"] = {"checks": checks, **gate}
     return rollout
+
+
+def decided_outside_the_cluster(rollout: Manifest, pods: CheckPods, workdir: Path) -> GateDecision:
+    """The decision of `modelgate gate`, run as CI runs it, on the rollout's manifest and the results
+    its check Pods wrote to their termination messages (what the operator read)."""
+    workdir.mkdir()
+    manifest = workdir / "rollout.yaml"
+    manifest.write_text(yaml.safe_dump(rollout))
+    results = []
+    for check in rollout["spec"]["gate"]["checks"]:
+        result = workdir / f"{check['name']}.json"
+        result.write_text(pods.termination_messages[label_value(check["name"])])
+        results += ["--result", f"{check['name']}={result}"]
+    ran = modelgate(None, "gate", "-f", str(manifest), *results)
+    decisions = {code: decision for decision, code in EXIT_CODES.items()}
+    assert ran.returncode in decisions, ran.stdout + ran.stderr
+    return decisions[ran.returncode]

@@ -1,0 +1,107 @@
+"""docs/gate.md's "Trying it on the local bed", run as written: its first block's trial (the session's
+bed stands for `make cluster-up`) and its second block's commands, in a folder laid out as the
+checkout is (`.localcluster` is the session's bed), so the page cannot drift from what works."""
+
+from __future__ import annotations
+
+import re
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from kubernetes import client
+
+from modelgate.api import Phase, Verdict
+from modelgate.api.gate_status import CheckState, GateDecision
+from testbed import binaries
+from testbed.gate_trial import NAMESPACE, READY
+from testbed.localcluster import LocalCluster
+from testbed.operator_process import OperatorProcess
+from testbed.processes import python_module_env
+from testbed.versions import REPO_ROOT
+from tests.support.operators import admin_operator_stopped
+from tests.support.scenario import Rollouts
+
+DOC = REPO_ROOT / "docs" / "gate.md"
+SECTION = "## Trying it on the local bed"
+
+
+def documented_blocks() -> list[list[str]]:
+    """The section's `sh` blocks, each as its command lines."""
+    text = DOC.read_text()
+    section = text[text.index(SECTION) :]
+    section = section[: section.find("\n## ", len(SECTION))]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    return [[line for line in block.replace("\\\n", " ").splitlines() if line.strip()] for block in blocks]
+
+
+def checkout(tmp_path: Path, bed: LocalCluster) -> tuple[Path, dict[str, str]]:
+    """A folder where the doc's relative paths mean what they mean in the checkout, `.localcluster`
+    being the session's bed; and a HOME whose ~/.cache/modelgate is the bed's binaries."""
+    folder = tmp_path / "checkout"
+    folder.mkdir()
+    for name, target in ((".localcluster", bed.layout.root), ("examples", REPO_ROOT / "examples")):
+        (folder / name).symlink_to(target)
+    (folder / ".venv").symlink_to(REPO_ROOT / ".venv")
+    home = tmp_path / "home"
+    (home / ".cache").mkdir(parents=True)
+    (home / ".cache" / "modelgate").symlink_to(binaries.CACHE)
+    return folder, {**python_module_env(), "HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+
+def wait_until_ready(trial: subprocess.Popen[str], timeout: float) -> None:
+    assert trial.stdout is not None
+    deadline = time.monotonic() + timeout
+    said = []
+    while time.monotonic() < deadline and trial.poll() is None:
+        if select.select([trial.stdout], [], [], 0.5)[0]:
+            line = trial.stdout.readline()
+            said.append(line)
+            if line.startswith(READY):
+                return
+    raise AssertionError(f"the trial never said {READY!r}: {''.join(said)}")
+
+
+def test_the_documented_trial_gates_a_rollout_on_the_bed(
+    local_bed: LocalCluster, api_client: client.ApiClient, operator: OperatorProcess, tmp_path: Path
+) -> None:
+    (bed_up, start_trial), commands = documented_blocks()
+    assert bed_up == "make cluster-up"  # the session's bed is up already
+    folder, env = checkout(tmp_path, local_bed)
+    with admin_operator_stopped(operator):
+        trial = subprocess.Popen(
+            ["bash", "-c", f"exec {start_trial}"],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_until_ready(trial, timeout=60)
+            ran = subprocess.run(
+                ["bash", "-euc", "\n".join(commands)],
+                cwd=folder,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
+            assert ran.returncode == 0, ran.stdout + ran.stderr
+            assert "Succeeded" in ran.stdout  # modelgate status
+            final = Rollouts(api_client, NAMESPACE).status()
+            assert final.phase is Phase.SUCCEEDED and final.gate is not None
+            assert final.gate.decision is GateDecision.CANARY
+            (check,) = final.gate.checks
+            assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.PASS), check.message
+            assert {s.name: (s.candidate, s.incumbent) for s in check.scores} == {
+                "math": (0.9, 0.8),
+                "code": (0.8, 0.8),
+                "extraction": (1.0, 1.0),
+            }
+        finally:
+            trial.send_signal(signal.SIGTERM)
+            trial.wait(timeout=60)
