@@ -32,6 +32,13 @@ TESTED = MetricSpec.model_validate(
     {"name": "errors", "preset": "errorRate", "max": 0.5, "sequential": {"alpha": 0.05}}
 )
 
+MARGIN = MetricSpec.model_validate(
+    {"name": "errors", "preset": "errorRate", "sequential": {"alpha": 0.05, "margin": 1.5}}
+)
+CONFIDENT = MetricSpec.model_validate(
+    {"name": "errors", "preset": "errorRate", "compare": {"maxRatio": 1.5, "confidence": {"alpha": 0.05}}}
+)
+
 
 def value(v: float | None) -> QueryResult:
     return QueryResult(value=v, sample_count=0 if v is None else 1)
@@ -75,14 +82,19 @@ def measured(result: QueryResult, incumbent: QueryResult | None = None, **more: 
 
 
 def judged_sequentially(
-    totals: tuple[SideTotals, SideTotals], previous: tuple[MetricAnalysis, ...] = ()
+    totals: tuple[SideTotals, SideTotals],
+    previous: tuple[MetricAnalysis, ...] = (),
+    metric: MetricSpec = TESTED,
 ) -> Situation:
-    return Situation(TESTED, measured(value(0.01), value(0.01), totals=totals), previous=previous)
+    """A metric judged on counts (a sequential test by default) reading `totals`."""
+    return Situation(metric, measured(value(0.01), value(0.01), totals=totals), previous=previous)
 
 
-def evidence_after(totals: tuple[SideTotals, SideTotals]) -> tuple[MetricAnalysis, ...]:
-    """Status after one evaluation that read `totals` (the sequential test's baseline)."""
-    return (judged_sequentially(totals).evaluated(),)
+def evidence_after(
+    totals: tuple[SideTotals, SideTotals], metric: MetricSpec = TESTED
+) -> tuple[MetricAnalysis, ...]:
+    """Status after one evaluation that read `totals` (the counted rule's baseline)."""
+    return (judged_sequentially(totals, metric=metric).evaluated(),)
 
 
 BASELINE = counts(0, 0, 0, 0)
@@ -91,8 +103,9 @@ BASELINE = counts(0, 0, 0, 0)
 SITUATIONS: dict[str, Callable[[], list[Situation]]] = {
     # 300 of the candidate's 1000 requests failed against 10 of the incumbent's 1000: one interval is
     # enough evidence.
-    "sequential-evidence": lambda: [
-        judged_sequentially(counts(300, 1000, 10, 1000), evidence_after(BASELINE))
+    "counted-evidence": lambda: [
+        judged_sequentially(counts(300, 1000, 10, 1000), evidence_after(BASELINE)),
+        judged_sequentially(counts(300, 1000, 10, 1000), evidence_after(BASELINE, CONFIDENT), CONFIDENT),
     ],
     "query-failed": lambda: [
         Situation(BOUNDED, measured(failed())),
@@ -120,6 +133,12 @@ SITUATIONS: dict[str, Callable[[], list[Situation]]] = {
         Situation(BOUNDED, measured(value(0.06))),
         Situation(BOUNDED, measured(value(0.0))),
     ],
+    # With a margin, 12 of 1000 against 10 of 1000 shows nothing yet; a first reading is a baseline.
+    "margin-not-shown": lambda: [
+        judged_sequentially(counts(12, 1000, 10, 1000), evidence_after(BASELINE, MARGIN), MARGIN),
+        judged_sequentially(BASELINE, metric=MARGIN),
+        Situation(CONFIDENT, measured(value(0.01), value(0.01))),  # the totals were never read
+    ],
     "incumbent-query-failed": lambda: [Situation(COMPARED, measured(value(0.2), failed()))],
     "incumbent-no-data": lambda: [
         Situation(COMPARED, measured(value(0.2), value(None))),
@@ -135,6 +154,11 @@ SITUATIONS: dict[str, Callable[[], list[Situation]]] = {
     ],
     "within-bounds": lambda: [
         Situation(BOUNDED, measured(value(0.01))),
+        # 10,000 of 100,000 against 10,000 of 100,000: the ratio is shown below 1.5.
+        judged_sequentially(
+            counts(10_000, 100_000, 10_000, 100_000), evidence_after(BASELINE, MARGIN), MARGIN
+        ),
+        judged_sequentially(counts(12, 1000, 10, 1000), evidence_after(BASELINE, CONFIDENT), CONFIDENT),
         Situation(COMPARED, measured(value(0.25), value(0.2))),
     ],
 }
@@ -176,7 +200,7 @@ BOTH = MetricSpec.model_validate(
     {"name": "ttft", "preset": "ttftP99", "max": 1.0, "compare": {"maxRatio": 1.5}}
 )
 COMBINED: dict[tuple[str, str], Situation] = {
-    ("sequential-evidence", "query-failed"): dataclasses.replace(
+    ("counted-evidence", "query-failed"): dataclasses.replace(
         judged_sequentially(counts(300, 1000, 10, 1000), evidence_after(BASELINE)),
         measured=measured(failed(), value(0.01), totals=counts(300, 1000, 10, 1000)),
     ),

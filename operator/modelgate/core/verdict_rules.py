@@ -21,8 +21,11 @@ class Metrics(StrEnum):
 
     EVERY = "every metric"
     AGAINST_INCUMBENT = "`compare` or `sequential`"
-    COMPARE = "`compare`"
+    COMPARE = "`compare` without `confidence`"
     SEQUENTIAL = "`sequential`"
+    COUNTED = "`sequential`, `compare.confidence`"
+    MARGIN = "`sequential` with `margin`, `compare.confidence`"
+    NO_MARGIN = "`sequential` without `margin`"
 
 
 class MinRequests(StrEnum):
@@ -45,10 +48,11 @@ class VerdictRule:
 # In the order analysis.evaluate applies them: the first that applies gives the verdict.
 VERDICT_RULES: tuple[VerdictRule, ...] = (
     VerdictRule(
-        "sequential-evidence",
-        "the sequential test's evidence reaches 1/alpha (anytime-valid: however few requests this "
-        "window holds)",
-        Metrics.SEQUENTIAL,
+        "counted-evidence",
+        "the counts since the rollout began show harm (anytime-valid: however few requests this window "
+        "holds): the sequential test's interval lies above `tolerance`; with `compare.confidence`, the "
+        "rate ratio's lower bound is above `maxRatio` or the difference's above `maxIncrease`",
+        Metrics.COUNTED,
         Verdict.FAIL,
         MinRequests.IGNORED,
     ),
@@ -103,6 +107,14 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
         MinRequests.APPLIES,
     ),
     VerdictRule(
+        "margin-not-shown",
+        "no counts read yet (with a margin, the first reading is only a baseline), or the interval "
+        "does not yet lie below `sequential.margin`: the step waits for evidence of no harm",
+        Metrics.MARGIN,
+        Verdict.INCONCLUSIVE,
+        MinRequests.APPLIES,
+    ),
+    VerdictRule(
         "incumbent-query-failed",
         "the incumbent's query failed",
         Metrics.COMPARE,
@@ -126,14 +138,16 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
     VerdictRule(
         "sequential-without-evidence",
         "the sequential test's evidence is still below 1/alpha, and the value is within `min`/`max` (or "
-        "the metric has neither): a step can complete before the test could catch a regression",
-        Metrics.SEQUENTIAL,
+        "the metric has neither): no evidence of harm, not evidence of none; a step can complete before "
+        "the test could catch a regression (set `margin` to pass only on evidence)",
+        Metrics.NO_MARGIN,
         Verdict.PASS,
         MinRequests.APPLIES,
     ),
     VerdictRule(
         "within-bounds",
-        "none of the above: the value is within `min`/`max` (and the comparison's bounds)",
+        "none of the above: the value is within `min`/`max` (and the comparison's bounds); with "
+        "`sequential.margin`, the interval lies below the margin",
         Metrics.EVERY,
         Verdict.PASS,
         MinRequests.APPLIES,
