@@ -5,7 +5,7 @@ evidence kept on another grid restarts from its last totals, and says so."""
 from __future__ import annotations
 
 from modelgate.api import BreachRule, MetricSpec, Phase, SequentialEvidence, Verdict
-from modelgate.core import Decision, counted
+from modelgate.core import Decision, MetricQuery, QueryResult, counted
 from tests.unit.engine_support import Simulator, analysis_spec, make_spec, timed_pause, weight
 from tests.unit.test_engine_judgement import evaluated, started, totals
 
@@ -120,3 +120,21 @@ def test_a_spec_edit_of_the_margin_restarts_the_evidence() -> None:
     )
     assert counted.restart_cause(WITH_MARGIN, evidence) is None
     assert counted.restart_cause(wider, evidence) is not None
+
+
+def test_a_comparison_with_both_rules_judges_each_at_half_its_alpha() -> None:
+    """Each rule alone may fail an A/A candidate with chance alpha; the pair, at most alpha."""
+    both = MetricSpec.model_validate(
+        {
+            "name": "errors",
+            "preset": "errorRate",
+            "compare": {"maxRatio": 1.5, "maxIncrease": 0.01, "confidence": {"alpha": 0.1}},
+        }
+    )
+    read = [
+        MetricQuery("q", QueryResult(0.01), QueryResult(0.01), totals(e, e, 100 * e, 100 * e))
+        for e in (0, 50)
+    ]
+    evidence = counted.accumulate(both, read[1], counted.accumulate(both, read[0], None))
+    assert evidence is not None and evidence.bounds is not None
+    assert evidence.bounds.alpha == 0.05

@@ -86,7 +86,11 @@ class Confidence(SpecModel):
 
     model_config = ConfigDict(json_schema_extra=cel_rules(_alpha_rule()))
 
-    alpha: Number = Field(0.05, description="The false-rollback probability allowed, in (0, 0.5].")
+    alpha: Number = Field(
+        0.05,
+        description="The false-rollback probability allowed, in (0, 0.5]; with both maxRatio and "
+        "maxIncrease, each rule is judged at half of it.",
+    )
 
     @model_validator(mode="after")
     def _alpha_in_range(self) -> Self:

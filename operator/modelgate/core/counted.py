@@ -75,7 +75,7 @@ def confidence_bounds(metric: MetricSpec, evidence: SequentialEvidence) -> Confi
     compare = metric.compare
     increase = None
     if compare is not None and compare.confidence is not None and compare.max_increase is not None:
-        increase = round(_increase_lower(evidence, compare.confidence.alpha), 6)
+        increase = round(_increase_lower(evidence, alpha), 6)
     return ConfidenceBounds(
         alpha=alpha,
         rate_ratio_lower=interval.lower,
@@ -132,7 +132,7 @@ def _compared(metric: MetricSpec, evidence: SequentialEvidence, note: str) -> Ju
     compare = metric.compare
     if compare is None or compare.confidence is None:
         return None
-    alpha, bounds = compare.confidence.alpha, evidence.bounds
+    alpha, bounds = _alpha(metric), evidence.bounds
     ratios, grid = evidence.log_likelihood_ratios, evidence.rate_ratios
     if compare.max_ratio is not None and sequential.fails(ratios, grid, compare.max_ratio, alpha):
         return Judgement(
@@ -177,10 +177,14 @@ def _tolerance(metric: MetricSpec) -> float:
 
 
 def _alpha(metric: MetricSpec) -> float:
+    """Each counted rule's alpha; a comparison with both maxRatio and maxIncrease gives each rule half
+    of its alpha, so that the pair's chance of a false rollback stays below it."""
     if metric.sequential is not None:
         return metric.sequential.alpha
-    assert metric.compare is not None and metric.compare.confidence is not None
-    return metric.compare.confidence.alpha
+    compare = metric.compare
+    assert compare is not None and compare.confidence is not None
+    both = compare.max_ratio is not None and compare.max_increase is not None
+    return compare.confidence.alpha / 2 if both else compare.confidence.alpha
 
 
 def _interval(bounds: ConfidenceBounds | None) -> str:
