@@ -16,8 +16,10 @@ from pydantic import (
 )
 
 from modelgate.api.errors import InvalidSpecError
+from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.markers import ATOMIC, NULLABLE, list_map
+from modelgate.api.series import MissingSeries
 from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
 
 # metav1.Condition's: an optional DNS-subdomain prefix and "/", then a qualified name.
@@ -136,6 +138,9 @@ class MetricAnalysis(StatusModel):
     )
     sequential: SequentialEvidence | None = Field(
         None, description="The sequential test's evidence so far, for metrics with a sequential test."
+    )
+    missing_series: Annotated[tuple[MissingSeries, ...], Field(max_length=8)] = Field(
+        (), description="With an Inconclusive verdict: the series it reads that Prometheus has none of."
     )
 
 
@@ -343,6 +348,11 @@ class ModelRolloutStatus(StatusModel):
     )
     gate: GateStatus | None = Field(
         None, description="The evaluation gate's checks, their evidence and its decision (spec.gate)."
+    )
+    analysis_check: AnalysisCheck | None = Field(
+        None,
+        description="Whether the analysis's queries answer: until they do, the candidate gets no weight "
+        "(or, after an edit of spec.analysis, no more).",
     )
     conditions: Annotated[tuple[Condition, ...], Field(max_length=16)] = Field(
         (),

@@ -22,6 +22,7 @@ class ConditionType(StrEnum):
     CANDIDATE_CAPACITY = "CandidateCapacity"
     WATCHING = "Watching"
     INCUMBENT_AVAILABLE = "IncumbentAvailable"
+    ANALYSIS_READY = "AnalysisReady"
 
 
 class Reason(StrEnum):
@@ -54,6 +55,9 @@ class Reason(StrEnum):
     ANALYSIS_PAUSED = "AnalysisPaused"
     RESUMED = "Resumed"
     PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+    # Whether the analysis's queries answer (before the first weight, after an edit of spec.analysis).
+    QUERIES_ANSWERED = "QueriesAnswered"
+    QUERY_UNANSWERED = "QueryUnanswered"
     # Manual commands.
     PROMOTED = "Promoted"
     COMMAND_IGNORED = "CommandIgnored"
@@ -100,6 +104,7 @@ _WARNINGS = frozenset(
         Reason.INVALID_SPEC,
         Reason.ANALYSIS_PAUSED,
         Reason.PROGRESS_DEADLINE_EXCEEDED,
+        Reason.QUERY_UNANSWERED,
         Reason.COMMAND_IGNORED,
         Reason.INSUFFICIENT_CAPACITY,
         Reason.ROUTE_NOT_FOUND,
