@@ -280,8 +280,10 @@ class Simulator:
     ready: ReadyReplicas | None = None  # Ready replicas, as read for spec.capacity
     incumbent_available: bool = True  # as read in a watch window
     query_problem: SpecProblem | None = None  # some of the analysis's queries cannot be built
-    # Why the analysis's queries do not answer when checked (core/query_check.py); None: they answer.
+    # Why the analysis's queries do not answer when checked (core/query_check.py); None: they answer
+    # as `check_outcome` says.
     check_error: str | None = None
+    check_outcome: Outcome = Outcome.PASS
     restart_every_tick: bool = False
     applied: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
@@ -346,7 +348,7 @@ class Simulator:
         if not check_due(spec, self.status, self.now):
             return None
         if self.check_error is None:
-            return analysis_run(spec, self.now)
+            return analysis_run(spec, self.now, self.check_outcome)
         assert spec.analysis is not None
         return AnalysisRun.failed({m.name: query_of(m) for m in spec.analysis.metrics}, self.now, self.check_error)
 

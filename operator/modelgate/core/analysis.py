@@ -20,6 +20,7 @@ from modelgate.api import (
     Verdict,
 )
 from modelgate.core import limits, sequential
+from modelgate.core.missing import name_missing
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 
 HISTORY_LENGTH = 10
@@ -194,7 +195,7 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
         before = earlier.get(metric.name)
         evidence = accumulate(measured, before.sequential if before else None) if metric.sequential else None
         judgement = _judge_all(metric, measured, traffic, incumbent_traffic, evidence)
-        record = _record(metric, measured, judgement, run.at, before, evidence)
+        record = name_missing(_record(metric, measured, judgement, run.at, before, evidence), measured)
         results.append(record)
         if breach is None and not metric.dry_run and record.failures > metric.failure_limit:
             breach = _rollback_reason(metric, record, judgement, run.at)

@@ -354,7 +354,9 @@ class _Tick:
         if not self.error_paused:
             self.event(Reason.ANALYSIS_PAUSED, f"{detail}; paused until `modelgate resume`")
         self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, detail)
-        self.update(phase=Phase.PAUSED, message=f"paused: {detail}; run `modelgate resume` to continue")
+        address = self.spec.analysis.prometheus.address
+        fix = f"fix what it names (the Prometheus at {address}: spec.analysis.prometheus)"
+        self.update(phase=Phase.PAUSED, message=f"paused: {detail}; {fix}, then run `modelgate resume`")
         return True
 
     def advance_while_complete(self) -> None:

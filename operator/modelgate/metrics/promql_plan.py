@@ -12,7 +12,13 @@ from modelgate.api.duration import parse_duration
 from modelgate.kube.pools import PoolPod
 from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan
 from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
-from modelgate.metrics.presets import count_queries, exemplar_query, preset_query, request_count_query
+from modelgate.metrics.presets import (
+    count_queries,
+    exemplar_query,
+    preset_query,
+    request_count_query,
+    series_probes,
+)
 from modelgate.metrics.template import render_query
 
 
@@ -92,10 +98,11 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
         field = "query" if metric.preset is None else "source" if metric.source is not None else "preset"
         raise ValueError(f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}") from None
     totals = _totals(metric, source, ctx) if metric.sequential is not None else None
-    exemplars = (
-        exemplar_query(metric.preset, source, ctx, threshold=metric.threshold) if metric.preset else None
-    )
-    return MetricPlan(candidate, query("incumbent") if metric.compare else None, totals, exemplars)
+    exemplars, series = None, ()
+    if metric.preset is not None:
+        exemplars = exemplar_query(metric.preset, source, ctx, threshold=metric.threshold)
+        series = series_probes(metric.preset, source, ctx, threshold=metric.threshold)
+    return MetricPlan(candidate, query("incumbent") if metric.compare else None, totals, exemplars, series)
 
 
 def _totals(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[CountQueries, CountQueries]:
