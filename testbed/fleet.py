@@ -52,7 +52,9 @@ Starter = Callable[[str, str, str, str, int], PodDouble]
 
 
 class ModelFleet:
-    def __init__(self, bed: LocalCluster, api_client: client.ApiClient, *, refusal_counters: bool = True) -> None:
+    def __init__(
+        self, bed: LocalCluster, api_client: client.ApiClient, *, refusal_counters: bool = True
+    ) -> None:
         """`refusal_counters`: whether the doubles count refusals as the refusal sidecar would."""
         self.bed = bed
         self.refusal_counters = refusal_counters

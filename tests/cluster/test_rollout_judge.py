@@ -33,7 +33,9 @@ def test_an_unreachable_prometheus_keeps_the_candidate_at_zero_and_says_why(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
 ) -> None:
     nowhere = f"http://127.0.0.1:{free_port()}"  # claimed, never bound: nothing listens there
-    manifest = model_rollout("chat", namespace, steps=STEPS, prometheus=nowhere, metrics=SEED_METRICS, interval="1s")
+    manifest = model_rollout(
+        "chat", namespace, steps=STEPS, prometheus=nowhere, metrics=SEED_METRICS, interval="1s"
+    )
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(manifest)
         checks_seen = set()

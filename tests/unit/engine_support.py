@@ -350,7 +350,9 @@ class Simulator:
         if self.check_error is None:
             return analysis_run(spec, self.now, self.check_outcome)
         assert spec.analysis is not None
-        return AnalysisRun.failed({m.name: query_of(m) for m in spec.analysis.metrics}, self.now, self.check_error)
+        return AnalysisRun.failed(
+            {m.name: query_of(m) for m in spec.analysis.metrics}, self.now, self.check_error
+        )
 
     def tick_with_analysis(
         self, outcome: Outcome = Outcome.PASS, *, after: timedelta = timedelta()

@@ -54,9 +54,8 @@ class MissingSeries(StatusModel):
     sides: Annotated[
         tuple[Annotated[SeriesSide, Field(description="candidate or incumbent.")], ...],
         Field(min_length=1, max_length=2),
-    ] = Field(
-        description="The sides whose pods (or routes) have no such series."
-    )
+    ] = Field(description="The sides whose pods (or routes) have no such series.")
 
     def describe(self) -> str:
-        return f"{self.series} ({' and '.join(self.sides)}: none; exported by {COMPONENT_NAMES[self.provided_by]})"
+        sides = " and ".join(self.sides)
+        return f"{self.series} ({sides}: none; exported by {COMPONENT_NAMES[self.provided_by]})"

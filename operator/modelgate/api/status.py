@@ -15,8 +15,8 @@ from pydantic import (
     ValidationError,
 )
 
-from modelgate.api.errors import InvalidSpecError
 from modelgate.api.analysis_check import AnalysisCheck
+from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.markers import ATOMIC, NULLABLE, list_map
 from modelgate.api.series import MissingSeries

@@ -34,8 +34,8 @@ from modelgate.core.model import (
     RouteProblem,
     SpecProblem,
 )
-from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.query_check import check_holds, note_check
+from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.schedule import pause_ends_at, step_settles_at
 
 

@@ -31,14 +31,12 @@ def digest(analysis: AnalysisSpec) -> str:
     return hashlib.sha256(analysis.model_dump_json(by_alias=True).encode()).hexdigest()[:16]
 
 
-
-
 def unchecked(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> bool:
     """Whether the analysis in force has yet to answer, in a phase that gives or holds weight on it
     (the watch window judges with the analysis that got it there)."""
     analysis = spec.analysis
     starting = status.phase is None  # its first tick makes it Pending
-    if analysis is None or not starting and (status.phase not in _CHECKED_PHASES or watching(status)):
+    if analysis is None or (not starting and (status.phase not in _CHECKED_PHASES or watching(status))):
         return False
     check = status.analysis_check
     if check is None:

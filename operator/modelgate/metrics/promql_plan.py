@@ -10,7 +10,7 @@ from typing import Any
 from modelgate.api import MetricSpec, ModelRolloutSpec, WorkloadRef
 from modelgate.api.duration import parse_duration
 from modelgate.kube.pools import PoolPod
-from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan
+from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan, SeriesProbe
 from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
 from modelgate.metrics.presets import (
     count_queries,
@@ -98,7 +98,8 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
         field = "query" if metric.preset is None else "source" if metric.source is not None else "preset"
         raise ValueError(f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}") from None
     totals = _totals(metric, source, ctx) if metric.sequential is not None else None
-    exemplars, series = None, ()
+    exemplars: str | None = None
+    series: tuple[SeriesProbe, ...] = ()
     if metric.preset is not None:
         exemplars = exemplar_query(metric.preset, source, ctx, threshold=metric.threshold)
         series = series_probes(metric.preset, source, ctx, threshold=metric.threshold)

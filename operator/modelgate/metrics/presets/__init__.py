@@ -111,7 +111,9 @@ def exemplar_query(name: str, source: str, ctx: QueryContext, *, threshold: floa
     return share.totals(stack, ctx, "candidate").events
 
 
-def series_probes(name: str, source: str, ctx: QueryContext, *, threshold: float | None = None) -> tuple[SeriesProbe, ...]:
+def series_probes(
+    name: str, source: str, ctx: QueryContext, *, threshold: float | None = None
+) -> tuple[SeriesProbe, ...]:
     """For each series the preset reads: who exports it, and a query per side that counts its series
     (empty when there are none), to say which is missing when the preset has no data."""
     preset, stack = _resolve(name, source)

@@ -1,8 +1,8 @@
 """Istio's standard metrics, as the destination workload's sidecar reports them (names from
 istio/proxy at c0655e1: source/extensions/filters/http/istio_stats/istio_stats.cc; docs/presets.md)."""
 
-from modelgate.metrics.context import QueryContext, Side
 from modelgate.api.series import SeriesComponent
+from modelgate.metrics.context import QueryContext, Side
 from modelgate.metrics.presets.common import Histogram, Stack, counter, lacks_server_only
 
 

@@ -2,8 +2,8 @@
 520af47 (main, 2026-05-17), pkg/epp/metrics/metrics.go, into which the Gateway API Inference
 Extension moved its endpoint picker after v1.5.0; docs/presets.md)."""
 
-from modelgate.metrics.context import QueryContext, Side
 from modelgate.api.series import SeriesComponent
+from modelgate.metrics.context import QueryContext, Side
 from modelgate.metrics.presets.common import Histogram, Stack, counter
 
 

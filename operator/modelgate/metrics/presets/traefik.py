@@ -7,8 +7,8 @@ its own (`<router>-svc-<namespace>-<backend>-<index>@kubernetesgateway`, the rou
 `httproute-<namespace>-<route>-gw-...`), so the incumbent's and the candidate's requests are told
 apart, and a failure counts even when the model server itself never saw the request."""
 
-from modelgate.metrics.context import QueryContext, QueryContextError, Side
 from modelgate.api.series import SeriesComponent
+from modelgate.metrics.context import QueryContext, QueryContextError, Side
 from modelgate.metrics.presets.common import Histogram, Stack, counter, lacks_server_only
 
 
