@@ -16,6 +16,7 @@ from rich.text import Text
 
 from modelgate.api import MetricAnalysis, ModelRolloutStatus, RollbackReason, parse_status
 from modelgate.cli.render_gate import VERDICT_STYLE, render_gate
+from modelgate.cli.render_judge import judge_lines
 
 PHASE_STYLE = {
     "Succeeded": "bold green",
@@ -111,6 +112,7 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
             parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
     if status.gate is not None:
         parts.append(render_gate(status.gate))
+    parts.extend(judge_lines(status))
     parts.append(AnalysisView(_metric_rows(spec, status)))
     return Group(*parts)
 
