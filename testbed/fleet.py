@@ -52,8 +52,12 @@ Starter = Callable[[str, str, str, str, int], PodDouble]
 
 
 class ModelFleet:
-    def __init__(self, bed: LocalCluster, api_client: client.ApiClient) -> None:
+    def __init__(
+        self, bed: LocalCluster, api_client: client.ApiClient, *, refusal_counters: bool = True
+    ) -> None:
+        """`refusal_counters`: whether the doubles count refusals as the refusal sidecar would."""
         self.bed = bed
+        self.refusal_counters = refusal_counters
         self.core = client.CoreV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
         self.doubles: list[PodDouble] = []
@@ -157,7 +161,8 @@ class ModelFleet:
         process = self.bed.processes.start_python(
             f"double-{namespace}-{pod}",
             DOUBLE_ENTRY,
-            ["--host", host, "--port", str(port), "--model-name", deployment, "--namespace", namespace],
+            ["--host", host, "--port", str(port), "--model-name", deployment, "--namespace", namespace]
+            + ([] if self.refusal_counters else ["--no-refusal-counters"]),
         )
         return PodDouble(namespace, deployment, pod, f"http://{host}:{port}", process)
 

@@ -51,6 +51,7 @@ from modelgate.core import (
 from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
 from modelgate.core.evidence import with_evidence
 from modelgate.core.holding import MAX_STATUS_HOLD
+from modelgate.core.query_check import check_due
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch import in_force, watching
 from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
@@ -197,6 +198,9 @@ class Reconciler:
         due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
         if provider is not None and due:
             analysis = self._run(provider, plan, analysed, query_problem)
+        check = None
+        if provider is not None and check_due(analysed, status, now):
+            check = self._run(provider, plan, analysed, query_problem)
         gate_checks = {}
         if status.phase is Phase.GATING and status.gate is not None:
             gate_checks = self.gate_jobs.observe(namespace, spec, status.gate)
@@ -214,6 +218,7 @@ class Reconciler:
             incumbent_available=None if incumbent is None else incumbent.available,
             incumbent_message="" if incumbent is None else incumbent.message,
             query_problem=query_problem,
+            analysis_check=check,
         )
         decision = decide(spec, status, observed, now)
         structlog.contextvars.bind_contextvars(

@@ -242,11 +242,13 @@ def serving(
     rps: float = 50,
     incumbent: Behaviour | None = None,
     inference_pools: bool = False,
+    refusal_sidecar: bool = True,
 ) -> Iterator[Scenario]:
     """chat-v1 (the incumbent) takes all traffic through HTTPRoute `chat`; chat-v2 is ready. Each is
     reached through a Service of its name or, with `inference_pools`, through the InferencePool
-    `POOLS[i]` that selects its Pods."""
-    fleet = ModelFleet(bed, api_client)
+    `POOLS[i]` that selects its Pods. Without `refusal_sidecar`, nothing exports the refusal
+    sidecar's series."""
+    fleet = ModelFleet(bed, api_client, refusal_counters=refusal_sidecar)
     backends = POOLS if inference_pools else DEPLOYMENTS
     for name, backend in zip(DEPLOYMENTS, backends, strict=True):
         create(api_client, model_deployment(name, namespace, replicas=2))

@@ -40,6 +40,7 @@ from modelgate.core import (
     analysis_due,
     decide,
 )
+from modelgate.core.query_check import check_due
 from modelgate.core.watch import in_force
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -279,6 +280,10 @@ class Simulator:
     ready: ReadyReplicas | None = None  # Ready replicas, as read for spec.capacity
     incumbent_available: bool = True  # as read in a watch window
     query_problem: SpecProblem | None = None  # some of the analysis's queries cannot be built
+    # Why the analysis's queries do not answer when checked (core/query_check.py); None: they answer
+    # as `check_outcome` says.
+    check_error: str | None = None
+    check_outcome: Outcome = Outcome.PASS
     restart_every_tick: bool = False
     applied: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
@@ -326,6 +331,7 @@ class Simulator:
             if self.incumbent_available
             else "0/1 replicas available",
             query_problem=self.query_problem,
+            analysis_check=self.check_run(),
         )
         decision = decide(self.spec, self.status, observed, self.now)
         self.status = round_trip(decision.status) if self.restart_every_tick else decision.status
@@ -335,6 +341,18 @@ class Simulator:
             self.applied.append(wanted)
         self.decisions.append(decision)
         return decision
+
+    def check_run(self) -> AnalysisRun | None:
+        """The check of the analysis's queries the operator runs when one is due."""
+        spec = in_force(self.spec, self.status)
+        if not check_due(spec, self.status, self.now):
+            return None
+        if self.check_error is None:
+            return analysis_run(spec, self.now, self.check_outcome)
+        assert spec.analysis is not None
+        return AnalysisRun.failed(
+            {m.name: query_of(m) for m in spec.analysis.metrics}, self.now, self.check_error
+        )
 
     def tick_with_analysis(
         self, outcome: Outcome = Outcome.PASS, *, after: timedelta = timedelta()

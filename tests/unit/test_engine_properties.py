@@ -272,8 +272,14 @@ def check_weights(
     assert all(w == status.current_weight for w in applied)
 
 
+def paused_at_a_deadline(status: ModelRolloutStatus) -> bool:
+    """Paused by a progress deadline: the default inconclusive one needs no spec."""
+    healthy = condition(status.conditions, ConditionType.ANALYSIS_HEALTHY)
+    return healthy is not None and healthy.reason == Reason.PROGRESS_DEADLINE_EXCEEDED
+
+
 def check_phase_matches_step(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> None:
-    if status.phase not in ACTIVE or paused_on_errors(status):
+    if status.phase not in ACTIVE or paused_on_errors(status) or paused_at_a_deadline(status):
         return
     step = spec.steps[status.current_step_index]
     indefinite = step.pause is not None and step.pause.duration is None

@@ -9,7 +9,9 @@ from datetime import timedelta
 import pytest
 
 from modelgate.api import ModelRolloutStatus, Phase, ProgressDeadlines
+from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.core import analysis_due, next_wakeup, settle_write
+from modelgate.core.query_check import digest
 from modelgate.core.schedule import (
     FINISHED_RESYNC,
     MIN_WAKEUP,
@@ -167,7 +169,8 @@ def test_a_finished_rollout_sleeps_long_unless_a_write_did_not_take() -> None:
 
 
 def test_next_wakeup_is_resync_when_nothing_comes_sooner() -> None:
-    assert next_wakeup(SPEC, ModelRolloutStatus(phase=Phase.PENDING), T0) == RESYNC
+    checked = AnalysisCheck(analysis=digest(SPEC.analysis), at=T0)  # its queries answered
+    assert next_wakeup(SPEC, ModelRolloutStatus(phase=Phase.PENDING, analysis_check=checked), T0) == RESYNC
     analysed = status(Phase.PROGRESSING, last_analysis_at=T0)
     assert next_wakeup(SPEC, analysed, T0) == RESYNC  # the 30s interval is further away
 

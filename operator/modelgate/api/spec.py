@@ -29,7 +29,7 @@ from modelgate.api.specmodel import SpecModel
 from modelgate.api.watch import WatchSpec
 
 OnPrometheusError = Literal["pause", "rollback"]
-DeadlineAction = Literal["pause", "rollback", "fail"]
+DeadlineAction = Literal["pause", "rollback", "fail", "wait"]
 
 
 BackendKind = Literal["Deployment", "InferencePool"]
@@ -354,8 +354,8 @@ class RollbackSpec(SpecModel):
 class Deadline(SpecModel):
     after: PositiveDuration = Field(description="How long the rollout may stay so, as a Go-style duration.")
     action: DeadlineAction = Field(
-        description="Then: pause (wait for `modelgate resume` or `promote`), rollback, or fail (Failed, "
-        "the candidate's weight 0)."
+        description="Then: pause (wait for `modelgate resume` or `promote`), rollback, fail (Failed, "
+        "the candidate's weight 0), or wait (nothing: the deadline is off)."
     )
 
     @property
@@ -373,9 +373,15 @@ class ProgressDeadlines(SpecModel):
     )
     inconclusive: Deadline | None = Field(
         None,
-        description="The current step's analysis has been Inconclusive (too little data) this long, "
-        "counted from its first Inconclusive verdict in the step.",
+        description="The current step's analysis has been Inconclusive (too little data, or a series "
+        "nobody exports) this long, counted from its first Inconclusive verdict in the step. Unset: "
+        "after 10m, pause (in a step; the watch window has none); `action: wait` turns it off.",
     )
+
+
+# What an unset spec.progressDeadlines.inconclusive means in a step: an Inconclusive step that no
+# traffic or no exporter will ever settle stops at its weight and says why, rather than hold it forever.
+DEFAULT_INCONCLUSIVE_DEADLINE = Deadline(after="10m", action="pause")
 
 
 def _sides_differ(kind: str) -> CelRule:

@@ -15,9 +15,11 @@ from pydantic import (
     ValidationError,
 )
 
+from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.markers import ATOMIC, NULLABLE, list_map
+from modelgate.api.series import MissingSeries
 from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
 
 # metav1.Condition's: an optional DNS-subdomain prefix and "/", then a qualified name.
@@ -185,6 +187,9 @@ class MetricAnalysis(StatusModel):
     )
     sequential: SequentialEvidence | None = Field(
         None, description="The sequential test's evidence so far, for metrics with a sequential test."
+    )
+    missing_series: Annotated[tuple[MissingSeries, ...], Field(max_length=8)] = Field(
+        (), description="With an Inconclusive verdict: the series it reads that Prometheus has none of."
     )
 
 
@@ -422,6 +427,11 @@ class ModelRolloutStatus(StatusModel):
             description="Rules found likely to roll back a candidate as good as the incumbent at the traffic "
             "measured (`modelgate plan` shows the same before a rollout); the newest last.",
         )
+    )
+    analysis_check: AnalysisCheck | None = Field(
+        None,
+        description="Whether the analysis's queries answer: until they do, the candidate gets no weight "
+        "(or, after an edit of spec.analysis, no more).",
     )
     conditions: Annotated[tuple[Condition, ...], Field(max_length=16)] = Field(
         (),

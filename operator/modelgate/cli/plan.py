@@ -77,17 +77,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    console = Console()
+    console, errors = Console(), Console(stderr=True)  # errors apart: stdout may be JSON
     try:
         spec = parse_spec(read_manifest(args.filename).get("spec") or {})
         traffic = _traffic(args)
     except (OSError, ValueError, InvalidSpecError) as error:
-        console.print(f"[red]modelgate plan: {error}[/red]")
+        errors.print(f"[red]modelgate plan: {error}[/red]")
         return EXIT_USAGE
     if spec.analysis is None:
-        console.print(
-            "[red]modelgate plan: the rollout has no spec.analysis: nothing decides its steps[/red]"
-        )
+        errors.print("[red]modelgate plan: the rollout has no spec.analysis: nothing decides its steps[/red]")
         return EXIT_NOTHING_TO_PLAN
     planned, unplanned = split_metrics(spec)
     groups = _groups(planned)
@@ -101,8 +99,7 @@ def run_plan(args: argparse.Namespace) -> int:
         for skipped in unplanned:
             console.print(f"not planned: {skipped.name}: {skipped.why}")
     if not planned:
-        if args.output == "table":
-            console.print("[red]modelgate plan: no metric the planner can simulate[/red]")
+        errors.print("[red]modelgate plan: no metric the planner can simulate[/red]")
         return EXIT_NOTHING_TO_PLAN
     worst = max(r.false_rollback for r in results)
     return EXIT_COIN_TOSS if args.fail_above is not None and worst > args.fail_above else EXIT_OK

@@ -23,6 +23,7 @@ from modelgate.api import (
     parse_status,
 )
 from modelgate.cli.render_gate import VERDICT_STYLE, render_gate
+from modelgate.cli.render_judge import judge_lines
 
 PHASE_STYLE = {
     "Succeeded": "bold green",
@@ -145,6 +146,7 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     parts.extend(_coin_toss_line(warning) for warning in status.false_rollback_warnings)
     if status.gate is not None:
         parts.append(render_gate(status.gate))
+    parts.extend(judge_lines(status))
     parts.append(AnalysisView(_metric_rows(spec, status)))
     return Group(*parts)
 

@@ -20,6 +20,7 @@ from modelgate.core import (
     next_wakeup,
     settle_write,
 )
+from modelgate.core.query_check import check_due
 from modelgate.metrics import AnalysisPlan, MetricProvider
 
 GENERATION = 1
@@ -77,7 +78,10 @@ def simulate(
     events: list[SimulatedEvent] = []
     while now <= end:
         analysis = provider.run(plan, now) if analysis_due(spec, status, now) else None
-        observed = Observations(GENERATION, True, "simulated: Available", route, analysis)
+        check = provider.run(plan, now) if check_due(spec, status, now) else None
+        observed = Observations(
+            GENERATION, True, "simulated: Available", route, analysis, analysis_check=check
+        )
         decision = decide(spec, status, observed, now)
         if decision.weight is not None:
             route = LiveRoute(100 - decision.weight, decision.weight, mirror_percent=decision.mirror_percent)

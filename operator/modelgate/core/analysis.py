@@ -20,6 +20,7 @@ from modelgate.api import (
 )
 from modelgate.core import counted, limits
 from modelgate.core.judgement import Judgement
+from modelgate.core.missing import name_missing
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 
 HISTORY_LENGTH = 10
@@ -121,7 +122,7 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
         evidence = counted.accumulate(metric, measured, kept) if metric.counts_events else None
         on_counts = counted.judge_counts(metric, evidence, restarted)
         judgement = _judge_all(metric, measured, traffic, incumbent_traffic, on_counts)
-        record = _record(metric, measured, judgement, run.at, before, evidence)
+        record = name_missing(_record(metric, measured, judgement, run.at, before, evidence), measured)
         results.append(record)
         if breach is None and not metric.dry_run and record.failures > metric.failure_limit:
             breach = _rollback_reason(metric, record, judgement, run.at)

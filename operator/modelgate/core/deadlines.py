@@ -7,9 +7,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from modelgate.api import Deadline, Phase, RollbackReason
+from modelgate.api import Deadline, ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason, Verdict
+from modelgate.api.spec import DEFAULT_INCONCLUSIVE_DEADLINE
 from modelgate.core import conditions as cond
 from modelgate.core.reasons import ConditionType, Reason
+from modelgate.core.watch import watching
 
 if TYPE_CHECKING:
     from modelgate.core.engine import _Tick
@@ -24,15 +26,32 @@ def pending_deadline(tick: _Tick) -> bool:
 
 def inconclusive_deadline(tick: _Tick) -> bool:
     """Acts on the inconclusive deadline if it has passed; True when it did (the tick goes no further)."""
-    deadlines = tick.spec.progress_deadlines
-    deadline = deadlines.inconclusive if deadlines else None
-    return _check(tick, deadline, tick.status.inconclusive_since, "the analysis has been Inconclusive for")
+    deadline = inconclusive_limit(tick.spec, tick.status)
+    since = tick.status.inconclusive_since
+    return _check(tick, deadline, since, "the analysis has been Inconclusive for", _inconclusive(tick))
 
 
-def _check(tick: _Tick, deadline: Deadline | None, since: datetime | None, what: str) -> bool:
-    if deadline is None or since is None:
+def inconclusive_limit(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> Deadline | None:
+    """The spec's inconclusive deadline; unset, DEFAULT_INCONCLUSIVE_DEADLINE in a step (the watch
+    window ends at its own time)."""
+    deadlines = spec.progress_deadlines
+    if deadlines is not None and deadlines.inconclusive is not None:
+        return deadlines.inconclusive
+    return None if watching(status) else DEFAULT_INCONCLUSIVE_DEADLINE
+
+
+def _inconclusive(tick: _Tick) -> str:
+    """The Inconclusive metrics and why, for the deadline's message."""
+    why = [f"{m.name}: {m.message}" for m in tick.status.analysis if m.verdict is Verdict.INCONCLUSIVE]
+    return f" ({'; '.join(why)})" if why else ""
+
+
+def _check(
+    tick: _Tick, deadline: Deadline | None, since: datetime | None, what: str, detail: str = ""
+) -> bool:
+    if deadline is None or deadline.action == "wait" or since is None:
         return False
-    return _act(tick, deadline, since, f"{what} {deadline.after}")
+    return _act(tick, deadline, since, f"{what} {deadline.after}{detail}")
 
 
 def deadline_paused(tick: _Tick) -> bool:
@@ -43,7 +62,7 @@ def deadline_paused(tick: _Tick) -> bool:
 def _act(tick: _Tick, deadline: Deadline, since: datetime, what: str) -> bool:
     if tick.now - since < deadline.after_timedelta or deadline_paused(tick):
         return False
-    message = f"{what} ({deadline.action} per spec.progressDeadlines)"
+    message = f"{what}; {deadline.action} per spec.progressDeadlines"
     if deadline.action == "rollback":
         tick.rollback(RollbackReason(time=tick.now, message=message), Reason.PROGRESS_DEADLINE_EXCEEDED)
         return True

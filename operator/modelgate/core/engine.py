@@ -34,6 +34,7 @@ from modelgate.core.model import (
     RouteProblem,
     SpecProblem,
 )
+from modelgate.core.query_check import check_holds, note_check
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.schedule import pause_ends_at, step_settles_at
 
@@ -190,6 +191,7 @@ class _Tick:
                 Reason.SPEC_CHANGED, f"step {removed} was removed from the spec; starting again from step 0"
             )
         self.update(observed_generation=self.observed.generation)
+        note_check(self)
         command = self.observed.command
         handled = self.status.last_command
         if command is not None and (handled is None or command.id != handled.id):
@@ -273,6 +275,8 @@ class _Tick:
             self.update(message=f"waiting for the candidate: {self.observed.candidate_message}")
             pending_deadline(self)
             return
+        if check_holds(self):
+            return  # no weight before every query of the analysis answers
         if gate_pending(self):
             start_gate(self)
             return
@@ -289,7 +293,7 @@ class _Tick:
             return  # the other writer's weight stays; only a rollback writes
         self.set_weight(self.status.current_weight)  # re-assert what this step wrote if it drifted
         self.note_candidate_availability()
-        if self.error_paused or deadline_paused(self) or inconclusive_deadline(self):
+        if self.error_paused or deadline_paused(self) or inconclusive_deadline(self) or check_holds(self):
             return
         if watch.watching(self.status):
             watch.go_on(self)
@@ -355,7 +359,9 @@ class _Tick:
         if not self.error_paused:
             self.event(Reason.ANALYSIS_PAUSED, f"{detail}; paused until `modelgate resume`")
         self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, detail)
-        self.update(phase=Phase.PAUSED, message=f"paused: {detail}; run `modelgate resume` to continue")
+        address = self.spec.analysis.prometheus.address
+        fix = f"fix what it names (the Prometheus at {address}: spec.analysis.prometheus)"
+        self.update(phase=Phase.PAUSED, message=f"paused: {detail}; {fix}, then run `modelgate resume`")
         return True
 
     def advance_while_complete(self) -> None:

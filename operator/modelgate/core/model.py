@@ -123,6 +123,8 @@ class Observations:
     incumbent_message: str = ""
     # The analysis's queries (some or all) cannot be built from the spec; naming the field.
     query_problem: SpecProblem | None = None
+    # The analysis's queries run once to see that they answer, when query_check.check_due says so.
+    analysis_check: AnalysisRun | None = None
 
 
 @dataclass(frozen=True)

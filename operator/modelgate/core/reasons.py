@@ -22,6 +22,7 @@ class ConditionType(StrEnum):
     CANDIDATE_CAPACITY = "CandidateCapacity"
     WATCHING = "Watching"
     INCUMBENT_AVAILABLE = "IncumbentAvailable"
+    ANALYSIS_READY = "AnalysisReady"
 
 
 class Reason(StrEnum):
@@ -56,6 +57,9 @@ class Reason(StrEnum):
     PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
     # A rule likely to roll back a candidate as good as the incumbent (core.false_rollback).
     FALSE_ROLLBACK_LIKELY = "FalseRollbackLikely"
+    # Whether the analysis's queries answer (before the first weight, after an edit of spec.analysis).
+    QUERIES_ANSWERED = "QueriesAnswered"
+    QUERY_UNANSWERED = "QueryUnanswered"
     # Manual commands.
     PROMOTED = "Promoted"
     COMMAND_IGNORED = "CommandIgnored"
@@ -103,6 +107,7 @@ _WARNINGS = frozenset(
         Reason.ANALYSIS_PAUSED,
         Reason.PROGRESS_DEADLINE_EXCEEDED,
         Reason.FALSE_ROLLBACK_LIKELY,
+        Reason.QUERY_UNANSWERED,
         Reason.COMMAND_IGNORED,
         Reason.INSUFFICIENT_CAPACITY,
         Reason.ROUTE_NOT_FOUND,

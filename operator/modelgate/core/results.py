@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from modelgate.api.series import MissingSeries
+
 
 @dataclass(frozen=True)
 class QueryResult:
@@ -56,6 +58,7 @@ class MetricQuery:
     result: QueryResult  # the candidate's value
     incumbent: QueryResult | None = None  # the same query for the incumbent, for metrics that compare
     totals: tuple[SideTotals, SideTotals] | None = None  # candidate, incumbent: for the sequential test
+    missing: tuple[MissingSeries, ...] = ()  # with no data: the series read that Prometheus has none of
 
 
 @dataclass(frozen=True)

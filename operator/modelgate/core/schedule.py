@@ -6,8 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.core import conditions as cond
+from modelgate.core.deadlines import inconclusive_limit
 from modelgate.core.gradual import next_step_at
 from modelgate.core.mirror import candidate_served
+from modelgate.core.query_check import next_check_at, unchecked
 from modelgate.core.reasons import ConditionType, Reason
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.GATING, Phase.PROGRESSING, Phase.PAUSED})
@@ -41,6 +43,8 @@ def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> date
     watched = status.phase in (Phase.PROGRESSING, Phase.PAUSED) or status.rolling_back is not None
     if spec.analysis is None or not watched or not candidate_served(spec, status):
         return None
+    if unchecked(spec, status):
+        return None  # its queries are checked first (query_check.py)
     last = status.last_analysis_at
     settled = step_settles_at(spec, status)
     if settled is not None and (last is None or last < settled):
@@ -97,17 +101,28 @@ def scheduled_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime
     the longest overdue rollouts first."""
     if status.phase not in ACTIVE_PHASES:
         return None
-    times = [pause_ends_at(spec, status), next_analysis_at(spec, status), weight_step_due(spec, status)]
+    times = [
+        pause_ends_at(spec, status),
+        next_analysis_at(spec, status),
+        weight_step_due(spec, status),
+        next_check_at(spec, status),
+    ]
     return min((at for at in times if at is not None), default=None)
 
 
 def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[datetime]:
     """When the progress deadlines that are running (Pending since, Inconclusive since) pass."""
     deadlines = spec.progress_deadlines
-    if deadlines is None:
-        return []
-    running = ((deadlines.pending, status.pending_since), (deadlines.inconclusive, status.inconclusive_since))
-    return [since + deadline.after_timedelta for deadline, since in running if deadline and since]
+    pending = deadlines.pending if deadlines else None
+    running = (
+        (pending, status.pending_since),
+        (inconclusive_limit(spec, status), status.inconclusive_since),
+    )
+    return [
+        since + deadline.after_timedelta
+        for deadline, since in running
+        if deadline and since and deadline.action != "wait"
+    ]
 
 
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
@@ -126,9 +141,9 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
         written = True  # held for another writer: there is nothing to retry
     if not written and status.phase is not Phase.FAILED:
         candidates.append(WRITE_RETRY)
-    next_run = next_analysis_at(spec, status)
-    if next_run is not None:
-        candidates.append(next_run - now)
+    for next_run in (next_analysis_at(spec, status), next_check_at(spec, status)):
+        if next_run is not None:
+            candidates.append(next_run - now)
     step_down = next_step_at(status, now)
     if step_down is not None:
         candidates.append(step_down - now)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from modelgate.api import MetricSpec, Verdict
-from modelgate.api.spec import ModelRolloutSpec, RollbackSpec
+from modelgate.api.spec import DEFAULT_INCONCLUSIVE_DEADLINE, RollbackSpec
 from modelgate.api.specmodel import SpecModel
 
 
@@ -172,11 +172,12 @@ def verdict_effects() -> tuple[VerdictEffect, ...]:
     scope = _default(MetricSpec, "failure_limit_scope")
     errors = _default(RollbackSpec, "max_consecutive_errors")
     on_error = _default(RollbackSpec, "on_prometheus_error")
-    deadlines = _default(ModelRolloutSpec, "progress_deadlines")
+    default = DEFAULT_INCONCLUSIVE_DEADLINE
     waits = (
         "`spec.progressDeadlines.inconclusive` bounds the wait (`after`, then `pause`, `rollback` or "
-        "`fail`), counted from the step's first Inconclusive verdict"
-        + ("; without it a step waits until a verdict, `promote` or `abort`" if deadlines is None else "")
+        "`fail`; `wait` turns it off), counted from the step's first Inconclusive verdict; unset, a step "
+        f"does `{default.action}` after {default.after} (the watch window has no default). A preset whose "
+        "series does not exist names it and its exporter in `status.analysis[].missingSeries`"
     )
     return (
         VerdictEffect(

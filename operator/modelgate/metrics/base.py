@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from modelgate.api import AnalysisSpec, BreachTrace, ModelRolloutSpec, PodValue, RollbackReason
+from modelgate.api.series import MissingSeries, SeriesComponent, SeriesSide
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
 
 
@@ -21,6 +22,15 @@ class CountQueries:
 
 
 @dataclass(frozen=True)
+class SeriesProbe:
+    """One series a preset reads, who exports it, and each side's query counting its series."""
+
+    series: str
+    exporter: SeriesComponent
+    queries: tuple[tuple[SeriesSide, str], ...]
+
+
+@dataclass(frozen=True)
 class MetricPlan:
     candidate: str  # the query of the candidate's value
     incumbent: str | None = None  # the same for the incumbent, when the metric compares
@@ -29,6 +39,8 @@ class MetricPlan:
     totals: tuple[CountQueries, CountQueries] | None = None
     # The query whose series' exemplars point at the requests behind a breach; None: `candidate`.
     exemplars: str | None = None
+    # The series it reads (a preset's), asked after when it has no data.
+    series: tuple[SeriesProbe, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,12 +121,25 @@ def _measure(query: Query, metric: MetricPlan) -> MetricQuery:
             SideTotals(query(side.requests), query(side.events)) for side in metric.totals
         )
         totals = (candidate, incumbent)
+    result = query(metric.candidate)
+    no_data = result.is_empty or result.is_nan
     return MetricQuery(
         metric.candidate,
-        query(metric.candidate),
+        result,
         incumbent=query(metric.incumbent) if metric.incumbent is not None else None,
         totals=totals,
+        missing=_missing(query, metric.series) if no_data else (),
     )
+
+
+def _missing(query: Query, probes: tuple[SeriesProbe, ...]) -> tuple[MissingSeries, ...]:
+    """The series Prometheus has none of, and for which sides (a failed probe says nothing)."""
+    missing = []
+    for probe in probes:
+        sides = tuple(side for side, promql in probe.queries if query(promql).is_empty)
+        if sides:
+            missing.append(MissingSeries(series=probe.series, provided_by=probe.exporter, sides=sides))
+    return tuple(missing)
 
 
 @dataclass(frozen=True)

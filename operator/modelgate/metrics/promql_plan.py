@@ -10,9 +10,15 @@ from typing import Any
 from modelgate.api import MetricSpec, ModelRolloutSpec, WorkloadRef
 from modelgate.api.duration import parse_duration
 from modelgate.kube.pools import PoolPod
-from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan
+from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan, SeriesProbe
 from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
-from modelgate.metrics.presets import count_queries, exemplar_query, preset_query, request_count_query
+from modelgate.metrics.presets import (
+    count_queries,
+    exemplar_query,
+    preset_query,
+    request_count_query,
+    series_probes,
+)
 from modelgate.metrics.template import render_query
 
 
@@ -92,10 +98,12 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
         field = "query" if metric.preset is None else "source" if metric.source is not None else "preset"
         raise ValueError(f"spec.analysis.metrics[{index}].{field} (metric {metric.name}): {error}") from None
     totals = _totals(metric, source, ctx) if metric.counts_events else None
-    exemplars = (
-        exemplar_query(metric.preset, source, ctx, threshold=metric.threshold) if metric.preset else None
-    )
-    return MetricPlan(candidate, query("incumbent") if metric.compare else None, totals, exemplars)
+    exemplars: str | None = None
+    series: tuple[SeriesProbe, ...] = ()
+    if metric.preset is not None:
+        exemplars = exemplar_query(metric.preset, source, ctx, threshold=metric.threshold)
+        series = series_probes(metric.preset, source, ctx, threshold=metric.threshold)
+    return MetricPlan(candidate, query("incumbent") if metric.compare else None, totals, exemplars, series)
 
 
 def _totals(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[CountQueries, CountQueries]:

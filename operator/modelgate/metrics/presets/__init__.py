@@ -14,10 +14,18 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TypeVar
 
-from modelgate.metrics.base import CountQueries
+from modelgate.api.series import SeriesComponent
+from modelgate.metrics.base import CountQueries, SeriesProbe
 from modelgate.metrics.context import QueryContext, Side
 from modelgate.metrics.presets import istio, llmd, sglang, tgi, traefik, triton, vllm
-from modelgate.metrics.presets.catalog import PRESETS, Preset, Share, UnknownPresetError
+from modelgate.metrics.presets.catalog import (
+    PRESETS,
+    PROXIED_REQUESTS,
+    REFUSALS,
+    Preset,
+    Share,
+    UnknownPresetError,
+)
 from modelgate.metrics.presets.common import Stack
 
 T = TypeVar("T")
@@ -103,6 +111,31 @@ def exemplar_query(name: str, source: str, ctx: QueryContext, *, threshold: floa
     return share.totals(stack, ctx, "candidate").events
 
 
+def series_probes(
+    name: str, source: str, ctx: QueryContext, *, threshold: float | None = None
+) -> tuple[SeriesProbe, ...]:
+    """For each series the preset reads: who exports it, and a query per side that counts its series
+    (empty when there are none), to say which is missing when the preset has no data."""
+    preset, stack = _resolve(name, source)
+    share = preset.share(stack, threshold) if preset.share is not None else None
+    select = (share.select if share is not None else None) or stack.select
+    sides: tuple[Side, ...] = ("candidate", "incumbent")
+    return tuple(
+        SeriesProbe(
+            series,
+            _exporter(stack, series),
+            tuple((side, f"count({series}{{{select(ctx, side)}}})") for side in sides),
+        )
+        for series in dict.fromkeys(preset.series(stack, threshold))
+    )
+
+
+def _exporter(stack: Stack, series: str) -> SeriesComponent:
+    if series in (*PROXIED_REQUESTS.names, *REFUSALS.names):
+        return SeriesComponent.REFUSAL_SIDECAR  # every source reads refusals from the sidecar
+    return stack.exporter_of(series)
+
+
 def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate") -> str:
     """Requests one side served in the window; the engine compares it with `minRequests`."""
     stack = get_stack(source)
@@ -143,4 +176,5 @@ __all__ = [
     "get_stack",
     "preset_query",
     "request_count_query",
+    "series_probes",
 ]

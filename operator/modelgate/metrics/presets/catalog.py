@@ -58,6 +58,18 @@ class Preset:
     share: Callable[[Stack, float | None], Share | None] | None = None
     # The query of any other preset: (stack, selector, window) -> PromQL, None when the stack lacks it.
     query: Callable[[Stack, str, str], str | None] | None = None
+    # What that query reads of the stack (a histogram, a counter, a gauge's name).
+    reads: Callable[[Stack], Histogram | Counter | str | None] | None = None
+
+    def series(self, stack: Stack, threshold: float | None) -> tuple[str, ...]:
+        """The names of the series the preset reads whose absence leaves it without data."""
+        if self.share is not None:
+            share = self.share(stack, threshold)
+            return () if share is None else (*share.requests.series(), *share.events.series())
+        read = self.reads(stack) if self.reads is not None else None
+        if read is None:
+            return ()
+        return (read,) if isinstance(read, str) else read.series()
 
 
 def _quantile(
@@ -85,6 +97,26 @@ def _slow_requests(stack: Stack, threshold: float | None) -> Share | None:
         raise ValueError("slowRequestRate needs a threshold: a bucket bound in seconds")
     observed, within = stack.latency.above(threshold)
     return Share(observed, within, complement=True)
+
+
+def _ttft(stack: Stack) -> Histogram | None:
+    return stack.ttft
+
+
+def _tpot(stack: Stack) -> Histogram | None:
+    return stack.tpot
+
+
+def _latency(stack: Stack) -> Histogram | None:
+    return stack.latency
+
+
+def _tokens(stack: Stack) -> Counter | None:
+    return stack.generated_tokens
+
+
+def _queue(stack: Stack) -> str | None:
+    return stack.queue
 
 
 def _tokens_per_second(stack: Stack, selector: str, window: str) -> str | None:
@@ -129,30 +161,44 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
                 "ttftP50",
                 "median time to first token",
                 "seconds",
-                query=_quantile(0.5, lambda stack: stack.ttft),
+                query=_quantile(0.5, _ttft),
+                reads=_ttft,
             ),
             Preset(
                 "ttftP99",
                 "99th percentile of time to first token",
                 "seconds",
-                query=_quantile(0.99, lambda stack: stack.ttft),
+                query=_quantile(0.99, _ttft),
+                reads=_ttft,
             ),
             Preset(
                 "tpotP99",
                 "99th percentile of time per output token (inter-token latency)",
                 "seconds",
-                query=_quantile(0.99, lambda stack: stack.tpot),
+                query=_quantile(0.99, _tpot),
+                reads=_tpot,
             ),
             Preset(
                 "latencyP99",
                 "99th percentile of end-to-end request latency",
                 "seconds",
-                query=_quantile(0.99, lambda stack: stack.latency),
+                query=_quantile(0.99, _latency),
+                reads=_latency,
             ),
             Preset(
-                "tokensPerSecond", "output tokens generated per second", "tokens/s", query=_tokens_per_second
+                "tokensPerSecond",
+                "output tokens generated per second",
+                "tokens/s",
+                query=_tokens_per_second,
+                reads=_tokens,
             ),
-            Preset("queueDepth", "requests waiting in the server's queue", "requests", query=_queue_depth),
+            Preset(
+                "queueDepth",
+                "requests waiting in the server's queue",
+                "requests",
+                query=_queue_depth,
+                reads=_queue,
+            ),
         )
     }
 )

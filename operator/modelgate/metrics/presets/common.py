@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from modelgate.api.series import SeriesComponent
 from modelgate.metrics.context import QueryContext, Side
 
 # A side's label selector body, e.g. `namespace="serving",pod=~"chat-v2-[a-z0-9]+-[a-z0-9]+"`.
@@ -59,6 +60,10 @@ class Counter:
             return f"({added} or vector(0))"
         return added if len(terms) == 1 else f"({added})"
 
+    def series(self) -> tuple[str, ...]:
+        """The names whose absence means no data rather than no events."""
+        return () if self.absent_means_zero else self.names
+
     def _either(self, term: Callable[[str], str], name: str, selector: str) -> str:
         matcher_sets = (self.matchers, *self.alternatives)
         return " or ".join(term(f"{name}{{{_matchers(selector, matchers)}}}") for matchers in matcher_sets)
@@ -82,6 +87,9 @@ class Histogram:
         quantile = f"histogram_quantile({q}, sum by (le) ({buckets}))"
         return quantile if self.unit == 1.0 else f"{quantile} * {self.unit:g}"
 
+    def series(self) -> tuple[str, ...]:
+        return (f"{self.name}_bucket",)
+
     def observations(self) -> Counter:
         return counter(f"{self.name}_count")
 
@@ -93,10 +101,11 @@ class Histogram:
 
 @dataclass(frozen=True)
 class Stack:
-    """One serving stack's series, and what it lacks (preset -> why)."""
+    """One serving stack's series, who exports them, and what it lacks (preset -> why)."""
 
     source: str
     select: Selector
+    exporter: SeriesComponent  # of its series, but those `exporters` names
     requests: Counter
     # Requests the server answered, counted against `minRequests` where `requests` is not exported
     # (a server without its HTTP counter); never a share's denominator, whose failures it misses.
@@ -109,6 +118,10 @@ class Stack:
     generated_tokens: Counter | None = None
     queue: str | None = None  # a gauge
     lacks: Mapping[str, str] = field(default_factory=dict)
+    exporters: Mapping[str, SeriesComponent] = field(default_factory=dict)
+
+    def exporter_of(self, series: str) -> SeriesComponent:
+        return self.exporters.get(series, self.exporter)
 
 
 # What a proxy or gateway cannot see of a request: the server's tokens and queue.

@@ -1,6 +1,7 @@
 """Istio's standard metrics, as the destination workload's sidecar reports them (names from
 istio/proxy at c0655e1: source/extensions/filters/http/istio_stats/istio_stats.cc; docs/presets.md)."""
 
+from modelgate.api.series import SeriesComponent
 from modelgate.metrics.context import QueryContext, Side
 from modelgate.metrics.presets.common import Histogram, Stack, counter, lacks_server_only
 
@@ -20,6 +21,7 @@ _SERVER_ONLY = "a proxy sees HTTP, not the model server's tokens or queue"
 STACK = Stack(
     source="istio",
     select=by_destination_workload,
+    exporter=SeriesComponent.ISTIO_PROXY,
     requests=counter(_REQUESTS),
     errors=counter(_REQUESTS, 'response_code=~"5.."', absent_means_zero=True),
     # Envoy's response flag DC: the downstream (client) connection was terminated.

@@ -2,6 +2,7 @@
 520af47 (main, 2026-05-17), pkg/epp/metrics/metrics.go, into which the Gateway API Inference
 Extension moved its endpoint picker after v1.5.0; docs/presets.md)."""
 
+from modelgate.api.series import SeriesComponent
 from modelgate.metrics.context import QueryContext, Side
 from modelgate.metrics.presets.common import Histogram, Stack, counter
 
@@ -14,6 +15,7 @@ def by_target_model(ctx: QueryContext, side: Side) -> str:
 STACK = Stack(
     source="llm-d",
     select=by_target_model,
+    exporter=SeriesComponent.LLMD_ENDPOINT_PICKER,
     requests=counter("inference_objective_request_total"),
     # Every response whose status is not 200 (4xx included: the picker does not tell them apart),
     # and the picker's own failures.

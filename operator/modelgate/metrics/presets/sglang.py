@@ -1,6 +1,7 @@
 """SGLang's series, exported only with `--enable-metrics` (names from sglang 0.5.10.post1:
 sglang/srt/observability/metrics_collector.py, sglang/srt/utils/common.py; docs/presets.md)."""
 
+from modelgate.api.series import SeriesComponent
 from modelgate.metrics.presets.common import Histogram, Stack, by_pod, counter
 
 # The HTTP middleware counts every path, /metrics and /health included: only the inference
@@ -11,6 +12,7 @@ _RESPONSES = "sglang:http_responses_total"
 STACK = Stack(
     source="sglang",
     select=by_pod,
+    exporter=SeriesComponent.SGLANG_SERVER,
     requests=counter(_RESPONSES, _INFERENCE),
     errors=counter(_RESPONSES, f'{_INFERENCE},status_code=~"5.."', absent_means_zero=True),
     aborts=counter("sglang:num_aborted_requests_total", absent_means_zero=True),

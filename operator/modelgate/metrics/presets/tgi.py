@@ -2,6 +2,7 @@
 router/src/server.rs, router/src/infer/mod.rs, backends/v3/src/{backend,queue}.rs; docs/presets.md).
 Its exporter (metrics-exporter-prometheus) adds no `_total` suffix to counters."""
 
+from modelgate.api.series import SeriesComponent
 from modelgate.metrics.presets.common import Histogram, Stack, by_pod, counter
 
 _FAILURES = "tgi_request_failure"
@@ -9,6 +10,7 @@ _FAILURES = "tgi_request_failure"
 STACK = Stack(
     source="tgi",
     select=by_pod,
+    exporter=SeriesComponent.TGI_SERVER,
     requests=counter("tgi_request_count"),
     # `err`: generation and incomplete are the server's failures, overloaded its refusal to queue;
     # validation and template are the client's (HTTP 422), dropped is the client going away.

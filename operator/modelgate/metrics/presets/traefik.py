@@ -7,6 +7,7 @@ its own (`<router>-svc-<namespace>-<backend>-<index>@kubernetesgateway`, the rou
 `httproute-<namespace>-<route>-gw-...`), so the incumbent's and the candidate's requests are told
 apart, and a failure counts even when the model server itself never saw the request."""
 
+from modelgate.api.series import SeriesComponent
 from modelgate.metrics.context import QueryContext, QueryContextError, Side
 from modelgate.metrics.presets.common import Histogram, Stack, counter, lacks_server_only
 
@@ -32,6 +33,7 @@ _PROXY_ONLY = "a proxy sees HTTP, not the model server's tokens or queue"
 STACK = Stack(
     source="traefik",
     select=by_backend,
+    exporter=SeriesComponent.TRAEFIK_GATEWAY,
     requests=counter(_REQUESTS),
     errors=counter(_REQUESTS, 'code=~"5.."', absent_means_zero=True),
     # Traefik answers 499 when the client closed the connection before the answer was complete.

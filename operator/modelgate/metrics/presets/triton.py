@@ -2,6 +2,7 @@
 src/metric_model_reporter.{h,cc}, src/infer_stats.cc; docs/presets.md). prometheus-cpp adds no
 `_total` suffix to counters."""
 
+from modelgate.api.series import SeriesComponent
 from modelgate.metrics.presets.common import Counter, Histogram, Stack, by_pod, counter
 
 _FAILURES = "nv_inference_request_failure"
@@ -13,6 +14,7 @@ _NO_LATENCY_HISTOGRAM = (
 STACK = Stack(
     source="triton",
     select=by_pod,
+    exporter=SeriesComponent.TRITON_SERVER,
     # Every request ends as a success or a failure; failure series exist from the start per reason.
     requests=Counter(("nv_inference_request_success", _FAILURES)),
     # `reason`: BACKEND and OTHER are the server's failures, REJECTED its queue refusing a request;

@@ -2,6 +2,7 @@
 vllm/entrypoints/serve/instrumentator/metrics.py), read the same on llm-d's vLLM simulator
 (llm-d-inference-sim v0.10.2: pkg/llm-d-inference-sim/metrics.go); docs/presets.md cites each."""
 
+from modelgate.api.series import SeriesComponent
 from modelgate.metrics.presets.common import Histogram, Stack, by_pod, counter
 
 # prometheus-fastapi-instrumentator groups status codes by default: `status` is "2xx" or "5xx";
@@ -13,6 +14,7 @@ _LATENCY = Histogram("vllm:e2e_request_latency_seconds")
 STACK = Stack(
     source="vllm",
     select=by_pod,
+    exporter=SeriesComponent.VLLM_SERVER,
     requests=counter(_HTTP),
     # Without the HTTP counter (the simulator), the requests that finished count against minRequests.
     answered=_LATENCY.observations(),
@@ -32,4 +34,5 @@ STACK = Stack(
     latency=_LATENCY,
     generated_tokens=counter("vllm:generation_tokens_total"),
     queue="vllm:num_requests_waiting",
+    exporters={_HTTP: SeriesComponent.VLLM_INSTRUMENTATOR},
 )
