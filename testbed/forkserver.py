@@ -1,10 +1,11 @@
 """Starting the bed's Python processes by forking one that has already imported them.
 
 A `make test` starts a few hundred Python processes (model-server doubles, refusal proxies,
-operators), and each spent most of a second of CPU importing aiohttp, pydantic, kopf and the
-Kubernetes client before it did anything. A fork server imports a module once; each process is then
-forked from it and calls its entry point (`module:function`, given the argument list), in a session
-of its own with its output appended to its log file, exactly as a `python -m` child would run.
+operators, the tests' `modelgate` commands), and each spent most of a second of CPU importing
+aiohttp, pydantic, kopf and the Kubernetes client before it did anything. A fork server imports a
+module once; each process is then forked from it and calls its entry point (`module:function`,
+given the argument list), in a session of its own with its output appended to its log file, exactly
+as a `python -m` child would run.
 
 The server is this process's child and reads requests (one JSON object per line) on its standard
 input: it ends when that closes, so it never outlives the test run that started it. Its children do

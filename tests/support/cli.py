@@ -12,7 +12,7 @@ from testbed.processes import MODELGATE_ENTRY, fork_server, python_module_env
 def modelgate(kubeconfig: Path | None, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """None: a command that asks no cluster (replay). The process is forked from one that imported
     the command already (testbed.forkserver): a `python -m modelgate` spent over a second of CPU on
-    its imports, and the suite runs the command a few hundred times."""
+    its imports, at every run."""
     cluster = [] if kubeconfig is None else [f"--kubeconfig={kubeconfig}"]
     return fork_server(MODELGATE_ENTRY.partition(":")[0]).run(
         MODELGATE_ENTRY,
