@@ -1,10 +1,11 @@
 """Starting the bed's Python processes by forking one that has already imported them.
 
 A `make test` starts a few hundred Python processes (model-server doubles, refusal proxies,
-operators), and each spent most of a second of CPU importing aiohttp, pydantic, kopf and the
-Kubernetes client before it did anything. A fork server imports a module once; each process is then
-forked from it and calls its entry point (`module:function`, given the argument list), in a session
-of its own with its output appended to its log file, exactly as a `python -m` child would run.
+operators, the tests' `modelgate` commands), and each spent most of a second of CPU importing
+aiohttp, pydantic, kopf and the Kubernetes client before it did anything. A fork server imports a
+module once; each process is then forked from it and calls its entry point (`module:function`,
+given the argument list), in a session of its own with its output appended to its log file, exactly
+as a `python -m` child would run.
 
 The server is this process's child and reads requests (one JSON object per line) on its standard
 input: it ends when that closes, so it never outlives the test run that started it. Its children do
@@ -20,7 +21,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -42,9 +45,23 @@ class ForkServer:
         self._server: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
-    def spawn(self, entry: str, args: Sequence[str], log_file: Path, env: Mapping[str, str]) -> int:
-        """The pid of a new process running `entry(args)`, with `env` added to its environment."""
-        request = {"entry": entry, "args": list(args), "log": str(log_file), "env": dict(env)}
+    def spawn(
+        self,
+        entry: str,
+        args: Sequence[str],
+        log_file: Path,
+        env: Mapping[str, str],
+        command: Mapping[str, str] | None = None,
+    ) -> int:
+        """The pid of a new process running `entry(args)`, with `env` added to its environment
+        (`command`: the fields of `run`'s request)."""
+        request = {
+            "entry": entry,
+            "args": list(args),
+            "log": str(log_file),
+            "env": dict(env),
+            **(command or {}),
+        }
         with self._lock:
             server = self._running_server()
             assert server.stdin is not None and server.stdout is not None
@@ -58,6 +75,29 @@ class ForkServer:
         if "error" in answer:
             raise ForkServerError(f"the fork server could not start {entry}: {answer['error']}")
         return int(answer["pid"])
+
+    def run(
+        self, entry: str, args: Sequence[str], env: Mapping[str, str], timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        """As `subprocess.run` of `python -m` with exactly the environment `env`, output captured,
+        no input; forked, so it starts without importing what the server has imported."""
+        with tempfile.TemporaryDirectory(prefix="forkrun-") as scratch:
+            files = {name: Path(scratch) / name for name in ("stdout", "stderr", "status")}
+            command = {"stderr": str(files["stderr"]), "status": str(files["status"]), "replace_env": "1"}
+            pid = self.spawn(entry, args, files["stdout"], env, command)
+            deadline = time.monotonic() + timeout
+            while not files["status"].exists():
+                if not Path(f"/proc/{pid}").exists() and not files["status"].exists():
+                    raise ForkServerError(f"{entry} {list(args)} ended without an exit status: killed?")
+                if time.monotonic() > deadline:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                    raise subprocess.TimeoutExpired([entry, *args], timeout)
+                time.sleep(0.01)
+            output = {name: path.read_text() for name, path in files.items()}
+        return subprocess.CompletedProcess(
+            [entry, *args], int(output["status"]), output["stdout"], output["stderr"]
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -90,7 +130,7 @@ def serve(requests: Any, replies: int) -> None:
                 raise ForkServerError("the fork server has started a thread; it cannot fork safely")
             pid = os.fork()
             if pid == 0:
-                _run_child(entry, request["args"], request["log"], request["env"])
+                _run_child(entry, request)
             reply: dict[str, Any] = {"pid": pid}
         except Exception as error:  # the request's fault: say so and serve the next
             reply = {"error": f"{type(error).__name__}: {error}"}
@@ -102,22 +142,30 @@ def _entry_point(entry: str) -> Any:
     return getattr(importlib.import_module(module), function)
 
 
-def _run_child(entry: Any, args: list[str], log: str, env: dict[str, str]) -> None:
-    """In the forked child: becomes the process `python -m` would have started, and never returns."""
+def _run_child(entry: Any, request: dict[str, Any]) -> None:
+    """In the forked child: becomes the process `python -m` would have started, and never returns.
+    Its output goes to the request's log (its errors to `stderr`, if given); with `replace_env`,
+    `env` is its whole environment; with `status`, its exit status is written there at the end."""
     status = 1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
-        output = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        output = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        errors = os.open(request.get("stderr", request["log"]), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         nothing = os.open(os.devnull, os.O_RDONLY)
-        for target, source in ((0, nothing), (1, output), (2, output)):
+        for target, source in ((0, nothing), (1, output), (2, errors)):
             os.dup2(source, target)
         os.closerange(3, MAX_FD)  # the server's pipes above all: its client must see them close with it
         sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
         sys.stderr.reconfigure(line_buffering=True)  # type: ignore[union-attr]
-        os.environ.update(env)
-        sys.argv = [entry.__module__.partition(".")[0], *args]  # argparse names the program after it
-        status = _exit_status(entry(args))
+        if request.get("replace_env"):
+            os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = [
+            entry.__module__.partition(".")[0],
+            *request["args"],
+        ]  # argparse names the program after it
+        status = _exit_status(entry(request["args"]))
     except SystemExit as exit_:
         status = _exit_status(exit_.code)
     except BaseException:
@@ -126,7 +174,17 @@ def _run_child(entry: Any, args: list[str], log: str, env: dict[str, str]) -> No
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
+        if "status" in request:
+            _write_status(request["status"], status)
         os._exit(status)
+
+
+def _write_status(path: str, status: int) -> None:
+    """Whole or not at all: the client takes the file's appearance as the end of the process."""
+    with contextlib.suppress(OSError):
+        written = Path(f"{path}.tmp")
+        written.write_text(str(status))
+        written.replace(path)
 
 
 def _exit_status(code: object) -> int:

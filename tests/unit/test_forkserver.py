@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -83,3 +84,21 @@ def test_the_registry_records_a_forked_process_as_running_and_stops_it(tmp_path:
     registry.stop(started, timeout=30)
     assert not registry.is_running(started)
     assert registry.load() == []
+
+
+def test_a_run_returns_its_output_and_exit_status_as_a_subprocess_would_with_only_the_env_given(
+    server: ForkServer,
+) -> None:
+    os.environ["FORK_TEST_NOT_PASSED"] = "1"
+    try:
+        done = server.run(f"{ENTRIES}:answer", ["3", "--flag"], {"ONLY": "this"}, timeout=30)
+    finally:
+        del os.environ["FORK_TEST_NOT_PASSED"]
+    assert done.returncode == 3
+    assert json.loads(done.stdout) == {"args": ["3", "--flag"], "env": {"ONLY": "this"}}
+    assert done.stderr == "to standard error\n"
+
+
+def test_a_run_past_its_timeout_is_killed(server: ForkServer) -> None:
+    with pytest.raises(subprocess.TimeoutExpired):
+        server.run(f"{ENTRIES}:wait_for_sigterm", [], {}, timeout=0.5)

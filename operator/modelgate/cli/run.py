@@ -11,7 +11,7 @@ import socket
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -132,7 +132,9 @@ def run_operator(args: argparse.Namespace) -> int:
         _run_kopf(args, kube, settings, reconciler, priority, executor)
         code = 0
     finally:
-        _exit_without_stuck_ticks(executor, code)
+        # kopf's executor (its synchronous handlers) too: left open, its idle threads held every
+        # stop for the whole grace.
+        _exit_without_stuck_ticks([executor, settings.execution.executor], code)
     return code
 
 
@@ -167,10 +169,11 @@ def _run_kopf(
     )
 
 
-def _exit_without_stuck_ticks(executor: ThreadPoolExecutor, code: int) -> None:
+def _exit_without_stuck_ticks(executors: list[Executor], code: int) -> None:
     """Waits up to STOP_GRACE for the tick threads; then, if some still run, exits the process with
     `code` at once (the interpreter's own exit would wait for them without end)."""
-    executor.shutdown(wait=False, cancel_futures=True)
+    for executor in executors:
+        executor.shutdown(wait=False, cancel_futures=True)
     ends = time.monotonic() + STOP_GRACE
     others = [thread for thread in threading.enumerate() if thread is not threading.current_thread()]
     for thread in others:
