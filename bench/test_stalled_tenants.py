@@ -56,7 +56,7 @@ def test_hostile_tenants_do_not_delay_an_ordinary_rollback(
         own, hostile, silent = stalled.operator, stalled.hostile, stalled.silent
         with running(own), ordinary_rollout(local_bed, api_client, namespace) as scenario:
             alone = _rounds(scenario, first=0)
-            start_hostile(api_client, hostile, silent.address)
+            start_hostile(api_client, hostile, silent.address, local_bed.prometheus_url)
             time.sleep(2 * SLOW_NAMESPACE_TICK.total_seconds())  # their ticks hang
             beside = _rounds(scenario, first=ROUNDS)
             stuck = own.counter("modelgate_prometheus_query_errors_total")

@@ -200,7 +200,8 @@ class Reconciler:
             analysis = self._run(provider, plan, analysed, query_problem)
         check = None
         if provider is not None and check_due(analysed, status, now):
-            check = self._run(provider, plan, analysed, query_problem)
+            # The same queries: this tick's analysis run, where there is one, is the check.
+            check = analysis or self._run(provider, plan, analysed, query_problem)
         gate_checks = {}
         if status.phase is Phase.GATING and status.gate is not None:
             gate_checks = self.gate_jobs.observe(namespace, spec, status.gate)

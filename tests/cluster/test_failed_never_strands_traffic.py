@@ -99,15 +99,16 @@ def test_a_query_that_cannot_be_built_once_the_candidate_has_traffic_holds_and_j
         metrics = [*SEED_METRICS, unbuildable]
         patch_rollout(api_client, namespace, {"spec": {"analysis": {"metrics": metrics}}})
 
-        def paused_on_errors() -> bool:
+        def held_on_the_check() -> str | None:
+            """The unbuildable query's error, once the check after the edit has recorded it."""
             status = scenario.status()
-            broken = next((m for m in status.analysis if m.name == "broken"), None)
             assert status.phase is not Phase.FAILED, status.message
-            return broken is not None and status.consecutive_prometheus_errors >= 2
+            check = status.analysis_check
+            unanswered = [q for q in check.unanswered if q.metric == "broken"] if check is not None else []
+            return unanswered[0].error if unanswered else None
 
-        wait_for(paused_on_errors, timeout=60, what="the unbuildable query to count as errors")
+        error = wait_for(held_on_the_check, timeout=60, what="the edit's check to name the unbuildable query")
+        assert "spec.analysis.metrics[3].query" in error, error
         status = scenario.status()
-        assert (status.phase, status.live_weight) == (Phase.PAUSED, 20)
-        broken = next(m for m in status.analysis if m.name == "broken")
-        assert "spec.analysis.metrics[3].query" in broken.message
+        assert (status.phase, status.live_weight) == (Phase.PAUSED, 20)  # held where it was
         breach_rolls_back(scenario, api_client, namespace)

@@ -38,7 +38,7 @@ def test_hostile_tenants_delay_no_rollback_and_sigterm_still_ends_the_operator(
     ) as stalled:
         own, hostile, silent = stalled.operator, stalled.hostile, stalled.silent
         with running(own), ordinary_rollout(local_bed, api_client, namespace) as scenario:
-            start_hostile(api_client, hostile, silent.address)
+            start_hostile(api_client, hostile, silent.address, local_bed.prometheus_url)
             # Their ticks begin to hang WORKERS at a time, each wave parked after SLOW_NAMESPACE_TICK.
             time.sleep((HOSTILE // WORKERS + 1) * SLOW_NAMESPACE_TICK.total_seconds())
 

@@ -1,5 +1,6 @@
 """A Prometheus that wants a bearer token: the rollout reads it from its Secret and succeeds; a
-missing Secret, a malformed or a wrong token pauses it naming the Secret's field, until `resume`.
+missing Secret, a malformed or a wrong token holds it at weight 0 (its queries are checked before the
+candidate's first weight) naming the Secret's field, until the Secret is fixed.
 No token, right or wrong, ever shows in anything the operator puts out: its logs, its metrics, the
 rollout (status and all), the Events, or what `modelgate status` and `modelgate history` print.
 
@@ -34,7 +35,7 @@ from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from tests.support.cli import modelgate
 from tests.support.kube import create
-from tests.support.scenario import Rollouts, Scenario, serving
+from tests.support.scenario import Rollouts, serving
 
 # Each token's random part, looked for in every output: found, it says which token leaked, even
 # from an escaped or truncated copy of the whole.
@@ -135,18 +136,21 @@ def store_token(api_client: client.ApiClient, namespace: str, token: str, allowe
         core.create_namespaced_secret(namespace, secret)
 
 
-def resume(scenario: Scenario, operator: OperatorProcess) -> None:
-    """Returns once the operator has recorded the command."""
-    resumed = modelgate(operator.kubeconfig, "resume", "chat", "-n", scenario.namespace)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+def held_on(scenario: Rollouts, what: str, error: str) -> tuple[ModelRolloutStatus, str]:
+    """The status once the rollout holds its candidate at weight 0 because a query does not answer
+    with `error`, and that error as status.analysisCheck records it."""
 
+    def unanswered(status: ModelRolloutStatus) -> str | None:
+        check = status.analysis_check
+        errors = [q.error for q in check.unanswered] if check is not None else []
+        return next((e for e in errors if error in e), None)
 
-def paused_on(scenario: Rollouts, what: str, error: str) -> ModelRolloutStatus:
-    def paused(status: ModelRolloutStatus) -> bool:
-        message = status.analysis[0].message if status.analysis else None
-        return status.phase is Phase.PAUSED and error in (message or "")
+    def held(status: ModelRolloutStatus) -> bool:
+        return status.phase is Phase.PENDING and unanswered(status) is not None
 
-    return scenario.wait_for_status(what, paused)
+    status = scenario.wait_for_status(what, held)
+    assert status.current_weight == 0 and status.live_weight == 0  # no traffic without a judge
+    return status, unanswered(status) or ""
 
 
 def everything_put_out(
@@ -181,25 +185,18 @@ def test_no_token_shows_in_any_output_whether_it_works_or_not(
     manifest = token_rollout(namespace, guarded_prometheus)
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(manifest)
-        missing = paused_on(
-            scenario, "a pause on the missing Secret", f"Secret {namespace}/prom-token not found"
-        )
-        assert missing.current_weight == 20  # the first step's weight, and no further
+        held_on(scenario, "a hold on the missing Secret", f"Secret {namespace}/prom-token not found")
 
         store_token(api_client, namespace, MALFORMED, guarded_prometheus)
-        resume(scenario, operator)
-        malformed = paused_on(
-            scenario, "a pause on the malformed token", f"Secret {namespace}/prom-token key token"
+        _, error = held_on(
+            scenario, "a hold on the malformed token", f"Secret {namespace}/prom-token key token"
         )
-        error = malformed.analysis[0].message or ""
         assert "spec.analysis.prometheus.bearerTokenSecretRef" in error, error
 
         store_token(api_client, namespace, WRONG, guarded_prometheus)
-        resume(scenario, operator)
-        paused_on(scenario, "a pause on the wrong token", "HTTP 401")
+        held_on(scenario, "a hold on the wrong token", "HTTP 401")
 
-        store_token(api_client, namespace, RIGHT, guarded_prometheus)
-        resume(scenario, operator)
+        store_token(api_client, namespace, RIGHT, guarded_prometheus)  # checked again: no resume needed
         scenario.wait_for_status("success with the right token", lambda s: s.phase is Phase.SUCCEEDED)
 
         outputs = everything_put_out(api_client, namespace, operator)
@@ -214,8 +211,7 @@ def test_no_token_shows_in_any_output_whether_it_works_or_not(
 
 
 def token_rollout(namespace: str, address: str) -> dict[str, Any]:
-    """A rollout whose analysis asks `address` with the token of Secret prom-token; paused after two
-    failed evaluations."""
+    """A rollout whose analysis asks `address` with the token of Secret prom-token."""
     manifest = model_rollout(
         "chat",
         namespace,
@@ -250,12 +246,11 @@ def test_a_secrets_token_goes_nowhere_the_secret_does_not_name(
     store_token(api_client, namespace, RIGHT, guarded_prometheus)
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(token_rollout(namespace, listener.url))
-        withheld = paused_on(scenario, "a pause on the withheld token", ALLOWED_ADDRESSES_ANNOTATION)
+        withheld, message = held_on(scenario, "a hold on the withheld token", ALLOWED_ADDRESSES_ANNOTATION)
         reported = modelgate(operator.kubeconfig, "report", "chat", "-n", namespace, "-o", os.devnull)
-    message = withheld.analysis[0].message or ""
     assert "spec.analysis.prometheus.bearerTokenSecretRef" in message, message
-    analysis = next(c for c in withheld.conditions if c.type == "AnalysisHealthy")
-    assert ALLOWED_ADDRESSES_ANNOTATION in analysis.message, analysis
+    analysis = next(c for c in withheld.conditions if c.type == "AnalysisReady")
+    assert analysis.status == "False" and ALLOWED_ADDRESSES_ANNOTATION in analysis.message, analysis
     assert warnings_naming(api_client, namespace, ALLOWED_ADDRESSES_ANNOTATION)
     assert reported.returncode == 0, reported.stdout + reported.stderr
     assert ALLOWED_ADDRESSES_ANNOTATION in reported.stderr  # it says why it asks without the token
@@ -263,15 +258,15 @@ def test_a_secrets_token_goes_nowhere_the_secret_does_not_name(
     assert set(listener.authorizations) == {None}
 
 
-def paused_refusing(
+def held_refusing(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, address: str, what: str
-) -> ModelRolloutStatus:
-    """The status of a rollout without a token whose Prometheus is `address`, once paused on `what`."""
+) -> str:
+    """The error of a rollout without a token whose Prometheus is `address`, once held on `what`."""
     manifest = token_rollout(namespace, address)
     del manifest["spec"]["analysis"]["prometheus"]["bearerTokenSecretRef"]
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(manifest)
-        return paused_on(scenario, f"a pause on {what}", what)
+        return held_on(scenario, f"a hold on {what}", what)[1]
 
 
 @pytest.mark.parametrize(
@@ -291,11 +286,11 @@ def test_a_metadata_or_api_server_address_is_refused_naming_the_field(
     where: str,
 ) -> None:
     address = api_client.configuration.host if where == "the API server" else where
-    refused = paused_refusing(
+    refused = held_refusing(
         local_bed, api_client, namespace, address, "spec.analysis.prometheus.address: refused"
     )
     expected = Refusal.API_SERVER if where == "the API server" else Refusal.LINK_LOCAL
-    assert expected.value in (refused.analysis[0].message or ""), refused.analysis[0].message
+    assert expected.value in refused, refused
 
 
 def test_an_addresss_answer_is_not_echoed(
@@ -307,7 +302,7 @@ def test_an_addresss_answer_is_not_echoed(
 ) -> None:
     """An internal service the tenant points at answers 403 with what it should not tell: the
     status says HTTP 403, and the body shows nowhere the operator writes."""
-    paused_refusing(local_bed, api_client, namespace, listener.url, "HTTP 403")
+    held_refusing(local_bed, api_client, namespace, listener.url, "HTTP 403")
     assert listener.authorizations  # it was asked, and answered
     outputs = everything_put_out(api_client, namespace, operator)
     assert [where for where, text in outputs.items() if BODY_MARKER in text] == []

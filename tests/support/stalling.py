@@ -30,14 +30,14 @@ ORDINARY_STEPS = [{"setWeight": 20}, {"pause": {}}]
 BREACH = Behaviour(error_rate=0.5)
 
 
-def hostile_rollout(namespace: str, silent_address: str) -> dict[str, object]:
+def hostile_rollout(namespace: str, prometheus: str) -> dict[str, object]:
     """The worst a tenant may write: the longest timeout, the shortest interval, and errors that
     never pause the analysis."""
     manifest = model_rollout(
         "hostile",
         namespace,
         steps=[{"setWeight": 10}, {"pause": {}}],
-        prometheus=silent_address,
+        prometheus=prometheus,
         metrics=SEED_METRICS,
         interval="1s",
         rollback={"onPrometheusError": "pause", "maxConsecutiveErrors": 1000000},
@@ -73,17 +73,26 @@ def _delete_hostile(api_client: client.ApiClient, namespaces: list[str]) -> None
     wait_for(gone, timeout=30, interval=0.2, what="the hostile rollouts to be deleted")
 
 
-def start_hostile(api_client: client.ApiClient, namespaces: list[str], silent_address: str) -> None:
-    """Their rollouts, and the Deployments and route they need to reach their analysis; returns
-    once every one has moved its weight (its next ticks hang on the silent server)."""
+def start_hostile(
+    api_client: client.ApiClient, namespaces: list[str], silent_address: str, prometheus: str
+) -> None:
+    """Their rollouts, and the Deployments and route they need to reach their analysis. Each starts
+    on the bed's `prometheus` (a rollout whose queries never answered gets no weight, so it would
+    hang before its first) and, once every one has moved its weight, is pointed at the silent
+    server: each next tick hangs there, on the check of the edited analysis."""
     for namespace in namespaces:
         create_model_routes(api_client, namespace, ["chat"])
-        create(api_client, hostile_rollout(namespace, silent_address))
+        create(api_client, hostile_rollout(namespace, prometheus))
     wait_for(
         lambda: all(rollout_status(api_client, ns, "hostile").current_weight == 10 for ns in namespaces),
         timeout=60,
         what="every hostile rollout at weight 10",
     )
+    silent = {"spec": {"analysis": {"prometheus": {"address": silent_address}}}}
+    for namespace in namespaces:
+        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+            API_GROUP, API_VERSION, namespace, PLURAL, "hostile", silent
+        )
 
 
 @contextmanager

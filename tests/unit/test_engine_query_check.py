@@ -10,6 +10,7 @@ from modelgate.api import AnalysisSpec, Phase
 from modelgate.core import ConditionType, Reason
 from modelgate.core.conditions import condition
 from modelgate.core.query_check import check_due
+from modelgate.core.schedule import next_analysis_at
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
@@ -96,3 +97,18 @@ def test_an_edit_of_the_analysis_holds_the_weight_until_the_new_queries_answer()
     for _ in range(2):
         sim.tick_with_analysis(Outcome.PASS, after=INTERVAL)
     assert sim.applied[:2] == [20, 50]
+
+
+def test_while_an_edit_is_held_the_candidate_is_still_judged_and_a_breach_rolls_back() -> None:
+    """The hold stops the steps, not the judge: the metrics that answer keep the candidate in check."""
+    sim = Simulator(make_spec(weight(20), weight(100)))
+    sim.start()
+    sim.spec = sim.spec.model_copy(update={"analysis": edited("http://127.0.0.1:9")})
+    sim.generation = 2
+    sim.check_error = UNREACHABLE
+    held = sim.tick(after=INTERVAL)
+    assert (held.status.phase, held.status.current_weight) == (Phase.PROGRESSING, 20)
+    assert next_analysis_at(sim.spec, held.status) is not None  # still judged while held
+    breached = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
+    assert breached.status.phase is Phase.ROLLED_BACK
+    assert sim.applied[-1] == 0

@@ -1,7 +1,8 @@
 """No traffic without a working judge: before the candidate's first weight, and after a spec edit that
 changes the analysis, every query of the analysis runs once (the reconciler runs them when
 `check_due` says so and hands the run in as `Observations.analysis_check`). Until each answers, a
-Pending rollout stays at weight 0 and an active one holds its weight and does not advance, with
+Pending rollout stays at weight 0 and an active one holds its weight and does not advance (its
+candidate is still judged every interval: a breach rolls back), with
 condition AnalysisReady False naming the metric, the address and the error; the check is retried
 every analysis interval. No data is an answer: before its first weight the candidate has no traffic,
 which minRequests and the verdicts deal with."""

@@ -9,7 +9,7 @@ from modelgate.core import conditions as cond
 from modelgate.core.deadlines import inconclusive_limit
 from modelgate.core.gradual import next_step_at
 from modelgate.core.mirror import candidate_served
-from modelgate.core.query_check import next_check_at, unchecked
+from modelgate.core.query_check import next_check_at
 from modelgate.core.reasons import ConditionType, Reason
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.GATING, Phase.PROGRESSING, Phase.PAUSED})
@@ -41,10 +41,10 @@ def next_analysis_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> date
     0 at once.
     None when nothing is evaluated; a time in the past when a run is due."""
     watched = status.phase in (Phase.PROGRESSING, Phase.PAUSED) or status.rolling_back is not None
+    # A candidate with traffic is judged even while an edited analysis has yet to answer its check
+    # (query_check.py holds its weight): a breach of the metrics that answer still rolls back.
     if spec.analysis is None or not watched or not candidate_served(spec, status):
         return None
-    if unchecked(spec, status):
-        return None  # its queries are checked first (query_check.py)
     last = status.last_analysis_at
     settled = step_settles_at(spec, status)
     if settled is not None and (last is None or last < settled):
