@@ -25,7 +25,8 @@ Path = tuple[str, ...]
 class UndocumentedValuesError(ValueError):
     def __init__(self, paths: list[str]) -> None:
         super().__init__(
-            f"values.yaml: no comment above {', '.join(paths)}: describe each value in a comment above its key"
+            f"values.yaml: no comment above {', '.join(paths)}: "
+            "describe each value in a comment above its key"
         )
 
 

@@ -52,7 +52,17 @@ def installed_chart(
     settings = [f"--set-json={key}={json.dumps(value)}" for key, value in (values or {}).items()]
     # The pods do not really run (kwok), so any repository will do; later --set-json wins.
     bed_values = ["--set=image.repository=" + BED_REPOSITORY, "--set=crds.install=false"]
-    helm(kubeconfig, "install", release.name, str(CHART), "-n", namespace, "--skip-crds", *bed_values, *settings)
+    helm(
+        kubeconfig,
+        "install",
+        release.name,
+        str(CHART),
+        "-n",
+        namespace,
+        "--skip-crds",
+        *bed_values,
+        *settings,
+    )
     try:
         yield release
     finally:

@@ -11,7 +11,7 @@ import yaml
 
 from modelgate.cli.main import build_parser
 from modelgate.sidecar.answers import Answer, Choice, RefusalReason, classify, parse_patterns
-from tests.unit.test_chart import REPOSITORY, COMBINATIONS, Object, of_kind, render, render_error
+from tests.unit.test_chart import COMBINATIONS, REPOSITORY, Object, of_kind, render, render_error
 
 
 def sidecar_config(objects: list[Object]) -> Object | None:

@@ -3,15 +3,16 @@ PodMonitor, its CRD toggle, the Helm commands the docs give, and its generated v
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 
 import pytest
 import yaml
 
+from testbed.versions import REPO_ROOT
 from tests.unit.test_chart import CHART, Object, container, helm, of_kind, render, render_error, the
 from tooling.chart_values_doc import UndocumentedValuesError, value_rows, values_table
-from testbed.versions import REPO_ROOT
 
 # Every page that gives a Helm command for the chart.
 DOCUMENTED_COMMAND_PAGES = [
@@ -66,7 +67,9 @@ def test_the_user_can_be_left_to_the_platform() -> None:
 
 
 def test_topology_spread_constraints_are_passed_through() -> None:
-    spread = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}]
+    spread = [
+        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}
+    ]
     assert pod(render({"topologySpreadConstraints": spread}))["spec"]["topologySpreadConstraints"] == spread
     assert "topologySpreadConstraints" not in pod(render())["spec"]
 
@@ -121,7 +124,7 @@ def documented_commands() -> list[tuple[str, list[str]]]:
 def value_options(argv: list[str]) -> list[str]:
     """The options of a documented command that set values, as `helm template` and `helm lint` take them."""
     kept = []
-    for option, value in zip(argv, argv[1:], strict=False):
+    for option, value in itertools.pairwise(argv):
         if option in VALUE_OPTIONS:
             kept += [option, value]
     kept += [arg for arg in argv if arg.split("=")[0] in VALUE_OPTIONS and "=" in arg]

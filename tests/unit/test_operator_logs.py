@@ -1,6 +1,5 @@
 """What the operator's logs say and how: its start-up line (version, scope, workers), a promotion at
-info and a rollback at warning, and console
-logs without colour codes when they go to a file."""
+info and a rollback at warning, and console logs without colour codes when they go to a file."""
 
 from __future__ import annotations
 
