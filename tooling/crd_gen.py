@@ -25,7 +25,8 @@ from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, resource
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CRD_FILE = Path(f"crds/{PLURAL}.{API_GROUP}.yaml")
-CHART_CRD_FILE = Path("charts/modelgate") / CRD_FILE
+# The chart renders its copy from files/ (templates/crds.yaml), so that crds.install and crds.keep apply.
+CHART_CRD_FILE = Path("charts/modelgate/files") / CRD_FILE.name
 COMMAND = "make generate"
 HEADER = f"""\
 # The {KIND} CRD: a metric-gated canary rollout of an LLM inference Deployment.

@@ -6,7 +6,8 @@ code that builds them.
     python -m tooling.docs_gen --check   # exit 1, naming the files, when something is out of date
 
 `docs/api-reference.md` is generated whole. `docs/metric-presets.md`, `docs/presets.md` and README's
-preset table are written by hand except for the blocks between `<!-- BEGIN GENERATED key -->` and
+preset table and charts/modelgate/README.md (its values table, from values.yaml's comments) are
+written by hand except for the blocks between `<!-- BEGIN GENERATED key -->` and
 `<!-- END GENERATED key -->`, which are replaced. The output depends only on the inputs (no dates,
 no versions), so the tests can compare the committed files with a fresh rendering.
 """
@@ -28,6 +29,7 @@ import yaml
 from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryContextError
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
+from tooling.chart_values_doc import values_table
 from tooling.presets_doc import preset_doc_blocks, readme_preset_table
 from tooling.verdicts_doc import verdict_effects_table, verdict_rules_table
 
@@ -37,6 +39,8 @@ API_REFERENCE = Path("docs/api-reference.md")
 METRIC_PRESETS = Path("docs/metric-presets.md")
 PRESETS_BY_SOURCE = Path("docs/presets.md")
 README = Path("README.md")
+CHART_VALUES = Path("charts/modelgate/values.yaml")
+CHART_README = Path("charts/modelgate/README.md")
 # The source of the examples in docs/metric-presets.md (the default of spec.analysis.source).
 EXAMPLE_SOURCE = "vllm"
 COMMAND = "python -m tooling.docs_gen"
@@ -482,6 +486,7 @@ def generated_files(root: Path) -> dict[Path, str]:
     presets = (root / METRIC_PRESETS).read_text()
     by_source = (root / PRESETS_BY_SOURCE).read_text()
     readme = (root / README).read_text()
+    chart_values = {"chart-values": "\n".join(values_table((root / CHART_VALUES).read_text())) + "\n"}
     return {
         API_REFERENCE: render_api_reference(crd),
         METRIC_PRESETS: fill_generated_blocks(presets, metric_preset_blocks(), str(METRIC_PRESETS)),
@@ -489,6 +494,9 @@ def generated_files(root: Path) -> dict[Path, str]:
             by_source, presets_by_source_blocks(), str(PRESETS_BY_SOURCE)
         ),
         README: fill_generated_blocks(readme, readme_blocks(), str(README)),
+        CHART_README: fill_generated_blocks(
+            (root / CHART_README).read_text(), chart_values, str(CHART_README)
+        ),
     }
 
 

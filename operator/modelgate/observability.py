@@ -21,9 +21,12 @@ def configure_logging(
     log_format: LogFormat = "json", level: int = logging.INFO, stream: TextIO | None = None
 ) -> None:
     """Logs to `stream`, standard output unless given (a command whose output is its result logs to
-    standard error)."""
+    standard error); console logs are coloured only on a terminal, not in a file or a pipe."""
+    out = stream or sys.stdout
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if log_format == "json" else structlog.dev.ConsoleRenderer()
+        structlog.processors.JSONRenderer()
+        if log_format == "json"
+        else structlog.dev.ConsoleRenderer(colors=out.isatty())
     )
     structlog.configure(
         processors=[
@@ -34,7 +37,7 @@ def configure_logging(
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(stream or sys.stdout),
+        logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=True,
     )
     # kopf and the kubernetes client log through the standard library; keep them quieter.

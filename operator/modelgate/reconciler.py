@@ -475,7 +475,9 @@ class Reconciler:
             log.info("status message changed", phase=decision.status.phase, message=decision.status.message)
         if decision.outcome is not None:
             reason = decision.status.rollback_reason
-            log.warning(
+            # A promotion is the expected end: info; a rollback or failure is what operators alert on.
+            ended = log.info if decision.outcome.phase == Phase.SUCCEEDED else log.warning
+            ended(
                 "rollout ended",
                 phase=decision.outcome.phase,
                 reason=decision.outcome.reason.value,

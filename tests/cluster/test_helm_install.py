@@ -9,7 +9,7 @@ import json
 from kubernetes import client
 
 from testbed.localcluster import LocalCluster
-from tests.support.helm import helm, installed_chart
+from tests.support.helm import BED_REPOSITORY, helm, installed_chart
 
 
 def test_chart_installs_and_creates_the_operator_deployment(
@@ -30,7 +30,7 @@ def test_chart_installs_and_creates_the_operator_deployment(
         pod = deployment.spec.template.spec
         assert pod.service_account_name == release.fullname
         (container,) = pod.containers
-        assert container.image == "ghcr.io/modelgate/modelgate:0.1.0"
+        assert container.image == f"{BED_REPOSITORY}:0.1.0"
         assert container.command == ["modelgate"]
         assert container.args[:2] == ["run", "--all-namespaces"]
         assert container.security_context.read_only_root_filesystem is True

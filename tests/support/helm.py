@@ -14,6 +14,7 @@ from testbed.binaries import binary
 from testbed.versions import REPO_ROOT
 
 CHART = REPO_ROOT / "charts" / "modelgate"
+BED_REPOSITORY = "modelgate"
 
 
 def helm(kubeconfig: Path, *args: str) -> str:
@@ -49,7 +50,19 @@ def installed_chart(
     the end, which also removes its cluster-scoped objects and the Roles in other namespaces."""
     release = HelmRelease(name=namespace, namespace=namespace)
     settings = [f"--set-json={key}={json.dumps(value)}" for key, value in (values or {}).items()]
-    helm(kubeconfig, "install", release.name, str(CHART), "-n", namespace, "--skip-crds", *settings)
+    # The pods do not really run (kwok), so any repository will do; later --set-json wins.
+    bed_values = ["--set=image.repository=" + BED_REPOSITORY, "--set=crds.install=false"]
+    helm(
+        kubeconfig,
+        "install",
+        release.name,
+        str(CHART),
+        "-n",
+        namespace,
+        "--skip-crds",
+        *bed_values,
+        *settings,
+    )
     try:
         yield release
     finally:

@@ -22,6 +22,8 @@ from testbed.versions import REPO_ROOT, pinned_versions
 CHART = REPO_ROOT / "charts" / "modelgate"
 MIN_KUBE_VERSION = "1.30.0"  # Chart.yaml's kubeVersion floor: the chart must render there
 NAMESPACE = "modelgate-system"
+# image.repository has no default (no registry publishes the image): the tests' build.
+REPOSITORY = "registry.example/modelgate"
 Object = dict[str, Any]
 # Verbs the operator never uses; the last three would let it grant itself more. It deletes one kind
 # of object only: the gate's check Jobs, which it creates itself.
@@ -113,6 +115,12 @@ def helm(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[st
     )
 
 
+def with_repository(values: Object | None) -> Object:
+    """`values` with image.repository set, unless they set it themselves."""
+    values = values or {}
+    return values | {"image": {"repository": REPOSITORY, **values.get("image", {})}}
+
+
 def kube_version_args(kube_version: str | None) -> list[str]:
     """None leaves the Kubernetes version to helm's default, as `helm template` users do."""
     return [] if kube_version is None else [f"--kube-version={kube_version}"]
@@ -133,7 +141,7 @@ def render(
         f"--namespace={namespace}",
         *kube_version_args(kube_version),
         "--values=-",
-        stdin=yaml.safe_dump(values or {}),
+        stdin=yaml.safe_dump(with_repository(values)),
     )
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
@@ -146,7 +154,7 @@ def render_error(values: Object, kube_version: str | None = None) -> str:
         str(CHART),
         *kube_version_args(kube_version),
         "--values=-",
-        stdin=yaml.safe_dump(values),
+        stdin=yaml.safe_dump(with_repository(values)),
     )
     assert result.returncode != 0, f"rendered although it should not:\n{result.stdout}"
     return result.stderr
@@ -191,7 +199,7 @@ def test_chart_renders_at_helm_default_kubernetes_version() -> None:
 @pytest.mark.parametrize("values", ["default", "namespaces scope", "everything"])
 def test_helm_lint_passes(strict: bool, values: str, tmp_path: Path) -> None:
     values_file = tmp_path / "values.yaml"
-    values_file.write_text(yaml.safe_dump(COMBINATIONS[values]))
+    values_file.write_text(yaml.safe_dump(with_repository(COMBINATIONS[values])))
     result = helm("lint", str(CHART), f"--values={values_file}", *(["--strict"] if strict else []))
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -263,12 +271,13 @@ def test_default_renders_the_operator_watching_all_namespaces() -> None:
     assert sorted(o["kind"] for o in objects) == [
         "ClusterRole",
         "ClusterRoleBinding",
+        "CustomResourceDefinition",
         "Deployment",
         "Service",
         "ServiceAccount",
     ]
     operator = container(objects)
-    assert operator["image"] == "ghcr.io/modelgate/modelgate:0.1.0"
+    assert operator["image"] == f"{REPOSITORY}:0.1.0"
     assert operator["command"] == ["modelgate"]
     assert operator["args"][:2] == ["run", "--all-namespaces"]
     assert "--log-format=json" in operator["args"]
@@ -413,7 +422,7 @@ def test_deployment_scale_is_granted_only_when_enabled() -> None:
 
 def test_no_rbac_and_an_existing_service_account_render_neither() -> None:
     kinds = {o["kind"] for o in render(COMBINATIONS["no RBAC, existing ServiceAccount"])}
-    assert kinds == {"Deployment", "Service"}
+    assert kinds == {"CustomResourceDefinition", "Deployment", "Service"}
 
 
 def test_pod_settings_are_passed_through() -> None:
@@ -424,7 +433,7 @@ def test_pod_settings_are_passed_through() -> None:
         assert pod["spec"][key] == values[key]
     assert pod["metadata"]["annotations"] == values["podAnnotations"]
     operator = container(objects)
-    assert operator["image"] == "ghcr.io/modelgate/modelgate:0.1.1"
+    assert operator["image"] == f"{REPOSITORY}:0.1.1"
     assert operator["imagePullPolicy"] == "Always"
     assert {"name": "TZ", "value": "UTC"} in operator["env"]
     assert "--log-format=console" in operator["args"] and "--verbose" in operator["args"]

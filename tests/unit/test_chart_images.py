@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.unit.test_chart import Object, render, render_error
+from tests.unit.test_chart import REPOSITORY, Object, render, render_error
 
 OPERATOR_DIGEST = "sha256:" + "0123456789abcdef" * 4
 PROXY_DIGEST = "sha256:" + "fedcba9876543210" * 4
@@ -41,13 +41,13 @@ def rendered_images(values: Object) -> list[str]:
 def test_without_a_digest_every_image_goes_by_tag() -> None:
     found = rendered_images({"image": {"tag": "0.1.1"}})
     assert len(found) == 3  # operator, evaluator env, refusal proxy
-    assert set(found) == {"ghcr.io/modelgate/modelgate:0.1.1"}
+    assert set(found) == {f"{REPOSITORY}:0.1.1"}
 
 
 def test_a_digest_pins_every_image_and_the_tag_is_ignored() -> None:
     found = rendered_images({"image": {"tag": "0.1.1", "digest": OPERATOR_DIGEST}})
     assert len(found) == 3
-    assert set(found) == {f"ghcr.io/modelgate/modelgate@{OPERATOR_DIGEST}"}
+    assert set(found) == {f"{REPOSITORY}@{OPERATOR_DIGEST}"}
 
 
 def test_the_refusal_proxy_image_of_its_own_goes_by_its_digest() -> None:
@@ -57,8 +57,8 @@ def test_the_refusal_proxy_image_of_its_own_goes_by_its_digest() -> None:
     )
     assert sorted(found) == sorted(
         [
-            f"ghcr.io/modelgate/modelgate@{OPERATOR_DIGEST}",
-            f"ghcr.io/modelgate/modelgate@{OPERATOR_DIGEST}",
+            f"{REPOSITORY}@{OPERATOR_DIGEST}",
+            f"{REPOSITORY}@{OPERATOR_DIGEST}",
             f"registry.example:5000/proxy@{PROXY_DIGEST}",
         ]
     )

@@ -11,7 +11,7 @@ import yaml
 
 from modelgate.cli.main import build_parser
 from modelgate.sidecar.answers import Answer, Choice, RefusalReason, classify, parse_patterns
-from tests.unit.test_chart import COMBINATIONS, Object, of_kind, render, render_error
+from tests.unit.test_chart import COMBINATIONS, REPOSITORY, Object, of_kind, render, render_error
 
 
 def sidecar_config(objects: list[Object]) -> Object | None:
@@ -34,7 +34,7 @@ def test_nothing_is_rendered_unless_enabled() -> None:
 def test_the_container_runs_the_proxy_on_every_interface_in_front_of_the_server() -> None:
     container, data = rendered_container(COMBINATIONS["refusalProxy"])
     assert set(data) == {"container.yaml"}
-    assert container["image"] == "ghcr.io/modelgate/modelgate:0.1.0"
+    assert container["image"] == f"{REPOSITORY}:0.1.0"
     args = build_parser().parse_args([*container["command"][1:], *container["args"]])
     assert args.command == "refusal-proxy"
     assert (args.upstream, args.host, args.model, args.patterns_file) == (
@@ -59,7 +59,7 @@ def test_patterns_are_rendered_for_the_file_the_container_reads() -> None:
     (mount,) = container["volumeMounts"]
     assert args.patterns_file.parent.as_posix() == mount["mountPath"] and mount["name"] == "refusal-patterns"
     assert args.model == ["chat: v2"] and args.port == 8081
-    assert container["image"] == "ghcr.io/modelgate/modelgate:0.1.1"
+    assert container["image"] == f"{REPOSITORY}:0.1.1"
     patterns = parse_patterns(data[args.patterns_file.name], "patterns.txt")
     assert classify(Answer("m", (Choice("nope.", "stop"),)), patterns) is RefusalReason.PATTERN
     assert len(patterns.compiled) == len(values["refusalProxy"]["patterns"])

@@ -53,6 +53,7 @@ tag then ignored (a digest names the image's bytes; a tag can be moved to other 
 
 {{/* The operator's image, which its evaluator Jobs and the refusal proxy run too by default. */}}
 {{- define "modelgate.image" -}}
+{{- $_ := required "image.repository is required: no registry publishes modelgate's image; build it from the repository's Dockerfile, load or push it, and set image.repository (charts/modelgate/README.md, \"The image\")" .Values.image.repository }}
 {{- include "modelgate.imageRef" (dict "image" .Values.image "appVersion" .Chart.AppVersion) }}
 {{- end }}
 
@@ -238,15 +239,10 @@ readinessProbe:
 resources:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with .Values.securityContext }}
 securityContext:
-  runAsNonRoot: true
-  runAsUser: 65532
-  readOnlyRootFilesystem: true
-  allowPrivilegeEscalation: false
-  capabilities:
-    drop: ["ALL"]
-  seccompProfile:
-    type: RuntimeDefault
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- if $proxy.patterns }}
 # Needs the pod volume `refusal-patterns`: a ConfigMap of that name in the model's namespace, made
 # from this ConfigMap's patterns.txt (docs/refusal-sidecar.md).

@@ -19,7 +19,7 @@ import kopf
 import structlog
 from prometheus_client import start_http_server
 
-from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate import API_GROUP, API_VERSION, PLURAL, __version__
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.kube import Kube, KubeError, Object
 from modelgate.loops import DEFAULT_WORKERS, THREADS_PER_WORKER, RolloutLoops
@@ -98,8 +98,20 @@ def _split(address: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+def startup_fields(args: argparse.Namespace) -> dict[str, object]:
+    """What this operator will do, for its first log line: a misconfigured scope shows at once."""
+    return {
+        "version": __version__,
+        "namespaces": args.namespace or "all",
+        "selector": args.selector or None,
+        "workers": args.workers,
+        "peering": args.peering or None,
+    }
+
+
 def run_operator(args: argparse.Namespace) -> int:
     configure_logging(args.log_format, logging.DEBUG if args.verbose else logging.INFO)
+    structlog.get_logger("modelgate.run").info("operator starting", **startup_fields(args))
     if args.kubeconfig is not None:
         # kopf's own login reads $KUBECONFIG; the reconciler gets the same file.
         os.environ["KUBECONFIG"] = str(args.kubeconfig)

@@ -1,0 +1,85 @@
+"""What the operator's logs say and how: its start-up line (version, scope, workers), a promotion at
+info and a rollback at warning, and console logs without colour codes when they go to a file."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import cast
+
+import pytest
+import structlog
+from structlog.testing import capture_logs
+
+from modelgate import __version__
+from modelgate.cli import run
+from modelgate.cli.main import build_parser
+from modelgate.commands import COMMAND_ANNOTATION
+from modelgate.kube import Kube
+from modelgate.observability import configure_logging
+from modelgate.reconciler import Reconciler
+from tests.unit.test_reconciler_scale_down import window_just_passed
+from tests.unit.test_reconciler_write_order import NOW, at_the_end_of_the_pause, tick
+
+
+def ended(logs: list[dict[str, object]]) -> dict[str, object]:
+    (entry,) = [entry for entry in logs if entry["event"] == "rollout ended"]
+    return entry
+
+
+def test_a_promotion_is_logged_at_info() -> None:
+    kube = window_just_passed(may_scale=True)
+    with capture_logs() as logs:
+        Reconciler(cast(Kube, kube), clock=lambda: NOW).tick(copy.deepcopy(kube.rollout))
+    assert kube.rollout["status"]["phase"] == "Succeeded"
+    assert ended(logs)["log_level"] == "info"
+
+
+def test_a_rollback_is_logged_at_warning() -> None:
+    kube = at_the_end_of_the_pause({COMMAND_ANNOTATION: '{"action": "abort", "id": "a1"}'})
+    with capture_logs() as logs:
+        tick(kube)
+    assert kube.rollout["status"]["phase"] == "RolledBack"
+    assert ended(logs)["log_level"] == "warning"
+
+
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    yield
+    structlog.reset_defaults()
+
+
+@pytest.mark.usefixtures("restored_logging")
+def test_console_logs_to_a_file_have_no_colour_codes(tmp_path: Path) -> None:
+    path = tmp_path / "operator.log"
+    with path.open("w") as file:
+        configure_logging("console", stream=file)
+        structlog.get_logger("test").warning("rollout ended", phase="RolledBack")
+    text = path.read_text()
+    assert "rollout ended" in text and "RolledBack" in text
+    assert "\x1b[" not in text
+
+
+class Stop(Exception):
+    """Raised where the operator would first reach the API server: the start-up is logged by then."""
+
+
+def test_the_operator_logs_what_it_watches_when_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run, "configure_logging", lambda *args, **kwargs: None)
+
+    def no_cluster(*args: object, **kwargs: object) -> Kube:
+        raise Stop
+
+    monkeypatch.setattr(run.Kube, "from_kubeconfig", no_cluster)
+    args = build_parser().parse_args(
+        ["run", "-n", "serving", "-n", "staging", "--selector", "modelgate.io/shard=a", "--workers", "3"]
+    )
+    with capture_logs() as logs, pytest.raises(Stop):
+        run.run_operator(args)
+    (start,) = [entry for entry in logs if entry["event"] == "operator starting"]
+    assert start["log_level"] == "info"
+    assert start["version"] == __version__
+    assert start["namespaces"] == ["serving", "staging"]
+    assert start["selector"] == "modelgate.io/shard=a"
+    assert start["workers"] == 3
