@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium: the tests render `modelgate report`'s page in it, headless.
 APT_PACKAGES := prometheus shellcheck chromium
 
-.PHONY: setup apt-deps venv bins bins-traefik cluster-up cluster-down cluster-status lint lock audit test demo bench generate docs clean
+.PHONY: setup apt-deps venv bins bins-demo bins-traefik cluster-up cluster-down cluster-status lint lock audit test demo bench generate docs clean
 
 setup: apt-deps venv bins
 
@@ -40,6 +40,9 @@ venv: $(VENV)/.installed
 
 bins:
 	bash hack/build-bins.sh all
+
+bins-demo:
+	bash hack/build-bins.sh demo
 
 # Traefik alone (the bed's Gateway API data plane; `make bins` builds it with the rest).
 bins-traefik:
@@ -90,7 +93,10 @@ generate: venv
 
 docs: generate
 
-demo: setup
+# The demo installs only what it runs: Prometheus from apt, the control plane, Traefik and the
+# simulator (no chromium, shellcheck, helm or actionlint: those are for the tests).
+demo: APT_PACKAGES := prometheus
+demo: apt-deps venv bins-demo
 	$(PY) -m testbed.demo
 
 bench: setup

@@ -178,6 +178,15 @@ case "${1:-all}" in
   traefik) build_traefik; link_bins "traefik-$traefik_version" ;;
   inference-sim) build_inference_sim; link_bins "inference-sim-$sim_version$sim_recipe" ;;
   actionlint) go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint ;;
+  demo)  # what `make demo` runs: no helm, no actionlint (tests only)
+    build_etcd
+    go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
+    build_kubernetes
+    build_traefik
+    build_inference_sim
+    link_bins "kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "traefik-$traefik_version" \
+      "inference-sim-$sim_version$sim_recipe"
+    ;;
   all)
     build_etcd
     go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
@@ -188,5 +197,5 @@ case "${1:-all}" in
     build_inference_sim
     link_pinned
     ;;
-  *) echo "usage: build-bins.sh [all|kubernetes|etcd|kwok|helm|actionlint|traefik|inference-sim]" >&2; exit 2 ;;
+  *) echo "usage: build-bins.sh [all|demo|kubernetes|etcd|kwok|helm|actionlint|traefik|inference-sim]" >&2; exit 2 ;;
 esac
