@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium: the tests render `modelgate report`'s page in it, headless.
 APT_PACKAGES := prometheus shellcheck chromium
 
-.PHONY: setup apt-deps venv bins bins-traefik cluster-up cluster-down cluster-status lint lock audit test demo bench generate docs clean
+.PHONY: setup apt-deps venv bins bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
 
 setup: apt-deps venv bins
 
@@ -53,6 +53,14 @@ cluster-down:
 
 cluster-status:
 	$(PY) -m testbed status --root .localcluster
+
+# The bed, Traefik, model servers, the operator and traffic, left running for your own rollouts
+# (docs/getting-started.md); playground-down stops what it started, the bed too if it started it.
+playground: setup
+	$(PY) -m testbed.playground up --root .localcluster
+
+playground-down:
+	$(PY) -m testbed.playground down --root .localcluster
 
 lint: venv
 	$(VENV)/bin/ruff check operator testbed tooling tests argocd bench
