@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium: the tests render `modelgate report`'s page in it, headless.
 APT_PACKAGES := prometheus shellcheck chromium
 
-.PHONY: setup apt-deps venv bins bins-demo bins-traefik cluster-up cluster-down cluster-status lint lock audit test demo bench generate docs clean
+.PHONY: setup apt-deps venv bins bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
 
 setup: apt-deps venv bins
 
@@ -57,6 +57,16 @@ cluster-down:
 cluster-status:
 	$(PY) -m testbed status --root .localcluster
 
+# The bed, Traefik, model servers, the operator and traffic, left running for your own rollouts
+# (docs/getting-started.md); playground-down stops what it started, the bed too if it started it.
+# The demo's stack, left running for your own rollouts (docs/getting-started.md); it installs what
+# the demo does.
+playground: apt-deps venv bins-demo
+	$(PY) -m testbed.playground up --root .localcluster
+
+playground-down:
+	$(PY) -m testbed.playground down --root .localcluster
+
 lint: venv
 	$(VENV)/bin/ruff check operator testbed tooling tests argocd bench
 	$(VENV)/bin/ruff format --check operator testbed tooling tests argocd bench
@@ -95,7 +105,7 @@ docs: generate
 
 # The demo installs only what it runs: Prometheus from apt, the control plane, Traefik and the
 # simulator (no chromium, shellcheck, helm or actionlint: those are for the tests).
-demo: APT_PACKAGES := prometheus
+demo playground: APT_PACKAGES := prometheus
 demo: apt-deps venv bins-demo
 	$(PY) -m testbed.demo
 

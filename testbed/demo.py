@@ -12,7 +12,6 @@ closes the story. Everything listens on loopback addresses.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -29,18 +28,15 @@ from rich.table import Table
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.cli.render import render_status
+from testbed.demo_serving import SERVING, serve, serving_documents, start_gateway
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster
-from testbed.loopback_pods import LoopbackPods, on_loopback_node
 from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION
 from testbed.operator_process import OperatorProcess
-from testbed.traefik_gateway import TraefikGateway, gateway, gateway_class, wait_until_served_by
 from testbed.traffic_driver import BackgroundTraffic, TrafficStats, gateway_driver, parse_backend_weights
-from testbed.versions import REPO_ROOT
 
-EXAMPLES = REPO_ROOT / "examples" / "demo"
+EXAMPLES = SERVING.parent
 NAMESPACE = "demo"
-GATEWAY = "inference-gateway"  # the Gateway examples/demo/serving.yaml's route attaches to
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 ACT_TIMEOUT = 300.0
 RPS = 50
@@ -67,13 +63,6 @@ class ActResult:
     phase: str
     seconds: float
     detail: str
-
-
-def serving_documents() -> list[dict[str, Any]]:
-    """examples/demo/serving.yaml, its Deployments' Pods placed on the loopback node, where Traefik
-    reaches the simulators on their Pod IPs."""
-    documents = list(yaml.safe_load_all((EXAMPLES / "serving.yaml").read_text()))
-    return [on_loopback_node(d) if d["kind"] == "Deployment" else d for d in documents]
 
 
 class Demo:
@@ -168,26 +157,6 @@ def summary(results: list[ActResult], stats: TrafficStats) -> Group:
     return Group(table, *reasons, traffic)
 
 
-def start_gateway(bed: LocalCluster, demo: Demo) -> TraefikGateway:
-    """Traefik, and the loopback node whose Pods' IPs it can reach."""
-    LoopbackPods(bed, demo.api_client).ensure_node()
-    bed.kubectl("apply", "-f", "-", stdin=json.dumps(gateway_class()))
-    return TraefikGateway.start(bed)
-
-
-def serve(bed: LocalCluster, demo: Demo, fleet: ModelFleet, traefik: TraefikGateway) -> None:
-    """The demo's serving in a new namespace, a simulator per Pod, and the Gateway Traefik serves."""
-    bed.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true")
-    bed.kubectl("create", "namespace", NAMESPACE)
-    documents = serving_documents()
-    demo.kubectl_apply([gateway(GATEWAY, NAMESPACE, traefik.web_port), *documents])
-    endpoints = LoopbackPods(bed, demo.api_client)
-    for deployment in (d["metadata"]["name"] for d in documents if d["kind"] == "Deployment"):
-        fleet.simulate(NAMESPACE, deployment)
-        endpoints.publish(NAMESPACE, deployment)
-    wait_until_served_by(traefik.url, "chat-v1")
-
-
 def run(root: Path, console: Console) -> int:
     bed = LocalCluster(root)
     started_here = not bed.is_up()
@@ -200,9 +169,9 @@ def run(root: Path, console: Console) -> int:
     demo = Demo(bed, console)
     operator = OperatorProcess(bed.kubeconfig, bed.layout.root / "demo-operator")
     fleet = ModelFleet(bed, demo.api_client)
-    traefik = start_gateway(bed, demo)
+    traefik = start_gateway(bed, demo.api_client)
     try:
-        serve(bed, demo, fleet, traefik)
+        serve(bed, demo.api_client, fleet, traefik, NAMESPACE)
         console.print(
             "Deployments chat-v1 to chat-v4 run on kwok's fake nodes; llm-d's vLLM simulator serves "
             "each Pod on its loopback IP (chat-v3 fails 10% of requests, chat-v4 answers its first "

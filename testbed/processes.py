@@ -169,11 +169,11 @@ def wait_exited(pid: int, timeout: float) -> bool:
     """Whether every thread of the process ended within `timeout`: a killed process's main thread
     can be a zombie while its other threads still run and hold its files. Its sockets may close a
     moment later still, so a restart on the same port waits for the port (OperatorProcess.start)."""
-    born = _start_time(pid)
+    born = start_time(pid)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         _reap(pid)
-        if _start_time(pid) != born or _threads_exited(pid):  # reaped (perhaps its pid reused), or dead
+        if start_time(pid) != born or _threads_exited(pid):  # reaped (perhaps its pid reused), or dead
             _reap(pid)
             return True
         time.sleep(0.05)
@@ -191,7 +191,7 @@ def _stat_fields(path: Path) -> list[str]:
     return path.read_text().rsplit(")", 1)[1].split()
 
 
-def _start_time(pid: int) -> str | None:
+def start_time(pid: int) -> str | None:
     try:
         return _stat_fields(Path(f"/proc/{pid}/stat"))[19]  # field 22, in clock ticks since boot
     except OSError:

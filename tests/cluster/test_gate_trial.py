@@ -4,7 +4,6 @@ checkout is (`.localcluster` is the session's bed), so the page cannot drift fro
 
 from __future__ import annotations
 
-import re
 import select
 import signal
 import subprocess
@@ -15,40 +14,16 @@ from kubernetes import client
 
 from modelgate.api import Phase, Verdict
 from modelgate.api.gate_status import CheckState, GateDecision
-from testbed import binaries
 from testbed.gate_trial import NAMESPACE, READY
 from testbed.localcluster import LocalCluster
 from testbed.operator_process import OperatorProcess
-from testbed.processes import python_module_env
 from testbed.versions import REPO_ROOT
+from tests.support.doc_blocks import checkout, documented_blocks
 from tests.support.operators import admin_operator_stopped
 from tests.support.scenario import Rollouts
 
 DOC = REPO_ROOT / "docs" / "gate.md"
 SECTION = "## Trying it on the local bed"
-
-
-def documented_blocks() -> list[list[str]]:
-    """The section's `sh` blocks, each as its command lines."""
-    text = DOC.read_text()
-    section = text[text.index(SECTION) :]
-    section = section[: section.find("\n## ", len(SECTION))]
-    blocks = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
-    return [[line for line in block.replace("\\\n", " ").splitlines() if line.strip()] for block in blocks]
-
-
-def checkout(tmp_path: Path, bed: LocalCluster) -> tuple[Path, dict[str, str]]:
-    """A folder where the doc's relative paths mean what they mean in the checkout, `.localcluster`
-    being the session's bed; and a HOME whose ~/.cache/modelgate is the bed's binaries."""
-    folder = tmp_path / "checkout"
-    folder.mkdir()
-    for name, target in ((".localcluster", bed.layout.root), ("examples", REPO_ROOT / "examples")):
-        (folder / name).symlink_to(target)
-    (folder / ".venv").symlink_to(REPO_ROOT / ".venv")
-    home = tmp_path / "home"
-    (home / ".cache").mkdir(parents=True)
-    (home / ".cache" / "modelgate").symlink_to(binaries.CACHE)
-    return folder, {**python_module_env(), "HOME": str(home), "PATH": "/usr/bin:/bin"}
 
 
 def wait_until_ready(trial: subprocess.Popen[str], timeout: float) -> None:
@@ -67,7 +42,7 @@ def wait_until_ready(trial: subprocess.Popen[str], timeout: float) -> None:
 def test_the_documented_trial_gates_a_rollout_on_the_bed(
     local_bed: LocalCluster, api_client: client.ApiClient, operator: OperatorProcess, tmp_path: Path
 ) -> None:
-    (bed_up, start_trial), commands = documented_blocks()
+    (bed_up, start_trial), commands = documented_blocks(DOC, SECTION)
     assert bed_up == "make cluster-up"  # the session's bed is up already
     folder, env = checkout(tmp_path, local_bed)
     with admin_operator_stopped(operator):

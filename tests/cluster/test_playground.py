@@ -1,0 +1,96 @@
+"""docs/getting-started.md's "Try it on your machine first", run as written in a folder laid out as
+the checkout is: `make playground` (setup's installs taken as done: the session has them) on the
+session's bed, the user's commands, then `make playground-down`. One rollout must end promoted and
+the next rolled back, judged by the rollout's status and the live route, and the playground must
+leave none of its processes behind. The bed is the session's, so `playground-down` leaves it up
+(it stops a bed only where `make playground` started it)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from modelgate.api import Phase
+from testbed.demo_serving import serving_documents
+from testbed.localcluster import LocalCluster
+from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION
+from testbed.operator_process import OperatorProcess
+from testbed.playground import NAMESPACE, PROMETHEUS_PORT, Playground
+from testbed.ports import bindable
+from testbed.processes import descendants, start_time, wait_exited
+from testbed.traffic_driver import parse_backend_weights
+from testbed.versions import REPO_ROOT
+from tests.support.doc_blocks import checkout, documented_blocks
+from tests.support.operators import admin_operator_stopped
+from tests.support.scenario import Rollouts
+
+DOC = REPO_ROOT / "docs" / "getting-started.md"
+SECTION = "## Try it on your machine first"
+
+
+def run_block(commands: list[str], folder: Path, env: Mapping[str, str], timeout: float) -> str:
+    """The block's commands in one shell; its exit code is not judged (the CLI's may change), what
+    they did is, by the caller."""
+    ran = subprocess.run(
+        ["bash", "-uc", "\n".join(commands)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return ran.stdout + ran.stderr
+
+
+def running(processes: Mapping[int, str | None]) -> list[int]:
+    """The pids still running the process they were (not a later one given the same pid, nor a
+    zombie its new parent has yet to reap)."""
+    return [pid for pid, born in processes.items() if start_time(pid) == born and not wait_exited(pid, 10)]
+
+
+def route_weights(api_client: client.ApiClient) -> dict[str, int]:
+    route: Any = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+        GATEWAY_GROUP, GATEWAY_VERSION, NAMESPACE, "httproutes", "chat"
+    )
+    return parse_backend_weights(route)
+
+
+def test_the_documented_playground_promotes_one_rollout_and_rolls_back_the_next(
+    local_bed: LocalCluster, api_client: client.ApiClient, operator: OperatorProcess, tmp_path: Path
+) -> None:
+    start, first, second, stop = documented_blocks(DOC, SECTION)
+    assert (start, stop) == (["make playground"], ["make playground-down"])
+    assert bindable(PROMETHEUS_PORT), f"127.0.0.1:{PROMETHEUS_PORT} is taken: is a playground running?"
+    folder, env = checkout(tmp_path, local_bed, "Makefile")
+    rollouts = Rollouts(api_client, NAMESPACE)
+    with admin_operator_stopped(operator):
+        # `-o`: the session's machine has the packages, venv and binaries the playground installs.
+        started = run_block(["make -o apt-deps -o venv -o bins-demo playground"], folder, env, timeout=120)
+        try:
+            (serve,) = Playground(folder / ".localcluster").registry.load()
+            ours = [serve.pid, *descendants(serve.pid)]
+            pods = sum(d["kind"] == "Deployment" for d in serving_documents())  # one replica each
+            assert len(ours) >= 3 + pods, started  # and Traefik, a simulator per Pod, the operator
+            processes = {pid: start_time(pid) for pid in ours}
+
+            said = run_block(first, folder, env, timeout=120)
+            promoted = rollouts.status()
+            assert (promoted.phase, promoted.rollout_candidate) == (Phase.SUCCEEDED, "chat-v2"), said
+            assert route_weights(api_client)["chat-v2"] == 100
+
+            user_shell = [line for line in first if line.startswith("export ")]  # still in force
+            said = run_block(user_shell + second, folder, env, timeout=150)
+            rolled_back = rollouts.status()
+            assert (rolled_back.phase, rolled_back.rollout_candidate) == (Phase.ROLLED_BACK, "chat-v3"), said
+            reason = rolled_back.rollback_reason
+            assert reason is not None and reason.metric == "error-rate", reason
+            assert route_weights(api_client) == {"chat-v1": 0, "chat-v2": 100, "chat-v3": 0, "chat-v4": 0}
+        finally:
+            stopped = run_block(stop, folder, env, timeout=90)
+        assert running(processes) == [], stopped
+        assert local_bed.is_up()  # not the playground's to stop
