@@ -9,6 +9,7 @@ from collections.abc import Callable
 from modelgate import __version__
 from modelgate.api import InvalidSpecError
 from modelgate.cli import gate_decide, gate_eval, plan, refusal_proxy, replay, report, run, steer, views
+from modelgate.cli.help_text import document
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     refusal_proxy.add_parser(commands)
     gate_eval.add_parser(commands)
     gate_decide.add_parser(commands)
+    document(parser)
     return parser
 
 
