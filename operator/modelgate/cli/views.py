@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -79,7 +80,9 @@ def live_weights(kube: Kube, namespace: str, body: dict[str, Any]) -> tuple[int,
 def _view(kube: Kube, namespace: str, rollouts: list[dict[str, Any]]) -> RenderableType:
     parts: list[RenderableType] = [render_progress(rollouts)]
     for body in rollouts:
-        parts.append(render_status(body, live_weights=live_weights(kube, namespace, body)))
+        parts.append(
+            render_status(body, live_weights=live_weights(kube, namespace, body), now=datetime.now(UTC))
+        )
     return Group(*parts)
 
 
