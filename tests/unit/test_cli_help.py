@@ -3,6 +3,7 @@ help for every option with its default, and the exit codes as docs/troubleshooti
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,9 @@ def test_every_command_describes_itself_with_an_example(command: str) -> None:
     lines = [line.strip() for line in shown.splitlines()]
     examples = [line for line in lines if line.startswith(f"modelgate {command} ")]
     assert examples, f"`modelgate {command} --help` shows no example:\n{shown}"
-    for example in examples:  # each example is a command line the parser takes
-        words = example.split("#")[0].split()[1:]
-        PARSER.parse_args(words)
+    for example in examples:  # each example is a command line the parser takes (up to a redirection)
+        command_line = re.split(r"[#>|<]", example)[0]
+        PARSER.parse_args(command_line.split()[1:])
 
 
 @pytest.mark.parametrize("command", command_names(PARSER))

@@ -35,6 +35,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "--test-set tests.jsonl --result-file result.json",
     ),
     "gate": ("modelgate gate -f rollout.yaml --result quality=result.json",),
+    "completion": (
+        "modelgate completion bash > /etc/bash_completion.d/modelgate",
+        "source <(modelgate completion zsh)   # in ~/.zshrc",
+    ),
 }
 # The commands whose exit codes are exit_codes.ExitCode (the others document their own).
 CLUSTER_COMMANDS = ("get", "status", "history", "promote", "abort", "resume", "retry", "report")

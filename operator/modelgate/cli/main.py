@@ -8,7 +8,18 @@ from collections.abc import Callable
 
 from modelgate import __version__
 from modelgate.api import InvalidSpecError
-from modelgate.cli import gate_decide, gate_eval, plan, refusal_proxy, replay, report, run, steer, views
+from modelgate.cli import (
+    completion,
+    gate_decide,
+    gate_eval,
+    plan,
+    refusal_proxy,
+    replay,
+    report,
+    run,
+    steer,
+    views,
+)
 from modelgate.cli.cluster_errors import explain
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.help_text import document
@@ -28,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     refusal_proxy.add_parser(commands)
     gate_eval.add_parser(commands)
     gate_decide.add_parser(commands)
+    completion.add_parser(commands, parser)
     document(parser)
     return parser
 
