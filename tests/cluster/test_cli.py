@@ -16,6 +16,7 @@ from kubernetes import client
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.cli.exit_codes import ExitCode
 from modelgate.commands import SKIP_RECONCILE_ANNOTATION
 from testbed.binaries import binary
 from testbed.localcluster import LocalCluster
@@ -182,8 +183,8 @@ def test_get_lists_the_rollout_with_its_phase_across_namespaces(succeeded: Walk)
 
 
 def test_status_watch_ends_once_every_rollout_has_finished(succeeded: Walk) -> None:
-    watched = succeeded.cli("status", "--watch")
-    assert watched.returncode == 0, watched.stderr
+    watched = succeeded.cli("status", "--watch", "--timeout", "5m")
+    assert watched.returncode == ExitCode.OK, watched.stderr
     assert "step 4/4" in watched.stdout and "candidate 100%" in watched.stdout
 
 

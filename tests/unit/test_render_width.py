@@ -104,7 +104,7 @@ def test_at_80_columns_each_metric_is_one_line_and_the_long_texts_wrap_under_it(
     (ttft,) = metric_rows(lines, "ttft-p99")
     assert "0.3123" in ttft and "0.2011" in ttft and "<= 1.5 x incumbent" in ttft
     (errors,) = metric_rows(lines, "error-rate")
-    assert "<= 0.02" in errors and "1/0" in errors
+    assert "<= 0.02" in errors and "1 (limit 0)" in errors
     text = normalised(lines)
     assert f"error-rate at 12:00:04: {DETAIL}" in text  # the time, too, when the table has no room for it
     assert f"Rolled back: {REASON}" in text

@@ -11,6 +11,9 @@ import yaml
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.kube import Kube, default_namespace
 
+OUTPUT_HELP = "table: for people; json: for scripts"
+LOG_FORMAT_HELP = "json: one object a line, for a log collector; console: for people (colour on a terminal)"
+
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, name: str = "required") -> None:
     if name == "required":

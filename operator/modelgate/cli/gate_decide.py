@@ -33,7 +33,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Judges each check's GateResult (the JSON `modelgate eval` or a custom check "
         "writes) against spec.gate of a ModelRollout manifest and prints the decision. Exit 0: a "
         "full release; 3: a canary; 4: reject; 1: a file cannot be read.",
-        epilog="example: modelgate gate -f rollout.yaml --result quality=result.json",
     )
     parser.add_argument("-f", "--filename", type=Path, required=True, help="a ModelRollout manifest")
     parser.add_argument(

@@ -8,7 +8,22 @@ from collections.abc import Callable
 
 from modelgate import __version__
 from modelgate.api import InvalidSpecError
-from modelgate.cli import gate_decide, gate_eval, plan, refusal_proxy, replay, report, run, steer, views
+from modelgate.cli import (
+    completion,
+    gate_decide,
+    gate_eval,
+    plan,
+    refusal_proxy,
+    replay,
+    report,
+    run,
+    steer,
+    views,
+)
+from modelgate.cli.cluster_errors import explain
+from modelgate.cli.exit_codes import ExitCode
+from modelgate.cli.help_text import document
+from modelgate.kube import KubeError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     refusal_proxy.add_parser(commands)
     gate_eval.add_parser(commands)
     gate_decide.add_parser(commands)
+    completion.add_parser(commands, parser)
+    document(parser)
     return parser
 
 
@@ -40,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         # A rollout whose stored status the models cannot read (edited by hand, an older CRD): say
         # which field, rather than a traceback.
         print(f"modelgate: a ModelRollout cannot be read: {error}", file=sys.stderr)
-        return 1
+        return ExitCode.ERROR
+    except KubeError as error:  # no cluster to ask: one line, not a traceback
+        print(f"modelgate: {explain(error)}", file=sys.stderr)
+        return ExitCode.ERROR
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from modelgate.api import InvalidSpecError, MetricSpec, ModelRolloutSpec, parse_spec
-from modelgate.cli.common import read_manifest
+from modelgate.cli.common import OUTPUT_HELP, read_manifest
 from modelgate.cli.plan_figures import (
     Figures,
     Traffic,
@@ -72,7 +72,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     plan.add_argument("--runs", type=int, default=500, help="rollouts simulated per candidate (default: 500)")
     plan.add_argument("--seed", type=int, default=1, help="the simulation's seed (default: 1)")
     plan.add_argument("--fail-above", type=float, help="exit 3 when a false-rollback chance is above this")
-    plan.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    plan.add_argument("-o", "--output", choices=["table", "json"], default="table", help=OUTPUT_HELP)
     plan.set_defaults(handler=run_plan)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from yarl import URL
 
+from modelgate.cli.common import LOG_FORMAT_HELP
 from modelgate.observability import configure_logging
 from modelgate.sidecar.answers import (
     DEFAULT_PATTERNS,
@@ -68,7 +69,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     _add_size_limits(proxy)
     _add_connection_limits(proxy)
-    proxy.add_argument("--log-format", choices=["json", "console"], default="json")
+    proxy.add_argument("--log-format", choices=["json", "console"], default="json", help=LOG_FORMAT_HELP)
     proxy.add_argument("--verbose", action="store_true", help="debug logs (one line per answer)")
     proxy.set_defaults(handler=run_refusal_proxy)
 

@@ -19,9 +19,11 @@ from modelgate.api import (
     FalseRollbackWarning,
     MetricAnalysis,
     ModelRolloutStatus,
+    Phase,
     RollbackReason,
     parse_status,
 )
+from modelgate.api.duration import parse_duration
 from modelgate.cli.render_gate import VERDICT_STYLE, render_gate
 from modelgate.cli.render_judge import judge_lines
 
@@ -35,9 +37,13 @@ PHASE_STYLE = {
     "Gating": "cyan",
 }
 ANALYSIS_COLUMNS = ("Metric", "Value", "Incumbent", "Threshold", "Verdict", "Failures", "At", "Detail")
-# The columns a user needs at a glance, kept however narrow the console; At and Detail join them in
-# the table when it still fits unwrapped, and are printed under it otherwise.
-AT_A_GLANCE = 6
+# Moved under the table, in this order, while the table does not fit the console unwrapped.
+MOVABLE_COLUMNS = ("Detail", "At", "Threshold")
+# Shown even when every cell is empty ("-"): the metric and its verdict.
+ALWAYS_SHOWN = ("Metric", "Verdict")
+# Never folded nor cut, however narrow the console: a verdict or a number is read whole or not at all.
+WHOLE_COLUMNS = ("Value", "Incumbent", "Verdict", "Failures", "At")
+EMPTY_CELL = "-"
 
 
 def threshold_text(metric: Mapping[str, Any]) -> str:
@@ -99,7 +105,10 @@ def side_name(side: dict[str, Any]) -> str:
     return f"pool/{pool}" if pool else str(side.get("deployment", "-"))
 
 
-def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | None = None) -> RenderableType:
+def render_status(
+    body: dict[str, Any], live_weights: tuple[int, int] | str | None = None, now: datetime | None = None
+) -> RenderableType:
+    """`now`: the time a timed step's time left is counted to (None: not shown)."""
     meta, spec = body["metadata"], body["spec"]
     status = parse_status(body.get("status") or {})
     steps = spec.get("steps", [])
@@ -109,6 +118,8 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
     header.add_row("Phase", Text(phase, style=PHASE_STYLE.get(phase, "")))
     index = status.current_step_index
     step = step_label(steps[index]) if index < len(steps) else "done"
+    if index < len(steps) and now is not None and status.phase in (Phase.PROGRESSING, Phase.PAUSED):
+        step += _time_left(steps[index], status.step_started_at, now)
     if status.watch_ends_at is not None:
         step = f"watch window until {status.watch_ends_at.isoformat()}"
     header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
@@ -143,12 +154,32 @@ def render_status(body: dict[str, Any], live_weights: tuple[int, int] | str | No
             at = "" if trace.time is None else f" at {trace.time.strftime('%H:%M:%S')}"
             value = "" if trace.value is None else f", value {trace.value:.4g}"
             parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
+    if status.phase is Phase.ROLLED_BACK:
+        parts.append(_next_step(meta))
     parts.extend(_coin_toss_line(warning) for warning in status.false_rollback_warnings)
     if status.gate is not None:
         parts.append(render_gate(status.gate))
     parts.extend(judge_lines(status))
     parts.append(AnalysisView(_metric_rows(spec, status)))
     return Group(*parts)
+
+
+def _time_left(step: dict[str, Any], started: datetime | None, now: datetime) -> str:
+    """How long a timed pause or mirror step has to go, from the step's start in the status."""
+    duration = (step.get("pause") or step.get("mirror") or {}).get("duration")
+    if not duration or started is None:
+        return ""
+    left = started + parse_duration(duration) - now
+    return f" ({_span(max(0, math.ceil(left.total_seconds())))} left)"
+
+
+def _next_step(meta: dict[str, Any]) -> Text:
+    target = f"{meta['name']} -n {meta['namespace']}"
+    return Text(
+        f"Next: `modelgate report {target}` shows the evidence; apply a fixed candidate (spec.candidate) "
+        f"to start again, or `modelgate retry {target}` to try this one again.",
+        style="bold",
+    )
 
 
 def _breach_line(reason: RollbackReason) -> str:
@@ -206,42 +237,54 @@ class MetricRow:
     at: str | None  # HH:MM:SS, None before the metric's first evaluation
     detail: str
 
-    def cells(self) -> tuple[RenderableType, ...]:
-        """In the order of ANALYSIS_COLUMNS."""
-        return (
-            self.name,
-            self.value,
-            self.incumbent,
-            self.threshold,
-            self.verdict,
-            self.failures,
-            self.at or "-",
-            self.detail,
-        )
+    def cell(self, column: str) -> RenderableType:
+        cells: dict[str, RenderableType] = {
+            "Metric": self.name,
+            "Value": self.value,
+            "Incumbent": self.incumbent,
+            "Threshold": self.threshold,
+            "Verdict": self.verdict,
+            "Failures": self.failures,
+            "At": self.at or EMPTY_CELL,
+            "Detail": self.detail,
+        }
+        return cells[column]
 
-    def note(self, *, with_time: bool) -> Text:
-        """What the table had no room for, as a line that wraps like a paragraph."""
-        when = f" at {self.at}" if with_time and self.at else ""
-        return Text.assemble((self.name, "bold"), f"{when}: {self.detail}")
+    def note(self, moved: tuple[str, ...]) -> str:
+        """The moved columns' cells, as the text after the metric's name in a line under the table."""
+        when = f" at {self.at}" if "At" in moved and self.at else ""
+        rule = f"rule {self.threshold}" if "Threshold" in moved and self.threshold else ""
+        detail = self.detail if "Detail" in moved else ""
+        said = "; ".join(part for part in (rule, detail) if part)
+        return f"{when}: {said}" if said else ""
 
 
 @dataclass(frozen=True)
 class AnalysisView:
-    """The analysis as wide as the console allows: a table of one line per metric with as many columns
-    as fit unwrapped (at least those needed at a glance), and under it the columns left out."""
+    """The analysis as wide as the console allows: a table of one line per metric, without the columns
+    no metric has a value in, with as many columns as fit unwrapped; under it the columns moved out,
+    one line for the metrics that say the same."""
 
     rows: tuple[MetricRow, ...]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        tables = [self._table(count) for count in range(len(ANALYSIS_COLUMNS), AT_A_GLANCE - 1, -1)]
+        layouts = _layouts(tuple(c for c in ANALYSIS_COLUMNS if c in ALWAYS_SHOWN or self._filled(c)))
+        tables = [self._table(columns) for columns in layouts]
         table = next((t for t in tables if _fits(console, options, t)), tables[-1])
         yield table
-        shown = len(table.columns)
-        if shown < len(ANALYSIS_COLUMNS):
-            with_time = shown <= ANALYSIS_COLUMNS.index("At")
-            yield from (row.note(with_time=with_time) for row in self.rows)
+        shown = {str(column.header) for column in table.columns}
+        moved = tuple(c for c in MOVABLE_COLUMNS if c in layouts[0] and c not in shown)
+        notes: dict[str, list[str]] = {}
+        for row in self.rows:
+            if note := row.note(moved):
+                notes.setdefault(note, []).append(row.name)
+        for note, names in notes.items():
+            yield Text.assemble((", ".join(names), "bold"), note)
 
-    def _table(self, columns: int) -> Table:
+    def _filled(self, column: str) -> bool:
+        return any(row.cell(column) not in (EMPTY_CELL, "") for row in self.rows)
+
+    def _table(self, columns: tuple[str, ...]) -> Table:
         # Light rules: a boxed table would leave too little of 80 columns for the cells.
         table = Table(
             title="Analysis",
@@ -251,11 +294,26 @@ class AnalysisView:
             pad_edge=False,
             collapse_padding=True,
         )
-        for column in ANALYSIS_COLUMNS[:columns]:
-            table.add_column(column, overflow="fold")  # too narrow a console folds a cell, never cuts it
+        for column in columns:
+            if column in WHOLE_COLUMNS:
+                table.add_column(column, no_wrap=True, min_width=_widest(column, self.rows))
+            else:  # too narrow a console folds a name or a rule, never cuts it
+                table.add_column(column, overflow="fold", min_width=len(column))
         for row in self.rows:
-            table.add_row(*row.cells()[:columns])
+            table.add_row(*(row.cell(column) for column in columns))
         return table
+
+
+def _layouts(columns: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The columns, then without each movable one in turn: widest first."""
+    layouts = [columns]
+    for movable in MOVABLE_COLUMNS:
+        layouts.append(tuple(c for c in layouts[-1] if c != movable))
+    return layouts
+
+
+def _widest(column: str, rows: tuple[MetricRow, ...]) -> int:
+    return max([len(column), *(Text.from_markup(str(row.cell(column))).cell_len for row in rows)])
 
 
 def _fits(console: Console, options: ConsoleOptions, table: Table) -> bool:
@@ -283,7 +341,7 @@ def _metric_row(metric: dict[str, Any], record: MetricAnalysis | None) -> Metric
             incumbent="-",
             threshold=threshold_text(metric),
             verdict=Text("-"),
-            failures=f"0/{limit}",
+            failures=_failures(0, limit),
             at=None,
             detail="not evaluated yet",
         )
@@ -293,10 +351,15 @@ def _metric_row(metric: dict[str, Any], record: MetricAnalysis | None) -> Metric
         incumbent=_number(record.incumbent_value),
         threshold=threshold_text(metric),
         verdict=Text(record.verdict.value, style=VERDICT_STYLE[record.verdict]),
-        failures=f"{record.failures}/{limit}",
+        failures=_failures(record.failures, limit),
         at=record.time.strftime("%H:%M:%S"),
         detail=_detail(metric, record),
     )
+
+
+def _failures(count: int, limit: int) -> str:
+    """Not "1/0", which reads as a fraction."""
+    return f"{count} (limit {limit})"
 
 
 def _detail(metric: dict[str, Any], record: MetricAnalysis) -> str:
@@ -313,9 +376,13 @@ def _detail(metric: dict[str, Any], record: MetricAnalysis) -> str:
 def _age(created: str | None) -> str:
     if not created:
         return "-"
-    seconds = int(
-        (datetime.now(UTC) - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds()
+    return _span(
+        int((datetime.now(UTC) - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds())
     )
+
+
+def _span(seconds: int) -> str:
+    """Seconds in their largest unit: 45s, 3m, 2h, 5d."""
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from modelgate.api import InvalidSpecError, ModelRolloutSpec, ModelRolloutStatus, Phase, parse_spec
 from modelgate.api.duration import parse_duration
-from modelgate.cli.common import read_manifest
+from modelgate.cli.common import OUTPUT_HELP, read_manifest
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import step_label
 from modelgate.cli.report_png import MissingPlotting, write_png
@@ -54,7 +54,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     replay.add_argument("--stride", help=f"A/A: time between start times (default: the range / {AA_RUNS})")
     replay.add_argument("--png", type=Path, help="also draw the replay as a PNG (needs modelgate[png])")
-    replay.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    replay.add_argument("-o", "--output", choices=["table", "json"], default="table", help=OUTPUT_HELP)
     replay.set_defaults(handler=run_replay)
 
 

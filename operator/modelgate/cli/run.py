@@ -20,6 +20,7 @@ import structlog
 from prometheus_client import start_http_server
 
 from modelgate import API_GROUP, API_VERSION, PLURAL, __version__
+from modelgate.cli.common import LOG_FORMAT_HELP
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.kube import Kube, KubeError, Object
 from modelgate.loops import DEFAULT_WORKERS, THREADS_PER_WORKER, RolloutLoops
@@ -82,7 +83,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="this replica's name in Events (reportingInstance) and in the peering object; unique per "
         "replica (default: the host name, the pod's name in a pod)",
     )
-    run.add_argument("--log-format", choices=["json", "console"], default="json")
+    run.add_argument("--log-format", choices=["json", "console"], default="json", help=LOG_FORMAT_HELP)
     run.add_argument("--verbose", action="store_true", help="debug logs")
     run.set_defaults(handler=run_operator)
 

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from modelgate.api import CommandResult, parse_status
 from modelgate.cli.common import add_target_arguments, connect, read_rollout
+from modelgate.cli.exit_codes import ExitCode
 from modelgate.commands import COMMAND_ANNOTATION, encode_command
 from modelgate.core import CommandAction
 from modelgate.kube import NotFound
@@ -24,8 +25,6 @@ COMMANDS: dict[str, tuple[CommandAction, str]] = {
     "retry": (CommandAction.RETRY, "start again from step 0 after a rollback or failure"),
 }
 COMMAND_TIMEOUT = 30.0
-NOT_APPLIED = 3  # exit code: requested, but the operator did not confirm it in time
-IGNORED = 4  # exit code: the operator handled it and found it does not apply
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,7 +64,7 @@ def send_command(args: argparse.Namespace) -> int:
         if handled is not None and handled.id == command_id:
             if handled.result is CommandResult.IGNORED:
                 console.print(f"[yellow]{action.value} ignored: {handled.message}[/yellow]")
-                return IGNORED
+                return ExitCode.IGNORED
             console.print(f"{action.value} applied: {handled.message}; {status.phase} - {status.message}")
             return 0
         time.sleep(0.5)  # polling the API server until the deadline
@@ -73,4 +72,4 @@ def send_command(args: argparse.Namespace) -> int:
         f"[yellow]{action.value} requested, but the operator has not applied it within "
         f"{COMMAND_TIMEOUT:.0f}s: is it running?[/yellow]"
     )
-    return NOT_APPLIED
+    return ExitCode.NOT_APPLIED

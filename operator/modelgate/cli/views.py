@@ -5,27 +5,29 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 
-from modelgate.api import Phase, parse_spec
-from modelgate.cli.common import add_target_arguments, connect, list_rollouts, read_rollout
+from modelgate.api import parse_spec
+from modelgate.cli.common import OUTPUT_HELP, add_target_arguments, connect, list_rollouts, read_rollout
+from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.render import render_history, render_list, render_progress, render_status
+from modelgate.cli.watch import timeout_argument, watch_outcome
 from modelgate.core import LiveRoute
 from modelgate.kube import Kube, KubeError, NotFound
 from modelgate.routers import SideKinds, router_for
 
-FINISHED = {Phase.SUCCEEDED.value, Phase.ROLLED_BACK.value, Phase.FAILED.value}
 REFRESH_SECONDS = 1.0
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     get = commands.add_parser("get", help="list rollouts: phase, weight, step, incumbent, candidate, age")
     add_target_arguments(get, name="optional")
-    get.add_argument("-A", "--all-namespaces", action="store_true")
-    get.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    get.add_argument("-A", "--all-namespaces", action="store_true", help="list every namespace's rollouts")
+    get.add_argument("-o", "--output", choices=["table", "json"], default="table", help=OUTPUT_HELP)
     get.set_defaults(handler=show_list)
 
     status = commands.add_parser("status", help="progress, weights and every metric against its threshold")
@@ -33,7 +35,14 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     status.add_argument(
         "-w", "--watch", action="store_true", help="keep the view live until every rollout ends"
     )
-    status.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    status.add_argument(
+        "--timeout",
+        type=timeout_argument,
+        metavar="DURATION",
+        help=f"with -w: give up after DURATION (e.g. 5m, 1h30m) and exit {ExitCode.TIMED_OUT.value} "
+        "(default: wait for ever)",
+    )
+    status.add_argument("-o", "--output", choices=["table", "json"], default="table", help=OUTPUT_HELP)
     status.set_defaults(handler=show_status)
 
     history = commands.add_parser("history", help="what happened: transitions (Events) and recent analyses")
@@ -71,7 +80,9 @@ def live_weights(kube: Kube, namespace: str, body: dict[str, Any]) -> tuple[int,
 def _view(kube: Kube, namespace: str, rollouts: list[dict[str, Any]]) -> RenderableType:
     parts: list[RenderableType] = [render_progress(rollouts)]
     for body in rollouts:
-        parts.append(render_status(body, live_weights=live_weights(kube, namespace, body)))
+        parts.append(
+            render_status(body, live_weights=live_weights(kube, namespace, body), now=datetime.now(UTC))
+        )
     return Group(*parts)
 
 
@@ -91,15 +102,19 @@ def show_status(args: argparse.Namespace) -> int:
     if args.output == "json":
         console.print_json(json.dumps([r.get("status") or {} for r in rollouts]))
         return 0
-    if not args.watch:
+    if not args.watch and args.timeout is None:
         console.print(_view(kube, namespace, rollouts))
         return 0
+    deadline = None if args.timeout is None else time.monotonic() + args.timeout.total_seconds()
     with Live(_view(kube, namespace, rollouts), console=console, refresh_per_second=4) as live:
-        while not all((r.get("status") or {}).get("phase") in FINISHED for r in rollouts):
+        while (outcome := watch_outcome(rollouts)) is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                live.console.print(f"[yellow]not ended within {args.timeout.total_seconds():g}s[/yellow]")
+                return ExitCode.TIMED_OUT
             time.sleep(REFRESH_SECONDS)  # a screen refresh
             rollouts = _targets(kube, namespace, args.name)
             live.update(_view(kube, namespace, rollouts))
-    return 0
+    return outcome
 
 
 def show_history(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import socket
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -105,12 +106,12 @@ class Kube:
         if connections is not None:
             configuration.connection_pool_maxsize = connections
         if path is not None:
-            config.load_kube_config(config_file=str(path), client_configuration=configuration)  # type: ignore[no-untyped-call]
+            _load_kubeconfig(path, configuration)
             return cls(client.ApiClient(configuration), reporting_host=reporting_host)
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException:
-            config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            _load_kubeconfig(None, configuration)
         return cls(client.ApiClient(configuration), reporting_host=reporting_host)
 
     # -- custom resources ------------------------------------------------------------------------
@@ -501,6 +502,18 @@ def _as_object(value: Any) -> Object:
     if not isinstance(value, dict):
         raise KubeError(None, f"expected a JSON object from the API server, got {type(value).__name__}")
     return value
+
+
+def _load_kubeconfig(path: str | Path | None, configuration: client.Configuration) -> None:
+    """The kubeconfig at `path` (None: $KUBECONFIG, else ~/.kube/config), or a KubeError saying which
+    one could not be read."""
+    try:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=None if path is None else str(path), client_configuration=configuration
+        )
+    except (ConfigException, OSError, ValueError) as error:
+        where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        raise KubeError(None, f"cannot read the kubeconfig {where}: {error}") from None
 
 
 def default_namespace(kubeconfig: str | Path | None = None) -> str:

@@ -45,7 +45,9 @@ def translated(*, json_patch: bool = False) -> Iterator[None]:
     except ApiException as error:
         _raise_translated(error, json_patch=json_patch)
     except urllib3.exceptions.HTTPError as error:  # connection refused, timeouts, TLS failures
-        raise KubeError(None, f"cannot reach the Kubernetes API server: {error}") from None
+        # After its retries urllib3 wraps the cause in "Max retries exceeded with url: ...": say the cause.
+        cause = getattr(error, "reason", None) or error
+        raise KubeError(None, f"cannot reach the Kubernetes API server: {cause}") from None
 
 
 def _raise_translated(error: ApiException, *, json_patch: bool) -> NoReturn:

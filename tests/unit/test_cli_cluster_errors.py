@@ -1,0 +1,96 @@
+"""Without a cluster to ask, `modelgate` says why in one line and exits 1, never with a traceback: no
+kubeconfig, an API server nobody listens for, and one that refuses the user (no RBAC)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from modelgate.cli.exit_codes import ExitCode
+from modelgate.cli.main import main
+
+FORBIDDEN = 'modelrollouts.modelgate.io "chat" is forbidden: User "dev" cannot get resource "modelrollouts"'
+
+
+def kubeconfig(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u", "namespace": "serving"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return path
+
+
+def said(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:
+    code = main(list(argv))
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # closed again when the block ends
+
+
+class Refusing(BaseHTTPRequestHandler):
+    """An API server whose RBAC grants this user nothing."""
+
+    def do_GET(self) -> None:
+        body = json.dumps({"kind": "Status", "status": "Failure", "message": FORBIDDEN, "code": 403}).encode()
+        self.send_response(403)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.fixture
+def refusing_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_missing_kubeconfig_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-kubeconfig"
+    code, lines = said(capsys, "status", "chat", "--kubeconfig", str(missing))
+    assert code == ExitCode.ERROR
+    assert len(lines) == 1 and str(missing) in lines[0], lines
+
+
+def test_an_unreachable_api_server_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = kubeconfig(tmp_path, f"http://127.0.0.1:{closed_port()}")
+    code, lines = said(capsys, "get", "--kubeconfig", str(config))
+    assert code == ExitCode.ERROR
+    assert len(lines) == 1 and "cannot reach the Kubernetes API server" in lines[0], lines
+
+
+def test_no_rbac_is_one_line_saying_which_rights_to_ask_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], refusing_server: str
+) -> None:
+    code, lines = said(capsys, "status", "chat", "--kubeconfig", str(kubeconfig(tmp_path, refusing_server)))
+    assert code == ExitCode.ERROR
+    assert len(lines) == 1 and FORBIDDEN in lines[0] and "RBAC" in lines[0], lines
