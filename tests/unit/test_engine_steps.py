@@ -4,7 +4,7 @@ the last step ends in Succeeded at 100%, and finished rollouts re-assert their w
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from modelgate.api import Phase
 from modelgate.core import CommandAction
@@ -138,7 +138,8 @@ def test_timed_pause_waits_for_its_duration_from_step_started_at() -> None:
 
     almost = sim.tick(analysis=Outcome.PASS, after=timedelta(minutes=2) - timedelta(seconds=1))
     assert almost.status.current_step_index == 1
-    assert "paused until" in (almost.status.message or "")
+    ends = (pause_started + timedelta(minutes=2)).astimezone(UTC)
+    assert f"paused until {ends:%Y-%m-%d %H:%M:%S} UTC" in (almost.status.message or "")  # no microseconds
 
     done = sim.tick(analysis=Outcome.PASS, after=timedelta(seconds=1))
     assert sim.now == pause_started + timedelta(minutes=2)

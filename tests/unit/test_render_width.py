@@ -127,3 +127,16 @@ def test_a_console_wide_enough_shows_each_detail_in_its_metrics_row() -> None:
     (errors,) = metric_rows(lines, "error-rate")
     assert DETAIL in errors
     assert not any(line.startswith("error-rate:") for line in lines)
+
+
+def test_a_rollout_failed_on_a_missing_route_shows_no_weights_and_no_empty_table() -> None:
+    """It never had a route to weigh nor a metric judged: its message says why, and nothing else."""
+    body = rolled_back()
+    status = ModelRolloutStatus(phase=Phase.FAILED, message="HTTPRoute demo/chat not found")
+    body["status"] = status.to_patch()
+    console = Console(width=80, record=True, file=io.StringIO(), color_system=None)
+    console.print(render_status(body))
+    shown = console.export_text()
+    assert "HTTPRoute demo/chat not found" in shown
+    assert "Weights" not in shown and "not evaluated yet" not in shown
+    assert "error-rate" not in shown  # no table of metrics that never ran

@@ -26,6 +26,7 @@ from modelgate.api import (
 from modelgate.api.duration import parse_duration
 from modelgate.cli.render_gate import VERDICT_STYLE, render_gate
 from modelgate.cli.render_judge import judge_lines
+from modelgate.core.moments import moment
 
 PHASE_STYLE = {
     "Succeeded": "bold green",
@@ -121,13 +122,15 @@ def render_status(
     if index < len(steps) and now is not None and status.phase in (Phase.PROGRESSING, Phase.PAUSED):
         step += _time_left(steps[index], status.step_started_at, now)
     if status.watch_ends_at is not None:
-        step = f"watch window until {status.watch_ends_at.isoformat()}"
+        step = f"watch window until {moment(status.watch_ends_at)}"
     header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
-    header.add_row(
-        "Weights",
-        f"{side_name(spec['incumbent'])} {100 - status.current_weight}% / "
-        f"{side_name(spec['candidate'])} {status.current_weight}%",
-    )
+    ended_unrouted = status.phase is Phase.FAILED and status.live_weight is None  # no route was ever read
+    if not ended_unrouted:
+        header.add_row(
+            "Weights",
+            f"{side_name(spec['incumbent'])} {100 - status.current_weight}% / "
+            f"{side_name(spec['candidate'])} {status.current_weight}%",
+        )
     if status.current_mirror_percent or status.live_mirror_percent:
         live = status.live_mirror_percent
         header.add_row(
@@ -160,7 +163,8 @@ def render_status(
     if status.gate is not None:
         parts.append(render_gate(status.gate))
     parts.extend(judge_lines(status))
-    parts.append(AnalysisView(_metric_rows(spec, status)))
+    if status.analysis or status.phase is not Phase.FAILED:  # a Failed rollout never judged has no table
+        parts.append(AnalysisView(_metric_rows(spec, status)))
     return Group(*parts)
 
 

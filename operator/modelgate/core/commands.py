@@ -17,6 +17,7 @@ from modelgate.core.model import (
     CommandAction,
     UnreadableCommand,
 )
+from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
 
 if TYPE_CHECKING:
@@ -84,9 +85,7 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
         tick.rollback(RollbackReason(time=tick.now, message="aborted by `modelgate abort`"), Reason.ABORTED)
         rolling = tick.status.rolling_back
         if rolling is not None:
-            return (
-                f"rolling back gradually: the candidate's weight reaches 0 at {rolling.ends_at.isoformat()}"
-            )
+            return f"rolling back gradually: the candidate's weight reaches 0 at {moment(rolling.ends_at)}"
         return "rolled back: all traffic to the incumbent"
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
         tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.name} from step 0")

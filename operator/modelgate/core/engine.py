@@ -34,6 +34,7 @@ from modelgate.core.model import (
     RouteProblem,
     SpecProblem,
 )
+from modelgate.core.moments import moment
 from modelgate.core.query_check import check_holds, note_check
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.schedule import pause_ends_at, step_settles_at
@@ -388,7 +389,7 @@ class _Tick:
             if ends_at is None:
                 return False  # indefinite: until `modelgate promote`
             if self.now < ends_at:
-                self.note(f"{'mirroring' if step.mirror else 'paused'} until {ends_at.isoformat()}")
+                self.note(f"{'mirroring' if step.mirror else 'paused'} until {moment(ends_at)}")
                 return False
         return self.analysis_passed()
 
@@ -476,7 +477,7 @@ class _Tick:
         self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, rolling_back=rolling, message=message)
         self.condition(ConditionType.COMPLETED, False, Reason.ROLLED_BACK, reason.message)
         step_down = (
-            "" if rolling is None else f" (the candidate's weight reaches 0 at {rolling.ends_at.isoformat()})"
+            "" if rolling is None else f" (the candidate's weight reaches 0 at {moment(rolling.ends_at)})"
         )
         self.event(Reason.ROLLED_BACK, f"{cause}: {reason.message}{step_down}")
         self.outcome = Outcome(Phase.ROLLED_BACK, cause)

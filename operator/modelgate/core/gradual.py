@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollingBack
 from modelgate.core.analysis import evaluate
+from modelgate.core.moments import moment
 from modelgate.core.reasons import Reason
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def continue_rollback(tick: _Tick) -> None:
 
 
 def step_down_message(weight: int, rolling: RollingBack, reason: str) -> str:
-    return f"rolling back gradually: candidate weight {weight}, 0 at {rolling.ends_at.isoformat()}: {reason}"
+    return f"rolling back gradually: candidate weight {weight}, 0 at {moment(rolling.ends_at)}: {reason}"
 
 
 def _reason(tick: _Tick) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason
+from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def start(tick: _Tick) -> bool:
     if watch is None or tick.status.watch_ends_at is not None:
         return False
     ends_at = tick.now + watch.duration_timedelta
-    message = f"every step completed; watching until {ends_at.isoformat()}"
+    message = f"every step completed; watching until {moment(ends_at)}"
     tick.set_weight(100)
     tick.update(
         phase=Phase.PROGRESSING,
@@ -70,7 +71,7 @@ def go_on(tick: _Tick) -> None:
             tick.rollback(held, cause)
         return
     if tick.now < status.watch_ends_at:
-        tick.update(message=f"watching until {status.watch_ends_at.isoformat()}")
+        tick.update(message=f"watching until {moment(status.watch_ends_at)}")
         return
     tick.succeed()
     watch = tick.spec.watch
