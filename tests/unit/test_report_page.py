@@ -13,6 +13,7 @@ import pytest
 from modelgate.api import parse_spec, parse_status
 from modelgate.cli.report import operator_queries, report_timeline, rollout_span
 from modelgate.cli.report_html import render_page
+from modelgate.cli.report_png import draw, write_png
 from modelgate.cli.timeline import EventRow
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.recorded import RecordedSeries
@@ -190,3 +191,25 @@ def test_an_earlier_rollout_of_the_object_is_listed_not_drawn(tmp_path: Path) ->
     assert _changes(weights.path_values("weight")) == [0, 20, 60, 0]
     assert len(weights.with_class("step")) == 2  # chat-v2's two steps, none of chat-v0's
     assert "Earlier rollouts" in page.text and "chat-v0" in page.text
+
+
+def test_the_png_says_the_outcome_and_keeps_rates_at_or_above_zero(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    body = _rolled_back()
+    del body["status"]["rollbackReason"]["traceIds"]
+    spec, status = parse_spec(body["spec"]), parse_status(body["status"])
+    plan = analysis_plan(spec, "ml")
+    refusals = plan.metrics["refusal-rate"].candidate
+    ranges = {refusals: RecordedSeries(tuple((T + s, 0.0) for s in range(41)))}  # flat 0: no negative axis
+    span = (T0, T0 + timedelta(seconds=40))
+    timeline = report_timeline(body, spec, status, EVENTS, plan, ranges, span, None)
+    figure = draw(timeline)
+    try:
+        assert timeline.outcome and timeline.outcome in figure.axes[0].get_title(loc="left")
+        names = [m.name for m in timeline.metrics]
+        refusal_axes = figure.axes[1 + names.index("refusal-rate")]
+        assert refusal_axes.get_ylim()[0] >= 0
+    finally:
+        figure.clf()
+    write_png(timeline, tmp_path / "chat.png")
+    assert (tmp_path / "chat.png").stat().st_size > 0

@@ -69,6 +69,8 @@ class Timeline:
     breached: str | None = None  # the metric the rollback names, charted first
     # The rollouts this object ran before this one: candidate, start, outcome (not drawn).
     earlier: tuple[tuple[str, str, str], ...] = ()
+    # Whose values the candidate's queries read: the incumbent's in an A/A replay.
+    candidate_label: str = "candidate"
 
 
 def seconds(moment: datetime) -> float:
