@@ -3,6 +3,8 @@ back as numbers: the SVG charts of `modelgate report`, inverted through their ow
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import shutil
 import subprocess
@@ -11,12 +13,20 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 
-def rendered_dom(page: Path) -> str:
+def rendered_dom(page: Path, *options: str) -> str:
     """The DOM after Chromium loaded the file (no network: the page must need none)."""
     chromium = shutil.which("chromium")
     assert chromium is not None, "chromium is not installed: `make apt-deps` installs it"
     done = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.resolve().as_uri()],
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            *options,
+            "--dump-dom",
+            page.resolve().as_uri(),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -93,3 +103,32 @@ def read_page(page: Path) -> RenderedPage:
     parser = _Page()
     parser.feed(rendered_dom(page))
     return RenderedPage(parser.charts, " ".join(" ".join(parser.text).split()))
+
+
+# Run in a copy of the page (which has no script of its own): each selector's first element's box.
+_MEASURE = """<script>addEventListener("load", () => {
+  const boxes = {};
+  for (const selector of %s) {
+    const found = document.querySelector(selector);
+    if (found) { const r = found.getBoundingClientRect(); boxes[selector] = [r.top, r.bottom]; }
+  }
+  document.body.setAttribute("data-boxes", JSON.stringify(boxes));
+});</script>"""
+
+
+def element_boxes(page: Path, selectors: list[str], width: int = 1400, height: int = 1000) -> dict[str, Box]:
+    """Where each selector's first element lies, in CSS pixels from the top of a `width` x `height`
+    window, as Chromium laid the page out; a selector that matched nothing is absent."""
+    measured = page.with_name(f"measured-{page.name}")
+    script = _MEASURE % json.dumps(selectors)
+    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"))
+    dom = rendered_dom(measured, f"--window-size={width},{height}")
+    found = re.search(r'data-boxes="([^"]*)"', dom)
+    assert found is not None, "the measuring script did not run"
+    return {k: Box(*v) for k, v in json.loads(html.unescape(found.group(1))).items()}
+
+
+@dataclass(frozen=True)
+class Box:
+    top: float
+    bottom: float

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -243,30 +243,36 @@ def serving(
     incumbent: Behaviour | None = None,
     inference_pools: bool = False,
     refusal_sidecar: bool = True,
+    later: Mapping[str, Behaviour] | None = None,
 ) -> Iterator[Scenario]:
     """chat-v1 (the incumbent) takes all traffic through HTTPRoute `chat`; chat-v2 is ready. Each is
     reached through a Service of its name or, with `inference_pools`, through the InferencePool
     `POOLS[i]` that selects its Pods. Without `refusal_sidecar`, nothing exports the refusal
-    sidecar's series."""
+    sidecar's series. `later`: more Deployments served so (at weight 0, by Service), for a later
+    spec.candidate of the same ModelRollout."""
     fleet = ModelFleet(bed, api_client, refusal_counters=refusal_sidecar)
-    backends = POOLS if inference_pools else DEPLOYMENTS
-    for name, backend in zip(DEPLOYMENTS, backends, strict=True):
+    later = later or {}
+    deployments = (*DEPLOYMENTS, *later)
+    backends = POOLS if inference_pools else deployments
+    for name, backend in zip(deployments, backends, strict=True):
         create(api_client, model_deployment(name, namespace, replicas=2))
         if inference_pools:
             create(api_client, inference_pool(backend, namespace, {"app.kubernetes.io/name": name}))
         else:
             create(api_client, model_service(name, namespace))
     route = pool_http_route if inference_pools else http_route
-    create(api_client, route("chat", namespace, {backends[0]: 100, backends[1]: 0}))
+    create(api_client, route("chat", namespace, {b: 100 if i == 0 else 0 for i, b in enumerate(backends)}))
     fleet.serve(namespace, "chat-v1", incumbent or Behaviour())
     fleet.serve(namespace, "chat-v2", candidate)
+    for name, behaviour in later.items():
+        fleet.serve(namespace, name, behaviour)
     objects = client.CustomObjectsApi(api_client)
-    recorder = RouteRecorder(objects, namespace, "chat", backends=backends)
+    recorder = RouteRecorder(objects, namespace, "chat", backends=(backends[0], backends[1]))
     recorder.start()
     if inference_pools:
         targets = pool_targets(api_client, namespace, POOLS, {d.pod: d.url for d in fleet.doubles})
     else:
-        targets = {name: fleet.urls(name) for name in DEPLOYMENTS}
+        targets = {name: fleet.urls(name) for name in deployments}
     traffic = BackgroundTraffic(TrafficDriver(targets, rps=rps), HTTPRouteWatcher(objects, namespace, "chat"))
     try:
         with traffic:

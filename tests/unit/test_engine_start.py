@@ -129,6 +129,24 @@ def test_a_new_candidate_after_a_rollback_starts_again() -> None:
     assert decision.status.rollback_reason is None
 
 
+def test_a_new_candidate_records_when_it_started_and_keeps_the_earlier_rollout() -> None:
+    """`modelgate report` covers the current rollout from rolloutStartedAt and lists the earlier ones."""
+    sim = Simulator(make_spec(weight(10), weight(100)))
+    sim.start()
+    first_started = sim.status.rollout_started_at
+    assert first_started is not None
+    sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
+    assert sim.status.phase is Phase.ROLLED_BACK
+
+    sim.spec = with_candidate(sim.spec, "chat-v3")
+    sim.generation = 2
+    sim.tick(after=INTERVAL)
+
+    assert sim.status.rollout_started_at == sim.now > first_started
+    earlier = [(r.candidate, r.started_at, r.phase) for r in sim.status.earlier_rollouts]
+    assert earlier == [("chat-v2", first_started, Phase.ROLLED_BACK)]
+
+
 def test_a_spec_edit_that_removes_the_current_step_starts_again_from_step_zero() -> None:
     sim = Simulator(make_spec(weight(10), weight(30), indefinite_pause(), weight(100), with_analysis=False))
     sim.start()

@@ -324,6 +324,19 @@ class Condition(StatusModel):
     )
 
 
+class EarlierRollout(StatusModel):
+    """A rollout this object ran before the current one (spec.candidate changed, or a retry)."""
+
+    candidate: Annotated[str, StringConstraints(max_length=253)] = Field(
+        description="Its candidate, as rolloutCandidate named it."
+    )
+    started_at: Timestamp | None = Field(None, description="When it started (unknown before this field).")
+    phase: Phase | None = Field(None, description="Its phase when the next rollout started: its outcome.")
+
+
+MAX_EARLIER_ROLLOUTS = 5  # earlierRollouts kept: the oldest go first
+
+
 class ModelRolloutStatus(StatusModel):
     """Observed state, written only by the operator. Every wait is computed from the timestamps here, so
     a restarted operator resumes where it was."""
@@ -348,6 +361,13 @@ class ModelRolloutStatus(StatusModel):
         None,
         description="The candidate this status belongs to: its Deployment's name, or inferencepool/<name>. "
         "When spec.candidate names another, the operator starts a new rollout from step 0.",
+    )
+    rollout_started_at: Timestamp | None = Field(
+        None,
+        description="When the rollout of rolloutCandidate started: `modelgate report` covers it from here.",
+    )
+    earlier_rollouts: Annotated[tuple[EarlierRollout, ...], Field(max_length=MAX_EARLIER_ROLLOUTS)] = Field(
+        (), description="The rollouts this object ran before the current one, the newest last."
     )
     last_command: LastCommand | None = Field(
         None, description="The last manual command the operator handled, and its result."

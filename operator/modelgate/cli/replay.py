@@ -285,4 +285,6 @@ def replay_timeline(
         tuple(sorted(marks, key=lambda m: m.time)),
         metrics,
         events,
+        outcome=summary[0][1],
+        candidate_label="incumbent (in the candidate's place)" if aa else "candidate",
     )

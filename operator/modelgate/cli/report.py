@@ -15,12 +15,20 @@ from typing import Any
 
 from rich.console import Console
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, parse_spec, parse_status
+from modelgate.api import (
+    EarlierRollout,
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    Phase,
+    parse_spec,
+    parse_status,
+)
 from modelgate.cli.common import add_target_arguments, connect, read_rollout
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import side_name, step_label
 from modelgate.cli.report_html import render_page
 from modelgate.cli.report_png import MissingPlotting, write_png
+from modelgate.cli.report_story import outcome
 from modelgate.cli.timeline import (
     EventRow,
     Mark,
@@ -35,6 +43,7 @@ from modelgate.cli.timeline import (
     steps_from_series,
     weights_from_events,
 )
+from modelgate.core.moments import moment
 from modelgate.kube import NotFound
 from modelgate.metrics import PrometheusProvider
 from modelgate.metrics.base import AnalysisPlan
@@ -43,7 +52,7 @@ from modelgate.metrics.recorded import RecordedSeries
 
 ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 # Status fields the charts already show; every other one is shown as it is stored.
-CHARTED = ("analysis", "rollbackReason", "conditions")
+CHARTED = ("analysis", "rollbackReason", "conditions", "earlierRollouts")
 WEIGHT_METRIC = "modelgate_rollout_candidate_weight"
 STEP_METRIC = "modelgate_rollout_step"
 
@@ -120,10 +129,12 @@ def _client(
 def rollout_span(
     body: Mapping[str, Any], status: ModelRolloutStatus, events: Sequence[EventRow], now: datetime
 ) -> tuple[datetime, datetime]:
-    """From the first Event (or the rollout's creation) to its end and a little after, or to now."""
+    """From the current candidate's start (or, before status recorded it, the first Event or the
+    rollout's creation) to its end and a little after, or to now."""
     created = datetime.fromisoformat(body["metadata"].get("creationTimestamp") or now.isoformat())
     times = [datetime.fromtimestamp(e.time, UTC) for e in events]
-    start = min([created, *times]) - timedelta(seconds=5)
+    start = status.rollout_started_at or min([created, *times]) - timedelta(seconds=5)
+    times = [t for t in times if t >= start]
     if status.phase not in ENDED:
         return start, now
     ended = max([*times, *(r.time for r in [status.rollback_reason] if r is not None), start])
@@ -152,9 +163,11 @@ def report_timeline(
     span: tuple[datetime, datetime],
     prometheus: str | None,
 ) -> Timeline:
-    """Everything fetched, put together (pure)."""
+    """Everything fetched, put together (pure): of the current candidate's rollout only, from
+    `span`'s start; the earlier ones this object ran are listed, not drawn."""
     meta, raw_status = body["metadata"], body.get("status") or {}
     start, end = seconds(span[0]), seconds(span[1])
+    events = [e for e in events if e.time >= start]
     recorded = {
         k: _points(ranges.get(q)) for k, q in operator_queries(meta["namespace"], meta["name"]).items()
     }
@@ -165,8 +178,9 @@ def report_timeline(
         weights, source = weights_from_events(events, status, start), "the rollout's Events"
         started = steps_from_events(events)
     else:
-        weights, source = recorded["weight"], f"Prometheus ({WEIGHT_METRIC}, the operator's own metric)"
-        started = steps_from_series(recorded["step"])
+        weights = tuple((t, w) for t, w in recorded["weight"] if t >= start)
+        source = f"Prometheus ({WEIGHT_METRIC}, the operator's own metric)"
+        started = steps_from_series(tuple(p for p in recorded["step"] if p[0] >= start))
     if status.step_started_at is not None and status.phase not in ENDED:
         started[status.current_step_index] = seconds(status.step_started_at)
     labels = [step_label(s) for s in body["spec"].get("steps", [])]
@@ -182,7 +196,7 @@ def report_timeline(
             f"{side_name(body['spec']['incumbent'])} / {side_name(body['spec']['candidate'])}",
         ),
         ("Steps", "; ".join(f"{i}: {label}" for i, label in enumerate(labels))),
-        ("Span (UTC)", f"{span[0]:%Y-%m-%d %H:%M:%S} to {span[1]:%H:%M:%S}"),
+        ("Span", f"{moment(span[0])} to {span[1]:%H:%M:%S} UTC"),
         ("Prometheus", prometheus or "none: no analysis, and no --prometheus"),
     )
     details: list[tuple[str, Any]] = []
@@ -206,7 +220,15 @@ def report_timeline(
         metrics,
         tuple(events),
         tuple(details),
+        outcome(status, side_name(body["spec"]["candidate"]), {m.name: m.unit for m in metrics}),
+        status.rollback_reason.metric if status.rollback_reason is not None else None,
+        tuple(_earlier(r) for r in status.earlier_rollouts),
     )
+
+
+def _earlier(rollout: EarlierRollout) -> tuple[str, str, str]:
+    started = moment(rollout.started_at) if rollout.started_at is not None else "not recorded"
+    return rollout.candidate, started, str(rollout.phase or "not recorded")
 
 
 def _metric_ranges(

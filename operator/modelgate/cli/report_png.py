@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from modelgate.cli.report_units import NON_NEGATIVE, shown, suffix
 from modelgate.cli.timeline import Points, Timeline
 
 INSTALL_HINT = "writing a PNG needs matplotlib: pip install 'modelgate[png]'"
@@ -21,11 +22,22 @@ class MissingPlotting(RuntimeError):
 
 
 def write_png(timeline: Timeline, path: Path) -> None:
+    figure = draw(timeline)
+    figure.savefig(path, dpi=100)
+    from matplotlib import pyplot
+
+    pyplot.close(figure)
+
+
+def draw(timeline: Timeline) -> Any:
+    """The matplotlib Figure of the timeline; MissingPlotting without matplotlib."""
     try:
         import matplotlib  # only --png needs it
 
         matplotlib.use("Agg")
         from matplotlib import pyplot
+        from matplotlib.dates import DateFormatter
+        from matplotlib.ticker import FuncFormatter
     except ImportError:
         raise MissingPlotting(INSTALL_HINT) from None
     rows = 1 + len(timeline.metrics)
@@ -33,20 +45,24 @@ def write_png(timeline: Timeline, path: Path) -> None:
     weight_axes = axes[0][0]
     weight_axes.step(*_dates(_extended(timeline.weights, timeline.end)), where="post", color="#1565c0")
     weight_axes.set_ylim(-3, 103)
-    weight_axes.set_ylabel("candidate %")
-    weight_axes.set_title(timeline.title, loc="left", fontsize=11)
+    weight_axes.set_ylabel("candidate weight (%)")
+    weight_axes.set_title(f"{timeline.title}\n{timeline.outcome}", loc="left", fontsize=10, wrap=True)
     for row, metric in enumerate(timeline.metrics, start=1):
         chart = axes[row][0]
-        chart.set_ylabel(metric.name)
+        unit = suffix(metric.unit)
+        chart.set_ylabel(f"{metric.name} ({unit})" if unit else metric.name)
+        chart.yaxis.set_major_formatter(FuncFormatter(lambda v, _, u=metric.unit: shown(v, u)))
         if metric.incumbent:
             chart.plot(*_dates(metric.incumbent), color="#777", linestyle="--", label="incumbent")
         if metric.candidate:
-            chart.plot(*_dates(metric.candidate), color="#1565c0", label="candidate")
+            chart.plot(*_dates(metric.candidate), color="#1565c0", label=timeline.candidate_label)
         for kind, value in metric.bounds:
-            chart.axhline(value, color="#c62828", linestyle=":", label=f"{kind} {value:g}")
+            chart.axhline(value, color="#c62828", linestyle=":", label=f"{kind} {shown(value, metric.unit)}")
         for label, points in metric.relative:
             chart.plot(*_dates(points), color="#c62828", linestyle=":", label=f"limit: {label}")
         chart.legend(loc="upper left", fontsize=8)
+        if metric.unit in NON_NEGATIVE:
+            chart.set_ylim(bottom=0)  # a share or a rate is never below 0
     for row in axes:
         for mark in timeline.marks:
             style: dict[str, Any] = (
@@ -57,9 +73,11 @@ def write_png(timeline: Timeline, path: Path) -> None:
             row[0].axvline(_date(mark.time), **style)
     for mark in timeline.marks:
         weight_axes.annotate(mark.label, (_date(mark.time), 100), fontsize=7, rotation=90, va="top")
+    clock = DateFormatter("%H:%M:%S", tz=UTC)  # type: ignore[no-untyped-call]  # untyped in matplotlib
+    axes[-1][0].xaxis.set_major_formatter(clock)
+    axes[-1][0].set_xlabel("time (UTC)")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
+    return figure
 
 
 def _extended(points: Points, end: float) -> Points:

@@ -13,6 +13,7 @@ from typing import Any
 
 from modelgate.api import Comparison, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.cli.render import threshold_text
+from modelgate.cli.report_units import preset_unit
 from modelgate.core import Reason
 
 Points = tuple[tuple[float, float], ...]  # (unix seconds, value), oldest first
@@ -41,6 +42,7 @@ class MetricTrace:
     error: str | None = None  # why the range could not be had
     # Thresholds that move with the incumbent (compare: maxRatio, maxIncrease), over time.
     relative: tuple[tuple[str, Points], ...] = ()
+    unit: str = ""  # the preset's ("ratio", "seconds", ...); "" for a query of the user's own
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,12 @@ class Timeline:
     metrics: tuple[MetricTrace, ...]
     events: tuple[EventRow, ...] = ()
     details: tuple[tuple[str, Any], ...] = ()  # a heading and a JSON-like value, shown as it is
+    outcome: str = ""  # how it ended, or where it is, and why: one sentence
+    breached: str | None = None  # the metric the rollback names, charted first
+    # The rollouts this object ran before this one: candidate, start, outcome (not drawn).
+    earlier: tuple[tuple[str, str, str], ...] = ()
+    # Whose values the candidate's queries read: the incumbent's in an A/A replay.
+    candidate_label: str = "candidate"
 
 
 def seconds(moment: datetime) -> float:
@@ -100,6 +108,7 @@ def metric_traces(
                 verdicts,
                 error,
                 relative,
+                preset_unit(metric.preset),
             )
         )
     return tuple(traces)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from modelgate.api import (
+    EarlierRollout,
     MetricAnalysis,
     ModelRolloutSpec,
     ModelRolloutStatus,
@@ -17,6 +18,7 @@ from modelgate.api import (
     Step,
     Verdict,
 )
+from modelgate.api.status import MAX_EARLIER_ROLLOUTS
 from modelgate.core import capacity, false_rollback, gradual, limits, watch
 from modelgate.core import conditions as cond
 from modelgate.core.analysis import evaluate
@@ -246,6 +248,8 @@ class _Tick:
             phase=Phase.PENDING,
             message=message,
             rollout_candidate=self.spec.candidate.identity,
+            rollout_started_at=self.now,
+            earlier_rollouts=self.earlier_rollouts(),
             current_step_index=0,
             current_weight=0,
             live_weight=None,  # another rollout's weights say nothing of who writes this one's
@@ -264,6 +268,16 @@ class _Tick:
             conditions=(),
         )
         self.event(reason, message)
+
+    def earlier_rollouts(self) -> tuple[EarlierRollout, ...]:
+        """The kept history with the rollout being replaced, if there was one."""
+        status, kept = self.status, self.status.earlier_rollouts
+        if status.rollout_candidate is None:
+            return kept
+        ended = EarlierRollout(
+            candidate=status.rollout_candidate, started_at=status.rollout_started_at, phase=status.phase
+        )
+        return (*kept, ended)[-MAX_EARLIER_ROLLOUTS:]
 
     def pending(self) -> None:
         self.set_weight(0)
