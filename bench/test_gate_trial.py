@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from kubernetes import client
 
 from modelgate.api import Phase, Verdict
@@ -21,6 +22,8 @@ from testbed.versions import REPO_ROOT
 from tests.support.doc_blocks import checkout, documented_blocks
 from tests.support.operators import admin_operator_stopped
 from tests.support.scenario import Rollouts
+
+pytestmark = pytest.mark.bench  # a walkthrough of the docs, run by `make bench` (bench/REPORT.md)
 
 DOC = REPO_ROOT / "docs" / "gate.md"
 SECTION = "## Trying it on the local bed"

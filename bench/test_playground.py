@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from modelgate.api import Phase
@@ -27,6 +28,8 @@ from testbed.versions import REPO_ROOT
 from tests.support.doc_blocks import checkout, documented_blocks
 from tests.support.operators import admin_operator_stopped
 from tests.support.scenario import Rollouts
+
+pytestmark = pytest.mark.bench  # a walkthrough of the docs, run by `make bench` (bench/REPORT.md)
 
 DOC = REPO_ROOT / "docs" / "getting-started.md"
 SECTION = "## Try it on your machine first"
