@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from pathlib import Path
 
 from kubernetes import client
 
@@ -89,4 +90,12 @@ def test_a_good_candidate_is_promoted_and_traefik_splits_by_each_weight(
     record_property("candidate share answered by the simulators, by weight", shares)
     assert sorted(shares) == weights, shares
     for weight, share in shares.items():
-        assert abs(share - weight / 100) <= SHARE_TOLERANCE, shares
+        # Seen once, on a fresh clone's busy CI run: about 0.5 at every weight, as if Traefik served
+        # the route's first weights throughout; its warnings tell whether it lost the route's watch.
+        assert abs(share - weight / 100) <= SHARE_TOLERANCE, (shares, traefik_complaints(traefik))
+
+
+def traefik_complaints(traefik: TraefikGateway, most: int = 20) -> list[str]:
+    """The last warnings and errors in Traefik's log."""
+    lines = Path(traefik.process.log_file).read_text(errors="replace").splitlines()
+    return [line for line in lines if " WRN " in line or " ERR " in line][-most:]
