@@ -19,7 +19,7 @@ from testbed.gate_trial import NAMESPACE, READY
 from testbed.localcluster import LocalCluster
 from testbed.operator_process import OperatorProcess
 from testbed.versions import REPO_ROOT
-from tests.support.doc_blocks import checkout, documented_blocks
+from tests.support.doc_blocks import checkout, documented_blocks, run_commands
 from tests.support.operators import admin_operator_stopped
 from tests.support.scenario import Rollouts
 
@@ -59,15 +59,7 @@ def test_the_documented_trial_gates_a_rollout_on_the_bed(
         )
         try:
             wait_until_ready(trial, timeout=60)
-            ran = subprocess.run(
-                ["bash", "-euc", "\n".join(commands)],
-                cwd=folder,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=180,
-                check=False,
-            )
+            ran = run_commands(commands, folder, env, timeout=180, stop_on_error=True)
             assert ran.returncode == 0, ran.stdout + ran.stderr
             assert "Succeeded" in ran.stdout  # modelgate status
             final = Rollouts(api_client, NAMESPACE).status()

@@ -7,10 +7,8 @@ leave none of its processes behind. The bed is the session's, so `playground-dow
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client
@@ -18,14 +16,13 @@ from kubernetes import client
 from modelgate.api import Phase
 from testbed.demo_serving import serving_documents
 from testbed.localcluster import LocalCluster
-from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION
 from testbed.operator_process import OperatorProcess
 from testbed.playground import NAMESPACE, PROMETHEUS_PORT, Playground
 from testbed.ports import bindable
 from testbed.processes import descendants, start_time, wait_exited
-from testbed.traffic_driver import parse_backend_weights
 from testbed.versions import REPO_ROOT
-from tests.support.doc_blocks import checkout, documented_blocks
+from tests.support.doc_blocks import checkout, documented_blocks, run_commands
+from tests.support.kube import route_weights
 from tests.support.operators import admin_operator_stopped
 from tests.support.scenario import Rollouts
 
@@ -36,17 +33,8 @@ SECTION = "## Try it on your machine first"
 
 
 def run_block(commands: list[str], folder: Path, env: Mapping[str, str], timeout: float) -> str:
-    """The block's commands in one shell; its exit code is not judged (the CLI's may change), what
-    they did is, by the caller."""
-    ran = subprocess.run(
-        ["bash", "-uc", "\n".join(commands)],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    """Its exit code is not judged (the CLI's may change); what the block did is, by the caller."""
+    ran = run_commands(commands, folder, env, timeout, stop_on_error=False)
     return ran.stdout + ran.stderr
 
 
@@ -54,13 +42,6 @@ def running(processes: Mapping[int, str | None]) -> list[int]:
     """The pids still running the process they were (not a later one given the same pid, nor a
     zombie its new parent has yet to reap)."""
     return [pid for pid, born in processes.items() if start_time(pid) == born and not wait_exited(pid, 10)]
-
-
-def route_weights(api_client: client.ApiClient) -> dict[str, int]:
-    route: Any = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-        GATEWAY_GROUP, GATEWAY_VERSION, NAMESPACE, "httproutes", "chat"
-    )
-    return parse_backend_weights(route)
 
 
 def test_the_documented_playground_promotes_one_rollout_and_rolls_back_the_next(
@@ -84,7 +65,7 @@ def test_the_documented_playground_promotes_one_rollout_and_rolls_back_the_next(
             said = run_block(first, folder, env, timeout=120)
             promoted = rollouts.status()
             assert (promoted.phase, promoted.rollout_candidate) == (Phase.SUCCEEDED, "chat-v2"), said
-            assert route_weights(api_client)["chat-v2"] == 100
+            assert route_weights(api_client, NAMESPACE, "chat")["chat-v2"] == 100
 
             user_shell = [line for line in first if line.startswith("export ")]  # still in force
             said = run_block(user_shell + second, folder, env, timeout=150)
@@ -92,7 +73,12 @@ def test_the_documented_playground_promotes_one_rollout_and_rolls_back_the_next(
             assert (rolled_back.phase, rolled_back.rollout_candidate) == (Phase.ROLLED_BACK, "chat-v3"), said
             reason = rolled_back.rollback_reason
             assert reason is not None and reason.metric == "error-rate", reason
-            assert route_weights(api_client) == {"chat-v1": 0, "chat-v2": 100, "chat-v3": 0, "chat-v4": 0}
+            assert route_weights(api_client, NAMESPACE, "chat") == {
+                "chat-v1": 0,
+                "chat-v2": 100,
+                "chat-v3": 0,
+                "chat-v4": 0,
+            }
         finally:
             stopped = run_block(stop, folder, env, timeout=90)
         assert running(processes) == [], stopped

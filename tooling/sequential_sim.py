@@ -6,7 +6,6 @@ fixed-threshold check it replaces: the A/A proof in the unit tests and docs/stat
 
 from __future__ import annotations
 
-import math
 import random
 import statistics
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from modelgate.cli.plan_traffic import failure_gap
 from modelgate.core import sequential
 from modelgate.core.sequential import Counts, fails, grid, update
 
@@ -25,11 +25,10 @@ ALPHA = 0.05
 
 def binomial(rng: random.Random, n: int, p: float) -> int:
     """Exact: successes among n trials, by geometric gaps between them (cheap for small p)."""
-    count, position = 0, -1
-    log_miss = math.log1p(-p)
+    count, position = 0, 0.0
     while True:
-        position += int(math.log(1.0 - rng.random()) / log_miss) + 1
-        if position >= n:
+        position += failure_gap(rng, p)  # the number of the next success
+        if position > n:
             return count
         count += 1
 

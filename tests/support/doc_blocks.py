@@ -4,6 +4,8 @@ checkout is, so that a page's relative paths and `make` targets mean what they m
 from __future__ import annotations
 
 import re
+import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from testbed import binaries
@@ -35,3 +37,19 @@ def checkout(tmp_path: Path, bed: LocalCluster, *files: str) -> tuple[Path, dict
     (home / ".cache").mkdir(parents=True)
     (home / ".cache" / "modelgate").symlink_to(binaries.CACHE)
     return folder, {**python_module_env(), "HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+
+def run_commands(
+    commands: list[str], folder: Path, env: Mapping[str, str], timeout: float, *, stop_on_error: bool
+) -> subprocess.CompletedProcess[str]:
+    """A documented block's commands in one shell, as a user would paste them; with `stop_on_error`,
+    the first that fails ends the block (`bash -e`)."""
+    return subprocess.run(
+        ["bash", "-euc" if stop_on_error else "-uc", "\n".join(commands)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

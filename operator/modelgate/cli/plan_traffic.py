@@ -3,10 +3,10 @@ weight, each failing (an error, an abort, a refusal, a slow request) independent
 rate; answered to the operator's analysis as Prometheus would answer its queries.
 
 Each side's requests are numbered in the order they arrive; which of them fail is drawn once, by
-geometric gaps between failures (exact for a Bernoulli sequence, and cheap at small rates: the
-generator of tooling/sequential_sim.py). A window's value is then the failures among the requests
-in it, and the totals the sequential test reads are the counts so far: overlapping windows see the
-same failures, as they do in Prometheus."""
+geometric gaps between failures (exact for a Bernoulli sequence, and cheap at small rates;
+tooling/sequential_sim.py draws its counts with it too). A window's value is then the failures
+among the requests in it, and the totals the sequential test reads are the counts so far:
+overlapping windows see the same failures, as they do in Prometheus."""
 
 from __future__ import annotations
 
