@@ -41,7 +41,7 @@ from modelgate.core import (
     decide,
 )
 from modelgate.core.query_check import check_due
-from modelgate.core.watch import in_force
+from modelgate.core.watch_window import in_force
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 INTERVAL = timedelta(seconds=30)

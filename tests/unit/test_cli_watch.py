@@ -11,7 +11,7 @@ import pytest
 from modelgate.cli import views
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.main import build_parser
-from modelgate.cli.watch import watch_outcome
+from modelgate.cli.watch_exit import watch_outcome
 
 
 def rollout(phase: str | None, *, generation: int = 2, observed: int | None = 2) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 
 from modelgate.api import BreachRule, MetricSpec, Phase, Verdict
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult
-from modelgate.core.analysis import judge, judge_traffic
+from modelgate.core.metric_verdicts import judge, judge_traffic
 from tests.unit.engine_support import (
     ERROR_RATE,
     INTERVAL,

@@ -13,7 +13,7 @@ from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_status import CheckState, GateDecision
 from modelgate.core import CommandAction, Decision, Reason, decide
-from modelgate.core.gate import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
+from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from tests.unit.engine_support import T0, command, make_spec, observe, weight
 
 GOOD = GateResult.model_validate(

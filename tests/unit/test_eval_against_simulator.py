@@ -27,7 +27,7 @@ import pytest
 
 from modelgate.api.gate_result import GateResult, Score
 from modelgate.cli import gate_eval
-from modelgate.evaluation.client import ChatClient, Endpoint
+from modelgate.evaluation.model_client import ChatClient, Endpoint
 from modelgate.evaluation.scoring import Reply
 from testbed.inference_sim import SimulatorFlags, start_simulator
 from testbed.ports import LOOPBACK, free_port

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from modelgate.evaluation.jsonl import InputError
-from modelgate.evaluation.replay import parse_replay, seeded_sample
+from modelgate.evaluation.replay_set import parse_replay, seeded_sample
 from modelgate.evaluation.testset import parse_test_set
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "gate"

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult, Score, TestSetIdentity, WinRate
-from modelgate.evaluation.checks import ExactCheck
+from modelgate.evaluation.answer_checks import ExactCheck
 from modelgate.evaluation.result import ResultTooLarge, failure_result, gate_result, result_json
 from modelgate.evaluation.scoring import Reply, capability_scores, replay_scores
 from modelgate.evaluation.summary import summary_text

@@ -1,4 +1,4 @@
-"""The gate's judgement (core/gate.py): each score against its bounds, the win rate's lower bound, the
+"""The gate's judgement (core/gate_judgement.py): each score against its bounds, the win rate's lower bound, the
 test set's age, the check's verdict, and the decision from all checks, on hand-worked cases."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from modelgate.api import Verdict
 from modelgate.api.gate import CheckPolicy, GateCheck, GateSpec
 from modelgate.api.gate_result import GateResult, Score, WinRate
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision
-from modelgate.core.gate import (
+from modelgate.core.gate_judgement import (
     CheckFailed,
     CheckMeasured,
     CheckRunning,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from modelgate.api.gate import GateCheck
-from modelgate.core.gate import CheckFailed, CheckMeasured, CheckRunning
+from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckRunning
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.checks import (
     CHECK_LABEL,

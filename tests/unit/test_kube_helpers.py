@@ -12,7 +12,7 @@ from kubernetes.client.exceptions import ApiException
 from modelgate.api import GatewayAPIRouting, TrafficRouting
 from modelgate.core.limits import clip
 from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied
-from modelgate.kube.errors import translated
+from modelgate.kube.api_errors import translated
 from modelgate.routers import GatewayAPIRouter, UnknownRouterError, router_for
 
 GATEWAY = GatewayAPIRouting(http_route="chat", incumbent_backend="chat-v1", candidate_backend="chat-v2")

@@ -12,7 +12,7 @@ from modelgate.cli.replay import firings, incumbent_against_itself, start_times
 from modelgate.cli.simulation import Replay, simulate
 from modelgate.cli.timeline import EventRow, steps_from_events, weights_from_events
 from modelgate.core import Event, Reason, events_to_post
-from modelgate.metrics.base import plan_queries
+from modelgate.metrics.provider import plan_queries
 from modelgate.metrics.recorded import RecordedProvider, RecordedSeries
 from testbed.manifests import model_rollout
 

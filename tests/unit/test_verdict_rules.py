@@ -1,5 +1,5 @@
 """The verdict rules as data (core/verdict_rules.py), from which docs/metric-presets.md's verdict tables
-are rendered, are what core/analysis.py does: every row's situation, played through `evaluate`, gives
+are rendered, are what core/metric_verdicts.py does: every row's situation, played through `evaluate`, gives
 the row's verdict; the row's `minRequests` column holds (with too few requests the verdict becomes
 Inconclusive, or stays); and only a Fail counts toward failureLimit."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from modelgate.api import MetricAnalysis, MetricSpec, Verdict
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
-from modelgate.core.analysis import evaluate
+from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.verdict_rules import VERDICT_RULES, MinRequests, VerdictRule, verdict_effects
 from tests.unit.engine_support import analysis_spec
 

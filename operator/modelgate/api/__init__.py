@@ -15,7 +15,7 @@ from modelgate.api.analysis import (
 )
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
-from modelgate.api.istio import IstioDestination, IstioRouting, VirtualServiceRef
+from modelgate.api.istio_routing import IstioDestination, IstioRouting, VirtualServiceRef
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import (
     BackendKind,

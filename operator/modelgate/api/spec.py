@@ -22,7 +22,7 @@ from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.fields import Duration, Integer, ModelName, ObjectName, PodRegex, PositiveDuration
 from modelgate.api.gate import GateSpec
-from modelgate.api.istio import IstioRouting
+from modelgate.api.istio_routing import IstioRouting
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.specmodel import SpecModel

@@ -1,5 +1,5 @@
 """`modelgate gate`: the gate's decision on results measured outside the cluster, by the operator's
-own policy code (core/gate.py), so that CI can run the decision before it applies the rollout. The
+own policy code (core/gate_judgement.py), so that CI can run the decision before it applies the rollout. The
 exit code is the decision: 0 a full release, 3 a canary, 4 reject; 1 a file that cannot be read."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate import GateCheck, GateSpec
 from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision
-from modelgate.cli.common import read_manifest
 from modelgate.cli.render_gate import VERDICT_STYLE
-from modelgate.core.gate import decide_gate, judge_result
+from modelgate.cli.target import read_manifest
+from modelgate.core.gate_judgement import decide_gate, judge_result
 
 EXIT_CODES = {GateDecision.FULL: 0, GateDecision.CANARY: 3, GateDecision.REJECT: 4}
 UNREADABLE = 1

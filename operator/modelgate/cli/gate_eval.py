@@ -15,8 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from modelgate.api.duration import parse_duration
 from modelgate.egress import policy_from_environment
-from modelgate.evaluation.client import Endpoint, RequestPolicy, Sources, Unreachable
 from modelgate.evaluation.jsonl import InputError
+from modelgate.evaluation.model_client import Endpoint, RequestPolicy, Sources, Unreachable
 from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json
 from modelgate.evaluation.runner import NoProgress, Plan, evaluate
 from modelgate.evaluation.runner import Progress as ProgressSink

@@ -18,7 +18,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from modelgate.api import InvalidSpecError, MetricSpec, ModelRolloutSpec, parse_spec
-from modelgate.cli.common import OUTPUT_HELP, read_manifest
 from modelgate.cli.plan_figures import (
     Figures,
     Traffic,
@@ -29,6 +28,7 @@ from modelgate.cli.plan_figures import (
     split_metrics,
 )
 from modelgate.cli.render import step_label, threshold_text
+from modelgate.cli.target import OUTPUT_HELP, read_manifest
 
 EXIT_OK, EXIT_NOTHING_TO_PLAN, EXIT_USAGE, EXIT_COIN_TOSS = 0, 1, 2, 3
 EPILOG = """\

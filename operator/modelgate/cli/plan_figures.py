@@ -19,8 +19,8 @@ from modelgate.api import MetricSpec, ModelRolloutSpec, Phase
 from modelgate.cli.plan_traffic import SimulatedProvider, simulable
 from modelgate.cli.simulation import Replay, simulate
 from modelgate.core.false_rollback import timed_length
-from modelgate.metrics.base import AnalysisPlan
 from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.metrics.provider import AnalysisPlan
 
 START = datetime(2026, 1, 1, tzinfo=UTC)  # any moment: only durations are reported
 MIN_HORIZON = timedelta(minutes=5)

@@ -18,8 +18,8 @@ from datetime import datetime
 
 from modelgate.api import RATE_PRESETS, MetricSpec, ModelRolloutSpec
 from modelgate.core import AnalysisRun, LiveRoute, MetricQuery, QueryResult, SideTotals
-from modelgate.metrics.base import AnalysisPlan
 from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.metrics.provider import AnalysisPlan
 
 
 def failure_gap(rng: random.Random, rate: float) -> float:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from yarl import URL
 
-from modelgate.cli.common import LOG_FORMAT_HELP
+from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.observability import configure_logging
 from modelgate.sidecar.answers import (
     DEFAULT_PATTERNS,

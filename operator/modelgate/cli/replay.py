@@ -20,14 +20,14 @@ from rich.table import Table
 
 from modelgate.api import InvalidSpecError, ModelRolloutSpec, ModelRolloutStatus, Phase, parse_spec
 from modelgate.api.duration import parse_duration
-from modelgate.cli.common import OUTPUT_HELP, read_manifest
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import step_label
 from modelgate.cli.report_png import MissingPlotting, write_png
 from modelgate.cli.simulation import Replay, simulate
+from modelgate.cli.target import OUTPUT_HELP, read_manifest
 from modelgate.cli.timeline import EventRow, Mark, Timeline, metric_traces, seconds
-from modelgate.metrics.base import AnalysisPlan, plan_queries
 from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.provider import AnalysisPlan, plan_queries
 from modelgate.metrics.recorded import RecordedProvider, RecordedSeries
 
 # A/A runs start this many times across the range unless --stride says otherwise.

@@ -23,12 +23,12 @@ from modelgate.api import (
     parse_spec,
     parse_status,
 )
-from modelgate.cli.common import add_target_arguments, connect, read_rollout
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import side_name, step_label
 from modelgate.cli.report_html import render_page
 from modelgate.cli.report_png import MissingPlotting, write_png
 from modelgate.cli.report_story import outcome
+from modelgate.cli.target import add_target_arguments, connect, read_rollout
 from modelgate.cli.timeline import (
     EventRow,
     Mark,
@@ -46,8 +46,8 @@ from modelgate.cli.timeline import (
 from modelgate.core.moments import moment
 from modelgate.kube import NotFound
 from modelgate.metrics import PrometheusProvider
-from modelgate.metrics.base import AnalysisPlan
 from modelgate.metrics.prometheus import PrometheusClient, TokenUnavailable
+from modelgate.metrics.provider import AnalysisPlan
 from modelgate.metrics.recorded import RecordedSeries
 
 ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)

@@ -20,7 +20,7 @@ import structlog
 from prometheus_client import start_http_server
 
 from modelgate import API_GROUP, API_VERSION, PLURAL, __version__
-from modelgate.cli.common import LOG_FORMAT_HELP
+from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.kube import Kube, KubeError, Object
 from modelgate.loops import DEFAULT_WORKERS, THREADS_PER_WORKER, RolloutLoops

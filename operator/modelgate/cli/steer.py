@@ -9,8 +9,8 @@ import time
 from rich.console import Console
 
 from modelgate.api import CommandResult, parse_status
-from modelgate.cli.common import add_target_arguments, connect, read_rollout
 from modelgate.cli.exit_codes import ExitCode
+from modelgate.cli.target import add_target_arguments, connect, read_rollout
 from modelgate.commands import COMMAND_ANNOTATION, encode_command
 from modelgate.core import CommandAction
 from modelgate.kube import NotFound

@@ -12,10 +12,10 @@ from rich.console import Console, Group, RenderableType
 from rich.live import Live
 
 from modelgate.api import parse_spec
-from modelgate.cli.common import OUTPUT_HELP, add_target_arguments, connect, list_rollouts, read_rollout
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.render import render_history, render_list, render_progress, render_status
-from modelgate.cli.watch import timeout_argument, watch_outcome
+from modelgate.cli.target import OUTPUT_HELP, add_target_arguments, connect, list_rollouts, read_rollout
+from modelgate.cli.watch_exit import timeout_argument, watch_outcome
 from modelgate.core import LiveRoute
 from modelgate.kube import Kube, KubeError, NotFound
 from modelgate.routers import SideKinds, router_for

@@ -11,7 +11,7 @@ from modelgate.api import Deadline, ModelRolloutSpec, ModelRolloutStatus, Phase,
 from modelgate.api.spec import DEFAULT_INCONCLUSIVE_DEADLINE
 from modelgate.core import conditions as cond
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.watch import watching
+from modelgate.core.watch_window import watching
 
 if TYPE_CHECKING:
     from modelgate.core.engine import _Tick

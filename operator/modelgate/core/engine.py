@@ -19,13 +19,13 @@ from modelgate.api import (
     Verdict,
 )
 from modelgate.api.status import MAX_EARLIER_ROLLOUTS
-from modelgate.core import capacity, false_rollback, gradual, limits, watch
+from modelgate.core import capacity, false_rollback, gradual, limits, watch_window
 from modelgate.core import conditions as cond
-from modelgate.core.analysis import evaluate
-from modelgate.core.commands import handle_command
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
 from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
 from modelgate.core.gating import gate_pending, gating, start_gate
+from modelgate.core.manual_commands import handle_command
+from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.mirror import candidate_served, mirror_wanted, settle_mirror
 from modelgate.core.model import (
     Decision,
@@ -45,7 +45,7 @@ from modelgate.core.schedule import pause_ends_at, step_settles_at
 def decide(
     spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
 ) -> Decision:
-    tick = _Tick(watch.in_force(spec, status), status, observed, now)
+    tick = _Tick(watch_window.in_force(spec, status), status, observed, now)
     tick.run()
     settle_mirror(tick)
     return tick.decision
@@ -169,7 +169,9 @@ class _Tick:
     @property
     def stepping(self) -> bool:
         """Active and at a step: not yet in the watch window."""
-        return self.status.phase in (Phase.PROGRESSING, Phase.PAUSED) and not watch.watching(self.status)
+        return self.status.phase in (Phase.PROGRESSING, Phase.PAUSED) and not watch_window.watching(
+            self.status
+        )
 
     @property
     def error_paused(self) -> bool:
@@ -310,8 +312,8 @@ class _Tick:
         self.note_candidate_availability()
         if self.error_paused or deadline_paused(self) or inconclusive_deadline(self) or check_holds(self):
             return
-        if watch.watching(self.status):
-            watch.go_on(self)
+        if watch_window.watching(self.status):
+            watch_window.go_on(self)
             return
         if capacity.raise_waiting_weight(self):
             return
@@ -425,7 +427,7 @@ class _Tick:
 
     def enter_step(self, index: int) -> None:
         if index >= len(self.spec.steps):
-            if not watch.start(self):
+            if not watch_window.start(self):
                 self.succeed()
             return
         self.update(
@@ -473,15 +475,15 @@ class _Tick:
             step_started_at=self.now,
             message=f"{self.spec.candidate.name} takes all traffic",
         )
-        watch.stop(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
+        watch_window.stop(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
         self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
         self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.name} promoted to 100%")
         self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
     def rollback(self, reason: RollbackReason, cause: Reason) -> None:
-        if cause is not Reason.ABORTED and watch.rollback_held(self, reason):
+        if cause is not Reason.ABORTED and watch_window.rollback_held(self, reason):
             return
-        watch.stop(self, Reason.ROLLED_BACK, reason.message)
+        watch_window.stop(self, Reason.ROLLED_BACK, reason.message)
         rolling = gradual.gradual_start(self.spec, self.status, cause, self.now)
         message = f"rolled back: {reason.message}"
         if rolling is None:

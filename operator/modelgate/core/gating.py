@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from modelgate.api import Phase, Verdict
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision, GateStatus
 from modelgate.core import limits
-from modelgate.core.gate import MESSAGE, GateOutcome, decide_gate, job_name, observe_check, run_id
+from modelgate.core.gate_judgement import MESSAGE, GateOutcome, decide_gate, job_name, observe_check, run_id
 from modelgate.core.model import CommandAction
 from modelgate.core.reasons import ConditionType, Reason
 

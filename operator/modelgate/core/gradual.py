@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollingBack
-from modelgate.core.analysis import evaluate
+from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.moments import moment
 from modelgate.core.reasons import Reason
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from modelgate.api import ModelRolloutStatus, Phase
-from modelgate.core.gate import CheckObservation
+from modelgate.core.gate_judgement import CheckObservation
 from modelgate.core.reasons import EventType, Reason
 from modelgate.core.results import AnalysisRun
 

@@ -19,7 +19,7 @@ from modelgate.core import conditions as cond
 from modelgate.core import limits
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
-from modelgate.core.watch import watching
+from modelgate.core.watch_window import watching
 
 if TYPE_CHECKING:
     from modelgate.core.engine import _Tick

@@ -1,4 +1,4 @@
-"""The verdict rules of core/analysis.py as data: in which situation a metric gets which verdict, and
+"""The verdict rules of core/metric_verdicts.py as data: in which situation a metric gets which verdict, and
 what each verdict does to the rollout. docs/metric-presets.md's verdict tables are rendered from
 these (tooling/verdicts_doc.py), and tests/unit/test_verdict_rules.py runs every row's situation
 through `analysis.evaluate`, so neither the page nor this table can drift from the code.

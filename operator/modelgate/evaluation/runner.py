@@ -12,7 +12,8 @@ import aiohttp
 import structlog
 
 from modelgate.api.gate_result import GateResult, Score, WinRate
-from modelgate.evaluation.client import (
+from modelgate.evaluation.judge import judge_messages, parse_verdict, question_text, tally
+from modelgate.evaluation.model_client import (
     ChatClient,
     Endpoint,
     RequestPolicy,
@@ -20,8 +21,7 @@ from modelgate.evaluation.client import (
     checked_session,
     read_source,
 )
-from modelgate.evaluation.judge import judge_messages, parse_verdict, question_text, tally
-from modelgate.evaluation.replay import RecordedRequest, parse_replay, seeded_sample
+from modelgate.evaluation.replay_set import RecordedRequest, parse_replay, seeded_sample
 from modelgate.evaluation.result import gate_result
 from modelgate.evaluation.scoring import Reply, capability_scores, replay_scores
 from modelgate.evaluation.testset import TestSet, parse_test_set

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from modelgate.api.gate_result import TestSetIdentity
-from modelgate.evaluation.checks import Check, ExactCheck, JsonSchemaCheck, NumberCheck, RegexCheck
+from modelgate.evaluation.answer_checks import Check, ExactCheck, JsonSchemaCheck, NumberCheck, RegexCheck
 from modelgate.evaluation.jsonl import InputError, json_lines, parse_line
 
 # Score names starting so are the replay's figures.

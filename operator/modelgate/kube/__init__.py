@@ -1,8 +1,8 @@
 """The only caller of the `kubernetes` client (`client.py`), its errors, and pure helpers over the
 objects it reads and writes."""
 
+from modelgate.kube.api_errors import Conflict, KubeError, NotFound, PatchNotApplied
 from modelgate.kube.client import FIELD_MANAGER, Kube, Object, default_namespace
-from modelgate.kube.errors import Conflict, KubeError, NotFound, PatchNotApplied
 from modelgate.kube.objects import DeploymentAvailability
 
 __all__ = [

@@ -13,7 +13,7 @@ from modelgate import API_GROUP, API_VERSION, KIND
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate import GateCheck, JsonlSource
 from modelgate.api.gate_result import GateResult
-from modelgate.core.gate import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
+from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from modelgate.kube.labels import label_value
 
 # Labels of a check's Job and Pods: which rollout and which check they belong to.

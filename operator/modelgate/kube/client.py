@@ -22,9 +22,9 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.kube.api_errors import Conflict, KubeError, NotFound, PatchNotApplied, translated
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.checks import JOB_NAME_LABEL
-from modelgate.kube.errors import Conflict, KubeError, NotFound, PatchNotApplied, translated
 from modelgate.kube.objects import DeploymentAvailability, availability, event_body
 from modelgate.kube.pools import (
     INFERENCE_GROUP,

@@ -10,12 +10,12 @@ from modelgate.api import ModelRolloutSpec, WorkloadRef
 from modelgate.api.addresses import AddressRefused
 from modelgate.api.gate import Evaluator, GateCheck
 from modelgate.api.gate_status import GateStatus
-from modelgate.core.gate import CheckFailed, CheckObservation
+from modelgate.core.gate_judgement import CheckFailed, CheckObservation
 from modelgate.egress import evaluator_environment, policy_from_environment
+from modelgate.kube.api_errors import KubeError
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.checks import CheckTarget, check_job, custom_container, evaluator_container, observe_job
 from modelgate.kube.client import Kube
-from modelgate.kube.errors import KubeError
 
 # The operator's own image, which has `modelgate eval`: the chart sets it to the operator's image.
 EVALUATOR_IMAGE_ENV = "MODELGATE_EVALUATOR_IMAGE"

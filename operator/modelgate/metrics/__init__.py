@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from modelgate.api import AnalysisSpec
 from modelgate.kube import Kube
-from modelgate.metrics.base import (
+from modelgate.metrics.prometheus import PrometheusProvider
+from modelgate.metrics.provider import (
     AnalysisPlan,
     BreachEvidence,
     BreachExplainer,
@@ -21,7 +22,6 @@ from modelgate.metrics.base import (
     MetricPlan,
     MetricProvider,
 )
-from modelgate.metrics.prometheus import PrometheusProvider
 
 ProviderFactory = Callable[[Kube], MetricProvider]
 

@@ -32,12 +32,12 @@ from modelgate.core import AnalysisRun, QueryResult
 from modelgate.core.limits import clip
 from modelgate.egress import TOKEN_ADDRESSES_ENV, policy_from_environment, token_allowlist
 from modelgate.kube import Kube, KubeError
-from modelgate.metrics.base import AnalysisPlan, BreachEvidence, run_plan
 from modelgate.metrics.checked_session import checked_session
 from modelgate.metrics.context import Side
 from modelgate.metrics.deadline import Deadline
 from modelgate.metrics.exemplars import PODS_KEPT, parse_exemplars, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.metrics.provider import AnalysisPlan, BreachEvidence, run_plan
 from modelgate.metrics.recorded import RecordedSeries
 from modelgate.observability import METRIC_QUERIES, METRIC_QUERY_SECONDS
 

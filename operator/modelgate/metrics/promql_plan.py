@@ -10,7 +10,6 @@ from typing import Any
 from modelgate.api import MetricSpec, ModelRolloutSpec, WorkloadRef
 from modelgate.api.duration import parse_duration
 from modelgate.kube.pools import PoolPod
-from modelgate.metrics.base import AnalysisPlan, CountQueries, MetricPlan, SeriesProbe
 from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
 from modelgate.metrics.presets import (
     count_queries,
@@ -19,6 +18,7 @@ from modelgate.metrics.presets import (
     request_count_query,
     series_probes,
 )
+from modelgate.metrics.provider import AnalysisPlan, CountQueries, MetricPlan, SeriesProbe
 from modelgate.metrics.template import render_query
 
 

@@ -13,8 +13,8 @@ from datetime import datetime
 
 from modelgate.api import ModelRolloutSpec
 from modelgate.core import AnalysisRun, QueryResult
-from modelgate.metrics.base import AnalysisPlan, run_plan
 from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.metrics.provider import AnalysisPlan, run_plan
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,8 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from modelgate.api.series import SeriesComponent
-from modelgate.metrics.base import CountQueries, SeriesProbe
 from modelgate.metrics.context import QueryContext, Side
-from modelgate.metrics.presets import istio, llmd, sglang, tgi, traefik, triton, vllm
+from modelgate.metrics.presets import istio_telemetry, llmd, sglang, tgi, traefik, triton, vllm
 from modelgate.metrics.presets.catalog import (
     PRESETS,
     PROXIED_REQUESTS,
@@ -27,6 +26,7 @@ from modelgate.metrics.presets.catalog import (
     UnknownPresetError,
 )
 from modelgate.metrics.presets.common import Stack
+from modelgate.metrics.provider import CountQueries, SeriesProbe
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ STACKS: Mapping[str, Stack] = MappingProxyType(
             tgi.STACK,
             triton.STACK,
             llmd.STACK,
-            istio.STACK,
+            istio_telemetry.STACK,
             traefik.STACK,
         )
     }

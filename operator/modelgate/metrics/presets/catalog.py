@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from modelgate.metrics.base import CountQueries
 from modelgate.metrics.context import QueryContext, Side
 from modelgate.metrics.presets.common import Counter, Histogram, Selector, Stack, by_pod, counter
+from modelgate.metrics.provider import CountQueries
 
 # No server exports refusals by itself: the refusal proxy in the model's pod (docs/refusal-sidecar.md)
 # counts its requests and refusals under these names, so every source reads them by pod.
