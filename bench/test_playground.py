@@ -7,6 +7,9 @@ leave none of its processes behind. The bed is the session's, so `playground-dow
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from testbed.localcluster import LocalCluster
 from testbed.operator_process import OperatorProcess
 from testbed.playground import NAMESPACE, PROMETHEUS_PORT, Playground
 from testbed.ports import bindable
-from testbed.processes import descendants, start_time, wait_exited
+from testbed.processes import descendants, python_module_env, start_time, wait_exited
 from testbed.versions import REPO_ROOT
 from tests.support.doc_blocks import checkout, documented_blocks, run_commands
 from tests.support.kube import route_weights
@@ -83,3 +86,29 @@ def test_the_documented_playground_promotes_one_rollout_and_rolls_back_the_next(
             stopped = run_block(stop, folder, env, timeout=90)
         assert running(processes) == [], stopped
         assert local_bed.is_up()  # not the playground's to stop
+
+
+def run_playground(verb: str, root: Path) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "testbed.playground", verb, "--root", str(root)]
+    env = {**os.environ, **python_module_env()}  # go: the bed reads kwok's stages from its module
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+
+
+def test_a_playground_that_started_the_bed_stops_it_and_leaves_no_process(tmp_path: Path) -> None:
+    """`make playground` on a machine with no bed starts one; `make playground-down` then stops it
+    too, every process of both ended (the walkthrough above covers the session's bed, left up)."""
+    assert bindable(PROMETHEUS_PORT), f"127.0.0.1:{PROMETHEUS_PORT} is taken: is a playground running?"
+    root = tmp_path / "bed"
+    playground = Playground(root)
+    started = run_playground("up", root)
+    try:
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert playground.bed.is_up() and playground.bed_file.exists(), started.stdout
+        (serve,) = playground.registry.load()
+        bed_pids = [p.pid for p in playground.bed.processes.load()]
+        processes = {pid: start_time(pid) for pid in [serve.pid, *descendants(serve.pid), *bed_pids]}
+    finally:
+        stopped = run_playground("down", root)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert running(processes) == [], stopped.stdout
+    assert not playground.bed.is_up() and not playground.bed_file.exists()
