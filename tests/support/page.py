@@ -17,6 +17,8 @@ from pathlib import Path
 # the load event, and --dump-dom waits for the budget.
 RENDER_BUDGET_MS = 20000
 SCREEN = (1400, 1000)  # a laptop's first screen, in CSS pixels
+# What a report's first screen must hold, in this order: the outcome, the weights, the breach.
+STORY = ("p.outcome", '[data-chart="weights"] svg', "h2.breached", '[data-chart="metric error-rate"] svg')
 
 
 def rendered_dom(page: Path, *options: str) -> str:

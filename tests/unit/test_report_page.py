@@ -20,7 +20,7 @@ from modelgate.cli.timeline import EventRow, Timeline
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.recorded import RecordedSeries
 from testbed.manifests import SEED_METRICS, model_rollout
-from tests.support.page import SCREEN, read_page
+from tests.support.page import SCREEN, STORY, read_page
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 COMPARED = {"name": "p99-vs-incumbent", "preset": "latencyP99", "compare": {"maxRatio": 1.5}}
@@ -118,12 +118,6 @@ def _page_file(tmp_path: Path, *args: Any) -> Path:
     return page_file
 
 
-FIRST_SCREEN = (
-    "p.outcome",
-    '[data-chart="weights"] svg',
-    "h2.breached",
-    '[data-chart="metric error-rate"] svg',
-)
 LATER = ('[data-chart="metric p99-vs-incumbent"] svg', "table.summary")
 
 
@@ -132,7 +126,7 @@ def _changes(values: list[float]) -> list[float]:
 
 
 def test_the_page_shows_the_weights_the_steps_and_the_breach_first(tmp_path: Path) -> None:
-    page = read_page(_page_file(tmp_path, EVENTS, {}), [*FIRST_SCREEN, *LATER])
+    page = read_page(_page_file(tmp_path, EVENTS, {}), [*STORY, *LATER])
     assert page.charts_rendered == len(page.charts) == 5, page.charts  # the weights and 4 metrics
     weights = page.chart("weights")
     assert _changes(weights.values("weight")) == [0, 20, 60, 0]
@@ -158,8 +152,8 @@ def test_the_page_shows_the_weights_the_steps_and_the_breach_first(tmp_path: Pat
     for said in ("Rolled back", "chat-v2", "error-rate", "8%", "1%", "0.1%", "UTC"):
         assert said in outcome, outcome
     boxes = page.boxes
-    assert all(boxes[s].bottom <= SCREEN[1] for s in FIRST_SCREEN), boxes
-    tops = [boxes[s].top for s in [*FIRST_SCREEN, *LATER]]
+    assert all(boxes[s].bottom <= SCREEN[1] for s in STORY), boxes
+    tops = [boxes[s].top for s in [*STORY, *LATER]]
     assert tops == sorted(tops), boxes  # the story, then the other metrics, then the status
 
 

@@ -42,7 +42,7 @@ def png_chart(timeline: Timeline) -> dict[str, Any]:
         for m in timeline.metrics
         if m.error is None
     ]
-    outcome = textwrap.wrap(timeline.outcome, 120) or [""]
+    outcome = textwrap.wrap(timeline.outcome, 120, break_on_hyphens=False) or [""]
     return {
         "$schema": SCHEMA,
         "title": {"text": timeline.title, "subtitle": outcome, "anchor": "start", "fontSize": 15},
