@@ -93,43 +93,80 @@ def _s(seconds: float | None) -> str:
 
 def plot_scale(rows: list[dict[str, Any]], path: Path) -> None:
     """Lag (left) and CPU and RSS (right) against the number of rollouts, one line per workers
-    setting (a variant: "16 (main)" is the code before issue 8's changes)."""
-    import matplotlib
+    setting (a variant: "16 (main)" is the code before issue 8's changes); drawn as the report's
+    charts are (a Vega-Lite spec, vl-convert)."""
+    from modelgate.cli.report_vega import png  # the `report` extra, as `modelgate report`'s
 
-    matplotlib.use("Agg")  # files only; no display
-    import matplotlib.pyplot as plt
+    path.write_bytes(png(scale_chart(rows)))
 
-    variants: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        variants.setdefault(str(row["workers"]), []).append(row)
-    figure, (lag_axes, cpu_axes, memory_axes) = plt.subplots(1, 3, figsize=(14, 4.2))
-    for variant, runs in variants.items():
-        sizes = [r["rollouts"] for r in runs]
-        lag_axes.plot(
-            sizes, [r["step_lag_seconds"]["p99"] or 0 for r in runs], marker="o", label=f"{variant}: p99"
-        )
-        lag_axes.plot(
-            sizes,
-            [r["step_lag_seconds"]["median"] or 0 for r in runs],
-            marker=".",
-            linestyle="--",
-            label=f"{variant}: p50",
-        )
-        cpu_axes.plot(sizes, [r["cpu_cores"] for r in runs], marker="o", label=variant)
-        memory_axes.plot(sizes, [r["rss_peak_mib"] for r in runs], marker="s", label=variant)
-    lag_axes.axhline(2, color="grey", linestyle=":", label="target p99 2 s")
-    lag_axes.set_yscale("symlog", linthresh=0.1)
-    lag_axes.set(xscale="log", xlabel="rollouts", ylabel="seconds", title="Step lag (workers)")
-    lag_axes.set_ylim(bottom=0)
-    cpu_axes.axhline(1, color="grey", linestyle=":", label="target 1 core")
-    cpu_axes.set(xscale="log", xlabel="rollouts", ylabel="cores", title="Operator CPU")
-    memory_axes.axhline(300, color="grey", linestyle=":", label="target 300 MB")
-    memory_axes.set(xscale="log", xlabel="rollouts", ylabel="MiB", title="Operator RSS, peak")
-    for axes in (lag_axes, cpu_axes, memory_axes):
-        axes.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+
+def scale_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Vega-Lite spec of the scale plot: three panels side by side, each with its target."""
+    points = [
+        {
+            "rollouts": r["rollouts"],
+            "variant": str(r["workers"]),
+            "lag p99": r["step_lag_seconds"]["p99"] or 0,
+            "lag p50": r["step_lag_seconds"]["median"] or 0,
+            "cores": r["cpu_cores"],
+            "MiB": r["rss_peak_mib"],
+        }
+        for r in rows
+    ]
+    lag = _scale_panel(points, "Step lag, p99 (solid) and p50 (dashed)", "seconds", ["lag p99", "lag p50"], 2)
+    lag["layer"][0]["encoding"]["y"]["scale"] = {"type": "symlog", "constant": 0.1}
+    lag["layer"][0]["encoding"]["y"]["axis"] = {"values": [0, 0.1, 0.5, 1, 2, 5, 10, 20, 50]}
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+        "hconcat": [
+            lag,
+            _scale_panel(points, "Operator CPU", "cores", ["cores"], 1),
+            _scale_panel(points, "Operator RSS, peak", "MiB", ["MiB"], 300),
+        ],
+        "resolve": {"scale": {"color": "shared", "strokeDash": "independent"}},
+        "background": "white",
+    }
+
+
+def _scale_panel(
+    points: list[dict[str, Any]], title: str, unit: str, measures: list[str], target: float
+) -> dict[str, Any]:
+    x = {"field": "rollouts", "type": "quantitative", "scale": {"type": "log"}, "title": "rollouts"}
+    line = {
+        "data": {"values": points},
+        "transform": [{"fold": measures, "as": ["measure", "value"]}],
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "x": x,
+            "y": {"field": "value", "type": "quantitative", "title": unit},
+            "color": {"field": "variant", "type": "nominal", "title": "workers"},
+            "strokeDash": {
+                "field": "measure",
+                "type": "nominal",
+                "legend": None,
+                "scale": {"domain": measures, "range": [[1, 0], [5, 3]]},
+            },
+            "detail": {"field": "measure"},
+        },
+    }
+    one = {"values": [{}]}  # a layer of one item
+    goal = {
+        "data": one,
+        "mark": {"type": "rule", "color": "grey", "strokeDash": [2, 2]},
+        "encoding": {"y": {"datum": target}},
+    }
+    goal_label = {
+        "data": one,
+        "mark": {
+            "type": "text",
+            "align": "left",
+            "dy": -6,
+            "color": "grey",
+            "text": f"target {target:g} {unit}",
+        },
+        "encoding": {"y": {"datum": target}, "x": {"value": 4}},
+    }
+    return {"title": title, "width": 300, "height": 240, "layer": [line, goal, goal_label]}
 
 
 if __name__ == "__main__":

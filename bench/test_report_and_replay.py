@@ -85,14 +85,15 @@ def test_report_and_replay_of_a_rolled_back_rollout(
     assert png.read_bytes().startswith(b"\x89PNG")
     page = read_page(page_file)
     weights = page.chart("weights")
-    assert _changes(weights.path_values("weight")) == route_weights
-    assert len(weights.with_class("step")) == len(STEPS)
-    assert len(weights.with_class("rollback")) == 1
+    assert _changes(weights.values("weight")) == route_weights
+    assert len(weights.rule_times("steps")) == len(STEPS)
+    assert len(weights.rule_times("rollbacks")) == 1
     breached = page.chart("metric error-rate")
-    threshold = float(breached.with_class("threshold")[0]["data-value"])
-    drawn = breached.path_values("candidate")
+    threshold = breached.rule_values("bound")[0]
+    assert threshold == pytest.approx(final.rollback_reason.threshold, rel=1e-3)
+    drawn = breached.values("candidate")
     assert min(drawn) <= threshold < max(drawn)
-    assert "error-rate" in page.text and str(final.rollback_reason.threshold) in page.text
+    assert "error-rate" in page.text
 
     # The same history, replayed from just before the rollout was applied to a little after its
     # rollback: the simulated rollout is Inconclusive until the candidate had traffic, as the real one.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from kubernetes import client
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
@@ -14,7 +15,7 @@ from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from tests.support.cli import modelgate
-from tests.support.page import element_boxes, read_page
+from tests.support.page import SCREEN, STORY, read_page
 from tests.support.scenario import serving
 
 ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
@@ -62,21 +63,22 @@ def test_the_report_of_a_reused_rollout_shows_only_the_current_candidate(
         reported = modelgate(operator.kubeconfig, "report", "chat", "-n", namespace, "-o", str(page_file))
         assert reported.returncode == 0, reported.stdout + reported.stderr
 
-    page = read_page(page_file)
+    page = read_page(page_file, STORY)
     weights = page.chart("weights")
     # The chart's time axis and its series start at chat-v3's start: the left edge is that moment.
-    left = min(float(attrs["x1"]) for tag, attrs in weights.elements if tag == "line")
-    first_x = float(weights.with_class("weight")[0]["d"].split(",")[0].lstrip("M"))
-    assert first_x == left
-    assert 100 not in weights.path_values("weight")  # chat-v2's ramp is not drawn
-    assert 50 in weights.path_values("weight")  # chat-v3's step is
-    marks = [float(m["data-time"]) for m in weights.with_class("mark")]
+    assert weights.time_at(0) == pytest.approx(started.timestamp(), abs=0.01)
+    assert weights.series("weight")[0][0] == pytest.approx(started.timestamp(), abs=0.01)
+    drawn = weights.values("weight")
+    assert 100 not in drawn  # chat-v2's ramp is not drawn
+    assert 50 in drawn  # chat-v3's step is
+    marks = weights.rule_times("steps") + weights.rule_times("rollbacks")
     assert marks and min(marks) >= started.timestamp() - 1, marks
     earlier = page.text.split("Earlier rollouts")[1]
     assert "chat-v2" in earlier and "Succeeded" in earlier
 
-    first_screen = ["p.outcome", "svg.weights", "h2.breached", 'svg[class="metric error-rate"]']
-    boxes = element_boxes(page_file, first_screen)
-    assert all(boxes[s].bottom <= 1000 for s in first_screen), boxes
+    # The first screen (1400x1000) tells the outcome and shows the weights and the breach, drawn.
+    assert page.charts_rendered == len(page.charts)
+    assert all(page.boxes[s].bottom <= SCREEN[1] for s in STORY), page.boxes
     outcome = page.text.split("Candidate weight")[0]
     assert "chat-v3" in outcome and "error-rate" in outcome, outcome
+    assert page.chart("metric error-rate").rule_values("bound")  # the breach against its bound

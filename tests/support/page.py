@@ -1,5 +1,6 @@
 """A page as headless Chromium renders it (Debian's `chromium`, installed by `make apt-deps`), read
-back as numbers: the SVG charts of `modelgate report`, inverted through their own axis ticks."""
+back as numbers: the Vega views of `modelgate report`, each mark's SVG inverted through the scales
+Vega drew it with (the page leaves them in each chart's `data-scales`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,16 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
+# Chromium's virtual clock runs until the page is idle or this budget is spent: Vega draws after
+# the load event, and --dump-dom waits for the budget.
+RENDER_BUDGET_MS = 20000
+SCREEN = (1400, 1000)  # a laptop's first screen, in CSS pixels
+# What a report's first screen must hold, in this order: the outcome, the weights, the breach.
+STORY = ("p.outcome", '[data-chart="weights"] svg', "h2.breached", '[data-chart="metric error-rate"] svg')
+
 
 def rendered_dom(page: Path, *options: str) -> str:
-    """The DOM after Chromium loaded the file (no network: the page must need none)."""
+    """The DOM once Chromium loaded the file and ran its scripts (no network: the page needs none)."""
     chromium = shutil.which("chromium")
     assert chromium is not None, "chromium is not installed: `make apt-deps` installs it"
     done = subprocess.run(
@@ -23,6 +31,7 @@ def rendered_dom(page: Path, *options: str) -> str:
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            f"--virtual-time-budget={RENDER_BUDGET_MS}",
             *options,
             "--dump-dom",
             page.resolve().as_uri(),
@@ -35,28 +44,89 @@ def rendered_dom(page: Path, *options: str) -> str:
     return done.stdout
 
 
+_TRANSLATE = re.compile(r"translate\(([-\d.e]+),([-\d.e]+)\)")
+_POINT = re.compile(r"([MLHVZ])([-\d.e]*)(?:,([-\d.e]+))?")
+
+
+@dataclass
+class Item:
+    """One drawn item of a mark: its tag, attributes and text."""
+
+    tag: str
+    attrs: dict[str, str]
+    text: str = ""
+
+    @property
+    def at(self) -> tuple[float, float]:
+        """Its translation: where a rule, a symbol or a text is placed."""
+        found = _TRANSLATE.search(self.attrs.get("transform", ""))
+        return (float(found.group(1)), float(found.group(2))) if found else (0.0, 0.0)
+
+    def path(self) -> list[tuple[float, float] | None]:
+        """The pixels a path passes through, None where it breaks (a move after the first)."""
+        points: list[tuple[float, float] | None] = []
+        x = y = 0.0
+        for command, first, second in _POINT.findall(self.attrs.get("d", "")):
+            if command == "Z":
+                continue
+            if command == "M" and points:
+                points.append(None)
+            if command in "ML":
+                x, y = float(first), float(second)
+            elif command == "H":
+                x = float(first)
+            else:
+                y = float(first)
+            points.append((x, y))
+        return points
+
+
 @dataclass
 class Chart:
-    """One <svg> of the page: its class, its y ticks (pixel y -> value), and its other elements."""
+    """One Vega view of the page: its scales (domain and range of x, in ms, and of y) and its
+    marks' items by the mark's name (a layer `candidate` draws the mark `candidate_marks`)."""
 
-    css: str
-    ticks: dict[float, float] = field(default_factory=dict)
-    elements: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    name: str
+    scales: dict[str, dict[str, list[float]]]
+    marks: dict[str, list[Item]] = field(default_factory=dict)
 
     def value_at(self, y: float) -> float:
-        """The value drawn at pixel `y` (the axis is linear between its ticks)."""
-        (y0, v0), (y1, v1) = sorted(self.ticks.items())[0], sorted(self.ticks.items())[-1]
-        return v0 + (y - y0) * (v1 - v0) / (y1 - y0)
+        return _invert(self.scales["y"], y)
 
-    def path_values(self, css: str) -> list[float]:
-        """The values a <path class=css> passes through (its M, L and V commands' y)."""
-        d = next(attrs["d"] for tag, attrs in self.elements if tag == "path" and attrs.get("class") == css)
-        ys = [float(y) for y in re.findall(r"[ML][\d.]+,([\d.]+)", d)]
-        ys += [float(y) for y in re.findall(r"V([\d.]+)", d)]
-        return [round(self.value_at(y), 6) for y in ys]
+    def time_at(self, x: float) -> float:
+        """Unix seconds."""
+        return _invert(self.scales["x"], x) / 1000
 
-    def with_class(self, css: str) -> list[dict[str, str]]:
-        return [attrs for _, attrs in self.elements if css in attrs.get("class", "").split()]
+    def items(self, mark: str) -> list[Item]:
+        return self.marks.get(f"{mark}_marks", [])
+
+    def series(self, mark: str) -> list[tuple[float, float]]:
+        """A line's (time, value) points, in the order drawn (breaks left out)."""
+        return [
+            (round(self.time_at(p[0]), 3), round(self.value_at(p[1]), 9))
+            for item in self.items(mark)
+            for p in item.path()
+            if p is not None
+        ]
+
+    def values(self, mark: str) -> list[float]:
+        return [v for _, v in self.series(mark)]
+
+    def rule_values(self, mark: str) -> list[float]:
+        """The values horizontal rules (bounds) are drawn at."""
+        return [round(self.value_at(item.at[1]), 9) for item in self.items(mark)]
+
+    def rule_times(self, mark: str) -> list[float]:
+        """The times vertical rules (steps, rollbacks) are drawn at."""
+        return [self.time_at(item.at[0]) for item in self.items(mark)]
+
+    def texts(self, mark: str) -> list[str]:
+        return [item.text for item in self.items(mark)]
+
+
+def _invert(scale: dict[str, list[float]], pixel: float) -> float:
+    (d0, d1), (r0, r1) = scale["domain"][:2], scale["range"][:2]
+    return d0 + (pixel - r0) * (d1 - d0) / (r1 - r0)
 
 
 class _Page(HTMLParser):
@@ -64,68 +134,89 @@ class _Page(HTMLParser):
         super().__init__()
         self.charts: list[Chart] = []
         self.text: list[str] = []
-        self._in_svg = False
-        self._tick: str | None = None
+        self.attributes: dict[str, str] = {}  # <body>'s
+        self._chart_depth = 0  # open <div>s since a chart's
+        self._marks: list[str | None] = []  # the mark each open <g> is (None: not a mark)
+        self._skip = False  # inside <script> or <style>
+        self._item: Item | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {k: v or "" for k, v in attrs}
-        if tag == "svg":
-            self.charts.append(Chart(values.get("class", "")))
-            self._in_svg = True
-        elif self._in_svg:
-            chart = self.charts[-1]
-            if "y-tick" in values.get("class", ""):
-                self._tick = values["data-value"]
-            elif tag == "line" and self._tick is not None:
-                chart.ticks[float(values["y1"])] = float(self._tick)
-                self._tick = None
-            chart.elements.append((tag, values))
+        if tag == "body":
+            self.attributes = values
+        if tag in ("script", "style"):
+            self._skip = True
+        if tag == "div" and "data-chart" in values:
+            self.charts.append(Chart(values["data-chart"], json.loads(values.get("data-scales", "{}"))))
+            self._chart_depth = 1
+        elif tag == "div" and self._chart_depth:
+            self._chart_depth += 1
+        elif tag == "g" and self._chart_depth:
+            names = [c for c in values.get("class", "").split() if c.endswith("_marks")]
+            self._marks.append(names[0] if "role-mark" in values.get("class", "") and names else None)
+        elif self._chart_depth and self._marks and self._marks[-1] is not None:
+            self._item = Item(tag, values)
+            self.charts[-1].marks.setdefault(self._marks[-1], []).append(self._item)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "svg":
-            self._in_svg = False
+        if tag in ("script", "style"):
+            self._skip = False
+        elif tag == "div" and self._chart_depth:
+            self._chart_depth -= 1
+        elif tag == "g" and self._chart_depth and self._marks:
+            self._marks.pop()
+        self._item = None
 
     def handle_data(self, data: str) -> None:
-        if not self._in_svg:
+        if self._item is not None:
+            self._item.text += data
+        elif not self._chart_depth and not self._skip:
             self.text.append(data)
 
 
 @dataclass
 class RenderedPage:
     charts: list[Chart]
-    text: str
+    text: str  # outside the charts, as one line
+    boxes: dict[str, Box]  # where the measured selectors' elements lie on the first screen
+    charts_rendered: int  # as the page's script counted them
 
-    def chart(self, css: str) -> Chart:
-        return next(c for c in self.charts if c.css == css)
-
-
-def read_page(page: Path) -> RenderedPage:
-    parser = _Page()
-    parser.feed(rendered_dom(page))
-    return RenderedPage(parser.charts, " ".join(" ".join(parser.text).split()))
+    def chart(self, name: str) -> Chart:
+        return next(c for c in self.charts if c.name == name)
 
 
-# Run in a copy of the page (which has no script of its own): each selector's first element's box.
-_MEASURE = """<script>addEventListener("load", () => {
-  const boxes = {};
-  for (const selector of %s) {
-    const found = document.querySelector(selector);
-    if (found) { const r = found.getBoundingClientRect(); boxes[selector] = [r.top, r.bottom]; }
-  }
-  document.body.setAttribute("data-boxes", JSON.stringify(boxes));
-});</script>"""
+# Run in a copy of the page once its charts are drawn: each selector's first element's box.
+_MEASURE = """<script>(() => {
+  const measure = () => {
+    const boxes = {};
+    for (const selector of %s) {
+      const found = document.querySelector(selector);
+      if (found) { const r = found.getBoundingClientRect(); boxes[selector] = [r.top, r.bottom]; }
+    }
+    document.body.setAttribute("data-boxes", JSON.stringify(boxes));
+  };
+  if (document.body.dataset.chartsRendered) measure();
+  else document.addEventListener("charts-rendered", measure);
+})();</script>"""
 
 
-def element_boxes(page: Path, selectors: list[str], width: int = 1400, height: int = 1000) -> dict[str, Box]:
-    """Where each selector's first element lies, in CSS pixels from the top of a `width` x `height`
-    window, as Chromium laid the page out; a selector that matched nothing is absent."""
+def read_page(page: Path, measure: list[str] | tuple[str, ...] = ()) -> RenderedPage:
+    """The page as Chromium drew it in a window of SCREEN size, once Vega drew its charts, with
+    the boxes of the `measure` selectors' first elements (a selector that matched nothing is
+    absent). One Chromium run."""
     measured = page.with_name(f"measured-{page.name}")
-    script = _MEASURE % json.dumps(selectors)
-    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"))
-    dom = rendered_dom(measured, f"--window-size={width},{height}")
-    found = re.search(r'data-boxes="([^"]*)"', dom)
-    assert found is not None, "the measuring script did not run"
-    return {k: Box(*v) for k, v in json.loads(html.unescape(found.group(1))).items()}
+    script = _MEASURE % json.dumps(list(measure))
+    before, body_end, after = page.read_text(encoding="utf-8").rpartition("</body>")
+    measured.write_text(before + script + body_end + after)  # the last: the bundle may say "</body>"
+    parser = _Page()
+    parser.feed(rendered_dom(measured, f"--window-size={SCREEN[0]},{SCREEN[1]}"))
+    boxes = json.loads(html.unescape(parser.attributes.get("data-boxes", "{}")))
+    return RenderedPage(
+        parser.charts,
+        " ".join(" ".join(parser.text).split()),
+        {k: Box(*v) for k, v in boxes.items()},
+        int(parser.attributes.get("data-charts-rendered") or 0),
+    )
 
 
 @dataclass(frozen=True)

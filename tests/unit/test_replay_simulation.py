@@ -8,7 +8,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ModelRolloutSpec, Phase, parse_spec
-from modelgate.cli.replay import firings, incumbent_against_itself, start_times
+from modelgate.cli.replay import firings, incumbent_against_itself, replay_timeline, start_times
+from modelgate.cli.report_charts import chart_specs
 from modelgate.cli.simulation import Replay, simulate
 from modelgate.cli.timeline import EventRow, steps_from_events, weights_from_events
 from modelgate.core import Event, Reason, events_to_post
@@ -109,3 +110,16 @@ def test_aa_counts_the_runs_whose_window_holds_the_incumbents_own_spike() -> Non
     assert len(runs) == 9
     assert [run.start - START for run in runs if run.rollback] == [timedelta(minutes=1)]
     assert firings(runs) == {"error-rate": 1}
+
+
+def test_the_aa_chart_names_the_incumbents_series_as_the_incumbents() -> None:
+    aa = incumbent_against_itself(_spec())
+    provider = _history(aa, lambda s: 0.0)
+    plan = provider.plan(aa, "ml")
+    end = START + timedelta(seconds=SPAN - 1)
+    runs = [simulate(aa, provider, plan, START, end)]
+    timeline = replay_timeline(aa, plan, provider.history, runs, (START, end), aa=True)
+    spec = dict(chart_specs(timeline))["metric error-rate"]
+    drawn = {layer["name"]: layer["data"]["values"] for layer in spec["layer"]}
+    assert {row["series"] for row in drawn["candidate"]} == {"incumbent"}  # its values are the incumbent's
+    assert "incumbent" not in drawn  # not a second time

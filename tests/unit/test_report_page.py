@@ -4,6 +4,7 @@ metric's line crosses its threshold, and the steps, the rollback and its reason 
 
 from __future__ import annotations
 
+import struct
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,14 @@ import pytest
 
 from modelgate.api import parse_spec, parse_status
 from modelgate.cli.report import operator_queries, report_timeline, rollout_span
+from modelgate.cli.report_charts import HEIGHT, WIDTH
 from modelgate.cli.report_html import render_page
-from modelgate.cli.report_png import draw, write_png
-from modelgate.cli.timeline import EventRow
+from modelgate.cli.report_vega import PNG_SCALE, write_png
+from modelgate.cli.timeline import EventRow, Timeline
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.recorded import RecordedSeries
 from testbed.manifests import SEED_METRICS, model_rollout
-from tests.support.page import RenderedPage, element_boxes, read_page
+from tests.support.page import SCREEN, STORY, read_page
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 COMPARED = {"name": "p99-vs-incumbent", "preset": "latencyP99", "compare": {"maxRatio": 1.5}}
@@ -79,21 +81,11 @@ EVENTS = (
 )
 
 
-def _page(
-    tmp_path: Path,
+def _timeline(
     events: tuple[EventRow, ...],
     gauges: dict[str, RecordedSeries],
     status: dict[str, Any] | None = None,
-) -> RenderedPage:
-    return read_page(_page_file(tmp_path, events, gauges, status))
-
-
-def _page_file(
-    tmp_path: Path,
-    events: tuple[EventRow, ...],
-    gauges: dict[str, RecordedSeries],
-    status: dict[str, Any] | None = None,
-) -> Path:
+) -> Timeline:
     body = _rolled_back()
     body["status"].update(status or {})
     # The page shows status as stored; the models (which do not know traceIds yet) read the rest.
@@ -101,43 +93,68 @@ def _page_file(
     del known["rollbackReason"]["traceIds"]
     spec, status = parse_spec(body["spec"]), parse_status(known)
     plan = analysis_plan(spec, "ml")
-    error_rate = tuple((T0.timestamp() + s, 0.08 if s >= 25 else 0.0) for s in range(41))
-    # The other metrics' ranges are missing: the page says so rather than failing.
+    error_rate = plan.metrics["error-rate"]
     compared = plan.metrics["p99-vs-incumbent"]
-    assert compared.incumbent is not None
+    assert compared.incumbent is not None and error_rate.incumbent_drawn is not None
     ranges = {
-        plan.metrics["error-rate"].candidate: RecordedSeries(error_rate),
-        compared.candidate: RecordedSeries(tuple((T0.timestamp() + s, 0.25) for s in range(41))),
-        compared.incumbent: RecordedSeries(tuple((T0.timestamp() + s, 0.2) for s in range(41))),
+        error_rate.candidate: _flat(0.0, until=25, then=0.08),
+        error_rate.incumbent_drawn: _flat(0.001),  # a fixed threshold's chart shows the incumbent too
+        plan.metrics["refusal-rate"].candidate: _flat(0.0),  # flat 0: the axis must not go below
+        compared.candidate: _flat(0.25),
+        compared.incumbent: _flat(0.2),
         **gauges,
     }
     span = rollout_span(body, status, events, T0 + timedelta(minutes=5))
-    timeline = report_timeline(body, spec, status, events, plan, ranges, span, "http://prometheus:9090")
+    return report_timeline(body, spec, status, events, plan, ranges, span, "http://prometheus:9090")
+
+
+def _flat(value: float, until: float = 41, then: float = 0.0) -> RecordedSeries:
+    return RecordedSeries(tuple((T + s, value if s < until else then) for s in range(41)))
+
+
+def _page_file(tmp_path: Path, *args: Any) -> Path:
     page_file = tmp_path / "chat.html"
-    page_file.write_text(render_page(timeline))
+    page_file.write_text(render_page(_timeline(*args)))
     return page_file
+
+
+LATER = ('[data-chart="metric p99-vs-incumbent"] svg', "table.summary")
 
 
 def _changes(values: list[float]) -> list[float]:
     return [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
 
 
-def test_the_page_shows_the_weights_the_steps_and_the_breach(tmp_path: Path) -> None:
-    page = _page(tmp_path, EVENTS, {})
-    assert _changes(page.chart("weights").path_values("weight")) == [0, 20, 60, 0]
-    assert len(page.chart("weights").with_class("step")) == 2
-    assert len(page.chart("weights").with_class("rollback")) == 1
+def test_the_page_shows_the_weights_the_steps_and_the_breach_first(tmp_path: Path) -> None:
+    page = read_page(_page_file(tmp_path, EVENTS, {}), [*STORY, *LATER])
+    assert page.charts_rendered == len(page.charts) == 5, page.charts  # the weights and 4 metrics
+    weights = page.chart("weights")
+    assert _changes(weights.values("weight")) == [0, 20, 60, 0]
+    assert weights.rule_times("steps") == pytest.approx([T + 1, T + 20], abs=0.1)
+    assert weights.rule_times("rollbacks") == pytest.approx([T + 30], abs=0.1)
     breached = page.chart("metric error-rate")
-    threshold = float(breached.with_class("threshold")[0]["data-value"])
-    assert threshold == 0.01
-    values = breached.path_values("candidate")
-    assert min(values) <= threshold < max(values) and max(values) > 0.07
+    assert breached.rule_values("bound") == pytest.approx([0.01], rel=1e-3)
+    values = breached.values("candidate")
+    assert min(values) <= 0.01 < max(values) and max(values) == pytest.approx(0.08)
     assert "0.08 is above the maximum 0.01" in page.text
     assert "4bf92f3577b34da6" in page.text  # a status field the page was not written for
     assert "p99-latency" in page.text and "refusal-rate" in page.text
     # A comparison's limit moves with the incumbent: 1.5 x 0.2.
-    limits = page.chart("metric p99-vs-incumbent").path_values("threshold relative")
+    compared = page.chart("metric p99-vs-incumbent")
+    limits = compared.values("limit_0")
     assert limits and all(v == pytest.approx(0.3, rel=1e-3) for v in limits)
+    assert compared.values("incumbent") == pytest.approx([0.2] * 41, rel=1e-3)
+    # A fixed threshold's chart draws the incumbent too, and a rate's axis starts at 0.
+    assert breached.values("incumbent") == pytest.approx([0.001] * 41, rel=1e-3)
+    assert breached.scales["y"]["domain"][0] == 0
+    # The first screen (1400x1000) tells the outcome, the weights and the breach, then the rest.
+    outcome = page.text.split("Candidate weight")[0]
+    for said in ("Rolled back", "chat-v2", "error-rate", "8%", "1%", "0.1%", "UTC"):
+        assert said in outcome, outcome
+    boxes = page.boxes
+    assert all(boxes[s].bottom <= SCREEN[1] for s in STORY), boxes
+    tops = [boxes[s].top for s in [*STORY, *LATER]]
+    assert tops == sorted(tops), boxes  # the story, then the other metrics, then the status
 
 
 def test_without_events_the_weights_come_from_the_operators_metrics(tmp_path: Path) -> None:
@@ -146,33 +163,10 @@ def test_without_events_the_weights_come_from_the_operators_metrics(tmp_path: Pa
     step = [(T0.timestamp() + s, 0.0 if s < 20 else 1.0) for s in range(2, 41)]
     queries = operator_queries("ml", "chat")
     gauges = {queries["weight"]: RecordedSeries(tuple(weight)), queries["step"]: RecordedSeries(tuple(step))}
-    page = _page(tmp_path, (), gauges)
-    assert _changes(page.chart("weights").path_values("weight")) == [20, 60, 0]
-    assert len(page.chart("weights").with_class("step")) == 2
-    assert "modelgate_rollout_candidate_weight" in page.text
-
-
-def test_the_first_screen_tells_the_outcome_the_weights_and_the_breach(tmp_path: Path) -> None:
-    page_file = _page_file(tmp_path, EVENTS, {})
-    page = read_page(page_file)
-    outcome = page.text.split("Candidate weight")[0]
-    # The sentence names the phase, the candidate, the metric, its value, the bound and the incumbent.
-    for said in ("Rolled back", "chat-v2", "error-rate", "8%", "1%", "0.1%", "UTC"):
-        assert said in outcome, outcome
-    first = ["p.outcome", "svg.weights", "h2.breached", 'svg[class="metric error-rate"]']
-    later = ['svg[class="metric p99-vs-incumbent"]', "table.summary"]
-    boxes = element_boxes(page_file, [*first, *later])
-    assert all(boxes[s].bottom <= 1000 for s in first), boxes
-    tops = [boxes[s].top for s in [*first, *later]]
-    assert tops == sorted(tops), boxes  # the story, then the other metrics, then the status
-
-
-def test_ticks_are_round_numbers_in_the_metrics_unit(tmp_path: Path) -> None:
-    page = _page(tmp_path, EVENTS, {})
-    ticks = sorted(page.chart("metric error-rate").ticks.values())
-    assert ticks[0] == 0 and all(round(t / (ticks[1] - ticks[0]), 6).is_integer() for t in ticks), ticks
-    assert all(len(f"{t:g}") <= 6 for t in ticks), ticks  # 0.02, not 0.0129
-    assert "%" in page.text and " UTC" in page.text
+    timeline = _timeline((), gauges)
+    assert _changes([w for _, w in timeline.weights]) == [20, 60, 0]
+    assert [m.kind for m in timeline.marks] == ["step", "step", "rollback"]
+    assert "modelgate_rollout_candidate_weight" in timeline.weight_source
 
 
 def test_an_earlier_rollout_of_the_object_is_listed_not_drawn(tmp_path: Path) -> None:
@@ -184,32 +178,24 @@ def test_an_earlier_rollout_of_the_object_is_listed_not_drawn(tmp_path: Path) ->
     )
     started = {"candidate": "chat-v0", "startedAt": _at(-301), "phase": "Succeeded"}
     status = {"rolloutStartedAt": _at(0), "earlierRollouts": [started]}
-    page_file = _page_file(tmp_path, (*earlier, *EVENTS), {}, status)
-    page = read_page(page_file)
+    page = read_page(_page_file(tmp_path, (*earlier, *EVENTS), {}, status))
     weights = page.chart("weights")
-    assert 100 not in weights.path_values("weight")
-    assert _changes(weights.path_values("weight")) == [0, 20, 60, 0]
-    assert len(weights.with_class("step")) == 2  # chat-v2's two steps, none of chat-v0's
+    assert _changes(weights.values("weight")) == [0, 20, 60, 0]
+    assert min(t for t, _ in weights.series("weight")) == pytest.approx(T, abs=0.01)
+    assert len(weights.rule_times("steps")) == 2  # chat-v2's two steps, none of chat-v0's
     assert "Earlier rollouts" in page.text and "chat-v0" in page.text
 
 
-def test_the_png_says_the_outcome_and_keeps_rates_at_or_above_zero(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
-    body = _rolled_back()
-    del body["status"]["rollbackReason"]["traceIds"]
-    spec, status = parse_spec(body["spec"]), parse_status(body["status"])
-    plan = analysis_plan(spec, "ml")
-    refusals = plan.metrics["refusal-rate"].candidate
-    ranges = {refusals: RecordedSeries(tuple((T + s, 0.0) for s in range(41)))}  # flat 0: no negative axis
-    span = (T0, T0 + timedelta(seconds=40))
-    timeline = report_timeline(body, spec, status, EVENTS, plan, ranges, span, None)
-    figure = draw(timeline)
-    try:
-        assert timeline.outcome and timeline.outcome in figure.axes[0].get_title(loc="left")
-        names = [m.name for m in timeline.metrics]
-        refusal_axes = figure.axes[1 + names.index("refusal-rate")]
-        assert refusal_axes.get_ylim()[0] >= 0
-    finally:
-        figure.clf()
+def test_the_png_is_the_charts_at_twice_their_size(tmp_path: Path) -> None:
+    timeline = _timeline(EVENTS, {})
     write_png(timeline, tmp_path / "chat.png")
-    assert (tmp_path / "chat.png").stat().st_size > 0
+    width, height = _png_size((tmp_path / "chat.png").read_bytes())
+    charts = 1 + sum(m.error is None for m in timeline.metrics)
+    assert PNG_SCALE * WIDTH <= width <= PNG_SCALE * (WIDTH + 250), width
+    assert PNG_SCALE * HEIGHT * charts <= height <= PNG_SCALE * (HEIGHT + 150) * charts, height
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height

@@ -11,6 +11,7 @@ import argparse
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from modelgate.api import InvalidSpecError, ModelRolloutSpec, ModelRolloutStatus
 from modelgate.api.duration import parse_duration
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import step_label
-from modelgate.cli.report_png import MissingPlotting, write_png
+from modelgate.cli.report_vega import MissingRenderer, check_renderer, write_png
 from modelgate.cli.simulation import Replay, simulate
 from modelgate.cli.target import OUTPUT_HELP, read_manifest
 from modelgate.cli.timeline import EventRow, Mark, Timeline, metric_traces, seconds
@@ -53,7 +54,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--aa", action="store_true", help="A/A: the incumbent against itself, from sliding start times"
     )
     replay.add_argument("--stride", help=f"A/A: time between start times (default: the range / {AA_RUNS})")
-    replay.add_argument("--png", type=Path, help="also draw the replay as a PNG (needs modelgate[png])")
+    replay.add_argument("--png", type=Path, help="also draw the replay as a PNG (needs modelgate[report])")
     replay.add_argument("-o", "--output", choices=["table", "json"], default="table", help=OUTPUT_HELP)
     replay.set_defaults(handler=run_replay)
 
@@ -68,6 +69,12 @@ def run_replay(args: argparse.Namespace) -> int:
     except (OSError, ValueError, InvalidSpecError) as error:
         console.print(f"[red]modelgate replay: {error}[/red]")
         return 2
+    if args.png is not None:
+        try:
+            check_renderer()
+        except MissingRenderer as error:
+            console.print(f"[red]modelgate replay: {error}[/red]")
+            return 1
     if spec.analysis is None or end <= start:
         why = "the rollout has no spec.analysis" if spec.analysis is None else "--to must be after --from"
         console.print(f"[red]modelgate replay: {why}[/red]")
@@ -83,7 +90,10 @@ def run_replay(args: argparse.Namespace) -> int:
     step = resolution(
         start, end, parse_duration(args.step) if args.step else spec.analysis.interval_timedelta
     )
-    history = fetch_ranges(client, list(plan_queries(plan)), start, end, step, Console(stderr=True))
+    queries = list(plan_queries(plan))
+    if args.png is not None and not args.aa:  # the incumbent's line beside each metric's in the PNG
+        queries += [q for q in drawn_incumbents(plan) if q not in queries]
+    history = fetch_ranges(client, queries, start, end, step, Console(stderr=True))
     failed = {query: series.error for query, series in history.items() if series.error is not None}
     if len(failed) == len(history):
         console.print(f"[red]modelgate replay: no history: {next(iter(failed.values()))}[/red]")
@@ -105,13 +115,14 @@ def run_replay(args: argparse.Namespace) -> int:
         console.print(steps_table(replayed, runs[0]))
         console.print(outcome_line(runs[0]))
     if args.png is not None:
-        try:
-            write_png(replay_timeline(replayed, plan, history, runs, (start, end), aa=args.aa), args.png)
-        except MissingPlotting as error:
-            console.print(f"[red]{error}[/red]")
-            return 1
+        write_png(replay_timeline(replayed, plan, history, runs, (start, end), aa=args.aa), args.png)
         console.print(f"wrote {args.png}")
     return 0
+
+
+def drawn_incumbents(plan: AnalysisPlan) -> list[str]:
+    """The incumbent's queries of the metrics that do not compare (those that do are in the plan)."""
+    return [m.incumbent_drawn for m in plan.metrics.values() if m.incumbent is None and m.incumbent_drawn]
 
 
 def moment(text: str, now: datetime, option: str) -> datetime:
@@ -246,11 +257,12 @@ def replay_timeline(
 ) -> Timeline:
     """The replay as a Timeline (the PNG's): the recorded metrics, the simulated weights and steps of
     a single replay, or every firing of an A/A one."""
+    absent = RecordedSeries()
     ranges = {
         name: (
             m.candidate,
             history[m.candidate].points,
-            history[m.incumbent].points if m.incumbent else (),
+            history.get(m.incumbent or m.incumbent_drawn or "", absent).points,
             history[m.candidate].error,
         )
         for name, m in plan.metrics.items()
@@ -258,6 +270,8 @@ def replay_timeline(
     spec_body = spec.model_dump(by_alias=True, exclude_none=True)
     # A single replay's dots are its simulated evaluations (the last ten, as status keeps them).
     metrics = metric_traces(spec, spec_body, ModelRolloutStatus() if aa else runs[0].status, ranges)
+    if aa:  # the candidate's series are the incumbent's: drawn once, as the incumbent's
+        metrics = tuple(replace(m, incumbent=()) for m in metrics)
     marks = [
         Mark(seconds(r.rollback.time), f"rollback: {r.rollback.metric or '-'}", "rollback")
         for r in runs
@@ -286,5 +300,5 @@ def replay_timeline(
         metrics,
         events,
         outcome=summary[0][1],
-        candidate_label="incumbent (in the candidate's place)" if aa else "candidate",
+        candidate_label="incumbent" if aa else "candidate",
     )

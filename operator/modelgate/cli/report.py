@@ -26,8 +26,8 @@ from modelgate.api import (
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import side_name, step_label
 from modelgate.cli.report_html import render_page
-from modelgate.cli.report_png import MissingPlotting, write_png
 from modelgate.cli.report_story import outcome
+from modelgate.cli.report_vega import MissingRenderer, check_renderer, write_png
 from modelgate.cli.target import add_target_arguments, connect, read_rollout
 from modelgate.cli.timeline import (
     EventRow,
@@ -66,7 +66,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_target_arguments(report)
     report.add_argument("-o", "--output", type=Path, help="the HTML file (default: NAME-report.html)")
-    report.add_argument("--png", type=Path, help="also draw the timeline as a PNG (needs modelgate[png])")
+    report.add_argument("--png", type=Path, help="also draw the same charts as a PNG")
     report.add_argument(
         "--prometheus", help="the Prometheus to ask (default: spec.analysis.prometheus.address)"
     )
@@ -74,8 +74,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def write_report(args: argparse.Namespace) -> int:
-    kube, namespace = connect(args)
     console = Console(stderr=True)
+    try:
+        check_renderer()
+    except MissingRenderer as error:
+        console.print(f"[red]modelgate report: {error}[/red]")
+        return 1
+    kube, namespace = connect(args)
     try:
         body = read_rollout(kube, namespace, args.name)
     except NotFound:
@@ -103,11 +108,7 @@ def write_report(args: argparse.Namespace) -> int:
     output.write_text(render_page(timeline), encoding="utf-8")
     console.print(f"wrote {output}")
     if args.png is not None:
-        try:
-            write_png(timeline, args.png)
-        except MissingPlotting as error:
-            console.print(f"[red]{error}[/red]")
-            return 1
+        write_png(timeline, args.png)
         console.print(f"wrote {args.png}")
     return 0
 
@@ -150,7 +151,7 @@ def operator_queries(namespace: str, name: str) -> dict[str, str]:
 def _metric_queries(plan: AnalysisPlan | None) -> list[str]:
     if plan is None:
         return []
-    return [q for m in plan.metrics.values() for q in (m.candidate, m.incumbent) if q is not None]
+    return [q for m in plan.metrics.values() for q in (m.candidate, m.incumbent_drawn) if q is not None]
 
 
 def report_timeline(
@@ -234,12 +235,16 @@ def _earlier(rollout: EarlierRollout) -> tuple[str, str, str]:
 def _metric_ranges(
     plan: AnalysisPlan, ranges: Mapping[str, RecordedSeries]
 ) -> dict[str, tuple[str, Points, Points, str | None]]:
+    """Each metric's query, the candidate's and the incumbent's ranges, and the error that keeps it
+    from being drawn: the candidate's, or the incumbent's where the threshold moves with it. A fixed
+    threshold's chart goes without the incumbent's line when that alone could not be had."""
     traces = {}
     for name, metric in plan.metrics.items():
         candidate = ranges.get(metric.candidate, RecordedSeries(error="not fetched"))
-        incumbent = ranges.get(metric.incumbent) if metric.incumbent is not None else None
-        error = candidate.error or (incumbent.error if incumbent is not None else None)
-        traces[name] = (metric.candidate, candidate.points, incumbent.points if incumbent else (), error)
+        incumbent = ranges.get(metric.incumbent_drawn or "", RecordedSeries())
+        compares = metric.incumbent is not None
+        error = candidate.error or (incumbent.error if compares else None)
+        traces[name] = (metric.candidate, candidate.points, _points(incumbent), error)
     return traces
 
 

@@ -103,7 +103,9 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
     if metric.preset is not None:
         exemplars = exemplar_query(metric.preset, source, ctx, threshold=metric.threshold)
         series = series_probes(metric.preset, source, ctx, threshold=metric.threshold)
-    return MetricPlan(candidate, query("incumbent") if metric.compare else None, totals, exemplars, series)
+    incumbent = query("incumbent")
+    drawn = incumbent if incumbent != candidate else None
+    return MetricPlan(candidate, incumbent if metric.compare else None, totals, exemplars, series, drawn)
 
 
 def _totals(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[CountQueries, CountQueries]:

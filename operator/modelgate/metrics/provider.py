@@ -41,6 +41,9 @@ class MetricPlan:
     exemplars: str | None = None
     # The series it reads (a preset's), asked after when it has no data.
     series: tuple[SeriesProbe, ...] = ()
+    # The incumbent's query for every metric (None where it reads the same series as the candidate's):
+    # what `modelgate report` draws beside the candidate; the operator asks only `incumbent`.
+    incumbent_drawn: str | None = None
 
 
 @dataclass(frozen=True)
