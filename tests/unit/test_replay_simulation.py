@@ -11,8 +11,7 @@ from modelgate.api import ModelRolloutSpec, Phase, parse_spec
 from modelgate.cli.replay import firings, incumbent_against_itself, replay_timeline, start_times
 from modelgate.cli.report_charts import chart_specs
 from modelgate.cli.simulation import Replay, simulate
-from modelgate.cli.timeline import EventRow, steps_from_events, weights_from_events
-from modelgate.core import Event, Reason, events_to_post
+from modelgate.cli.timeline import steps_from_status, weights_from_status
 from modelgate.metrics.provider import plan_queries
 from modelgate.metrics.recorded import RecordedProvider, RecordedSeries
 from testbed.manifests import model_rollout
@@ -83,19 +82,14 @@ def test_without_a_breach_steps_end_on_schedule() -> None:
     assert [w for _, w in replay.weights] == [0, 20, 50, 100]
 
 
-def test_the_reports_reading_of_events_follows_what_the_engine_posts() -> None:
-    """`modelgate report` reads weights and step starts from the Events the operator posts (combined
-    per tick, as events_to_post does): read from a simulated rollout's, they are the simulation's."""
+def test_the_reports_reading_of_the_status_history_is_what_the_simulation_applied() -> None:
+    """`modelgate report` draws weights and step starts from status.weightChanges and stepStarts:
+    read from a simulated rollout's final status, they are the weights its route carried and the
+    steps its ticks entered."""
     replay = _replay(lambda s: 0.05 if s >= 47 else 0.0)
-    posted: list[EventRow] = []
-    for time in sorted({e.time for e in replay.events}):
-        tick = tuple(Event(Reason(e.reason), e.message) for e in replay.events if e.time == time)
-        posted += [
-            EventRow(time.timestamp(), str(e.type), str(e.reason), e.message) for e in events_to_post(tick)
-        ]
-    weights = weights_from_events(posted, replay.status, START.timestamp())
+    weights = weights_from_status(replay.status, START.timestamp())
     assert [(t, int(w)) for t, w in weights] == [(t.timestamp(), w) for t, w in replay.weights]
-    assert steps_from_events(posted) == {s.index: s.started_at.timestamp() for s in replay.steps}
+    assert steps_from_status(replay.status) == {s.index: s.started_at.timestamp() for s in replay.steps}
 
 
 def test_aa_counts_the_runs_whose_window_holds_the_incumbents_own_spike() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from modelgate.api import parse_spec, parse_status
-from modelgate.cli.report import operator_queries, report_timeline, rollout_span
+from modelgate.cli.report import report_timeline, rollout_span
 from modelgate.cli.report_charts import HEIGHT, WIDTH
 from modelgate.cli.report_html import render_page
 from modelgate.cli.report_vega import PNG_SCALE, write_png
@@ -54,6 +54,13 @@ def _rolled_back() -> dict[str, Any]:
         "message": "rolled back: metric error-rate: 0.08 is above the maximum 0.01",
         "currentStepIndex": 1,
         "currentWeight": 0,
+        "rolloutStartedAt": _at(0),
+        "stepStarts": [{"step": 0, "at": _at(1)}, {"step": 1, "at": _at(20)}],
+        "weightChanges": [
+            {"weight": 20, "at": _at(1)},
+            {"weight": 60, "at": _at(20)},
+            {"weight": 0, "at": _at(30)},
+        ],
         "rollbackReason": reason,
         "analysis": [
             {
@@ -83,7 +90,6 @@ EVENTS = (
 
 def _timeline(
     events: tuple[EventRow, ...],
-    gauges: dict[str, RecordedSeries],
     status: dict[str, Any] | None = None,
 ) -> Timeline:
     body = _rolled_back()
@@ -102,7 +108,6 @@ def _timeline(
         plan.metrics["refusal-rate"].candidate: _flat(0.0),  # flat 0: the axis must not go below
         compared.candidate: _flat(0.25),
         compared.incumbent: _flat(0.2),
-        **gauges,
     }
     span = rollout_span(body, status, events, T0 + timedelta(minutes=5))
     return report_timeline(body, spec, status, events, plan, ranges, span, "http://prometheus:9090")
@@ -126,7 +131,7 @@ def _changes(values: list[float]) -> list[float]:
 
 
 def test_the_page_shows_the_weights_the_steps_and_the_breach_first(tmp_path: Path) -> None:
-    page = read_page(_page_file(tmp_path, EVENTS, {}), [*STORY, *LATER])
+    page = read_page(_page_file(tmp_path, EVENTS), [*STORY, *LATER])
     assert page.charts_rendered == len(page.charts) == 5, page.charts  # the weights and 4 metrics
     weights = page.chart("weights")
     assert _changes(weights.values("weight")) == [0, 20, 60, 0]
@@ -157,16 +162,15 @@ def test_the_page_shows_the_weights_the_steps_and_the_breach_first(tmp_path: Pat
     assert tops == sorted(tops), boxes  # the story, then the other metrics, then the status
 
 
-def test_without_events_the_weights_come_from_the_operators_metrics(tmp_path: Path) -> None:
-    """Events expire after an hour; the operator's gauges, scraped by Prometheus, do not."""
-    weight = [(T0.timestamp() + s, 20.0 if s < 20 else 60.0 if s < 30 else 0.0) for s in range(2, 41)]
-    step = [(T0.timestamp() + s, 0.0 if s < 20 else 1.0) for s in range(2, 41)]
-    queries = operator_queries("ml", "chat")
-    gauges = {queries["weight"]: RecordedSeries(tuple(weight)), queries["step"]: RecordedSeries(tuple(step))}
-    timeline = _timeline((), gauges)
-    assert _changes([w for _, w in timeline.weights]) == [20, 60, 0]
-    assert [m.kind for m in timeline.marks] == ["step", "step", "rollback"]
-    assert "modelgate_rollout_candidate_weight" in timeline.weight_source
+def test_the_weights_and_steps_are_the_status_record_not_the_events(tmp_path: Path) -> None:
+    """Events expire after an hour (and their texts are for people); the status keeps the record."""
+    timeline = _timeline(())
+    assert _changes([w for _, w in timeline.weights]) == [0, 20, 60, 0]
+    assert [(m.kind, m.time) for m in timeline.marks] == [
+        ("step", T + 1),
+        ("step", T + 20),
+        ("rollback", T + 30),
+    ]
 
 
 def test_an_earlier_rollout_of_the_object_is_listed_not_drawn(tmp_path: Path) -> None:
@@ -178,7 +182,7 @@ def test_an_earlier_rollout_of_the_object_is_listed_not_drawn(tmp_path: Path) ->
     )
     started = {"candidate": "chat-v0", "startedAt": _at(-301), "phase": "Succeeded"}
     status = {"rolloutStartedAt": _at(0), "earlierRollouts": [started]}
-    page = read_page(_page_file(tmp_path, (*earlier, *EVENTS), {}, status))
+    page = read_page(_page_file(tmp_path, (*earlier, *EVENTS), status))
     weights = page.chart("weights")
     assert _changes(weights.values("weight")) == [0, 20, 60, 0]
     assert min(t for t, _ in weights.series("weight")) == pytest.approx(T, abs=0.01)
@@ -187,7 +191,7 @@ def test_an_earlier_rollout_of_the_object_is_listed_not_drawn(tmp_path: Path) ->
 
 
 def test_the_png_is_the_charts_at_twice_their_size(tmp_path: Path) -> None:
-    timeline = _timeline(EVENTS, {})
+    timeline = _timeline(EVENTS)
     write_png(timeline, tmp_path / "chat.png")
     width, height = _png_size((tmp_path / "chat.png").read_bytes())
     charts = 1 + sum(m.error is None for m in timeline.metrics)

@@ -18,6 +18,7 @@ from pydantic import (
 from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
+from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, StepStart, WeightChange
 from modelgate.api.markers import ATOMIC, NULLABLE, list_map
 from modelgate.api.series import MissingSeries
 from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
@@ -368,6 +369,14 @@ class ModelRolloutStatus(StatusModel):
     )
     earlier_rollouts: Annotated[tuple[EarlierRollout, ...], Field(max_length=MAX_EARLIER_ROLLOUTS)] = Field(
         (), description="The rollouts this object ran before the current one, the newest last."
+    )
+    step_starts: Annotated[tuple[StepStart, ...], Field(max_length=MAX_STEP_STARTS)] = Field(
+        (), description="When each step of this rollout (rolloutCandidate) started, the oldest first."
+    )
+    weight_changes: Annotated[tuple[WeightChange, ...], Field(max_length=MAX_WEIGHT_CHANGES)] = Field(
+        (),
+        description="Each candidate weight this rollout asked for, when it changed, the oldest first "
+        "(the oldest go first past 100).",
     )
     last_command: LastCommand | None = Field(
         None, description="The last manual command the operator handled, and its result."

@@ -1,9 +1,8 @@
 """`modelgate report NAME`: a rollout's timeline as one self-contained HTML page (and a PNG).
 
 What it shows comes from the rollout (spec, status, Events) and from Prometheus: each metric's own
-query (the plan the operator runs) as a range query over the rollout's span, and the operator's own
-metrics (`modelgate_rollout_candidate_weight`, `modelgate_rollout_step`) where Prometheus scrapes
-the operator; without them, the weights and step starts are read from the Events."""
+query (the plan the operator runs) as a range query over the rollout's span. The weights and step
+starts are the status's own record (stepStarts, weightChanges), exact and kept as long as the object."""
 
 from __future__ import annotations
 
@@ -39,9 +38,8 @@ from modelgate.cli.timeline import (
     rollback_mark,
     seconds,
     step_marks,
-    steps_from_events,
-    steps_from_series,
-    weights_from_events,
+    steps_from_status,
+    weights_from_status,
 )
 from modelgate.core.moments import moment
 from modelgate.kube import NotFound
@@ -52,9 +50,8 @@ from modelgate.metrics.recorded import RecordedSeries
 
 ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 # Status fields the charts already show; every other one is shown as it is stored.
-CHARTED = ("analysis", "rollbackReason", "conditions", "earlierRollouts")
-WEIGHT_METRIC = "modelgate_rollout_candidate_weight"
-STEP_METRIC = "modelgate_rollout_step"
+CHARTED = ("analysis", "rollbackReason", "conditions", "earlierRollouts", "stepStarts", "weightChanges")
+WEIGHT_SOURCE = "the rollout's status (weightChanges, stepStarts)"
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -101,7 +98,7 @@ def write_report(args: argparse.Namespace) -> int:
             console.print(f"[red]{error}[/red]")
             return 1
         interval = spec.analysis.interval_timedelta if spec.analysis else timedelta(seconds=15)
-        queries = [*operator_queries(namespace, args.name).values(), *_metric_queries(plan)]
+        queries = _metric_queries(plan)
         ranges = fetch_ranges(client, queries, start, end, resolution(start, end, interval), console)
     timeline = report_timeline(body, spec, status, events, plan, ranges, (start, end), address)
     output = args.output or Path(f"{args.name}-report.html")
@@ -142,12 +139,6 @@ def rollout_span(
     return start, min(now, ended + max((ended - start) / 10, timedelta(seconds=10)))
 
 
-def operator_queries(namespace: str, name: str) -> dict[str, str]:
-    # max(): one series even when several operator replicas (peering) export the gauge.
-    selector = f'{{namespace="{namespace}",rollout="{name}"}}'
-    return {"weight": f"max({WEIGHT_METRIC}{selector})", "step": f"max({STEP_METRIC}{selector})"}
-
-
 def _metric_queries(plan: AnalysisPlan | None) -> list[str]:
     if plan is None:
         return []
@@ -169,19 +160,7 @@ def report_timeline(
     meta, raw_status = body["metadata"], body.get("status") or {}
     start, end = seconds(span[0]), seconds(span[1])
     events = [e for e in events if e.time >= start]
-    recorded = {
-        k: _points(ranges.get(q)) for k, q in operator_queries(meta["namespace"], meta["name"]).items()
-    }
-    # Events are exact but the API server keeps them an hour (--event-ttl); the operator's gauges are
-    # sampled at the scrape interval but kept as long as Prometheus keeps anything.
-    from_events = 0 in steps_from_events(events) or not recorded["weight"]
-    if from_events:
-        weights, source = weights_from_events(events, status, start), "the rollout's Events"
-        started = steps_from_events(events)
-    else:
-        weights = tuple((t, w) for t, w in recorded["weight"] if t >= start)
-        source = f"Prometheus ({WEIGHT_METRIC}, the operator's own metric)"
-        started = steps_from_series(tuple(p for p in recorded["step"] if p[0] >= start))
+    weights, started = weights_from_status(status, start), steps_from_status(status)
     if status.step_started_at is not None and status.phase not in ENDED:
         started[status.current_step_index] = seconds(status.step_started_at)
     labels = [step_label(s) for s in body["spec"].get("steps", [])]
@@ -216,7 +195,7 @@ def report_timeline(
         start,
         end,
         weights,
-        source,
+        WEIGHT_SOURCE,
         tuple(sorted(marks, key=lambda m: m.time)),
         metrics,
         tuple(events),

@@ -5,7 +5,6 @@ status fields worth reading (shown generically, so that fields added to status a
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,7 +13,6 @@ from typing import Any
 from modelgate.api import Comparison, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.cli.render import threshold_text
 from modelgate.cli.report_units import preset_unit
-from modelgate.core import Reason
 
 Points = tuple[tuple[float, float], ...]  # (unix seconds, value), oldest first
 
@@ -126,53 +124,17 @@ def _relative_limits(compare: Comparison, incumbent: Points) -> tuple[tuple[str,
     return tuple(limits)
 
 
-# The engine's Event notes: "step 2: candidate weight 50%", "step 1 completed". Read only when the
-# operator's own metrics (modelgate_rollout_candidate_weight, modelgate_rollout_step) were not
-# recorded by Prometheus; a combined Event holds several of them.
-_WEIGHT_SET = re.compile(r"\bstep (\d+): candidate weight (\d+)%")
-_STEP_COMPLETED = re.compile(r"\bstep (\d+) completed")
+def weights_from_status(status: ModelRolloutStatus, start: float) -> Points:
+    """The candidate's weight from the rollout's start, at each change it asked for
+    (status.weightChanges; a gradual rollback's descent included)."""
+    return ((start, 0.0), *((seconds(c.at), float(c.weight)) for c in status.weight_changes))
 
 
-def weights_from_events(events: Sequence[EventRow], status: ModelRolloutStatus, start: float) -> Points:
-    """The candidate's weight at each change the Events tell of: a step's weight, the rollout's end."""
-    points: list[tuple[float, float]] = [(start, 0.0)]
-    for event in events:
-        for match in _WEIGHT_SET.finditer(event.message):
-            points.append((event.time, float(match.group(2))))
-        if event.reason == Reason.ROLLOUT_SUCCEEDED:
-            points.append((event.time, 100.0))
-        elif event.reason == Reason.ROLLED_BACK:
-            rolling = status.rolling_back
-            if rolling is None:
-                points.append((event.time, 0.0))
-            else:  # a gradual rollback: a straight line down to 0
-                points.extend([(event.time, float(rolling.from_weight)), (seconds(rolling.ends_at), 0.0)])
-    return tuple(points)
-
-
-def steps_from_events(events: Sequence[EventRow]) -> dict[int, float]:
-    """When each step started, as the Events tell: step 0 when the rollout started, step N+1 when
-    step N completed, and a setWeight step when its weight was set."""
+def steps_from_status(status: ModelRolloutStatus) -> dict[int, float]:
+    """When each step first started (status.stepStarts)."""
     started: dict[int, float] = {}
-    for event in events:
-        if event.reason == Reason.ROLLOUT_STARTED:
-            started[0] = event.time
-        for match in _STEP_COMPLETED.finditer(event.message):
-            started.setdefault(int(match.group(1)) + 1, event.time)
-        for match in _WEIGHT_SET.finditer(event.message):  # a tick's first Event may be named otherwise
-            started.setdefault(int(match.group(1)), event.time)
-    return started
-
-
-def steps_from_series(step_index: Points) -> dict[int, float]:
-    """When each step started, from the recorded step index (modelgate_rollout_step)."""
-    started: dict[int, float] = {}
-    previous = None
-    for time, value in step_index:
-        index = int(value)
-        if index != previous:
-            started.setdefault(index, time)
-            previous = index
+    for step in status.step_starts:
+        started.setdefault(step.step, seconds(step.at))
     return started
 
 

@@ -24,6 +24,7 @@ from modelgate.core import conditions as cond
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
 from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
 from modelgate.core.gating import gate_pending, gating, start_gate
+from modelgate.core.history import note_history
 from modelgate.core.manual_commands import handle_command
 from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.mirror import candidate_served, mirror_wanted, settle_mirror
@@ -48,6 +49,7 @@ def decide(
     tick = _Tick(watch_window.in_force(spec, status), status, observed, now)
     tick.run()
     settle_mirror(tick)
+    tick.status = note_history(status, tick.status, now)
     return tick.decision
 
 
@@ -63,7 +65,7 @@ def decide_unusable(
     update: dict[str, object] = {"message": message, "observed_generation": generation}
     if not finished:
         update |= {"phase": Phase.FAILED, "current_weight": 0}
-    unusable = status.model_copy(update=update)
+    unusable = note_history(status, status.model_copy(update=update), now)
     weight = None if finished or status.live_weight == 0 else 0
     if status.message == message and (finished or status.phase is Phase.FAILED):
         return Decision(unusable, weight)
@@ -252,6 +254,8 @@ class _Tick:
             rollout_candidate=self.spec.candidate.identity,
             rollout_started_at=self.now,
             earlier_rollouts=self.earlier_rollouts(),
+            step_starts=(),
+            weight_changes=(),
             current_step_index=0,
             current_weight=0,
             live_weight=None,  # another rollout's weights say nothing of who writes this one's
