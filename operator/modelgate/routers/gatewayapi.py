@@ -285,5 +285,5 @@ GATEWAY_API = RouterKind(
     named_routes=_named_routes,
     backend_service=_backend_service,
     factory=gateway_api_router,
-    what_it_writes="Gateway API HTTPRoutes and GRPCRoutes: the weights of two backendRefs of a rule",
+    what_it_writes="HTTPRoutes and GRPCRoutes: two backendRefs' weights in a rule, its RequestMirror filter",
 )

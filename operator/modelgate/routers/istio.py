@@ -238,5 +238,5 @@ ISTIO = RouterKind(
     named_routes=_named_routes,
     backend_service=_backend_service,
     factory=istio_router,
-    what_it_writes="Istio VirtualServices: the weights of two destinations of http routes",
+    what_it_writes="VirtualServices: the weights of two destinations of http routes, their mirror",
 )

@@ -19,4 +19,5 @@ def watched_routes(traffic_routing: Mapping[str, Any]) -> frozenset[RouteKey]:
     """The objects named under the raw `spec.trafficRouting`, each router's section read through its
     config model (only that section: a spec refused elsewhere still has routes worth watching)."""
     sections = [(kind, traffic_routing.get(key)) for key, kind in ROUTERS.items()]
-    return frozenset[RouteKey]().union(*(kind.watched(raw) for kind, raw in sections if isinstance(raw, Mapping)))
+    named = [kind.watched(raw) for kind, raw in sections if isinstance(raw, Mapping)]
+    return frozenset[RouteKey]().union(*named)
