@@ -96,9 +96,11 @@ test: setup lint audit
 	# with few tests for last): the cluster files first, the quick unit files filling the tail.
 	bash hack/pytest.sh required -n 3 --dist loadfile --no-loadscope-reorder tests/cluster tests/unit --durations=15
 
-# The CRD (and the chart's copy) from the models in operator/modelgate/api, then the docs from the CRD.
+# The CRD (and the chart's copy) from the models in operator/modelgate/api, the chart's router RBAC
+# from the routers' records, then the docs from the CRD.
 generate: venv
 	$(PY) -m tooling.crd_gen
+	$(PY) -m tooling.router_rbac_gen
 	$(PY) -m tooling.docs_gen
 
 docs: generate

@@ -17,7 +17,7 @@ from modelgate.kube import Kube, KubeError
 from modelgate.kube.checks import CHECK_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
 from modelgate.loops import RolloutLoops
-from modelgate.routers.watched import ROUTE_RESOURCES
+from modelgate.routers.watched import route_resources
 
 log = structlog.get_logger("modelgate.handlers")
 # Set explicitly (kopf's advice): changing them later would make kopf treat every object as new.
@@ -172,8 +172,10 @@ def _route_handler(plural: str) -> Callable[..., Awaitable[None]]:
 
 # Every kind a router reads. A kind whose CRD is not installed (Istio's, say) is not watched: kopf
 # finds what to watch in the API server's discovery when it starts.
-for _group, _version, _plural in ROUTE_RESOURCES:
-    kopf.on.event(_group, _version, _plural, id=f"route-{_plural}")(_route_handler(_plural))
+for _resource in route_resources():
+    kopf.on.event(_resource.group, _resource.version, _resource.plural, id=f"route-{_resource.plural}")(
+        _route_handler(_resource.plural)
+    )
 
 
 logging.getLogger("kopf.objects").setLevel(logging.WARNING)

@@ -32,7 +32,8 @@ from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core.schedule import RESYNC, scheduled_at
 from modelgate.fair_share import FairShare
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
-from modelgate.routers.watched import RouteKey, watched_routes
+from modelgate.routers.router_kind import RouteKey
+from modelgate.routers.watched import watched_routes
 
 log = structlog.get_logger("modelgate.loops")
 Key = tuple[str, str]  # namespace, name

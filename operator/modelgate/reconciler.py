@@ -58,7 +58,7 @@ from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, No
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
 from modelgate.metrics import AnalysisPlan, BreachExplainer, MetricProvider, MetricProviders
-from modelgate.routers import SideKinds, TrafficRouter, router_for
+from modelgate.routers import SideKinds, TrafficRouter, backend_service, router_for
 
 log = structlog.get_logger("modelgate.reconciler")
 Clock = Callable[[], datetime]
@@ -117,7 +117,10 @@ class Reconciler:
         self.status_hold = status_hold  # how long a status change may wait in memory (core/holding.py)
         self.providers = MetricProviders(kube)
         self.gate_jobs = GateJobs(
-            kube, evaluator_image or os.environ.get(EVALUATOR_IMAGE_ENV), CheckPodPolicy.from_env(os.environ)
+            kube,
+            evaluator_image or os.environ.get(EVALUATOR_IMAGE_ENV),
+            CheckPodPolicy.from_env(os.environ),
+            backend_service,
         )
         # Per rollout; each is touched only by its rollout's tick, one at a time.
         self._held: dict[tuple[str, str], _Held] = {}

@@ -17,6 +17,7 @@ from kubernetes import client
 from modelgate.api import Phase
 from modelgate.api.addresses import ALLOWED_ADDRESSES_ANNOTATION
 from modelgate.core.deletion import FINALIZER
+from modelgate.routers.watched import route_resources
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
@@ -45,11 +46,8 @@ class Check(NamedTuple):
 
 
 ROLLOUTS = "modelrollouts.modelgate.io"
-ROUTES = "httproutes.gateway.networking.k8s.io"
-GRPC_ROUTES = "grpcroutes.gateway.networking.k8s.io"
-VIRTUAL_SERVICES = "virtualservices.networking.istio.io"
-# Every kind a router reads and patches.
-ROUTER_KINDS = (ROUTES, GRPC_ROUTES, VIRTUAL_SERVICES)
+# Every kind a registered router reads and patches (each router's record, modelgate.routers).
+ROUTER_KINDS = tuple(f"{resource.plural}.{resource.group}" for resource in route_resources())
 DEPLOYMENTS = "deployments.apps"
 POOLS = "inferencepools.inference.networking.k8s.io"
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"

@@ -16,6 +16,7 @@ import yaml
 from modelgate.api.addresses import allowed_addresses, token_may_go
 from modelgate.egress import TOKEN_ADDRESSES_ENV
 from modelgate.kube.checks import CHECK_LABEL
+from modelgate.routers import ROUTERS
 from testbed.binaries import binary
 from testbed.versions import REPO_ROOT, pinned_versions
 
@@ -29,6 +30,14 @@ Object = dict[str, Any]
 # of object only: the gate's check Jobs, which it creates itself.
 FORBIDDEN_VERBS = {"delete", "deletecollection", "escalate", "bind", "impersonate"}
 DELETABLE = {"jobs"}
+# What each registered router's record grants (tests/unit/test_router_records.py: generated into the chart).
+ROUTER_RIGHTS = {
+    (rule.api_group, resource, verb)
+    for kind in ROUTERS.values()
+    for rule in kind.rbac_rules
+    for resource in rule.resources
+    for verb in rule.verbs
+}
 
 # Every combination values.yaml documents.
 COMBINATIONS: dict[str, Object] = {
@@ -297,12 +306,7 @@ def test_cluster_scope_grants_exactly_what_the_operator_uses() -> None:
         *(("modelgate.io", "modelrollouts", v) for v in ("get", "list", "watch", "patch")),
         ("modelgate.io", "modelrollouts/status", "patch"),
         *(("apps", "deployments", v) for v in ("get", "list", "watch")),
-        *(
-            ("gateway.networking.k8s.io", routes, v)
-            for routes in ("httproutes", "grpcroutes")
-            for v in ("get", "list", "watch", "patch")
-        ),
-        *(("networking.istio.io", "virtualservices", v) for v in ("get", "list", "watch", "patch")),
+        *ROUTER_RIGHTS,
         *(("inference.networking.k8s.io", "inferencepools", v) for v in ("get", "list", "watch")),
         ("", "pods", "list"),
         *(("batch", "jobs", v) for v in ("get", "list", "watch", "create", "delete")),

@@ -122,7 +122,8 @@ def test_a_route_change_wakes_its_rollout_no_sooner_than_the_recheck_after_its_l
     reconciler = FinishedReconciler()
     recheck = timedelta(milliseconds=300)
     loops = RolloutLoops(reconciler, route_recheck=recheck)  # type: ignore[arg-type]
-    spec = {"trafficRouting": {"gatewayAPI": {"httpRoute": "chat-route"}}}
+    gateway = {"httpRoute": "chat-route", "incumbentBackend": "chat-v1", "candidateBackend": "chat-v2"}
+    spec = {"trafficRouting": {"gatewayAPI": gateway}}
 
     def wake() -> None:
         loops.notice_route("grpcroutes", "ns", "chat-route")  # another kind, same name: not its route

@@ -129,15 +129,8 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["get", "list", "watch"]
-# The routers read their routes (from watch caches, which also wake a rollout when its route
-# changes) and JSON-patch the two weights in them: Gateway API HTTPRoutes and GRPCRoutes, Istio
-# VirtualServices. Routes are never created, replaced or deleted.
-- apiGroups: ["gateway.networking.k8s.io"]
-  resources: ["httproutes", "grpcroutes"]
-  verbs: ["get", "list", "watch", "patch"]
-- apiGroups: ["networking.istio.io"]
-  resources: ["virtualservices"]
-  verbs: ["get", "list", "watch", "patch"]
+# The routers' rules, generated from their records by `make generate` (_router_rules.tpl).
+{{ include "modelgate.routerRules" . }}
 # InferencePool sides (spec.incumbent/candidate.inferencePool): kopf watches the pools to wake a
 # rollout when its candidate's changes; the reconciler reads a pool (from the watch cache) and lists
 # the Pods its selector selects, for their readiness and names. Neither is ever written.

@@ -27,7 +27,7 @@ from modelgate.loops import DEFAULT_WORKERS, THREADS_PER_WORKER, RolloutLoops
 from modelgate.observability import configure_logging
 from modelgate.peering import PeeredReconciler, Peering, seniority_priority
 from modelgate.reconciler import Reconciler
-from modelgate.routers.watched import ROUTE_RESOURCES
+from modelgate.routers.watched import route_resources
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -122,7 +122,7 @@ def run_operator(args: argparse.Namespace) -> int:
     if metrics_port:
         start_http_server(metrics_port, metrics_host)
     kube = Kube.from_kubeconfig(args.kubeconfig, connections=args.workers, reporting_host=args.identity)
-    kube.watch_caches(plural for _, _, plural in ROUTE_RESOURCES)  # fed by the handlers' watches
+    kube.watch_caches(resource.plural for resource in route_resources())  # fed by the handlers' watches
     settings = kopf.OperatorSettings()
     if args.selector:
         _check_selector(kube, args.selector, args.namespace)

@@ -3,13 +3,14 @@ starting those not started, and deleting them once the gate has decided."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from modelgate.api import ModelRolloutSpec, WorkloadRef
+from modelgate.api import ModelRolloutSpec
 from modelgate.api.addresses import AddressRefused
-from modelgate.api.gate import Evaluator, GateCheck
+from modelgate.api.gate import Endpoint, Evaluator, GateCheck
 from modelgate.api.gate_status import GateStatus
+from modelgate.api.series import SeriesSide
 from modelgate.core.gate_judgement import CheckFailed, CheckObservation
 from modelgate.egress import evaluator_environment, policy_from_environment
 from modelgate.kube.api_errors import KubeError
@@ -21,9 +22,21 @@ from modelgate.kube.client import Kube
 EVALUATOR_IMAGE_ENV = "MODELGATE_EVALUATOR_IMAGE"
 
 
+# The Service that reaches a side, as the rollout's router names it (None: an InferencePool side):
+# routers.backend_service, given by the reconciler (routers sit above kube).
+BackendService = Callable[[ModelRolloutSpec, SeriesSide], str | None]
+
+
 class GateJobs:
-    def __init__(self, kube: Kube, evaluator_image: str | None, policy: CheckPodPolicy) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        evaluator_image: str | None,
+        policy: CheckPodPolicy,
+        backend_service: BackendService,
+    ) -> None:
         self.kube = kube
+        self.backend_service = backend_service
         self.evaluator_image = evaluator_image
         self.policy = policy
         # The evaluator holds every URL to the operator's own policy, and resolves names; the
@@ -131,14 +144,15 @@ class GateJobs:
         evaluator = check.evaluator
         assert evaluator is not None
         urls = []
-        for side, endpoint, ref in (
-            ("candidate", evaluator.candidate, spec.candidate),
-            ("incumbent", evaluator.incumbent, spec.incumbent),
-        ):
+        sides: tuple[tuple[SeriesSide, Endpoint], ...] = (
+            ("candidate", evaluator.candidate),
+            ("incumbent", evaluator.incumbent),
+        )
+        for side, endpoint in sides:
             if endpoint.url is not None:
                 urls.append(endpoint.url)
                 continue
-            service = _service(spec, side, ref)
+            service = self.backend_service(spec, side)
             if service is None:
                 return (
                     f"spec.gate: set evaluator.{side}.url: an InferencePool side has no Service to default to"
@@ -172,18 +186,3 @@ def _tenant_urls(evaluator: Evaluator) -> list[tuple[str, str]]:
 
 def _checks(spec: ModelRolloutSpec) -> list[tuple[int, GateCheck]]:
     return [] if spec.gate is None else list(enumerate(spec.gate.checks))
-
-
-def _service(spec: ModelRolloutSpec, side: str, ref: WorkloadRef) -> str | None:
-    """The Service that reaches a side: the route's backend for it, an Istio destination's host."""
-    if ref.inference_pool is not None:
-        return None
-    routing = spec.traffic_routing
-    if routing.gateway_api is not None:
-        gateway = routing.gateway_api
-        return gateway.candidate_backend if side == "candidate" else gateway.incumbent_backend
-    if routing.istio is not None:
-        istio = routing.istio
-        destination = istio.candidate_destination if side == "candidate" else istio.incumbent_destination
-        return destination.host
-    return ref.name

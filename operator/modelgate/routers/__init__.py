@@ -1,27 +1,29 @@
 """Traffic routers, one module each, chosen by the key the spec sets under `spec.trafficRouting`.
 
-Adding a router: a module with a factory taking (kube, namespace, <its config model>, SideKinds) and
-returning a TrafficRouter (a GroupRouter when the config names several objects), plus one line in
-ROUTERS (and its field in TrafficRouting and the CRD).
+Each router module ends with its RouterKind record (router_kind.py): its key, config model, the
+objects it watches, the Service a gate check calls, its RBAC and its factory. Adding a router is
+that module and one line in ROUTERS (docs/architecture.md, "Adding a router").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from modelgate.api import TrafficRouting
+from modelgate.api import ModelRolloutSpec, TrafficRouting
+from modelgate.api.series import SeriesSide
 from modelgate.kube import Kube
 from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
-from modelgate.routers.gatewayapi import GatewayAPIRouter, gateway_api_router
+from modelgate.routers.gatewayapi import GATEWAY_API, GatewayAPIRouter
 from modelgate.routers.group import GroupRouter
-from modelgate.routers.istio import IstioRouter, istio_router
+from modelgate.routers.istio import ISTIO, IstioRouter
+from modelgate.routers.router_kind import RouterKind
 
-RouterFactory = Callable[[Kube, str, Any, SideKinds], TrafficRouter]
-
-ROUTERS: dict[str, RouterFactory] = {
-    "gatewayAPI": gateway_api_router,
-    "istio": istio_router,
+ROUTERS: dict[str, RouterKind[Any]] = {
+    kind.key: kind
+    for kind in (
+        GATEWAY_API,
+        ISTIO,
+    )
 }
 
 
@@ -29,19 +31,32 @@ class UnknownRouterError(ValueError):
     """No router is registered for the key the spec sets."""
 
 
+def router_kind(key: str) -> RouterKind[Any]:
+    kind = ROUTERS.get(key)
+    if kind is None:
+        registered = ", ".join(sorted(ROUTERS))
+        raise UnknownRouterError(
+            f"no traffic router is registered for spec.trafficRouting.{key}; registered: {registered}"
+        )
+    return kind
+
+
 def router_for(
     routing: TrafficRouting, kube: Kube, namespace: str, kinds: SideKinds = DEPLOYMENT_SIDES
 ) -> TrafficRouter:
     """The router for the key set in `routing` (e.g. "gatewayAPI"), configured by that key's value,
     looking for the backends of the sides' `kinds`."""
-    key = routing.router_key
-    factory = ROUTERS.get(key)
-    if factory is None:
-        registered = ", ".join(sorted(ROUTERS))
-        raise UnknownRouterError(
-            f"no traffic router is registered for spec.trafficRouting.{key}; registered: {registered}"
-        )
-    return factory(kube, namespace, _router_config(routing, key), kinds)
+    kind = router_kind(routing.router_key)
+    return kind.factory(kube, namespace, _router_config(routing, kind.key), kinds)
+
+
+def backend_service(spec: ModelRolloutSpec, side: SeriesSide) -> str | None:
+    """The Service that reaches a side, as its router names it (where a gate check calls it by
+    default); None for an InferencePool side, which has none."""
+    if (spec.candidate if side == "candidate" else spec.incumbent).inference_pool is not None:
+        return None
+    kind = router_kind(spec.traffic_routing.router_key)
+    return kind.backend_service(_router_config(spec.traffic_routing, kind.key), side)
 
 
 def _router_config(routing: TrafficRouting, key: str) -> Any:
@@ -56,8 +71,11 @@ __all__ = [
     "GatewayAPIRouter",
     "GroupRouter",
     "IstioRouter",
+    "RouterKind",
     "SideKinds",
     "TrafficRouter",
     "UnknownRouterError",
+    "backend_service",
     "router_for",
+    "router_kind",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from modelgate.api import BackendKind, GatewayAPIRouting, GatewayRouteRef
+from modelgate.api.series import SeriesSide
 from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.kube import Kube
 from modelgate.kube.pools import INFERENCE_GROUP
@@ -20,6 +21,7 @@ from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
 from modelgate.routers.group import GroupRouter
 from modelgate.routers.mirror_filter import CandidateMirrors, candidate_mirrors, mirror_patch
 from modelgate.routers.patched import JsonPatch, PatchedRouter, RouteObject, set_weight_op, version_test
+from modelgate.routers.router_kind import RouteKey, RouteResource, RouterKind
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 GATEWAY_VERSION = "v1"
@@ -266,3 +268,22 @@ def gateway_api_router(
 
 def _describe_target(target: RouteTarget) -> str:
     return f"{target.kind.kind} {target.name} rule {target.rule_index}"
+
+
+def _named_routes(routing: GatewayAPIRouting) -> list[RouteKey]:
+    return [(target.kind.plural, target.name) for target in route_targets(routing)]
+
+
+def _backend_service(routing: GatewayAPIRouting, side: SeriesSide) -> str:
+    return routing.candidate_backend if side == "candidate" else routing.incumbent_backend
+
+
+GATEWAY_API = RouterKind(
+    key="gatewayAPI",
+    config=GatewayAPIRouting,
+    resources=tuple(RouteResource(GATEWAY_GROUP, GATEWAY_VERSION, kind.plural) for kind in ROUTE_KINDS),
+    named_routes=_named_routes,
+    backend_service=_backend_service,
+    factory=gateway_api_router,
+    what_it_writes="HTTPRoutes and GRPCRoutes: two backendRefs' weights in a rule, its RequestMirror filter",
+)

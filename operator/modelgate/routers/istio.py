@@ -13,12 +13,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from modelgate.api import IstioDestination, IstioRouting, VirtualServiceRef
+from modelgate.api.series import SeriesSide
 from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.kube import Kube
 from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
 from modelgate.routers.group import GroupRouter, agreed
 from modelgate.routers.istio_mirror import HttpMirror, http_mirror, http_mirror_patch
 from modelgate.routers.patched import JsonPatch, PatchedRouter, RouteObject, set_weight_op, version_test
+from modelgate.routers.router_kind import RouteKey, RouteResource, RouterKind
 
 ISTIO_GROUP = "networking.istio.io"
 ISTIO_VERSION = "v1"
@@ -219,3 +221,22 @@ def istio_router(
         for i, ref in enumerate(routing.virtual_services)
     ]
     return routers[0][1] if len(routers) == 1 else GroupRouter(routers)
+
+
+def _named_routes(routing: IstioRouting) -> list[RouteKey]:
+    return [(VIRTUALSERVICES, ref.name) for ref in routing.virtual_service_refs]
+
+
+def _backend_service(routing: IstioRouting, side: SeriesSide) -> str:
+    return (routing.candidate_destination if side == "candidate" else routing.incumbent_destination).host
+
+
+ISTIO = RouterKind(
+    key="istio",
+    config=IstioRouting,
+    resources=(RouteResource(ISTIO_GROUP, ISTIO_VERSION, VIRTUALSERVICES),),
+    named_routes=_named_routes,
+    backend_service=_backend_service,
+    factory=istio_router,
+    what_it_writes="VirtualServices: the weights of two destinations of http routes, their mirror",
+)
