@@ -10,6 +10,10 @@ ticks run from then on among the slow ones:
 - The other namespaces' ticks run `workers` at once.
 - Slow namespaces' ticks run `workers` at once too, apart: each namespace's at most its share,
   ceil(workers / slow namespaces with ticks running or waiting).
+- Beyond those, a slow namespace with no tick running may start one while fewer than
+  `threads - workers` run in all: one slow tick (a loaded machine, a Prometheus slow once) does not
+  queue a tenant behind hanging ones for `slow_memory`; it waits only where more namespaces hang than
+  that room holds.
 - At most `threads` ticks run in all (more than twice `workers`: ticks parked in a namespace only
   just found slow).
 - A free worker goes to the namespace running the fewest ticks, then to the longest waiting.
@@ -103,7 +107,8 @@ class FairShare(Generic[Ticket]):
         )
 
     def _next(self, now: float) -> str | None:
-        if sum(len(state.running) for state in self._namespaces.values()) >= self.threads:
+        total = sum(len(state.running) for state in self._namespaces.values())
+        if total >= self.threads:
             return None
         slow = {namespace for namespace in self._namespaces if self.is_slow(namespace, now)}
         slow_running = sum(self.running(namespace) for namespace in slow)
@@ -118,7 +123,8 @@ class FairShare(Generic[Ticket]):
             and (
                 busy < self.workers
                 if namespace not in slow
-                else slow_running < self.workers and len(state.running) < share
+                else (slow_running < self.workers and len(state.running) < share)
+                or (not state.running and total < self.threads - self.workers)
             )
         ]
         return min(eligible)[2] if eligible else None

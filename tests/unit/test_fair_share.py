@@ -48,13 +48,48 @@ def test_slow_namespaces_share_as_many_threads_as_there_are_workers() -> None:
     fair.start(now=10.0)
     for index in range(4, 20):
         fair.ask("hostile", f"h{index}")
-    fair.ask("other-hostile", "o")
-    assert fair.start(now=10 + SLOW_AFTER) == []  # four ticks hang: the slow ones' threads are used up
+    fair.ask("other-hostile", "o1")
+    # Four ticks hang: the slow ones' threads are used up; a slow namespace running nothing still
+    # starts one, beyond them.
+    assert fair.start(now=10 + SLOW_AFTER) == [("other-hostile", "o1")]
+    fair.ask("other-hostile", "o2")
+    assert fair.start(now=11 + SLOW_AFTER) == []  # it runs one now: within the slow ones' threads
     fair.end("hostile", "h0", now=60.0)
     fair.end("hostile", "h1", now=60.0)
     # Two threads free: the other slow namespace first (it runs fewer), each within its share of 2.
-    assert fair.start(now=60.0) == [("other-hostile", "o")]
+    assert fair.start(now=60.0) == [("other-hostile", "o2")]
     assert fair.running("hostile") == 2
+
+
+def test_a_tenant_slow_once_is_not_queued_behind_hanging_namespaces() -> None:
+    """A tick of 2.5 s (a loaded machine) marks its namespace slow; while four others hang in the
+    slow namespaces' threads, its next tick still starts at once, not when theirs end (60 s)."""
+    fair = share(4)
+    fair.ask("ordinary", "o0")
+    fair.start(now=0.0)
+    for index in range(4):
+        fair.ask(f"hostile-{index}", f"h{index}")
+    fair.start(now=0.5)
+    fair.start(now=0.5 + SLOW_AFTER)  # parked: the four hostile namespaces are slow and fill their threads
+    fair.end("ordinary", "o0", now=2.5)
+    assert fair.is_slow("ordinary", now=2.6)
+    fair.ask("ordinary", "o1")
+    assert fair.start(now=2.6) == [("ordinary", "o1")]
+
+
+def test_slow_namespaces_running_nothing_leave_the_ordinary_ones_their_workers() -> None:
+    """Ten namespaces known to hang each ask a tick: the slow threads take two (the workers), room
+    beyond them four more (threads - workers in all), and the ordinary namespace still starts."""
+    fair = share(2, threads=8)
+    for index in range(10):
+        fair.ask(f"hostile-{index}", f"h{index}")
+        fair.start(now=0.0)
+        fair.end(f"hostile-{index}", f"h{index}", now=60.0)  # each hung: slow from now on
+    for index in range(10):
+        fair.ask(f"hostile-{index}", f"again{index}")
+    assert len(fair.start(now=61.0)) == 8 - 2
+    fair.ask("ordinary", "o")
+    assert fair.start(now=61.0) == [("ordinary", "o")]
 
 
 def test_an_ordinary_tick_starts_beside_any_number_of_parked_ones() -> None:
