@@ -11,6 +11,8 @@ entrypoint and Traefik's own ping and metrics, is on 127.0.0.1.
 from __future__ import annotations
 
 import json
+import re
+import urllib.parse
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass
@@ -24,13 +26,13 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, Manifest
 from testbed.ports import free_port
 from testbed.processes import StartedProcess
-from testbed.traffic_driver import CHAT_PATH, CHAT_REQUEST
+from testbed.traffic_driver import CHAT_PATH, CHAT_REQUEST, Weights
 from testbed.waiting import wait_for
 
 CONTROLLER_NAME = "traefik.io/gateway-controller"
 GATEWAY_CLASS = "modelgate-bed"
 WEB_ENTRYPOINT = "web"
-ADMIN_ENTRYPOINT = "traefik"  # ping and Prometheus metrics
+ADMIN_ENTRYPOINT = "traefik"  # ping, Prometheus metrics and the read-only API (its default entrypoint)
 STARTUP_TIMEOUT = 60.0
 # Traefik waits 10 s for open connections when stopped; a test's bed has none worth waiting for.
 NO_GRACE = {"lifeCycle": {"graceTimeOut": "0s"}}
@@ -46,6 +48,8 @@ def static_config(web_port: int, admin_port: int) -> dict[str, Any]:
             ADMIN_ENTRYPOINT: {"address": f"{LOOPBACK}:{admin_port}", "transport": NO_GRACE},
         },
         "ping": {"entryPoint": ADMIN_ENTRYPOINT},
+        # What Traefik serves, read by tests that wait for a route's weights to be served.
+        "api": {"insecure": True, "dashboard": False},
         "metrics": {"prometheus": {"entryPoint": ADMIN_ENTRYPOINT, "addServicesLabels": True}},
         "providers": {"kubernetesGateway": {"statusAddress": {"ip": LOOPBACK}}},
         "log": {"level": "INFO", "noColor": True},
@@ -116,9 +120,36 @@ class TraefikGateway:
         self.bed.scrape_targets.remove("traefik")
         self.bed.processes.stop(self.process)
 
+    def served_weights(self, namespace: str, route: str) -> list[Weights]:
+        """The backend weights Traefik serves for HTTPRoute `namespace/route`: one per weighted
+        service it built for the route (one per rule and match), from its API."""
+        query = urllib.parse.urlencode({"search": f"httproute-{namespace}-{route}-gw-", "per_page": 1000})
+        url = f"http://{LOOPBACK}:{self.admin_port}/api/http/services?{query}"
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return route_weights_served(json.load(response), namespace, route)
+
     def _pings(self) -> bool:
         with urllib.request.urlopen(f"http://{LOOPBACK}:{self.admin_port}/ping", timeout=2) as response:
             return bool(response.status == 200)
+
+
+def route_weights_served(services: list[dict[str, Any]], namespace: str, route: str) -> list[Weights]:
+    """From Traefik's /api/http/services: the weights of each weighted service Traefik's Gateway
+    provider built for the route (named after the router, `httproute-<namespace>-<route>-gw-...-wrr`),
+    by backend (each child is named `<router>-svc-<namespace>-<backend>-<index>`)."""
+    router = re.compile(rf"httproute-{re.escape(namespace)}-{re.escape(route)}-gw-.+-wrr@kubernetesgateway")
+    child = re.compile(rf".+-svc-{re.escape(namespace)}-(?P<backend>.+)-\d+")
+    served = []
+    for service in services:
+        if not router.fullmatch(service.get("name", "")):
+            continue
+        weights: Weights = {}
+        for backend in service.get("weighted", {}).get("services", []):
+            named = child.fullmatch(backend["name"])
+            name = named["backend"] if named else backend["name"]
+            weights[name] = weights.get(name, 0) + backend.get("weight", 1)
+        served.append(weights)
+    return served
 
 
 POD_HEADER = "x-inference-pod"  # the Pod that answered, as llm-d's simulator names it

@@ -19,9 +19,10 @@ from testbed.localcluster import LocalCluster
 from testbed.loopback_pods import LoopbackPods, on_loopback_node
 from testbed.manifests import http_route, model_deployment, model_rollout, model_service
 from testbed.traefik_gateway import TraefikGateway, gateway, wait_until_served_by
-from testbed.traffic_driver import BackgroundTraffic, gateway_driver
+from testbed.traffic_driver import BackgroundTraffic, Weights, gateway_driver
 from tests.support.kube import create
 from tests.support.scenario import DEPLOYMENTS, RouteRecorder, Scenario, settled
+from tests.support.traefik import wait_until_traefik_serves
 
 GATEWAY = "inference"
 ROUTE = "chat"
@@ -98,10 +99,25 @@ def simulated_serving(
         fleet.stop()
 
 
+def candidate_at(weight: int) -> Callable[[Weights], bool]:
+    return lambda carried: carried.get(DEPLOYMENTS[1]) == weight
+
+
 def promote(
     scenario: SimulatedScenario, prometheus: str, weights: list[int], record: Callable[[str, object], None]
-) -> None:
+) -> dict[int, float]:
+    """Promotes chat-v2 through `weights`; returns when (time.time()) Traefik served each weight."""
     scenario.apply(rollout(scenario.namespace, prometheus, weights))
+    served_at = {
+        weight: wait_until_traefik_serves(
+            scenario.traefik,
+            scenario.api_client,
+            scenario.namespace,
+            ROUTE,
+            candidate_at(weight),
+        )
+        for weight in weights
+    }
     final = scenario.wait_for_status(
         "the rollout to finish", lambda s: s.phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED), 120
     )
@@ -109,3 +125,4 @@ def promote(
     scenario.wait_for_status("the promotion on the route", settled(Phase.SUCCEEDED))
     verdicts = {record.name: record.verdict for record in final.analysis}
     record("verdicts at promotion", {name: str(v) for name, v in verdicts.items()})
+    return served_at
