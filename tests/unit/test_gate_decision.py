@@ -1,5 +1,5 @@
-"""The gate's judgement (core/gate_judgement.py): each score against its bounds, the win rate's lower bound, the
-test set's age, the check's verdict, and the decision from all checks, on hand-worked cases."""
+"""The gate's judgement (core/gate_judgement.py): each score against its bounds, the win rate's lower
+bound, the test set's age, the check's verdict, and the decision from all checks, on hand-worked cases."""
 
 from __future__ import annotations
 

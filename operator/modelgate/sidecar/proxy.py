@@ -22,14 +22,9 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from yarl import URL
 
-from modelgate.sidecar.answers import (
-    AnswerReader,
-    ByteBudget,
-    RefusalPatterns,
-    RefusalReason,
-    TextLimits,
-    classify,
-)
+from modelgate.chat_answers import TextLimits
+from modelgate.refusal_classifier import RefusalPatterns, RefusalReason, classify
+from modelgate.sidecar.answer_reader import AnswerReader, ByteBudget
 from modelgate.sidecar.connections import ConnectionGuard, ConnectionLimits, GuardedSite
 
 log = structlog.get_logger(__name__)
