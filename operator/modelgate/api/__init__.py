@@ -4,14 +4,11 @@ from modelgate.api.analysis import (
     LATENCY_PRESETS,
     RATE_PRESETS,
     AnalysisSpec,
-    Comparison,
-    Confidence,
     MetricPreset,
     MetricSource,
     MetricSpec,
     PrometheusSpec,
     SecretKeyRef,
-    SequentialTest,
 )
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
@@ -20,6 +17,7 @@ from modelgate.api.progress_deadlines import Deadline, ProgressDeadlines
 from modelgate.api.rollback_policy import OnPrometheusError, RollbackSpec
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import ModelRolloutSpec, parse_spec
+from modelgate.api.statistical_tests import Comparison, Confidence, SequentialTest
 from modelgate.api.status import (
     AnalysisSample,
     BreachRule,
