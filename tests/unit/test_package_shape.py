@@ -40,7 +40,6 @@ LONG_MODULES = {
     "core/engine.py",
     "reconciler.py",
     "api/status.py",
-    "kube/client.py",
     "metrics/prometheus.py",
     "cli/render.py",
 }
