@@ -40,7 +40,6 @@ LONG_MODULES = {
     "core/engine.py",
     "reconciler.py",
     "api/status.py",
-    "cli/render.py",
 }
 LONG_FUNCTIONS = {"reconciler.py:_tick", "cli/report.py:report_timeline", "kube/checks.py:check_job"}
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from modelgate.api import Comparison, ModelRolloutSpec, ModelRolloutStatus, Phase
-from modelgate.cli.render import threshold_text
+from modelgate.cli.render_analysis import threshold_text
 from modelgate.cli.report_units import preset_unit
 from modelgate.core import Reason
 
