@@ -43,7 +43,7 @@ from modelgate.api.statusmodel import Timestamp, Verdict
 from modelgate.api.steps import Mirror, Pause, Step
 from modelgate.api.traffic_routing import GatewayAPIRouting, GatewayRouteRef, TrafficRouting
 from modelgate.api.watch import WatchSpec
-from modelgate.api.workload import BackendKind, WorkloadRef
+from modelgate.api.workload_ref import BackendKind, WorkloadRef
 
 __all__ = [
     "LATENCY_PRESETS",

@@ -26,7 +26,7 @@ from modelgate.api.specmodel import SpecModel
 from modelgate.api.steps import Step
 from modelgate.api.traffic_routing import TrafficRouting
 from modelgate.api.watch import WatchSpec
-from modelgate.api.workload import WorkloadRef
+from modelgate.api.workload_ref import WorkloadRef
 
 
 def _sides_differ(kind: str) -> CelRule:
