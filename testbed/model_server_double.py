@@ -45,7 +45,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as CONTENT_TYPE_OPENMETRICS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from modelgate.sidecar.answers import RefusalReason
+from modelgate.refusal_classifier import RefusalReason
 from modelgate.sidecar.proxy import CLIENT_CLOSED, RefusalMetrics
 from testbed.answering import Answerer, Answers, Judging, judge_verdict
 from testbed.exporters import EXPORTERS, Answer, Exporter, Identity

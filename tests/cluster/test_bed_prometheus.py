@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster
 from testbed.manifests import http_route, model_deployment

@@ -15,7 +15,7 @@ from kubernetes import client
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import PRESETS, STACKS, UnknownPresetError, available, preset_query
 from modelgate.metrics.presets import request_count_query as requests_query
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.exporters import istio, llmd, sglang, tgi, triton, vllm
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster

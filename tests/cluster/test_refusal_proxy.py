@@ -13,7 +13,7 @@ import pytest
 
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import preset_query
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.localcluster import LocalCluster
 from testbed.model_server_double import Behaviour
 from testbed.proxied_double import ProxiedDouble, start_proxied_double

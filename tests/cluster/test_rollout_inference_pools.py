@@ -12,7 +12,7 @@ from kubernetes import client
 from modelgate.api import ModelRolloutStatus, Phase, Verdict
 from modelgate.core import ConditionType
 from modelgate.core.conditions import condition
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.inference_pools import inference_pool, pool_http_route
 from testbed.localcluster import LocalCluster, kubectl
 from testbed.manifests import SEED_METRICS, Manifest, model_deployment, model_rollout

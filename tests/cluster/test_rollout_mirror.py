@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes import client
 
 from modelgate.api import Phase
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour

@@ -12,7 +12,7 @@ from kubernetes import client
 
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import preset_query, request_count_query
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.inference_sim import SimulatorFlags
 from testbed.localcluster import LocalCluster
 from testbed.traefik_gateway import TraefikGateway

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kubernetes import client
 
 from modelgate.api import Phase
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.fleet import ModelFleet
 from testbed.inference_sim import SimulatorFlags
 from testbed.localcluster import LocalCluster

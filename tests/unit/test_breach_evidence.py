@@ -23,7 +23,8 @@ from modelgate.metrics import BreachExplainer
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.exemplars import parse_exemplars, worst_pods, worst_traces
 from modelgate.metrics.presets import exemplar_query, preset_query
-from modelgate.metrics.prometheus import PrometheusClient, PrometheusProvider
+from modelgate.metrics.prometheus import PrometheusProvider
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.manifests import model_rollout
 
 pytestmark = pytest.mark.usefixtures("loopback_allowed")  # the fake Prometheus is on 127.0.0.1

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
+from modelgate.chat_answers import Answer, Choice
 from modelgate.cli.main import build_parser
-from modelgate.sidecar.answers import Answer, Choice, RefusalReason, classify, parse_patterns
+from modelgate.refusal_classifier import RefusalReason, classify, parse_patterns
 from tests.unit.test_chart import COMBINATIONS, REPOSITORY, Object, of_kind, render, render_error
 
 

@@ -12,7 +12,7 @@ from modelgate.evaluation.result import ResultTooLarge, failure_result, gate_res
 from modelgate.evaluation.scoring import Reply, capability_scores, replay_scores
 from modelgate.evaluation.summary import summary_text
 from modelgate.evaluation.testset import Item
-from modelgate.sidecar.answers import DEFAULT_PATTERNS, RefusalPatterns
+from modelgate.refusal_classifier import DEFAULT_PATTERNS, RefusalPatterns
 
 IDENTITY = TestSetIdentity(name="qa", version="2026-11-28", date=datetime(2026, 11, 28, tzinfo=UTC))
 

@@ -13,7 +13,7 @@ import yaml
 from rich.console import Console
 
 from modelgate.api import InvalidSpecError, parse_spec
-from modelgate.api.spec import GatewayAPIRouting
+from modelgate.api.traffic_routing import GatewayAPIRouting
 from modelgate.cli.render import render_list, render_status
 from modelgate.core import RouteProblem
 from modelgate.kube.pools import PoolPod, pool_availability, pool_label_selector, pool_pod

@@ -23,7 +23,8 @@ from modelgate.egress import TOKEN_ADDRESSES_ENV
 from modelgate.kube import Kube
 from modelgate.kube.client import SecretKeyValue
 from modelgate.metrics import AnalysisPlan, CountQueries, MetricPlan, MetricProvider
-from modelgate.metrics.prometheus import PrometheusClient, PrometheusProvider
+from modelgate.metrics.prometheus import PrometheusProvider
+from modelgate.metrics.prometheus_http import PrometheusClient
 
 
 def vector(*values: str) -> tuple[int, str]:

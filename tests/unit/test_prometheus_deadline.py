@@ -16,7 +16,8 @@ from modelgate.kube import Kube
 from modelgate.metrics import AnalysisPlan, MetricPlan
 from modelgate.metrics import prometheus as prometheus_module
 from modelgate.metrics.deadline import Deadline
-from modelgate.metrics.prometheus import PrometheusClient, PrometheusProvider
+from modelgate.metrics.prometheus import PrometheusProvider
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.silent_server import SilentServer
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)

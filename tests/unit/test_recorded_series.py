@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from modelgate.metrics.prometheus import _parse_range
+from modelgate.metrics.prometheus_http import _parse_range
 from modelgate.metrics.recorded import RecordedSeries
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -11,25 +11,26 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from modelgate.sidecar.answers import (
-    DEFAULT_PATTERNS,
+from modelgate.chat_answers import (
     MAX_CHOICES,
     Answer,
-    AnswerReader,
-    ByteBudget,
     Choice,
-    PatternError,
-    RefusalPatterns,
-    RefusalReason,
     ServerSentEvents,
     StreamedAnswer,
     TextLimits,
     TextWindow,
     answer_from_json,
-    classify,
-    parse_patterns,
     windowed,
 )
+from modelgate.refusal_classifier import (
+    DEFAULT_PATTERNS,
+    PatternError,
+    RefusalPatterns,
+    RefusalReason,
+    classify,
+    parse_patterns,
+)
+from modelgate.sidecar.answer_reader import AnswerReader, ByteBudget
 
 DEFAULTS = RefusalPatterns.of(DEFAULT_PATTERNS)
 

@@ -18,7 +18,7 @@ from multidict import CIMultiDict
 from prometheus_client.parser import text_string_to_metric_families
 from yarl import URL
 
-from modelgate.sidecar.answers import DEFAULT_PATTERNS, RefusalPatterns
+from modelgate.refusal_classifier import DEFAULT_PATTERNS, RefusalPatterns
 from modelgate.sidecar.proxy import ProxySettings, RunningProxy, start_refusal_proxy
 from testbed.model_server_double import Behaviour, RunningServer, start_model_server
 

@@ -11,7 +11,8 @@ from typing import Any
 from rich.console import Console
 
 from modelgate.api import MetricAnalysis, ModelRolloutStatus, Phase, RollbackReason, Verdict
-from modelgate.cli.render import ANALYSIS_COLUMNS, render_status
+from modelgate.cli.render import render_status
+from modelgate.cli.render_analysis import ANALYSIS_COLUMNS
 
 AT = datetime(2026, 12, 2, 12, 0, 4, tzinfo=UTC)
 NAMES = ("time-to-first-token-p99", "error-rate-of-chat-completions", "latency-p99", "refusal-rate")

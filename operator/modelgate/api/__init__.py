@@ -4,35 +4,20 @@ from modelgate.api.analysis import (
     LATENCY_PRESETS,
     RATE_PRESETS,
     AnalysisSpec,
-    Comparison,
-    Confidence,
     MetricPreset,
     MetricSource,
     MetricSpec,
     PrometheusSpec,
     SecretKeyRef,
-    SequentialTest,
 )
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.istio_routing import IstioDestination, IstioRouting, VirtualServiceRef
+from modelgate.api.progress_deadlines import Deadline, ProgressDeadlines
+from modelgate.api.rollback_policy import OnPrometheusError, RollbackSpec
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
-from modelgate.api.spec import (
-    BackendKind,
-    Deadline,
-    GatewayAPIRouting,
-    GatewayRouteRef,
-    Mirror,
-    ModelRolloutSpec,
-    OnPrometheusError,
-    Pause,
-    ProgressDeadlines,
-    RollbackSpec,
-    Step,
-    TrafficRouting,
-    WorkloadRef,
-    parse_spec,
-)
+from modelgate.api.spec import ModelRolloutSpec, parse_spec
+from modelgate.api.statistical_tests import Comparison, Confidence, SequentialTest
 from modelgate.api.status import (
     AnalysisSample,
     BreachRule,
@@ -55,7 +40,10 @@ from modelgate.api.status import (
     parse_status,
 )
 from modelgate.api.statusmodel import Timestamp, Verdict
+from modelgate.api.steps import Mirror, Pause, Step
+from modelgate.api.traffic_routing import GatewayAPIRouting, GatewayRouteRef, TrafficRouting
 from modelgate.api.watch import WatchSpec
+from modelgate.api.workload_ref import BackendKind, WorkloadRef
 
 __all__ = [
     "LATENCY_PRESETS",

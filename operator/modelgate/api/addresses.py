@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -26,6 +25,9 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 # What inet_aton reads as an IPv4 address: 1 to 4 parts, each decimal, octal (0...) or hex (0x...).
 _NUMERIC_HOST = re.compile(r"[0-9][0-9a-fA-FxX]*(\.[0-9][0-9a-fA-FxX]*){0,3}")
+# One part as C's strtoul(base 0) reads it whole.
+_C_INTEGER = re.compile(r"0[xX](?P<hex>[0-9a-fA-F]+)|(?P<octal>0[0-7]*)|(?P<decimal>[1-9][0-9]*)")
+_UINT32_MAX = 0xFFFFFFFF
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -95,12 +97,30 @@ def literal_ip(host: str) -> IPAddress | None:
         return ipaddress.ip_address(host)
     except ValueError:
         pass
-    if _NUMERIC_HOST.fullmatch(host) is None:
+    return _inet_aton(host) if _NUMERIC_HOST.fullmatch(host) else None
+
+
+def _inet_aton(host: str) -> ipaddress.IPv4Address | None:
+    """What glibc's inet_aton reads (parsed here, as core and api open no socket): leading parts
+    are one byte each, the last fills the bytes left ("127.1" is 127.0.0.1)."""
+    parts = [_c_integer(part) for part in host.split(".")]
+    if any(part is None for part in parts):
         return None
-    try:
-        return ipaddress.IPv4Address(socket.inet_aton(host))  # parses only: no lookup
-    except OSError:
+    *leading, last = (part for part in parts if part is not None)
+    if any(part > 0xFF for part in leading) or last >= 1 << (8 * (4 - len(leading))):
         return None
+    return ipaddress.IPv4Address(sum(part << (8 * (3 - n)) for n, part in enumerate(leading)) | last)
+
+
+def _c_integer(text: str) -> int | None:
+    match = _C_INTEGER.fullmatch(text)
+    if match is None:
+        return None
+    if match["hex"]:
+        value = int(match["hex"], 16)
+    else:
+        value = int(match["octal"], 8) if match["octal"] else int(match["decimal"])
+    return value if value <= _UINT32_MAX else None
 
 
 def _embedded_ipv4(ip: IPAddress) -> IPAddress:

@@ -27,7 +27,8 @@ from modelgate.cli.plan_figures import (
     planned_spec,
     split_metrics,
 )
-from modelgate.cli.render import step_label, threshold_text
+from modelgate.cli.render import step_label
+from modelgate.cli.render_analysis import threshold_text
 from modelgate.cli.target import OUTPUT_HELP, read_manifest
 
 EXIT_OK, EXIT_NOTHING_TO_PLAN, EXIT_USAGE, EXIT_COIN_TOSS = 0, 1, 2, 3

@@ -1,5 +1,5 @@
 """The figures of `modelgate plan`: rollouts simulated with the operator's own engine (`decide`, and
-in it `core.analysis.evaluate`) over simulated traffic, counted. Nothing here judges a value: every
+in it `core.metric_verdicts.evaluate`) over simulated traffic, counted. Nothing here judges a value: every
 verdict, every step's end and every rollback is the engine's, so the figures cannot disagree with
 the operator on what a rule does.
 

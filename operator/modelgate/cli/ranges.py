@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus_http import PrometheusClient
 from modelgate.metrics.recorded import RecordedSeries
 
 # Prometheus refuses a range query of more than 11,000 points.

@@ -11,15 +11,10 @@ from pathlib import Path
 
 from yarl import URL
 
+from modelgate.chat_answers import TextLimits
 from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.observability import configure_logging
-from modelgate.sidecar.answers import (
-    DEFAULT_PATTERNS,
-    PatternError,
-    RefusalPatterns,
-    TextLimits,
-    parse_patterns,
-)
+from modelgate.refusal_classifier import DEFAULT_PATTERNS, PatternError, RefusalPatterns, parse_patterns
 from modelgate.sidecar.connections import ConnectionLimits
 from modelgate.sidecar.proxy import ProxySettings, start_refusal_proxy
 

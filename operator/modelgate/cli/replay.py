@@ -27,7 +27,7 @@ from modelgate.cli.report_vega import MissingRenderer, check_renderer, write_png
 from modelgate.cli.simulation import Replay, simulate
 from modelgate.cli.target import OUTPUT_HELP, read_manifest
 from modelgate.cli.timeline import EventRow, Mark, Timeline, metric_traces, seconds
-from modelgate.metrics.prometheus import PrometheusClient
+from modelgate.metrics.prometheus_http import PrometheusClient
 from modelgate.metrics.provider import AnalysisPlan, plan_queries
 from modelgate.metrics.recorded import RecordedProvider, RecordedSeries
 

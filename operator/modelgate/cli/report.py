@@ -44,7 +44,8 @@ from modelgate.cli.timeline import (
 from modelgate.core.moments import moment
 from modelgate.kube import NotFound
 from modelgate.metrics import PrometheusProvider
-from modelgate.metrics.prometheus import PrometheusClient, TokenUnavailable
+from modelgate.metrics.prometheus import TokenUnavailable
+from modelgate.metrics.prometheus_http import PrometheusClient
 from modelgate.metrics.provider import AnalysisPlan
 from modelgate.metrics.recorded import RecordedSeries
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from modelgate.api import Comparison, ModelRolloutSpec, ModelRolloutStatus, Phase
-from modelgate.cli.render import threshold_text
+from modelgate.cli.render_analysis import threshold_text
 from modelgate.cli.report_units import preset_unit
 
 Points = tuple[tuple[float, float], ...]  # (unix seconds, value), oldest first

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from modelgate.api import Deadline, ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason, Verdict
-from modelgate.api.spec import DEFAULT_INCONCLUSIVE_DEADLINE
+from modelgate.api.progress_deadlines import DEFAULT_INCONCLUSIVE_DEADLINE
 from modelgate.core import conditions as cond
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.watch_window import watching

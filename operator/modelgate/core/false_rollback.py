@@ -128,7 +128,7 @@ def evaluation_chance(
 
 
 def _outside(metric: MetricSpec, incumbent: float | None, shares: list[float], below: list[float]) -> float:
-    """The chance of a candidate share that gives Fail, by the rules of core.analysis.judge and
+    """The chance of a candidate share that gives Fail, by the rules of core.metric_verdicts.judge and
     compare: above max, below min, above maxRatio x or maxIncrease + the incumbent's `incumbent`.
     `shares` ascending, `below` their cumulative probabilities."""
     upper = [metric.max] if metric.max is not None else []

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from modelgate.api import MetricSpec, Verdict
-from modelgate.api.spec import DEFAULT_INCONCLUSIVE_DEADLINE, RollbackSpec
+from modelgate.api.progress_deadlines import DEFAULT_INCONCLUSIVE_DEADLINE
+from modelgate.api.rollback_policy import RollbackSpec
 from modelgate.api.specmodel import SpecModel
 
 

@@ -25,10 +25,10 @@ import structlog
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from modelgate.api.addresses import AddressRefused, EgressPolicy
+from modelgate.chat_answers import answer_from_json
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.scoring import Reply
 from modelgate.evaluation.streaming import ChatStream, StreamError
-from modelgate.sidecar.answers import answer_from_json
 
 log = structlog.get_logger(__name__)
 

@@ -25,7 +25,7 @@ from modelgate.evaluation.replay_set import RecordedRequest, parse_replay, seede
 from modelgate.evaluation.result import gate_result
 from modelgate.evaluation.scoring import Reply, capability_scores, replay_scores
 from modelgate.evaluation.testset import TestSet, parse_test_set
-from modelgate.sidecar.answers import DEFAULT_PATTERNS, RefusalPatterns
+from modelgate.refusal_classifier import DEFAULT_PATTERNS, RefusalPatterns
 
 log = structlog.get_logger(__name__)
 

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelgate.api.gate_result import Score
+from modelgate.chat_answers import Answer, Choice
 from modelgate.evaluation.testset import Item
-from modelgate.sidecar.answers import Answer, Choice, RefusalPatterns, classify
+from modelgate.refusal_classifier import RefusalPatterns, classify
 
 # Enough digits for shares of thousands of samples and latencies in tenths of a millisecond, few
 # enough to keep the result inside a termination message.

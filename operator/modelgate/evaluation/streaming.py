@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from modelgate.sidecar.answers import DONE, ServerSentEvents
+from modelgate.chat_answers import DONE, ServerSentEvents
 
 
 class StreamError(Exception):

@@ -158,15 +158,7 @@ def check_job(
             "name": job_name,
             "namespace": meta["namespace"],
             "labels": labels,
-            "ownerReferences": [
-                {
-                    "apiVersion": f"{API_GROUP}/{API_VERSION}",
-                    "kind": KIND,
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": True,
-                }
-            ],
+            "ownerReferences": [_owned_by(meta)],
         },
         "spec": {
             "backoffLimit": 0,
@@ -180,22 +172,34 @@ def check_job(
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "securityContext": POD_SECURITY_CONTEXT,
-                    "containers": [
-                        {
-                            **container,
-                            "resources": dict(resources),
-                            "securityContext": {
-                                **CONTAINER_SECURITY_CONTEXT,
-                                **(container.get("securityContext") or {}),
-                            },
-                            "terminationMessagePath": TERMINATION_LOG,
-                            "terminationMessagePolicy": "File",
-                        }
-                    ],
+                    "containers": [_restricted(container, resources)],
                     "volumes": list(volumes),
                 },
             },
         },
+    }
+
+
+def _owned_by(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The rollout as the controller owner: the Job goes when the rollout does."""
+    return {
+        "apiVersion": f"{API_GROUP}/{API_VERSION}",
+        "kind": KIND,
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+    }
+
+
+def _restricted(container: Mapping[str, Any], resources: Mapping[str, Any]) -> dict[str, Any]:
+    """The check's container with `resources`, the restricted security context under the container's
+    own settings, and its verdict read from the termination log."""
+    return {
+        **container,
+        "resources": dict(resources),
+        "securityContext": {**CONTAINER_SECURITY_CONTEXT, **(container.get("securityContext") or {})},
+        "terminationMessagePath": TERMINATION_LOG,
+        "terminationMessagePolicy": "File",
     }
 
 

@@ -3,7 +3,7 @@ byte for byte, as it arrives; the answers of the completion endpoints are read o
 `answers`) and counted in `llm_requests_total` and `llm_refusals_total`, served on a port of their
 own so that the server's own /metrics stays reachable through the proxy.
 
-Bounded whatever clients and the server do: memory (`answers` keeps a bounded part of each answer,
+Bounded whatever clients and the server do: memory (`chat_answers` keeps a bounded part of each answer,
 JSON answers share one `ByteBudget`), the `model` label's values (`ModelLabels`), connections and
 the time their headers take (`connections`), and the time the server may stay silent."""
 
@@ -22,14 +22,9 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from yarl import URL
 
-from modelgate.sidecar.answers import (
-    AnswerReader,
-    ByteBudget,
-    RefusalPatterns,
-    RefusalReason,
-    TextLimits,
-    classify,
-)
+from modelgate.chat_answers import TextLimits
+from modelgate.refusal_classifier import RefusalPatterns, RefusalReason, classify
+from modelgate.sidecar.answer_reader import AnswerReader, ByteBudget
 from modelgate.sidecar.connections import ConnectionGuard, ConnectionLimits, GuardedSite
 
 log = structlog.get_logger(__name__)

@@ -1,84 +1,25 @@
-"""What an OpenAI-compatible server answered, and whether the answer is a refusal. Pure: bytes in,
-verdicts out; the proxy feeds it and does all I/O.
-
-An answer is a refusal when a choice finished with `content_filter` (the server's own filter
-stopped it) or when a choice's text matches one of the refusal patterns (case-insensitive regular
-expressions, searched anywhere in the text). Patterns are a heuristic: they miss refusals worded
-otherwise and may match a helpful answer that quotes one.
+"""What an OpenAI-compatible server answered: each choice's text and how it finished, read from a
+JSON body or a stream of server-sent events. Pure: bytes in, answers out; the refusal proxy and the
+evaluator both read answers with it (`refusal_classifier` judges them).
 
 Memory is bounded whatever the server sends: a choice keeps the first and last characters of its
 text (`TextLimits`), an event larger than `MAX_EVENT_BYTES` is skipped, and choices past
-`MAX_CHOICES` are not read. Text within the limits is classified whole.
+`MAX_CHOICES` are not read. Text within the limits is kept whole.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-CONTENT_FILTER = "content_filter"
 DONE = "[DONE]"
 # A chunk of a stream is a few hundred bytes (a few KiB with logprobs); larger events are skipped.
 MAX_EVENT_BYTES = 64 * 1024
 # OpenAI's own bound on `n`; choices with a higher index are not read.
 MAX_CHOICES = 128
-
-# Straight and typographic apostrophes: models write both.
-_APOSTROPHE = "['\u2019]"
-DEFAULT_PATTERNS: tuple[str, ...] = (
-    rf"\bI can{_APOSTROPHE}?t (help|assist) with\b",
-    r"\bI cannot (help|assist|provide|comply)\b",
-    rf"\bI{_APOSTROPHE}m sorry, but\b",
-    r"\bI am sorry, but\b",
-    rf"\bI{_APOSTROPHE}m (not able|unable) to (help|assist|comply)\b",
-    r"\bI am (not able|unable) to (help|assist|comply)\b",
-    r"\bI won['\u2019]t be able to (help|assist)\b",
-)
-
-
-class RefusalReason(StrEnum):
-    CONTENT_FILTER = "content_filter"
-    PATTERN = "pattern"
-
-
-class PatternError(ValueError):
-    """A refusal pattern that is not a valid regular expression."""
-
-
-class RefusalPatterns:
-    """Compiled, case-insensitive refusal patterns."""
-
-    def __init__(self, sources: Iterable[tuple[str, str]]) -> None:
-        """`sources`: (where the pattern comes from, for errors; the regular expression)."""
-        self.compiled = tuple(_compile(where, pattern) for where, pattern in sources)
-
-    @classmethod
-    def of(cls, patterns: Sequence[str]) -> RefusalPatterns:
-        return cls((f"pattern {n}", pattern) for n, pattern in enumerate(patterns, start=1))
-
-    def matches(self, text: str) -> bool:
-        return any(pattern.search(text) for pattern in self.compiled)
-
-
-def _compile(where: str, pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern, re.IGNORECASE)
-    except re.error as error:
-        raise PatternError(f"{where}: {pattern!r} is not a regular expression: {error}") from None
-
-
-def parse_patterns(text: str, source: str) -> RefusalPatterns:
-    """A patterns file: one regular expression per line; blank lines and lines starting with `#`
-    are skipped. `source` names the file in errors."""
-    lines = [(f"{source}, line {n}", line.strip()) for n, line in enumerate(text.splitlines(), start=1)]
-    kept = [(where, line) for where, line in lines if line and not line.startswith("#")]
-    if not kept:
-        raise PatternError(f"{source}: no patterns (one regular expression per line expected)")
-    return RefusalPatterns(kept)
 
 
 @dataclass(frozen=True)
@@ -146,15 +87,6 @@ class Answer:
     choices: tuple[Choice, ...]
 
 
-def classify(answer: Answer, patterns: RefusalPatterns) -> RefusalReason | None:
-    """The reason the answer is a refusal, or None. The server's own filter wins over patterns."""
-    if any(choice.finish_reason == CONTENT_FILTER for choice in answer.choices):
-        return RefusalReason.CONTENT_FILTER
-    if any(patterns.matches(text) for choice in answer.choices for text in choice.fragments()):
-        return RefusalReason.PATTERN
-    return None
-
-
 def answer_from_json(body: bytes, limits: TextLimits = TextLimits()) -> Answer | None:
     """A non-streaming answer: `choices[].message.content` (chat) or `choices[].text` (completions),
     each kept within `limits` as a stream's would be. None when the body is not such an answer."""
@@ -170,72 +102,6 @@ def answer_from_json(body: bytes, limits: TextLimits = TextLimits()) -> Answer |
         if isinstance(choice, dict)
     )
     return Answer(_model(document), choices)
-
-
-class ByteBudget:
-    """The bytes that JSON answers being read may hold at once, shared by all connections: an
-    answer that does not fit is passed on unread, so memory stays bounded however many arrive."""
-
-    def __init__(self, total: int) -> None:
-        self.free = total
-
-    def take(self, size: int) -> bool:
-        if size > self.free:
-            return False
-        self.free -= size
-        return True
-
-    def give(self, size: int) -> None:
-        self.free += size
-
-
-class AnswerReader:
-    """Reads one response body as it passes through: a stream of events keeps each choice's text
-    within `limits`; a JSON answer is kept whole up to `limit` bytes (and while `budget` has room),
-    and a larger one is passed on but not read (`answer()` is None). `release()` gives the bytes
-    held back to the budget."""
-
-    def __init__(
-        self,
-        streamed: bool,
-        limit: int,
-        limits: TextLimits = TextLimits(),
-        budget: ByteBudget | None = None,
-    ) -> None:
-        self._streamed = StreamedAnswer(limits) if streamed else None
-        self._limits = limits
-        self._budget = budget or ByteBudget(limit)
-        self._body: list[bytes] = []
-        self._size = 0
-        self._limit = limit
-        self._refused = False
-
-    @property
-    def over_limit(self) -> bool:
-        return self._refused
-
-    def feed(self, chunk: bytes) -> None:
-        if self._streamed is not None:
-            self._streamed.feed(chunk)
-            return
-        if self._refused:
-            return
-        if self._size + len(chunk) > self._limit or not self._budget.take(len(chunk)):
-            self._refused = True
-            self.release()
-            return
-        self._size += len(chunk)
-        self._body.append(chunk)
-
-    def answer(self) -> Answer | None:
-        if self._streamed is not None:
-            return self._streamed.answer()
-        return None if self._refused else answer_from_json(b"".join(self._body), self._limits)
-
-    def release(self) -> None:
-        self._budget.give(self._size)
-        self._body.clear()
-        self._size = 0
 
 
 class StreamedAnswer:

@@ -1,0 +1,147 @@
+"""How a metric compares the candidate with the incumbent: a ratio or increase of the same query
+(with optional anytime-valid bounds), or a sequential test on counts (docs/statistics.md)."""
+
+from typing import Annotated, Self
+
+from pydantic import ConfigDict, Field, model_validator
+
+from modelgate.api.errors import FieldPathError
+from modelgate.api.fields import Number
+from modelgate.api.markers import CelRule, cel_rules
+from modelgate.api.specmodel import SpecModel
+
+
+def _alpha_rule() -> CelRule:
+    return CelRule(
+        "self.alpha > 0.0 && self.alpha <= 0.5", field_path=".alpha", message="must be in (0, 0.5]"
+    )
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0 < alpha <= 0.5:
+        raise FieldPathError("alpha", f"must be in (0, 0.5] (got {alpha})")
+
+
+class Confidence(SpecModel):
+    """Anytime-valid bounds for a comparison of rates (compare.confidence)."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(_alpha_rule()))
+
+    alpha: Number = Field(
+        0.05,
+        description="The false-rollback probability allowed, in (0, 0.5]; with both maxRatio and "
+        "maxIncrease, each rule is judged at half of it.",
+    )
+
+    @model_validator(mode="after")
+    def _alpha_in_range(self) -> Self:
+        _check_alpha(self.alpha)
+        return self
+
+
+class Comparison(SpecModel):
+    """The candidate against the incumbent, both read from the same query at the same time."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "has(self.maxRatio) || has(self.maxIncrease)", message="set maxRatio, maxIncrease or both"
+            ),
+            CelRule(
+                "!has(self.maxRatio) || self.maxRatio > 0.0",
+                field_path=".maxRatio",
+                message="must be positive",
+            ),
+            CelRule(
+                "!has(self.confidence) || !has(self.maxRatio) "
+                "|| (self.maxRatio >= 1.0 && self.maxRatio <= 10.0)",
+                field_path=".maxRatio",
+                message="with confidence, must be in [1, 10]: the ratio of two rates the sequence bounds",
+            ),
+        )
+    )
+
+    max_ratio: Number | None = Field(
+        None,
+        description="Fails when candidate > maxRatio x incumbent, e.g. 1.2 for a TTFT P99 at most 20% "
+        "higher.",
+    )
+    max_increase: Annotated[Number, Field(ge=0)] | None = Field(
+        None,
+        description="Fails when candidate > incumbent + maxIncrease, in the metric's unit, e.g. 0.005 for "
+        "an error rate at most half a point higher.",
+    )
+    confidence: Confidence | None = Field(
+        None,
+        description="For rate presets: judge by anytime-valid bounds on the counts since the rollout began "
+        "instead of one window's values (docs/statistics.md): maxRatio fails only when the rate ratio's "
+        "lower bound is above it, maxIncrease only when the candidate's lower bound minus the incumbent's "
+        "upper bound is above it; a false Fail has probability at most alpha however often it is evaluated.",
+    )
+
+    @model_validator(mode="after")
+    def _well_formed(self) -> Self:
+        if self.max_ratio is None and self.max_increase is None:
+            raise ValueError("set maxRatio, maxIncrease or both")
+        if self.max_ratio is not None and self.max_ratio <= 0:
+            raise FieldPathError("maxRatio", "must be positive")
+        if self.confidence is not None and self.max_ratio is not None and not 1 <= self.max_ratio <= 10:
+            raise FieldPathError(
+                "maxRatio",
+                "with confidence, must be in [1, 10]: the ratio of two rates the sequence bounds "
+                f"(got {self.max_ratio})",
+            )
+        return self
+
+
+class SequentialTest(SpecModel):
+    """An anytime-valid confidence sequence for the candidate's rate over the incumbent's, on counts:
+    rolls back as soon as it lies above `tolerance`; with a `margin`, passes only once it lies below
+    the margin (Inconclusive until then). Each wrong decision has a probability of at most alpha
+    however long the rollout runs (docs/statistics.md)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            _alpha_rule(),
+            CelRule(
+                "self.tolerance >= 1.0 && self.tolerance <= 10.0",
+                field_path=".tolerance",
+                message="must be in [1, 10]",
+            ),
+            CelRule(
+                "!has(self.margin) || (self.margin > self.tolerance && self.margin <= 10.0)",
+                field_path=".margin",
+                message="must be greater than tolerance (default 1) and at most 10",
+            ),
+        )
+    )
+
+    alpha: Number = Field(
+        0.05,
+        description="The probability allowed of each wrong decision, in (0, 0.5]: a rollback of a candidate "
+        "no worse than tolerance, and a pass of one at or above margin.",
+    )
+    tolerance: Number = Field(
+        1.0,
+        description="Rolls back when the candidate's rate is, with confidence, above tolerance x the "
+        "incumbent's; in [1, 10]. The default 1 rolls back any candidate shown to be worse.",
+    )
+    margin: Number | None = Field(
+        None,
+        description="A non-inferiority margin, a rate ratio above tolerance and at most 10, e.g. 1.25: the "
+        "metric passes only once the candidate's rate is, with confidence, below margin x the "
+        "incumbent's, and is Inconclusive until then (evidence of no harm). Without it the metric passes "
+        "while there is no evidence of harm.",
+    )
+
+    @model_validator(mode="after")
+    def _in_range(self) -> Self:
+        _check_alpha(self.alpha)
+        if not 1 <= self.tolerance <= 10:
+            raise FieldPathError("tolerance", f"must be in [1, 10] (got {self.tolerance})")
+        if self.margin is not None and not self.tolerance < self.margin <= 10:
+            raise FieldPathError(
+                "margin",
+                f"must be greater than tolerance ({self.tolerance:g}) and at most 10 (got {self.margin})",
+            )
+        return self

@@ -1,0 +1,153 @@
+"""The connection to the API server that every part of the client shares: the kubernetes client's
+APIs, the request timeout, the watch caches, and how one request is counted and its errors
+translated."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Self
+
+from kubernetes import client, config
+from kubernetes.config.config_exception import ConfigException
+
+from modelgate import PLURAL
+from modelgate.kube.api_errors import KubeError, translated
+from modelgate.kube.cache import ObjectCache, deployment_essentials
+from modelgate.kube.pools import INFERENCE_POOLS
+from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS
+
+FIELD_MANAGER = "modelgate"
+DEFAULT_REQUEST_TIMEOUT = 30.0
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+Object = dict[str, Any]
+
+
+class Connection:
+    """The kubernetes client's APIs, the request timeout and the caches, shared by Kube's parts."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        reporting_host: str | None = None,
+    ) -> None:
+        """Reads go to the API server until `watch_caches` is called (the operator does: its watches
+        keep the caches current; the CLI does not)."""
+        self.api_client = api_client
+        self.caches: dict[str, ObjectCache] = {}
+        # Without a timeout a hung connection would block a worker thread forever.
+        self.request_timeout = request_timeout
+        self.reporting_host = reporting_host or socket.gethostname()
+        self._custom = client.CustomObjectsApi(api_client)
+        self._core = client.CoreV1Api(api_client)
+        self._apps = client.AppsV1Api(api_client)
+        self._batch = client.BatchV1Api(api_client)
+
+    def watch_caches(self, route_plurals: Iterable[str]) -> dict[str, ObjectCache]:
+        """Turns on the caches of the kinds a tick reads, by plural (the routers' objects are
+        `route_plurals`); the caller feeds them from watches of the same scope. A Deployment is
+        cached as its essentials only."""
+        self.caches = {
+            PLURAL: ObjectCache(),
+            **{plural: ObjectCache() for plural in route_plurals},
+            "deployments": ObjectCache(deployment_essentials),
+            INFERENCE_POOLS: ObjectCache(),
+        }
+        return self.caches
+
+    def _remember(self, plural: str, obj: Object) -> Object:
+        cache = self.caches.get(plural)
+        if cache is not None:
+            cache.put(obj)
+        return obj
+
+    def get_custom(
+        self, group: str, version: str, namespace: str, plural: str, name: str, *, fresh: bool = False
+    ) -> Object:
+        """The cached copy when there is one (never mutate it), else, or with `fresh`, the API
+        server's."""
+        cache = None if fresh else self.caches.get(plural)
+        held = None if cache is None else cache.get(namespace, name)
+        if held is not None:
+            return held
+        with api_request("get"):
+            obj = as_object(
+                self._custom.get_namespaced_custom_object(
+                    group, version, namespace, plural, name, _request_timeout=self.request_timeout
+                )
+            )
+        return self._remember(plural, obj)
+
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        path: str | Path | None = None,
+        *,
+        connections: int | None = None,
+        reporting_host: str | None = None,
+    ) -> Self:
+        """The kubeconfig at `path`; with None, the in-cluster service account when running in a
+        pod, else the default kubeconfig ($KUBECONFIG or ~/.kube/config). `connections`: how many
+        connections to keep open, at least the number of threads that use this client at once (more
+        threads than connections open and close one per request)."""
+        configuration = client.Configuration()
+        if connections is not None:
+            configuration.connection_pool_maxsize = connections
+        if path is not None:
+            _load_kubeconfig(path, configuration)
+            return cls(client.ApiClient(configuration), reporting_host=reporting_host)
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except ConfigException:
+            _load_kubeconfig(None, configuration)
+        return cls(client.ApiClient(configuration), reporting_host=reporting_host)
+
+    @property
+    def server_url(self) -> str:
+        """The API server's URL, as this client reaches it."""
+        return str(self.api_client.configuration.host)
+
+
+def as_object(value: Any) -> Object:
+    if not isinstance(value, dict):
+        raise KubeError(None, f"expected a JSON object from the API server, got {type(value).__name__}")
+    return value
+
+
+def _load_kubeconfig(path: str | Path | None, configuration: client.Configuration) -> None:
+    """The kubeconfig at `path` (None: $KUBECONFIG, else ~/.kube/config), or a KubeError saying which
+    one could not be read."""
+    try:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=None if path is None else str(path), client_configuration=configuration
+        )
+    except (ConfigException, OSError, ValueError) as error:
+        where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        raise KubeError(None, f"cannot read the kubeconfig {where}: {error}") from None
+
+
+def default_namespace(kubeconfig: str | Path | None = None) -> str:
+    """The namespace of the kubeconfig's current context, as kubectl would use it."""
+    try:
+        _, context = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig) if kubeconfig else None
+        )
+    except (config.ConfigException, TypeError, KeyError):
+        return "default"
+    return str(context.get("context", {}).get("namespace") or "default")
+
+
+@contextmanager
+def api_request(verb: str, *, json_patch: bool = False) -> Iterator[None]:
+    """One request to the API server: counted (the operator's own request rate), errors translated."""
+    API_REQUESTS.labels(verb).inc()
+    with API_REQUEST_SECONDS.labels(verb).time(), translated(json_patch=json_patch):
+        yield

@@ -1,0 +1,40 @@
+"""The runtime contract in pyproject.toml covers every top-level module of the package: a new
+module is either listed as the operator's (and then may not import the CLI, the evaluator or the
+refusal proxy) or is one of those, or what only they share."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from tests.unit.package_modules import modules
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+RUNTIME_CONTRACT = "the operator runtime imports neither the CLI, the evaluator nor the refusal proxy"
+# Not the running operator: the CLI, the gate's evaluator, the refusal proxy, the answer reading
+# and classifier only those two share, and `python -m modelgate`.
+OUTSIDE_RUNTIME = {
+    "modelgate.cli",
+    "modelgate.evaluation",
+    "modelgate.sidecar",
+    "modelgate.chat_answers",
+    "modelgate.refusal_classifier",
+    "modelgate.__main__",
+}
+
+
+def contract(name: str) -> dict[str, list[str]]:
+    contracts = tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"]
+    return next(c for c in contracts if c["name"] == name)
+
+
+def test_every_top_level_module_is_the_runtimes_or_named_outside_it() -> None:
+    top_level = {".".join(m.name.split(".")[:2]) for m in modules() if m.name != "modelgate"}
+    runtime = set(contract(RUNTIME_CONTRACT)["source_modules"])
+    assert runtime & OUTSIDE_RUNTIME == set()
+    assert top_level - OUTSIDE_RUNTIME == runtime
+    assert set(contract(RUNTIME_CONTRACT)["forbidden_modules"]) == {
+        "modelgate.cli",
+        "modelgate.evaluation",
+        "modelgate.sidecar",
+    }
