@@ -24,7 +24,6 @@ from modelgate.core import conditions as cond
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
 from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
 from modelgate.core.gating import gate_pending, gating, start_gate
-from modelgate.core.tick_history import note_history
 from modelgate.core.manual_commands import handle_command
 from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.mirror import candidate_served, mirror_wanted, settle_mirror
@@ -41,6 +40,7 @@ from modelgate.core.moments import moment
 from modelgate.core.query_check import check_holds, note_check
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.schedule import pause_ends_at, step_settles_at
+from modelgate.core.tick_history import note_history
 
 
 def decide(
