@@ -16,6 +16,14 @@ from modelgate.api.analysis import (
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.istio_routing import IstioDestination, IstioRouting, VirtualServiceRef
+from modelgate.api.metric_status import (
+    AnalysisSample,
+    ConfidenceBounds,
+    CounterTotals,
+    MetricAnalysis,
+    SequentialEvidence,
+)
+from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import (
     BackendKind,
@@ -34,24 +42,19 @@ from modelgate.api.spec import (
     parse_spec,
 )
 from modelgate.api.status import (
-    AnalysisSample,
     BreachRule,
     BreachTrace,
     CommandResult,
     Condition,
     ConditionStatus,
-    ConfidenceBounds,
-    CounterTotals,
     EarlierRollout,
     FalseRollbackWarning,
     LastCommand,
-    MetricAnalysis,
     ModelRolloutStatus,
     Phase,
     PodValue,
     RollbackReason,
     RollingBack,
-    SequentialEvidence,
     parse_status,
 )
 from modelgate.api.statusmodel import Timestamp, Verdict
@@ -94,6 +97,7 @@ __all__ = [
     "OnDelete",
     "OnPrometheusError",
     "Pause",
+    "PauseReason",
     "Phase",
     "PodValue",
     "ProgressDeadlines",
@@ -101,6 +105,7 @@ __all__ = [
     "RollbackReason",
     "RollbackSpec",
     "RollingBack",
+    "RolloutPause",
     "SecretKeyRef",
     "SequentialEvidence",
     "SequentialTest",

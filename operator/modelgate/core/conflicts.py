@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from modelgate.api import Phase
+from modelgate.api import PauseReason, Phase
 from modelgate.core import conditions as cond
 from modelgate.core.model import LiveRoute
 from modelgate.core.reasons import ConditionType, Reason
@@ -40,7 +40,7 @@ def overwrite_noticed(tick: _Tick) -> bool:
 
 
 def route_conflict_held(tick: _Tick) -> bool:
-    return _route_reason(tick) is Reason.ROUTE_CONFLICT
+    return tick.paused_by(PauseReason.ROUTE_CONFLICT)
 
 
 def note_overwrite(tick: _Tick, route: LiveRoute, writer: str) -> None:
@@ -63,6 +63,7 @@ def note_overwrite(tick: _Tick, route: LiveRoute, writer: str) -> None:
     )
     tick.event(Reason.ROUTE_CONFLICT, message)
     tick.condition(ConditionType.ROUTE_READY, False, Reason.ROUTE_CONFLICT, message)
+    tick.pause(PauseReason.ROUTE_CONFLICT, message)
     if tick.status.phase is Phase.PROGRESSING:
         tick.update(phase=Phase.PAUSED)
     if tick.status.phase in (Phase.PENDING, Phase.PAUSED):
@@ -75,3 +76,4 @@ def release_route(tick: _Tick, by: str) -> None:
         tick.condition(
             ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, f"writing weights again after {by}"
         )
+    tick.unpause(PauseReason.ROUTE_CONFLICT)

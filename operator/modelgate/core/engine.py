@@ -9,20 +9,21 @@ from __future__ import annotations
 from datetime import datetime
 
 from modelgate.api import (
-    EarlierRollout,
     MetricAnalysis,
     ModelRolloutSpec,
     ModelRolloutStatus,
+    PauseReason,
     Phase,
     RollbackReason,
+    RolloutPause,
     Step,
     Verdict,
 )
-from modelgate.api.status import MAX_EARLIER_ROLLOUTS
 from modelgate.core import capacity, false_rollback, gradual, limits, watch_window
 from modelgate.core import conditions as cond
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
 from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
+from modelgate.core.fresh_status import fresh_status
 from modelgate.core.gating import gate_pending, gating, start_gate
 from modelgate.core.manual_commands import handle_command
 from modelgate.core.metric_verdicts import evaluate
@@ -37,6 +38,7 @@ from modelgate.core.model import (
     SpecProblem,
 )
 from modelgate.core.moments import moment
+from modelgate.core.pause_upgrade import with_pause_from_conditions
 from modelgate.core.query_check import check_holds, note_check
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.schedule import pause_ends_at, step_settles_at
@@ -45,6 +47,7 @@ from modelgate.core.schedule import pause_ends_at, step_settles_at
 def decide(
     spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
 ) -> Decision:
+    status = with_pause_from_conditions(status, now)
     tick = _Tick(watch_window.in_force(spec, status), status, observed, now)
     tick.run()
     settle_mirror(tick)
@@ -62,7 +65,8 @@ def decide_unusable(
     finished = status.phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK)
     update: dict[str, object] = {"message": message, "observed_generation": generation}
     if not finished:
-        update |= {"phase": Phase.FAILED, "current_weight": 0}
+        held = status.pause is not None and status.pause.reason is PauseReason.ROUTE_CONFLICT
+        update |= {"phase": Phase.FAILED, "current_weight": 0, "pause": status.pause if held else None}
     unusable = status.model_copy(update=update)
     weight = None if finished or status.live_weight == 0 else 0
     if status.message == message and (finished or status.phase is Phase.FAILED):
@@ -175,12 +179,7 @@ class _Tick:
 
     @property
     def error_paused(self) -> bool:
-        healthy = cond.condition(self.status.conditions, ConditionType.ANALYSIS_HEALTHY)
-        return (
-            self.status.phase is Phase.PAUSED
-            and healthy is not None
-            and healthy.reason == Reason.PROMETHEUS_UNAVAILABLE
-        )
+        return self.paused_by(PauseReason.PROMETHEUS_ERRORS)
 
     # -- the tick ----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -246,40 +245,32 @@ class _Tick:
             )
 
     def start_rollout(self, reason: Reason, message: str) -> None:
-        self.update(
-            phase=Phase.PENDING,
-            message=message,
-            rollout_candidate=self.spec.candidate.identity,
-            rollout_started_at=self.now,
-            earlier_rollouts=self.earlier_rollouts(),
-            current_step_index=0,
-            current_weight=0,
-            live_weight=None,  # another rollout's weights say nothing of who writes this one's
-            live_mirror_percent=None,
-            step_started_at=None,
-            last_analysis_at=None,
-            pending_since=self.now,
-            inconclusive_since=None,
-            consecutive_prometheus_errors=0,
-            analysis=(),
-            rollback_reason=None,
-            rolling_back=None,
-            false_rollback_warnings=(),
-            gate=None,
-            watch_ends_at=None,
-            conditions=(),
-        )
+        self.status = fresh_status(self.status, self.spec.candidate.identity, self.now, message)
         self.event(reason, message)
 
-    def earlier_rollouts(self) -> tuple[EarlierRollout, ...]:
-        """The kept history with the rollout being replaced, if there was one."""
-        status, kept = self.status, self.status.earlier_rollouts
-        if status.rollout_candidate is None:
-            return kept
-        ended = EarlierRollout(
-            candidate=status.rollout_candidate, started_at=status.rollout_started_at, phase=status.phase
-        )
-        return (*kept, ended)[-MAX_EARLIER_ROLLOUTS:]
+    # -- pauses (status.pause) ---------------------------------------------------------------------
+    def paused_by(self, *reasons: PauseReason) -> bool:
+        pause = self.status.pause
+        return pause is not None and pause.reason in reasons
+
+    def pause(self, reason: PauseReason, message: str) -> None:
+        """Holds the rollout for `reason`; a route conflict stays the pause until it is released (it
+        keeps the route from being written)."""
+        if self.paused_by(PauseReason.ROUTE_CONFLICT) and reason is not PauseReason.ROUTE_CONFLICT:
+            return
+        if self.paused_by(reason):
+            return  # the same pause goes on since it began
+        clipped = limits.clip(message, limits.ANALYSIS_MESSAGE)
+        self.update(pause=RolloutPause(reason=reason, since=self.now, message=clipped))
+
+    def unpause(self, *reasons: PauseReason) -> None:
+        """Ends the pause if it is for one of `reasons`."""
+        if self.paused_by(*reasons):
+            self.update(pause=None)
+
+    def end_pauses(self) -> None:
+        """The rollout ended: only a route held for another writer stays held."""
+        self.unpause(*(reason for reason in PauseReason if reason is not PauseReason.ROUTE_CONFLICT))
 
     def pending(self) -> None:
         self.set_weight(0)
@@ -376,6 +367,7 @@ class _Tick:
         if not self.error_paused:
             self.event(Reason.ANALYSIS_PAUSED, f"{detail}; paused until `modelgate resume`")
         self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, detail)
+        self.pause(PauseReason.PROMETHEUS_ERRORS, detail)
         address = self.spec.analysis.prometheus.address
         fix = f"fix what it names (the Prometheus at {address}: spec.analysis.prometheus)"
         self.update(phase=Phase.PAUSED, message=f"paused: {detail}; {fix}, then run `modelgate resume`")
@@ -426,6 +418,7 @@ class _Tick:
         return True
 
     def enter_step(self, index: int) -> None:
+        self.unpause(PauseReason.INDEFINITE_STEP)
         if index >= len(self.spec.steps):
             if not watch_window.start(self):
                 self.succeed()
@@ -438,6 +431,7 @@ class _Tick:
         )
         if deadline_paused(self):
             self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, f"step {index} started")
+            self.unpause(PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
         step = self.step
         if step.set_weight is not None and capacity.holds_weight(self, step.set_weight):
             return
@@ -451,6 +445,7 @@ class _Tick:
             self.update(phase=Phase.PROGRESSING, message=message)
         elif step.pause is not None and step.pause.duration is None:
             self.update(phase=Phase.PAUSED, message=f"step {index}: paused until `modelgate promote`")
+            self.pause(PauseReason.INDEFINITE_STEP, f"step {index} pauses until `modelgate promote`")
             self.event(Reason.PAUSED, f"step {index}: waiting for `modelgate promote`")
         else:
             assert step.pause is not None
@@ -475,6 +470,7 @@ class _Tick:
             step_started_at=self.now,
             message=f"{self.spec.candidate.name} takes all traffic",
         )
+        self.end_pauses()
         watch_window.stop(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
         self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
         self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.name} promoted to 100%")
@@ -491,6 +487,7 @@ class _Tick:
         else:
             message = gradual.step_down_message(rolling.from_weight, rolling, reason.message)
         self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, rolling_back=rolling, message=message)
+        self.end_pauses()
         self.condition(ConditionType.COMPLETED, False, Reason.ROLLED_BACK, reason.message)
         step_down = (
             "" if rolling is None else f" (the candidate's weight reaches 0 at {moment(rolling.ends_at)})"
@@ -503,6 +500,7 @@ class _Tick:
         writer's, as a rollback is), asked again at every tick until the route carries it."""
         self.set_weight(0, even_when_held=True)
         self.update(phase=Phase.FAILED, message=message)
+        self.end_pauses()
         self.outcome = Outcome(Phase.FAILED, reason)
 
     def route_problem(self, problem: RouteProblem) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from modelgate.api import CommandResult, LastCommand, Phase, RollbackReason
+from modelgate.api import CommandResult, LastCommand, PauseReason, Phase, RollbackReason
+from modelgate.api.pause import RESUMABLE
 from modelgate.core import limits
-from modelgate.core.conflicts import release_route, route_conflict_held
-from modelgate.core.deadlines import deadline_paused
+from modelgate.core.conflicts import release_route
 from modelgate.core.gating import gate_command
 from modelgate.core.model import (
     COMMAND_ANNOTATION,
@@ -90,34 +90,8 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
         tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.name} from step 0")
         return "started again from step 0"
-    if (
-        action is CommandAction.RESUME
-        and route_conflict_held(tick)
-        and not active
-        and phase is not Phase.PENDING
-    ):
-        # A finished rollout held for another writer: its weight is written again.
-        release_route(tick, "`modelgate resume`")
-        tick.event(Reason.RESUMED, "resumed by `modelgate resume`: writing the weight again")
-        return "writing the weight again"
-    if action is CommandAction.RESUME and (
-        tick.error_paused or deadline_paused(tick) or route_conflict_held(tick)
-    ):
-        release_route(tick, "`modelgate resume`")
-        # Back to what the step itself does: an indefinite pause still waits for `modelgate promote`;
-        # the progress deadlines count again from now.
-        pending = phase is Phase.PENDING
-        tick.update(
-            phase=phase if pending else Phase.PAUSED if tick.at_indefinite_pause else Phase.PROGRESSING,
-            consecutive_prometheus_errors=0,
-            pending_since=tick.now if pending else None,
-            inconclusive_since=None,
-        )
-        if tick.at_indefinite_pause and not pending:
-            tick.note("paused until `modelgate promote`")
-        tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, "resumed by `modelgate resume`")
-        tick.event(Reason.RESUMED, "resumed by `modelgate resume`")
-        return "resumed"
+    if action is CommandAction.RESUME and tick.paused_by(*RESUMABLE):
+        return _resume(tick)
     if action is CommandAction.PROMOTE_FULL and active:
         release_route(tick, "`modelgate promote --full`")
         tick.event(Reason.PROMOTED, "`modelgate promote --full`: skipping the remaining steps")
@@ -130,3 +104,33 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
         tick.enter_step(index + 1)
         return f"step {index} finished by hand"
     return None
+
+
+def _resume(tick: _Tick) -> str:
+    """Ends a pause `modelgate resume` ends (status.pause): back to what the step itself does."""
+    phase = tick.status.phase
+    if phase not in (Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED):
+        # A finished rollout held for another writer: its weight is written again.
+        release_route(tick, "`modelgate resume`")
+        tick.event(Reason.RESUMED, "resumed by `modelgate resume`: writing the weight again")
+        return "writing the weight again"
+    release_route(tick, "`modelgate resume`")
+    tick.unpause(*RESUMABLE)
+    # An indefinite pause still waits for `modelgate promote`; the progress deadlines count again from now.
+    pending = phase is Phase.PENDING
+    indefinite = tick.at_indefinite_pause and not pending
+    tick.update(
+        phase=phase if pending else Phase.PAUSED if indefinite else Phase.PROGRESSING,
+        consecutive_prometheus_errors=0,
+        pending_since=tick.now if pending else None,
+        inconclusive_since=None,
+    )
+    if indefinite:
+        tick.note("paused until `modelgate promote`")
+        tick.pause(
+            PauseReason.INDEFINITE_STEP,
+            f"step {tick.status.current_step_index} pauses until `modelgate promote`",
+        )
+    tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, "resumed by `modelgate resume`")
+    tick.event(Reason.RESUMED, "resumed by `modelgate resume`")
+    return "resumed"

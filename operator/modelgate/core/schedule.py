@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, Phase
+from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase
 from modelgate.core import conditions as cond
 from modelgate.core.deadlines import inconclusive_limit
 from modelgate.core.gradual import next_step_at
@@ -137,7 +137,7 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
     if ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED:
         written = False  # e.g. one of several routes moved together did not take it
-    if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
+    if status.pause is not None and status.pause.reason is PauseReason.ROUTE_CONFLICT:
         written = True  # held for another writer: there is nothing to retry
     if not written and status.phase is not Phase.FAILED:
         candidates.append(WRITE_RETRY)

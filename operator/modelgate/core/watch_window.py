@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason
 from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
 
@@ -102,6 +102,7 @@ def rollback_held(tick: _Tick, reason: RollbackReason) -> bool:
     if tick.status.rollback_reason is None:
         tick.event(Reason.ROLLBACK_HELD, message)
     tick.update(phase=Phase.PAUSED, rollback_reason=reason, message=message)
+    tick.pause(PauseReason.ROLLBACK_HELD, message)
     return True
 
 
