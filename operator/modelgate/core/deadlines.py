@@ -5,7 +5,6 @@ as Flagger's and Argo Rollouts' progress deadlines do."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from modelgate.api import (
     Deadline,
@@ -18,13 +17,11 @@ from modelgate.api import (
 )
 from modelgate.api.spec import DEFAULT_INCONCLUSIVE_DEADLINE
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.watch_window import watching
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
+from modelgate.core.stage import watching
+from modelgate.core.tick import Tick
 
 
-def pending_deadline(tick: _Tick) -> bool:
+def pending_deadline(tick: Tick) -> bool:
     """Acts on the pending deadline if it has passed; True when it did (the tick goes no further)."""
     deadlines = tick.spec.progress_deadlines
     deadline = deadlines.pending if deadlines else None
@@ -32,7 +29,7 @@ def pending_deadline(tick: _Tick) -> bool:
     return _check(tick, PauseReason.PENDING_DEADLINE, deadline, since, what)
 
 
-def inconclusive_deadline(tick: _Tick) -> bool:
+def inconclusive_deadline(tick: Tick) -> bool:
     """Acts on the inconclusive deadline if it has passed; True when it did (the tick goes no further)."""
     deadline = inconclusive_limit(tick.spec, tick.status)
     since = tick.status.inconclusive_since
@@ -49,14 +46,14 @@ def inconclusive_limit(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> De
     return None if watching(status) else DEFAULT_INCONCLUSIVE_DEADLINE
 
 
-def _inconclusive(tick: _Tick) -> str:
+def _inconclusive(tick: Tick) -> str:
     """The Inconclusive metrics and why, for the deadline's message."""
     why = [f"{m.name}: {m.message}" for m in tick.status.analysis if m.verdict is Verdict.INCONCLUSIVE]
     return f" ({'; '.join(why)})" if why else ""
 
 
 def _check(
-    tick: _Tick,
+    tick: Tick,
     pause: PauseReason,
     deadline: Deadline | None,
     since: datetime | None,
@@ -68,11 +65,11 @@ def _check(
     return _act(tick, pause, deadline, since, f"{what} {deadline.after}{detail}")
 
 
-def deadline_paused(tick: _Tick) -> bool:
+def deadline_paused(tick: Tick) -> bool:
     return tick.paused_by(PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
 
 
-def _act(tick: _Tick, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> bool:
+def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> bool:
     if tick.now - since < deadline.after_timedelta or deadline_paused(tick):
         return False
     message = f"{what}; {deadline.action} per spec.progressDeadlines"

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from modelgate.api import CommandResult, LastCommand, PauseReason, Phase, RollbackReason
 from modelgate.api.pause import RESUMABLE
 from modelgate.core import limits
@@ -19,15 +17,12 @@ from modelgate.core.model import (
 )
 from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
-
+from modelgate.core.tick import Tick
 
 UNREADABLE = "unreadable"  # status.lastCommand.name of an annotation that is not a command
 
 
-def handle_command(tick: _Tick, command: Command | UnreadableCommand) -> None:
+def handle_command(tick: Tick, command: Command | UnreadableCommand) -> None:
     if isinstance(command, UnreadableCommand):
         _ignore(tick, command.id, UNREADABLE, unreadable_message(command))
         return
@@ -53,12 +48,12 @@ def unreadable_message(command: UnreadableCommand) -> str:
     )
 
 
-def _ignore(tick: _Tick, command_id: str, name: str, message: str) -> None:
+def _ignore(tick: Tick, command_id: str, name: str, message: str) -> None:
     tick.event(Reason.COMMAND_IGNORED, message)
     _record(tick, command_id, name, CommandResult.IGNORED, message)
 
 
-def _record(tick: _Tick, command_id: str, name: str, result: CommandResult, message: str) -> None:
+def _record(tick: Tick, command_id: str, name: str, result: CommandResult, message: str) -> None:
     tick.update(
         last_command=LastCommand(
             id=command_id,
@@ -70,7 +65,7 @@ def _record(tick: _Tick, command_id: str, name: str, result: CommandResult, mess
     )
 
 
-def _apply(tick: _Tick, action: CommandAction) -> str | None:
+def _apply(tick: Tick, action: CommandAction) -> str | None:
     """What the command did, or None when it does not apply in the rollout's phase."""
     phase = tick.status.phase
     if phase is Phase.GATING:
@@ -106,7 +101,7 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
     return None
 
 
-def _resume(tick: _Tick) -> str:
+def _resume(tick: Tick) -> str:
     """Ends a pause `modelgate resume` ends (status.pause): back to what the step itself does."""
     phase = tick.status.phase
     if phase not in (Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED):

@@ -8,9 +8,9 @@ from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus,
 from modelgate.core import conditions as cond
 from modelgate.core.deadlines import inconclusive_limit
 from modelgate.core.gradual import next_step_at
-from modelgate.core.mirror import candidate_served
 from modelgate.core.query_check import next_check_at
 from modelgate.core.reasons import ConditionType, Reason
+from modelgate.core.stage import candidate_served
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.GATING, Phase.PROGRESSING, Phase.PAUSED})
 # How often an active rollout with nothing scheduled is looked at again: a waiting one notices a
