@@ -30,11 +30,10 @@ import urllib3
 
 from bench.process_usage import cpu_seconds
 from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.api.metric_status import AnalysisSample, MetricAnalysis
 from modelgate.api.status import (
-    AnalysisSample,
     Condition,
     ConditionStatus,
-    MetricAnalysis,
     ModelRolloutStatus,
     Phase,
 )

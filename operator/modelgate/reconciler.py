@@ -53,7 +53,8 @@ from modelgate.core.evidence import with_evidence
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.query_check import check_due
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
-from modelgate.core.watch_window import in_force, watching
+from modelgate.core.stage import watching
+from modelgate.core.watch_window import in_force
 from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs

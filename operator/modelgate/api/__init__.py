@@ -13,30 +13,33 @@ from modelgate.api.analysis import (
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.istio_routing import IstioDestination, IstioRouting, VirtualServiceRef
+from modelgate.api.metric_status import (
+    AnalysisSample,
+    ConfidenceBounds,
+    CounterTotals,
+    MetricAnalysis,
+    SequentialEvidence,
+)
+from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.api.progress_deadlines import Deadline, ProgressDeadlines
 from modelgate.api.rollback_policy import OnPrometheusError, RollbackSpec
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import ModelRolloutSpec, parse_spec
 from modelgate.api.statistical_tests import Comparison, Confidence, SequentialTest
 from modelgate.api.status import (
-    AnalysisSample,
     BreachRule,
     BreachTrace,
     CommandResult,
     Condition,
     ConditionStatus,
-    ConfidenceBounds,
-    CounterTotals,
     EarlierRollout,
     FalseRollbackWarning,
     LastCommand,
-    MetricAnalysis,
     ModelRolloutStatus,
     Phase,
     PodValue,
     RollbackReason,
     RollingBack,
-    SequentialEvidence,
     parse_status,
 )
 from modelgate.api.statusmodel import Timestamp, Verdict
@@ -82,6 +85,7 @@ __all__ = [
     "OnDelete",
     "OnPrometheusError",
     "Pause",
+    "PauseReason",
     "Phase",
     "PodValue",
     "ProgressDeadlines",
@@ -89,6 +93,7 @@ __all__ = [
     "RollbackReason",
     "RollbackSpec",
     "RollingBack",
+    "RolloutPause",
     "SecretKeyRef",
     "SequentialEvidence",
     "SequentialTest",

@@ -15,15 +15,11 @@ becomes Available does. Lowering a weight never waits; `modelgate promote` skips
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from modelgate.api import ConditionStatus, Phase
 from modelgate.core import conditions as cond
 from modelgate.core.deadlines import pending_deadline
 from modelgate.core.reasons import ConditionType, Reason
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
+from modelgate.core.tick import Tick
 
 
 def needed_replicas(incumbent_ready: int, weight: int) -> int:
@@ -31,11 +27,11 @@ def needed_replicas(incumbent_ready: int, weight: int) -> int:
     return -(-incumbent_ready * weight // 100)
 
 
-def enforced(tick: _Tick) -> bool:
+def enforced(tick: Tick) -> bool:
     return tick.spec.capacity is not None and tick.spec.capacity.enforce
 
 
-def step_waits(tick: _Tick) -> bool:
+def step_waits(tick: Tick) -> bool:
     """The current setWeight step has not raised its weight yet (it waits for capacity)."""
     if not enforced(tick) or tick.status.current_step_index >= len(tick.spec.steps):
         return False
@@ -43,7 +39,7 @@ def step_waits(tick: _Tick) -> bool:
     return wanted is not None and wanted != tick.status.current_weight
 
 
-def holds_weight(tick: _Tick, weight: int) -> bool:
+def holds_weight(tick: Tick, weight: int) -> bool:
     """Whether raising the candidate's weight to `weight` waits for its Ready replicas. Says so while
     it does (message, condition, pendingSince, an Event when the wait begins) and when it ends."""
     if not enforced(tick) or weight <= tick.status.current_weight:
@@ -75,7 +71,7 @@ def holds_weight(tick: _Tick, weight: int) -> bool:
     return True
 
 
-def raise_waiting_weight(tick: _Tick) -> bool:
+def raise_waiting_weight(tick: Tick) -> bool:
     """A waiting step raises its weight once the capacity is there; True while it still waits (or
     its progress deadline acted), so the step goes no further this tick."""
     if not step_waits(tick):
@@ -95,7 +91,7 @@ def raise_waiting_weight(tick: _Tick) -> bool:
     return False
 
 
-def _no_wait(tick: _Tick) -> None:
+def _no_wait(tick: Tick) -> None:
     """A wait that ended otherwise (`modelgate promote` past it, a spec edit) is no longer reported."""
     previous = cond.condition(tick.status.conditions, ConditionType.CANDIDATE_CAPACITY)
     if previous is not None and previous.status is ConditionStatus.FALSE:

@@ -5,20 +5,16 @@ instead of fighting. Holding: no weight writes and no step advances (a rollback 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from modelgate.api import Phase
+from modelgate.api import PauseReason, Phase
 from modelgate.core import conditions as cond
 from modelgate.core.model import LiveRoute
 from modelgate.core.reasons import ConditionType, Reason
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
+from modelgate.core.tick import Tick
 
 _NOTICED = (Reason.ROUTE_OVERWRITTEN, Reason.ROUTE_CONFLICT)
 
 
-def overwritten_by(tick: _Tick, route: LiveRoute) -> str | None:
+def overwritten_by(tick: Tick, route: LiveRoute) -> str | None:
     """The other writer, when the route carries a weight that neither the operator left there (at its
     previous tick) nor wants now, and the route names a writer other than the operator."""
     left = tick.status.live_weight
@@ -29,21 +25,21 @@ def overwritten_by(tick: _Tick, route: LiveRoute) -> str | None:
     return route.other_writer
 
 
-def _route_reason(tick: _Tick) -> Reason | None:
+def _route_reason(tick: Tick) -> Reason | None:
     ready = cond.condition(tick.status.conditions, ConditionType.ROUTE_READY)
     return None if ready is None else Reason(ready.reason)
 
 
-def overwrite_noticed(tick: _Tick) -> bool:
+def overwrite_noticed(tick: Tick) -> bool:
     """The route was overwritten in this rollout (said once; kept until a command or a new rollout)."""
     return _route_reason(tick) in _NOTICED
 
 
-def route_conflict_held(tick: _Tick) -> bool:
-    return _route_reason(tick) is Reason.ROUTE_CONFLICT
+def route_conflict_held(tick: Tick) -> bool:
+    return tick.paused_by(PauseReason.ROUTE_CONFLICT)
 
 
-def note_overwrite(tick: _Tick, route: LiveRoute, writer: str) -> None:
+def note_overwrite(tick: Tick, route: LiveRoute, writer: str) -> None:
     if route_conflict_held(tick):
         return  # already holding, and said so
     what = (
@@ -63,15 +59,17 @@ def note_overwrite(tick: _Tick, route: LiveRoute, writer: str) -> None:
     )
     tick.event(Reason.ROUTE_CONFLICT, message)
     tick.condition(ConditionType.ROUTE_READY, False, Reason.ROUTE_CONFLICT, message)
+    tick.pause(PauseReason.ROUTE_CONFLICT, message)
     if tick.status.phase is Phase.PROGRESSING:
         tick.update(phase=Phase.PAUSED)
     if tick.status.phase in (Phase.PENDING, Phase.PAUSED):
         tick.update(message=f"paused: {message}")
 
 
-def release_route(tick: _Tick, by: str) -> None:
+def release_route(tick: Tick, by: str) -> None:
     """A command ends a hold and forgets the overwrite: the weight is written again this tick."""
     if overwrite_noticed(tick):
         tick.condition(
             ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, f"writing weights again after {by}"
         )
+    tick.unpause(PauseReason.ROUTE_CONFLICT)

@@ -5,30 +5,36 @@ as Flagger's and Argo Rollouts' progress deadlines do."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
-from modelgate.api import Deadline, ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason, Verdict
+from modelgate.api import (
+    Deadline,
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    PauseReason,
+    Phase,
+    RollbackReason,
+    Verdict,
+)
 from modelgate.api.progress_deadlines import DEFAULT_INCONCLUSIVE_DEADLINE
-from modelgate.core import conditions as cond
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.watch_window import watching
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
+from modelgate.core.stage import watching
+from modelgate.core.tick import Tick
 
 
-def pending_deadline(tick: _Tick) -> bool:
+def pending_deadline(tick: Tick) -> bool:
     """Acts on the pending deadline if it has passed; True when it did (the tick goes no further)."""
     deadlines = tick.spec.progress_deadlines
     deadline = deadlines.pending if deadlines else None
-    return _check(tick, deadline, tick.status.pending_since, "the candidate has not become Available within")
+    since, what = tick.status.pending_since, "the candidate has not become Available within"
+    return _check(tick, PauseReason.PENDING_DEADLINE, deadline, since, what)
 
 
-def inconclusive_deadline(tick: _Tick) -> bool:
+def inconclusive_deadline(tick: Tick) -> bool:
     """Acts on the inconclusive deadline if it has passed; True when it did (the tick goes no further)."""
     deadline = inconclusive_limit(tick.spec, tick.status)
     since = tick.status.inconclusive_since
-    return _check(tick, deadline, since, "the analysis has been Inconclusive for", _inconclusive(tick))
+    what = "the analysis has been Inconclusive for"
+    return _check(tick, PauseReason.INCONCLUSIVE_DEADLINE, deadline, since, what, _inconclusive(tick))
 
 
 def inconclusive_limit(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> Deadline | None:
@@ -40,26 +46,30 @@ def inconclusive_limit(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> De
     return None if watching(status) else DEFAULT_INCONCLUSIVE_DEADLINE
 
 
-def _inconclusive(tick: _Tick) -> str:
+def _inconclusive(tick: Tick) -> str:
     """The Inconclusive metrics and why, for the deadline's message."""
     why = [f"{m.name}: {m.message}" for m in tick.status.analysis if m.verdict is Verdict.INCONCLUSIVE]
     return f" ({'; '.join(why)})" if why else ""
 
 
 def _check(
-    tick: _Tick, deadline: Deadline | None, since: datetime | None, what: str, detail: str = ""
+    tick: Tick,
+    pause: PauseReason,
+    deadline: Deadline | None,
+    since: datetime | None,
+    what: str,
+    detail: str = "",
 ) -> bool:
     if deadline is None or deadline.action == "wait" or since is None:
         return False
-    return _act(tick, deadline, since, f"{what} {deadline.after}{detail}")
+    return _act(tick, pause, deadline, since, f"{what} {deadline.after}{detail}")
 
 
-def deadline_paused(tick: _Tick) -> bool:
-    healthy = cond.condition(tick.status.conditions, ConditionType.ANALYSIS_HEALTHY)
-    return healthy is not None and healthy.reason == Reason.PROGRESS_DEADLINE_EXCEEDED
+def deadline_paused(tick: Tick) -> bool:
+    return tick.paused_by(PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
 
 
-def _act(tick: _Tick, deadline: Deadline, since: datetime, what: str) -> bool:
+def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> bool:
     if tick.now - since < deadline.after_timedelta or deadline_paused(tick):
         return False
     message = f"{what}; {deadline.action} per spec.progressDeadlines"
@@ -73,6 +83,7 @@ def _act(tick: _Tick, deadline: Deadline, since: datetime, what: str) -> bool:
     # pause: the weights stay; `modelgate resume` (or `promote`) restarts the clock.
     tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROGRESS_DEADLINE_EXCEEDED, message)
     tick.update(message=f"paused: {message}; run `modelgate resume` to continue")
+    tick.pause(pause, message)
     if tick.status.phase is not Phase.PENDING:
         tick.update(phase=Phase.PAUSED)
     return True

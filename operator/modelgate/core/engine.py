@@ -2,50 +2,42 @@
 
 Weights move only as the steps say, or to 0 on rollback; a step advances only on a passing analysis
 taken at least one interval into the step; a rollback is final until `retry` or a new candidate.
+The rules of each feature live in their own modules, below this one (they act on core/tick.py's
+accumulator); this module reads as the rollout's life: start, pending, gating, steps, the end.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from modelgate.api import (
-    EarlierRollout,
-    MetricAnalysis,
-    ModelRolloutSpec,
-    ModelRolloutStatus,
-    Phase,
-    RollbackReason,
-    Step,
-    Verdict,
-)
-from modelgate.api.status import MAX_EARLIER_ROLLOUTS
-from modelgate.core import capacity, false_rollback, gradual, limits, watch_window
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason
+from modelgate.core import capacity, gradual, watch_window
 from modelgate.core import conditions as cond
+from modelgate.core.analysis_run import analyse
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
 from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
+from modelgate.core.fresh_status import fresh_status
 from modelgate.core.gating import gate_pending, gating, start_gate
 from modelgate.core.manual_commands import handle_command
-from modelgate.core.metric_verdicts import evaluate
-from modelgate.core.mirror import candidate_served, mirror_wanted, settle_mirror
-from modelgate.core.model import (
-    Decision,
-    Event,
-    LiveRoute,
-    Observations,
-    Outcome,
-    RouteProblem,
-    SpecProblem,
-)
+from modelgate.core.mirror import settle_mirror
+from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
+from modelgate.core.pause_upgrade import with_pause_from_conditions
 from modelgate.core.query_check import check_holds, note_check
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.schedule import pause_ends_at, step_settles_at
+from modelgate.core.stage import watching
+from modelgate.core.step_completion import failures_for_new_step, step_complete
+from modelgate.core.tick import Tick
 from modelgate.core.tick_history import note_history
+from modelgate.core.unusable import decide_unusable
+
+__all__ = ["decide", "decide_unusable"]
 
 
 def decide(
     spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
 ) -> Decision:
+    status = with_pause_from_conditions(status, now)
     tick = _Tick(watch_window.in_force(spec, status), status, observed, now)
     tick.run()
     settle_mirror(tick)
@@ -53,138 +45,7 @@ def decide(
     return tick.decision
 
 
-def decide_unusable(
-    problem: SpecProblem, status: ModelRolloutStatus, generation: int, now: datetime
-) -> Decision:
-    """A spec the operator cannot use, naming the field. An active rollout ends Failed and its
-    candidate's traffic goes back to the incumbent (weight 0, asked until the route carries it);
-    a finished one (Succeeded, RolledBack) keeps its phase and weight. Said once: the same problem
-    again only asks for the weight that is not live yet."""
-    message = limits.clip(problem.message, limits.STATUS_MESSAGE)
-    finished = status.phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK)
-    update: dict[str, object] = {"message": message, "observed_generation": generation}
-    if not finished:
-        update |= {"phase": Phase.FAILED, "current_weight": 0}
-    unusable = note_history(status, status.model_copy(update=update), now)
-    weight = None if finished or status.live_weight == 0 else 0
-    if status.message == message and (finished or status.phase is Phase.FAILED):
-        return Decision(unusable, weight)
-    outcome = None if finished or status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INVALID_SPEC)
-    return Decision(unusable, weight, events=(Event(Reason.INVALID_SPEC, problem.message),), outcome=outcome)
-
-
-class _Tick:
-    def __init__(
-        self, spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
-    ):
-        self.spec = spec
-        self.status = status
-        self.observed = observed
-        self.now = now
-        self.weight: int | None = None
-        self.may_write = False  # whether this tick may write the route (set_weight says)
-        self.events: list[Event] = []
-        self.outcome: Outcome | None = None
-        self.command_handled = False
-        self.scale_down_incumbent = False  # set when the watch window passed and spec.watch asks for it
-
-    @property
-    def decision(self) -> Decision:
-        return Decision(
-            self.status,
-            self.weight,
-            tuple(self.events),
-            self.outcome,
-            self.command_handled,
-            self.status.current_mirror_percent,
-            self.scale_down_incumbent,
-        )
-
-    # -- small helpers -------------------------------------------------------------------------
-    def update(self, **fields: object) -> None:
-        # model_copy does not validate, so the message is kept within the schema's length here.
-        if isinstance(message := fields.get("message"), str):
-            fields["message"] = limits.clip(message, limits.STATUS_MESSAGE)
-        self.status = self.status.model_copy(update=fields)
-
-    def note(self, text: str) -> None:
-        """What the current step waits for, as the status message."""
-        self.update(message=f"step {self.status.current_step_index}: {text}")
-
-    def event(self, reason: Reason, message: str) -> None:
-        self.events.append(Event(reason, message))
-
-    def condition(self, type_: ConditionType, ok: bool, reason: Reason, message: str) -> None:
-        conditions = cond.set_condition(
-            self.status.conditions,
-            type_,
-            ok,
-            reason,
-            limits.clip(message, limits.CONDITION_MESSAGE),
-            self.now,
-            self.observed.generation,
-        )
-        self.update(conditions=conditions)
-
-    def set_weight(self, weight: int, *, even_when_held: bool = False) -> None:
-        """Asks for `weight` unless it is already live, or the route is held for another writer (only
-        a rollback writes then); the last call in a tick wins."""
-        self.update(current_weight=weight)
-        self.may_write = even_when_held or not route_conflict_held(self)
-        if not self.may_write:
-            self.weight = None
-            return
-        route = self.observed.route
-        live = (
-            isinstance(route, LiveRoute)
-            and route.differing is None
-            and (route.incumbent_weight, route.candidate_weight) == (100 - weight, weight)
-        )
-        self.weight = None if live else weight
-
-    @property
-    def weights_live(self) -> bool:
-        route = self.observed.route
-        wanted = self.status.current_weight
-        return (
-            isinstance(route, LiveRoute)
-            and route.differing is None
-            and self.weight is None
-            and route.candidate_weight == wanted
-            and route.mirror_percent == mirror_wanted(self.spec, self.status)
-        )
-
-    @property
-    def step(self) -> Step:
-        return self.spec.steps[self.status.current_step_index]
-
-    @property
-    def at_indefinite_pause(self) -> bool:
-        pause = self.step.pause
-        return pause is not None and pause.duration is None
-
-    @property
-    def current_step_removed(self) -> bool:
-        """The spec was edited mid-rollout and no longer has the step the rollout is at."""
-        return self.stepping and self.status.current_step_index >= len(self.spec.steps)
-
-    @property
-    def stepping(self) -> bool:
-        """Active and at a step: not yet in the watch window."""
-        return self.status.phase in (Phase.PROGRESSING, Phase.PAUSED) and not watch_window.watching(
-            self.status
-        )
-
-    @property
-    def error_paused(self) -> bool:
-        healthy = cond.condition(self.status.conditions, ConditionType.ANALYSIS_HEALTHY)
-        return (
-            self.status.phase is Phase.PAUSED
-            and healthy is not None
-            and healthy.reason == Reason.PROMETHEUS_UNAVAILABLE
-        )
-
-    # -- the tick ----------------------------------------------------------------------------------
+class _Tick(Tick):
     def run(self) -> None:
         generation_changed = self.status.observed_generation != self.observed.generation
         if self.status.rollout_candidate != self.spec.candidate.identity:
@@ -248,42 +109,8 @@ class _Tick:
             )
 
     def start_rollout(self, reason: Reason, message: str) -> None:
-        self.update(
-            phase=Phase.PENDING,
-            message=message,
-            rollout_candidate=self.spec.candidate.identity,
-            rollout_started_at=self.now,
-            earlier_rollouts=self.earlier_rollouts(),
-            step_starts=(),
-            weight_changes=(),
-            current_step_index=0,
-            current_weight=0,
-            live_weight=None,  # another rollout's weights say nothing of who writes this one's
-            live_mirror_percent=None,
-            step_started_at=None,
-            last_analysis_at=None,
-            pending_since=self.now,
-            inconclusive_since=None,
-            consecutive_prometheus_errors=0,
-            analysis=(),
-            rollback_reason=None,
-            rolling_back=None,
-            false_rollback_warnings=(),
-            gate=None,
-            watch_ends_at=None,
-            conditions=(),
-        )
+        self.status = fresh_status(self.status, self.spec.candidate.identity, self.now, message)
         self.event(reason, message)
-
-    def earlier_rollouts(self) -> tuple[EarlierRollout, ...]:
-        """The kept history with the rollout being replaced, if there was one."""
-        status, kept = self.status, self.status.earlier_rollouts
-        if status.rollout_candidate is None:
-            return kept
-        ended = EarlierRollout(
-            candidate=status.rollout_candidate, started_at=status.rollout_started_at, phase=status.phase
-        )
-        return (*kept, ended)[-MAX_EARLIER_ROLLOUTS:]
 
     def pending(self) -> None:
         self.set_weight(0)
@@ -308,7 +135,7 @@ class _Tick:
 
     def progress(self) -> None:
         ran = self.observed.analysis is not None and self.spec.analysis is not None
-        if ran and not self.analyse():
+        if ran and not analyse(self):
             return
         if route_conflict_held(self):
             return  # the other writer's weight stays; only a rollback writes
@@ -316,120 +143,20 @@ class _Tick:
         self.note_candidate_availability()
         if self.error_paused or deadline_paused(self) or inconclusive_deadline(self) or check_holds(self):
             return
-        if watch_window.watching(self.status):
+        if watching(self.status):
             watch_window.go_on(self)
             return
         if capacity.raise_waiting_weight(self):
             return
         self.advance_while_complete()
 
-    def note_candidate_availability(self) -> None:
-        available = self.observed.candidate_available
-        self.condition(
-            ConditionType.CANDIDATE_AVAILABLE,
-            available,
-            Reason.AVAILABLE if available else Reason.NOT_AVAILABLE,
-            self.observed.candidate_message,
-        )
-
-    def analyse(self) -> bool:
-        """Records the run; returns False when it ended the rollout."""
-        assert self.spec.analysis is not None and self.observed.analysis is not None
-        run = self.observed.analysis
-        result = evaluate(self.spec.analysis, run, self.status.analysis)
-        self.update(analysis=result.metrics, last_analysis_at=run.at)
-        if result.breach is not None:
-            self.rollback(result.breach, Reason.METRIC_BREACH)
-            return False
-        for toss in false_rollback.new_warnings(self.spec, self.status, run):
-            self.event(Reason.FALSE_ROLLBACK_LIKELY, false_rollback.warning_message(toss))
-            warned = false_rollback.remember(self.status.false_rollback_warnings, toss)
-            self.update(false_rollback_warnings=warned)
-        if not result.any_error:
-            self.update(consecutive_prometheus_errors=0)
-            verdicts = ", ".join(f"{m.name}={m.verdict}" for m in result.metrics)
-            if self.error_paused:
-                # A pause on errors lasts until `modelgate resume`, even once the queries succeed again.
-                message = f"metric queries succeed again ({verdicts}); paused until `modelgate resume`"
-                self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, message)
-                self.update(message=f"paused: {message}")
-                return True
-            self.update(
-                inconclusive_since=None
-                if result.all_pass or not result.inconclusive
-                else self.status.inconclusive_since or run.at
-            )
-            if deadline_paused(self):
-                return True  # held until `modelgate resume`; a breach still rolls back
-            passing = result.all_pass
-            verdict = Reason.PASSING if passing else Reason.INCONCLUSIVE
-            self.condition(ConditionType.ANALYSIS_HEALTHY, passing, verdict, verdicts)
-            return True
-        errors = self.status.consecutive_prometheus_errors + 1
-        self.update(consecutive_prometheus_errors=errors)
-        first_error = next(m for m in result.metrics if m.verdict is Verdict.ERROR)
-        detail = f"metric queries failed {errors} time(s) in a row: {first_error.message}"
-        limit = self.spec.rollback.max_consecutive_errors
-        if errors < limit and not self.error_paused:
-            self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.QUERY_ERROR, detail)
-            return True
-        if errors >= limit and self.spec.rollback.on_prometheus_error == "rollback":
-            reason = RollbackReason(time=run.at, message=limits.clip(detail, limits.ANALYSIS_MESSAGE))
-            self.rollback(reason, Reason.PROMETHEUS_UNAVAILABLE)
-            return False
-        if not self.error_paused:
-            self.event(Reason.ANALYSIS_PAUSED, f"{detail}; paused until `modelgate resume`")
-        self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, detail)
-        address = self.spec.analysis.prometheus.address
-        fix = f"fix what it names (the Prometheus at {address}: spec.analysis.prometheus)"
-        self.update(phase=Phase.PAUSED, message=f"paused: {detail}; {fix}, then run `modelgate resume`")
-        return True
-
     def advance_while_complete(self) -> None:
-        while self.stepping and self.step_complete():
+        while self.stepping and step_complete(self):
             self.event(Reason.STEP_COMPLETED, f"step {self.status.current_step_index} completed")
             self.enter_step(self.status.current_step_index + 1)
 
-    def step_complete(self) -> bool:
-        step = self.step
-        if capacity.step_waits(self):
-            return False  # its weight is not raised yet; the message says why
-        if not self.weights_live:
-            mirror = mirror_wanted(self.spec, self.status)
-            copies = f" and a {mirror}% mirror" if mirror else ""
-            self.note(f"waiting for weight {self.status.current_weight}{copies} to be live")
-            return False
-        if not self.observed.candidate_available:
-            # As Flagger halts: no step is finished while the candidate is not Available; its
-            # traffic stays as it is, and the metrics decide whether that is a rollback.
-            self.note(f"holding: the candidate is not Available ({self.observed.candidate_message})")
-            return False
-        if step.pause is not None or step.mirror is not None:
-            ends_at = pause_ends_at(self.spec, self.status)
-            if ends_at is None:
-                return False  # indefinite: until `modelgate promote`
-            if self.now < ends_at:
-                self.note(f"{'mirroring' if step.mirror else 'paused'} until {moment(ends_at)}")
-                return False
-        return self.analysis_passed()
-
-    def analysis_passed(self) -> bool:
-        """A passing run of every metric, taken at least one interval after the step started."""
-        analysis = self.spec.analysis
-        if analysis is None or not candidate_served(self.spec, self.status):
-            return True
-        settled = step_settles_at(self.spec, self.status)
-        assert settled is not None
-        latest = {m.name: m for m in self.status.analysis}
-        for metric in (m for m in analysis.metrics if not m.dry_run):
-            record = latest.get(metric.name)
-            if record is None or record.time < settled or record.verdict is not Verdict.PASS:
-                state = "no analysis yet" if record is None or record.time < settled else record.message
-                self.note(f"waiting for {metric.name} to pass ({state})")
-                return False
-        return True
-
     def enter_step(self, index: int) -> None:
+        self.unpause(PauseReason.INDEFINITE_STEP)
         if index >= len(self.spec.steps):
             if not watch_window.start(self):
                 self.succeed()
@@ -438,10 +165,11 @@ class _Tick:
             current_step_index=index,
             step_started_at=self.now,
             inconclusive_since=None,
-            analysis=self.failures_for_new_step(),
+            analysis=failures_for_new_step(self.spec, self.status),
         )
         if deadline_paused(self):
             self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, f"step {index} started")
+            self.unpause(PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
         step = self.step
         if step.set_weight is not None and capacity.holds_weight(self, step.set_weight):
             return
@@ -455,21 +183,11 @@ class _Tick:
             self.update(phase=Phase.PROGRESSING, message=message)
         elif step.pause is not None and step.pause.duration is None:
             self.update(phase=Phase.PAUSED, message=f"step {index}: paused until `modelgate promote`")
+            self.pause(PauseReason.INDEFINITE_STEP, f"step {index} pauses until `modelgate promote`")
             self.event(Reason.PAUSED, f"step {index}: waiting for `modelgate promote`")
         else:
             assert step.pause is not None
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: pausing for {step.pause.duration}")
-
-    def failures_for_new_step(self) -> tuple[MetricAnalysis, ...]:
-        """Metrics whose failureLimit counts per step start the step with no failures."""
-        per_step = (
-            {m.name for m in self.spec.analysis.metrics if m.failure_limit_scope == "step"}
-            if (self.spec.analysis)
-            else set()
-        )
-        return tuple(
-            m.model_copy(update={"failures": 0}) if m.name in per_step else m for m in self.status.analysis
-        )
 
     def succeed(self) -> None:
         self.set_weight(100)
@@ -479,6 +197,7 @@ class _Tick:
             step_started_at=self.now,
             message=f"{self.spec.candidate.name} takes all traffic",
         )
+        self.end_pauses()
         watch_window.stop(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
         self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
         self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.name} promoted to 100%")
@@ -495,6 +214,7 @@ class _Tick:
         else:
             message = gradual.step_down_message(rolling.from_weight, rolling, reason.message)
         self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, rolling_back=rolling, message=message)
+        self.end_pauses()
         self.condition(ConditionType.COMPLETED, False, Reason.ROLLED_BACK, reason.message)
         step_down = (
             "" if rolling is None else f" (the candidate's weight reaches 0 at {moment(rolling.ends_at)})"
@@ -507,6 +227,7 @@ class _Tick:
         writer's, as a rollback is), asked again at every tick until the route carries it."""
         self.set_weight(0, even_when_held=True)
         self.update(phase=Phase.FAILED, message=message)
+        self.end_pauses()
         self.outcome = Outcome(Phase.FAILED, reason)
 
     def route_problem(self, problem: RouteProblem) -> None:

@@ -4,17 +4,13 @@ a rejection (phase Failed, reason GateRejected, no weight ever written)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from modelgate.api import Phase, Verdict
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision, GateStatus
 from modelgate.core import limits
 from modelgate.core.gate_judgement import MESSAGE, GateOutcome, decide_gate, job_name, observe_check, run_id
 from modelgate.core.model import CommandAction
 from modelgate.core.reasons import ConditionType, Reason
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
+from modelgate.core.tick import Tick
 
 _CHECK_REASONS = {
     Verdict.PASS: Reason.GATE_CHECK_PASSED,
@@ -23,13 +19,13 @@ _CHECK_REASONS = {
 }
 
 
-def _starting(tick: _Tick, run: str, check: str) -> CheckStatus:
+def _starting(tick: Tick, run: str, check: str) -> CheckStatus:
     """A check whose Job the reconciler is about to create."""
     job = job_name(tick.observed.rollout, tick.observed.uid, run, check)
     return CheckStatus(name=check, job=job, state=CheckState.RUNNING, message="starting its Job")
 
 
-def start_gate(tick: _Tick) -> None:
+def start_gate(tick: Tick) -> None:
     """Starts the checks: their Jobs are named in status, and the reconciler creates them."""
     gate = tick.spec.gate
     assert gate is not None
@@ -47,7 +43,7 @@ def start_gate(tick: _Tick) -> None:
     )
 
 
-def gating(tick: _Tick) -> None:
+def gating(tick: Tick) -> None:
     """Reads what the checks' Jobs showed, judges those that ended, and decides once all have."""
     tick.set_weight(0)
     spec, gate = tick.spec.gate, tick.status.gate
@@ -74,7 +70,7 @@ def gating(tick: _Tick) -> None:
     act_on(tick, outcome)
 
 
-def act_on(tick: _Tick, outcome: GateOutcome) -> None:
+def act_on(tick: Tick, outcome: GateOutcome) -> None:
     """Acts on the gate's decision: a rejection ends the rollout Failed at weight 0; a canary starts
     the steps; a full release skips them, or starts at spec.gate.full.startAtStep."""
     gate = tick.status.gate
@@ -101,7 +97,7 @@ def act_on(tick: _Tick, outcome: GateOutcome) -> None:
     tick.advance_while_complete()
 
 
-def _first_step(tick: _Tick, decision: GateDecision, start_at: int | None) -> int:
+def _first_step(tick: Tick, decision: GateDecision, start_at: int | None) -> int:
     """Where the steps start: startAtStep for a full release, else 0. A startAtStep past the steps
     (the CRD refuses it; a spec that never passed it) starts at 0 rather than skip the canary."""
     if decision is not GateDecision.FULL or start_at is None:
@@ -113,12 +109,12 @@ def _first_step(tick: _Tick, decision: GateDecision, start_at: int | None) -> in
     return start_at
 
 
-def gate_pending(tick: _Tick) -> bool:
+def gate_pending(tick: Tick) -> bool:
     """Whether the rollout still owes its gate a run (set, and not decided for this rollout)."""
     return tick.spec.gate is not None and (tick.status.gate is None or tick.status.gate.decision is None)
 
 
-def gate_command(tick: _Tick, action: CommandAction) -> str | None:
+def gate_command(tick: Tick, action: CommandAction) -> str | None:
     """On the gate, `promote` accepts it as passed (a canary; `--full`, a full release where
     spec.gate.full allows one) and `abort` rejects it; None for a command that does not apply."""
     spec = tick.spec.gate

@@ -14,15 +14,12 @@ until the weight reaches 0.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollingBack
 from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.moments import moment
 from modelgate.core.reasons import Reason
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
+from modelgate.core.tick import Tick
 
 GRADUAL_CAUSES = frozenset({Reason.ABORTED, Reason.PROGRESS_DEADLINE_EXCEEDED})
 # A step-down is looked at this often at most: one weight write a second, whatever the duration.
@@ -64,7 +61,7 @@ def next_step_at(status: ModelRolloutStatus, now: datetime) -> datetime | None:
     return min(max(falls_at, now + STEP_INTERVAL), max(rolling.ends_at, now))
 
 
-def continue_rollback(tick: _Tick) -> None:
+def continue_rollback(tick: Tick) -> None:
     """A RolledBack rollout's tick: 0, or the step-down's weight now; a breach during it sets 0."""
     rolling = tick.status.rolling_back
     if rolling is None:
@@ -91,7 +88,7 @@ def step_down_message(weight: int, rolling: RollingBack, reason: str) -> str:
     return f"rolling back gradually: candidate weight {weight}, 0 at {moment(rolling.ends_at)}: {reason}"
 
 
-def _reason(tick: _Tick) -> str:
+def _reason(tick: Tick) -> str:
     reason = tick.status.rollback_reason
     return "" if reason is None else reason.message
 

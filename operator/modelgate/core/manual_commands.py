@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from modelgate.api import CommandResult, LastCommand, Phase, RollbackReason
+from modelgate.api import CommandResult, LastCommand, PauseReason, Phase, RollbackReason
+from modelgate.api.pause import RESUMABLE
 from modelgate.core import limits
-from modelgate.core.conflicts import release_route, route_conflict_held
-from modelgate.core.deadlines import deadline_paused
+from modelgate.core.conflicts import release_route
 from modelgate.core.gating import gate_command
 from modelgate.core.model import (
     COMMAND_ANNOTATION,
@@ -19,15 +17,12 @@ from modelgate.core.model import (
 )
 from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
-
+from modelgate.core.tick import Tick
 
 UNREADABLE = "unreadable"  # status.lastCommand.name of an annotation that is not a command
 
 
-def handle_command(tick: _Tick, command: Command | UnreadableCommand) -> None:
+def handle_command(tick: Tick, command: Command | UnreadableCommand) -> None:
     if isinstance(command, UnreadableCommand):
         _ignore(tick, command.id, UNREADABLE, unreadable_message(command))
         return
@@ -53,12 +48,12 @@ def unreadable_message(command: UnreadableCommand) -> str:
     )
 
 
-def _ignore(tick: _Tick, command_id: str, name: str, message: str) -> None:
+def _ignore(tick: Tick, command_id: str, name: str, message: str) -> None:
     tick.event(Reason.COMMAND_IGNORED, message)
     _record(tick, command_id, name, CommandResult.IGNORED, message)
 
 
-def _record(tick: _Tick, command_id: str, name: str, result: CommandResult, message: str) -> None:
+def _record(tick: Tick, command_id: str, name: str, result: CommandResult, message: str) -> None:
     tick.update(
         last_command=LastCommand(
             id=command_id,
@@ -70,7 +65,7 @@ def _record(tick: _Tick, command_id: str, name: str, result: CommandResult, mess
     )
 
 
-def _apply(tick: _Tick, action: CommandAction) -> str | None:
+def _apply(tick: Tick, action: CommandAction) -> str | None:
     """What the command did, or None when it does not apply in the rollout's phase."""
     phase = tick.status.phase
     if phase is Phase.GATING:
@@ -90,34 +85,8 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
         tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.name} from step 0")
         return "started again from step 0"
-    if (
-        action is CommandAction.RESUME
-        and route_conflict_held(tick)
-        and not active
-        and phase is not Phase.PENDING
-    ):
-        # A finished rollout held for another writer: its weight is written again.
-        release_route(tick, "`modelgate resume`")
-        tick.event(Reason.RESUMED, "resumed by `modelgate resume`: writing the weight again")
-        return "writing the weight again"
-    if action is CommandAction.RESUME and (
-        tick.error_paused or deadline_paused(tick) or route_conflict_held(tick)
-    ):
-        release_route(tick, "`modelgate resume`")
-        # Back to what the step itself does: an indefinite pause still waits for `modelgate promote`;
-        # the progress deadlines count again from now.
-        pending = phase is Phase.PENDING
-        tick.update(
-            phase=phase if pending else Phase.PAUSED if tick.at_indefinite_pause else Phase.PROGRESSING,
-            consecutive_prometheus_errors=0,
-            pending_since=tick.now if pending else None,
-            inconclusive_since=None,
-        )
-        if tick.at_indefinite_pause and not pending:
-            tick.note("paused until `modelgate promote`")
-        tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, "resumed by `modelgate resume`")
-        tick.event(Reason.RESUMED, "resumed by `modelgate resume`")
-        return "resumed"
+    if action is CommandAction.RESUME and tick.paused_by(*RESUMABLE):
+        return _resume(tick)
     if action is CommandAction.PROMOTE_FULL and active:
         release_route(tick, "`modelgate promote --full`")
         tick.event(Reason.PROMOTED, "`modelgate promote --full`: skipping the remaining steps")
@@ -130,3 +99,33 @@ def _apply(tick: _Tick, action: CommandAction) -> str | None:
         tick.enter_step(index + 1)
         return f"step {index} finished by hand"
     return None
+
+
+def _resume(tick: Tick) -> str:
+    """Ends a pause `modelgate resume` ends (status.pause): back to what the step itself does."""
+    phase = tick.status.phase
+    if phase not in (Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED):
+        # A finished rollout held for another writer: its weight is written again.
+        release_route(tick, "`modelgate resume`")
+        tick.event(Reason.RESUMED, "resumed by `modelgate resume`: writing the weight again")
+        return "writing the weight again"
+    release_route(tick, "`modelgate resume`")
+    tick.unpause(*RESUMABLE)
+    # An indefinite pause still waits for `modelgate promote`; the progress deadlines count again from now.
+    pending = phase is Phase.PENDING
+    indefinite = tick.at_indefinite_pause and not pending
+    tick.update(
+        phase=phase if pending else Phase.PAUSED if indefinite else Phase.PROGRESSING,
+        consecutive_prometheus_errors=0,
+        pending_since=tick.now if pending else None,
+        inconclusive_since=None,
+    )
+    if indefinite:
+        tick.note("paused until `modelgate promote`")
+        tick.pause(
+            PauseReason.INDEFINITE_STEP,
+            f"step {tick.status.current_step_index} pauses until `modelgate promote`",
+        )
+    tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, "resumed by `modelgate resume`")
+    tick.event(Reason.RESUMED, "resumed by `modelgate resume`")
+    return "resumed"

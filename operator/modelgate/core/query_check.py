@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from modelgate.api import AnalysisSpec, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.api.analysis_check import AnalysisCheck, UnansweredQuery
@@ -19,10 +18,8 @@ from modelgate.core import conditions as cond
 from modelgate.core import limits
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
-from modelgate.core.watch_window import watching
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
+from modelgate.core.stage import watching
+from modelgate.core.tick import Tick
 
 _CHECKED_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
 _SHOWN = 3  # unanswered metrics spelled out in the message; status.analysisCheck lists them all
@@ -85,7 +82,7 @@ def _results(measured: MetricQuery) -> list[QueryResult]:
     return results
 
 
-def note_check(tick: _Tick) -> None:
+def note_check(tick: Tick) -> None:
     """Records the check run in this tick, if any, in status.analysisCheck and condition AnalysisReady;
     a Warning Event when the queries stop answering."""
     run, analysis = tick.observed.analysis_check, tick.spec.analysis
@@ -105,7 +102,7 @@ def note_check(tick: _Tick) -> None:
     tick.condition(ConditionType.ANALYSIS_READY, False, Reason.QUERY_UNANSWERED, message)
 
 
-def check_holds(tick: _Tick) -> bool:
+def check_holds(tick: Tick) -> bool:
     """True while the analysis in force has not answered: the weight stays where it is (0 before the
     first), and the message says what to fix."""
     if not unchecked(tick.spec, tick.status):

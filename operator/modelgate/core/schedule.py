@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, Phase
+from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase
 from modelgate.core import conditions as cond
 from modelgate.core.deadlines import inconclusive_limit
 from modelgate.core.gradual import next_step_at
-from modelgate.core.mirror import candidate_served
 from modelgate.core.query_check import next_check_at
 from modelgate.core.reasons import ConditionType, Reason
+from modelgate.core.stage import candidate_served
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.GATING, Phase.PROGRESSING, Phase.PAUSED})
 # How often an active rollout with nothing scheduled is looked at again: a waiting one notices a
@@ -137,7 +137,7 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
     ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
     if ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED:
         written = False  # e.g. one of several routes moved together did not take it
-    if ready is not None and ready.reason == Reason.ROUTE_CONFLICT:
+    if status.pause is not None and status.pause.reason is PauseReason.ROUTE_CONFLICT:
         written = True  # held for another writer: there is nothing to retry
     if not written and status.phase is not Phase.FAILED:
         candidates.append(WRITE_RETRY)

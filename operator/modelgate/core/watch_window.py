@@ -15,18 +15,11 @@ at once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason
 from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
-
-if TYPE_CHECKING:
-    from modelgate.core.engine import _Tick
-
-
-def watching(status: ModelRolloutStatus) -> bool:
-    return status.watch_ends_at is not None and status.phase in (Phase.PROGRESSING, Phase.PAUSED)
+from modelgate.core.stage import watching
+from modelgate.core.tick import Tick
 
 
 def in_force(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> ModelRolloutSpec:
@@ -37,7 +30,7 @@ def in_force(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> ModelRollout
     return spec.model_copy(update={"analysis": analysis.model_copy(update={"metrics": watch.metrics})})
 
 
-def start(tick: _Tick) -> bool:
+def start(tick: Tick) -> bool:
     """After the last step: opens the window when the spec asks for one and it is not open yet; False
     when the rollout is to Succeed now."""
     watch = tick.spec.watch
@@ -58,7 +51,7 @@ def start(tick: _Tick) -> bool:
     return True
 
 
-def go_on(tick: _Tick) -> None:
+def go_on(tick: Tick) -> None:
     """A tick in the window, after its analysis: a held rollback is carried out once the incumbent is
     Available; the window's end is a success."""
     status = tick.status
@@ -78,7 +71,7 @@ def go_on(tick: _Tick) -> None:
     tick.scale_down_incumbent = watch is not None and watch.scale_down_incumbent
 
 
-def stop(tick: _Tick, reason: Reason, message: str) -> None:
+def stop(tick: Tick, reason: Reason, message: str) -> None:
     """Closes the window (a success or a rollback); nothing to do when none is open."""
     if tick.status.watch_ends_at is None:
         return
@@ -86,7 +79,7 @@ def stop(tick: _Tick, reason: Reason, message: str) -> None:
     tick.condition(ConditionType.WATCHING, False, reason, message)
 
 
-def rollback_held(tick: _Tick, reason: RollbackReason) -> bool:
+def rollback_held(tick: Tick, reason: RollbackReason) -> bool:
     """Holds a rollback decided in the window while the incumbent is not Available (see the module's
     docstring); True when held."""
     if not watching(tick.status):
@@ -102,10 +95,11 @@ def rollback_held(tick: _Tick, reason: RollbackReason) -> bool:
     if tick.status.rollback_reason is None:
         tick.event(Reason.ROLLBACK_HELD, message)
     tick.update(phase=Phase.PAUSED, rollback_reason=reason, message=message)
+    tick.pause(PauseReason.ROLLBACK_HELD, message)
     return True
 
 
-def note_incumbent(tick: _Tick) -> None:
+def note_incumbent(tick: Tick) -> None:
     available = bool(tick.observed.incumbent_available)
     tick.condition(
         ConditionType.INCUMBENT_AVAILABLE,

@@ -1,0 +1,50 @@
+"""ModelRollout.status.pause: why a rollout is held, as data (as Argo Rollouts' status.pauseConditions),
+so that `modelgate resume`, `promote` and `abort` switch on it and a reader needs no condition reason."""
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from modelgate.api.statusmodel import StatusModel, Timestamp
+
+
+class PauseReason(StrEnum):
+    """What holds the rollout, and so what ends the hold."""
+
+    PROMETHEUS_ERRORS = "PrometheusErrors"  # onPrometheusError pause: until `modelgate resume`
+    PENDING_DEADLINE = "PendingDeadline"  # progressDeadlines.pending, action pause: until resume
+    INCONCLUSIVE_DEADLINE = "InconclusiveDeadline"  # progressDeadlines.inconclusive: until resume
+    ROUTE_CONFLICT = "RouteConflict"  # another writer changed the weights twice: until resume
+    INDEFINITE_STEP = "IndefiniteStep"  # a pause step without a duration: until `modelgate promote`
+    ROLLBACK_HELD = "RollbackHeld"  # a rollback in the watch window waits for the incumbent
+
+    @property
+    def deadline(self) -> bool:
+        return self in (PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
+
+
+RESUMABLE = frozenset(
+    {
+        PauseReason.PROMETHEUS_ERRORS,
+        PauseReason.PENDING_DEADLINE,
+        PauseReason.INCONCLUSIVE_DEADLINE,
+        PauseReason.ROUTE_CONFLICT,
+    }
+)
+"""The pauses `modelgate resume` ends."""
+
+
+class RolloutPause(StatusModel):
+    """Why the rollout is held: no step advances (and with RouteConflict no weight is written, but a
+    rollback's) until what the reason names ends it."""
+
+    reason: PauseReason = Field(
+        description="PrometheusErrors, PendingDeadline, InconclusiveDeadline or RouteConflict (until "
+        "`modelgate resume`), IndefiniteStep (until `modelgate promote`), or RollbackHeld (a rollback in "
+        "the watch window waiting for the incumbent to be Available)."
+    )
+    since: Timestamp = Field(description="When the pause began.")
+    message: Annotated[str, StringConstraints(max_length=1024)] = Field(
+        description="What caused it and what ends it."
+    )

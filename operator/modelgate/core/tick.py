@@ -1,0 +1,178 @@
+"""The accumulator of one tick: the status being decided, the weight to write, the Events and the
+outcome, with the small state changes every rule makes (update, note, event, condition, pause, set a
+weight). The feature rules import it downward; the engine (core/engine.py) implements the transitions
+they ask for (enter a step, succeed, roll back, fail, start over), so no rule imports the engine."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import datetime
+
+from modelgate.api import (
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    PauseReason,
+    RollbackReason,
+    RolloutPause,
+    Step,
+)
+from modelgate.core import conditions as cond
+from modelgate.core import limits
+from modelgate.core.model import Decision, Event, LiveRoute, Observations, Outcome
+from modelgate.core.reasons import ConditionType, Reason
+from modelgate.core.stage import STEPPING_PHASES, mirror_wanted, watching
+
+
+class Tick(ABC):
+    def __init__(
+        self, spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
+    ):
+        self.spec = spec
+        self.status = status
+        self.observed = observed
+        self.now = now
+        self.weight: int | None = None
+        self.may_write = False  # whether this tick may write the route (set_weight says)
+        self.events: list[Event] = []
+        self.outcome: Outcome | None = None
+        self.command_handled = False
+        self.scale_down_incumbent = False  # set when the watch window passed and spec.watch asks for it
+
+    @property
+    def decision(self) -> Decision:
+        return Decision(
+            self.status,
+            self.weight,
+            tuple(self.events),
+            self.outcome,
+            self.command_handled,
+            self.status.current_mirror_percent,
+            self.scale_down_incumbent,
+        )
+
+    def update(self, **fields: object) -> None:
+        # model_copy does not validate, so the message is kept within the schema's length here.
+        if isinstance(message := fields.get("message"), str):
+            fields["message"] = limits.clip(message, limits.STATUS_MESSAGE)
+        self.status = self.status.model_copy(update=fields)
+
+    def note(self, text: str) -> None:
+        """What the current step waits for, as the status message."""
+        self.update(message=f"step {self.status.current_step_index}: {text}")
+
+    def event(self, reason: Reason, message: str) -> None:
+        self.events.append(Event(reason, message))
+
+    def condition(self, type_: ConditionType, ok: bool, reason: Reason, message: str) -> None:
+        conditions = cond.set_condition(
+            self.status.conditions,
+            type_,
+            ok,
+            reason,
+            limits.clip(message, limits.CONDITION_MESSAGE),
+            self.now,
+            self.observed.generation,
+        )
+        self.update(conditions=conditions)
+
+    def set_weight(self, weight: int, *, even_when_held: bool = False) -> None:
+        """Asks for `weight` unless it is already live, or the route is held for another writer (only
+        a rollback writes then); the last call in a tick wins."""
+        self.update(current_weight=weight)
+        self.may_write = even_when_held or not self.paused_by(PauseReason.ROUTE_CONFLICT)
+        if not self.may_write:
+            self.weight = None
+            return
+        route = self.observed.route
+        live = (
+            isinstance(route, LiveRoute)
+            and route.differing is None
+            and (route.incumbent_weight, route.candidate_weight) == (100 - weight, weight)
+        )
+        self.weight = None if live else weight
+
+    @property
+    def weights_live(self) -> bool:
+        route = self.observed.route
+        wanted = self.status.current_weight
+        return (
+            isinstance(route, LiveRoute)
+            and route.differing is None
+            and self.weight is None
+            and route.candidate_weight == wanted
+            and route.mirror_percent == mirror_wanted(self.spec, self.status)
+        )
+
+    @property
+    def step(self) -> Step:
+        return self.spec.steps[self.status.current_step_index]
+
+    @property
+    def at_indefinite_pause(self) -> bool:
+        pause = self.step.pause
+        return pause is not None and pause.duration is None
+
+    @property
+    def current_step_removed(self) -> bool:
+        """The spec was edited mid-rollout and no longer has the step the rollout is at."""
+        return self.stepping and self.status.current_step_index >= len(self.spec.steps)
+
+    @property
+    def stepping(self) -> bool:
+        """Active and at a step: not yet in the watch window."""
+        return self.status.phase in STEPPING_PHASES and not watching(self.status)
+
+    @property
+    def error_paused(self) -> bool:
+        return self.paused_by(PauseReason.PROMETHEUS_ERRORS)
+
+    def paused_by(self, *reasons: PauseReason) -> bool:
+        pause = self.status.pause
+        return pause is not None and pause.reason in reasons
+
+    def pause(self, reason: PauseReason, message: str) -> None:
+        """Holds the rollout for `reason`; a route conflict stays the pause until it is released (it
+        keeps the route from being written)."""
+        if self.paused_by(PauseReason.ROUTE_CONFLICT) and reason is not PauseReason.ROUTE_CONFLICT:
+            return
+        if self.paused_by(reason):
+            return  # the same pause goes on since it began
+        clipped = limits.clip(message, limits.ANALYSIS_MESSAGE)
+        self.update(pause=RolloutPause(reason=reason, since=self.now, message=clipped))
+
+    def unpause(self, *reasons: PauseReason) -> None:
+        """Ends the pause if it is for one of `reasons`."""
+        if self.paused_by(*reasons):
+            self.update(pause=None)
+
+    def end_pauses(self) -> None:
+        """The rollout ended: only a route held for another writer stays held."""
+        self.unpause(*(reason for reason in PauseReason if reason is not PauseReason.ROUTE_CONFLICT))
+
+    def note_candidate_availability(self) -> None:
+        available = self.observed.candidate_available
+        self.condition(
+            ConditionType.CANDIDATE_AVAILABLE,
+            available,
+            Reason.AVAILABLE if available else Reason.NOT_AVAILABLE,
+            self.observed.candidate_message,
+        )
+
+    # -- the transitions, which the engine implements ---------------------------------------------
+    @abstractmethod
+    def start_rollout(self, reason: Reason, message: str) -> None: ...
+
+    @abstractmethod
+    def enter_step(self, index: int) -> None: ...
+
+    @abstractmethod
+    def advance_while_complete(self) -> None: ...
+
+    @abstractmethod
+    def succeed(self) -> None: ...
+
+    @abstractmethod
+    def rollback(self, reason: RollbackReason, cause: Reason) -> None: ...
+
+    @abstractmethod
+    def fail(self, reason: Reason, message: str) -> None: ...

@@ -1,0 +1,120 @@
+"""A new rollout (a new candidate, a spec edit, `modelgate retry`) starts from the status model's
+defaults: every field but the few the object keeps (core.fresh_status.KEPT) is reset, including any
+field added later."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from modelgate.api import (
+    AnalysisSample,
+    CommandResult,
+    Condition,
+    ConditionStatus,
+    EarlierRollout,
+    FalseRollbackWarning,
+    LastCommand,
+    MetricAnalysis,
+    ModelRolloutStatus,
+    PauseReason,
+    Phase,
+    RollbackReason,
+    RollingBack,
+    RolloutPause,
+    Verdict,
+)
+from modelgate.api.analysis_check import AnalysisCheck
+from modelgate.api.gate_status import GateStatus
+from modelgate.api.history import StepStart, WeightChange
+from modelgate.core.fresh_status import KEPT, fresh_status
+from tests.unit.engine_support import T0
+
+LATER = T0 + timedelta(hours=1)
+# Set by the start itself.
+STARTED = {"phase", "message", "rollout_candidate", "rollout_started_at", "pending_since"}
+
+
+def busy_status() -> ModelRolloutStatus:
+    """A status with every field away from its default."""
+    metric = MetricAnalysis(
+        name="error-rate",
+        verdict=Verdict.FAIL,
+        time=T0,
+        value=0.5,
+        failures=2,
+        history=(AnalysisSample(time=T0, value=0.5, verdict=Verdict.FAIL),),
+    )
+    return ModelRolloutStatus(
+        phase=Phase.PAUSED,
+        message="paused",
+        observed_generation=3,
+        rollout_candidate="chat-v1",
+        rollout_started_at=T0,
+        earlier_rollouts=(EarlierRollout(candidate="chat-v0", started_at=T0, phase=Phase.SUCCEEDED),),
+        step_starts=(StepStart(step=0, at=T0), StepStart(step=1, at=T0)),
+        weight_changes=(WeightChange(weight=20, at=T0), WeightChange(weight=50, at=T0)),
+        last_command=LastCommand(id="c1", name="resume", result=CommandResult.APPLIED, message="m", time=T0),
+        current_step_index=2,
+        current_weight=40,
+        live_weight=40,
+        current_mirror_percent=5,
+        live_mirror_percent=5,
+        pending_since=T0,
+        inconclusive_since=T0,
+        watch_ends_at=T0,
+        step_started_at=T0,
+        last_analysis_at=T0,
+        consecutive_prometheus_errors=2,
+        analysis=(metric,),
+        rollback_reason=RollbackReason(time=T0, message="breach"),
+        rolling_back=RollingBack(started_at=T0, from_weight=40, ends_at=LATER),
+        gate=GateStatus(started_at=T0, run="r1"),
+        false_rollback_warnings=(
+            FalseRollbackWarning(metric="m", step=0, chance=0.3, base_rate=0.1, candidate_requests=10),
+        ),
+        analysis_check=AnalysisCheck(analysis="abc", at=T0),
+        pause=RolloutPause(reason=PauseReason.PROMETHEUS_ERRORS, since=T0, message="errors"),
+        conditions=(
+            Condition(
+                type="AnalysisHealthy",
+                status=ConditionStatus.FALSE,
+                reason="PrometheusUnavailable",
+                message="m",
+                last_transition_time=T0,
+            ),
+        ),
+    )
+
+
+def test_the_busy_status_sets_every_field() -> None:
+    """Guards the test below: a field added to the status needs a value here, so it is checked too."""
+    default, busy = ModelRolloutStatus(), busy_status()
+    unset = [
+        name for name in ModelRolloutStatus.model_fields if getattr(busy, name) == getattr(default, name)
+    ]
+    assert unset == []
+
+
+def test_every_field_but_the_kept_ones_is_reset() -> None:
+    before = busy_status()
+    fresh = fresh_status(before, "chat-v2", LATER, "rolling out chat-v2")
+    default = ModelRolloutStatus()
+    for name in ModelRolloutStatus.model_fields:
+        if name in STARTED or name == "earlier_rollouts":
+            continue
+        expected = getattr(before, name) if name in KEPT else getattr(default, name)
+        assert getattr(fresh, name) == expected, name
+    assert (fresh.phase, fresh.rollout_candidate, fresh.rollout_started_at, fresh.pending_since) == (
+        Phase.PENDING,
+        "chat-v2",
+        LATER,
+        LATER,
+    )
+
+
+def test_the_replaced_rollout_joins_the_history() -> None:
+    fresh = fresh_status(busy_status(), "chat-v2", LATER, "rolling out chat-v2")
+    assert [(r.candidate, r.phase) for r in fresh.earlier_rollouts] == [
+        ("chat-v0", Phase.SUCCEEDED),
+        ("chat-v1", Phase.PAUSED),
+    ]
