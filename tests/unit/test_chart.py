@@ -4,6 +4,7 @@ written by `make generate` (tests/unit/test_generated_files.py)."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import subprocess
 from collections.abc import Iterator
@@ -118,6 +119,7 @@ COMBINATIONS: dict[str, Object] = {
 }
 
 
+@functools.cache  # the same values rendered by several tests: helm runs once (its answers are strings)
 def helm(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(binary("helm")), *args], input=stdin, capture_output=True, text=True, check=False, timeout=60

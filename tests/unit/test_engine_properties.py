@@ -19,6 +19,7 @@ here, independently of the engine's own bookkeeping.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -50,8 +51,10 @@ from tests.unit.engine_support import (
 ACTIVE = (Phase.PROGRESSING, Phase.PAUSED)
 FINISHED_BY_HAND = (Phase.ROLLED_BACK, Phase.FAILED)
 
+# 60 rollouts in `make test`; `make bench` runs the long form (bench/test_engine_properties_long.py).
+EXAMPLES = int(os.environ.get("MODELGATE_PROPERTY_EXAMPLES", "60"))
 PROPERTY_SETTINGS = settings(
-    max_examples=200,
+    max_examples=EXAMPLES,
     derandomize=True,
     database=None,
     deadline=None,

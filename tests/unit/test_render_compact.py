@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from modelgate.api import MetricAnalysis, ModelRolloutStatus, Phase, RollbackReason, Verdict
+from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.cli.render import render_status
 from modelgate.cli.render_analysis import ANALYSIS_COLUMNS
 
@@ -109,3 +110,17 @@ def test_a_rollback_says_what_to_do_next() -> None:
     text = " ".join(" ".join(shown(rollout(status), now=AT)).split())
     assert "modelgate report chat -n demo" in text and "modelgate retry chat -n demo" in text
     assert "left" not in text  # a rolled-back rollout's pause is over
+
+
+def test_a_pause_says_why_since_when_and_what_ends_it() -> None:
+    """From status.pause: a reader needs no condition's reason to tell why the rollout waits."""
+    resumable = RolloutPause(reason=PauseReason.PROMETHEUS_ERRORS, since=AT, message="queries failed")
+    held = ModelRolloutStatus(phase=Phase.PAUSED, current_weight=20, step_started_at=AT, pause=resumable)
+    text = " ".join(" ".join(shown(rollout(held))).split())  # wrapped at 80 columns
+    assert "PrometheusErrors since 2026-12-02 12:00:04 UTC" in text, text
+    assert "modelgate resume chat -n demo" in text, text
+    promotable = held.model_copy(
+        update={"pause": resumable.model_copy(update={"reason": PauseReason.INDEFINITE_STEP})}
+    )
+    assert "modelgate promote chat -n demo" in " ".join(" ".join(shown(rollout(promotable))).split())
+    assert "modelgate resume" not in " ".join(shown(rollout(held.model_copy(update={"pause": None}))))

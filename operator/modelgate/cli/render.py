@@ -18,6 +18,7 @@ from modelgate.api import (
     parse_status,
 )
 from modelgate.api.duration import parse_duration
+from modelgate.api.pause import RESUMABLE, PauseReason, RolloutPause
 from modelgate.cli.render_analysis import (
     AnalysisView,
     bounds_text,
@@ -90,6 +91,8 @@ def render_status(
         header.add_row("Live route", f"{live_weights[0]} / {live_weights[1]}")
     elif live_weights is not None:
         header.add_row("Live route", Text(live_weights, style="red"))
+    if status.pause is not None:
+        header.add_row("Paused", _pause_line(status.pause, meta))
     header.add_row("Message", status.message or "")
     parts: list[RenderableType] = [header]
     if status.rollback_reason is not None:
@@ -123,6 +126,18 @@ def _time_left(step: dict[str, Any], started: datetime | None, now: datetime) ->
         return ""
     left = started + parse_duration(duration) - now
     return f" ({_span(max(0, math.ceil(left.total_seconds())))} left)"
+
+
+def _pause_line(pause: RolloutPause, meta: dict[str, Any]) -> Text:
+    """The pause's reason, since when, and what ends it (status.pause, never a condition's reason)."""
+    target = f"{meta['name']} -n {meta['namespace']}"
+    if pause.reason in RESUMABLE:
+        ends = f"`modelgate resume {target}` ends it"
+    elif pause.reason is PauseReason.INDEFINITE_STEP:
+        ends = f"`modelgate promote {target}` ends it"
+    else:
+        ends = "it ends when the incumbent is Available"
+    return Text(f"{pause.reason} since {moment(pause.since)}; {ends}", style="yellow")
 
 
 def _next_step(meta: dict[str, Any]) -> Text:
