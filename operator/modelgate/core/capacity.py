@@ -18,6 +18,7 @@ from __future__ import annotations
 from modelgate.api import ConditionStatus, Phase
 from modelgate.core import conditions as cond
 from modelgate.core.deadlines import pending_deadline
+from modelgate.core.intents import Hold, HoldReason, Intent
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
 
@@ -71,24 +72,23 @@ def holds_weight(tick: Tick, weight: int) -> bool:
     return True
 
 
-def raise_waiting_weight(tick: Tick) -> bool:
-    """A waiting step raises its weight once the capacity is there; True while it still waits (or
-    its progress deadline acted), so the step goes no further this tick."""
+def capacity_wait(tick: Tick) -> Intent:
+    """A waiting step raises its weight once the capacity is there (and the step goes on); while it
+    still waits it holds, unless its progress deadline acts."""
     if not step_waits(tick):
         _no_wait(tick)
-        return False
+        return None
     weight = tick.step.set_weight
     assert weight is not None
     if holds_weight(tick, weight):
-        pending_deadline(tick)
-        return True
+        return pending_deadline(tick) or Hold(HoldReason.CAPACITY)
     index = tick.status.current_step_index
     # The step's clock (its analysis window, a deadline) starts when its weight does.
     tick.set_weight(weight)
     message = f"step {index}: candidate weight {weight}"
     tick.update(step_started_at=tick.now, inconclusive_since=None, message=message)
     tick.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {weight}%")
-    return False
+    return None
 
 
 def _no_wait(tick: Tick) -> None:
