@@ -22,7 +22,7 @@ from modelgate.core.manual_commands import handle_command
 from modelgate.core.mirror import settle_mirror
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
-from modelgate.core.pause_upgrade import with_pause_from_conditions
+from modelgate.core.pause_upgrade import with_state_from_conditions
 from modelgate.core.policy import PENDING, STEPPING, first_intent
 from modelgate.core.query_check import note_check
 from modelgate.core.reasons import ConditionType, Reason
@@ -38,7 +38,7 @@ __all__ = ["decide", "decide_unusable"]
 def decide(
     spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
 ) -> Decision:
-    status = with_pause_from_conditions(status, now)
+    status = with_state_from_conditions(status, now)
     tick = _Tick(watch_window.in_force(spec, status), status, observed, now)
     tick.run()
     tick.status = note_history(status, tick.status, now)
