@@ -2,8 +2,9 @@
 
 Weights move only as the steps say, or to 0 on rollback; a step advances only on a passing analysis
 taken at least one interval into the step; a rollback is final until `retry` or a new candidate.
-The rules of each feature live in their own modules, below this one (they act on core/tick.py's
-accumulator); this module reads as the rollout's life: start, pending, gating, steps, the end.
+The rules of each feature live in their own modules, below this one; core/policy.py lists them in the
+order they are evaluated, and each returns an intent (core/intents.py) that this module carries out.
+This module reads as the rollout's life: start, pending, gating, steps, the end.
 """
 
 from __future__ import annotations
