@@ -60,6 +60,7 @@ def busy_status() -> ModelRolloutStatus:
         current_mirror_percent=5,
         live_mirror_percent=5,
         pending_since=T0,
+        capacity_wait_since=T0,
         inconclusive_since=T0,
         watch_ends_at=T0,
         step_started_at=T0,

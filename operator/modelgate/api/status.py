@@ -282,6 +282,11 @@ class ModelRolloutStatus(StatusModel):
         description="When the rollout started waiting for the candidate to be Available, or (with "
         "spec.capacity.enforce) a step for its Ready replicas: the pending progress deadline counts from it.",
     )
+    capacity_wait_since: Timestamp | None = Field(
+        None,
+        description="When the current setWeight step began waiting for Ready candidate replicas "
+        "(spec.capacity.enforce); unset while no step waits. Condition CandidateCapacity gives the numbers.",
+    )
     inconclusive_since: Timestamp | None = Field(
         None,
         description="When the current step's analysis first came out Inconclusive, unless it passed since "

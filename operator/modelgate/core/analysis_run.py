@@ -7,20 +7,22 @@ from __future__ import annotations
 from modelgate.api import PauseReason, Phase, RollbackReason, Verdict
 from modelgate.core import false_rollback, limits
 from modelgate.core.deadlines import deadline_paused
+from modelgate.core.intents import Hold, HoldReason, Intent, RollBack
 from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
 
 
-def analyse(tick: Tick) -> bool:
-    """Records the run; returns False when it ended the rollout."""
-    assert tick.spec.analysis is not None and tick.observed.analysis is not None
+def analysis_verdict(tick: Tick) -> Intent:
+    """Records this tick's analysis run, if one ran; a breach, or failed queries past
+    spec.rollback's limit with onPrometheusError rollback, roll back."""
+    if tick.observed.analysis is None or tick.spec.analysis is None:
+        return None
     run = tick.observed.analysis
     result = evaluate(tick.spec.analysis, run, tick.status.analysis)
     tick.update(analysis=result.metrics, last_analysis_at=run.at)
     if result.breach is not None:
-        tick.rollback(result.breach, Reason.METRIC_BREACH)
-        return False
+        return RollBack(result.breach, Reason.METRIC_BREACH)
     for toss in false_rollback.new_warnings(tick.spec, tick.status, run):
         tick.event(Reason.FALSE_ROLLBACK_LIKELY, false_rollback.warning_message(toss))
         warned = false_rollback.remember(tick.status.false_rollback_warnings, toss)
@@ -33,18 +35,18 @@ def analyse(tick: Tick) -> bool:
             message = f"metric queries succeed again ({verdicts}); paused until `modelgate resume`"
             tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, message)
             tick.update(message=f"paused: {message}")
-            return True
+            return None
         tick.update(
             inconclusive_since=None
             if result.all_pass or not result.inconclusive
             else tick.status.inconclusive_since or run.at
         )
         if deadline_paused(tick):
-            return True  # held until `modelgate resume`; a breach still rolls back
+            return None  # held until `modelgate resume`; a breach still rolls back
         passing = result.all_pass
         verdict = Reason.PASSING if passing else Reason.INCONCLUSIVE
         tick.condition(ConditionType.ANALYSIS_HEALTHY, passing, verdict, verdicts)
-        return True
+        return None
     errors = tick.status.consecutive_prometheus_errors + 1
     tick.update(consecutive_prometheus_errors=errors)
     first_error = next(m for m in result.metrics if m.verdict is Verdict.ERROR)
@@ -52,11 +54,10 @@ def analyse(tick: Tick) -> bool:
     limit = tick.spec.rollback.max_consecutive_errors
     if errors < limit and not tick.error_paused:
         tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.QUERY_ERROR, detail)
-        return True
+        return None
     if errors >= limit and tick.spec.rollback.on_prometheus_error == "rollback":
         reason = RollbackReason(time=run.at, message=limits.clip(detail, limits.ANALYSIS_MESSAGE))
-        tick.rollback(reason, Reason.PROMETHEUS_UNAVAILABLE)
-        return False
+        return RollBack(reason, Reason.PROMETHEUS_UNAVAILABLE)
     if not tick.error_paused:
         tick.event(Reason.ANALYSIS_PAUSED, f"{detail}; paused until `modelgate resume`")
     tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROMETHEUS_UNAVAILABLE, detail)
@@ -64,4 +65,9 @@ def analyse(tick: Tick) -> bool:
     address = tick.spec.analysis.prometheus.address
     fix = f"fix what it names (the Prometheus at {address}: spec.analysis.prometheus)"
     tick.update(phase=Phase.PAUSED, message=f"paused: {detail}; {fix}, then run `modelgate resume`")
-    return True
+    return None
+
+
+def errors_hold(tick: Tick) -> Intent:
+    """Paused on failed queries: held until `modelgate resume`, even once they succeed again."""
+    return Hold(HoldReason.PROMETHEUS_ERRORS) if tick.error_paused else None

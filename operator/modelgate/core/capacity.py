@@ -15,9 +15,9 @@ becomes Available does. Lowering a weight never waits; `modelgate promote` skips
 
 from __future__ import annotations
 
-from modelgate.api import ConditionStatus, Phase
-from modelgate.core import conditions as cond
+from modelgate.api import Phase
 from modelgate.core.deadlines import pending_deadline
+from modelgate.core.intents import Hold, HoldReason, Intent
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
 
@@ -45,8 +45,7 @@ def holds_weight(tick: Tick, weight: int) -> bool:
     if not enforced(tick) or weight <= tick.status.current_weight:
         return False
     ready = tick.observed.ready_replicas
-    previous = cond.condition(tick.status.conditions, ConditionType.CANDIDATE_CAPACITY)
-    waiting = previous is not None and previous.status is ConditionStatus.FALSE
+    waiting = tick.status.capacity_wait_since is not None
     if ready is None:
         shortfall = "the Ready replicas of the candidate and the incumbent could not be read"
     else:
@@ -59,41 +58,43 @@ def holds_weight(tick: Tick, weight: int) -> bool:
             tick.condition(ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, enough)
             if waiting:
                 tick.event(Reason.CAPACITY_AVAILABLE, f"raising the candidate's weight: {enough}")
-                tick.update(pending_since=None)
+                tick.update(pending_since=None, capacity_wait_since=None)
             return False
         shortfall = enough
     message = f"holding the candidate's weight at {tick.status.current_weight}: {shortfall}"
     if not waiting:
         tick.event(Reason.INSUFFICIENT_CAPACITY, message)
     tick.condition(ConditionType.CANDIDATE_CAPACITY, False, Reason.INSUFFICIENT_CAPACITY, message)
-    tick.update(phase=Phase.PROGRESSING, pending_since=tick.status.pending_since or tick.now)
+    tick.update(
+        phase=Phase.PROGRESSING,
+        pending_since=tick.status.pending_since or tick.now,
+        capacity_wait_since=tick.status.capacity_wait_since or tick.now,
+    )
     tick.note(message)
     return True
 
 
-def raise_waiting_weight(tick: Tick) -> bool:
-    """A waiting step raises its weight once the capacity is there; True while it still waits (or
-    its progress deadline acted), so the step goes no further this tick."""
+def capacity_wait(tick: Tick) -> Intent:
+    """A waiting step raises its weight once the capacity is there (and the step goes on); while it
+    still waits it holds, unless its progress deadline acts."""
     if not step_waits(tick):
         _no_wait(tick)
-        return False
+        return None
     weight = tick.step.set_weight
     assert weight is not None
     if holds_weight(tick, weight):
-        pending_deadline(tick)
-        return True
+        return pending_deadline(tick) or Hold(HoldReason.CAPACITY)
     index = tick.status.current_step_index
     # The step's clock (its analysis window, a deadline) starts when its weight does.
     tick.set_weight(weight)
     message = f"step {index}: candidate weight {weight}"
     tick.update(step_started_at=tick.now, inconclusive_since=None, message=message)
     tick.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {weight}%")
-    return False
+    return None
 
 
 def _no_wait(tick: Tick) -> None:
     """A wait that ended otherwise (`modelgate promote` past it, a spec edit) is no longer reported."""
-    previous = cond.condition(tick.status.conditions, ConditionType.CANDIDATE_CAPACITY)
-    if previous is not None and previous.status is ConditionStatus.FALSE:
+    if tick.status.capacity_wait_since is not None:
         tick.condition(ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, "no step waits")
-        tick.update(pending_since=None)
+        tick.update(pending_since=None, capacity_wait_since=None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from modelgate.api import PauseReason, Phase
 from modelgate.core import conditions as cond
+from modelgate.core.intents import Hold, HoldReason, Intent
 from modelgate.core.model import LiveRoute
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
@@ -37,6 +38,11 @@ def overwrite_noticed(tick: Tick) -> bool:
 
 def route_conflict_held(tick: Tick) -> bool:
     return tick.paused_by(PauseReason.ROUTE_CONFLICT)
+
+
+def conflict_hold(tick: Tick) -> Intent:
+    """The other writer's weight stays; only a rollback writes."""
+    return Hold(HoldReason.ROUTE_CONFLICT) if route_conflict_held(tick) else None
 
 
 def note_overwrite(tick: Tick, route: LiveRoute, writer: str) -> None:

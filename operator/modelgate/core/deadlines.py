@@ -16,21 +16,22 @@ from modelgate.api import (
     Verdict,
 )
 from modelgate.api.progress_deadlines import DEFAULT_INCONCLUSIVE_DEADLINE
+from modelgate.core.intents import Fail, Hold, HoldReason, Intent, RollBack
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
 from modelgate.core.tick import Tick
 
 
-def pending_deadline(tick: Tick) -> bool:
-    """Acts on the pending deadline if it has passed; True when it did (the tick goes no further)."""
+def pending_deadline(tick: Tick) -> Intent:
+    """The pending deadline's action once it has passed (a pause is recorded and holds)."""
     deadlines = tick.spec.progress_deadlines
     deadline = deadlines.pending if deadlines else None
     since, what = tick.status.pending_since, "the candidate has not become Available within"
     return _check(tick, PauseReason.PENDING_DEADLINE, deadline, since, what)
 
 
-def inconclusive_deadline(tick: Tick) -> bool:
-    """Acts on the inconclusive deadline if it has passed; True when it did (the tick goes no further)."""
+def inconclusive_deadline(tick: Tick) -> Intent:
+    """The inconclusive deadline's action once it has passed (a pause is recorded and holds)."""
     deadline = inconclusive_limit(tick.spec, tick.status)
     since = tick.status.inconclusive_since
     what = "the analysis has been Inconclusive for"
@@ -59,9 +60,9 @@ def _check(
     since: datetime | None,
     what: str,
     detail: str = "",
-) -> bool:
+) -> Intent:
     if deadline is None or deadline.action == "wait" or since is None:
-        return False
+        return None
     return _act(tick, pause, deadline, since, f"{what} {deadline.after}{detail}")
 
 
@@ -69,21 +70,24 @@ def deadline_paused(tick: Tick) -> bool:
     return tick.paused_by(PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
 
 
-def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> bool:
+def deadline_hold(tick: Tick) -> Intent:
+    """Paused at its deadline: held, with the message saying why, until `modelgate resume`."""
+    return Hold(HoldReason.DEADLINE) if deadline_paused(tick) else None
+
+
+def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> Intent:
     if tick.now - since < deadline.after_timedelta or deadline_paused(tick):
-        return False
+        return None
     message = f"{what}; {deadline.action} per spec.progressDeadlines"
     if deadline.action == "rollback":
-        tick.rollback(RollbackReason(time=tick.now, message=message), Reason.PROGRESS_DEADLINE_EXCEEDED)
-        return True
+        return RollBack(RollbackReason(time=tick.now, message=message), Reason.PROGRESS_DEADLINE_EXCEEDED)
     tick.event(Reason.PROGRESS_DEADLINE_EXCEEDED, message)
     if deadline.action == "fail":
-        tick.fail(Reason.PROGRESS_DEADLINE_EXCEEDED, message)
-        return True
+        return Fail(Reason.PROGRESS_DEADLINE_EXCEEDED, message)
     # pause: the weights stay; `modelgate resume` (or `promote`) restarts the clock.
     tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROGRESS_DEADLINE_EXCEEDED, message)
     tick.update(message=f"paused: {message}; run `modelgate resume` to continue")
     tick.pause(pause, message)
     if tick.status.phase is not Phase.PENDING:
         tick.update(phase=Phase.PAUSED)
-    return True
+    return Hold(HoldReason.DEADLINE)

@@ -2,8 +2,9 @@
 
 Weights move only as the steps say, or to 0 on rollback; a step advances only on a passing analysis
 taken at least one interval into the step; a rollback is final until `retry` or a new candidate.
-The rules of each feature live in their own modules, below this one (they act on core/tick.py's
-accumulator); this module reads as the rollout's life: start, pending, gating, steps, the end.
+The rules of each feature live in their own modules, below this one; core/policy.py lists them in the
+order they are evaluated, and each returns an intent (core/intents.py) that this module carries out.
+This module reads as the rollout's life: start, pending, gating, steps, the end.
 """
 
 from __future__ import annotations
@@ -13,17 +14,18 @@ from datetime import datetime
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason
 from modelgate.core import capacity, gradual, watch_window
 from modelgate.core import conditions as cond
-from modelgate.core.analysis_run import analyse
-from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by, route_conflict_held
-from modelgate.core.deadlines import deadline_paused, inconclusive_deadline, pending_deadline
+from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by
+from modelgate.core.deadlines import deadline_paused
 from modelgate.core.fresh_status import fresh_status
 from modelgate.core.gating import gate_pending, gating, start_gate
+from modelgate.core.intents import Advance, Fail, Hold, Intent, RollBack, SetWeight
 from modelgate.core.manual_commands import handle_command
 from modelgate.core.mirror import settle_mirror
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
-from modelgate.core.pause_upgrade import with_pause_from_conditions
-from modelgate.core.query_check import check_holds, note_check
+from modelgate.core.pause_upgrade import with_state_from_conditions
+from modelgate.core.policy import PENDING, STEPPING, first_intent
+from modelgate.core.query_check import note_check
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
 from modelgate.core.step_completion import failures_for_new_step, step_complete
@@ -37,16 +39,19 @@ __all__ = ["decide", "decide_unusable"]
 def decide(
     spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
 ) -> Decision:
-    status = with_pause_from_conditions(status, now)
+    status = with_state_from_conditions(status, now)
     tick = _Tick(watch_window.in_force(spec, status), status, observed, now)
     tick.run()
-    settle_mirror(tick)
     tick.status = note_history(status, tick.status, now)
     return tick.decision
 
 
 class _Tick(Tick):
     def run(self) -> None:
+        self.transition()
+        settle_mirror(self)  # the mirror follows the step the tick ended at
+
+    def transition(self) -> None:
         generation_changed = self.status.observed_generation != self.observed.generation
         if self.status.rollout_candidate != self.spec.candidate.identity:
             self.start_rollout(Reason.NEW_ROLLOUT, f"rolling out {self.spec.candidate.name}")
@@ -82,17 +87,17 @@ class _Tick(Tick):
             self.event(Reason.INVALID_SPEC, problem.message)
             self.fail(Reason.INVALID_SPEC, problem.message)
         elif phase is Phase.SUCCEEDED:
-            self.set_weight(100)
+            self.apply(SetWeight(100))
         elif phase is Phase.FAILED:
-            self.set_weight(0)  # Failed never strands traffic: the incumbent takes it all
+            self.apply(SetWeight(0))  # Failed never strands traffic: the incumbent takes it all
         elif phase is Phase.ROLLED_BACK:
             gradual.continue_rollback(self)
         elif phase is Phase.PENDING:
-            self.pending()
+            self.apply(first_intent(self, PENDING))
         elif phase is Phase.GATING:
             gating(self)
         else:
-            self.progress()
+            self.apply(first_intent(self, STEPPING))
 
     def note_route(self, route: LiveRoute) -> None:
         """RouteReady, and the weight the route carries; a write that has not taken (reported when
@@ -112,42 +117,36 @@ class _Tick(Tick):
         self.status = fresh_status(self.status, self.spec.candidate.identity, self.now, message)
         self.event(reason, message)
 
-    def pending(self) -> None:
-        self.set_weight(0)
-        self.note_candidate_availability()
-        if route_conflict_held(self):
-            return
-        if deadline_paused(self):
-            return  # paused at its deadline: held, with the message saying why, until `modelgate resume`
-        if not self.observed.candidate_available:
-            self.update(message=f"waiting for the candidate: {self.observed.candidate_message}")
-            pending_deadline(self)
-            return
-        if check_holds(self):
-            return  # no weight before every query of the analysis answers
+    def apply(self, intent: Intent) -> None:
+        """Carries out the intent the policy (core/policy.py) decided on."""
+        match intent:
+            case Hold(message=str() as message):
+                self.update(message=message)
+            case RollBack(reason=reason, cause=cause):
+                self.rollback(reason, cause)
+            case Fail(reason=reason, message=message):
+                self.fail(reason, message)
+            case SetWeight(weight=weight):
+                self.set_weight(weight)
+            case Advance():
+                self.advance()
+
+    def advance(self) -> None:
+        if self.status.phase is Phase.PENDING:
+            self.leave_pending()
+        elif watching(self.status):  # the window has passed
+            self.succeed()
+            self.scale_down_incumbent = watch_window.scales_down_incumbent(self.spec)
+        else:
+            self.advance_while_complete()
+
+    def leave_pending(self) -> None:
         if gate_pending(self):
             start_gate(self)
             return
         self.update(phase=Phase.PROGRESSING, pending_since=None)
         self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.name} is Available")
         self.enter_step(0)
-        self.advance_while_complete()
-
-    def progress(self) -> None:
-        ran = self.observed.analysis is not None and self.spec.analysis is not None
-        if ran and not analyse(self):
-            return
-        if route_conflict_held(self):
-            return  # the other writer's weight stays; only a rollback writes
-        self.set_weight(self.status.current_weight)  # re-assert what this step wrote if it drifted
-        self.note_candidate_availability()
-        if self.error_paused or deadline_paused(self) or inconclusive_deadline(self) or check_holds(self):
-            return
-        if watching(self.status):
-            watch_window.go_on(self)
-            return
-        if capacity.raise_waiting_weight(self):
-            return
         self.advance_while_complete()
 
     def advance_while_complete(self) -> None:

@@ -1,17 +1,33 @@
-"""A status written by an operator before status.pause, whose pause was known only from a condition's
-reason: read once, into status.pause, so that an upgrade does not let a paused rollout go on. The only
-place core reads a condition's reason; it goes when no such status can be left (two releases on)."""
+"""A status written by an operator before status.pause (or status.capacityWaitSince), whose pause (or
+capacity wait) was known only from a condition: read once, into the typed field, so that an upgrade
+does not let a paused rollout go on nor forget a wait. The only place core reads a condition to decide;
+it goes when no such status can be left (two releases on)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from modelgate.api import ModelRolloutStatus, PauseReason, Phase, RolloutPause
+from modelgate.api import ConditionStatus, ModelRolloutStatus, PauseReason, Phase, RolloutPause
 from modelgate.core import conditions as cond
 from modelgate.core.reasons import ConditionType, Reason
 
 
-def with_pause_from_conditions(status: ModelRolloutStatus, now: datetime) -> ModelRolloutStatus:
+def with_state_from_conditions(status: ModelRolloutStatus, now: datetime) -> ModelRolloutStatus:
+    return _with_pause(_with_capacity_wait(status), now)
+
+
+def _with_capacity_wait(status: ModelRolloutStatus) -> ModelRolloutStatus:
+    capacity = cond.condition(status.conditions, ConditionType.CANDIDATE_CAPACITY)
+    if (
+        status.capacity_wait_since is not None
+        or capacity is None
+        or capacity.status is not ConditionStatus.FALSE
+    ):
+        return status
+    return status.model_copy(update={"capacity_wait_since": capacity.last_transition_time})
+
+
+def _with_pause(status: ModelRolloutStatus, now: datetime) -> ModelRolloutStatus:
     if status.pause is not None:
         return status
     reason = _older_pause(status)

@@ -16,6 +16,7 @@ from modelgate.api import AnalysisSpec, ModelRolloutSpec, ModelRolloutStatus, Ph
 from modelgate.api.analysis_check import AnalysisCheck, UnansweredQuery
 from modelgate.core import conditions as cond
 from modelgate.core import limits
+from modelgate.core.intents import Hold, HoldReason, Intent
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.stage import watching
@@ -102,19 +103,19 @@ def note_check(tick: Tick) -> None:
     tick.condition(ConditionType.ANALYSIS_READY, False, Reason.QUERY_UNANSWERED, message)
 
 
-def check_holds(tick: Tick) -> bool:
-    """True while the analysis in force has not answered: the weight stays where it is (0 before the
+def queries_hold(tick: Tick) -> Intent:
+    """Holds while the analysis in force has not answered: the weight stays where it is (0 before the
     first), and the message says what to fix."""
     if not unchecked(tick.spec, tick.status):
-        return False
+        return None
     check, analysis, weight = tick.status.analysis_check, tick.spec.analysis, tick.status.current_weight
     assert analysis is not None
     holding = "the candidate gets no traffic" if weight == 0 else f"holding at weight {weight}"
     if check is None or not check.unanswered:
-        tick.update(message=f"{holding} until the analysis's queries answer: checking them")
+        message = f"{holding} until the analysis's queries answer: checking them"
     else:
-        tick.update(message=f"{holding}: {_problem(check, analysis.interval)}")
-    return True
+        message = f"{holding}: {_problem(check, analysis.interval)}"
+    return Hold(HoldReason.QUERIES_UNANSWERED, next_check_at(tick.spec, tick.status), message)
 
 
 def _problem(check: AnalysisCheck, interval: str) -> str:

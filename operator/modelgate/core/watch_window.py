@@ -16,6 +16,7 @@ at once.
 from __future__ import annotations
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason
+from modelgate.core.intents import Advance, Hold, HoldReason, Intent, RollBack
 from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
@@ -51,24 +52,29 @@ def start(tick: Tick) -> bool:
     return True
 
 
-def go_on(tick: Tick) -> None:
+def window_verdict(tick: Tick) -> Intent:
     """A tick in the window, after its analysis: a held rollback is carried out once the incumbent is
-    Available; the window's end is a success."""
+    Available; the window's end is a success (Advance); None outside the window."""
     status = tick.status
+    if not watching(status):
+        return None
     assert status.watch_ends_at is not None
     note_incumbent(tick)
     held = status.rollback_reason
     if status.phase is Phase.PAUSED and held is not None:
         if tick.observed.incumbent_available:
             cause = Reason.METRIC_BREACH if held.metric is not None else Reason.PROMETHEUS_UNAVAILABLE
-            tick.rollback(held, cause)
-        return
+            return RollBack(held, cause)
+        return Hold(HoldReason.ROLLBACK_HELD)
     if tick.now < status.watch_ends_at:
-        tick.update(message=f"watching until {moment(status.watch_ends_at)}")
-        return
-    tick.succeed()
-    watch = tick.spec.watch
-    tick.scale_down_incumbent = watch is not None and watch.scale_down_incumbent
+        message = f"watching until {moment(status.watch_ends_at)}"
+        return Hold(HoldReason.WATCHING, status.watch_ends_at, message)
+    return Advance()
+
+
+def scales_down_incumbent(spec: ModelRolloutSpec) -> bool:
+    """Whether the window's passing scales the incumbent down (spec.watch.scaleDownIncumbent)."""
+    return spec.watch is not None and spec.watch.scale_down_incumbent
 
 
 def stop(tick: Tick, reason: Reason, message: str) -> None:
