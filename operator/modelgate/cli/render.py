@@ -13,6 +13,7 @@ from rich.text import Text
 
 from modelgate.api import (
     FalseRollbackWarning,
+    ModelRolloutStatus,
     Phase,
     RollbackReason,
     parse_status,
@@ -61,6 +62,40 @@ def render_status(
     """`now`: the time a timed step's time left is counted to (None: not shown)."""
     meta, spec = body["metadata"], body["spec"]
     status = parse_status(body.get("status") or {})
+    header = _header(meta, spec, status, live_weights, now)
+    parts: list[RenderableType] = [header]
+    if status.rollback_reason is not None:
+        reason = status.rollback_reason
+        parts.append(Text(f"Rolled back: {reason.message}", style="bold red"))
+        if reason.rule is not None:
+            parts.append(Text(_breach_line(reason)))
+        if reason.query:
+            parts.append(_labelled("  query:", Text(reason.query, style="dim", overflow="fold")))
+        if reason.pods:
+            parts.append(_pods_table(reason.metric or "metric", reason))
+        for trace in reason.traces:
+            at = "" if trace.time is None else f" at {trace.time.strftime('%H:%M:%S')}"
+            value = "" if trace.value is None else f", value {trace.value:.4g}"
+            parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
+    if status.phase is Phase.ROLLED_BACK:
+        parts.append(_next_step(meta))
+    parts.extend(_coin_toss_line(warning) for warning in status.false_rollback_warnings)
+    if status.gate is not None:
+        parts.append(render_gate(status.gate))
+    parts.extend(judge_lines(status))
+    if status.analysis or status.phase is not Phase.FAILED:  # a Failed rollout never judged has no table
+        parts.append(AnalysisView(metric_rows(spec, status)))
+    return Group(*parts)
+
+
+def _header(
+    meta: dict[str, Any],
+    spec: dict[str, Any],
+    status: ModelRolloutStatus,
+    live_weights: tuple[int, int] | str | None,
+    now: datetime | None,
+) -> Table:
+    """The rollout's name, phase, step, weights, mirror, live route, pause and message."""
     steps = spec.get("steps", [])
     phase = str(status.phase or "Pending")
     header = Table.grid(padding=(0, 2))
@@ -94,29 +129,7 @@ def render_status(
     if status.pause is not None:
         header.add_row("Paused", _pause_line(status.pause, meta))
     header.add_row("Message", status.message or "")
-    parts: list[RenderableType] = [header]
-    if status.rollback_reason is not None:
-        reason = status.rollback_reason
-        parts.append(Text(f"Rolled back: {reason.message}", style="bold red"))
-        if reason.rule is not None:
-            parts.append(Text(_breach_line(reason)))
-        if reason.query:
-            parts.append(_labelled("  query:", Text(reason.query, style="dim", overflow="fold")))
-        if reason.pods:
-            parts.append(_pods_table(reason.metric or "metric", reason))
-        for trace in reason.traces:
-            at = "" if trace.time is None else f" at {trace.time.strftime('%H:%M:%S')}"
-            value = "" if trace.value is None else f", value {trace.value:.4g}"
-            parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
-    if status.phase is Phase.ROLLED_BACK:
-        parts.append(_next_step(meta))
-    parts.extend(_coin_toss_line(warning) for warning in status.false_rollback_warnings)
-    if status.gate is not None:
-        parts.append(render_gate(status.gate))
-    parts.extend(judge_lines(status))
-    if status.analysis or status.phase is not Phase.FAILED:  # a Failed rollout never judged has no table
-        parts.append(AnalysisView(metric_rows(spec, status)))
-    return Group(*parts)
+    return header
 
 
 def _time_left(step: dict[str, Any], started: datetime | None, now: datetime) -> str:
