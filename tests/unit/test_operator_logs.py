@@ -74,8 +74,19 @@ def test_the_operator_logs_what_it_watches_when_it_starts(monkeypatch: pytest.Mo
     monkeypatch.setattr(run.Kube, "from_kubeconfig", no_cluster)
     args = build_parser().parse_args(
         # --metrics-address port 0: no /metrics server (the default port may be another process's)
-        ["run", "-n", "serving", "-n", "staging", "--selector", "modelgate.io/shard=a", "--workers", "3"]
-        + ["--metrics-address", "127.0.0.1:0"]
+        [
+            "run",
+            "-n",
+            "serving",
+            "-n",
+            "staging",
+            "--selector",
+            "modelgate.io/shard=a",
+            "--workers",
+            "3",
+            "--metrics-address",
+            "127.0.0.1:0",
+        ]
     )
     with capture_logs() as logs, pytest.raises(Stop):
         run.run_operator(args)
