@@ -22,23 +22,16 @@ from modelgate.api import (
     InvalidSpecError,
     ModelRolloutSpec,
     ModelRolloutStatus,
-    Phase,
     RollbackReason,
-    WorkloadRef,
     parse_spec,
     parse_status,
 )
-from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
+from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core import (
-    AnalysisRun,
     Decision,
-    LiveRoute,
-    Observations,
-    ReadyReplicas,
     SpecProblem,
     WriteFailed,
     WriteResult,
-    analysis_due,
     decide,
     decide_unusable,
     may_hold,
@@ -61,15 +54,14 @@ from modelgate.core.model import (
     WriteRoute,
     WriteStatus,
 )
-from modelgate.core.query_check import check_due
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
-from modelgate.core.stage import watching
 from modelgate.core.watch_window import in_force
-from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
+from modelgate.kube import Conflict, Kube, KubeError, NotFound
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
-from modelgate.metrics import AnalysisPlan, BreachExplainer, MetricProvider, MetricProviders
+from modelgate.metrics import BreachExplainer, MetricProviders
 from modelgate.routers import SideKinds, TrafficRouter, backend_service, router_for
+from modelgate.tick_observation import TickObserver
 
 log = structlog.get_logger("modelgate.reconciler")
 Clock = Callable[[], datetime]
@@ -144,6 +136,7 @@ class Reconciler:
             CheckPodPolicy.from_env(os.environ),
             backend_service,
         )
+        self.observer = TickObserver(kube, self.gate_jobs, clock)
         # Per rollout; each is touched only by its rollout's tick, one at a time.
         self._held: dict[tuple[str, str], _Held] = {}
 
@@ -198,7 +191,7 @@ class Reconciler:
         except ValueError as error:  # what the CRD's schema could not catch, or an older CRD let through
             return self._unusable(body, stored, status, generation, error)
         now = self.clock()
-        observed = self._observe(body, spec, status, router, provider, analysed, now)
+        observed = self.observer.observe(body, spec, status, router, provider, analysed, now)
         decision = decide(spec, status, observed, now)
         structlog.contextvars.bind_contextvars(
             step=decision.status.current_step_index, weight=decision.status.current_weight
@@ -215,66 +208,6 @@ class Reconciler:
         if not finalized:
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
-
-    def _observe(
-        self,
-        body: Mapping[str, Any],
-        spec: ModelRolloutSpec,
-        status: ModelRolloutStatus,
-        router: TrafficRouter,
-        provider: MetricProvider | None,
-        analysed: ModelRolloutSpec,
-        now: datetime,
-    ) -> Observations:
-        meta = body["metadata"]
-        namespace = meta["namespace"]
-        plan, query_problem = self._plan(provider, analysed, namespace)
-        route = router.read()
-        candidate = spec.candidate
-        availability = self._side_availability(namespace, candidate, "spec.candidate.inferencePool")
-        ready = None
-        if spec.capacity is not None and spec.capacity.enforce:
-            ready = ReadyReplicas(
-                candidate=self.kube.side_ready_replicas(namespace, candidate.kind, candidate.name),
-                incumbent=self.kube.side_ready_replicas(namespace, spec.incumbent.kind, spec.incumbent.name),
-            )
-        # In the watch window a rollback sends everything to the incumbent, which must be able to serve it.
-        incumbent = (
-            self._side_availability(namespace, spec.incumbent, "spec.incumbent.inferencePool")
-            if watching(status)
-            else None
-        )
-        analysis: AnalysisRun | None = None
-        # Due even when the route does not yet carry the step's weight (an operator killed between a
-        # step's status and its weight, or between a rollback's 0 and its status): judged first, a
-        # candidate that breached is never given its traffic back.
-        due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
-        if provider is not None and due:
-            analysis = self._run(provider, plan, analysed, query_problem)
-        check = None
-        if provider is not None and check_due(analysed, status, now):
-            # The same queries: this tick's analysis run, where there is one, is the check.
-            check = analysis or self._run(provider, plan, analysed, query_problem)
-        gate_checks = {}
-        if status.phase is Phase.GATING and status.gate is not None:
-            gate_checks = self.gate_jobs.observe(namespace, spec, status.gate)
-        return Observations(
-            rollout=meta["name"],
-            uid=str(meta.get("uid") or ""),
-            gate_checks=gate_checks,
-            generation=int(meta.get("generation", 0)),
-            candidate_available=availability.available,
-            candidate_message=availability.message,
-            route=route,
-            analysis=analysis,
-            command=decode_command(meta.get("annotations")),
-            ready_replicas=ready,
-            incumbent_available=None if incumbent is None else incumbent.available,
-            incumbent_message="" if incumbent is None else incumbent.message,
-            query_problem=query_problem,
-            analysis_check=check,
-            has_finalizer=FINALIZER in (meta.get("finalizers") or []),
-        )
 
     def _apply_actions(self, scene: _Scene, decided: Decision) -> tuple[Decision, bool]:
         """Applies the decision's actions in order; returns the decision as settled by what the route
@@ -301,7 +234,7 @@ class Reconciler:
                 case WriteStatus(status=status, may_wait=may_wait):
                     stored = self._write_status(scene.body, stored, status, may_wait=may_wait)
                     if may_wait:
-                        _log_changes(scene.before, decision)
+                        observability.log_changes(scene.before, decision)
                 case StartGateChecks(gate=gate):
                     assert scene.spec is not None, "only a rollout with a spec has a gate"
                     self.gate_jobs.start(scene.body, scene.spec, gate)
@@ -313,43 +246,6 @@ class Reconciler:
                     self.kube.patch_annotations(meta["namespace"], meta["name"], {COMMAND_ANNOTATION: None})
             index += 1
         return decision, finalized
-
-    @staticmethod
-    def _plan(
-        provider: MetricProvider | None, spec: ModelRolloutSpec, namespace: str
-    ) -> tuple[AnalysisPlan | None, SpecProblem | None]:
-        """The analysis's queries, and what keeps some or all of them from being built (naming the
-        field): the engine decides what that means for the rollout."""
-        if provider is None:
-            return None, None
-        try:
-            plan = provider.plan(spec, namespace)
-        except ValueError as error:
-            return None, SpecProblem(str(error))
-        first = next(iter(plan.unbuildable.values()), None)
-        return plan, None if first is None else SpecProblem(first)
-
-    def _run(
-        self,
-        provider: MetricProvider,
-        plan: AnalysisPlan | None,
-        spec: ModelRolloutSpec,
-        problem: SpecProblem | None,
-    ) -> AnalysisRun:
-        """The plan's queries; without a plan, every metric an Error naming why (a Prometheus error's
-        shape: held, then paused or rolled back as spec.rollback says)."""
-        if plan is not None:
-            return provider.run(plan, self.clock())
-        assert spec.analysis is not None and problem is not None
-        metrics = {metric.name: "" for metric in spec.analysis.metrics}
-        return AnalysisRun.failed(metrics, self.clock(), f"the query cannot be built: {problem.message}")
-
-    def _side_availability(
-        self, namespace: str, side: WorkloadRef, pool_field: str
-    ) -> DeploymentAvailability:
-        if side.kind == "Deployment":
-            return self.kube.deployment_availability(namespace, side.name)
-        return self.kube.pool_availability(namespace, side.name, pool_field)
 
     def _evidence(self, scene: _Scene, reason: RollbackReason) -> BreachEvidence | None:
         """A metric breach's requests and pods, asked for once the traffic is back on the incumbent."""
@@ -478,30 +374,3 @@ class Reconciler:
             log.info("transition", reason=event.reason.value, type=event.type.value, detail=event.message)
         for event in posted:
             self.kube.create_event(body, event.type.value, event.reason.value, event.message)
-
-
-def _log_changes(before: ModelRolloutStatus, decision: Decision) -> None:
-    """The phase or message changed, the rollout ended: what an operator's log follows."""
-    status = decision.status
-    if status.phase != before.phase:
-        log.info("phase changed", phase=status.phase, previous=before.phase, message=status.message)
-    elif status.message != before.message:
-        # What it now waits for (a candidate that is not Available, a weight not yet live): a
-        # rollout that holds would otherwise say so only in its status.
-        log.info("status message changed", phase=status.phase, message=status.message)
-    if decision.outcome is not None:
-        reason = status.rollback_reason
-        # A promotion is the expected end: info; a rollback or failure is what operators alert on.
-        ended = log.info if decision.outcome.phase == Phase.SUCCEEDED else log.warning
-        ended(
-            "rollout ended",
-            phase=decision.outcome.phase,
-            reason=decision.outcome.reason.value,
-            metric=reason.metric if reason else None,
-            value=reason.value if reason else None,
-            threshold=reason.threshold if reason else None,
-            query=reason.query if reason else None,
-            detail=status.message,
-            step=before.current_step_index,
-            weight_before=before.current_weight,
-        )
