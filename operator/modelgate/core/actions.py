@@ -34,10 +34,10 @@ from modelgate.core.reasons import Reason
 from modelgate.core.writes import settle, warned
 
 
-def with_actions(
+def tick_actions(
     decision: Decision, spec: ModelRolloutSpec, before: ModelRolloutStatus, observed: Observations
-) -> Decision:
-    """The decision of a tick that started from `before`, with its actions."""
+) -> tuple[Action, ...]:
+    """The actions of a tick that started from `before` and came to `decision`."""
     status = decision.status
     wanted = finalizer_wanted(spec, status)
     actions: list[Action] = [SetFinalizer()] if wanted and not observed.has_finalizer else []
@@ -50,7 +50,7 @@ def with_actions(
         actions.append(ClearCommand(command.id))
     if observed.has_finalizer and not wanted:
         actions.append(RemoveFinalizer())
-    return dataclasses.replace(decision, actions=tuple(actions))
+    return tuple(actions)
 
 
 def route_actions(decision: Decision, before: ModelRolloutStatus) -> Decision:

@@ -18,7 +18,7 @@ from modelgate.api import (
 )
 from modelgate.core import conditions as cond
 from modelgate.core import limits
-from modelgate.core.actions import with_actions
+from modelgate.core.actions import tick_actions
 from modelgate.core.model import Decision, Event, LiveRoute, Observations, Outcome
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import STEPPING_PHASES, mirror_wanted, watching
@@ -42,7 +42,7 @@ class Tick(ABC):
 
     @property
     def decision(self) -> Decision:
-        decision = Decision(
+        fields = (
             self.status,
             self.weight,
             tuple(self.events),
@@ -51,7 +51,8 @@ class Tick(ABC):
             self.status.current_mirror_percent,
             self.scale_down_incumbent,
         )
-        return with_actions(decision, self.spec, self.before, self.observed)
+        actions = tick_actions(Decision(*fields), self.spec, self.before, self.observed)
+        return Decision(*fields, actions=actions)
 
     def update(self, **fields: object) -> None:
         # model_copy does not validate, so the message is kept within the schema's length here.
