@@ -11,10 +11,11 @@ from typing import Literal, TextIO
 import structlog
 from prometheus_client import Counter, Gauge, Histogram
 
-from modelgate.api import Phase
+from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.core import AnalysisRun, Decision
 
 LogFormat = Literal["json", "console"]
+_tick_log = structlog.get_logger("modelgate.reconciler")
 
 
 def configure_logging(
@@ -129,3 +130,31 @@ def forget_rollout(namespace: str, rollout: str) -> None:
 def _remove(metric: Gauge | Counter, *labels: str) -> None:
     with contextlib.suppress(KeyError):
         metric.remove(*labels)
+
+
+def log_changes(before: ModelRolloutStatus, decision: Decision) -> None:
+    """After a tick's status is written: the phase or message changed, the rollout ended (what an
+    operator's log follows; logged as the reconciler's)."""
+    status = decision.status
+    if status.phase != before.phase:
+        _tick_log.info("phase changed", phase=status.phase, previous=before.phase, message=status.message)
+    elif status.message != before.message:
+        # What it now waits for (a candidate that is not Available, a weight not yet live): a
+        # rollout that holds would otherwise say so only in its status.
+        _tick_log.info("status message changed", phase=status.phase, message=status.message)
+    if decision.outcome is not None:
+        reason = status.rollback_reason
+        # A promotion is the expected end: info; a rollback or failure is what operators alert on.
+        ended = _tick_log.info if decision.outcome.phase == Phase.SUCCEEDED else _tick_log.warning
+        ended(
+            "rollout ended",
+            phase=decision.outcome.phase,
+            reason=decision.outcome.reason.value,
+            metric=reason.metric if reason else None,
+            value=reason.value if reason else None,
+            threshold=reason.threshold if reason else None,
+            query=reason.query if reason else None,
+            detail=status.message,
+            step=before.current_step_index,
+            weight_before=before.current_weight,
+        )

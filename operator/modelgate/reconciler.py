@@ -22,51 +22,49 @@ from modelgate.api import (
     InvalidSpecError,
     ModelRolloutSpec,
     ModelRolloutStatus,
-    Phase,
-    WorkloadRef,
+    RollbackReason,
     parse_spec,
     parse_status,
 )
-from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
+from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core import (
-    AnalysisRun,
-    Command,
     Decision,
-    LiveRoute,
-    Observations,
-    ReadyReplicas,
-    Reason,
     SpecProblem,
-    UnreadableCommand,
     WriteFailed,
     WriteResult,
-    analysis_due,
     decide,
     decide_unusable,
-    events_to_post,
     may_hold,
     next_wakeup,
-    settle_write,
 )
-from modelgate.core.deletion import FINALIZER, finalizer_wanted, weight_on_delete
-from modelgate.core.evidence import with_evidence
+from modelgate.core.actions import after_write, scale_down_event
+from modelgate.core.deletion import FINALIZER, decide_deletion
+from modelgate.core.evidence import BreachEvidence
 from modelgate.core.holding import MAX_STATUS_HOLD
-from modelgate.core.query_check import check_due
+from modelgate.core.model import (
+    ClearCommand,
+    CollectEvidence,
+    DeleteGateJobs,
+    Event,
+    PostEvents,
+    RemoveFinalizer,
+    ScaleDownIncumbent,
+    SetFinalizer,
+    StartGateChecks,
+    WriteRoute,
+    WriteStatus,
+)
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
-from modelgate.core.stage import watching
 from modelgate.core.watch_window import in_force
-from modelgate.kube import Conflict, DeploymentAvailability, Kube, KubeError, NotFound
+from modelgate.kube import Conflict, Kube, KubeError, NotFound
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
-from modelgate.metrics import AnalysisPlan, BreachExplainer, MetricProvider, MetricProviders
+from modelgate.metrics import BreachExplainer, MetricProviders
 from modelgate.routers import SideKinds, TrafficRouter, backend_service, router_for
+from modelgate.tick_observation import TickObserver
 
 log = structlog.get_logger("modelgate.reconciler")
 Clock = Callable[[], datetime]
-
-
-def _rolls_back(decision: Decision) -> bool:
-    return decision.outcome is not None and decision.outcome.phase is Phase.ROLLED_BACK
 
 
 def utc_now() -> datetime:
@@ -86,6 +84,21 @@ class _Held:
     written: ModelRolloutStatus
     status: ModelRolloutStatus
     since: datetime
+
+
+@dataclass(frozen=True)
+class _Scene:
+    """What applying a tick's actions needs besides the kube client: the rollout, its spec (with
+    `analysed`, the watch window's metrics in force), its router and breach explainer, the status the
+    tick started from and the one stored."""
+
+    body: Mapping[str, Any]
+    spec: ModelRolloutSpec | None
+    analysed: ModelRolloutSpec | None
+    router: TrafficRouter | None
+    explainer: BreachExplainer | None
+    before: ModelRolloutStatus
+    stored: ModelRolloutStatus
 
 
 @dataclass(frozen=True)
@@ -123,6 +136,7 @@ class Reconciler:
             CheckPodPolicy.from_env(os.environ),
             backend_service,
         )
+        self.observer = TickObserver(kube, self.gate_jobs, clock)
         # Per rollout; each is touched only by its rollout's tick, one at a time.
         self._held: dict[tuple[str, str], _Held] = {}
 
@@ -176,210 +190,111 @@ class Reconciler:
                 provider = self.providers.for_analysis(spec.analysis)
         except ValueError as error:  # what the CRD's schema could not catch, or an older CRD let through
             return self._unusable(body, stored, status, generation, error)
-        command = decode_command(meta.get("annotations"))
-        plan, query_problem = self._plan(provider, analysed, namespace)
-
         now = self.clock()
-        route = router.read()
-        candidate = spec.candidate
-        availability = self._side_availability(namespace, candidate, "spec.candidate.inferencePool")
-        ready = None
-        if spec.capacity is not None and spec.capacity.enforce:
-            ready = ReadyReplicas(
-                candidate=self.kube.side_ready_replicas(namespace, candidate.kind, candidate.name),
-                incumbent=self.kube.side_ready_replicas(namespace, spec.incumbent.kind, spec.incumbent.name),
-            )
-        # In the watch window a rollback sends everything to the incumbent, which must be able to serve it.
-        incumbent = (
-            self._side_availability(namespace, spec.incumbent, "spec.incumbent.inferencePool")
-            if watching(status)
-            else None
-        )
-        analysis: AnalysisRun | None = None
-        # Due even when the route does not yet carry the step's weight (an operator killed between a
-        # step's status and its weight, or between a rollback's 0 and its status): judged first, a
-        # candidate that breached is never given its traffic back.
-        due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
-        if provider is not None and due:
-            analysis = self._run(provider, plan, analysed, query_problem)
-        check = None
-        if provider is not None and check_due(analysed, status, now):
-            # The same queries: this tick's analysis run, where there is one, is the check.
-            check = analysis or self._run(provider, plan, analysed, query_problem)
-        gate_checks = {}
-        if status.phase is Phase.GATING and status.gate is not None:
-            gate_checks = self.gate_jobs.observe(namespace, spec, status.gate)
-        observed = Observations(
-            rollout=name,
-            uid=str(meta.get("uid") or ""),
-            gate_checks=gate_checks,
-            generation=generation,
-            candidate_available=availability.available,
-            candidate_message=availability.message,
-            route=route,
-            analysis=analysis,
-            command=command,
-            ready_replicas=ready,
-            incumbent_available=None if incumbent is None else incumbent.available,
-            incumbent_message="" if incumbent is None else incumbent.message,
-            query_problem=query_problem,
-            analysis_check=check,
-        )
+        observed = self.observer.observe(body, spec, status, router, provider, analysed, now)
         decision = decide(spec, status, observed, now)
         structlog.contextvars.bind_contextvars(
             step=decision.status.current_step_index, weight=decision.status.current_weight
         )
-        wanted = finalizer_wanted(spec, decision.status)
-        has = FINALIZER in (body["metadata"].get("finalizers") or [])
-        if wanted and not has and not self._keep_finalizer(namespace, name, wanted):
+        explainer = provider if isinstance(provider, BreachExplainer) else None
+        scene = _Scene(body, spec, analysed, router, explainer, status, stored)
+        decision, finalized = self._apply_actions(scene, decision)
+        if not finalized and SetFinalizer() in decision.actions:
             # Nothing is written before the finalizer that would return the traffic is there.
             return TickResult(None, WRITE_RETRY)
-        if decision.weight is not None:
-            if not _rolls_back(decision):
-                # The step first, then its weight: an operator that dies in between finds the new
-                # step in status and writes its weight, rather than the previous step's back.
-                stored = self._write_status(body, stored, decision.status)
-            # A rollback's weight goes first: it must reach the route before anything else.
-            written = self._write(router, decision.weight, decision.mirror_percent)
-            decision = settle_write(status, decision, written, self.clock(), generation)
-        if _rolls_back(decision) and isinstance(provider, BreachExplainer):
-            decision = self._with_evidence(provider, analysed, namespace, decision)
-        self._apply(body, status, stored, decision)
-        self._run_gate_jobs(body, spec, status, decision.status)
-        if decision.scale_down_incumbent:
-            self._scale_down_incumbent(body, spec.incumbent.name)
-        self._clear_handled_command(namespace, name, command, decision.status)
-        observability.export(namespace, name, decision, analysis)
+        observability.export(namespace, name, decision, observed.analysis)
         # Timed from the decision's `now`, less the time the tick has taken since.
         wake_after = next_wakeup(spec, decision.status, now) - (self.clock() - now)
-        if has and not wanted and not self._keep_finalizer(namespace, name, wanted):
+        if not finalized:
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
 
-    @staticmethod
-    def _plan(
-        provider: MetricProvider | None, spec: ModelRolloutSpec, namespace: str
-    ) -> tuple[AnalysisPlan | None, SpecProblem | None]:
-        """The analysis's queries, and what keeps some or all of them from being built (naming the
-        field): the engine decides what that means for the rollout."""
-        if provider is None:
-            return None, None
-        try:
-            plan = provider.plan(spec, namespace)
-        except ValueError as error:
-            return None, SpecProblem(str(error))
-        first = next(iter(plan.unbuildable.values()), None)
-        return plan, None if first is None else SpecProblem(first)
+    def _apply_actions(self, scene: _Scene, decided: Decision) -> tuple[Decision, bool]:
+        """Applies the decision's actions in order; returns the decision as settled by what the route
+        write and the metric provider returned (core.after_write), and whether every finalizer patch
+        took (a SetFinalizer that did not stops the tick: nothing is written before it)."""
+        meta = scene.body["metadata"]
+        decision, written, evidence, finalized = decided, None, None, True
+        stored, index = scene.stored, 0
+        while index < len(decision.actions):
+            match decision.actions[index]:
+                case SetFinalizer():
+                    if not self._keep_finalizer(meta, wanted=True):
+                        return decision, False
+                case RemoveFinalizer():
+                    finalized = self._keep_finalizer(meta, wanted=False)
+                case WriteRoute(weight=weight, mirror_percent=mirror_percent):
+                    written = self._write(scene.router, weight, mirror_percent)
+                    decision = after_write(decided, written, evidence, self.clock())
+                case CollectEvidence(reason=reason):
+                    evidence = self._evidence(scene, reason)
+                    decision = after_write(decided, written, evidence, self.clock())
+                case PostEvents(events=events):
+                    self._post_events(scene.body, decision.events, events)
+                case WriteStatus(status=status, may_wait=may_wait):
+                    stored = self._write_status(scene.body, stored, status, may_wait=may_wait)
+                    if may_wait:
+                        observability.log_changes(scene.before, decision)
+                case StartGateChecks(gate=gate):
+                    assert scene.spec is not None, "only a rollout with a spec has a gate"
+                    self.gate_jobs.start(scene.body, scene.spec, gate)
+                case DeleteGateJobs(gate=gate):
+                    self.gate_jobs.delete(meta["namespace"], gate)
+                case ScaleDownIncumbent(deployment=deployment):
+                    self._scale_down_incumbent(scene.body, deployment)
+                case ClearCommand():
+                    self.kube.patch_annotations(meta["namespace"], meta["name"], {COMMAND_ANNOTATION: None})
+            index += 1
+        return decision, finalized
 
-    def _run(
-        self,
-        provider: MetricProvider,
-        plan: AnalysisPlan | None,
-        spec: ModelRolloutSpec,
-        problem: SpecProblem | None,
-    ) -> AnalysisRun:
-        """The plan's queries; without a plan, every metric an Error naming why (a Prometheus error's
-        shape: held, then paused or rolled back as spec.rollback says)."""
-        if plan is not None:
-            return provider.run(plan, self.clock())
-        assert spec.analysis is not None and problem is not None
-        metrics = {metric.name: "" for metric in spec.analysis.metrics}
-        return AnalysisRun.failed(metrics, self.clock(), f"the query cannot be built: {problem.message}")
-
-    def _run_gate_jobs(
-        self,
-        body: Mapping[str, Any],
-        spec: ModelRolloutSpec,
-        before: ModelRolloutStatus,
-        after: ModelRolloutStatus,
-    ) -> None:
-        """After the status that names them is written: the gate's Jobs are started while it runs, and
-        deleted once it has decided (their evidence is in status)."""
-        gate = after.gate
-        if gate is None:
-            return
-        if after.phase is Phase.GATING:
-            self.gate_jobs.start(body, spec, gate)
-        elif before.phase is Phase.GATING and gate.decision is not None:
-            self.gate_jobs.delete(body["metadata"]["namespace"], gate)
-
-    def _with_evidence(
-        self, provider: BreachExplainer, spec: ModelRolloutSpec, namespace: str, decision: Decision
-    ) -> Decision:
+    def _evidence(self, scene: _Scene, reason: RollbackReason) -> BreachEvidence | None:
         """A metric breach's requests and pods, asked for once the traffic is back on the incumbent."""
-        reason = decision.status.rollback_reason
-        if reason is None or reason.metric is None:
-            return decision
-        evidence = provider.explain(spec, namespace, reason)
+        if scene.explainer is None or scene.analysed is None:
+            return None
+        evidence = scene.explainer.explain(scene.analysed, scene.body["metadata"]["namespace"], reason)
         log.info("breach evidence", traces=len(evidence.traces), pods=len(evidence.pods))
-        return with_evidence(decision, evidence.traces, evidence.pods)
-
-    def _side_availability(
-        self, namespace: str, side: WorkloadRef, pool_field: str
-    ) -> DeploymentAvailability:
-        if side.kind == "Deployment":
-            return self.kube.deployment_availability(namespace, side.name)
-        return self.kube.pool_availability(namespace, side.name, pool_field)
+        return evidence
 
     def _scale_down_incumbent(self, body: Mapping[str, Any], deployment: str) -> None:
-        """spec.watch.scaleDownIncumbent, once the window has passed: tried once; a failure (e.g. the
-        chart did not grant deployments/scale) is a Warning Event, and the rollout stays Succeeded."""
-        namespace = body["metadata"]["namespace"]
+        error = None
         try:
-            self.kube.scale_deployment(namespace, deployment, replicas=0)
-        except KubeError as error:
-            message = f"could not scale the incumbent Deployment {deployment} to 0: {error}"
-            log.warning("incumbent not scaled down", deployment=deployment, error=str(error))
-            self.kube.create_event(body, "Warning", Reason.SCALE_DOWN_FAILED.value, message)
-            return
-        message = f"the watch window passed: incumbent Deployment {deployment} scaled to 0 replicas"
-        log.info("incumbent scaled down", deployment=deployment)
-        self.kube.create_event(body, "Normal", Reason.SCALED_DOWN.value, message)
+            self.kube.scale_deployment(body["metadata"]["namespace"], deployment, replicas=0)
+            log.info("incumbent scaled down", deployment=deployment)
+        except KubeError as failure:
+            error = str(failure)
+            log.warning("incumbent not scaled down", deployment=deployment, error=error)
+        event = scale_down_event(deployment, error)
+        self.kube.create_event(body, event.type.value, event.reason.value, event.message)
 
-    def _keep_finalizer(self, namespace: str, name: str, wanted: bool) -> bool:
+    def _keep_finalizer(self, meta: Mapping[str, Any], wanted: bool) -> bool:
         """Adds or removes the finalizer as the rollout needs it (core/deletion.py); False when the
         rollout changed under the patch, to be tried again soon."""
-        done = self.kube.set_finalizer(namespace, name, FINALIZER, wanted)
+        done = self.kube.set_finalizer(meta["namespace"], meta["name"], FINALIZER, wanted)
         if not done:
             log.info("the rollout changed while its finalizer was set; trying again", finalizer=FINALIZER)
         return done
 
     def _deleting(self, body: Mapping[str, Any]) -> TickResult:
-        """A rollout being deleted: with spec.rollback.onDelete ReturnTraffic, the candidate's weight
-        goes to 0 (verified) before the finalizer is removed. A rollout that cannot be used (its spec,
-        its route) or is left alone (skip-reconcile) has nothing returned: its finalizer goes at once."""
+        """A rollout being deleted (core.decide_deletion). One that cannot be used (its spec, its route)
+        or is left alone (skip-reconcile) has nothing returned: its finalizer goes at once."""
         meta = body["metadata"]
-        namespace, name = meta["namespace"], meta["name"]
-        if FINALIZER not in (meta.get("finalizers") or []):
-            return TickResult(None, RESYNC)  # not ours to hold: it goes when its other finalizers do
+        has_finalizer = FINALIZER in (meta.get("finalizers") or [])
         spec = router = route = None
         status = ModelRolloutStatus()
         try:
             spec = parse_spec(body.get("spec") or {})
             status = parse_status(body.get("status") or {})
-            router = router_for(spec.traffic_routing, self.kube, namespace, SideKinds.of(spec))
+            router = router_for(spec.traffic_routing, self.kube, meta["namespace"], SideKinds.of(spec))
         except ValueError as error:
             log.warning("deleting a rollout that cannot be used: removing its finalizer", error=str(error))
-        if router is not None and not skips_reconcile(meta.get("annotations")):
+        if has_finalizer and router is not None and not skips_reconcile(meta.get("annotations")):
             route = router.read()
-        weight = weight_on_delete(spec, status, route)
-        if router is not None and weight is not None:
-            written = self._write(router, weight, mirror_percent=0)
-            returned = isinstance(written, LiveRoute) and (
-                written.candidate_weight,
-                written.mirror_percent,
-            ) == (weight, 0)
-            if not returned:
-                message = f"deleting: the candidate's weight is not {weight} yet ({written}); trying again"
-                self.kube.create_event(body, "Warning", Reason.WEIGHT_NOT_APPLIED.value, message)
-                return TickResult(None, WRITE_RETRY)
-            message = f"deleting: the candidate's weight is {weight}, the incumbent takes all traffic"
-            log.info("traffic returned", detail=message)
-            self.kube.create_event(body, "Normal", Reason.TRAFFIC_RETURNED.value, message)
-        if not self._keep_finalizer(namespace, name, wanted=False):
-            return TickResult(None, WRITE_RETRY)
-        log.info("finalizer removed; the rollout goes", finalizer=FINALIZER)
-        return TickResult(None, RESYNC)
+        decision = decide_deletion(spec, status, route, has_finalizer)
+        scene = _Scene(body, spec, spec, router, None, status, status)
+        decision, finalized = self._apply_actions(scene, decision)
+        if has_finalizer and not (finalized and RemoveFinalizer() in decision.actions):
+            return TickResult(decision, WRITE_RETRY)
+        return TickResult(decision, RESYNC)
 
     def _unusable(
         self,
@@ -390,13 +305,8 @@ class Reconciler:
         error: ValueError,
     ) -> TickResult:
         unusable = decide_unusable(SpecProblem(str(error)), status, generation, self.clock())
-        router = self._router_of(body)
-        if unusable.weight is not None and router is not None:
-            written = self._write(router, unusable.weight, mirror_percent=0)
-            unusable = settle_write(status, unusable, written, self.clock(), generation)
-        elif unusable.weight is not None:
-            log.warning("no route to return the traffic on: the spec names none that can be used")
-        self._apply(body, status, stored, unusable)
+        scene = _Scene(body, None, None, self._router_of(body), None, status, stored)
+        unusable, _ = self._apply_actions(scene, unusable)
         observability.export(body["metadata"]["namespace"], body["metadata"]["name"], unusable, None)
         return TickResult(unusable, RESYNC)
 
@@ -410,7 +320,10 @@ class Reconciler:
         except ValueError:
             return None
 
-    def _write(self, router: TrafficRouter, weight: int, mirror_percent: int) -> WriteResult:
+    def _write(self, router: TrafficRouter | None, weight: int, mirror_percent: int) -> WriteResult | None:
+        if router is None:
+            log.warning("no route to return the traffic on: the spec names none that can be used")
+            return None
         try:
             written: WriteResult = router.set_weights(weight, mirror_percent)
         except Conflict as error:  # other writers changed the route under every attempt
@@ -453,54 +366,11 @@ class Reconciler:
         self.kube.patch_status(meta["namespace"], meta["name"], status.to_patch())
         return status
 
-    def _apply(
-        self,
-        body: Mapping[str, Any],
-        before: ModelRolloutStatus,
-        stored: ModelRolloutStatus,
-        decision: Decision,
+    def _post_events(
+        self, body: Mapping[str, Any], decided: tuple[Event, ...], posted: tuple[Event, ...]
     ) -> None:
-        """Events, then the status (unless `stored` already is it); `before` is the tick's start."""
-        for event in decision.events:
+        """Every transition is logged; the Events as core.events_to_post combined them are posted."""
+        for event in decided:
             log.info("transition", reason=event.reason.value, type=event.type.value, detail=event.message)
-        for event in events_to_post(decision.events):
+        for event in posted:
             self.kube.create_event(body, event.type.value, event.reason.value, event.message)
-        self._write_status(body, stored, decision.status, may_wait=True)
-        if decision.status.phase != before.phase:
-            log.info(
-                "phase changed",
-                phase=decision.status.phase,
-                previous=before.phase,
-                message=decision.status.message,
-            )
-        elif decision.status.message != before.message:
-            # What it now waits for (a candidate that is not Available, a weight not yet live): a
-            # rollout that holds would otherwise say so only in its status.
-            log.info("status message changed", phase=decision.status.phase, message=decision.status.message)
-        if decision.outcome is not None:
-            reason = decision.status.rollback_reason
-            # A promotion is the expected end: info; a rollback or failure is what operators alert on.
-            ended = log.info if decision.outcome.phase == Phase.SUCCEEDED else log.warning
-            ended(
-                "rollout ended",
-                phase=decision.outcome.phase,
-                reason=decision.outcome.reason.value,
-                metric=reason.metric if reason else None,
-                value=reason.value if reason else None,
-                threshold=reason.threshold if reason else None,
-                query=reason.query if reason else None,
-                detail=decision.status.message,
-                step=before.current_step_index,
-                weight_before=before.current_weight,
-            )
-
-    def _clear_handled_command(
-        self,
-        namespace: str,
-        name: str,
-        command: Command | UnreadableCommand | None,
-        status: ModelRolloutStatus,
-    ) -> None:
-        handled = status.last_command
-        if command is not None and handled is not None and handled.id == command.id:
-            self.kube.patch_annotations(namespace, name, {COMMAND_ANNOTATION: None})

@@ -10,8 +10,21 @@ the operator; kopf adds none either, since modelgate registers no deletion handl
 
 from __future__ import annotations
 
+import dataclasses
+
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
-from modelgate.core.model import LiveRoute, RouteProblem
+from modelgate.core.model import (
+    Action,
+    Decision,
+    Event,
+    LiveRoute,
+    PostEvents,
+    RemoveFinalizer,
+    RouteProblem,
+    WriteResult,
+    WriteRoute,
+)
+from modelgate.core.reasons import Reason
 
 FINALIZER = "modelgate.io/return-traffic"
 
@@ -36,3 +49,35 @@ def weight_on_delete(
     if not isinstance(route, LiveRoute) or (route.candidate_weight, route.mirror_percent) == (0, 0):
         return None
     return 0
+
+
+def decide_deletion(
+    spec: ModelRolloutSpec | None,
+    status: ModelRolloutStatus,
+    route: LiveRoute | RouteProblem | None,
+    has_finalizer: bool,
+) -> Decision:
+    """A rollout being deleted: with onDelete ReturnTraffic, the candidate's weight to 0 (verified,
+    `after_returning`) before the finalizer goes. One without our finalizer is not ours to hold."""
+    if not has_finalizer:
+        return Decision(status, deleting=True)
+    weight = weight_on_delete(spec, status, route)
+    actions: tuple[Action, ...] = (RemoveFinalizer(),)
+    if weight is not None:
+        message = f"deleting: the candidate's weight is {weight}, the incumbent takes all traffic"
+        events = (Event(Reason.TRAFFIC_RETURNED, message),)
+        actions = (WriteRoute(weight, 0), PostEvents(events), *actions)
+        return Decision(status, weight, events, actions=actions, deleting=True)
+    return Decision(status, actions=actions, deleting=True)
+
+
+def after_returning(decision: Decision, route: WriteRoute, written: WriteResult) -> Decision:
+    """The traffic returned: the finalizer goes. Not (yet): a Warning, and the finalizer stays."""
+    if isinstance(written, LiveRoute) and (written.candidate_weight, written.mirror_percent) == (
+        route.weight,
+        route.mirror_percent,
+    ):
+        return decision
+    message = f"deleting: the candidate's weight is not {route.weight} yet ({written}); trying again"
+    events = (Event(Reason.WEIGHT_NOT_APPLIED, message),)
+    return dataclasses.replace(decision, events=events, actions=(route, PostEvents(events)))

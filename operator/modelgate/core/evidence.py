@@ -3,11 +3,20 @@ rolled back: `status.rollbackReason.traces` and `.pods`, and the end of the Roll
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from modelgate.api import BreachTrace, PodValue
 from modelgate.core.model import Decision, Event
 from modelgate.core.reasons import Reason
+
+
+@dataclass(frozen=True)
+class BreachEvidence:
+    """What stood behind a metric breach: a few of the requests (trace IDs from exemplars, worst first)
+    and the metric per candidate pod (worst first). Empty where the backend has nothing to say."""
+
+    traces: tuple[BreachTrace, ...] = ()
+    pods: tuple[PodValue, ...] = ()
 
 
 def with_evidence(

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.api import ModelRolloutStatus, Phase, RollbackReason
+from modelgate.api.gate_status import GateStatus
 from modelgate.core.gate_judgement import CheckObservation
 from modelgate.core.reasons import EventType, Reason
 from modelgate.core.results import AnalysisRun
@@ -125,6 +126,8 @@ class Observations:
     query_problem: SpecProblem | None = None
     # The analysis's queries run once to see that they answer, when query_check.check_due says so.
     analysis_check: AnalysisRun | None = None
+    # The rollout carries the finalizer that returns the traffic on deletion (core/deletion.py).
+    has_finalizer: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,94 @@ class Outcome:
     reason: Reason
 
 
+# The effects of a tick, in the order the reconciler applies them (core/actions.py decides them).
+
+
+@dataclass(frozen=True)
+class SetFinalizer:
+    """Add the finalizer that returns the traffic on deletion (core/deletion.py): nothing is written
+    before it is there."""
+
+
+@dataclass(frozen=True)
+class RemoveFinalizer:
+    """Remove it: the rollout no longer needs it, or being deleted, its traffic is returned."""
+
+
+@dataclass(frozen=True)
+class WriteRoute:
+    """Write the candidate's weight and mirror. `warned`: a WeightNotApplied Warning is out already, so
+    a write that does not take again says nothing new."""
+
+    weight: int
+    mirror_percent: int
+    warned: bool = False
+
+
+@dataclass(frozen=True)
+class CollectEvidence:
+    """Ask the metric provider for the requests and pods behind a metric breach (a rollback's)."""
+
+    reason: RollbackReason
+
+
+@dataclass(frozen=True)
+class PostEvents:
+    """The Events as posted (core/events.py combines the routine ones)."""
+
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True)
+class WriteStatus:
+    """Write the status; `may_wait`: core/holding.py may keep it in memory for a while."""
+
+    status: ModelRolloutStatus
+    may_wait: bool
+
+
+@dataclass(frozen=True)
+class StartGateChecks:
+    """Start the gate's check Jobs that are not running (idempotent)."""
+
+    gate: GateStatus
+
+
+@dataclass(frozen=True)
+class DeleteGateJobs:
+    """The gate decided: its Jobs go (their evidence is in status)."""
+
+    gate: GateStatus
+
+
+@dataclass(frozen=True)
+class ScaleDownIncumbent:
+    """spec.watch.scaleDownIncumbent, the window passed: the incumbent Deployment to 0 replicas."""
+
+    deployment: str
+
+
+@dataclass(frozen=True)
+class ClearCommand:
+    """The command annotation was handled (its result is in status.lastCommand): remove it."""
+
+    command_id: str
+
+
+Action = (
+    SetFinalizer
+    | RemoveFinalizer
+    | WriteRoute
+    | CollectEvidence
+    | PostEvents
+    | WriteStatus
+    | StartGateChecks
+    | DeleteGateJobs
+    | ScaleDownIncumbent
+    | ClearCommand
+)
+
+
 @dataclass(frozen=True)
 class Decision:
     """One tick's result. `weight` is the candidate weight to write (the incumbent gets the rest), or
@@ -158,3 +249,6 @@ class Decision:
     command_handled: bool = False
     mirror_percent: int = 0
     scale_down_incumbent: bool = False  # the watch window passed: scale the incumbent Deployment to 0
+    # Every effect of the tick, in order (core/actions.py); `deleting`: those of a rollout being deleted.
+    actions: tuple[Action, ...] = ()
+    deleting: bool = False

@@ -18,6 +18,7 @@ from modelgate.api import (
 )
 from modelgate.core import conditions as cond
 from modelgate.core import limits
+from modelgate.core.actions import tick_actions
 from modelgate.core.model import Decision, Event, LiveRoute, Observations, Outcome
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import STEPPING_PHASES, mirror_wanted, watching
@@ -28,6 +29,7 @@ class Tick(ABC):
         self, spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
     ):
         self.spec = spec
+        self.before = status  # the status the tick started from
         self.status = status
         self.observed = observed
         self.now = now
@@ -40,7 +42,7 @@ class Tick(ABC):
 
     @property
     def decision(self) -> Decision:
-        return Decision(
+        fields = (
             self.status,
             self.weight,
             tuple(self.events),
@@ -49,6 +51,8 @@ class Tick(ABC):
             self.status.current_mirror_percent,
             self.scale_down_incumbent,
         )
+        actions = tick_actions(Decision(*fields), self.spec, self.before, self.observed)
+        return Decision(*fields, actions=actions)
 
     def update(self, **fields: object) -> None:
         # model_copy does not validate, so the message is kept within the schema's length here.

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from modelgate.api import ModelRolloutStatus, PauseReason, Phase
 from modelgate.core import limits
+from modelgate.core.actions import route_actions
 from modelgate.core.model import Decision, Event, Outcome, SpecProblem
 from modelgate.core.reasons import Reason
 from modelgate.core.tick_history import note_history
@@ -28,6 +29,7 @@ def decide_unusable(
     unusable = note_history(status, status.model_copy(update=update), now)
     weight = None if finished or status.live_weight == 0 else 0
     if status.message == message and (finished or status.phase is Phase.FAILED):
-        return Decision(unusable, weight)
+        return route_actions(Decision(unusable, weight), status)
     outcome = None if finished or status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INVALID_SPEC)
-    return Decision(unusable, weight, events=(Event(Reason.INVALID_SPEC, problem.message),), outcome=outcome)
+    events = (Event(Reason.INVALID_SPEC, problem.message),)
+    return route_actions(Decision(unusable, weight, events=events, outcome=outcome), status)

@@ -17,6 +17,18 @@ from modelgate.core.reasons import ConditionType, Reason
 def settle_write(
     before: ModelRolloutStatus, decision: Decision, written: WriteResult, now: datetime, generation: int
 ) -> Decision:
+    return settle(decision, written, now, generation, warned=warned(before))
+
+
+def warned(before: ModelRolloutStatus) -> bool:
+    """Whether the status says a write did not take already (its Warning is out)."""
+    reported = cond.condition(before.conditions, ConditionType.ROUTE_READY)
+    return reported is not None and reported.reason == Reason.WEIGHT_NOT_APPLIED
+
+
+def settle(
+    decision: Decision, written: WriteResult, now: datetime, generation: int, *, warned: bool
+) -> Decision:
     wanted = decision.weight
     assert wanted is not None, "only a decision that wrote a weight has a write to settle"
     status = decision.status
@@ -46,8 +58,7 @@ def settle_write(
     )
     status = status.model_copy(update={"conditions": conditions})
     events = decision.events
-    reported = cond.condition(before.conditions, ConditionType.ROUTE_READY)
-    if reported is None or reported.reason != Reason.WEIGHT_NOT_APPLIED:
+    if not warned:
         events = (*events, Event(Reason.WEIGHT_NOT_APPLIED, message))
     return dataclasses.replace(decision, status=status, events=events)
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from modelgate.api import AnalysisSpec
+from modelgate.core.evidence import BreachEvidence
 from modelgate.kube import Kube
 from modelgate.metrics.prometheus import PrometheusProvider
 from modelgate.metrics.provider import (
     AnalysisPlan,
-    BreachEvidence,
     BreachExplainer,
     CountQueries,
     MetricPlan,

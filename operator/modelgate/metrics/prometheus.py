@@ -18,6 +18,7 @@ from modelgate.api.analysis import SecretKeyRef
 from modelgate.api.duration import parse_duration
 from modelgate.api.fields import MAX_QUERY_TIMEOUT
 from modelgate.core import AnalysisRun, QueryResult
+from modelgate.core.evidence import BreachEvidence
 from modelgate.egress import TOKEN_ADDRESSES_ENV, policy_from_environment, token_allowlist
 from modelgate.kube import Kube, KubeError
 from modelgate.metrics.context import Side
@@ -25,7 +26,7 @@ from modelgate.metrics.deadline import Deadline
 from modelgate.metrics.exemplars import PODS_KEPT, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.prometheus_http import ADDRESS_FIELD, PrometheusClient, clean_token
 from modelgate.metrics.promql_plan import analysis_plan
-from modelgate.metrics.provider import AnalysisPlan, BreachEvidence, run_plan
+from modelgate.metrics.provider import AnalysisPlan, run_plan
 
 TOKEN_FIELD = "spec.analysis.prometheus.bearerTokenSecretRef"
 # The queries of one evaluation (and the evidence of one breach) share this deadline, so that one

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-from modelgate.api import AnalysisSpec, BreachTrace, ModelRolloutSpec, PodValue, RollbackReason
+from modelgate.api import AnalysisSpec, ModelRolloutSpec, RollbackReason
 from modelgate.api.series import MissingSeries, SeriesComponent, SeriesSide
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
+from modelgate.core.evidence import BreachEvidence
 
 
 @dataclass(frozen=True)
@@ -143,15 +144,6 @@ def _missing(query: Query, probes: tuple[SeriesProbe, ...]) -> tuple[MissingSeri
         if sides:
             missing.append(MissingSeries(series=probe.series, provided_by=probe.exporter, sides=sides))
     return tuple(missing)
-
-
-@dataclass(frozen=True)
-class BreachEvidence:
-    """What stood behind a metric breach: a few of the requests (trace IDs from exemplars, worst first)
-    and the metric per candidate pod (worst first). Empty where the backend has nothing to say."""
-
-    traces: tuple[BreachTrace, ...] = ()
-    pods: tuple[PodValue, ...] = ()
 
 
 @runtime_checkable
