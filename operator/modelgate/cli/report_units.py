@@ -41,18 +41,3 @@ def shown(value: float | None, unit: str = "") -> str:
     text = f"{scaled(value, unit):.3g}"
     end = suffix(unit)
     return f"{text}{end}" if end == "%" else f"{text} {end}".rstrip()
-
-
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """Round numbers (1, 2, 2.5 or 5 times a power of ten) from at or below `low` to at or above
-    `high`, about `count` of them."""
-    if not high > low:
-        high = low + 1.0
-    raw = (high - low) / max(count - 1, 1)
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
-    first = math.floor(low / step) * step
-    ticks = [first]
-    while ticks[-1] < high - step * 1e-9:
-        ticks.append(round(ticks[-1] + step, 12))
-    return ticks

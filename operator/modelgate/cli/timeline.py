@@ -4,7 +4,6 @@ status fields worth reading (shown generically, so that fields added to status a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -154,7 +153,3 @@ def rollback_mark(status: ModelRolloutStatus) -> list[Mark]:
     if status.phase is not Phase.ROLLED_BACK or reason is None:
         return []
     return [Mark(seconds(reason.time), f"rollback: {reason.metric or 'see reason'}", "rollback")]
-
-
-def finite_points(points: Points) -> Points:
-    return tuple((t, v) for t, v in points if math.isfinite(v))
