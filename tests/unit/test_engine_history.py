@@ -34,6 +34,21 @@ def run_until_ended(sim: Simulator, outcome: Outcome = Outcome.PASS) -> list[Mod
     return statuses
 
 
+def step_starts(status: ModelRolloutStatus) -> list[tuple[int, datetime]]:
+    """(step, start) as status.stepStarts records them, in seconds after the rollout's start."""
+    assert status.rollout_started_at is not None
+    return [
+        (step, status.rollout_started_at + timedelta(seconds=s)) for step, s in enumerate(status.step_starts)
+    ]
+
+
+def weight_changes(status: ModelRolloutStatus) -> list[tuple[int, datetime]]:
+    assert status.rollout_started_at is not None
+    return [
+        (c.weight, status.rollout_started_at + timedelta(seconds=c.seconds)) for c in status.weight_changes
+    ]
+
+
 def seen_step_starts(statuses: list[ModelRolloutStatus]) -> list[tuple[int, datetime]]:
     """Each (step, start) the statuses showed, in order."""
     seen: list[tuple[int, datetime]] = []
@@ -53,11 +68,11 @@ def test_a_promotion_records_each_step_start_and_each_weight_it_asked_for() -> N
 
     final = statuses[-1]
     assert final.phase is Phase.SUCCEEDED
-    assert [(s.step, s.at) for s in final.step_starts] == seen_step_starts(statuses)
-    assert [s.step for s in final.step_starts] == [0, 1, 2, 3, 4]  # 4: the end of the last step
+    assert step_starts(final) == seen_step_starts(statuses)
+    assert len(final.step_starts) == 5  # and the end of the last step
     assert [c.weight for c in final.weight_changes] == [20, 60, 100] == sim.applied
-    started = dict((s.step, s.at) for s in final.step_starts)
-    assert [c.at for c in final.weight_changes] == [started[0], started[2], started[3]]
+    started = dict(step_starts(final))
+    assert [at for _, at in weight_changes(final)] == [started[0], started[2], started[3]]
 
 
 def test_a_rollback_records_the_weight_going_back_to_zero_when_it_happened() -> None:
@@ -69,7 +84,7 @@ def test_a_rollback_records_the_weight_going_back_to_zero_when_it_happened() -> 
     assert rolled_back.phase is Phase.ROLLED_BACK
     assert rolled_back.rollback_reason is not None
     assert [c.weight for c in rolled_back.weight_changes] == [*sim.applied]
-    assert rolled_back.weight_changes[-1] == WeightChange(weight=0, at=rolled_back.rollback_reason.time)
+    assert weight_changes(rolled_back)[-1] == (0, rolled_back.rollback_reason.time)
 
 
 def test_a_new_rollout_on_the_same_object_starts_its_history_afresh() -> None:
@@ -82,8 +97,8 @@ def test_a_new_rollout_on_the_same_object_starts_its_history_afresh() -> None:
     restarted = sim.tick(after=timedelta(minutes=5)).status
 
     assert restarted.rollout_candidate == "chat-v3"
-    assert [(s.step, s.at) for s in restarted.step_starts] == [(0, sim.now)]
-    assert [(c.weight, c.at) for c in restarted.weight_changes] == [(20, sim.now)]
+    assert step_starts(restarted) == [(0, sim.now)]
+    assert weight_changes(restarted) == [(20, sim.now)]
 
 
 def test_retry_after_a_rollback_keeps_only_the_retried_rollout() -> None:
@@ -93,19 +108,31 @@ def test_retry_after_a_rollback_keeps_only_the_retried_rollout() -> None:
 
     retried = sim.tick(command=command(CommandAction.RETRY), after=timedelta(minutes=5)).status
 
-    assert [(s.step, s.at) for s in retried.step_starts] == [(0, sim.now)]
+    assert step_starts(retried) == [(0, sim.now)]
     assert [c.weight for c in retried.weight_changes] == [20]
 
 
 def test_the_weight_history_keeps_the_newest_changes_within_its_bound() -> None:
-    changes = tuple(
-        WeightChange(weight=w % 2 * 10, at=T0 + timedelta(seconds=w)) for w in range(MAX_WEIGHT_CHANGES)
+    changes = tuple(WeightChange(weight=w % 2 * 10, seconds=w) for w in range(MAX_WEIGHT_CHANGES))
+    before = ModelRolloutStatus(
+        rollout_started_at=T0, current_weight=changes[-1].weight, weight_changes=changes
     )
-    before = ModelRolloutStatus(current_weight=changes[-1].weight, weight_changes=changes)
     now = T0 + timedelta(hours=1)
 
     after = note_history(before, before.model_copy(update={"current_weight": 55}), now)
 
     assert len(after.weight_changes) == MAX_WEIGHT_CHANGES
-    assert after.weight_changes[-1] == WeightChange(weight=55, at=now)
+    assert after.weight_changes[-1] == WeightChange(weight=55, seconds=3600)
     assert after.weight_changes[0] == changes[1]
+
+
+def test_a_rollout_begun_before_the_record_adds_no_step_starts_it_cannot_place() -> None:
+    """Mid-rollout at step 2 with no record (an older operator's status): its next step is not
+    recorded as if it were step 0."""
+    at_step_two = ModelRolloutStatus(
+        rollout_started_at=T0, current_step_index=2, step_started_at=T0 + timedelta(minutes=1)
+    )
+    now = T0 + timedelta(minutes=2)
+    entered = at_step_two.model_copy(update={"current_step_index": 3, "step_started_at": now})
+
+    assert note_history(at_step_two, entered, now).step_starts == ()

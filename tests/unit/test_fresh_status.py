@@ -25,7 +25,7 @@ from modelgate.api import (
 )
 from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.api.gate_status import GateStatus
-from modelgate.api.history import StepStart, WeightChange
+from modelgate.api.history import WeightChange
 from modelgate.core.fresh_status import KEPT, fresh_status
 from tests.unit.engine_support import T0
 
@@ -51,8 +51,8 @@ def busy_status() -> ModelRolloutStatus:
         rollout_candidate="chat-v1",
         rollout_started_at=T0,
         earlier_rollouts=(EarlierRollout(candidate="chat-v0", started_at=T0, phase=Phase.SUCCEEDED),),
-        step_starts=(StepStart(step=0, at=T0), StepStart(step=1, at=T0)),
-        weight_changes=(WeightChange(weight=20, at=T0), WeightChange(weight=50, at=T0)),
+        step_starts=(0.0, 5.0),
+        weight_changes=(WeightChange(weight=20, seconds=0), WeightChange(weight=50, seconds=5)),
         last_command=LastCommand(id="c1", name="resume", result=CommandResult.APPLIED, message="m", time=T0),
         current_step_index=2,
         current_weight=40,

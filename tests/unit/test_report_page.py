@@ -55,11 +55,11 @@ def _rolled_back() -> dict[str, Any]:
         "currentStepIndex": 1,
         "currentWeight": 0,
         "rolloutStartedAt": _at(0),
-        "stepStarts": [{"step": 0, "at": _at(1)}, {"step": 1, "at": _at(20)}],
+        "stepStarts": [1, 20],
         "weightChanges": [
-            {"weight": 20, "at": _at(1)},
-            {"weight": 60, "at": _at(20)},
-            {"weight": 0, "at": _at(30)},
+            {"weight": 20, "seconds": 1},
+            {"weight": 60, "seconds": 20},
+            {"weight": 0, "seconds": 30},
         ],
         "rollbackReason": reason,
         "analysis": [

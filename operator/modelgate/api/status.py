@@ -18,7 +18,7 @@ from pydantic import (
 from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
-from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, StepStart, WeightChange
+from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, Offset, WeightChange
 from modelgate.api.markers import ATOMIC, NULLABLE, list_map
 from modelgate.api.metric_status import ConfidenceBounds, MetricAnalysis
 from modelgate.api.pause import RolloutPause
@@ -242,13 +242,16 @@ class ModelRolloutStatus(StatusModel):
     earlier_rollouts: Annotated[tuple[EarlierRollout, ...], Field(max_length=MAX_EARLIER_ROLLOUTS)] = Field(
         (), description="The rollouts this object ran before the current one, the newest last."
     )
-    step_starts: Annotated[tuple[StepStart, ...], Field(max_length=MAX_STEP_STARTS)] = Field(
-        (), description="When each step of this rollout (rolloutCandidate) started, the oldest first."
+    step_starts: Annotated[tuple[Offset, ...], Field(max_length=MAX_STEP_STARTS)] = Field(
+        (),
+        description="When each step of this rollout (rolloutCandidate) started, by step index, in seconds "
+        "after rolloutStartedAt; one more than the steps for the end of the last. Steps passed in one "
+        "tick share its time. Empty for a rollout begun under an operator without this record.",
     )
     weight_changes: Annotated[tuple[WeightChange, ...], Field(max_length=MAX_WEIGHT_CHANGES)] = Field(
         (),
-        description="Each candidate weight this rollout asked for, when it changed, the oldest first "
-        "(the oldest go first past 100).",
+        description="Each candidate weight this rollout asked for, when it changed (seconds after "
+        "rolloutStartedAt), the oldest first; past 100 the oldest go.",
     )
     last_command: LastCommand | None = Field(
         None, description="The last manual command the operator handled, and its result."

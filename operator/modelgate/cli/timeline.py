@@ -126,15 +126,18 @@ def _relative_limits(compare: Comparison, incumbent: Points) -> tuple[tuple[str,
 def weights_from_status(status: ModelRolloutStatus, start: float) -> Points:
     """The candidate's weight from the rollout's start, at each change it asked for
     (status.weightChanges; a gradual rollback's descent included)."""
-    return ((start, 0.0), *((seconds(c.at), float(c.weight)) for c in status.weight_changes))
+    origin = status.rollout_started_at
+    if origin is None:
+        return ((start, 0.0),)
+    return ((start, 0.0), *((seconds(origin) + c.seconds, float(c.weight)) for c in status.weight_changes))
 
 
 def steps_from_status(status: ModelRolloutStatus) -> dict[int, float]:
-    """When each step first started (status.stepStarts)."""
-    started: dict[int, float] = {}
-    for step in status.step_starts:
-        started.setdefault(step.step, seconds(step.at))
-    return started
+    """When each step started (status.stepStarts, by step index)."""
+    origin = status.rollout_started_at
+    if origin is None:
+        return {}
+    return {index: seconds(origin) + offset for index, offset in enumerate(status.step_starts)}
 
 
 def step_marks(
