@@ -81,7 +81,11 @@ def namespace(api_client: client.ApiClient) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def operator(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     """`modelgate run` as a real process for the whole session; tests may kill and restart it."""
-    process = OperatorProcess(cluster.kubeconfig, tmp_path_factory.mktemp("operator"))
+    # A changed route is looked at 1 s after the last tick, not 10 s: the tests that change a finished
+    # rollout's route wait for it (tests/unit/test_loops.py covers the wait itself).
+    process = OperatorProcess(
+        cluster.kubeconfig, tmp_path_factory.mktemp("operator"), extra_args=["--route-recheck=1"]
+    )
     process.start()
     yield process
     process.stop()

@@ -51,3 +51,17 @@ def test_a_malformed_timeout_is_refused_naming_the_form() -> None:
     with pytest.raises(SystemExit) as refused:
         PARSER.parse_args(["status", "chat", "-w", "--timeout", "5 minutes"])
     assert refused.value.code == ExitCode.USAGE
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "soon"])
+def test_a_route_recheck_that_is_not_a_positive_number_is_refused_naming_the_option(
+    seconds: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as refused:
+        PARSER.parse_args(["run", "--route-recheck", seconds])
+    assert refused.value.code == ExitCode.USAGE
+    assert "--route-recheck" in capsys.readouterr().err
+
+
+def test_a_route_recheck_in_seconds_reaches_the_operator() -> None:
+    assert PARSER.parse_args(["run", "--route-recheck", "0.5"]).route_recheck == 0.5

@@ -22,6 +22,7 @@ from prometheus_client import start_http_server
 from modelgate import API_GROUP, API_VERSION, PLURAL, __version__
 from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.core.holding import MAX_STATUS_HOLD
+from modelgate.core.schedule import RESYNC
 from modelgate.kube import Kube, KubeError, Object
 from modelgate.loops import DEFAULT_WORKERS, THREADS_PER_WORKER, RolloutLoops
 from modelgate.observability import configure_logging
@@ -44,21 +45,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.add_argument(
         "--health-address", default="127.0.0.1:8081", help="HOST:PORT of the liveness probe /healthz"
     )
-    run.add_argument(
-        "--workers",
-        type=int,
-        default=DEFAULT_WORKERS,
-        help="ticks that run at once, each in a thread; their waits on the API server and Prometheus "
-        "overlap (with ticks parked on a server that does not answer, up to 4 times as many threads)",
-    )
-    run.add_argument(
-        "--status-hold",
-        type=float,
-        default=MAX_STATUS_HOLD.total_seconds(),
-        metavar="SECONDS",
-        help="how long a status change that may wait (an evaluation that changed no verdict or count, a "
-        "verified weight) is held in memory before it is written; 0 writes every change at once",
-    )
+    _add_tuning_options(run)
     run.add_argument(
         "-l",
         "--selector",
@@ -88,10 +75,44 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.set_defaults(handler=run_operator)
 
 
+def _add_tuning_options(run: argparse.ArgumentParser) -> None:
+    """How many ticks run at once and how soon they look again."""
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        help="ticks that run at once, each in a thread; their waits on the API server and Prometheus "
+        "overlap (with ticks parked on a server that does not answer, up to 4 times as many threads)",
+    )
+    run.add_argument(
+        "--status-hold",
+        type=float,
+        default=MAX_STATUS_HOLD.total_seconds(),
+        metavar="SECONDS",
+        help="how long a status change that may wait (an evaluation that changed no verdict or count, a "
+        "verified weight) is held in memory before it is written; 0 writes every change at once",
+    )
+    run.add_argument(
+        "--route-recheck",
+        type=_positive_seconds,
+        default=RESYNC.total_seconds(),
+        metavar="SECONDS",
+        help="how soon after its last tick a rollout looks again when its route changed; a finished "
+        "rollout sets its weights right then (lower: another writer is answered sooner)",
+    )
+
+
 # After SIGTERM, how long ticks still running (a thread blocked on a server that does not answer) may
 # hold the process: past it, it exits without them. A tick interrupted so is no worse than one
 # interrupted by a crash: the next operator reads the state from the API server and ticks again.
 STOP_GRACE = 3.0
+
+
+def _positive_seconds(text: str) -> float:
+    seconds = float(text)
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, got {text}")
+    return seconds
 
 
 def _split(address: str) -> tuple[str, int]:
@@ -106,6 +127,7 @@ def startup_fields(args: argparse.Namespace) -> dict[str, object]:
         "namespaces": args.namespace or "all",
         "selector": args.selector or None,
         "workers": args.workers,
+        "route_recheck_seconds": args.route_recheck,
         "peering": args.peering or None,
     }
 
@@ -172,7 +194,9 @@ def _run_kopf(
         namespaces=args.namespace or [],
         liveness_endpoint=f"http://{health_host}:{health_port}/healthz",
         memo=kopf.Memo(
-            loops=RolloutLoops(reconciler, workers=args.workers),
+            loops=RolloutLoops(
+                reconciler, route_recheck=timedelta(seconds=args.route_recheck), workers=args.workers
+            ),
             kube=kube,
             executor=executor,
             list_rollouts=functools.partial(
