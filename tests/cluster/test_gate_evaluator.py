@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client
 
@@ -21,7 +22,7 @@ from testbed.check_pods import CheckPods
 from testbed.localcluster import LocalCluster
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
-from tests.support.gate import gated_rollout
+from tests.support.gate import Json, gated_rollout
 from tests.support.kube import create
 from tests.support.scenario import Scenario, serving
 
@@ -61,8 +62,11 @@ def evaluated(
     namespace: str,
     tmp_path: Path,
     candidate: dict[str, float],
+    test_set_source: Json | None = None,
+    **gate: Any,
 ) -> Iterator[Scenario]:
-    """The gated rollout, its candidate right in `candidate`'s share of each capability's items."""
+    """The gated rollout, its candidate right in `candidate`'s share of each capability's items; the
+    test set from a ConfigMap unless `test_set_source` says where else; `gate`: more of spec.gate."""
     dated = datetime.now(UTC) - timedelta(days=2)
     test_set = tmp_path / "qa.jsonl"
     test_set.write_text(qa_test_set(dated))
@@ -87,13 +91,13 @@ def evaluated(
             check = {
                 "name": "quality",
                 "evaluator": {
-                    "testSet": {"configMap": {"name": "qa-set", "key": "set.jsonl"}},
+                    "testSet": test_set_source or {"configMap": {"name": "qa-set", "key": "set.jsonl"}},
                     "concurrency": 4,
                 },
                 "timeout": "2m",
                 "policy": POLICY,
             }
-            scenario.apply(gated_rollout(namespace, [check], [{"setWeight": 50}]))
+            scenario.apply(gated_rollout(namespace, [check], [{"setWeight": 50}], **gate))
             yield scenario
             assert pods.failure is None, pods.failure
 

@@ -1,0 +1,136 @@
+"""Gate checks whose test set is in S3-compatible storage (the bed's moto server, checking
+credentials), on the bed: they pass and fail as their ConfigMap twins (tests/cluster/
+test_gate_evaluator.py) do, their full per-item results land under the documented key, and the
+check's status points at them; a missing Secret or an unreachable store is the check's error,
+naming the field or the key, and the candidate never gets traffic."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from kubernetes import client
+
+from modelgate.api import Phase, Verdict
+from modelgate.api.gate_status import CheckState, GateDecision
+from modelgate.api.object_url import parse_object_url
+from testbed.localcluster import LocalCluster
+from testbed.operator_process import OperatorProcess
+from testbed.ports import free_port
+from testbed.s3_server import S3Server
+from tests.cluster.test_gate_evaluator import ITEMS, POLICY, ended, evaluated, qa_test_set
+from tests.support.gate import check_pods, gated_rollout, scenario
+from tests.support.kube import create
+from tests.support.scenario import Scenario
+from tests.support.storage import bed_store, fresh_url, run
+
+__all__ = ["check_pods", "scenario"]  # the fixtures
+SECRET = "store"
+
+
+def storage_secret(api_client: client.ApiClient, namespace: str, name: str, data: dict[str, str]) -> None:
+    create(
+        api_client,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace},
+            "stringData": data,
+        },
+    )
+
+
+def stored_test_set(s3_server: S3Server, api_client: client.ApiClient, namespace: str) -> dict[str, object]:
+    """The test set in storage and the Secret that reaches it: the evaluator's testSet source."""
+    url = fresh_url(s3_server, "qa.jsonl")
+    run(bed_store(s3_server).write(url, qa_test_set(datetime.now(UTC) - timedelta(days=2)).encode()))
+    storage_secret(api_client, namespace, SECRET, s3_server.secret_data())
+    return {"s3": {"url": str(url), "secret": SECRET}}
+
+
+def test_a_stored_test_set_passes_as_its_config_map_twin_and_its_results_land_under_the_key(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    s3_server: S3Server,
+    tmp_path: Path,
+) -> None:
+    source = stored_test_set(s3_server, api_client, namespace)
+    prefix = f"s3://{s3_server.buckets[0]}/gate-results"
+    results = {"s3": {"url": prefix, "secret": SECRET}}
+    better = {"math": 0.88, "recall": 0.84}
+    with evaluated(local_bed, api_client, namespace, tmp_path, better, source, results=results) as scenario:
+        final = ended(scenario)
+    assert final.phase is Phase.SUCCEEDED, final.message
+    assert final.gate is not None and final.gate.decision is GateDecision.CANARY
+    (check,) = final.gate.checks
+    assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.PASS), check.message
+    measured = {s.name: (s.candidate, s.incumbent, s.samples) for s in check.scores}
+    assert measured == {"math": (0.88, 0.8, ITEMS), "recall": (0.84, 0.8, ITEMS)}
+
+    assert check.results_url is not None
+    key = parse_object_url(check.results_url).key.split("/")
+    assert key[:5] == ["gate-results", namespace, "chat", final.gate.run, "quality"]
+    assert key[5].startswith("sha256-") and key[6] == "results.jsonl"
+    lines = [
+        json.loads(line)
+        for line in run(bed_store(s3_server).read(parse_object_url(check.results_url))).data.splitlines()
+    ]
+    header, items = lines[0], lines[1:]
+    assert header["inputs"]["testSet"]["source"] == source["s3"]["url"]  # type: ignore[index]
+    assert {s["name"]: s["candidate"] for s in header["result"]["scores"]} == {"math": 0.88, "recall": 0.84}
+    assert len(items) == 2 * ITEMS
+    for capability, share in better.items():
+        passed = [i for i in items if i["capability"] == capability and i["candidate"]["passed"]]
+        assert len(passed) == round(share * ITEMS)
+
+
+def test_a_stored_test_set_rejects_a_worse_candidate_as_its_config_map_twin(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    s3_server: S3Server,
+    tmp_path: Path,
+) -> None:
+    source = stored_test_set(s3_server, api_client, namespace)
+    worse = {"math": 0.6, "recall": 0.84}
+    with evaluated(local_bed, api_client, namespace, tmp_path, worse, source) as scenario:
+        final = ended(scenario)
+        assert scenario.recorder.candidate_weights() == [0]
+    assert final.phase is Phase.FAILED, final.message
+    assert final.gate is not None and final.gate.decision is GateDecision.REJECT
+    (check,) = final.gate.checks
+    assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.FAIL), check.message
+    assert {s.name: s.verdict for s in check.scores} == {"math": Verdict.FAIL, "recall": Verdict.PASS}
+
+
+def test_a_missing_secret_and_an_unreachable_store_are_errors_naming_the_field_and_the_key(
+    api_client: client.ApiClient, namespace: str, s3_server: S3Server, scenario: Scenario
+) -> None:
+    """`scenario` runs the check Pods as the bed's kubelet does: one whose Secret is missing never
+    starts; one whose store does not answer exits saying so. Neither check measured: the gate
+    rejects (onError Reject) and the candidate never gets traffic."""
+    url = fresh_url(s3_server, "qa.jsonl")
+    closed = {**s3_server.secret_data(), "endpoint": f"http://127.0.0.1:{free_port()}"}
+    storage_secret(api_client, namespace, "dead-store", closed)
+    checks = [
+        {"name": "no-secret", "evaluator": {"testSet": {"s3": {"url": str(url), "secret": "absent"}}}},
+        {"name": "no-store", "evaluator": {"testSet": {"s3": {"url": str(url), "secret": "dead-store"}}}},
+    ]
+    scenario.apply(
+        gated_rollout(
+            namespace, [{**c, "timeout": "1m", "policy": POLICY} for c in checks], [{"setWeight": 50}]
+        )
+    )
+    final = ended(scenario)
+    assert final.gate is not None and final.gate.decision is GateDecision.REJECT
+    no_secret, no_store = (final.gate.check(name) for name in ("no-secret", "no-store"))
+    assert no_secret is not None and no_secret.state is CheckState.ERROR
+    assert "spec.gate.checks[0].evaluator.testSet.s3.secret (absent)" in (no_secret.message or "")
+    assert no_store is not None and no_store.state is CheckState.ERROR
+    assert str(url) in (no_store.message or "") and "cannot be reached" in (no_store.message or "")
+    assert s3_server.secret_access_key not in (no_store.message or "")
+    assert scenario.recorder.candidate_weights() == [0]
