@@ -16,10 +16,12 @@ from modelgate.api import Phase, Verdict
 from modelgate.api.gate_status import CheckState, GateDecision
 from modelgate.api.object_url import parse_object_url
 from testbed.localcluster import LocalCluster
+from testbed.manifests import model_rollout
 from testbed.operator_process import OperatorProcess
 from testbed.ports import free_port
-from testbed.s3_server import S3Server
+from testbed.s3_server import REGION, S3Server
 from tests.cluster.test_gate_evaluator import ITEMS, POLICY, ended, evaluated, qa_test_set
+from tests.support.cli import modelgate
 from tests.support.gate import check_pods, gated_rollout, scenario
 from tests.support.kube import create
 from tests.support.scenario import Scenario
@@ -85,6 +87,31 @@ def test_a_stored_test_set_passes_as_its_config_map_twin_and_its_results_land_un
     for capability, share in better.items():
         passed = [i for i in items if i["capability"] == capability and i["candidate"]["passed"]]
         assert len(passed) == round(share * ITEMS)
+
+
+def test_the_report_goes_to_storage_and_wrong_credentials_are_refused_naming_the_key(
+    api_client: client.ApiClient, namespace: str, operator: OperatorProcess, s3_server: S3Server
+) -> None:
+    """`modelgate report --output s3://...` with the $AWS_* credentials, as a person's shell has them."""
+    create(api_client, model_rollout("chat", namespace, steps=[{"setWeight": 50}]))
+    url = fresh_url(s3_server, "chat-report.html")
+    aws = {
+        "AWS_ENDPOINT_URL": s3_server.endpoint,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": s3_server.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": s3_server.secret_access_key,
+    }
+    report = ("report", "chat", "-n", namespace, "-o", str(url))
+    written = modelgate(operator.kubeconfig, *report, env=aws)
+    assert written.returncode == 0, written.stdout + written.stderr
+    page = run(bed_store(s3_server).read(url)).data.decode()
+    assert page.lstrip().lower().startswith("<!doctype html") and "chat" in page
+
+    wrong = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYWRONGKEY"
+    refused = modelgate(operator.kubeconfig, *report, env={**aws, "AWS_SECRET_ACCESS_KEY": wrong})
+    assert refused.returncode == 1
+    assert str(url) in refused.stderr and "credentials" in refused.stderr
+    assert wrong not in refused.stdout + refused.stderr
 
 
 def test_a_stored_test_set_rejects_a_worse_candidate_as_its_config_map_twin(
