@@ -10,6 +10,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from kubernetes import client
 
 from modelgate.api import Phase, Verdict
@@ -20,9 +21,17 @@ from testbed.manifests import model_rollout
 from testbed.operator_process import OperatorProcess
 from testbed.ports import free_port
 from testbed.s3_server import REGION, S3Server
-from tests.cluster.test_gate_evaluator import ITEMS, POLICY, ended, evaluated, qa_test_set
+from tests.cluster.test_gate_evaluator import (
+    BETTER,
+    ITEMS,
+    POLICY,
+    ended,
+    evaluated,
+    passed_as_better,
+    qa_test_set,
+)
 from tests.support.cli import modelgate
-from tests.support.gate import check_pods, gated_rollout, scenario
+from tests.support.gate import Json, check_pods, gated_rollout, scenario
 from tests.support.kube import create
 from tests.support.scenario import Scenario
 from tests.support.storage import bed_store, fresh_url, run
@@ -43,7 +52,8 @@ def storage_secret(api_client: client.ApiClient, namespace: str, name: str, data
     )
 
 
-def stored_test_set(s3_server: S3Server, api_client: client.ApiClient, namespace: str) -> dict[str, object]:
+@pytest.fixture
+def stored_source(s3_server: S3Server, api_client: client.ApiClient, namespace: str) -> Json:
     """The test set in storage and the Secret that reaches it: the evaluator's testSet source."""
     url = fresh_url(s3_server, "qa.jsonl")
     run(bed_store(s3_server).write(url, qa_test_set(datetime.now(UTC) - timedelta(days=2)).encode()))
@@ -51,28 +61,22 @@ def stored_test_set(s3_server: S3Server, api_client: client.ApiClient, namespace
     return {"s3": {"url": str(url), "secret": SECRET}}
 
 
+@pytest.mark.usefixtures("operator")
 def test_a_stored_test_set_passes_as_its_config_map_twin_and_its_results_land_under_the_key(
     local_bed: LocalCluster,
     api_client: client.ApiClient,
     namespace: str,
-    operator: OperatorProcess,
     s3_server: S3Server,
+    stored_source: Json,
     tmp_path: Path,
 ) -> None:
-    source = stored_test_set(s3_server, api_client, namespace)
-    prefix = f"s3://{s3_server.buckets[0]}/gate-results"
-    results = {"s3": {"url": prefix, "secret": SECRET}}
-    better = {"math": 0.88, "recall": 0.84}
-    with evaluated(local_bed, api_client, namespace, tmp_path, better, source, results=results) as scenario:
+    results = {"s3": {"url": f"s3://{s3_server.buckets[0]}/gate-results", "secret": SECRET}}
+    with evaluated(
+        local_bed, api_client, namespace, tmp_path, BETTER, stored_source, results=results
+    ) as scenario:
         final = ended(scenario)
-    assert final.phase is Phase.SUCCEEDED, final.message
-    assert final.gate is not None and final.gate.decision is GateDecision.CANARY
-    (check,) = final.gate.checks
-    assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.PASS), check.message
-    measured = {s.name: (s.candidate, s.incumbent, s.samples) for s in check.scores}
-    assert measured == {"math": (0.88, 0.8, ITEMS), "recall": (0.84, 0.8, ITEMS)}
-
-    assert check.results_url is not None
+    check = passed_as_better(final)
+    assert final.gate is not None and check.results_url is not None
     key = parse_object_url(check.results_url).key.split("/")
     assert key[:5] == ["gate-results", namespace, "chat", final.gate.run, "quality"]
     assert key[5].startswith("sha256-") and key[6] == "results.jsonl"
@@ -81,10 +85,10 @@ def test_a_stored_test_set_passes_as_its_config_map_twin_and_its_results_land_un
         for line in run(bed_store(s3_server).read(parse_object_url(check.results_url))).data.splitlines()
     ]
     header, items = lines[0], lines[1:]
-    assert header["inputs"]["testSet"]["source"] == source["s3"]["url"]  # type: ignore[index]
+    assert header["inputs"]["testSet"]["source"] == stored_source["s3"]["url"]
     assert {s["name"]: s["candidate"] for s in header["result"]["scores"]} == {"math": 0.88, "recall": 0.84}
     assert len(items) == 2 * ITEMS
-    for capability, share in better.items():
+    for capability, share in BETTER.items():
         passed = [i for i in items if i["capability"] == capability and i["candidate"]["passed"]]
         assert len(passed) == round(share * ITEMS)
 
@@ -114,17 +118,12 @@ def test_the_report_goes_to_storage_and_wrong_credentials_are_refused_naming_the
     assert wrong not in refused.stdout + refused.stderr
 
 
+@pytest.mark.usefixtures("operator")
 def test_a_stored_test_set_rejects_a_worse_candidate_as_its_config_map_twin(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    s3_server: S3Server,
-    tmp_path: Path,
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, stored_source: Json, tmp_path: Path
 ) -> None:
-    source = stored_test_set(s3_server, api_client, namespace)
     worse = {"math": 0.6, "recall": 0.84}
-    with evaluated(local_bed, api_client, namespace, tmp_path, worse, source) as scenario:
+    with evaluated(local_bed, api_client, namespace, tmp_path, worse, stored_source) as scenario:
         final = ended(scenario)
         assert scenario.recorder.candidate_weights() == [0]
     assert final.phase is Phase.FAILED, final.message
