@@ -87,7 +87,7 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
         namespace,
         [EVALUATOR_CHECK],
         [{"setWeight": 50}],
-        results={"s3": {"url": "s3://r", "secret": "team-b-store"}},
+        results={"s3": {"url": "s3://results", "secret": "team-b-store"}},
     )
 
     def refusal(manifest: dict[str, Any]) -> ApiException | None:
