@@ -3,13 +3,22 @@ versions first, then each test-set item and replayed request with both sides' an
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+import pytest
+
+from modelgate.api.addresses import EgressPolicy
 from modelgate.evaluation.item_results import ItemResults, content_version
+from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.replay_set import parse_replay
 from modelgate.evaluation.result import gate_result
 from modelgate.evaluation.scoring import Reply, capability_scores
+from modelgate.evaluation.storage_io import ResultsNotStored, read_stored, write_results
 from modelgate.evaluation.testset import parse_test_set
+from tests.support.storage import SECRET, closed_port
+
+BED = EgressPolicy(allow_loopback=True)
 
 SET = "\n".join(
     [
@@ -49,3 +58,23 @@ def test_the_version_is_the_contents_not_the_headers_word() -> None:
     changed = SET.replace("6 x 7?", "6 times 7?")
     assert content_version(SET) == content_version(SET)
     assert content_version(changed) != content_version(SET)  # same header, other content
+
+
+def test_results_that_cannot_be_written_name_the_option_and_the_key() -> None:
+    environ = {
+        "MODELGATE_RESULTS_S3_ENDPOINT_URL": f"http://127.0.0.1:{closed_port()}",
+        "MODELGATE_RESULTS_S3_ACCESS_KEY_ID": "AKIAEXAMPLE",
+        "MODELGATE_RESULTS_S3_SECRET_ACCESS_KEY": SECRET,
+    }
+    with pytest.raises(ResultsNotStored) as failed:
+        asyncio.run(write_results("s3://results/gate/ns/chat/1-x/quality", "sha256-0", b"{}", BED, environ))
+    message = str(failed.value)
+    assert (
+        "--results" in message and "s3://results/gate/ns/chat/1-x/quality/sha256-0/results.jsonl" in message
+    )
+    assert SECRET not in message
+
+
+def test_a_stored_input_without_credentials_names_the_variable() -> None:
+    with pytest.raises(InputError, match=r"--test-set s3://sets/qa.jsonl: \$AWS_ACCESS_KEY_ID"):
+        asyncio.run(read_stored("s3://sets/qa.jsonl", "--test-set", BED, environ={}))
