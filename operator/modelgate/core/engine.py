@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason, RouteState
 from modelgate.core import capacity, gradual, watch_window
-from modelgate.core import conditions as cond
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by
 from modelgate.core.deadlines import deadline_paused
 from modelgate.core.fresh_status import fresh_status
@@ -23,11 +22,11 @@ from modelgate.core.manual_commands import handle_command
 from modelgate.core.mirror import settle_mirror
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
-from modelgate.core.pause_upgrade import with_state_from_conditions
 from modelgate.core.policy import PENDING, STEPPING, first_intent
 from modelgate.core.query_check import note_check
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
+from modelgate.core.status_upgrade import with_state_from_conditions
 from modelgate.core.step_completion import failures_for_new_step, step_complete
 from modelgate.core.tick import Tick
 from modelgate.core.tick_history import note_history
@@ -103,15 +102,12 @@ class _Tick(Tick):
         """RouteReady, and the weight the route carries; a write that has not taken (reported when
         it was made) stays reported until the route carries the weight."""
         self.update(live_weight=route.candidate_weight, live_mirror_percent=route.mirror_percent)
-        ready = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
-        not_taken = ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED
+        not_taken = self.status.route_state is RouteState.WEIGHT_NOT_APPLIED
         live = (route.candidate_weight, route.mirror_percent)
         asked = (self.status.current_weight, self.status.current_mirror_percent)
         still_not_taken = not_taken and (route.differing is not None or live != asked)
         if not still_not_taken and not overwrite_noticed(self):
-            self.condition(
-                ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, "the route and both backends exist"
-            )
+            self.route_state(RouteState.FOUND, "the route and both backends exist")
 
     def start_rollout(self, reason: Reason, message: str) -> None:
         self.status = fresh_status(self.status, self.spec.candidate.identity, self.now, message)
@@ -232,10 +228,10 @@ class _Tick(Tick):
     def route_problem(self, problem: RouteProblem) -> None:
         """An active rollout cannot go on and ends Failed, its weight 0 written once the route can be
         read again; a finished one keeps its phase."""
-        previous = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
-        if previous is None or previous.reason != problem.reason:
+        state = RouteState(problem.reason.value)
+        if self.status.route_state is not state:
             self.event(problem.reason, problem.message)
-        self.condition(ConditionType.ROUTE_READY, False, problem.reason, problem.message)
+        self.route_state(state, problem.message)
         if self.status.phase not in (Phase.SUCCEEDED, Phase.ROLLED_BACK):
             self.fail(problem.reason, problem.message)
         self.weight = None  # nothing can be written to a route that cannot be read

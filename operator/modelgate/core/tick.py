@@ -14,6 +14,7 @@ from modelgate.api import (
     PauseReason,
     RollbackReason,
     RolloutPause,
+    RouteState,
     Step,
 )
 from modelgate.core import conditions as cond
@@ -66,6 +67,10 @@ class Tick(ABC):
 
     def event(self, reason: Reason, message: str) -> None:
         self.events.append(Event(reason, message))
+
+    def route_state(self, state: RouteState, message: str) -> None:
+        message = limits.clip(message, limits.CONDITION_MESSAGE)
+        self.status = cond.with_route_state(self.status, state, message, self.now, self.observed.generation)
 
     def condition(self, type_: ConditionType, ok: bool, reason: Reason, message: str) -> None:
         conditions = cond.set_condition(
@@ -155,6 +160,7 @@ class Tick(ABC):
 
     def note_candidate_availability(self) -> None:
         available = self.observed.candidate_available
+        self.update(candidate_available=available)
         self.condition(
             ConditionType.CANDIDATE_AVAILABLE,
             available,
