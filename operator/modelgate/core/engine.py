@@ -12,12 +12,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason, RouteState
-from modelgate.core import capacity, gradual, watch_window
+from modelgate.core import capacity, gradual, intents, watch_window
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by
 from modelgate.core.deadlines import deadline_paused
 from modelgate.core.fresh_status import fresh_status
 from modelgate.core.gating import gate_pending, gating, start_gate
-from modelgate.core.intents import Advance, Fail, Hold, Intent, RollBack, SetWeight
 from modelgate.core.manual_commands import handle_command
 from modelgate.core.mirror import settle_mirror
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
@@ -67,7 +66,7 @@ class _Tick(Tick):
         command = self.observed.command
         handled = self.status.last_command
         if command is not None and (handled is None or command.id != handled.id):
-            handle_command(self, command)
+            self.apply(handle_command(self, command))
             self.command_handled = True
         route = self.observed.route
         if isinstance(route, RouteProblem):
@@ -86,15 +85,15 @@ class _Tick(Tick):
             self.event(Reason.INVALID_SPEC, problem.message)
             self.fail(Reason.INVALID_SPEC, problem.message)
         elif phase is Phase.SUCCEEDED:
-            self.apply(SetWeight(100))
+            self.apply(intents.SetWeight(100))
         elif phase is Phase.FAILED:
-            self.apply(SetWeight(0))  # Failed never strands traffic: the incumbent takes it all
+            self.apply(intents.SetWeight(0))  # Failed never strands traffic: the incumbent takes it all
         elif phase is Phase.ROLLED_BACK:
-            gradual.continue_rollback(self)
+            self.apply(gradual.continue_rollback(self))
         elif phase is Phase.PENDING:
             self.apply(first_intent(self, PENDING))
         elif phase is Phase.GATING:
-            gating(self)
+            self.apply(gating(self))
         else:
             self.apply(first_intent(self, STEPPING))
 
@@ -113,18 +112,26 @@ class _Tick(Tick):
         self.status = fresh_status(self.status, self.spec.candidate.identity, self.now, message)
         self.event(reason, message)
 
-    def apply(self, intent: Intent) -> None:
+    def apply(self, intent: intents.Intent) -> None:
         """Carries out the intent the policy (core/policy.py) decided on."""
         match intent:
-            case Hold(message=str() as message):
+            case intents.Hold(message=str() as message):
                 self.update(message=message)
-            case RollBack(reason=reason, cause=cause):
+            case intents.RollBack(reason=reason, cause=cause):
                 self.rollback(reason, cause)
-            case Fail(reason=reason, message=message):
+            case intents.Fail(reason=reason, message=message):
                 self.fail(reason, message)
-            case SetWeight(weight=weight):
+            case intents.SetWeight(weight=weight):
                 self.set_weight(weight)
-            case Advance():
+            case intents.EnterStep(index=index, through_complete=through):
+                self.enter_step(index)
+                if through:
+                    self.advance_while_complete()
+            case intents.Succeed():
+                self.succeed()
+            case intents.StartOver(reason=reason, message=message):
+                self.start_rollout(reason, message)
+            case intents.Advance():
                 self.advance()
 
     def advance(self) -> None:
@@ -142,8 +149,7 @@ class _Tick(Tick):
             return
         self.update(phase=Phase.PROGRESSING, pending_since=None)
         self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.name} is Available")
-        self.enter_step(0)
-        self.advance_while_complete()
+        self.apply(intents.EnterStep(0))
 
     def advance_while_complete(self) -> None:
         while self.stepping and step_complete(self):

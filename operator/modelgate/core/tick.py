@@ -1,18 +1,17 @@
 """The accumulator of one tick: the status being decided, the weight to write, the Events and the
 outcome, with the small state changes every rule makes (update, note, event, condition, pause, set a
-weight). The feature rules import it downward; the engine (core/engine.py) implements the transitions
-they ask for (enter a step, succeed, roll back, fail, start over), so no rule imports the engine."""
+weight). The feature rules import it downward and ask for the transitions (enter a step, succeed,
+roll back, fail, start over) as intents (core/intents.py), which the engine (core/engine.py) carries
+out; no rule imports the engine nor changes the phase's course itself."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from datetime import datetime
 
 from modelgate.api import (
     ModelRolloutSpec,
     ModelRolloutStatus,
     PauseReason,
-    RollbackReason,
     RolloutPause,
     RouteState,
     Step,
@@ -25,7 +24,7 @@ from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import STEPPING_PHASES, mirror_wanted, watching
 
 
-class Tick(ABC):
+class Tick:
     def __init__(
         self, spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
     ):
@@ -167,22 +166,3 @@ class Tick(ABC):
             Reason.AVAILABLE if available else Reason.NOT_AVAILABLE,
             self.observed.candidate_message,
         )
-
-    # -- the transitions, which the engine implements ---------------------------------------------
-    @abstractmethod
-    def start_rollout(self, reason: Reason, message: str) -> None: ...
-
-    @abstractmethod
-    def enter_step(self, index: int) -> None: ...
-
-    @abstractmethod
-    def advance_while_complete(self) -> None: ...
-
-    @abstractmethod
-    def succeed(self) -> None: ...
-
-    @abstractmethod
-    def rollback(self, reason: RollbackReason, cause: Reason) -> None: ...
-
-    @abstractmethod
-    def fail(self, reason: Reason, message: str) -> None: ...
