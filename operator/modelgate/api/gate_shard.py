@@ -15,7 +15,7 @@ ShardResultVersion = Literal["modelgate.io/gate-shard/v1"]
 SHARD_RESULT_VERSION: Final[ShardResultVersion] = "modelgate.io/gate-shard/v1"
 # An Indexed Job of more Pods would ask the model servers for more than a gate should.
 MAX_SHARDS = 16
-# Where the Job controller gives each Pod of an Indexed Job its index (from the Pod's annotation).
+# Where the Job controller gives each Pod of an Indexed Job its index (from the Pod's label or annotation).
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 

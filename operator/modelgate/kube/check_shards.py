@@ -13,16 +13,17 @@ from modelgate.api.gate_shard import COMPLETION_INDEX_ANNOTATION, COMPLETION_IND
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation
 from modelgate.core.gate_shards import ShardsDisagree, merged_result
 
-# The variable the Job controller adds to every container of an Indexed Job's Pods.
-INJECTED_INDEX_ENV = {
-    "name": COMPLETION_INDEX_ENV,
-    "valueFrom": {
-        "fieldRef": {
-            "apiVersion": "v1",
-            "fieldPath": f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']",
-        }
-    },
-}
+# The variable the Job controller adds to every container of an Indexed Job's Pods: from the Pod's
+# index label since Kubernetes 1.28, from its annotation before.
+INJECTED_INDEX_ENV = tuple(
+    {
+        "name": COMPLETION_INDEX_ENV,
+        "valueFrom": {
+            "fieldRef": {"apiVersion": "v1", "fieldPath": f"metadata.{kind}['{COMPLETION_INDEX_ANNOTATION}']"}
+        },
+    }
+    for kind in ("labels", "annotations")
+)
 
 
 def indexed(spec: dict[str, Any], shards: int) -> dict[str, Any]:
@@ -36,11 +37,12 @@ def indexed(spec: dict[str, Any], shards: int) -> dict[str, Any]:
 def without_injected_index(env: list[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
     """A Pod's container environment as its Job's template has it: without the index variable the
     Job controller adds (the same entry for every Pod, so a Pod cannot pass off other settings)."""
-    return [e for e in env or [] if e != INJECTED_INDEX_ENV]
+    return [e for e in env or [] if e not in INJECTED_INDEX_ENV]
 
 
 def pod_index(pod: Mapping[str, Any]) -> int | None:
-    """The completion index the Job controller gave the Pod; None for a Pod of a Job not Indexed."""
+    """The completion index the Job controller gave the Pod (in an annotation, and a label of the same
+    name); None for a Pod of a Job not Indexed."""
     value = (pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX_ANNOTATION)
     return int(value) if isinstance(value, str) and value.isdigit() else None
 
