@@ -29,6 +29,7 @@ from tests.support.scenario import Scenario, serving
 ITEMS = 25  # per capability
 POLICY = {"minSamples": 20, "maxDrop": 0.05, "maxTestSetAge": "720h"}
 INCUMBENT = {"math": 0.8, "recall": 0.8}
+TEST_SET_FILE = "qa.jsonl"
 QUALITY = {
     "name": "quality",
     "evaluator": {"testSet": {"configMap": {"name": "qa-set", "key": "set.jsonl"}}, "concurrency": 4},
@@ -73,11 +74,13 @@ def evaluated(
     items: int = ITEMS,
     checks: Sequence[Mapping[str, Any]] = (QUALITY,),
     replay: str = "",
+    set_in_config_map: bool = True,
 ) -> Iterator[Scenario]:
     """The gated rollout, its candidate right in `candidate`'s share of each capability's items;
-    ConfigMap qa-set holds the test set (key set.jsonl) and the `replay` (key replay.jsonl)."""
+    ConfigMap qa-set holds the `replay` (key replay.jsonl) and, with `set_in_config_map` (a set over
+    1 MiB does not fit), the test set (key set.jsonl), which is file TEST_SET_FILE of `tmp_path`."""
     dated = datetime.now(UTC) - timedelta(days=2)
-    test_set = tmp_path / "qa.jsonl"
+    test_set = tmp_path / TEST_SET_FILE
     test_set.write_text(qa_test_set(dated, items))
     create(
         api_client,
@@ -85,7 +88,10 @@ def evaluated(
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": "qa-set", "namespace": namespace},
-            "data": {"set.jsonl": test_set.read_text(), "replay.jsonl": replay},
+            "data": {
+                "replay.jsonl": replay,
+                **({"set.jsonl": test_set.read_text()} if set_in_config_map else {}),
+            },
         },
     )
     incumbent = knowing(test_set, INCUMBENT)
