@@ -74,14 +74,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--seed", type=int, default=0, help="for the samples and the judge's order")
     parser.add_argument(
-        "--shards",
-        type=_shard_count,
-        default=1,
-        metavar="N",
-        help=f"do only shard ${COMPLETION_INDEX_ENV} of N (an Indexed Job's index) and write its counts "
-        "for the operator to add up (default: %(default)s, the whole run)",
-    )
-    parser.add_argument(
         "--inputs-within",
         type=Path,
         action="append",
@@ -94,7 +86,19 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--result-file", type=Path, metavar="PATH", help="GateResult JSON, e.g. /dev/termination-log in a Job"
     )
     parser.add_argument("--summary-file", type=Path, metavar="PATH", help="the summary (default: stdout)")
+    _add_shards(parser)
     parser.set_defaults(handler=run_eval)
+
+
+def _add_shards(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shards",
+        type=_shard_count,
+        default=1,
+        metavar="N",
+        help=f"do only shard ${COMPLETION_INDEX_ENV} of N (an Indexed Job's index) and write its counts "
+        "for the operator to add up (default: %(default)s, the whole run)",
+    )
 
 
 def run_eval(args: argparse.Namespace) -> int:
