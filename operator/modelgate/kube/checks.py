@@ -155,7 +155,7 @@ def check_job(
     meta = rollout["metadata"]
     labels = {ROLLOUT_LABEL: label_value(meta["name"]), CHECK_LABEL: label_value(check.name)}
     account = {"serviceAccountName": service_account} if service_account else {}
-    return {
+    job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
@@ -164,27 +164,26 @@ def check_job(
             "labels": labels,
             "ownerReferences": [_owned_by(meta)],
         },
-        "spec": indexed(
-            {
-                "backoffLimit": 0,
-                "activeDeadlineSeconds": max(1, int(check.timeout_timedelta.total_seconds())),
-                "ttlSecondsAfterFinished": FINISHED_TTL_SECONDS,
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "restartPolicy": "Never",
-                        **account,
-                        "automountServiceAccountToken": False,
-                        "enableServiceLinks": False,
-                        "securityContext": POD_SECURITY_CONTEXT,
-                        "containers": [_restricted(container, resources)],
-                        "volumes": list(volumes),
-                    },
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": max(1, int(check.timeout_timedelta.total_seconds())),
+            "ttlSecondsAfterFinished": FINISHED_TTL_SECONDS,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    **account,
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": POD_SECURITY_CONTEXT,
+                    "containers": [_restricted(container, resources)],
+                    "volumes": list(volumes),
                 },
             },
-            check.parallelism,
-        ),
+        },
     }
+    job["spec"] = indexed(job["spec"], check.parallelism)
+    return job
 
 
 def _owned_by(meta: Mapping[str, Any]) -> dict[str, Any]:
