@@ -56,6 +56,20 @@ def translated(text: str, replacements: Mapping[str, str]) -> str:
     return text
 
 
+_ANNOTATION_OR_LABEL = re.compile(r"^metadata\.(annotations|labels)\['([^']+)'\]$")
+
+
+def downward(variable: Any, pod: Any) -> str | None:
+    """A variable's value from the Pod's own annotations or labels, as the kubelet resolves a fieldRef
+    (an Indexed Job's JOB_COMPLETION_INDEX); None for a variable set otherwise."""
+    field_ref = variable.value_from.field_ref if variable.value_from else None
+    match = _ANNOTATION_OR_LABEL.match(field_ref.field_path) if field_ref else None
+    if match is None:
+        return None
+    kind, key = match.groups()
+    return str((getattr(pod.metadata, kind) or {}).get(key, ""))
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -142,7 +156,9 @@ class CheckPods:
         replacements.update(self._volumes(pod, directory))
         replacements.update(self.services)
         words = [translated(w, replacements) for w in [*(container.command or []), *(container.args or [])]]
-        env = {e.name: translated(e.value or "", replacements) for e in container.env or []}
+        env = {
+            e.name: translated(downward(e, pod) or e.value or "", replacements) for e in container.env or []
+        }
         with (directory / "output.log").open("ab") as output:
             process = subprocess.Popen(
                 local_command(words),

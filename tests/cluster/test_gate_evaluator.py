@@ -7,10 +7,11 @@ has the built-in evaluator reject a candidate that regressed one capability."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client
 
@@ -28,14 +29,22 @@ from tests.support.scenario import Scenario, serving
 ITEMS = 25  # per capability
 POLICY = {"minSamples": 20, "maxDrop": 0.05, "maxTestSetAge": "720h"}
 INCUMBENT = {"math": 0.8, "recall": 0.8}
+TEST_SET_FILE = "qa.jsonl"
+QUALITY = {
+    "name": "quality",
+    "evaluator": {"testSet": {"configMap": {"name": "qa-set", "key": "set.jsonl"}}, "concurrency": 4},
+    "timeout": "2m",
+    "policy": POLICY,
+}
 
 
-def qa_test_set(dated: datetime) -> str:
-    """Items of two capabilities whose reference answers the doubles know (testbed/answering.py)."""
+def qa_test_set(dated: datetime, items: int = ITEMS) -> str:
+    """`items` of each of two capabilities whose reference answers the doubles know
+    (testbed/answering.py)."""
     identity = {"name": "qa", "version": dated.strftime("%Y-%m-%d"), "date": dated.isoformat()}
     math = [
         {"id": f"m{i}", "capability": "math", "prompt": f"What is {i} + 7?", "check": {"number": i + 7}}
-        for i in range(ITEMS)
+        for i in range(items)
     ]
     recall = [
         {
@@ -44,7 +53,7 @@ def qa_test_set(dated: datetime) -> str:
             "prompt": f"Repeat R{i:03d}.",
             "check": {"exact": f"R{i:03d}"},
         }
-        for i in range(ITEMS)
+        for i in range(items)
     ]
     return "\n".join(json.dumps(line) for line in [{"testSet": identity}, *math, *recall]) + "\n"
 
@@ -61,18 +70,28 @@ def evaluated(
     namespace: str,
     tmp_path: Path,
     candidate: dict[str, float],
+    *,
+    items: int = ITEMS,
+    checks: Sequence[Mapping[str, Any]] = (QUALITY,),
+    replay: str = "",
+    set_in_config_map: bool = True,
 ) -> Iterator[Scenario]:
-    """The gated rollout, its candidate right in `candidate`'s share of each capability's items."""
+    """The gated rollout, its candidate right in `candidate`'s share of each capability's items;
+    ConfigMap qa-set holds the `replay` (key replay.jsonl) and, with `set_in_config_map` (a set over
+    1 MiB does not fit), the test set (key set.jsonl), which is file TEST_SET_FILE of `tmp_path`."""
     dated = datetime.now(UTC) - timedelta(days=2)
-    test_set = tmp_path / "qa.jsonl"
-    test_set.write_text(qa_test_set(dated))
+    test_set = tmp_path / TEST_SET_FILE
+    test_set.write_text(qa_test_set(dated, items))
     create(
         api_client,
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": "qa-set", "namespace": namespace},
-            "data": {"set.jsonl": test_set.read_text()},
+            "data": {
+                "replay.jsonl": replay,
+                **({"set.jsonl": test_set.read_text()} if set_in_config_map else {}),
+            },
         },
     )
     incumbent = knowing(test_set, INCUMBENT)
@@ -84,16 +103,7 @@ def evaluated(
             for name in ("chat-v1", "chat-v2")
         }
         with CheckPods(api_client, namespace, tmp_path, services) as pods:
-            check = {
-                "name": "quality",
-                "evaluator": {
-                    "testSet": {"configMap": {"name": "qa-set", "key": "set.jsonl"}},
-                    "concurrency": 4,
-                },
-                "timeout": "2m",
-                "policy": POLICY,
-            }
-            scenario.apply(gated_rollout(namespace, [check], [{"setWeight": 50}]))
+            scenario.apply(gated_rollout(namespace, list(checks), [{"setWeight": 50}]))
             yield scenario
             assert pods.failure is None, pods.failure
 

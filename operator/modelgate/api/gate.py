@@ -25,6 +25,7 @@ from modelgate.api.fields import (
     Quantity,
     SecretKey,
 )
+from modelgate.api.gate_shard import MAX_SHARDS
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.specmodel import SpecModel
 
@@ -121,7 +122,9 @@ class Judge(SpecModel):
     url: HttpUrl = Field(description="OpenAI-compatible base URL (…/v1) of the judge model.")
     model: ModelName = Field(description="The judge's `model` field.")
     samples: Annotated[Integer, Field(ge=1, le=100000)] | None = Field(
-        None, description="How many prompts to compare (both orders each); default every test-set prompt."
+        None,
+        description="How many prompts to compare (both orders each), drawn with a fixed seed among all; "
+        "default every prompt. A prompt one model did not answer is left out.",
     )
 
 
@@ -270,12 +273,17 @@ class CheckPolicy(SpecModel):
         return ScoreBounds(name=score, min=minimum, max_drop=self.max_drop)
 
 
+PARALLEL_RULE = "has(self.evaluator) || !has(self.parallelism) || self.parallelism == 1"
+PARALLEL = "parallelism above 1 needs the built-in evaluator: a job of your own runs as one Pod"
+
+
 class GateCheck(SpecModel):
     """One check: the built-in evaluator or a Job of your own, its deadline and its policy."""
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
-            CelRule("has(self.evaluator) != has(self.job)", message="set exactly one of evaluator or job")
+            CelRule("has(self.evaluator) != has(self.job)", message="set exactly one of evaluator or job"),
+            CelRule(PARALLEL_RULE, field_path=".parallelism", message=PARALLEL),
         )
     )
 
@@ -284,6 +292,13 @@ class GateCheck(SpecModel):
     job: CheckJob | None = Field(None, description="Run a container of your own.")
     timeout: PositiveDuration = Field(
         "30m", description="The Job's deadline (activeDeadlineSeconds); past it the check is an error."
+    )
+    parallelism: Annotated[Integer, Field(ge=1, le=MAX_SHARDS)] = Field(
+        1,
+        description="How many Pods share the evaluator's work, as an Indexed Job: each asks its shard "
+        "of the test set and the replay (item i goes to Pod i mod parallelism), and the operator adds "
+        "up their counts, so the scores are exactly those of one Pod. Each Pod gets `resources` and "
+        "`evaluator.concurrency`. A failed Pod fails the check.",
     )
     on_error: OnCheckError = Field(
         "Reject",
@@ -299,6 +314,8 @@ class GateCheck(SpecModel):
     def _exactly_one_kind(self) -> Self:
         if (self.evaluator is None) == (self.job is None):
             raise ValueError("set exactly one of evaluator or job")
+        if self.parallelism > 1 and self.evaluator is None:
+            raise FieldPathError("parallelism", PARALLEL)
         return self
 
     @property

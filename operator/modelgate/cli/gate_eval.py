@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,11 +15,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from modelgate.api.duration import parse_duration
+from modelgate.api.gate_shard import COMPLETION_INDEX_ENV, MAX_SHARDS
 from modelgate.egress import policy_from_environment
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.model_client import Endpoint, RequestPolicy, Sources, Unreachable
-from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json
-from modelgate.evaluation.runner import NoProgress, Plan, evaluate
+from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json, shard_json
+from modelgate.evaluation.runner import NoProgress, Plan, Shard, evaluate, evaluate_shard
 from modelgate.evaluation.runner import Progress as ProgressSink
 from modelgate.evaluation.summary import summary_text
 from modelgate.observability import configure_logging
@@ -55,7 +57,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--judge-samples",
         type=_positive,
         metavar="N",
-        help="judge N answered pairs drawn with --seed (default: all)",
+        help="judge the pairs of N prompts drawn with --seed among all (default: all); a pair one "
+        "model did not answer is left out",
     )
     parser.add_argument(
         "--concurrency",
@@ -83,7 +86,19 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--result-file", type=Path, metavar="PATH", help="GateResult JSON, e.g. /dev/termination-log in a Job"
     )
     parser.add_argument("--summary-file", type=Path, metavar="PATH", help="the summary (default: stdout)")
+    _add_shards(parser)
     parser.set_defaults(handler=run_eval)
+
+
+def _add_shards(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shards",
+        type=_shard_count,
+        default=1,
+        metavar="N",
+        help=f"do only shard ${COMPLETION_INDEX_ENV} of N (an Indexed Job's index) and write its counts "
+        "for the operator to add up (default: %(default)s, the whole run)",
+    )
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -106,7 +121,10 @@ def run_eval(args: argparse.Namespace) -> int:
         judge=Endpoint("judge", args.judge, args.judge_model) if args.judge else None,
         judge_samples=args.judge_samples,
         seed=args.seed,
+        shard=_shard(args.shards),
     )
+    if plan.shard.count > 1:
+        return _run_shard(plan, args.result_file)
     try:
         with _progress() as progress:
             result = asyncio.run(evaluate(plan, progress))
@@ -121,6 +139,31 @@ def run_eval(args: argparse.Namespace) -> int:
         sys.stdout.write(summary)
     _write(args.summary_file, "--summary-file", summary)
     return 0
+
+
+def _run_shard(plan: Plan, result_file: Path | None) -> int:
+    """One shard: its counts (api/gate_shard.py) to the result file, for the operator to add up."""
+    try:
+        text = shard_json(asyncio.run(evaluate_shard(plan, NoProgress())))
+    except (InputError, Unreachable, ResultTooLarge) as error:
+        print(f"modelgate eval: shard {plan.shard.index}: {error}", file=sys.stderr)
+        _write(result_file, "--result-file", result_json(failure_result(str(error))))
+        return COULD_NOT_MEASURE
+    _write(result_file, "--result-file", text)
+    return 0
+
+
+def _shard(count: int) -> Shard:
+    """This process's shard: the index the Job controller gives each Pod of an Indexed Job."""
+    if count == 1:
+        return Shard()
+    given = os.environ.get(COMPLETION_INDEX_ENV, "")
+    if not given.isdigit() or int(given) >= count:
+        raise SystemExit(
+            f"modelgate eval: --shards={count} needs ${COMPLETION_INDEX_ENV} set to 0 to {count - 1}, "
+            f"got {given!r}"
+        )
+    return Shard(int(given), count)
 
 
 def _write(path: Path | None, option: str, text: str) -> None:
@@ -157,6 +200,13 @@ def _positive(text: str) -> int:
     number = int(text)
     if number < 1:
         raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+    return number
+
+
+def _shard_count(text: str) -> int:
+    number = _positive(text)
+    if number > MAX_SHARDS:
+        raise argparse.ArgumentTypeError(f"{text}: must be at most {MAX_SHARDS}")
     return number
 
 

@@ -14,6 +14,7 @@ from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate import GateCheck, JsonlSource
 from modelgate.api.gate_result import GateResult
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
+from modelgate.kube.check_shards import indexed, merged_shards, pod_index, shard_name, without_injected_index
 from modelgate.kube.labels import label_value
 
 # Labels of a check's Job and Pods: which rollout and which check they belong to.
@@ -121,6 +122,8 @@ def evaluator_container(
         args += [f"--judge={evaluator.judge.url}", f"--judge-model={evaluator.judge.model}"]
         if evaluator.judge.samples is not None:
             args.append(f"--judge-samples={evaluator.judge.samples}")
+    if check.parallelism > 1:
+        args.append(f"--shards={check.parallelism}")
     container = {
         "name": CONTAINER,
         "image": image,
@@ -146,12 +149,13 @@ def check_job(
     service_account: str | None = None,
 ) -> dict[str, Any]:
     """The Job of one check: owned by the rollout (garbage-collected with it), run once (no retries:
-    a failure is the check's verdict), its deadline the check's timeout. Its Pod has no API token
-    and runs under the restricted Pod Security profile, with `resources`."""
+    a failure is the check's verdict), its deadline the check's timeout; Indexed, one Pod per shard,
+    for a parallel check. Its Pods have no API token and run under the restricted Pod Security
+    profile, with `resources`."""
     meta = rollout["metadata"]
     labels = {ROLLOUT_LABEL: label_value(meta["name"]), CHECK_LABEL: label_value(check.name)}
     account = {"serviceAccountName": service_account} if service_account else {}
-    return {
+    job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
@@ -178,6 +182,8 @@ def check_job(
             },
         },
     }
+    job["spec"] = indexed(job["spec"], check.parallelism)
+    return job
 
 
 def _owned_by(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -229,6 +235,15 @@ def _check_container(spec: Mapping[str, Any]) -> Mapping[str, Any]:
 _IDENTITY = ("image", "command", "args", "env", "volumeMounts")
 
 
+def _identity(container: Mapping[str, Any]) -> list[Any]:
+    """What makes the container the Job's own; the index variable the Job controller adds to an
+    Indexed Job's Pods is not the template's."""
+    return [
+        without_injected_index(container.get(key)) if key == "env" else container.get(key)
+        for key in _IDENTITY
+    ]
+
+
 def own_pods(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The Pods that are the Job's own: controlled by it (its uid, not a label anyone can copy) and
     running its template's container. The Job controller adopts an orphan that carries its labels,
@@ -241,8 +256,7 @@ def own_pods(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[
         return any(o.get("controller") and o.get("uid") == uid for o in owners)
 
     def same(pod: Mapping[str, Any]) -> bool:
-        container = _check_container(pod.get("spec") or {})
-        return all(container.get(key) == template.get(key) for key in _IDENTITY)
+        return _identity(_check_container(pod.get("spec") or {})) == _identity(template)
 
     return [pod for pod in pods if owned(pod) and same(pod)]
 
@@ -265,30 +279,36 @@ def parse_result(message: str) -> GateResult | str:
 
 
 def observe_job(
-    job: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]], timeout: str
+    job: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]], timeout: str, shards: int = 1
 ) -> CheckObservation:
-    """What a check's Job (None: not created yet) and its own Pods (`own_pods`) say."""
+    """What a check's Job (None: not created yet) and its own Pods (`own_pods`) say; a parallel
+    check's (`shards` Pods of an Indexed Job) names the shard that failed."""
     if job is None:
         return CheckRunning("starting its Job")
     pods = own_pods(job, pods)
-    terminated = [state["terminated"] for pod in pods if "terminated" in (state := _container_state(pod))]
+    ended = [(pod, state["terminated"]) for pod in pods if "terminated" in (state := _container_state(pod))]
     if _condition(job, "Complete") is not None:
-        succeeded = next((t for t in terminated if t.get("exitCode") == 0), None)
-        if succeeded is None:
+        succeeded = [(pod, t) for pod, t in ended if t.get("exitCode") == 0]
+        if shards > 1:
+            by_index = {pod_index(pod): str(t.get("message") or "") for pod, t in succeeded}
+            return merged_shards({i: message for i, message in by_index.items() if i is not None}, shards)
+        if not succeeded:
             return CheckFailed("its Job completed, but no Pod of its own ended with exit code 0")
-        parsed = parse_result(str(succeeded.get("message") or ""))
+        parsed = parse_result(str(succeeded[0][1].get("message") or ""))
         return CheckMeasured(parsed) if isinstance(parsed, GateResult) else CheckFailed(parsed)
     failed = _condition(job, "Failed") or _condition(job, "FailureTarget")
     if failed is not None:
         if failed.get("reason") == "DeadlineExceeded":
             return CheckFailed(f"its Job ran past its deadline (timeout {timeout}) and was stopped")
-        exited = next((t for t in terminated if t.get("exitCode") not in (None, 0)), None)
+        exited = next(((p, t) for p, t in ended if t.get("exitCode") not in (None, 0)), None)
         if exited is None:
             return CheckFailed(f"its Job failed ({failed.get('reason')}: {failed.get('message')})")
-        said = parse_result(str(exited.get("message") or ""))
+        pod, state = exited
+        said = parse_result(str(state.get("message") or ""))
         detail = said.summary if isinstance(said, GateResult) and said.summary else None
         return CheckFailed(
-            f"its container exited with code {exited.get('exitCode')}" + (f": {detail}" if detail else "")
+            f"{shard_name(pod, shards)} exited with code {state.get('exitCode')}"
+            + (f": {detail}" if detail else "")
         )
     for pod in pods:
         waiting = _container_state(pod).get("waiting") or {}
@@ -297,6 +317,8 @@ def observe_job(
                 (c.get("image") for c in pod["spec"]["containers"] if c.get("name") == CONTAINER), "?"
             )
             detail = f": {waiting['message']}" if waiting.get("message") else ""
-            return CheckFailed(f"its container cannot start ({waiting['reason']}, image {image}){detail}")
+            return CheckFailed(
+                f"{shard_name(pod, shards)} cannot start ({waiting['reason']}, image {image}){detail}"
+            )
     running = any((pod.get("status") or {}).get("phase") == "Running" for pod in pods)
     return CheckRunning(f"Job {job['metadata']['name']} " + ("running" if running else "waiting for its Pod"))

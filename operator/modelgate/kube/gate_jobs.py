@@ -62,7 +62,9 @@ class GateJobs:
             if job is None:
                 refused = self.refused.get((namespace, status.job))
                 problem = refused or self._prerequisite_problem(namespace, spec, check, index)
-            observed[check.name] = CheckFailed(problem) if problem else observe_job(job, pods, check.timeout)
+            observed[check.name] = (
+                CheckFailed(problem) if problem else observe_job(job, pods, check.timeout, check.parallelism)
+            )
         return observed
 
     def start(self, body: Mapping[str, Any], spec: ModelRolloutSpec, gate: GateStatus) -> None:
