@@ -283,6 +283,7 @@ def test_default_renders_the_operator_watching_all_namespaces() -> None:
         "ClusterRole",
         "ClusterRoleBinding",
         "CustomResourceDefinition",
+        "CustomResourceDefinition",
         "Deployment",
         "Service",
         "ServiceAccount",
