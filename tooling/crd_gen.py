@@ -1,5 +1,5 @@
-"""The ModelRollout and ModelEvaluation CRDs, generated from the pydantic models of modelgate.api, as controller-gen does
-for Go types: `make generate` runs it, then tooling.docs_gen for the API reference.
+"""The ModelRollout and ModelEvaluation CRDs, generated from the pydantic models of modelgate.api, as
+controller-gen does for Go types: `make generate` runs it, then tooling.docs_gen for the API reference.
 
     python -m tooling.crd_gen           # rewrite the CRD and the chart's copy when out of date
     python -m tooling.crd_gen --check   # exit 1, naming the files, when one is out of date

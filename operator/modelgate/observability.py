@@ -127,6 +127,28 @@ def forget_rollout(namespace: str, rollout: str) -> None:
         _remove(ROLLOUT_PHASE, namespace, rollout, phase)
 
 
+# A ModelEvaluation's newest judged run, per check (docs/continuous-evaluation.md); the chart's
+# ModelEvaluationRegressed alert fires on it.
+EVALUATION_REGRESSED = Gauge(
+    "modelgate_evaluation_regressed",
+    "1 when the evaluation's newest judged run fell below the check's policy against the baseline",
+    ["namespace", "evaluation", "check"],
+)
+
+
+def export_regressed(namespace: str, evaluation: str, checks: tuple[tuple[str, bool], ...]) -> None:
+    """The evaluation's series, one per check of its newest judged run; the others' go."""
+    forget_evaluation(namespace, evaluation, keep={check for check, _ in checks})
+    for check, regressed in checks:
+        EVALUATION_REGRESSED.labels(namespace, evaluation, check).set(1 if regressed else 0)
+
+
+def forget_evaluation(namespace: str, evaluation: str, keep: set[str] | None = None) -> None:
+    for labels in list(EVALUATION_REGRESSED._metrics):
+        if labels[:2] == (namespace, evaluation) and labels[2] not in (keep or set()):
+            _remove(EVALUATION_REGRESSED, *labels)
+
+
 def _remove(metric: Gauge | Counter, *labels: str) -> None:
     with contextlib.suppress(KeyError):
         metric.remove(*labels)

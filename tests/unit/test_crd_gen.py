@@ -4,7 +4,6 @@ what has no structural equivalent."""
 from __future__ import annotations
 
 import dataclasses
-
 from typing import Annotated
 
 import pytest

@@ -12,7 +12,12 @@ PRINTER_COLUMNS = (
     PrinterColumn("Schedule", "string", ".spec.schedule", "When runs start (cron, UTC)."),
     PrinterColumn("Last Run", "date", ".status.lastRunTime", "When the newest run started."),
     PrinterColumn(
-        "Last Outcome", "string", ".status.lastOutcome", "The newest finished run: Passed, Regressed or Failed."
+        "Last Outcome",
+        "string",
+        ".status.lastOutcome",
+        "The newest finished run: Passed, Regressed or Failed.",
     ),
-    PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Time since the ModelEvaluation was created."),
+    PrinterColumn(
+        "Age", "date", ".metadata.creationTimestamp", "Time since the ModelEvaluation was created."
+    ),
 )
