@@ -10,6 +10,7 @@ from modelgate import __version__
 from modelgate.api import InvalidSpecError
 from modelgate.cli import (
     completion,
+    evaluations,
     gate_decide,
     gate_eval,
     plan,
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     refusal_proxy.add_parser(commands)
     gate_eval.add_parser(commands)
     gate_decide.add_parser(commands)
+    evaluations.add_parsers(commands)
     completion.add_parser(commands, parser)
     document(parser)
     return parser

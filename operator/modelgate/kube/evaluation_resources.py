@@ -1,4 +1,4 @@
-"""What a ModelEvaluation's reconciler writes to the API server: the evaluation's status."""
+"""What is written to a ModelEvaluation: its status (the reconciler), its run-now annotation (the CLI)."""
 
 from __future__ import annotations
 
@@ -27,3 +27,22 @@ class EvaluationResources(Connection):
                 )
             )
         return self._remember(EVALUATION_PLURAL, obj)
+
+    def patch_evaluation_annotations(
+        self, namespace: str, name: str, annotations: Mapping[str, str | None]
+    ) -> Object:
+        """Sets a ModelEvaluation's annotations; a None value removes that annotation."""
+        with api_request("patch"):
+            return as_object(
+                self._custom.patch_namespaced_custom_object(
+                    API_GROUP,
+                    API_VERSION,
+                    namespace,
+                    EVALUATION_PLURAL,
+                    name,
+                    {"metadata": {"annotations": dict(annotations)}},
+                    field_manager=FIELD_MANAGER,
+                    _content_type=MERGE_PATCH,
+                    _request_timeout=self.request_timeout,
+                )
+            )
