@@ -15,7 +15,7 @@ import structlog
 
 from modelgate import observability
 from modelgate.evaluation_reconciler import EvaluationGone, EvaluationReconciler
-from modelgate.reevaluation.model import RUN_NOW_ANNOTATION
+from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
 
 log = structlog.get_logger("modelgate.evaluations")
 Key = tuple[str, str]  # namespace, name

@@ -33,7 +33,7 @@ from modelgate.reevaluation import (
     decide,
     decide_unusable,
 )
-from modelgate.reevaluation.model import RUN_NOW_ANNOTATION
+from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
 
 log = structlog.get_logger("modelgate.evaluations")
 

@@ -28,7 +28,7 @@ from modelgate.reevaluation import (
     StartRun,
     decide,
 )
-from modelgate.reevaluation.model import EvaluationReason
+from modelgate.reevaluation.decision import EvaluationReason
 
 CREATED = datetime(2026, 12, 1, 10, 0, 30, tzinfo=UTC)
 POLICY = {"minSamples": 20, "maxDrop": 0.05}

@@ -34,7 +34,7 @@ SEARCH_DAYS = 366 * 5
 
 
 def _field_pattern(values: str) -> str:
-    item = f"(\\*|({values})(-({values}))?)(/[0-9]{{1,2}})?"
+    item = f"([*]|({values})(-({values}))?)(/[0-9]{{1,2}})?"
     return f"{item}(,{item})*"
 
 

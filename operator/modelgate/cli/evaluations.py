@@ -13,7 +13,7 @@ from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.render_evaluations import LEGEND, render_trend
 from modelgate.cli.target import connect
 from modelgate.kube import NotFound
-from modelgate.reevaluation.model import RUN_NOW_ANNOTATION
+from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

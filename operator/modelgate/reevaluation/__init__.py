@@ -3,7 +3,7 @@ mean against the baseline, and every effect of a tick as a typed action; the rec
 (evaluation_reconciler.py) applies them."""
 
 from modelgate.reevaluation.decide import decide, decide_unusable
-from modelgate.reevaluation.model import (
+from modelgate.reevaluation.decision import (
     DeleteJobs,
     EvaluationDecision,
     ExportRegressed,

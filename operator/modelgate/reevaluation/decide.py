@@ -21,8 +21,8 @@ from modelgate.api.evaluation_status import (
 from modelgate.api.statusmodel import Verdict
 from modelgate.core.conditions import set_condition
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, job_name
-from modelgate.reevaluation.judgement import baseline_of, judge_run
-from modelgate.reevaluation.model import (
+from modelgate.reevaluation.run_judgement import baseline_of, judge_run
+from modelgate.reevaluation.decision import (
     Action,
     DeleteJobs,
     EvaluationCondition,
