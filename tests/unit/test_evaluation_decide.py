@@ -91,6 +91,7 @@ def test_a_run_starts_when_the_schedule_fires_and_not_before() -> None:
     assert (run.outcome, run.on_demand) == (RunOutcome.RUNNING, False)
     (start,) = kinds(due, StartRun)
     assert start.run_id == run.id and [check for check, _ in start.jobs] == ["quality"]
+    assert due.wake_at == CREATED + timedelta(minutes=5, seconds=1), "a new run is looked at again soon"
     again = tick(spec(), due.status, CREATED + timedelta(minutes=5, seconds=10))
     assert len(again.status.runs) == 1, "the same fire starts no second run"
 

@@ -36,6 +36,9 @@ from modelgate.reevaluation.decision import (
 
 # While a run runs, its Jobs' watch events wake the loop; this is the look it takes without one.
 RUNNING_RECHECK = timedelta(seconds=10)
+# A run just started looks again at once: a check whose Job cannot be made (a missing ConfigMap)
+# has no Job event to wake it.
+FIRST_LOOK = timedelta(seconds=1)
 RUN_ID_FORMAT = "%Y%m%dT%H%M%S"
 
 
@@ -224,8 +227,9 @@ def _regressed_checks(status: ModelEvaluationStatus) -> tuple[tuple[str, bool], 
 
 
 def _wake_at(tick: _Tick) -> datetime | None:
-    if _running(tick.status) is not None:
-        return tick.now + RUNNING_RECHECK
+    running = _running(tick.status)
+    if running is not None:
+        return tick.now + (FIRST_LOOK if running.started_at == tick.now else RUNNING_RECHECK)
     if tick.spec.suspend:
         return None
     return _next_fire(tick)
