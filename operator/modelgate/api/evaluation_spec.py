@@ -7,9 +7,9 @@ from typing import Annotated, Any, Self
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from modelgate.api.cron import SCHEDULE_HELP, SCHEDULE_PATTERN, parse_schedule
-from modelgate.api.errors import FieldPathError, InvalidSpecError
+from modelgate.api.errors import InvalidSpecError
 from modelgate.api.fields import Boolean, Duration, HttpUrl, Integer, ModelName, ObjectName
-from modelgate.api.gate import MAX_CHECKS, GateCheck
+from modelgate.api.gate import MAX_CHECKS, UNIQUE_CHECK_NAMES, GateCheck, unique_check_names
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.specmodel import SpecModel
 
@@ -103,15 +103,7 @@ class Baseline(SpecModel):
 
 
 class ModelEvaluationSpec(SpecModel):
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule(
-                "self.checks.all(c, self.checks.exists_one(o, o.name == c.name))",
-                field_path=".checks",
-                message="check names must be unique",
-            )
-        )
-    )
+    model_config = ConfigDict(json_schema_extra=cel_rules(UNIQUE_CHECK_NAMES))
 
     model: ServingModel = Field(description="The model in service, which every run evaluates.")
     checks: Annotated[tuple[GateCheck, ...], Field(min_length=1, max_length=MAX_CHECKS)] = Field(
@@ -135,9 +127,7 @@ class ModelEvaluationSpec(SpecModel):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Self:
-        names = [check.name for check in self.checks]
-        if len(set(names)) != len(names):
-            raise FieldPathError("checks", "check names must be unique")
+        unique_check_names(self.checks)
         return self
 
 

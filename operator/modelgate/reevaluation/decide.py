@@ -21,7 +21,6 @@ from modelgate.api.evaluation_status import (
 from modelgate.api.statusmodel import Verdict
 from modelgate.core.conditions import set_condition
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, job_name
-from modelgate.reevaluation.run_judgement import baseline_of, judge_run
 from modelgate.reevaluation.decision import (
     Action,
     DeleteJobs,
@@ -33,6 +32,7 @@ from modelgate.reevaluation.decision import (
     PostEvent,
     StartRun,
 )
+from modelgate.reevaluation.run_judgement import baseline_of, judge_run
 
 # While a run runs, its Jobs' watch events wake the loop; this is the look it takes without one.
 RUNNING_RECHECK = timedelta(seconds=10)
