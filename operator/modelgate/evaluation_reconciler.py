@@ -4,8 +4,8 @@ the regressed metric)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -36,6 +36,9 @@ from modelgate.reevaluation import (
 from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
 
 log = structlog.get_logger("modelgate.evaluations")
+# Why this replica must not act in a namespace now (peering.py: another replica acts), or None.
+StandbyReason = Callable[[str], str | None]
+STANDBY_RECHECK = timedelta(seconds=5)
 
 
 class EvaluationGone(Exception):
@@ -43,12 +46,17 @@ class EvaluationGone(Exception):
 
 
 class EvaluationReconciler:
-    def __init__(self, kube: Kube, jobs: EvaluationJobs) -> None:
+    def __init__(self, kube: Kube, jobs: EvaluationJobs, standby: StandbyReason | None = None) -> None:
         self.kube = kube
         self.jobs = jobs
+        self.standby = standby
 
     def tick(self, namespace: str, name: str) -> datetime | None:
         """Returns when the evaluation wants its next tick (None: only when something changes)."""
+        reason = None if self.standby is None else self.standby(namespace)
+        if reason is not None:
+            log.info("standing by", namespace=namespace, evaluation=name, reason=reason)
+            return datetime.now(UTC) + STANDBY_RECHECK
         try:
             body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, EVALUATION_PLURAL, name)
         except NotFound:

@@ -200,7 +200,13 @@ def _run_kopf(
             loops=RolloutLoops(
                 reconciler, route_recheck=timedelta(seconds=args.route_recheck), workers=args.workers
             ),
-            evaluations=EvaluationLoops(EvaluationReconciler(kube, EvaluationJobs(reconciler.gate_jobs))),
+            evaluations=EvaluationLoops(
+                EvaluationReconciler(
+                    kube,
+                    EvaluationJobs(reconciler.gate_jobs),
+                    reconciler.standby_reason if isinstance(reconciler, PeeredReconciler) else None,
+                )
+            ),
             kube=kube,
             executor=executor,
             list_rollouts=functools.partial(
