@@ -187,6 +187,23 @@ def test_a_check_that_could_not_measure_fails_the_run_naming_why() -> None:
     assert [e.reason for e in kinds(decision, PostEvent) if e.warning] == [EvaluationReason.RUN_FAILED]
 
 
+def test_a_check_removed_while_its_run_ran_fails_the_run_rather_than_hanging() -> None:
+    at = CREATED + timedelta(minutes=1)
+    running = started(spec(), at)
+    renamed = parse_evaluation_spec(
+        {
+            **spec().model_dump(by_alias=True, exclude_none=True),
+            "checks": [{"name": "other", "job": {"image": "checks/other:1"}}],
+        }
+    )
+    removed = CheckFailed("spec.checks: the check was removed while its run ran")
+    run = tick(
+        renamed, running, at + timedelta(seconds=5), {"quality": removed}, run_now="first"
+    ).status.runs[0]
+    assert (run.outcome, run.reason) == (RunOutcome.FAILED, RunReason.CHECK_ERROR)
+    assert [check.name for check in run.checks] == ["quality"]
+
+
 def test_too_few_samples_is_a_failed_run_not_a_pass() -> None:
     run = finished(spec(), measured(0.9, samples=3)).status.runs[0]
     assert (run.outcome, run.reason) == (RunOutcome.FAILED, RunReason.TOO_FEW_SAMPLES)

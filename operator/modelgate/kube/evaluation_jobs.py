@@ -15,6 +15,8 @@ from modelgate.kube.api_errors import KubeError
 from modelgate.kube.checks import EVALUATION_LABEL, CheckTarget, check_job, observe_job
 from modelgate.kube.gate_jobs import GateJobs
 
+REMOVED = "spec.checks: the check was removed while its run ran"
+
 
 class EvaluationJobs:
     def __init__(self, gate_jobs: GateJobs) -> None:
@@ -29,16 +31,19 @@ class EvaluationJobs:
         """What each check's Job of the run shows; one that cannot be made is a failed check, its
         message naming the field."""
         observed: dict[str, CheckObservation] = {}
-        for index, check in enumerate(spec.checks):
-            record = next((c for c in run.checks if c.name == check.name), None)
-            if record is None:
+        indexes = {check.name: index for index, check in enumerate(spec.checks)}
+        for record in run.checks:
+            index = indexes.get(record.name)
+            if index is None:
+                observed[record.name] = CheckFailed(REMOVED)
                 continue
             job, pods = self.kube.check_job_and_pods(namespace, record.job)
             problem = None
             if job is None:
                 refused = self.refused.get((namespace, record.job))
                 problem = refused or self._problem(namespace, spec, index)
-            observed[check.name] = CheckFailed(problem) if problem else observe_job(job, pods, check.timeout)
+            timeout = spec.checks[index].timeout
+            observed[record.name] = CheckFailed(problem) if problem else observe_job(job, pods, timeout)
         return observed
 
     def start(self, body: Mapping[str, Any], spec: ModelEvaluationSpec, jobs: Mapping[str, str]) -> None:

@@ -103,12 +103,14 @@ def judge_run(
     records: list[CheckRecord] = []
     findings: list[_Finding] = []
     test_set = None
-    for check in spec.checks:
-        record = run_check(run, check.name)
-        observed = seen[check.name]
-        if isinstance(observed, CheckFailed):
-            records.append(record.model_copy(update={"error": clip(observed.message, MESSAGE)}))
-            findings.append(_Finding(RunReason.CHECK_ERROR, f"check {check.name}: {observed.message}"))
+    checks = {check.name: check for check in spec.checks}
+    for record in run.checks:
+        observed = seen[record.name]
+        check = checks.get(record.name)
+        if isinstance(observed, CheckFailed) or check is None:
+            error = observed.message if isinstance(observed, CheckFailed) else "removed from spec.checks"
+            records.append(record.model_copy(update={"error": clip(error, MESSAGE)}))
+            findings.append(_Finding(RunReason.CHECK_ERROR, f"check {record.name}: {error}"))
             continue
         result = observed.result
         if result.test_set is not None and test_set is None:
@@ -152,10 +154,6 @@ def _outcome(findings: list[_Finding]) -> tuple[RunOutcome, RunReason, str]:
             outcome = RunOutcome.REGRESSED if reason is RunReason.BELOW_POLICY else RunOutcome.FAILED
             return outcome, reason, "; ".join(decisive)
     return RunOutcome.PASSED, RunReason.WITHIN_POLICY, "every score is within its policy against the baseline"
-
-
-def run_check(run: EvaluationRun, name: str) -> CheckRecord:
-    return next(check for check in run.checks if check.name == name)
 
 
 def baseline_of(run: EvaluationRun) -> BaselineStatus:
