@@ -20,7 +20,8 @@ from tests.support.evaluations import SERVED, Evaluations, model_evaluation, ser
 from tests.support.gate import knowing
 from tests.support.kube import create
 
-pytestmark = pytest.mark.bench
+# Up to a minute to the first fire, three more for the other runs, and the runs themselves.
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(480)]
 A_MINUTE_AND_A_RUN = 90.0
 
 
