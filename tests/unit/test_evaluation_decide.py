@@ -106,6 +106,20 @@ def test_run_now_starts_a_run_once_per_annotation_value() -> None:
     assert len(second.status.runs) == 2
 
 
+def test_a_run_now_value_longer_than_the_status_field_starts_one_run() -> None:
+    at = CREATED + timedelta(minutes=1)
+    long_value = "x" * 5000
+    first = tick(spec(), ModelEvaluationStatus(), at, run_now=long_value)
+    assert len(first.status.runs) == 1 and first.status.last_run_now is not None
+    done = tick(
+        spec(), first.status, at + timedelta(seconds=5), {"quality": measured(0.8)}, run_now=long_value
+    )
+    again = tick(spec(), done.status, at + timedelta(seconds=6), run_now=long_value)
+    assert len(again.status.runs) == 1
+    other = tick(spec(), again.status, at + timedelta(seconds=7), run_now=long_value + "y")
+    assert len(other.status.runs) == 2
+
+
 def test_a_due_run_waits_for_the_running_one() -> None:
     at = CREATED + timedelta(minutes=1)
     running = started(spec(), at)

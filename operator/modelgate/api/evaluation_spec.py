@@ -13,7 +13,8 @@ from modelgate.api.gate import MAX_CHECKS, UNIQUE_CHECK_NAMES, GateCheck, unique
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.specmodel import SpecModel
 
-MAX_HISTORY = 50
+# Runs kept in status: 20 runs of 8 checks of 32 scores stay well inside etcd's object size.
+MAX_HISTORY = 20
 RUN_ID_PATTERN = r"^[0-9]{8}T[0-9]{6}$"
 ONE_TARGET = "set exactly one of deployment, inferencePool or url (an inferencePool with its url)"
 

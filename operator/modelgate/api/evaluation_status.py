@@ -16,6 +16,7 @@ from modelgate.api.status import Condition
 from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
 
 MAX_SCORES = 32
+MAX_RUN_NOW = 253
 
 
 class RunOutcome(StrEnum):
@@ -100,8 +101,10 @@ class ModelEvaluationStatus(StatusModel):
     last_schedule_time: Timestamp | None = Field(
         None, description="The last time the schedule fired and a run started (or was skipped, suspended)."
     )
-    last_run_now: Annotated[str, StringConstraints(max_length=253)] | None = Field(
-        None, description="The value of the modelgate.io/run-now annotation last acted on."
+    last_run_now: Annotated[str, StringConstraints(max_length=MAX_RUN_NOW)] | None = Field(
+        None,
+        description="The value of the modelgate.io/run-now annotation last acted on (a sha256 digest "
+        "of a longer one).",
     )
     last_outcome: RunOutcome | None = Field(None, description="The newest finished run's outcome.")
     last_run_time: Timestamp | None = Field(None, description="When the newest run started.")

@@ -6,12 +6,14 @@ starts when it ends; fires missed meanwhile collapse into that one run, as a Cro
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from modelgate.api.cron import parse_schedule
 from modelgate.api.evaluation_spec import ModelEvaluationSpec
 from modelgate.api.evaluation_status import (
+    MAX_RUN_NOW,
     BaselineStatus,
     CheckRecord,
     EvaluationRun,
@@ -147,7 +149,8 @@ def _next_fire(tick: _Tick) -> datetime:
 
 
 def _start_due(tick: _Tick) -> None:
-    on_demand = tick.seen.run_now is not None and tick.seen.run_now != tick.status.last_run_now
+    token = run_now_token(tick.seen.run_now)
+    on_demand = token is not None and token != tick.status.last_run_now
     scheduled = _next_fire(tick) <= tick.now
     if scheduled and tick.spec.suspend:
         tick.update(last_schedule_time=tick.now)  # skipped, not made up later
@@ -168,11 +171,19 @@ def _start_due(tick: _Tick) -> None:
     if scheduled:
         changes["last_schedule_time"] = tick.now
     if on_demand:
-        changes["last_run_now"] = tick.seen.run_now
+        changes["last_run_now"] = token
     tick.update(**changes)
     tick.actions.append(StartRun(run_id, tuple((c.name, c.job) for c in checks)))
     how = "on demand" if not scheduled else f"on schedule {tick.spec.schedule}"
     tick.event(False, EvaluationReason.RUN_STARTED, f"run {run_id} started {how}")
+
+
+def run_now_token(value: str | None) -> str | None:
+    """What status.lastRunNow records of the annotation: its value, or a digest of a value longer
+    than the field holds (annotations may hold 256 KiB; a clipped value could equal another)."""
+    if value is None or len(value) <= MAX_RUN_NOW:
+        return value
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
 
 
 def _bound_history(tick: _Tick) -> None:
