@@ -144,9 +144,12 @@ def export_regressed(namespace: str, evaluation: str, checks: tuple[tuple[str, b
 
 
 def forget_evaluation(namespace: str, evaluation: str, keep: set[str] | None = None) -> None:
-    for labels in list(EVALUATION_REGRESSED._metrics):
-        if labels[:2] == (namespace, evaluation) and labels[2] not in (keep or set()):
-            _remove(EVALUATION_REGRESSED, *labels)
+    """Drops the evaluation's series but those of the checks in `keep`."""
+    held = [sample.labels for metric in EVALUATION_REGRESSED.collect() for sample in metric.samples]
+    for labels in held:
+        ours = (labels["namespace"], labels["evaluation"]) == (namespace, evaluation)
+        if ours and labels["check"] not in (keep or set()):
+            _remove(EVALUATION_REGRESSED, namespace, evaluation, labels["check"])
 
 
 def _remove(metric: Gauge | Counter, *labels: str) -> None:

@@ -1,10 +1,12 @@
 """`modelgate evaluations`: the score trend per check fits 80 columns, newest run last, with the
-baseline and a mark on a score below its policy."""
+baseline and a mark on a score below its policy; and the regressed series behind the alert, one per
+check of the newest judged run."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from modelgate import observability
 from modelgate.api.evaluation_status import (
     BaselineScore,
     BaselineStatus,
@@ -50,3 +52,16 @@ def test_the_trend_fits_80_columns_newest_last_and_marks_a_regression() -> None:
 def test_no_runs_yet_says_so() -> None:
     lines = render_trend("serving", "chat-quality", "@hourly", ModelEvaluationStatus())
     assert lines[-1].strip() == "no runs yet"
+
+
+def test_the_regressed_series_follow_the_newest_judged_runs_checks() -> None:
+    def series() -> dict[str, float]:
+        samples = [s for m in observability.EVALUATION_REGRESSED.collect() for s in m.samples]
+        return {s.labels["check"]: s.value for s in samples if s.labels["evaluation"] == "trend-test"}
+
+    observability.export_regressed("ns", "trend-test", (("quality", True), ("safety", False)))
+    assert series() == {"quality": 1.0, "safety": 0.0}
+    observability.export_regressed("ns", "trend-test", (("quality", False),))
+    assert series() == {"quality": 0.0}, "a check no longer in the run has no series"
+    observability.forget_evaluation("ns", "trend-test")
+    assert series() == {}
