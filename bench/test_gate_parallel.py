@@ -30,8 +30,9 @@ from modelgate.api.gate_status import CheckState
 from modelgate.core.gate_shards import merged_result
 from testbed.localcluster import LocalCluster
 from testbed.operator_process import OperatorProcess
-from tests.cluster.test_gate_evaluator import INCUMBENT, QUALITY, TEST_SET_FILE, evaluated, qa_test_set
+from tests.cluster.test_gate_evaluator import INCUMBENT, QUALITY, TEST_SET_FILE, evaluated
 from tests.cluster.test_gate_parallel import CANDIDATE, figures
+from tests.support.gate import qa_test_set
 from tests.unit.test_eval_cli import ENV, double
 
 pytestmark = pytest.mark.bench

@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client, config
 
 from modelgate.egress import ALLOW_LOOPBACK_ENV
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.crds import install_crds
 from testbed.localcluster import LocalCluster, kubectl
 from testbed.loopback_pods import LoopbackPods
@@ -102,6 +103,15 @@ def traefik(local_bed: LocalCluster, api_client: client.ApiClient) -> Iterator[T
     gateway = TraefikGateway.start(local_bed)
     yield gateway
     gateway.stop()
+
+
+@pytest.fixture
+def operator_scraped(local_bed: LocalCluster, operator: OperatorProcess) -> Iterator[PrometheusClient]:
+    """The bed's Prometheus scrapes the session's operator (its own metrics) while the test runs."""
+    target = "modelgate-operator"
+    local_bed.scrape_targets.add(target, f"127.0.0.1:{operator.metrics_port}", {"job": "modelgate"})
+    yield PrometheusClient(local_bed.prometheus_url, timeout=2)
+    local_bed.scrape_targets.remove(target)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ has the built-in evaluator reject a candidate that regressed one capability."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -17,16 +16,13 @@ from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase, Verdict
 from modelgate.api.gate_status import CheckState, GateDecision
-from testbed.answering import Answers
 from testbed.check_pods import CheckPods
 from testbed.localcluster import LocalCluster
-from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
-from tests.support.gate import gated_rollout
+from tests.support.gate import ITEMS, gated_rollout, knowing, qa_test_set
 from tests.support.kube import create
 from tests.support.scenario import Scenario, serving
 
-ITEMS = 25  # per capability
 POLICY = {"minSamples": 20, "maxDrop": 0.05, "maxTestSetAge": "720h"}
 INCUMBENT = {"math": 0.8, "recall": 0.8}
 TEST_SET_FILE = "qa.jsonl"
@@ -36,31 +32,6 @@ QUALITY = {
     "timeout": "2m",
     "policy": POLICY,
 }
-
-
-def qa_test_set(dated: datetime, items: int = ITEMS) -> str:
-    """`items` of each of two capabilities whose reference answers the doubles know
-    (testbed/answering.py)."""
-    identity = {"name": "qa", "version": dated.strftime("%Y-%m-%d"), "date": dated.isoformat()}
-    math = [
-        {"id": f"m{i}", "capability": "math", "prompt": f"What is {i} + 7?", "check": {"number": i + 7}}
-        for i in range(items)
-    ]
-    recall = [
-        {
-            "id": f"r{i}",
-            "capability": "recall",
-            "prompt": f"Repeat R{i:03d}.",
-            "check": {"exact": f"R{i:03d}"},
-        }
-        for i in range(items)
-    ]
-    return "\n".join(json.dumps(line) for line in [{"testSet": identity}, *math, *recall]) + "\n"
-
-
-def knowing(test_set: Path, correct: dict[str, float]) -> Behaviour:
-    """A double that answers the set's items, right in `correct`'s share per capability."""
-    return Behaviour(answers=Answers(test_set=str(test_set), correct=correct))
 
 
 @contextmanager

@@ -336,21 +336,28 @@ class FullRelease(SpecModel):
     )
 
 
+# Beside the list-map's own uniqueness, for a message that names the rule.
+UNIQUE_CHECK_NAMES = CelRule(
+    "self.checks.all(c, self.checks.exists_one(o, o.name == c.name))",
+    field_path=".checks",
+    message="check names must be unique",
+)
+
+
+def unique_check_names(checks: tuple[GateCheck, ...]) -> None:
+    """The validator's side of UNIQUE_CHECK_NAMES."""
+    names = [check.name for check in checks]
+    if len(set(names)) != len(names):
+        raise FieldPathError("checks", "check names must be unique")
+
+
 class GateSpec(SpecModel):
     """Checks run, one Job each, after the candidate is Available and before step 0, while it gets no
     traffic. The decision: any failed check rejects (phase Failed, reason GateRejected); every check
     passing is a full release where `full.allowed`, else a canary; a pass with any Inconclusive check is
     a canary, or with `inconclusive: Reject` a rejection."""
 
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule(
-                "self.checks.all(c, self.checks.exists_one(o, o.name == c.name))",
-                field_path=".checks",
-                message="check names must be unique",
-            )
-        )
-    )
+    model_config = ConfigDict(json_schema_extra=cel_rules(UNIQUE_CHECK_NAMES))
 
     checks: Annotated[tuple[GateCheck, ...], Field(min_length=1, max_length=MAX_CHECKS)] = Field(
         description="The checks; all run at once.", json_schema_extra=list_map("name")
@@ -366,7 +373,5 @@ class GateSpec(SpecModel):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Self:
-        names = [check.name for check in self.checks]
-        if len(set(names)) != len(names):
-            raise FieldPathError("checks", "check names must be unique")
+        unique_check_names(self.checks)
         return self

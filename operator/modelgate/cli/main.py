@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("refusal_proxy", ("refusal-proxy",)),
     ("gate_eval", ("eval",)),
     ("gate_decide", ("gate",)),
+    ("evaluations", ("evaluations", "evaluate-now")),
     ("completion", ("completion",)),
 )
 ONE_MODULE_COMMANDS = frozenset(name for _, names in COMMAND_MODULES for name in names) - {"completion"}

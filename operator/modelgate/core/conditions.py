@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
 from modelgate.api import Condition, ConditionStatus, ModelRolloutStatus, RouteState
 from modelgate.core.reasons import ConditionType, Reason
@@ -10,9 +11,9 @@ from modelgate.core.reasons import ConditionType, Reason
 
 def set_condition(
     conditions: tuple[Condition, ...],
-    type_: ConditionType,
+    type_: ConditionType | StrEnum,
     status: bool,
-    reason: Reason,
+    reason: Reason | StrEnum,
     message: str,
     now: datetime,
     generation: int,

@@ -19,6 +19,7 @@ from modelgate.kube.labels import label_value
 
 # Labels of a check's Job and Pods: which rollout and which check they belong to.
 ROLLOUT_LABEL = "modelgate.io/rollout"
+EVALUATION_LABEL = "modelgate.io/evaluation"  # a ModelEvaluation's run (api/evaluation_spec.py)
 CHECK_LABEL = "modelgate.io/gate-check"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTAINER = "check"
@@ -147,13 +148,17 @@ def check_job(
     volumes: Sequence[Mapping[str, Any]],
     resources: Mapping[str, Any],
     service_account: str | None = None,
+    *,
+    owner_kind: str = KIND,
+    owner_label: str = ROLLOUT_LABEL,
 ) -> dict[str, Any]:
-    """The Job of one check: owned by the rollout (garbage-collected with it), run once (no retries:
-    a failure is the check's verdict), its deadline the check's timeout; Indexed, one Pod per shard,
-    for a parallel check. Its Pods have no API token and run under the restricted Pod Security
+    """The Job of one check: owned by the rollout (or the ModelEvaluation: `owner_kind`), so
+    garbage-collected with it, run once (no retries: a failure is the check's verdict), its deadline
+    the check's timeout; Indexed, one Pod per shard, for a parallel check. Its Pods have no API token
+    and run under the restricted Pod Security
     profile, with `resources`."""
     meta = rollout["metadata"]
-    labels = {ROLLOUT_LABEL: label_value(meta["name"]), CHECK_LABEL: label_value(check.name)}
+    labels = {owner_label: label_value(meta["name"]), CHECK_LABEL: label_value(check.name)}
     account = {"serviceAccountName": service_account} if service_account else {}
     job: dict[str, Any] = {
         "apiVersion": "batch/v1",
@@ -162,7 +167,7 @@ def check_job(
             "name": job_name,
             "namespace": meta["namespace"],
             "labels": labels,
-            "ownerReferences": [_owned_by(meta)],
+            "ownerReferences": [_owned_by(meta, owner_kind)],
         },
         "spec": {
             "backoffLimit": 0,
@@ -186,11 +191,11 @@ def check_job(
     return job
 
 
-def _owned_by(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The rollout as the controller owner: the Job goes when the rollout does."""
+def _owned_by(meta: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The rollout (or evaluation) as the controller owner: the Job goes when it does."""
     return {
         "apiVersion": f"{API_GROUP}/{API_VERSION}",
-        "kind": KIND,
+        "kind": kind,
         "name": meta["name"],
         "uid": meta["uid"],
         "controller": True,

@@ -101,19 +101,32 @@ class GateJobs:
     def _container(
         self, namespace: str, spec: ModelRolloutSpec, check: GateCheck, index: int
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        target = None if check.job is not None else self._target(namespace, spec, check)
+        assert not isinstance(target, str)
+        return self.container(check, target, f"spec.gate.checks[{index}]")
+
+    def container(
+        self, check: GateCheck, target: CheckTarget | None, field: str
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The check's container and volumes; `target` for the built-in evaluator."""
         if check.job is not None:
             return custom_container(check), []
-        assert check.evaluator is not None and self.evaluator_image is not None
-        target = self._target(namespace, spec, check)
-        assert not isinstance(target, str)
-        field = f"spec.gate.checks[{index}]"
+        assert target is not None and self.evaluator_image is not None
         return evaluator_container(check, target, self.evaluator_image, field, self.evaluator_env)
 
     def _prerequisite_problem(
         self, namespace: str, spec: ModelRolloutSpec, check: GateCheck, index: int
     ) -> str | None:
         """Why the check's Job cannot be made, naming the field; None when it can."""
-        field = f"spec.gate.checks[{index}]"
+        problem = self.check_problem(namespace, check, f"spec.gate.checks[{index}]")
+        if problem is not None or check.job is not None:
+            return problem
+        target = self._target(namespace, spec, check)
+        return target if isinstance(target, str) else None
+
+    def check_problem(self, namespace: str, check: GateCheck, field: str) -> str | None:
+        """Why the check's Job cannot be made whatever it evaluates (its resources, its image, its
+        URLs, its ConfigMaps), naming the field below `field`; None when nothing stands in the way."""
         resources = self.policy.resources(check.resources, f"{field}.resources")
         if isinstance(resources, str):
             return resources
@@ -139,8 +152,7 @@ class GateJobs:
                 listed = ", ".join(sorted(keys)) or "none"
                 where = f"{field}.evaluator.{name}.configMap: ConfigMap {namespace}/{ref.name}"
                 return f"{where} has no key {ref.key!r} (it has: {listed})"
-        target = self._target(namespace, spec, check)
-        return target if isinstance(target, str) else None
+        return None
 
     def _target(self, namespace: str, spec: ModelRolloutSpec, check: GateCheck) -> CheckTarget | str:
         evaluator = check.evaluator
