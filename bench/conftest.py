@@ -6,6 +6,7 @@ from tests.conftest import (  # noqa: F401
     local_bed,
     namespace,
     operator,
+    operator_scraped,
     prometheus_restarted,
     traefik,
 )

@@ -1,6 +1,7 @@
 """The bed's Prometheus: a 1 s scrape interval and file-based service discovery, so tests add and
-remove scrape targets while it runs. Debian's build has no Kubernetes discovery; each target
-carries the labels that discovery would give a Pod (`namespace`, `pod`, `container`)."""
+remove scrape targets while it runs, and the chart's alert rules evaluated every second. Debian's
+build has no Kubernetes discovery; each target carries the labels that discovery would give a Pod
+(`namespace`, `pod`, `container`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 import yaml
 
 SCRAPE_INTERVAL = "1s"
+# The chart's alert rules as shipped (the PrometheusRule holds the same groups): tests see them fire.
+ALERT_RULES = Path(__file__).resolve().parents[1] / "charts" / "modelgate" / "alerts" / "modelgate-rules.yaml"
 _TARGET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{0,200}$")
 
 
@@ -24,6 +27,7 @@ def write_config(directory: Path) -> Path:
             "scrape_timeout": SCRAPE_INTERVAL,
             "evaluation_interval": SCRAPE_INTERVAL,
         },
+        "rule_files": [str(ALERT_RULES)],
         "scrape_configs": [
             {
                 "job_name": "bed",

@@ -59,6 +59,20 @@ def translated(text: str, replacements: Mapping[str, str]) -> str:
     return text
 
 
+_ANNOTATION_OR_LABEL = re.compile(r"^metadata\.(annotations|labels)\['([^']+)'\]$")
+
+
+def downward(variable: Any, pod: Any) -> str | None:
+    """A variable's value from the Pod's own annotations or labels, as the kubelet resolves a fieldRef
+    (an Indexed Job's JOB_COMPLETION_INDEX); None for a variable set otherwise."""
+    field_ref = variable.value_from.field_ref if variable.value_from else None
+    match = _ANNOTATION_OR_LABEL.match(field_ref.field_path) if field_ref else None
+    if match is None:
+        return None
+    kind, key = match.groups()
+    return str((getattr(pod.metadata, kind) or {}).get(key, ""))
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -145,7 +159,7 @@ class CheckPods:
         replacements.update(self._volumes(pod, directory))
         replacements.update(self.services)
         words = [translated(w, replacements) for w in [*(container.command or []), *(container.args or [])]]
-        env = self._environment(container, replacements)
+        env = self._environment(container, pod, replacements)
         if isinstance(env, str):
             self._write(
                 pod,
@@ -168,14 +182,15 @@ class CheckPods:
         self._runs[uid] = _Run(process, result_file, started)
         self._write(pod, "Running", {"running": {"startedAt": started}}, ready=True)
 
-    def _environment(self, container: Any, replacements: Mapping[str, str]) -> dict[str, str] | str:
-        """The container's variables, a Secret's values by `secretKeyRef` as the kubelet gives them;
-        what the kubelet says when a Secret or a key that is not optional is missing."""
+    def _environment(self, container: Any, pod: Any, replacements: Mapping[str, str]) -> dict[str, str] | str:
+        """The container's variables, a Secret's values by `secretKeyRef` and the Pod's own labels or
+        annotations by `fieldRef` as the kubelet gives them; what the kubelet says when a Secret or a
+        key that is not optional is missing."""
         env: dict[str, str] = {}
         for variable in container.env or []:
             reference = variable.value_from.secret_key_ref if variable.value_from else None
             if reference is None:
-                env[variable.name] = translated(variable.value or "", replacements)
+                env[variable.name] = translated(downward(variable, pod) or variable.value or "", replacements)
                 continue
             try:
                 data = self.core.read_namespaced_secret(reference.name, self.namespace).data or {}

@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client, config
 
 from modelgate.egress import ALLOW_LOOPBACK_ENV
+from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.crds import install_crds
 from testbed.localcluster import LocalCluster, kubectl
 from testbed.loopback_pods import LoopbackPods
@@ -113,6 +114,15 @@ def s3_server(local_bed: LocalCluster) -> Iterator[S3Server]:
     server = S3Server.start(local_bed.processes, (BED_BUCKET,))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def operator_scraped(local_bed: LocalCluster, operator: OperatorProcess) -> Iterator[PrometheusClient]:
+    """The bed's Prometheus scrapes the session's operator (its own metrics) while the test runs."""
+    target = "modelgate-operator"
+    local_bed.scrape_targets.add(target, f"127.0.0.1:{operator.metrics_port}", {"job": "modelgate"})
+    yield PrometheusClient(local_bed.prometheus_url, timeout=2)
+    local_bed.scrape_targets.remove(target)
 
 
 @pytest.fixture

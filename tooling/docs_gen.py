@@ -36,6 +36,8 @@ from tooling.verdicts_doc import verdict_effects_table, verdict_rules_table
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CRD_FILE = Path("crds/modelrollouts.modelgate.io.yaml")
 API_REFERENCE = Path("docs/api-reference.md")
+EVALUATION_CRD_FILE = Path("crds/modelevaluations.modelgate.io.yaml")
+EVALUATION_API_REFERENCE = Path("docs/evaluation-api-reference.md")
 METRIC_PRESETS = Path("docs/metric-presets.md")
 PRESETS_BY_SOURCE = Path("docs/presets.md")
 README = Path("README.md")
@@ -238,7 +240,7 @@ def render_api_reference(crd: Node, source: str = str(CRD_FILE)) -> str:
         "",
         "## Printer columns",
         "",
-        "What `kubectl get modelrollouts` (`kubectl get mro`) shows.",
+        f"What `kubectl get {names['plural']}` (`kubectl get {names['shortNames'][0]}`) shows.",
         "",
         "| column | type | JSONPath | description |",
         "| --- | --- | --- | --- |",
@@ -489,6 +491,9 @@ def generated_files(root: Path) -> dict[Path, str]:
     chart_values = {"chart-values": "\n".join(values_table((root / CHART_VALUES).read_text())) + "\n"}
     return {
         API_REFERENCE: render_api_reference(crd),
+        EVALUATION_API_REFERENCE: render_api_reference(
+            yaml.safe_load((root / EVALUATION_CRD_FILE).read_text()), str(EVALUATION_CRD_FILE)
+        ),
         METRIC_PRESETS: fill_generated_blocks(presets, metric_preset_blocks(), str(METRIC_PRESETS)),
         PRESETS_BY_SOURCE: fill_generated_blocks(
             by_source, presets_by_source_blocks(), str(PRESETS_BY_SOURCE)

@@ -12,7 +12,8 @@ from typing import Any
 import kopf
 import structlog
 
-from modelgate import API_GROUP, API_VERSION, KIND, PLURAL
+from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL, KIND, PLURAL
+from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.kube import Kube, KubeError
 from modelgate.kube.checks import CHECK_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
@@ -108,6 +109,8 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 async def stop_loops(memo: kopf.Memo, **_: Any) -> None:
     loops: RolloutLoops = memo.loops
     await loops.stop()
+    evaluations: EvaluationLoops = memo.evaluations
+    await evaluations.stop()
 
 
 def _cache(memo: kopf.Memo, plural: str, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -124,6 +127,13 @@ async def rollout_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -
     _cache(memo, PLURAL, type, body)
     loops: RolloutLoops = memo.loops
     loops.notice(type, body)
+
+
+@kopf.on.event(API_GROUP, API_VERSION, EVALUATION_PLURAL)
+async def evaluation_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _cache(memo, EVALUATION_PLURAL, type, body)
+    evaluations: EvaluationLoops = memo.evaluations
+    evaluations.notice(type, body)
 
 
 @kopf.on.event("apps", "v1", "deployments")
@@ -149,13 +159,18 @@ async def pool_event(
 
 @kopf.on.event("batch", "v1", "jobs", labels={CHECK_LABEL: kopf.PRESENT})
 async def check_job_event(body: kopf.Body, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
-    """A gate check's Job changed (it ended, say): its rollout (the Job's controller; the rollout
-    label may be a hashed cut of a long name) looks at once."""
-    loops: RolloutLoops = memo.loops
+    """A gate check's Job changed (it ended, say): its rollout or evaluation (the Job's controller;
+    the label may be a hashed cut of a long name) looks at once."""
     owners = body["metadata"].get("ownerReferences") or []
-    rollout = next((o.get("name") for o in owners if o.get("controller") and o.get("kind") == KIND), None)
-    if namespace and rollout:
-        loops.notice_rollout(namespace, rollout)
+    owner: dict[str, Any] = next((o for o in owners if o.get("controller")), {})
+    if not namespace or not owner.get("name"):
+        return
+    if owner.get("kind") == KIND:
+        loops: RolloutLoops = memo.loops
+        loops.notice_rollout(namespace, owner["name"])
+    elif owner.get("kind") == EVALUATION_KIND:
+        evaluations: EvaluationLoops = memo.evaluations
+        evaluations.notice_evaluation(namespace, owner["name"])
 
 
 def _route_handler(plural: str) -> Callable[..., Awaitable[None]]:

@@ -127,6 +127,31 @@ def forget_rollout(namespace: str, rollout: str) -> None:
         _remove(ROLLOUT_PHASE, namespace, rollout, phase)
 
 
+# A ModelEvaluation's newest judged run, per check (docs/continuous-evaluation.md); the chart's
+# ModelEvaluationRegressed alert fires on it.
+EVALUATION_REGRESSED = Gauge(
+    "modelgate_evaluation_regressed",
+    "1 when the evaluation's newest judged run fell below the check's policy against the baseline",
+    ["namespace", "evaluation", "check"],
+)
+
+
+def export_regressed(namespace: str, evaluation: str, checks: tuple[tuple[str, bool], ...]) -> None:
+    """The evaluation's series, one per check of its newest judged run; the others' go."""
+    forget_evaluation(namespace, evaluation, keep={check for check, _ in checks})
+    for check, regressed in checks:
+        EVALUATION_REGRESSED.labels(namespace, evaluation, check).set(1 if regressed else 0)
+
+
+def forget_evaluation(namespace: str, evaluation: str, keep: set[str] | None = None) -> None:
+    """Drops the evaluation's series but those of the checks in `keep`."""
+    held = [sample.labels for metric in EVALUATION_REGRESSED.collect() for sample in metric.samples]
+    for labels in held:
+        ours = (labels["namespace"], labels["evaluation"]) == (namespace, evaluation)
+        if ours and labels["check"] not in (keep or set()):
+            _remove(EVALUATION_REGRESSED, namespace, evaluation, labels["check"])
+
+
 def _remove(metric: Gauge | Counter, *labels: str) -> None:
     with contextlib.suppress(KeyError):
         metric.remove(*labels)

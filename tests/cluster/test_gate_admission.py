@@ -1,7 +1,7 @@
 """The chart's admission policy for custom-image gate checks (gate.customImages.requireJobRights),
 on the bed's real API server: a tenant who may create ModelRollouts but not Jobs cannot ask for a
-check that runs a container of their choosing; the built-in evaluator stays theirs; with the right
-to create Jobs themselves, they may."""
+check that runs a container of their choosing (in a ModelRollout's gate or a ModelEvaluation); the
+built-in evaluator stays theirs; with the right to create Jobs themselves, they may."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Any
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL, PLURAL
 from testbed.localcluster import LocalCluster
 from testbed.serviceaccount import service_account_kubeconfig, service_account_username
 from testbed.waiting import wait_for
+from tests.support.evaluations import model_evaluation
 from tests.support.gate import gate_result, gated_rollout, script_check
 from tests.support.helm import installed_chart
 
@@ -39,18 +40,25 @@ def test_a_tenant_without_job_rights_cannot_get_a_custom_image_check(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
 ) -> None:
     client.CoreV1Api(api_client).create_namespaced_service_account(namespace, {"metadata": {"name": TENANT}})
-    rollouts = {"apiGroups": [API_GROUP], "resources": [PLURAL], "verbs": ["create", "get"]}
+    rollouts = {
+        "apiGroups": [API_GROUP],
+        "resources": [PLURAL, EVALUATION_PLURAL],
+        "verbs": ["create", "get"],
+    }
     grant(api_client, namespace, "rollouts", [rollouts])
     kubeconfig = service_account_kubeconfig(local_bed, api_client, namespace, TENANT, tmp_path / "tenant")
     tenant = client.CustomObjectsApi(config.new_client_from_config(config_file=str(kubeconfig)))
     custom = gated_rollout(namespace, [script_check("mine", gate_result())], [{"setWeight": 50}])
     built_in = gated_rollout(namespace, [EVALUATOR_CHECK], [{"setWeight": 50}])
+    # The same container asked for by a ModelEvaluation's check.
+    evaluation = model_evaluation(namespace, checks=[script_check("mine", gate_result())])
 
     def refusal(manifest: dict[str, Any]) -> ApiException | None:
         """Why the tenant's (dry-run) create is refused; None when admitted."""
+        plural = EVALUATION_PLURAL if manifest["kind"] == EVALUATION_KIND else PLURAL
         try:
             tenant.create_namespaced_custom_object(
-                API_GROUP, API_VERSION, namespace, PLURAL, manifest, dry_run="All"
+                API_GROUP, API_VERSION, namespace, plural, manifest, dry_run="All"
             )
         except ApiException as error:
             return error
@@ -64,18 +72,26 @@ def test_a_tenant_without_job_rights_cannot_get_a_custom_image_check(
         assert "spec.gate.checks[].job" in str(refused.body)
         assert service_account_username(namespace, TENANT) in str(refused.body)
         assert refusal(built_in) is None
+        by_evaluation = refusal(evaluation)
+        assert by_evaluation is not None and by_evaluation.status == 403, by_evaluation
+        assert "spec.checks[].job" in str(by_evaluation.body)
 
         grant(api_client, namespace, "jobs", [JOBS])
         wait_for(lambda: refusal(custom) is None, timeout=30, what="a tenant with Job rights to be admitted")
+        assert refusal(evaluation) is None
 
 
 def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_read(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
 ) -> None:
     """The evaluator Job sends a named Secret's credentials to the endpoint it names: a tenant who
-    may create ModelRollouts but not read that Secret must not get to use it."""
+    may create ModelRollouts and ModelEvaluations but not read that Secret must not get to use it."""
     client.CoreV1Api(api_client).create_namespaced_service_account(namespace, {"metadata": {"name": TENANT}})
-    rollouts = {"apiGroups": [API_GROUP], "resources": [PLURAL], "verbs": ["create", "get"]}
+    rollouts = {
+        "apiGroups": [API_GROUP],
+        "resources": [PLURAL, EVALUATION_PLURAL],
+        "verbs": ["create", "get"],
+    }
     grant(api_client, namespace, "rollouts", [rollouts])
     kubeconfig = service_account_kubeconfig(local_bed, api_client, namespace, TENANT, tmp_path / "tenant")
     tenant = client.CustomObjectsApi(config.new_client_from_config(config_file=str(kubeconfig)))
@@ -90,10 +106,14 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
         results={"s3": {"url": "s3://results", "secret": "team-b-store"}},
     )
 
+    # The same Secret named by a ModelEvaluation's check (its run Jobs are the gate's).
+    evaluation = model_evaluation(namespace, checks=[{"name": "quality", "evaluator": {"testSet": stored}}])
+
     def refusal(manifest: dict[str, Any]) -> ApiException | None:
+        plural = EVALUATION_PLURAL if manifest["kind"] == EVALUATION_KIND else PLURAL
         try:
             tenant.create_namespaced_custom_object(
-                API_GROUP, API_VERSION, namespace, PLURAL, manifest, dry_run="All"
+                API_GROUP, API_VERSION, namespace, plural, manifest, dry_run="All"
             )
         except ApiException as error:
             return error
@@ -103,12 +123,13 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
     with installed_chart(
         local_bed.kubeconfig, namespace, {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
     ):
-        for manifest in (naming, results):
+        for manifest in (naming, results, evaluation):
             refused = wait_for(
                 lambda m=manifest: refusal(m), timeout=30, what="the admission policy to refuse"
             )
             assert refused.status == 403 and "team-b-store" in str(refused.body)
         assert refusal(gated_rollout(namespace, [EVALUATOR_CHECK], [{"setWeight": 50}])) is None
+        assert refusal(model_evaluation(namespace)) is None  # no storage Secret named
 
         secrets = {
             "apiGroups": [""],
@@ -118,3 +139,4 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
         }
         grant(api_client, namespace, "store", [secrets])
         wait_for(lambda: refusal(naming) is None, timeout=30, what="a tenant who may read it to be admitted")
+        assert refusal(evaluation) is None

@@ -6,8 +6,7 @@ has the built-in evaluator reject a candidate that regressed one capability."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,42 +16,30 @@ from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase, Verdict
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision
-from testbed.answering import Answers
 from testbed.check_pods import CheckPods
 from testbed.localcluster import LocalCluster
-from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
-from tests.support.gate import Json, gated_rollout
+from tests.support.gate import ITEMS, Json, gated_rollout, knowing, qa_test_set
 from tests.support.kube import create
 from tests.support.scenario import Scenario, serving
 
-ITEMS = 25  # per capability
 POLICY = {"minSamples": 20, "maxDrop": 0.05, "maxTestSetAge": "720h"}
 INCUMBENT = {"math": 0.8, "recall": 0.8}
+TEST_SET_FILE = "qa.jsonl"
 
 
-def qa_test_set(dated: datetime) -> str:
-    """Items of two capabilities whose reference answers the doubles know (testbed/answering.py)."""
-    identity = {"name": "qa", "version": dated.strftime("%Y-%m-%d"), "date": dated.isoformat()}
-    math = [
-        {"id": f"m{i}", "capability": "math", "prompt": f"What is {i} + 7?", "check": {"number": i + 7}}
-        for i in range(ITEMS)
-    ]
-    recall = [
-        {
-            "id": f"r{i}",
-            "capability": "recall",
-            "prompt": f"Repeat R{i:03d}.",
-            "check": {"exact": f"R{i:03d}"},
-        }
-        for i in range(ITEMS)
-    ]
-    return "\n".join(json.dumps(line) for line in [{"testSet": identity}, *math, *recall]) + "\n"
+def quality(test_set: Json, parallelism: int = 1) -> Json:
+    """The check `quality` of the qa set from `test_set` (a JsonlSource)."""
+    return {
+        "name": "quality",
+        "evaluator": {"testSet": test_set, "concurrency": 4},
+        "timeout": "2m",
+        "policy": POLICY,
+        "parallelism": parallelism,
+    }
 
 
-def knowing(test_set: Path, correct: dict[str, float]) -> Behaviour:
-    """A double that answers the set's items, right in `correct`'s share per capability."""
-    return Behaviour(answers=Answers(test_set=str(test_set), correct=correct))
+QUALITY = quality({"configMap": {"name": "qa-set", "key": "set.jsonl"}})
 
 
 @contextmanager
@@ -62,21 +49,30 @@ def evaluated(
     namespace: str,
     tmp_path: Path,
     candidate: dict[str, float],
-    test_set_source: Json | None = None,
-    **gate: Any,
+    *,
+    items: int = ITEMS,
+    checks: Sequence[Mapping[str, Any]] = (QUALITY,),
+    replay: str = "",
+    set_in_config_map: bool = True,
+    results: Json | None = None,
 ) -> Iterator[Scenario]:
-    """The gated rollout, its candidate right in `candidate`'s share of each capability's items; the
-    test set from a ConfigMap unless `test_set_source` says where else; `gate`: more of spec.gate."""
+    """The gated rollout, its candidate right in `candidate`'s share of each capability's items;
+    ConfigMap qa-set holds the `replay` (key replay.jsonl) and, with `set_in_config_map` (a set over
+    1 MiB does not fit), the test set (key set.jsonl), which is file TEST_SET_FILE of `tmp_path`;
+    `results`: spec.gate.results."""
     dated = datetime.now(UTC) - timedelta(days=2)
-    test_set = tmp_path / "qa.jsonl"
-    test_set.write_text(qa_test_set(dated))
+    test_set = tmp_path / TEST_SET_FILE
+    test_set.write_text(qa_test_set(dated, items))
     create(
         api_client,
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": "qa-set", "namespace": namespace},
-            "data": {"set.jsonl": test_set.read_text()},
+            "data": {
+                "replay.jsonl": replay,
+                **({"set.jsonl": test_set.read_text()} if set_in_config_map else {}),
+            },
         },
     )
     incumbent = knowing(test_set, INCUMBENT)
@@ -88,16 +84,8 @@ def evaluated(
             for name in ("chat-v1", "chat-v2")
         }
         with CheckPods(api_client, namespace, tmp_path, services) as pods:
-            check = {
-                "name": "quality",
-                "evaluator": {
-                    "testSet": test_set_source or {"configMap": {"name": "qa-set", "key": "set.jsonl"}},
-                    "concurrency": 4,
-                },
-                "timeout": "2m",
-                "policy": POLICY,
-            }
-            scenario.apply(gated_rollout(namespace, [check], [{"setWeight": 50}], **gate))
+            kept = {} if results is None else {"results": results}
+            scenario.apply(gated_rollout(namespace, list(checks), [{"setWeight": 50}], **kept))
             yield scenario
             assert pods.failure is None, pods.failure
 

@@ -21,17 +21,9 @@ from testbed.manifests import model_rollout
 from testbed.operator_process import OperatorProcess
 from testbed.ports import free_port
 from testbed.s3_server import REGION, S3Server
-from tests.cluster.test_gate_evaluator import (
-    BETTER,
-    ITEMS,
-    POLICY,
-    ended,
-    evaluated,
-    passed_as_better,
-    qa_test_set,
-)
+from tests.cluster.test_gate_evaluator import BETTER, POLICY, ended, evaluated, passed_as_better, quality
 from tests.support.cli import modelgate
-from tests.support.gate import Json, check_pods, gated_rollout, scenario
+from tests.support.gate import ITEMS, Json, check_pods, gated_rollout, qa_test_set, scenario
 from tests.support.kube import create
 from tests.support.scenario import Scenario
 from tests.support.storage import bed_store, fresh_url, run
@@ -50,6 +42,12 @@ def storage_secret(api_client: client.ApiClient, namespace: str, name: str, data
             "stringData": data,
         },
     )
+
+
+def stored_lines(s3_server: S3Server, url: str) -> list[Json]:
+    """The JSON lines of a results object in the bed's store."""
+    data = run(bed_store(s3_server).read(parse_object_url(url))).data
+    return [json.loads(line) for line in data.splitlines()]
 
 
 @pytest.fixture
@@ -72,25 +70,57 @@ def test_a_stored_test_set_passes_as_its_config_map_twin_and_its_results_land_un
 ) -> None:
     results = {"s3": {"url": f"s3://{s3_server.buckets[0]}/gate-results", "secret": SECRET}}
     with evaluated(
-        local_bed, api_client, namespace, tmp_path, BETTER, stored_source, results=results
+        local_bed, api_client, namespace, tmp_path, BETTER, checks=[quality(stored_source)], results=results
     ) as scenario:
         final = ended(scenario)
     check = passed_as_better(final)
-    assert final.gate is not None and check.results_url is not None
-    key = parse_object_url(check.results_url).key.split("/")
+    assert final.gate is not None and len(check.results_urls) == 1
+    (pointer,) = check.results_urls
+    key = parse_object_url(pointer).key.split("/")
     assert key[:5] == ["gate-results", namespace, "chat", final.gate.run, "quality"]
     assert key[5].startswith("sha256-") and key[6] == "results.jsonl"
-    lines = [
-        json.loads(line)
-        for line in run(bed_store(s3_server).read(parse_object_url(check.results_url))).data.splitlines()
-    ]
-    header, items = lines[0], lines[1:]
+    header, *items = stored_lines(s3_server, pointer)
     assert header["inputs"]["testSet"]["source"] == stored_source["s3"]["url"]
     assert {s["name"]: s["candidate"] for s in header["result"]["scores"]} == {"math": 0.88, "recall": 0.84}
     assert len(items) == 2 * ITEMS
     for capability, share in BETTER.items():
         passed = [i for i in items if i["capability"] == capability and i["candidate"]["passed"]]
         assert len(passed) == round(share * ITEMS)
+
+
+SHARDS = 3
+
+
+@pytest.mark.usefixtures("operator")
+def test_each_shard_of_a_parallel_check_reads_the_stored_set_and_writes_its_own_results(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    s3_server: S3Server,
+    stored_source: Json,
+    tmp_path: Path,
+) -> None:
+    """Every shard's Pod gets the Secret's values (it reads the stored set) and writes its own items
+    to results-<index>-of-<N>.jsonl beside the others; the status points at each, in index order."""
+    results = {"s3": {"url": f"s3://{s3_server.buckets[0]}/gate-results", "secret": SECRET}}
+    checks = [quality(stored_source, parallelism=SHARDS)]
+    with evaluated(
+        local_bed, api_client, namespace, tmp_path, BETTER, checks=checks, results=results
+    ) as scenario:
+        final = ended(scenario)
+    check = passed_as_better(final)
+    assert final.gate is not None and len(check.results_urls) == SHARDS
+    keys = [parse_object_url(url).key.split("/") for url in check.results_urls]
+    assert {tuple(key[:6]) for key in keys} == {tuple(keys[0][:6])}  # one run's folder
+    assert keys[0][:5] == ["gate-results", namespace, "chat", final.gate.run, "quality"]
+    assert [key[6] for key in keys] == [f"results-{i}-of-{SHARDS}.jsonl" for i in range(SHARDS)]
+    ids: list[str] = []
+    for index, url in enumerate(check.results_urls):
+        header, *items = stored_lines(s3_server, url)
+        assert (header["result"]["index"], header["result"]["shards"]) == (index, SHARDS)
+        assert items and all(item["kind"] == "testSet" for item in items)
+        ids += [item["id"] for item in items]
+    assert len(ids) == len(set(ids)) == 2 * ITEMS  # every item once, across the shards
 
 
 def test_the_report_goes_to_storage_and_wrong_credentials_are_refused_naming_the_key(
@@ -123,7 +153,8 @@ def test_a_stored_test_set_rejects_a_worse_candidate_as_its_config_map_twin(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, stored_source: Json, tmp_path: Path
 ) -> None:
     worse = {"math": 0.6, "recall": 0.84}
-    with evaluated(local_bed, api_client, namespace, tmp_path, worse, stored_source) as scenario:
+    checks = [quality(stored_source)]
+    with evaluated(local_bed, api_client, namespace, tmp_path, worse, checks=checks) as scenario:
         final = ended(scenario)
         assert scenario.recorder.candidate_weights() == [0]
     assert final.phase is Phase.FAILED, final.message

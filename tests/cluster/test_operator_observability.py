@@ -4,9 +4,7 @@ Event telling every transition, and JSON logs that carry rollout, namespace, ste
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
 from kubernetes import client
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
@@ -38,14 +36,6 @@ def no_other_rollouts(api_client: client.ApiClient, operator: OperatorProcess) -
 
     wait_for(none_left, timeout=60, interval=0.5, what="the rollouts of earlier tests to be gone")
     wait_for(lambda: no_ticks_for(3), timeout=60, what="the operator to tick no rollout for 3 s")
-
-
-@pytest.fixture
-def operator_scraped(local_bed: LocalCluster, operator: OperatorProcess) -> Iterator[PrometheusClient]:
-    target = "modelgate-operator"
-    local_bed.scrape_targets.add(target, f"127.0.0.1:{operator.metrics_port}", {"job": "modelgate"})
-    yield PrometheusClient(local_bed.prometheus_url, timeout=2)
-    local_bed.scrape_targets.remove(target)
 
 
 def test_metrics_events_and_logs_follow_a_rollout(

@@ -46,6 +46,7 @@ class Check(NamedTuple):
 
 
 ROLLOUTS = "modelrollouts.modelgate.io"
+EVALUATIONS = "modelevaluations.modelgate.io"
 # Every kind a registered router reads and patches (each router's record, modelgate.routers).
 ROUTER_KINDS = tuple(f"{resource.plural}.{resource.group}" for resource in route_resources())
 DEPLOYMENTS = "deployments.apps"
@@ -58,6 +59,8 @@ PEERINGS = "kopfpeerings.kopf.dev"
 NEEDED: list[Check] = [
     *(Check(verb, ROLLOUTS) for verb in ("get", "list", "watch", "patch")),
     Check("patch", ROLLOUTS, "status"),
+    *(Check(verb, EVALUATIONS) for verb in ("get", "list", "watch")),
+    Check("patch", EVALUATIONS, "status"),
     *(Check(verb, DEPLOYMENTS) for verb in ("get", "list", "watch")),
     *(Check(verb, kind) for kind in ROUTER_KINDS for verb in ("get", "list", "watch", "patch")),
     *(Check(verb, POOLS) for verb in ("get", "list", "watch")),
@@ -74,6 +77,7 @@ NEVER_IN_A_NAMESPACE: list[Check] = [
     Check("patch", f"secrets/{PROMETHEUS_SECRET}"),
     *(Check(verb, ROLLOUTS) for verb in ("create", "update", "delete", "deletecollection")),
     Check("update", ROLLOUTS, "status"),
+    *(Check(verb, EVALUATIONS) for verb in ("create", "update", "patch", "delete")),
     *(Check(verb, DEPLOYMENTS) for verb in ("create", "update", "patch", "delete")),
     Check("patch", DEPLOYMENTS, "scale"),
     *(Check(verb, kind) for kind in ROUTER_KINDS for verb in ("create", "update", "delete")),

@@ -464,6 +464,15 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         ),
         "spec.gate.checks[0].evaluator.replay",
     ),
+    "a parallel check of your own": BadRollout(
+        gate_check({"job": {"image": "check:1"}, "parallelism": 2}), "spec.gate.checks[0].parallelism"
+    ),
+    "an evaluator in 17 Pods": BadRollout(
+        gate_check({"evaluator": EVALUATOR, "parallelism": 17}), "spec.gate.checks[0].parallelism"
+    ),
+    "an evaluator in no Pod": BadRollout(
+        gate_check({"evaluator": EVALUATOR, "parallelism": 0}), "spec.gate.checks[0].parallelism"
+    ),
     "win-rate confidence 1": BadRollout(
         gate_check(
             {"job": {"image": "check:1"}, "policy": {"winRate": {"minLowerBound": 0.5, "confidence": 1}}}

@@ -18,6 +18,7 @@ from modelgate.api.gate_result import GATE_RESULT_VERSION
 from modelgate.api.gate_status import GateDecision
 from modelgate.cli.gate_decide import EXIT_CODES
 from modelgate.kube.labels import label_value
+from testbed.answering import Answers
 from testbed.check_pods import BED_CHECK_IMAGE, CheckPods
 from testbed.localcluster import LocalCluster
 from testbed.manifests import Manifest, model_rollout
@@ -28,6 +29,7 @@ from tests.support.scenario import Scenario, serving
 
 Json = dict[str, Any]
 POLICY = {"minSamples": 20, "maxDrop": 0.05, "maxTestSetAge": "720h"}
+ITEMS = 25  # per capability of qa_test_set
 ENDED = (Phase.SUCCEEDED, Phase.FAILED, Phase.ROLLED_BACK)
 
 
@@ -116,3 +118,28 @@ def decided_outside_the_cluster(rollout: Manifest, pods: CheckPods, workdir: Pat
     decisions = {code: decision for decision, code in EXIT_CODES.items()}
     assert ran.returncode in decisions, ran.stdout + ran.stderr
     return decisions[ran.returncode]
+
+
+def qa_test_set(dated: datetime, items: int = ITEMS) -> str:
+    """`items` of each of two capabilities whose reference answers the doubles know
+    (testbed/answering.py)."""
+    identity = {"name": "qa", "version": dated.strftime("%Y-%m-%d"), "date": dated.isoformat()}
+    math = [
+        {"id": f"m{i}", "capability": "math", "prompt": f"What is {i} + 7?", "check": {"number": i + 7}}
+        for i in range(items)
+    ]
+    recall = [
+        {
+            "id": f"r{i}",
+            "capability": "recall",
+            "prompt": f"Repeat R{i:03d}.",
+            "check": {"exact": f"R{i:03d}"},
+        }
+        for i in range(items)
+    ]
+    return "\n".join(json.dumps(line) for line in [{"testSet": identity}, *math, *recall]) + "\n"
+
+
+def knowing(test_set: Path, correct: dict[str, float]) -> Behaviour:
+    """A double that answers the set's items, right in `correct`'s share per capability."""
+    return Behaviour(answers=Answers(test_set=str(test_set), correct=correct))

@@ -22,6 +22,7 @@ CUSTOM_PLURALS = {
     "VirtualService": "virtualservices",
     "InferencePool": "inferencepools",
     "ModelRollout": "modelrollouts",
+    "ModelEvaluation": "modelevaluations",
 }
 # How long kube-controller-manager may take to give a new namespace its `default` ServiceAccount:
 # after an API-server restart its informers back off from the restarted server's early refusals.

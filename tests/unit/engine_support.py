@@ -260,6 +260,13 @@ def round_trip(status: ModelRolloutStatus) -> ModelRolloutStatus:
     return ModelRolloutStatus.model_validate(status.to_patch())
 
 
+def _without_conditions(decision: Decision) -> tuple[object, ...]:
+    """What a tick decided, but the conditions it wrote."""
+    status = decision.status.model_copy(update={"conditions": ()})
+    kinds = tuple(type(action).__name__ for action in decision.actions)
+    return (status, decision.weight, decision.events, decision.outcome, decision.command_handled, kinds)
+
+
 # -- the simulator ------------------------------------------------------------------------------------
 @dataclass
 class Simulator:
@@ -267,7 +274,8 @@ class Simulator:
     each decision's write to them, advances a fake clock and records every weight it ever applied.
 
     With `restart_every_tick`, the status passes through its JSON form between ticks, as it would
-    across operator restarts.
+    across operator restarts. With `conditions_unread`, each tick is decided again from the status
+    without its conditions and must decide the same: conditions are output only.
     """
 
     spec: ModelRolloutSpec
@@ -285,6 +293,7 @@ class Simulator:
     check_error: str | None = None
     check_outcome: Outcome = Outcome.PASS
     restart_every_tick: bool = False
+    conditions_unread: bool = True
     applied: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
 
@@ -334,6 +343,9 @@ class Simulator:
             analysis_check=self.check_run(),
         )
         decision = decide(self.spec, self.status, observed, self.now)
+        if self.conditions_unread:
+            blind = decide(self.spec, self.status.model_copy(update={"conditions": ()}), observed, self.now)
+            assert _without_conditions(blind) == _without_conditions(decision), "a condition was read"
         self.status = round_trip(decision.status) if self.restart_every_tick else decision.status
         wanted = decision.weight
         if wanted is not None and isinstance(self.route, LiveRoute) and self.router_applies:

@@ -283,6 +283,7 @@ def test_default_renders_the_operator_watching_all_namespaces() -> None:
         "ClusterRole",
         "ClusterRoleBinding",
         "CustomResourceDefinition",
+        "CustomResourceDefinition",
         "Deployment",
         "Service",
         "ServiceAccount",
@@ -309,6 +310,8 @@ def test_cluster_scope_grants_exactly_what_the_operator_uses() -> None:
     assert granted == {
         *(("modelgate.io", "modelrollouts", v) for v in ("get", "list", "watch", "patch")),
         ("modelgate.io", "modelrollouts/status", "patch"),
+        *(("modelgate.io", "modelevaluations", v) for v in ("get", "list", "watch")),
+        ("modelgate.io", "modelevaluations/status", "patch"),
         *(("apps", "deployments", v) for v in ("get", "list", "watch")),
         *ROUTER_RIGHTS,
         *(("inference.networking.k8s.io", "inferencepools", v) for v in ("get", "list", "watch")),

@@ -91,17 +91,19 @@ def crd_of(objects: list[Object]) -> list[Object]:
     return of_kind(objects, "CustomResourceDefinition")
 
 
-def test_the_crd_is_installed_and_kept_by_default() -> None:
-    (crd,) = crd_of(render())
-    generated = yaml.safe_load((REPO_ROOT / "crds" / "modelrollouts.modelgate.io.yaml").read_text())
-    assert crd["metadata"].pop("annotations") == {"helm.sh/resource-policy": "keep"}
-    assert crd == generated
+def test_the_crds_are_installed_and_kept_by_default() -> None:
+    crds = crd_of(render())
+    files = ("modelrollouts.modelgate.io.yaml", "modelevaluations.modelgate.io.yaml")
+    generated = [yaml.safe_load((REPO_ROOT / "crds" / name).read_text()) for name in files]
+    for crd in crds:
+        assert crd["metadata"].pop("annotations") == {"helm.sh/resource-policy": "keep"}
+    assert crds == generated
 
 
-def test_the_crd_toggles() -> None:
+def test_the_crds_toggle() -> None:
     assert not crd_of(render({"crds": {"install": False, "keep": True}}))
-    (crd,) = crd_of(render({"crds": {"install": True, "keep": False}}))
-    assert "annotations" not in crd["metadata"]
+    crds = crd_of(render({"crds": {"install": True, "keep": False}}))
+    assert len(crds) == 2 and all("annotations" not in crd["metadata"] for crd in crds)
 
 
 def test_a_missing_image_repository_names_the_value() -> None:

@@ -41,6 +41,7 @@ def test_a_wait_an_older_operator_reported_only_as_a_condition_is_still_a_wait()
     sim = _waiting()
     began = sim.now
     sim.status = _as_an_older_operator_wrote_it(sim.status)
+    sim.conditions_unread = False  # the upgrade reads them, once
     still = sim.tick(after=timedelta(seconds=10))
     assert Reason.INSUFFICIENT_CAPACITY not in event_reasons(still)  # said once, before the upgrade
     assert sim.status.capacity_wait_since == began

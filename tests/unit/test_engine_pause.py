@@ -114,5 +114,6 @@ def test_an_ended_rollout_keeps_no_pause_of_its_steps() -> None:
 def test_a_pause_an_older_operator_kept_in_a_condition_survives_the_upgrade() -> None:
     sim = error_paused()
     sim.status = sim.status.model_copy(update={"pause": None})  # as an operator before status.pause wrote it
+    sim.conditions_unread = False  # the upgrade reads them, once
     sim.tick(analysis=Outcome.PASS, after=INTERVAL)
     assert (sim.phase, reason(sim)) == (Phase.PAUSED, PauseReason.PROMETHEUS_ERRORS)

@@ -15,6 +15,7 @@ here, independently of the engine's own bookkeeping.
 - A pause on Prometheus errors holds until `resume`.
 - The status always survives its JSON form.
 - Failed never leaves traffic on the candidate, whatever breaks.
+- Conditions are output only: every tick decides the same from the status without them.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from modelgate.evaluation.testset import parse_test_set
 from tests.support.storage import SECRET, closed_port
 
 BED = EgressPolicy(allow_loopback=True)
+LOCATION = "s3://results/gate/ns/chat/1-x/quality"
 
 SET = "\n".join(
     [
@@ -67,11 +68,13 @@ def test_results_that_cannot_be_written_name_the_option_and_the_key() -> None:
         "MODELGATE_RESULTS_S3_SECRET_ACCESS_KEY": SECRET,
     }
     with pytest.raises(ResultsNotStored) as failed:
-        asyncio.run(write_results("s3://results/gate/ns/chat/1-x/quality", "sha256-0", b"{}", BED, environ))
+        asyncio.run(
+            write_results(
+                LOCATION, ItemResults(), gate_result(None, [], None, replayed=0), BED, environ=environ
+            )
+        )
     message = str(failed.value)
-    assert (
-        "--results" in message and "s3://results/gate/ns/chat/1-x/quality/sha256-0/results.jsonl" in message
-    )
+    assert "--results" in message and f"{LOCATION}/no-inputs/results.jsonl" in message
     assert SECRET not in message
 
 

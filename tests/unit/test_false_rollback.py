@@ -5,7 +5,6 @@ engine puts one Warning Event per metric and step in its Decision, with the warn
 from __future__ import annotations
 
 import math
-import time
 from datetime import timedelta
 
 import pytest
@@ -36,12 +35,6 @@ def test_the_issues_figures() -> None:
     fixed = MetricSpec.model_validate({"name": "errors", "preset": "errorRate", "max": 0.02})
     assert math.isclose(evaluation_chance(fixed, 20, 0.002, 23, None) or 0, 1 - 0.998**23, rel_tol=1e-9)
     assert evaluation_chance(fixed, 20, 0.002, 19, None) == 0.0  # below minRequests: Inconclusive
-
-
-def test_one_evaluation_is_cheap_at_high_traffic() -> None:
-    started = time.perf_counter()
-    evaluation_chance(COIN_TOSS, 20, 0.01, 200_000, 2_000_000)
-    assert time.perf_counter() - started < 0.05
 
 
 def rollout_at_step_with_pause(metric: MetricSpec) -> Simulator:

@@ -21,6 +21,7 @@ from modelgate.api import (
     RollbackReason,
     RollingBack,
     RolloutPause,
+    RouteState,
     Verdict,
 )
 from modelgate.api.analysis_check import AnalysisCheck
@@ -59,6 +60,8 @@ def busy_status() -> ModelRolloutStatus:
         live_weight=40,
         current_mirror_percent=5,
         live_mirror_percent=5,
+        route_state=RouteState.WEIGHT_NOT_APPLIED,
+        candidate_available=True,
         pending_since=T0,
         capacity_wait_since=T0,
         inconclusive_since=T0,

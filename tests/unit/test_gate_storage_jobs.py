@@ -10,15 +10,17 @@ import pytest
 
 from modelgate.api.gate import GateCheck
 from modelgate.api.gate_result import GateResult
+from modelgate.api.gate_shard import CapabilityCounts, ShardResult
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured
+from modelgate.kube.check_storage import ResultsTarget, own_pointer_only, storage_secret_fields
 from modelgate.kube.checks import (
     CheckTarget,
-    ResultsTarget,
+    check_job,
     evaluator_container,
     observe_job,
-    own_pointer_only,
-    storage_secret_fields,
 )
+from tests.unit.test_gate_indexed_jobs import COMPLETE, SHARDS, indexed_pod
+from tests.unit.test_gate_jobs import ROLLOUT
 
 TARGET = CheckTarget("http://c.ns.svc:8000/v1", "http://i.ns.svc:8000/v1", "v2", "v1")
 RESULTS = ResultsTarget("s3://results/gate/serving/chat/3-20261205T053000/quality", "results-store")
@@ -64,8 +66,8 @@ def test_results_go_to_the_checks_own_location_with_their_own_secret() -> None:
     assert not any(arg.startswith("--results") for arg in container(None)["args"])
 
 
-def measured(pointer: str | None) -> CheckMeasured:
-    return CheckMeasured(GateResult(summary="s", results_url=pointer))
+def measured(*pointers: str) -> CheckMeasured:
+    return CheckMeasured(GateResult(summary="s"), pointers)
 
 
 @pytest.mark.parametrize(
@@ -79,8 +81,11 @@ def measured(pointer: str | None) -> CheckMeasured:
     ],
 )
 def test_a_results_pointer_is_kept_only_under_the_checks_own_location(pointer: str, kept: bool) -> None:
-    assert own_pointer_only(measured(pointer), RESULTS).result.results_url == (pointer if kept else None)
-    assert own_pointer_only(measured(pointer), None).result.results_url is None  # no results asked for
+    assert own_pointer_only(measured(pointer), RESULTS).results_urls == ((pointer,) if kept else ())
+    assert own_pointer_only(measured(pointer), None).results_urls == ()  # no results asked for
+    # A parallel check's shards: each pointer on its own.
+    own = f"{RESULTS.location}/v/results-0-of-2.jsonl"
+    assert own_pointer_only(measured(own, pointer), RESULTS).results_urls == (own, pointer)[: 1 + kept]
 
 
 def test_a_container_missing_its_secret_names_the_fields_that_name_secrets() -> None:
@@ -97,7 +102,7 @@ def test_a_container_missing_its_secret_names_the_fields_that_name_secrets() -> 
         "spec": {"containers": [{"name": "check", "image": "modelgate:1"}]},
         "status": {"containerStatuses": [{"name": "check", "state": waiting}]},
     }
-    fields = storage_secret_fields(CHECK, 0, RESULTS)
+    fields = storage_secret_fields(CHECK, "spec.gate.checks[0]", RESULTS)
     assert fields == [
         "spec.gate.checks[0].evaluator.testSet.s3.secret (sets-store)",
         "spec.gate.results.s3.secret (results-store)",
@@ -105,3 +110,36 @@ def test_a_container_missing_its_secret_names_the_fields_that_name_secrets() -> 
     seen = observe_job(job, [pod], "5m", fields)
     assert isinstance(seen, CheckFailed)
     assert all(field in seen.message for field in fields)
+
+
+def test_every_shard_of_a_parallel_check_gets_the_secrets_and_writes_its_own_results() -> None:
+    check = CHECK.model_copy(update={"parallelism": SHARDS})
+    made, volumes = evaluator_container(check, TARGET, "modelgate:1", "spec.gate.checks[0]", {}, RESULTS)
+    template = check_job(ROLLOUT, check, "chat-quality-1", made, volumes, {})["spec"]["template"]
+    (shard,) = template["spec"]["containers"]  # the one template of every index's Pod
+    assert {f"--shards={SHARDS}", f"--results={RESULTS.location}"} <= set(shard["args"])
+    refs = {e["valueFrom"]["secretKeyRef"]["name"] for e in shard["env"] if "valueFrom" in e}
+    assert refs == {"sets-store", "results-store"}
+
+
+def test_a_parallel_checks_status_points_at_each_shards_results_in_index_order() -> None:
+    folder = f"{RESULTS.location}/sha256-0123456789abcdef"
+    pods = [indexed_pod(i, 0, shard_counts(i, f"{folder}/results-{i}-of-{SHARDS}.jsonl")) for i in (2, 0, 1)]
+
+    seen = observe_job(COMPLETE, pods, "5m", SHARDS)
+
+    assert isinstance(seen, CheckMeasured), seen
+    expected = tuple(f"{folder}/results-{i}-of-{SHARDS}.jsonl" for i in range(SHARDS))
+    assert own_pointer_only(seen, RESULTS).results_urls == expected
+
+
+def shard_counts(index: int, pointer: str) -> str:
+    capability = CapabilityCounts(name="math", items=10, candidate_passed=9, incumbent_passed=8)
+    shard = ShardResult(index=index, shards=SHARDS, capabilities=(capability,), results_url=pointer)
+    return shard.model_dump_json(by_alias=True)
+
+
+def test_a_model_evaluations_missing_secret_is_named_by_its_own_field() -> None:
+    assert storage_secret_fields(CHECK, "spec.checks[1]", None) == [
+        "spec.checks[1].evaluator.testSet.s3.secret (sets-store)"
+    ]

@@ -4,6 +4,9 @@ refusal proxy) or is one of those, or what only they share."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -40,3 +43,28 @@ def test_every_top_level_module_is_the_runtimes_or_named_outside_it() -> None:
         "modelgate.sidecar",
         "modelgate.storage",
     }
+
+
+def imported_by(*argv: str) -> set[str]:
+    """The modelgate modules a real `python -m modelgate ARGV...` process imports (its -X importtime log)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    ran = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "modelgate", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    names = (line.rpartition("|")[2].strip() for line in ran.stderr.splitlines() if "|" in line)
+    return {name for name in names if name.startswith("modelgate")}
+
+
+def test_the_operators_process_loads_neither_the_evaluator_nor_the_proxy() -> None:
+    loaded = imported_by("run", "--help")
+    assert "modelgate.reconciler" in loaded  # the operator's own code is what it loads
+    packages = ("modelgate.evaluation", "modelgate.sidecar")
+    outside = {name for name in loaded if ".".join(name.split(".")[:2]) in packages}
+    assert outside == set()
+    # the full CLI does load them: the check above is not vacuous
+    assert "modelgate.evaluation.runner" in imported_by("--help")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import math
@@ -105,11 +106,12 @@ def fake() -> Iterator[FakePrometheus]:
             else:
                 status, body = CANNED[query]
             payload = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            with contextlib.suppress(BrokenPipeError):  # a client that timed out on "hang" is gone
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
         def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
             pass

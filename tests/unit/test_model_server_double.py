@@ -321,7 +321,7 @@ def test_admin_rejects_a_body_that_is_not_an_object() -> None:
     assert behaviour == Behaviour(error_rate=0.2)
 
 
-@settings(derandomize=True, max_examples=200)
+@settings(derandomize=True, max_examples=200, deadline=None)
 @given(rate=st.floats(min_value=0, max_value=1), n=st.integers(min_value=1, max_value=400))
 def test_even_spread_says_yes_to_exactly_the_rounded_share(rate: float, n: int) -> None:
     spread = EvenSpread(exact_rate(rate))

@@ -123,6 +123,14 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: ["modelgate.io"]
   resources: ["modelrollouts/status"]
   verbs: ["patch"]
+# ModelEvaluations: kopf lists and watches them, the evaluation loop gets them (a run on demand is
+# an annotation the operator reads, never writes) and writes their status.
+- apiGroups: ["modelgate.io"]
+  resources: ["modelevaluations"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["modelgate.io"]
+  resources: ["modelevaluations/status"]
+  verbs: ["patch"]
 # kopf watches Deployments to wake a rollout when its candidate changes; the reconciler reads the
 # candidate's availability (and the incumbent's in a watch window). Deployments are never written
 # but for their scale with rbac.scaleDownIncumbents.

@@ -23,6 +23,7 @@ from modelgate.api.metric_status import (
 from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.api.progress_deadlines import Deadline, ProgressDeadlines
 from modelgate.api.rollback_policy import OnPrometheusError, RollbackSpec
+from modelgate.api.route_state import RouteState
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import ModelRolloutSpec, parse_spec
 from modelgate.api.statistical_tests import Comparison, Confidence, SequentialTest
@@ -94,6 +95,7 @@ __all__ = [
     "RollbackSpec",
     "RollingBack",
     "RolloutPause",
+    "RouteState",
     "SecretKeyRef",
     "SequentialEvidence",
     "SequentialTest",

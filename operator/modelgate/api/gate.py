@@ -25,6 +25,7 @@ from modelgate.api.fields import (
     Quantity,
     SecretKey,
 )
+from modelgate.api.gate_shard import MAX_SHARDS
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.object_storage import GateResults, S3Object
 from modelgate.api.specmodel import SpecModel
@@ -131,7 +132,9 @@ class Judge(SpecModel):
     url: HttpUrl = Field(description="OpenAI-compatible base URL (…/v1) of the judge model.")
     model: ModelName = Field(description="The judge's `model` field.")
     samples: Annotated[Integer, Field(ge=1, le=100000)] | None = Field(
-        None, description="How many prompts to compare (both orders each); default every test-set prompt."
+        None,
+        description="How many prompts to compare (both orders each), drawn with a fixed seed among all; "
+        "default every prompt. A prompt one model did not answer is left out.",
     )
 
 
@@ -280,12 +283,17 @@ class CheckPolicy(SpecModel):
         return ScoreBounds(name=score, min=minimum, max_drop=self.max_drop)
 
 
+PARALLEL_RULE = "has(self.evaluator) || !has(self.parallelism) || self.parallelism == 1"
+PARALLEL = "parallelism above 1 needs the built-in evaluator: a job of your own runs as one Pod"
+
+
 class GateCheck(SpecModel):
     """One check: the built-in evaluator or a Job of your own, its deadline and its policy."""
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
-            CelRule("has(self.evaluator) != has(self.job)", message="set exactly one of evaluator or job")
+            CelRule("has(self.evaluator) != has(self.job)", message="set exactly one of evaluator or job"),
+            CelRule(PARALLEL_RULE, field_path=".parallelism", message=PARALLEL),
         )
     )
 
@@ -294,6 +302,13 @@ class GateCheck(SpecModel):
     job: CheckJob | None = Field(None, description="Run a container of your own.")
     timeout: PositiveDuration = Field(
         "30m", description="The Job's deadline (activeDeadlineSeconds); past it the check is an error."
+    )
+    parallelism: Annotated[Integer, Field(ge=1, le=MAX_SHARDS)] = Field(
+        1,
+        description="How many Pods share the evaluator's work, as an Indexed Job: each asks its shard "
+        "of the test set and the replay (item i goes to Pod i mod parallelism), and the operator adds "
+        "up their counts, so the scores are exactly those of one Pod. Each Pod gets `resources` and "
+        "`evaluator.concurrency`. A failed Pod fails the check.",
     )
     on_error: OnCheckError = Field(
         "Reject",
@@ -309,6 +324,8 @@ class GateCheck(SpecModel):
     def _exactly_one_kind(self) -> Self:
         if (self.evaluator is None) == (self.job is None):
             raise ValueError("set exactly one of evaluator or job")
+        if self.parallelism > 1 and self.evaluator is None:
+            raise FieldPathError("parallelism", PARALLEL)
         return self
 
     @property
@@ -329,21 +346,28 @@ class FullRelease(SpecModel):
     )
 
 
+# Beside the list-map's own uniqueness, for a message that names the rule.
+UNIQUE_CHECK_NAMES = CelRule(
+    "self.checks.all(c, self.checks.exists_one(o, o.name == c.name))",
+    field_path=".checks",
+    message="check names must be unique",
+)
+
+
+def unique_check_names(checks: tuple[GateCheck, ...]) -> None:
+    """The validator's side of UNIQUE_CHECK_NAMES."""
+    names = [check.name for check in checks]
+    if len(set(names)) != len(names):
+        raise FieldPathError("checks", "check names must be unique")
+
+
 class GateSpec(SpecModel):
     """Checks run, one Job each, after the candidate is Available and before step 0, while it gets no
     traffic. The decision: any failed check rejects (phase Failed, reason GateRejected); every check
     passing is a full release where `full.allowed`, else a canary; a pass with any Inconclusive check is
     a canary, or with `inconclusive: Reject` a rejection."""
 
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule(
-                "self.checks.all(c, self.checks.exists_one(o, o.name == c.name))",
-                field_path=".checks",
-                message="check names must be unique",
-            )
-        )
-    )
+    model_config = ConfigDict(json_schema_extra=cel_rules(UNIQUE_CHECK_NAMES))
 
     checks: Annotated[tuple[GateCheck, ...], Field(min_length=1, max_length=MAX_CHECKS)] = Field(
         description="The checks; all run at once.", json_schema_extra=list_map("name")
@@ -365,7 +389,5 @@ class GateSpec(SpecModel):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Self:
-        names = [check.name for check in self.checks]
-        if len(set(names)) != len(names):
-            raise FieldPathError("checks", "check names must be unique")
+        unique_check_names(self.checks)
         return self

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, FiniteFloat, StringConstraints
 
+from modelgate.api.gate_shard import MAX_SHARDS
 from modelgate.api.markers import NULLABLE, list_map
 from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
 
@@ -86,10 +87,17 @@ class CheckStatus(StatusModel):
     )
     win_rate: WinRateVerdict | None = Field(None, description="The pairwise win rate, judged.")
     summary: Message | None = Field(None, description="The check's own one-line summary.")
-    results_url: Annotated[str, StringConstraints(max_length=1100)] | None = Field(
-        None,
+    results_urls: Annotated[
+        tuple[
+            Annotated[str, StringConstraints(max_length=1100), Field(description="One results object.")], ...
+        ],
+        Field(max_length=MAX_SHARDS),
+    ] = Field(
+        (),
         description="Where the check's full per-item results are (s3://...), when spec.gate.results "
-        "keeps them: <url>/<namespace>/<rollout>/<gate run>/<check>/<test-set version>/results.jsonl.",
+        "keeps them: <url>/<namespace>/<rollout>/<gate run>/<check>/<test-set version>/results.jsonl, "
+        "or for a check in N Pods (parallelism) one object per shard, results-<index>-of-<N>.jsonl, "
+        "in index order.",
     )
     finished_at: Timestamp | None = Field(None, description="When its verdict was reached.")
 

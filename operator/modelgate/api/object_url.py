@@ -128,10 +128,16 @@ def results_location(prefix: ObjectUrl, namespace: str, rollout: str, attempt: s
     return prefix.child(namespace, rollout, attempt, check)
 
 
-def results_url(location: ObjectUrl, test_set_version: str) -> ObjectUrl:
-    """`<location>/<test-set-version>/results.jsonl`: the version as a key segment (characters a
-    key segment may not hold become '_', and a version of dots only is prefixed)."""
+def shard_results_file(index: int, count: int) -> str:
+    """The file of one shard of a parallel check (`count` Pods): each writes its own items."""
+    return f"results-{index}-of-{count}.jsonl"
+
+
+def results_url(location: ObjectUrl, test_set_version: str, file: str = RESULTS_FILE) -> ObjectUrl:
+    """`<location>/<test-set-version>/<file>` (`results.jsonl`, or a shard's `shard_results_file`):
+    the version as a key segment (characters a key segment may not hold become '_', and a version of
+    dots only is prefixed)."""
     segment = _VERSION_CHARACTERS.sub("_", test_set_version)[:128] or "_"
     if set(segment) == {"."}:
         segment = f"v{segment}"
-    return location.child(segment, RESULTS_FILE)
+    return location.child(segment, file)

@@ -22,6 +22,7 @@ from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, Offset, W
 from modelgate.api.markers import ATOMIC, NULLABLE, list_map
 from modelgate.api.metric_status import ConfidenceBounds, MetricAnalysis
 from modelgate.api.pause import RolloutPause
+from modelgate.api.route_state import RouteState
 from modelgate.api.statusmodel import StatusModel, Timestamp
 
 # metav1.Condition's: an optional DNS-subdomain prefix and "/", then a qualified name.
@@ -279,6 +280,17 @@ class ModelRolloutStatus(StatusModel):
         None,
         description="The percentage of requests the route copies to the candidate, as the operator last "
         "read or wrote it; 0 when the route mirrors nothing to it.",
+    )
+    route_state: RouteState | None = Field(
+        None,
+        description="What the operator last found on the route: RouteFound, WeightNotApplied (a write "
+        "that did not take, retried), RouteOverwritten or RouteConflict (another writer), or why the route "
+        "cannot be used. The RouteReady condition says the same for people.",
+    )
+    candidate_available: bool | None = Field(
+        None,
+        description="Whether the candidate was Available at the last tick that looked (the "
+        "CandidateAvailable condition says why).",
     )
     pending_since: Timestamp | None = Field(
         None,

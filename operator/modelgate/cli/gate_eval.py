@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,12 +15,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from modelgate.api.duration import parse_duration
+from modelgate.api.gate_shard import COMPLETION_INDEX_ENV, MAX_SHARDS
+from modelgate.api.object_url import shard_results_file
 from modelgate.egress import policy_from_environment
 from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.model_client import Endpoint, RequestPolicy, Sources, Unreachable
-from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json
-from modelgate.evaluation.runner import NoProgress, Plan, evaluate
+from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json, shard_json
+from modelgate.evaluation.runner import NoProgress, Plan, Shard, evaluate, evaluate_shard
 from modelgate.evaluation.runner import Progress as ProgressSink
 from modelgate.evaluation.storage_io import ResultsNotStored, write_results
 from modelgate.evaluation.summary import summary_text
@@ -59,7 +62,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--judge-samples",
         type=_positive,
         metavar="N",
-        help="judge N answered pairs drawn with --seed (default: all)",
+        help="judge the pairs of N prompts drawn with --seed among all (default: all); a pair one "
+        "model did not answer is left out",
     )
     parser.add_argument(
         "--concurrency",
@@ -84,6 +88,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "a gate Job names its volumes' mounts)",
     )
     _add_outputs(parser)
+    _add_shards(parser)
     parser.set_defaults(handler=run_eval)
 
 
@@ -96,8 +101,20 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
         "--results",
         metavar="S3_LOCATION",
         help="write the full per-item results to S3_LOCATION/<test-set version>/results.jsonl "
-        "(s3://bucket/prefix; credentials from $MODELGATE_RESULTS_S3_* or $AWS_*); the result "
-        "then points at them, and a failed write means the run could not measure",
+        "(s3://bucket/prefix; credentials from $MODELGATE_RESULTS_S3_* or $AWS_*; a shard of "
+        "--shards=N writes results-<index>-of-N.jsonl there); the result then points at them, and "
+        "a failed write means the run could not measure",
+    )
+
+
+def _add_shards(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shards",
+        type=_shard_count,
+        default=1,
+        metavar="N",
+        help=f"do only shard ${COMPLETION_INDEX_ENV} of N (an Indexed Job's index) and write its counts "
+        "for the operator to add up (default: %(default)s, the whole run)",
     )
 
 
@@ -121,13 +138,16 @@ def run_eval(args: argparse.Namespace) -> int:
         judge=Endpoint("judge", args.judge, args.judge_model) if args.judge else None,
         judge_samples=args.judge_samples,
         seed=args.seed,
+        shard=_shard(args.shards),
     )
+    if plan.shard.count > 1:
+        return _run_shard(plan, args.result_file, args.results)
     try:
         with _progress() as progress:
             items = ItemResults()
             result = asyncio.run(evaluate(plan, progress, items))
         if args.results:
-            stored = write_results(args.results, items.version, items.jsonl(result), plan.sources.egress)
+            stored = write_results(args.results, items, result, plan.sources.egress)
             result = result.model_copy(update={"results_url": asyncio.run(stored)})
         text = result_json(result)
     except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
@@ -140,6 +160,38 @@ def run_eval(args: argparse.Namespace) -> int:
         sys.stdout.write(summary)
     _write(args.summary_file, "--summary-file", summary)
     return 0
+
+
+def _run_shard(plan: Plan, result_file: Path | None, results: str | None) -> int:
+    """One shard: its counts (api/gate_shard.py) to the result file, for the operator to add up, and
+    its own items' full results (`results`: the --results location) to storage."""
+    try:
+        items = ItemResults()
+        counted = asyncio.run(evaluate_shard(plan, NoProgress(), items))
+        if results:
+            file = shard_results_file(plan.shard.index, plan.shard.count)
+            stored = write_results(results, items, counted, plan.sources.egress, file)
+            counted = counted.model_copy(update={"results_url": asyncio.run(stored)})
+        text = shard_json(counted)
+    except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
+        print(f"modelgate eval: shard {plan.shard.index}: {error}", file=sys.stderr)
+        _write(result_file, "--result-file", result_json(failure_result(str(error))))
+        return COULD_NOT_MEASURE
+    _write(result_file, "--result-file", text)
+    return 0
+
+
+def _shard(count: int) -> Shard:
+    """This process's shard: the index the Job controller gives each Pod of an Indexed Job."""
+    if count == 1:
+        return Shard()
+    given = os.environ.get(COMPLETION_INDEX_ENV, "")
+    if not given.isdigit() or int(given) >= count:
+        raise SystemExit(
+            f"modelgate eval: --shards={count} needs ${COMPLETION_INDEX_ENV} set to 0 to {count - 1}, "
+            f"got {given!r}"
+        )
+    return Shard(int(given), count)
 
 
 def _write(path: Path | None, option: str, text: str) -> None:
@@ -176,6 +228,13 @@ def _positive(text: str) -> int:
     number = int(text)
     if number < 1:
         raise argparse.ArgumentTypeError(f"{text}: must be at least 1")
+    return number
+
+
+def _shard_count(text: str) -> int:
+    number = _positive(text)
+    if number > MAX_SHARDS:
+        raise argparse.ArgumentTypeError(f"{text}: must be at most {MAX_SHARDS}")
     return number
 
 

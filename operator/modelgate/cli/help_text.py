@@ -35,6 +35,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "--test-set tests.jsonl --result-file result.json",
     ),
     "gate": ("modelgate gate -f rollout.yaml --result quality=result.json",),
+    "evaluations": ("modelgate evaluations -n serving", "modelgate evaluations chat-quality -n serving"),
+    "evaluate-now": ("modelgate evaluate-now chat-quality -n serving",),
     "completion": (
         "modelgate completion bash > /etc/bash_completion.d/modelgate",
         "source <(modelgate completion zsh)   # in ~/.zshrc",

@@ -3,49 +3,57 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable
 
 from modelgate import __version__
 from modelgate.api import InvalidSpecError
-from modelgate.cli import (
-    completion,
-    gate_decide,
-    gate_eval,
-    plan,
-    refusal_proxy,
-    replay,
-    report,
-    run,
-    steer,
-    views,
-)
 from modelgate.cli.cluster_errors import explain
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.help_text import document
 from modelgate.kube import KubeError
 
+# Each module of cli/ that adds commands, with the commands it adds, in the order `--help` lists them.
+# A command other than `completion` (which walks them all) loads its module alone: the operator's
+# process (`modelgate run`) loads neither the evaluator nor the sidecar.
+COMMAND_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("run", ("run",)),
+    ("views", ("get", "status", "history")),
+    ("steer", ("promote", "abort", "resume", "retry")),
+    ("report", ("report",)),
+    ("replay", ("replay",)),
+    ("plan", ("plan",)),
+    ("refusal_proxy", ("refusal-proxy",)),
+    ("gate_eval", ("eval",)),
+    ("gate_decide", ("gate",)),
+    ("evaluations", ("evaluations", "evaluate-now")),
+    ("completion", ("completion",)),
+)
+ONE_MODULE_COMMANDS = frozenset(name for _, names in COMMAND_MODULES for name in names) - {"completion"}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; with `command`, that command's module's alone."""
     parser = argparse.ArgumentParser(prog="modelgate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"modelgate {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run.add_parser(commands)
-    views.add_parsers(commands)
-    steer.add_parsers(commands)
-    report.add_parser(commands)
-    replay.add_parser(commands)
-    plan.add_parser(commands)
-    refusal_proxy.add_parser(commands)
-    gate_eval.add_parser(commands)
-    gate_decide.add_parser(commands)
-    completion.add_parser(commands, parser)
+    for module_name, names in COMMAND_MODULES:
+        if command is None or command in names:
+            module = importlib.import_module(f"modelgate.cli.{module_name}")
+            if module_name == "completion":
+                module.add_parser(commands, parser)  # it completes the whole parser
+            else:
+                add = module.add_parsers if hasattr(module, "add_parsers") else module.add_parser
+                add(commands)
     document(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    first = argv[0] if argv else None
+    parser = build_parser(first if first in ONE_MODULE_COMMANDS else None)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:

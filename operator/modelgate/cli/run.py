@@ -23,7 +23,10 @@ from modelgate import API_GROUP, API_VERSION, PLURAL, __version__
 from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.schedule import RESYNC
+from modelgate.evaluation_loops import EvaluationLoops
+from modelgate.evaluation_reconciler import EvaluationReconciler
 from modelgate.kube import Kube, KubeError, Object
+from modelgate.kube.evaluation_jobs import EvaluationJobs
 from modelgate.loops import DEFAULT_WORKERS, THREADS_PER_WORKER, RolloutLoops
 from modelgate.observability import configure_logging
 from modelgate.peering import PeeredReconciler, Peering, seniority_priority
@@ -196,6 +199,13 @@ def _run_kopf(
         memo=kopf.Memo(
             loops=RolloutLoops(
                 reconciler, route_recheck=timedelta(seconds=args.route_recheck), workers=args.workers
+            ),
+            evaluations=EvaluationLoops(
+                EvaluationReconciler(
+                    kube,
+                    EvaluationJobs(reconciler.gate_jobs),
+                    reconciler.standby_reason if isinstance(reconciler, PeeredReconciler) else None,
+                )
             ),
             kube=kube,
             executor=executor,

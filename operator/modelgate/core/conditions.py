@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
-from modelgate.api import Condition, ConditionStatus
+from modelgate.api import Condition, ConditionStatus, ModelRolloutStatus, RouteState
 from modelgate.core.reasons import ConditionType, Reason
 
 
 def set_condition(
     conditions: tuple[Condition, ...],
-    type_: ConditionType,
+    type_: ConditionType | StrEnum,
     status: bool,
-    reason: Reason,
+    reason: Reason | StrEnum,
     message: str,
     now: datetime,
     generation: int,
@@ -29,6 +30,17 @@ def set_condition(
         observed_generation=generation,
     )
     return (*(c for c in conditions if c.type != type_), updated)
+
+
+def with_route_state(
+    status: ModelRolloutStatus, state: RouteState, message: str, now: datetime, generation: int
+) -> ModelRolloutStatus:
+    """The route's state, and the RouteReady condition that says it for people."""
+    ready = state is RouteState.FOUND
+    conditions = set_condition(
+        status.conditions, ConditionType.ROUTE_READY, ready, Reason(state.value), message, now, generation
+    )
+    return status.model_copy(update={"route_state": state, "conditions": conditions})
 
 
 def condition(conditions: tuple[Condition, ...], type_: ConditionType) -> Condition | None:

@@ -5,14 +5,11 @@ instead of fighting. Holding: no weight writes and no step advances (a rollback 
 
 from __future__ import annotations
 
-from modelgate.api import PauseReason, Phase
-from modelgate.core import conditions as cond
+from modelgate.api import PauseReason, Phase, RouteState
 from modelgate.core.intents import Hold, HoldReason, Intent
 from modelgate.core.model import LiveRoute
-from modelgate.core.reasons import ConditionType, Reason
+from modelgate.core.reasons import Reason
 from modelgate.core.tick import Tick
-
-_NOTICED = (Reason.ROUTE_OVERWRITTEN, Reason.ROUTE_CONFLICT)
 
 
 def overwritten_by(tick: Tick, route: LiveRoute) -> str | None:
@@ -26,14 +23,10 @@ def overwritten_by(tick: Tick, route: LiveRoute) -> str | None:
     return route.other_writer
 
 
-def _route_reason(tick: Tick) -> Reason | None:
-    ready = cond.condition(tick.status.conditions, ConditionType.ROUTE_READY)
-    return None if ready is None else Reason(ready.reason)
-
-
 def overwrite_noticed(tick: Tick) -> bool:
     """The route was overwritten in this rollout (said once; kept until a command or a new rollout)."""
-    return _route_reason(tick) in _NOTICED
+    state = tick.status.route_state
+    return state is not None and state.overwrite_noticed
 
 
 def route_conflict_held(tick: Tick) -> bool:
@@ -57,14 +50,14 @@ def note_overwrite(tick: Tick, route: LiveRoute, writer: str) -> None:
             f"{what}; writing {tick.status.current_weight} back once (a second change holds the rollout)"
         )
         tick.event(Reason.ROUTE_OVERWRITTEN, message)
-        tick.condition(ConditionType.ROUTE_READY, False, Reason.ROUTE_OVERWRITTEN, message)
+        tick.route_state(RouteState.OVERWRITTEN, message)
         return
     message = (
         f"{what} again after the operator wrote its weight back; holding, with no more writes, until"
         " `modelgate resume`: stop the other writer first"
     )
     tick.event(Reason.ROUTE_CONFLICT, message)
-    tick.condition(ConditionType.ROUTE_READY, False, Reason.ROUTE_CONFLICT, message)
+    tick.route_state(RouteState.CONFLICT, message)
     tick.pause(PauseReason.ROUTE_CONFLICT, message)
     if tick.status.phase is Phase.PROGRESSING:
         tick.update(phase=Phase.PAUSED)
@@ -75,7 +68,5 @@ def note_overwrite(tick: Tick, route: LiveRoute, writer: str) -> None:
 def release_route(tick: Tick, by: str) -> None:
     """A command ends a hold and forgets the overwrite: the weight is written again this tick."""
     if overwrite_noticed(tick):
-        tick.condition(
-            ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, f"writing weights again after {by}"
-        )
+        tick.route_state(RouteState.FOUND, f"writing weights again after {by}")
     tick.unpause(PauseReason.ROUTE_CONFLICT)

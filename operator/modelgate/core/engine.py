@@ -11,23 +11,21 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason
-from modelgate.core import capacity, gradual, watch_window
-from modelgate.core import conditions as cond
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason, RouteState
+from modelgate.core import capacity, gradual, intents, watch_window
 from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by
 from modelgate.core.deadlines import deadline_paused
 from modelgate.core.fresh_status import fresh_status
 from modelgate.core.gating import gate_pending, gating, start_gate
-from modelgate.core.intents import Advance, Fail, Hold, Intent, RollBack, SetWeight
 from modelgate.core.manual_commands import handle_command
 from modelgate.core.mirror import settle_mirror
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
-from modelgate.core.pause_upgrade import with_state_from_conditions
 from modelgate.core.policy import PENDING, STEPPING, first_intent
 from modelgate.core.query_check import note_check
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
+from modelgate.core.status_upgrade import with_state_from_conditions
 from modelgate.core.step_completion import failures_for_new_step, step_complete
 from modelgate.core.tick import Tick
 from modelgate.core.tick_history import note_history
@@ -68,7 +66,7 @@ class _Tick(Tick):
         command = self.observed.command
         handled = self.status.last_command
         if command is not None and (handled is None or command.id != handled.id):
-            handle_command(self, command)
+            self.apply(handle_command(self, command))
             self.command_handled = True
         route = self.observed.route
         if isinstance(route, RouteProblem):
@@ -87,15 +85,15 @@ class _Tick(Tick):
             self.event(Reason.INVALID_SPEC, problem.message)
             self.fail(Reason.INVALID_SPEC, problem.message)
         elif phase is Phase.SUCCEEDED:
-            self.apply(SetWeight(100))
+            self.apply(intents.SetWeight(100))
         elif phase is Phase.FAILED:
-            self.apply(SetWeight(0))  # Failed never strands traffic: the incumbent takes it all
+            self.apply(intents.SetWeight(0))  # Failed never strands traffic: the incumbent takes it all
         elif phase is Phase.ROLLED_BACK:
-            gradual.continue_rollback(self)
+            self.apply(gradual.continue_rollback(self))
         elif phase is Phase.PENDING:
             self.apply(first_intent(self, PENDING))
         elif phase is Phase.GATING:
-            gating(self)
+            self.apply(gating(self))
         else:
             self.apply(first_intent(self, STEPPING))
 
@@ -103,32 +101,37 @@ class _Tick(Tick):
         """RouteReady, and the weight the route carries; a write that has not taken (reported when
         it was made) stays reported until the route carries the weight."""
         self.update(live_weight=route.candidate_weight, live_mirror_percent=route.mirror_percent)
-        ready = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
-        not_taken = ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED
+        not_taken = self.status.route_state is RouteState.WEIGHT_NOT_APPLIED
         live = (route.candidate_weight, route.mirror_percent)
         asked = (self.status.current_weight, self.status.current_mirror_percent)
         still_not_taken = not_taken and (route.differing is not None or live != asked)
         if not still_not_taken and not overwrite_noticed(self):
-            self.condition(
-                ConditionType.ROUTE_READY, True, Reason.ROUTE_FOUND, "the route and both backends exist"
-            )
+            self.route_state(RouteState.FOUND, "the route and both backends exist")
 
     def start_rollout(self, reason: Reason, message: str) -> None:
         self.status = fresh_status(self.status, self.spec.candidate.identity, self.now, message)
         self.event(reason, message)
 
-    def apply(self, intent: Intent) -> None:
+    def apply(self, intent: intents.Intent) -> None:
         """Carries out the intent the policy (core/policy.py) decided on."""
         match intent:
-            case Hold(message=str() as message):
+            case intents.Hold(message=str() as message):
                 self.update(message=message)
-            case RollBack(reason=reason, cause=cause):
+            case intents.RollBack(reason=reason, cause=cause):
                 self.rollback(reason, cause)
-            case Fail(reason=reason, message=message):
+            case intents.Fail(reason=reason, message=message):
                 self.fail(reason, message)
-            case SetWeight(weight=weight):
+            case intents.SetWeight(weight=weight):
                 self.set_weight(weight)
-            case Advance():
+            case intents.EnterStep(index=index, through_complete=through):
+                self.enter_step(index)
+                if through:
+                    self.advance_while_complete()
+            case intents.Succeed():
+                self.succeed()
+            case intents.StartOver(reason=reason, message=message):
+                self.start_rollout(reason, message)
+            case intents.Advance():
                 self.advance()
 
     def advance(self) -> None:
@@ -146,8 +149,7 @@ class _Tick(Tick):
             return
         self.update(phase=Phase.PROGRESSING, pending_since=None)
         self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.name} is Available")
-        self.enter_step(0)
-        self.advance_while_complete()
+        self.apply(intents.EnterStep(0))
 
     def advance_while_complete(self) -> None:
         while self.stepping and step_complete(self):
@@ -232,10 +234,10 @@ class _Tick(Tick):
     def route_problem(self, problem: RouteProblem) -> None:
         """An active rollout cannot go on and ends Failed, its weight 0 written once the route can be
         read again; a finished one keeps its phase."""
-        previous = cond.condition(self.status.conditions, ConditionType.ROUTE_READY)
-        if previous is None or previous.reason != problem.reason:
+        state = RouteState(problem.reason.value)
+        if self.status.route_state is not state:
             self.event(problem.reason, problem.message)
-        self.condition(ConditionType.ROUTE_READY, False, problem.reason, problem.message)
+        self.route_state(state, problem.message)
         if self.status.phase not in (Phase.SUCCEEDED, Phase.ROLLED_BACK):
             self.fail(problem.reason, problem.message)
         self.weight = None  # nothing can be written to a route that cannot be read

@@ -39,9 +39,11 @@ class CheckRunning:
 
 @dataclass(frozen=True)
 class CheckMeasured:
-    """The check ended and wrote a valid result."""
+    """The check ended and wrote a valid result; `results_urls`: where its Pods (one, or each shard
+    of a parallel check) kept the full results, when the gate keeps them."""
 
     result: GateResult
+    results_urls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,13 @@ def _combined(verdicts: list[Verdict]) -> Verdict:
     return Verdict.PASS
 
 
-def judge_result(check: GateCheck, status: CheckStatus, result: GateResult, now: datetime) -> CheckStatus:
+def judge_result(
+    check: GateCheck,
+    status: CheckStatus,
+    result: GateResult,
+    now: datetime,
+    results_urls: tuple[str, ...] = (),
+) -> CheckStatus:
     """A measured check: each score and the win rate against the policy, the test set's age; the
     check fails when any of them fails, is Inconclusive when any is (or when it measured nothing),
     and passes otherwise. Its message names what decided it."""
@@ -206,7 +214,7 @@ def judge_result(check: GateCheck, status: CheckStatus, result: GateResult, now:
             "scores": scores,
             "win_rate": win_rate,
             "summary": result.summary,
-            "results_url": result.results_url,
+            "results_urls": results_urls,
             "finished_at": now,
         }
     )
@@ -233,7 +241,7 @@ def observe_check(
     if status.verdict is not None or seen is None:
         return status
     if isinstance(seen, CheckMeasured):
-        return judge_result(check, status, seen.result, now)
+        return judge_result(check, status, seen.result, now, seen.results_urls)
     if isinstance(seen, CheckFailed):
         return judge_failure(check, status, seen.message, now)
     return status.model_copy(update={"message": clip(seen.message, MESSAGE)})

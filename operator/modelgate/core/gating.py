@@ -8,6 +8,7 @@ from modelgate.api import Phase, Verdict
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision, GateStatus
 from modelgate.core import limits
 from modelgate.core.gate_judgement import MESSAGE, GateOutcome, decide_gate, job_name, observe_check, run_id
+from modelgate.core.intents import EnterStep, Fail, Intent, Succeed
 from modelgate.core.model import CommandAction
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
@@ -43,7 +44,7 @@ def start_gate(tick: Tick) -> None:
     )
 
 
-def gating(tick: Tick) -> None:
+def gating(tick: Tick) -> Intent:
     """Reads what the checks' Jobs showed, judges those that ended, and decides once all have."""
     tick.set_weight(0)
     spec, gate = tick.spec.gate, tick.status.gate
@@ -51,9 +52,7 @@ def gating(tick: Tick) -> None:
         # spec.gate was removed while its checks ran: nothing is left to judge the candidate by.
         tick.update(phase=Phase.PROGRESSING)
         tick.event(Reason.ROLLOUT_STARTED, "spec.gate was removed; the steps start")
-        tick.enter_step(0)
-        tick.advance_while_complete()
-        return
+        return EnterStep(0)
     checks = []
     for check in spec.checks:
         current = gate.check(check.name) or _starting(tick, gate.run, check.name)
@@ -66,11 +65,11 @@ def gating(tick: Tick) -> None:
     if outcome is None:
         waiting = "; ".join(f"{c.name}: {c.message}" for c in checks if c.verdict is None)
         tick.update(message=f"gate: waiting for checks ({waiting}); the candidate gets no traffic")
-        return
-    act_on(tick, outcome)
+        return None
+    return act_on(tick, outcome)
 
 
-def act_on(tick: Tick, outcome: GateOutcome) -> None:
+def act_on(tick: Tick, outcome: GateOutcome) -> Intent:
     """Acts on the gate's decision: a rejection ends the rollout Failed at weight 0; a canary starts
     the steps; a full release skips them, or starts at spec.gate.full.startAtStep."""
     gate = tick.status.gate
@@ -82,19 +81,16 @@ def act_on(tick: Tick, outcome: GateOutcome) -> None:
     tick.update(gate=decided)
     if outcome.decision is GateDecision.REJECT:
         message = f"gate rejected {tick.spec.candidate.name}: {outcome.message}"
-        tick.fail(Reason.GATE_REJECTED, message)
         tick.condition(ConditionType.COMPLETED, False, Reason.GATE_REJECTED, outcome.message)
         tick.event(Reason.GATE_REJECTED, message)
-        return
+        return Fail(Reason.GATE_REJECTED, message)
     tick.event(Reason.GATE_PASSED, f"gate decided {outcome.decision}: {outcome.message}")
     tick.update(phase=Phase.PROGRESSING)
     tick.event(Reason.ROLLOUT_STARTED, f"candidate {tick.spec.candidate.name} passed the gate")
     start_at = tick.spec.gate.full.start_at_step
     if outcome.decision is GateDecision.FULL and start_at is None:
-        tick.succeed()
-        return
-    tick.enter_step(_first_step(tick, outcome.decision, start_at))
-    tick.advance_while_complete()
+        return Succeed()
+    return EnterStep(_first_step(tick, outcome.decision, start_at))
 
 
 def _first_step(tick: Tick, decision: GateDecision, start_at: int | None) -> int:
@@ -114,19 +110,21 @@ def gate_pending(tick: Tick) -> bool:
     return tick.spec.gate is not None and (tick.status.gate is None or tick.status.gate.decision is None)
 
 
-def gate_command(tick: Tick, action: CommandAction) -> str | None:
+def gate_command(tick: Tick, action: CommandAction) -> tuple[Intent, str] | None:
     """On the gate, `promote` accepts it as passed (a canary; `--full`, a full release where
     spec.gate.full allows one) and `abort` rejects it; None for a command that does not apply."""
     spec = tick.spec.gate
     if spec is None or tick.status.gate is None:
         return None  # the gate was removed: the tick starts the steps
     if action is CommandAction.ABORT:
-        act_on(tick, GateOutcome(GateDecision.REJECT, "rejected by `modelgate abort`"))
-        return "the gate rejected the candidate"
+        rejected = act_on(tick, GateOutcome(GateDecision.REJECT, "rejected by `modelgate abort`"))
+        return rejected, "the gate rejected the candidate"
     if action is CommandAction.PROMOTE:
-        act_on(tick, GateOutcome(GateDecision.CANARY, "passed by `modelgate promote`: a canary"))
-        return "the gate passed the candidate: the steps start"
+        canary = act_on(tick, GateOutcome(GateDecision.CANARY, "passed by `modelgate promote`: a canary"))
+        return canary, "the gate passed the candidate: the steps start"
     if action is CommandAction.PROMOTE_FULL and spec.full.allowed:
-        act_on(tick, GateOutcome(GateDecision.FULL, "passed by `modelgate promote --full`: a full release"))
-        return "the gate passed the candidate for a full release"
+        full = act_on(
+            tick, GateOutcome(GateDecision.FULL, "passed by `modelgate promote --full`: a full release")
+        )
+        return full, "the gate passed the candidate for a full release"
     return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollingBack
+from modelgate.core.intents import Intent, RollBack, SetWeight
 from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.moments import moment
 from modelgate.core.reasons import Reason
@@ -61,27 +62,26 @@ def next_step_at(status: ModelRolloutStatus, now: datetime) -> datetime | None:
     return min(max(falls_at, now + STEP_INTERVAL), max(rolling.ends_at, now))
 
 
-def continue_rollback(tick: Tick) -> None:
+def continue_rollback(tick: Tick) -> Intent:
     """A RolledBack rollout's tick: 0, or the step-down's weight now; a breach during it sets 0."""
     rolling = tick.status.rolling_back
     if rolling is None:
-        tick.set_weight(0)
-        return
+        return SetWeight(0)
     analysis, run = tick.spec.analysis, tick.observed.analysis
     if analysis is not None and run is not None:
         result = evaluate(analysis, run, tick.status.analysis)
         tick.update(analysis=result.metrics, last_analysis_at=run.at)
         if result.breach is not None:
             tick.update(rolling_back=None)
-            tick.rollback(result.breach, Reason.METRIC_BREACH)
-            return
+            return RollBack(result.breach, Reason.METRIC_BREACH)
     weight = weight_at(rolling, tick.now)
     tick.set_weight(weight, even_when_held=True)
     if weight == 0:
         tick.update(rolling_back=None, message=f"rolled back: {_reason(tick)}")
         tick.event(Reason.ROLLBACK_COMPLETED, "the gradual rollback is complete: the candidate's weight is 0")
-        return
+        return None
     tick.update(message=step_down_message(weight, rolling, _reason(tick)))
+    return None
 
 
 def step_down_message(weight: int, rolling: RollingBack, reason: str) -> str:

@@ -53,9 +53,31 @@ class SetWeight:
 
 
 @dataclass(frozen=True)
+class EnterStep:
+    """Into step `index` (past the last: success, or the watch window); with `through_complete`, on
+    through the steps already complete (as when the steps start)."""
+
+    index: int
+    through_complete: bool = True
+
+
+@dataclass(frozen=True)
+class Succeed:
+    """Straight to 100%: a full release, `modelgate promote --full`."""
+
+
+@dataclass(frozen=True)
+class StartOver:
+    """From step 0 again, the status fresh (`modelgate retry`)."""
+
+    reason: Reason
+    message: str
+
+
+@dataclass(frozen=True)
 class Advance:
     """On to the next stage: from Pending to the gate or step 0, through the completed steps, or out
     of a watch window that has passed."""
 
 
-Intent = Hold | RollBack | Fail | SetWeight | Advance | None
+Intent = Hold | RollBack | Fail | SetWeight | EnterStep | Succeed | StartOver | Advance | None

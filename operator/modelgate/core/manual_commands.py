@@ -8,6 +8,8 @@ from modelgate.api.pause import RESUMABLE
 from modelgate.core import limits
 from modelgate.core.conflicts import release_route
 from modelgate.core.gating import gate_command
+from modelgate.core.gradual import gradual_start
+from modelgate.core.intents import EnterStep, Intent, RollBack, StartOver, Succeed
 from modelgate.core.model import (
     COMMAND_ANNOTATION,
     COMMAND_SHAPE,
@@ -22,10 +24,11 @@ from modelgate.core.tick import Tick
 UNREADABLE = "unreadable"  # status.lastCommand.name of an annotation that is not a command
 
 
-def handle_command(tick: Tick, command: Command | UnreadableCommand) -> None:
+def handle_command(tick: Tick, command: Command | UnreadableCommand) -> Intent:
+    """Records the command in status.lastCommand; returns the transition it asks for, if any."""
     if isinstance(command, UnreadableCommand):
         _ignore(tick, command.id, UNREADABLE, unreadable_message(command))
-        return
+        return None
     applied = _apply(tick, command.action)
     if applied is None:
         phase = tick.status.phase
@@ -35,8 +38,10 @@ def handle_command(tick: Tick, command: Command | UnreadableCommand) -> None:
             command.action.value,
             f"`modelgate {command.action}` does not apply in phase {phase}",
         )
-        return
-    _record(tick, command.id, command.action.value, CommandResult.APPLIED, applied)
+        return None
+    intent, message = applied
+    _record(tick, command.id, command.action.value, CommandResult.APPLIED, message)
+    return intent
 
 
 def unreadable_message(command: UnreadableCommand) -> str:
@@ -65,8 +70,9 @@ def _record(tick: Tick, command_id: str, name: str, result: CommandResult, messa
     )
 
 
-def _apply(tick: Tick, action: CommandAction) -> str | None:
-    """What the command did, or None when it does not apply in the rollout's phase."""
+def _apply(tick: Tick, action: CommandAction) -> tuple[Intent, str] | None:
+    """What the command asks of the tick and what it did, or None when it does not apply in the
+    rollout's phase."""
     phase = tick.status.phase
     if phase is Phase.GATING:
         return gate_command(tick, action)
@@ -74,31 +80,36 @@ def _apply(tick: Tick, action: CommandAction) -> str | None:
     if action is CommandAction.ABORT and tick.status.rolling_back is not None:
         # A second abort ends a gradual rollback: all traffic to the incumbent now.
         tick.update(rolling_back=None)
-        tick.rollback(RollbackReason(time=tick.now, message="aborted by `modelgate abort`"), Reason.ABORTED)
-        return "rolled back at once: all traffic to the incumbent"
+        return RollBack(_aborted(tick), Reason.ABORTED), "rolled back at once: all traffic to the incumbent"
     if action is CommandAction.ABORT and (active or phase in (Phase.PENDING, Phase.FAILED)):
-        tick.rollback(RollbackReason(time=tick.now, message="aborted by `modelgate abort`"), Reason.ABORTED)
-        rolling = tick.status.rolling_back
-        if rolling is not None:
-            return f"rolling back gradually: the candidate's weight reaches 0 at {moment(rolling.ends_at)}"
-        return "rolled back: all traffic to the incumbent"
+        return RollBack(_aborted(tick), Reason.ABORTED), _abort_message(tick)
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
-        tick.start_rollout(Reason.RETRY, f"retrying {tick.spec.candidate.name} from step 0")
-        return "started again from step 0"
+        retrying = f"retrying {tick.spec.candidate.name} from step 0"
+        return StartOver(Reason.RETRY, retrying), "started again from step 0"
     if action is CommandAction.RESUME and tick.paused_by(*RESUMABLE):
-        return _resume(tick)
+        return None, _resume(tick)
     if action is CommandAction.PROMOTE_FULL and active:
         release_route(tick, "`modelgate promote --full`")
         tick.event(Reason.PROMOTED, "`modelgate promote --full`: skipping the remaining steps")
-        tick.succeed()
-        return "skipped the remaining steps: the candidate takes all traffic"
+        return Succeed(), "skipped the remaining steps: the candidate takes all traffic"
     if action is CommandAction.PROMOTE and active and not tick.error_paused:
         release_route(tick, "`modelgate promote`")
         index = tick.status.current_step_index
         tick.event(Reason.PROMOTED, f"`modelgate promote`: step {index} finished by hand")
-        tick.enter_step(index + 1)
-        return f"step {index} finished by hand"
+        return EnterStep(index + 1, through_complete=False), f"step {index} finished by hand"
     return None
+
+
+def _aborted(tick: Tick) -> RollbackReason:
+    return RollbackReason(time=tick.now, message="aborted by `modelgate abort`")
+
+
+def _abort_message(tick: Tick) -> str:
+    """What an abort does: at once, or a gradual step-down where spec.rollback asks for one."""
+    rolling = gradual_start(tick.spec, tick.status, Reason.ABORTED, tick.now)
+    if rolling is not None:
+        return f"rolling back gradually: the candidate's weight reaches 0 at {moment(rolling.ends_at)}"
+    return "rolled back: all traffic to the incumbent"
 
 
 def _resume(tick: Tick) -> str:

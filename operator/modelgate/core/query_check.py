@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 
 from modelgate.api import AnalysisSpec, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.api.analysis_check import AnalysisCheck, UnansweredQuery
-from modelgate.core import conditions as cond
 from modelgate.core import limits
 from modelgate.core.intents import Hold, HoldReason, Intent
 from modelgate.core.reasons import ConditionType, Reason
@@ -91,14 +90,14 @@ def note_check(tick: Tick) -> None:
         return
     address = analysis.prometheus.address
     check = AnalysisCheck(analysis=digest(analysis), at=run.at, address=address, unanswered=unanswered(run))
+    said = _unanswered_said(tick.status)
     tick.update(analysis_check=check)
     if check.answered:
         message = f"every query of the analysis answered (Prometheus at {address})"
         tick.condition(ConditionType.ANALYSIS_READY, True, Reason.QUERIES_ANSWERED, message)
         return
     message = _problem(check, analysis.interval)
-    before = cond.condition(tick.status.conditions, ConditionType.ANALYSIS_READY)
-    if before is None or before.reason != Reason.QUERY_UNANSWERED:
+    if not said:
         tick.event(Reason.QUERY_UNANSWERED, message)
     tick.condition(ConditionType.ANALYSIS_READY, False, Reason.QUERY_UNANSWERED, message)
 
@@ -131,3 +130,10 @@ def _problem(check: AnalysisCheck, interval: str) -> str:
         "from the operator), or the metric's query; "
         f"they are tried again every {interval}, and traffic moves once they answer"
     )
+
+
+def _unanswered_said(status: ModelRolloutStatus) -> bool:
+    """Whether this rollout has said (in a Warning) that the queries do not answer: the check is kept
+    across rollouts, the Warning is said again in each."""
+    before, started = status.analysis_check, status.rollout_started_at
+    return before is not None and not before.answered and (started is None or before.at >= started)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from modelgate.api import ConditionStatus, ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase
-from modelgate.core import conditions as cond
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RouteState
 from modelgate.core.deadlines import inconclusive_limit
 from modelgate.core.gradual import next_step_at
 from modelgate.core.query_check import next_check_at
-from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import candidate_served
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.GATING, Phase.PROGRESSING, Phase.PAUSED})
@@ -85,12 +83,7 @@ def weight_step_due(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datet
         or spec.steps[status.current_step_index].set_weight != status.current_weight
     ):
         return None  # not a setWeight step, or one waiting to raise its weight (spec.capacity)
-    available = cond.condition(status.conditions, ConditionType.CANDIDATE_AVAILABLE)
-    ready = (
-        available is not None
-        and available.status is ConditionStatus.TRUE
-        and status.live_weight == status.current_weight
-    )
+    ready = bool(status.candidate_available) and status.live_weight == status.current_weight
     return status.step_started_at if ready else None
 
 
@@ -134,8 +127,7 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
         None,
         status.current_mirror_percent,
     )
-    ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
-    if ready is not None and ready.reason == Reason.WEIGHT_NOT_APPLIED:
+    if status.route_state is RouteState.WEIGHT_NOT_APPLIED:
         written = False  # e.g. one of several routes moved together did not take it
     if status.pause is not None and status.pause.reason is PauseReason.ROUTE_CONFLICT:
         written = True  # held for another writer: there is nothing to retry

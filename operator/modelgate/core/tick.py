@@ -1,19 +1,19 @@
 """The accumulator of one tick: the status being decided, the weight to write, the Events and the
 outcome, with the small state changes every rule makes (update, note, event, condition, pause, set a
-weight). The feature rules import it downward; the engine (core/engine.py) implements the transitions
-they ask for (enter a step, succeed, roll back, fail, start over), so no rule imports the engine."""
+weight). The feature rules import it downward and ask for the transitions (enter a step, succeed,
+roll back, fail, start over) as intents (core/intents.py), which the engine (core/engine.py) carries
+out; no rule imports the engine nor changes the phase's course itself."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from datetime import datetime
 
 from modelgate.api import (
     ModelRolloutSpec,
     ModelRolloutStatus,
     PauseReason,
-    RollbackReason,
     RolloutPause,
+    RouteState,
     Step,
 )
 from modelgate.core import conditions as cond
@@ -24,7 +24,7 @@ from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import STEPPING_PHASES, mirror_wanted, watching
 
 
-class Tick(ABC):
+class Tick:
     def __init__(
         self, spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
     ):
@@ -66,6 +66,10 @@ class Tick(ABC):
 
     def event(self, reason: Reason, message: str) -> None:
         self.events.append(Event(reason, message))
+
+    def route_state(self, state: RouteState, message: str) -> None:
+        message = limits.clip(message, limits.CONDITION_MESSAGE)
+        self.status = cond.with_route_state(self.status, state, message, self.now, self.observed.generation)
 
     def condition(self, type_: ConditionType, ok: bool, reason: Reason, message: str) -> None:
         conditions = cond.set_condition(
@@ -155,28 +159,10 @@ class Tick(ABC):
 
     def note_candidate_availability(self) -> None:
         available = self.observed.candidate_available
+        self.update(candidate_available=available)
         self.condition(
             ConditionType.CANDIDATE_AVAILABLE,
             available,
             Reason.AVAILABLE if available else Reason.NOT_AVAILABLE,
             self.observed.candidate_message,
         )
-
-    # -- the transitions, which the engine implements ---------------------------------------------
-    @abstractmethod
-    def start_rollout(self, reason: Reason, message: str) -> None: ...
-
-    @abstractmethod
-    def enter_step(self, index: int) -> None: ...
-
-    @abstractmethod
-    def advance_while_complete(self) -> None: ...
-
-    @abstractmethod
-    def succeed(self) -> None: ...
-
-    @abstractmethod
-    def rollback(self, reason: RollbackReason, cause: Reason) -> None: ...
-
-    @abstractmethod
-    def fail(self, reason: Reason, message: str) -> None: ...

@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from modelgate.api import ModelRolloutStatus
+from modelgate.api import ModelRolloutStatus, RouteState
 from modelgate.core import conditions as cond
 from modelgate.core import limits
 from modelgate.core.model import Decision, Event, LiveRoute, WriteResult
-from modelgate.core.reasons import ConditionType, Reason
+from modelgate.core.reasons import Reason
 
 
 def settle_write(
@@ -22,8 +22,7 @@ def settle_write(
 
 def warned(before: ModelRolloutStatus) -> bool:
     """Whether the status says a write did not take already (its Warning is out)."""
-    reported = cond.condition(before.conditions, ConditionType.ROUTE_READY)
-    return reported is not None and reported.reason == Reason.WEIGHT_NOT_APPLIED
+    return before.route_state is RouteState.WEIGHT_NOT_APPLIED
 
 
 def settle(
@@ -47,16 +46,7 @@ def settle(
     else:  # a RouteProblem or a WriteFailed
         problem = f"writing candidate weight {wanted}{copies} failed: {written.message}"
     message = limits.clip(f"{problem}; retrying", limits.CONDITION_MESSAGE)
-    conditions = cond.set_condition(
-        status.conditions,
-        ConditionType.ROUTE_READY,
-        False,
-        Reason.WEIGHT_NOT_APPLIED,
-        message,
-        now,
-        generation,
-    )
-    status = status.model_copy(update={"conditions": conditions})
+    status = cond.with_route_state(status, RouteState.WEIGHT_NOT_APPLIED, message, now, generation)
     events = decision.events
     if not warned:
         events = (*events, Event(Reason.WEIGHT_NOT_APPLIED, message))

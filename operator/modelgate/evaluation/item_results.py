@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from modelgate.api.gate_result import GateResult
+from modelgate.api.gate_shard import ShardResult
 from modelgate.evaluation.replay_set import RecordedRequest
 from modelgate.evaluation.scoring import Reply, passes
 from modelgate.evaluation.testset import Item
@@ -63,7 +64,8 @@ class ItemResults:
             sides = {"candidate": _reply(mine), "incumbent": _reply(theirs)}
             self.lines.append({"kind": "replay", "line": request.line, **sides})
 
-    def jsonl(self, result: GateResult) -> bytes:
+    def jsonl(self, result: GateResult | ShardResult) -> bytes:
+        """The lines; the first has the run's result (a shard's: its counts)."""
         summary = result.model_dump(mode="json", by_alias=True, exclude_none=True)
         header = {"result": summary, "inputs": self.inputs}
         return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header, *self.lines]).encode()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult, Score, TestSetIdentity, WinRate
+from modelgate.api.gate_shard import ShardResult
 from modelgate.core.win_rate import wilson_lower_bound, win_share
 
 # The confidence of the lower bound shown to people; the operator applies the policy's own.
@@ -80,6 +81,17 @@ def result_json(result: GateResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> s
         raise ResultTooLarge(
             f"the result is {len(text.encode())} bytes with {len(result.scores)} scores, more than the "
             f"{limit} a termination message holds: split the test set's capabilities across checks"
+        )
+    return text
+
+
+def shard_json(shard: ShardResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> str:
+    """Compact JSON of a shard's counts, within `limit` bytes, else ResultTooLarge."""
+    text = json.dumps(shard.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":"))
+    if len(text.encode()) > limit:
+        raise ResultTooLarge(
+            f"the shard's counts are {len(text.encode())} bytes, more than the {limit} a termination "
+            "message holds: fewer capabilities per check, or a smaller replay sample"
         )
     return text
 

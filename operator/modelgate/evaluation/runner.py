@@ -11,7 +11,9 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 
-from modelgate.api.gate_result import GateResult, Score, WinRate
+from modelgate.api.gate_result import GateResult, WinRate
+from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult
+from modelgate.core.gate_shards import shard_scores
 from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.judge import judge_messages, parse_verdict, question_text, tally
 from modelgate.evaluation.model_client import (
@@ -24,7 +26,7 @@ from modelgate.evaluation.model_client import (
 )
 from modelgate.evaluation.replay_set import RecordedRequest, parse_replay, seeded_sample
 from modelgate.evaluation.result import gate_result
-from modelgate.evaluation.scoring import Reply, capability_scores, replay_scores
+from modelgate.evaluation.scoring import Reply, capability_counts, replay_counts
 from modelgate.evaluation.testset import TestSet, parse_test_set
 from modelgate.refusal_classifier import DEFAULT_PATTERNS, RefusalPatterns
 
@@ -46,6 +48,18 @@ class NoProgress:
 
 
 @dataclass(frozen=True)
+class Shard:
+    """Which part of the run this process does: the items at positions `index`, `index + count`, ...
+    of the test set and of the (already sampled) replay, and the judge's picks among them."""
+
+    index: int = 0
+    count: int = 1
+
+    def picks(self, position: int) -> bool:
+        return position % self.count == self.index
+
+
+@dataclass(frozen=True)
 class Plan:
     candidate: Endpoint
     incumbent: Endpoint
@@ -57,37 +71,58 @@ class Plan:
     judge: Endpoint | None = None
     judge_samples: int | None = None
     seed: int = 0
+    shard: Shard = Shard()
 
 
 @dataclass(frozen=True)
 class _Pair:
+    position: int  # in the whole run: the test set's items, then the replay's requests
     question: str
     candidate: Reply
     incumbent: Reply
 
 
 async def evaluate(plan: Plan, progress: Progress, items: ItemResults | None = None) -> GateResult:
-    """Raises InputError for unusable inputs and Unreachable for an endpoint that never answered.
-    `items`, when given, gets every item's answers and the inputs' versions."""
+    """The whole run's result (`plan.shard` is the whole run); raises as evaluate_shard does."""
+    counted = await evaluate_shard(plan, progress, items)
+    replayed = 0 if counted.replay is None else counted.replay.candidate.asked
+    return gate_result(counted.test_set, shard_scores(counted), counted.win_rate, replayed=replayed)
+
+
+async def evaluate_shard(plan: Plan, progress: Progress, items: ItemResults | None = None) -> ShardResult:
+    """The counts of `plan.shard`'s part of the run. Every shard reads the whole inputs and samples
+    them the same way (the replay's `replay_sample`, the judge's `judge_samples`, over the whole run),
+    then asks only its own part. Raises InputError for unusable inputs and Unreachable for an endpoint
+    that never answered. `items`, when given, gets this shard's items' answers and the inputs' versions."""
     items = items if items is not None else ItemResults()
     async with checked_session(plan.sources.egress) as session:
         test_set, replay = await _inputs(session, plan, items)
         client = ChatClient(session, plan.policy, plan.sources.egress)
         endpoints = [plan.candidate, plan.incumbent, *([plan.judge] if plan.judge else [])]
         await asyncio.gather(*(client.probe(endpoint) for endpoint in endpoints))
-        scores: list[Score] = []
+        capabilities: list[CapabilityCounts] = []
+        replayed = None
         pairs: list[_Pair] = []
         if test_set is not None:
-            scored, answered = await _test_set_scores(client, plan, test_set, progress, items)
-            scores, pairs = scores + scored, pairs + answered
+            capabilities, answered = await _test_set_counts(client, plan, test_set, progress, items)
+            pairs += answered
         if replay:
-            scored, answered = await _replay_scores(client, plan, replay, progress, items)
-            scores, pairs = scores + scored, pairs + answered
+            first = 0 if test_set is None else len(test_set.items)
+            replayed, answered = await _replay_counts(client, plan, replay, first, progress, items)
+            pairs += answered
         win_rate = None
         if plan.judge is not None:
-            win_rate = await _judged(client, plan.judge, _judged_pairs(pairs, plan), plan.seed, progress)
-        identity = test_set.identity if test_set is not None else None
-        return gate_result(identity, scores, win_rate, replayed=len(replay))
+            everything = (0 if test_set is None else len(test_set.items)) + len(replay)
+            judged = _judged_pairs(pairs, everything, plan)
+            win_rate = await _judged(client, plan.judge, judged, plan.seed, progress)
+        return ShardResult(
+            index=plan.shard.index,
+            shards=plan.shard.count,
+            test_set=None if test_set is None else test_set.identity,
+            capabilities=tuple(capabilities),
+            replay=replayed,
+            win_rate=win_rate,
+        )
 
 
 async def _inputs(
@@ -107,30 +142,42 @@ async def _inputs(
     return test_set, replay or []
 
 
-async def _test_set_scores(
+async def _test_set_counts(
     client: ChatClient, plan: Plan, test_set: TestSet, progress: Progress, items: ItemResults
-) -> tuple[list[Score], list[_Pair]]:
-    conversations = [({"role": "user", "content": item.prompt},) for item in test_set.items]
+) -> tuple[list[CapabilityCounts], list[_Pair]]:
+    mine = [(p, item) for p, item in enumerate(test_set.items) if plan.shard.picks(p)]
+    conversations = [({"role": "user", "content": item.prompt},) for _, item in mine]
     candidate, incumbent = await _ask_both(
         client, plan, conversations, progress.phase("test set", 2 * len(conversations)), temperature=GREEDY
     )
-    pairs = [
-        _Pair(item.prompt, c, i) for item, c, i in zip(test_set.items, candidate, incumbent, strict=True)
-    ]
-    items.add_test_set(test_set.items, candidate, incumbent)
-    return capability_scores(test_set.items, candidate, incumbent), pairs
+    pairs = [_Pair(p, item.prompt, c, i) for (p, item), c, i in zip(mine, candidate, incumbent, strict=True)]
+    asked = [item for _, item in mine]
+    items.add_test_set(asked, candidate, incumbent)
+    return capability_counts(asked, candidate, incumbent, test_set.capabilities()), pairs
 
 
-async def _replay_scores(
-    client: ChatClient, plan: Plan, replay: Sequence[RecordedRequest], progress: Progress, items: ItemResults
-) -> tuple[list[Score], list[_Pair]]:
-    done = progress.phase("replay", 2 * len(replay))
-    candidate, incumbent = await _ask_both(client, plan, [r.messages for r in replay], done, recorded=replay)
+async def _replay_counts(
+    client: ChatClient,
+    plan: Plan,
+    replay: Sequence[RecordedRequest],
+    first: int,
+    progress: Progress,
+    items: ItemResults,
+) -> tuple[ReplayCounts, list[_Pair]]:
+    """`first`: the position of the replay's first request in the whole run."""
+    mine = [(p, request) for p, request in enumerate(replay) if plan.shard.picks(p)]
+    requests = [request for _, request in mine]
+    done = progress.phase("replay", 2 * len(requests))
+    candidate, incumbent = await _ask_both(
+        client, plan, [r.messages for r in requests], done, recorded=requests
+    )
     pairs = [
-        _Pair(question_text(r.messages), c, i) for r, c, i in zip(replay, candidate, incumbent, strict=True)
+        _Pair(first + p, question_text(r.messages), c, i)
+        for (p, r), c, i in zip(mine, candidate, incumbent, strict=True)
     ]
-    items.add_replay(replay, candidate, incumbent)
-    return replay_scores(candidate, incumbent, RefusalPatterns.of(DEFAULT_PATTERNS)), pairs
+    items.add_replay(requests, candidate, incumbent)
+    refusals = RefusalPatterns.of(DEFAULT_PATTERNS)
+    return replay_counts(candidate, incumbent, refusals, len(replay)), pairs
 
 
 async def _ask_both(
@@ -182,10 +229,11 @@ def _warn_of_failures(endpoint: Endpoint, replies: Sequence[Reply]) -> None:
         )
 
 
-def _judged_pairs(pairs: Sequence[_Pair], plan: Plan) -> list[_Pair]:
-    """Pairs both models answered, `judge_samples` of them drawn with the seed (in their order)."""
-    answered = [p for p in pairs if p.candidate.answered and p.incumbent.answered]
-    return seeded_sample(answered, plan.judge_samples, plan.seed)
+def _judged_pairs(pairs: Sequence[_Pair], everything: int, plan: Plan) -> list[_Pair]:
+    """The pairs of `judge_samples` positions drawn with the seed among all `everything` of the run
+    (so every shard draws the same), those of this shard that both models answered."""
+    drawn = set(seeded_sample(range(everything), plan.judge_samples, plan.seed))
+    return [p for p in pairs if p.position in drawn and p.candidate.answered and p.incumbent.answered]
 
 
 async def _judged(

@@ -1,19 +1,19 @@
-"""Scores from replies. Pure: what the endpoints answered in, GateResult scores out."""
+"""Counts and scores from replies. Pure: what the endpoints answered in, counts (api/gate_shard.py)
+and GateResult scores out; scores are taken from counts (core/gate_shards.py)."""
 
 from __future__ import annotations
 
-import math
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelgate.api.gate_result import Score
+from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, SideCounts
 from modelgate.chat_answers import Answer, Choice
+from modelgate.core import gate_shards
+from modelgate.core.gate_shards import DIGITS, slowest_needed
 from modelgate.evaluation.testset import Item
 from modelgate.refusal_classifier import RefusalPatterns, classify
-
-# Enough digits for shares of thousands of samples and latencies in tenths of a millisecond, few
-# enough to keep the result inside a termination message.
-DIGITS = 4
 
 
 @dataclass(frozen=True)
@@ -32,71 +32,70 @@ class Reply:
         return self.text is not None
 
 
+def capability_counts(
+    items: Sequence[Item], candidate: Sequence[Reply], incumbent: Sequence[Reply], capabilities: Sequence[str]
+) -> list[CapabilityCounts]:
+    """Per capability tag (every one of `capabilities`, in its order), how many of its items each
+    side's answer passes; an item without an answer fails."""
+    counts = {name: [0, 0, 0] for name in capabilities}
+    for item, mine, theirs in zip(items, candidate, incumbent, strict=True):
+        tally = counts[item.capability]
+        tally[0] += 1
+        tally[1] += passes(item, mine)
+        tally[2] += passes(item, theirs)
+    return [
+        CapabilityCounts(name=name, items=n, candidate_passed=c, incumbent_passed=i)
+        for name, (n, c, i) in counts.items()
+    ]
+
+
 def capability_scores(
     items: Sequence[Item], candidate: Sequence[Reply], incumbent: Sequence[Reply]
 ) -> list[Score]:
     """Per capability tag (in the order of first appearance), the share of its items whose answer
     passes the item's check; an item without an answer fails."""
-    passed: dict[str, list[tuple[bool, bool]]] = {}
-    for item, mine, theirs in zip(items, candidate, incumbent, strict=True):
-        passed.setdefault(item.capability, []).append((passes(item, mine), passes(item, theirs)))
-    return [
-        Score(
-            name=capability,
-            candidate=_share(sum(c for c, _ in results), len(results)),
-            incumbent=_share(sum(i for _, i in results), len(results)),
-            samples=len(results),
-        )
-        for capability, results in passed.items()
-    ]
+    capabilities = list(dict.fromkeys(item.capability for item in items))
+    return gate_shards.capability_scores(capability_counts(items, candidate, incumbent, capabilities))
 
 
 def passes(item: Item, reply: Reply) -> bool:
     return reply.text is not None and item.check.passes(reply.text)
 
 
+def replay_counts(
+    candidate: Sequence[Reply], incumbent: Sequence[Reply], refusals: RefusalPatterns, replayed: int
+) -> ReplayCounts:
+    """The counts of both sides' replies to a part of a replay of `replayed` requests in all: each
+    side keeps as many of its largest latencies as the whole replay's 95th percentile can need."""
+    both = [(c, i) for c, i in zip(candidate, incumbent, strict=True) if c.answered and i.answered]
+    return ReplayCounts(
+        candidate=_side_counts(candidate, refusals, replayed),
+        incumbent=_side_counts(incumbent, refusals, replayed),
+        both_answered=len(both),
+        changed=sum((c.text or "").strip() != (i.text or "").strip() for c, i in both),
+    )
+
+
 def replay_scores(
     candidate: Sequence[Reply], incumbent: Sequence[Reply], refusals: RefusalPatterns
 ) -> list[Score]:
     """The replay's figures for both sides; `replay-changed-answers` is the candidate's alone."""
-    sides = (candidate, incumbent)
-    errors = [_share(sum(not r.answered for r in side), len(side)) for side in sides]
-    answered = [[r for r in side if r.answered] for side in sides]
-    refused = [_share(sum(_refused(r, refusals) for r in side), len(side)) for side in answered]
-    p95 = [_p95([r.latency_seconds for r in side if r.latency_seconds is not None]) for side in answered]
-    chars = [_mean([len(r.text or "") for r in side]) for side in answered]
-    both = [(c, i) for c, i in zip(candidate, incumbent, strict=True) if c.answered and i.answered]
-    changed = _share(sum((c.text or "").strip() != (i.text or "").strip() for c, i in both), len(both))
-    samples = len(answered[0])
-    return [
-        Score(name="replay-error-rate", candidate=errors[0], incumbent=errors[1], samples=len(candidate),
-              lower_is_better=True),
-        Score(name="replay-refusal-rate", candidate=refused[0], incumbent=refused[1], samples=samples,
-              lower_is_better=True),
-        Score(name="replay-p95-latency-seconds", candidate=p95[0], incumbent=p95[1], samples=samples,
-              lower_is_better=True),
-        Score(name="replay-mean-answer-chars", candidate=chars[0], incumbent=chars[1], samples=samples),
-        Score(name="replay-changed-answers", candidate=changed, samples=len(both)),
-    ]  # fmt: skip
+    return gate_shards.replay_scores(replay_counts(candidate, incumbent, refusals, len(candidate)))
+
+
+def _side_counts(replies: Sequence[Reply], refusals: RefusalPatterns, replayed: int) -> SideCounts:
+    answered = [r for r in replies if r.answered]
+    latencies = [round(r.latency_seconds, DIGITS) for r in answered if r.latency_seconds is not None]
+    return SideCounts(
+        asked=len(replies),
+        answered=len(answered),
+        refused=sum(_refused(r, refusals) for r in answered),
+        answer_chars=sum(len(r.text or "") for r in answered),
+        timed=len(latencies),
+        slowest=tuple(heapq.nlargest(slowest_needed(replayed), latencies)),
+    )
 
 
 def _refused(reply: Reply, refusals: RefusalPatterns) -> bool:
     answer = Answer(None, (Choice(reply.text or "", reply.finish_reason),))
     return classify(answer, refusals) is not None
-
-
-def _share(count: int, total: int) -> float:
-    # No samples: 0 with samples 0, which a policy's minimum sample size reads as Inconclusive.
-    return round(count / total, DIGITS) if total else 0.0
-
-
-def _mean(values: Sequence[int]) -> float:
-    return round(sum(values) / len(values), DIGITS) if values else 0.0
-
-
-def _p95(values: Sequence[float]) -> float:
-    """The 95th percentile by nearest rank: a value some request really took."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return round(ordered[math.ceil(0.95 * len(ordered)) - 1], DIGITS)

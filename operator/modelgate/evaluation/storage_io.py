@@ -7,7 +7,16 @@ import os
 from collections.abc import Mapping
 
 from modelgate.api.addresses import EgressPolicy
-from modelgate.api.object_url import ObjectUrlError, parse_object_url, parse_prefix_url, results_url
+from modelgate.api.gate_result import GateResult
+from modelgate.api.gate_shard import ShardResult
+from modelgate.api.object_url import (
+    RESULTS_FILE,
+    ObjectUrlError,
+    parse_object_url,
+    parse_prefix_url,
+    results_url,
+)
+from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.jsonl import InputError
 from modelgate.storage import MissingCredentials, ObjectStore, StorageCredentials, StorageError
 
@@ -40,14 +49,20 @@ class ResultsNotStored(RuntimeError):
 
 
 async def write_results(
-    location: str, version: str, data: bytes, egress: EgressPolicy, environ: Mapping[str, str] = os.environ
+    location: str,
+    items: ItemResults,
+    result: GateResult | ShardResult,
+    egress: EgressPolicy,
+    file: str = RESULTS_FILE,
+    environ: Mapping[str, str] = os.environ,
 ) -> str:
-    """Writes the results under `location` (`<location>/<version>/results.jsonl`); their URL."""
+    """Writes the full results (a shard's: its counts and its own items) under `location`, as
+    `<location>/<version>/<file>`; their URL."""
     option = "--results"
     try:
-        url = results_url(parse_prefix_url(location), version)
+        url = results_url(parse_prefix_url(location), items.version, file)
         store = ObjectStore(StorageCredentials.for_option(option, environ), egress)
-        await store.write(url, data)
+        await store.write(url, items.jsonl(result))
     except (ObjectUrlError, MissingCredentials) as error:
         raise ResultsNotStored(f"{option} {location}: {error}") from None
     except StorageError as error:

@@ -13,13 +13,14 @@ from modelgate import API_GROUP, API_VERSION, KIND
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate import Evaluator, GateCheck, JsonlSource
 from modelgate.api.gate_result import GateResult
-from modelgate.api.object_storage import ROLE_PREFIXES, secret_environment
-from modelgate.api.object_url import ObjectUrlError, parse_object_url
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
+from modelgate.kube.check_shards import indexed, merged_shards, pod_index, shard_name, without_injected_index
+from modelgate.kube.check_storage import ResultsTarget, storage_wiring
 from modelgate.kube.labels import label_value
 
 # Labels of a check's Job and Pods: which rollout and which check they belong to.
 ROLLOUT_LABEL = "modelgate.io/rollout"
+EVALUATION_LABEL = "modelgate.io/evaluation"  # a ModelEvaluation's run (api/evaluation_spec.py)
 CHECK_LABEL = "modelgate.io/gate-check"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 CONTAINER = "check"
@@ -53,15 +54,6 @@ CANNOT_START = frozenset(
         "CreateContainerError",
     }
 )
-
-
-@dataclass(frozen=True)
-class ResultsTarget:
-    """Where the evaluator writes a check's full results (spec.gate.results): the check's own
-    location (api/object_url.py's results_location) and the Secret that reaches it."""
-
-    location: str
-    secret: str
 
 
 @dataclass(frozen=True)
@@ -99,34 +91,25 @@ def _mounted(
     return f"{directory}/{claim.path}", volumes, [mount]
 
 
-def storage_secret_fields(check: GateCheck, index: int, results: ResultsTarget | None) -> list[str]:
-    """The fields of the spec that name the storage Secrets a check's evaluator reads, with their
-    names, e.g. `spec.gate.checks[0].evaluator.testSet.s3.secret (sets)`."""
-    evaluator = check.evaluator
-    named = [] if evaluator is None else [("testSet", evaluator.test_set), ("replay", evaluator.replay)]
-    fields = [
-        f"spec.gate.checks[{index}].evaluator.{name}.s3.secret ({source.s3.secret})"
-        for name, source in named
-        if source is not None and source.s3 is not None
-    ]
-    if results is not None:
-        fields.append(f"spec.gate.results.s3.secret ({results.secret})")
-    return fields
-
-
-def _storage_wiring(
-    evaluator: Evaluator, results: ResultsTarget | None
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """The evaluator's --results argument, and the variables that take each storage Secret's values
-    (by `secretKeyRef`: the operator never reads them)."""
-    stored = [("--test-set", evaluator.test_set), ("--replay", evaluator.replay)]
-    secrets = [(option, source.s3.secret) for option, source in stored if source is not None and source.s3]
-    args = []
-    if results is not None:
-        args.append(f"--results={results.location}")
-        secrets.append(("--results", results.secret))
-    env = [entry for option, secret in secrets for entry in secret_environment(ROLE_PREFIXES[option], secret)]
-    return args, env
+def _sources(
+    evaluator: Evaluator, field: str
+) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The evaluator's test set and replay arguments, and the volumes and mounts they read."""
+    args: list[str] = []
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    for flag, source, volume in (
+        ("--test-set", evaluator.test_set, "test-set"),
+        ("--replay", evaluator.replay, "replay"),
+    ):
+        if source is None:
+            continue
+        path, more_volumes, more_mounts = _mounted(source, volume, field)
+        args.append(f"{flag}={path}")
+        args += [f"--inputs-within={mount['mountPath']}" for mount in more_mounts]
+        volumes += more_volumes
+        mounts += more_mounts
+    return args, volumes, mounts
 
 
 def evaluator_container(
@@ -152,27 +135,18 @@ def evaluator_container(
         f"--timeout={evaluator.request_timeout}",
         f"--result-file={TERMINATION_LOG}",
     ]
-    volumes: list[dict[str, Any]] = []
-    mounts: list[dict[str, Any]] = []
-    for flag, source, volume in (
-        ("--test-set", evaluator.test_set, "test-set"),
-        ("--replay", evaluator.replay, "replay"),
-    ):
-        if source is None:
-            continue
-        path, more_volumes, more_mounts = _mounted(source, volume, f"{field}.evaluator")
-        args.append(f"{flag}={path}")
-        args += [f"--inputs-within={mount['mountPath']}" for mount in more_mounts]
-        volumes += more_volumes
-        mounts += more_mounts
+    source_args, volumes, mounts = _sources(evaluator, f"{field}.evaluator")
+    args += source_args
     if evaluator.replay is not None and evaluator.replay.sample is not None:
         args.append(f"--replay-sample={evaluator.replay.sample}")
     if evaluator.judge is not None:
         args += [f"--judge={evaluator.judge.url}", f"--judge-model={evaluator.judge.model}"]
         if evaluator.judge.samples is not None:
             args.append(f"--judge-samples={evaluator.judge.samples}")
-    results_args, stored_env = _storage_wiring(evaluator, results)
+    results_args, stored_env = storage_wiring(evaluator, results)
     args += results_args
+    if check.parallelism > 1:
+        args.append(f"--shards={check.parallelism}")
     container = {
         "name": CONTAINER,
         "image": image,
@@ -199,21 +173,26 @@ def check_job(
     volumes: Sequence[Mapping[str, Any]],
     resources: Mapping[str, Any],
     service_account: str | None = None,
+    *,
+    owner_kind: str = KIND,
+    owner_label: str = ROLLOUT_LABEL,
 ) -> dict[str, Any]:
-    """The Job of one check: owned by the rollout (garbage-collected with it), run once (no retries:
-    a failure is the check's verdict), its deadline the check's timeout. Its Pod has no API token
-    and runs under the restricted Pod Security profile, with `resources`."""
+    """The Job of one check: owned by the rollout (or the ModelEvaluation: `owner_kind`), so
+    garbage-collected with it, run once (no retries: a failure is the check's verdict), its deadline
+    the check's timeout; Indexed, one Pod per shard, for a parallel check. Its Pods have no API token
+    and run under the restricted Pod Security
+    profile, with `resources`."""
     meta = rollout["metadata"]
-    labels = {ROLLOUT_LABEL: label_value(meta["name"]), CHECK_LABEL: label_value(check.name)}
+    labels = {owner_label: label_value(meta["name"]), CHECK_LABEL: label_value(check.name)}
     account = {"serviceAccountName": service_account} if service_account else {}
-    return {
+    job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
             "name": job_name,
             "namespace": meta["namespace"],
             "labels": labels,
-            "ownerReferences": [_owned_by(meta)],
+            "ownerReferences": [_owned_by(meta, owner_kind)],
         },
         "spec": {
             "backoffLimit": 0,
@@ -233,13 +212,15 @@ def check_job(
             },
         },
     }
+    job["spec"] = indexed(job["spec"], check.parallelism)
+    return job
 
 
-def _owned_by(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The rollout as the controller owner: the Job goes when the rollout does."""
+def _owned_by(meta: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The rollout (or evaluation) as the controller owner: the Job goes when it does."""
     return {
         "apiVersion": f"{API_GROUP}/{API_VERSION}",
-        "kind": KIND,
+        "kind": kind,
         "name": meta["name"],
         "uid": meta["uid"],
         "controller": True,
@@ -284,6 +265,15 @@ def _check_container(spec: Mapping[str, Any]) -> Mapping[str, Any]:
 _IDENTITY = ("image", "command", "args", "env", "volumeMounts")
 
 
+def _identity(container: Mapping[str, Any]) -> list[Any]:
+    """What makes the container the Job's own; the index variable the Job controller adds to an
+    Indexed Job's Pods is not the template's."""
+    return [
+        without_injected_index(container.get(key)) if key == "env" else container.get(key)
+        for key in _IDENTITY
+    ]
+
+
 def own_pods(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The Pods that are the Job's own: controlled by it (its uid, not a label anyone can copy) and
     running its template's container. The Job controller adopts an orphan that carries its labels,
@@ -296,8 +286,7 @@ def own_pods(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[
         return any(o.get("controller") and o.get("uid") == uid for o in owners)
 
     def same(pod: Mapping[str, Any]) -> bool:
-        container = _check_container(pod.get("spec") or {})
-        return all(container.get(key) == template.get(key) for key in _IDENTITY)
+        return _identity(_check_container(pod.get("spec") or {})) == _identity(template)
 
     return [pod for pod in pods if owned(pod) and same(pod)]
 
@@ -319,49 +308,45 @@ def parse_result(message: str) -> GateResult | str:
         return "its result JSON is malformed: " + "; ".join(problems)
 
 
-def own_pointer_only(seen: CheckMeasured, results: ResultsTarget | None) -> CheckMeasured:
-    """The result without a pointer to results outside the check's own location (a check cannot
-    make the status point at another team's objects)."""
-    pointer = seen.result.results_url
-    if pointer is None:
-        return seen
-    try:
-        own = results is not None and str(parse_object_url(pointer)).startswith(results.location + "/")
-    except ObjectUrlError:
-        own = False
-    return seen if own else CheckMeasured(seen.result.model_copy(update={"results_url": None}))
-
-
 def observe_job(
     job: Mapping[str, Any] | None,
     pods: Sequence[Mapping[str, Any]],
     timeout: str,
+    shards: int = 1,
     secret_fields: Sequence[str] = (),
 ) -> CheckObservation:
-    """What a check's Job (None: not created yet) and its own Pods (`own_pods`) say. A container
-    whose configuration cannot be made (a Secret or key missing) names `secret_fields`: the fields
-    of the spec that name the Secrets it reads."""
+    """What a check's Job (None: not created yet) and its own Pods (`own_pods`) say; a parallel
+    check's (`shards` Pods of an Indexed Job) names the shard that failed. A container whose
+    configuration cannot be made (a Secret or key missing) names `secret_fields`: the fields of the
+    spec that name the Secrets it reads."""
     if job is None:
         return CheckRunning("starting its Job")
     pods = own_pods(job, pods)
-    terminated = [state["terminated"] for pod in pods if "terminated" in (state := _container_state(pod))]
+    ended = [(pod, state["terminated"]) for pod in pods if "terminated" in (state := _container_state(pod))]
     if _condition(job, "Complete") is not None:
-        succeeded = next((t for t in terminated if t.get("exitCode") == 0), None)
-        if succeeded is None:
+        succeeded = [(pod, t) for pod, t in ended if t.get("exitCode") == 0]
+        if shards > 1:
+            by_index = {pod_index(pod): str(t.get("message") or "") for pod, t in succeeded}
+            return merged_shards({i: message for i, message in by_index.items() if i is not None}, shards)
+        if not succeeded:
             return CheckFailed("its Job completed, but no Pod of its own ended with exit code 0")
-        parsed = parse_result(str(succeeded.get("message") or ""))
-        return CheckMeasured(parsed) if isinstance(parsed, GateResult) else CheckFailed(parsed)
+        parsed = parse_result(str(succeeded[0][1].get("message") or ""))
+        if not isinstance(parsed, GateResult):
+            return CheckFailed(parsed)
+        return CheckMeasured(parsed, () if parsed.results_url is None else (parsed.results_url,))
     failed = _condition(job, "Failed") or _condition(job, "FailureTarget")
     if failed is not None:
         if failed.get("reason") == "DeadlineExceeded":
             return CheckFailed(f"its Job ran past its deadline (timeout {timeout}) and was stopped")
-        exited = next((t for t in terminated if t.get("exitCode") not in (None, 0)), None)
+        exited = next(((p, t) for p, t in ended if t.get("exitCode") not in (None, 0)), None)
         if exited is None:
             return CheckFailed(f"its Job failed ({failed.get('reason')}: {failed.get('message')})")
-        said = parse_result(str(exited.get("message") or ""))
+        pod, state = exited
+        said = parse_result(str(state.get("message") or ""))
         detail = said.summary if isinstance(said, GateResult) and said.summary else None
         return CheckFailed(
-            f"its container exited with code {exited.get('exitCode')}" + (f": {detail}" if detail else "")
+            f"{shard_name(pod, shards)} exited with code {state.get('exitCode')}"
+            + (f": {detail}" if detail else "")
         )
     for pod in pods:
         waiting = _container_state(pod).get("waiting") or {}
@@ -372,6 +357,8 @@ def observe_job(
             detail = f": {waiting['message']}" if waiting.get("message") else ""
             if waiting.get("reason") == CONFIG_ERROR and secret_fields:
                 detail += f"; the Secrets it reads are named by {', '.join(secret_fields)}"
-            return CheckFailed(f"its container cannot start ({waiting['reason']}, image {image}){detail}")
+            return CheckFailed(
+                f"{shard_name(pod, shards)} cannot start ({waiting['reason']}, image {image}){detail}"
+            )
     running = any((pod.get("status") or {}).get("phase") == "Running" for pod in pods)
     return CheckRunning(f"Job {job['metadata']['name']} " + ("running" if running else "waiting for its Pod"))

@@ -24,6 +24,7 @@ from modelgate.kube.connection import (
     api_request,
     as_object,
 )
+from modelgate.kube.evaluation_resources import EvaluationResources
 from modelgate.kube.gate_resources import GateResources
 from modelgate.kube.objects import event_body
 from modelgate.kube.workloads import Workloads
@@ -35,7 +36,7 @@ class SecretKeyValue:
     annotations: Mapping[str, str]
 
 
-class Kube(Workloads, GateResources):
+class Kube(Workloads, GateResources, EvaluationResources):
     """Every call the operator and its CLI make to the API server."""
 
     # -- custom resources ------------------------------------------------------------------------

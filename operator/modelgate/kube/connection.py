@@ -14,7 +14,7 @@ from typing import Any, Self
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
-from modelgate import PLURAL
+from modelgate import EVALUATION_PLURAL, PLURAL
 from modelgate.kube.api_errors import KubeError, translated
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.pools import INFERENCE_POOLS
@@ -57,6 +57,7 @@ class Connection:
         cached as its essentials only."""
         self.caches = {
             PLURAL: ObjectCache(),
+            EVALUATION_PLURAL: ObjectCache(),
             **{plural: ObjectCache() for plural in route_plurals},
             "deployments": ObjectCache(deployment_essentials),
             INFERENCE_POOLS: ObjectCache(),

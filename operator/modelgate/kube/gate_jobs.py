@@ -16,15 +16,13 @@ from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObser
 from modelgate.egress import evaluator_environment, policy_from_environment
 from modelgate.kube.api_errors import KubeError
 from modelgate.kube.check_pod_policy import CheckPodPolicy
+from modelgate.kube.check_storage import ResultsTarget, own_pointer_only, storage_secret_fields
 from modelgate.kube.checks import (
     CheckTarget,
-    ResultsTarget,
     check_job,
     custom_container,
     evaluator_container,
     observe_job,
-    own_pointer_only,
-    storage_secret_fields,
 )
 from modelgate.kube.client import Kube
 
@@ -74,8 +72,12 @@ class GateJobs:
                 refused = self.refused.get((namespace, status.job))
                 problem = refused or self._prerequisite_problem(namespace, spec, check, index)
             results = _results_target(namespace, rollout, spec, gate, check)
-            secrets = storage_secret_fields(check, index, results)
-            seen = CheckFailed(problem) if problem else observe_job(job, pods, check.timeout, secrets)
+            secrets = storage_secret_fields(check, f"spec.gate.checks[{index}]", results)
+            seen = (
+                CheckFailed(problem)
+                if problem
+                else observe_job(job, pods, check.timeout, check.parallelism, secrets)
+            )
             if isinstance(seen, CheckMeasured):
                 seen = own_pointer_only(seen, results)
             observed[check.name] = seen
@@ -121,19 +123,33 @@ class GateJobs:
         index: int,
         results: ResultsTarget | None,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        target = None if check.job is not None else self._target(namespace, spec, check)
+        assert not isinstance(target, str)
+        return self.container(check, target, f"spec.gate.checks[{index}]", results)
+
+    def container(
+        self, check: GateCheck, target: CheckTarget | None, field: str, results: ResultsTarget | None = None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The check's container and volumes; `target` for the built-in evaluator, `results` where
+        it keeps its full results (storage Secrets reach it by reference either way)."""
         if check.job is not None:
             return custom_container(check), []
-        assert check.evaluator is not None and self.evaluator_image is not None
-        target = self._target(namespace, spec, check)
-        assert not isinstance(target, str)
-        field = f"spec.gate.checks[{index}]"
+        assert target is not None and self.evaluator_image is not None
         return evaluator_container(check, target, self.evaluator_image, field, self.evaluator_env, results)
 
     def _prerequisite_problem(
         self, namespace: str, spec: ModelRolloutSpec, check: GateCheck, index: int
     ) -> str | None:
         """Why the check's Job cannot be made, naming the field; None when it can."""
-        field = f"spec.gate.checks[{index}]"
+        problem = self.check_problem(namespace, check, f"spec.gate.checks[{index}]")
+        if problem is not None or check.job is not None:
+            return problem
+        target = self._target(namespace, spec, check)
+        return target if isinstance(target, str) else None
+
+    def check_problem(self, namespace: str, check: GateCheck, field: str) -> str | None:
+        """Why the check's Job cannot be made whatever it evaluates (its resources, its image, its
+        URLs, its ConfigMaps), naming the field below `field`; None when nothing stands in the way."""
         resources = self.policy.resources(check.resources, f"{field}.resources")
         if isinstance(resources, str):
             return resources
@@ -159,8 +175,7 @@ class GateJobs:
                 listed = ", ".join(sorted(keys)) or "none"
                 where = f"{field}.evaluator.{name}.configMap: ConfigMap {namespace}/{ref.name}"
                 return f"{where} has no key {ref.key!r} (it has: {listed})"
-        target = self._target(namespace, spec, check)
-        return target if isinstance(target, str) else None
+        return None
 
     def _target(self, namespace: str, spec: ModelRolloutSpec, check: GateCheck) -> CheckTarget | str:
         evaluator = check.evaluator

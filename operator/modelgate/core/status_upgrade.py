@@ -1,19 +1,34 @@
-"""A status written by an operator before status.pause (or status.capacityWaitSince), whose pause (or
-capacity wait) was known only from a condition: read once, into the typed field, so that an upgrade
-does not let a paused rollout go on nor forget a wait. The only place core reads a condition to decide;
-it goes when no such status can be left (two releases on)."""
+"""A status written by an operator before status.pause, capacityWaitSince, routeState and
+candidateAvailable, whose state was known only from conditions: read once, into the typed fields, so
+that an upgrade does not let a paused rollout go on, forget a wait, warn twice of a write that did not
+take, or answer another writer twice. The only place core reads a condition; it goes when no such
+status can be left (two releases on)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from modelgate.api import ConditionStatus, ModelRolloutStatus, PauseReason, Phase, RolloutPause
+from modelgate.api import ConditionStatus, ModelRolloutStatus, PauseReason, Phase, RolloutPause, RouteState
 from modelgate.core import conditions as cond
 from modelgate.core.reasons import ConditionType, Reason
 
 
 def with_state_from_conditions(status: ModelRolloutStatus, now: datetime) -> ModelRolloutStatus:
-    return _with_pause(_with_capacity_wait(status), now)
+    return _with_pause(_with_capacity_wait(_with_route_state(_with_candidate_available(status))), now)
+
+
+def _with_route_state(status: ModelRolloutStatus) -> ModelRolloutStatus:
+    ready = cond.condition(status.conditions, ConditionType.ROUTE_READY)
+    if status.route_state is not None or ready is None or ready.reason not in set(RouteState):
+        return status
+    return status.model_copy(update={"route_state": RouteState(ready.reason)})
+
+
+def _with_candidate_available(status: ModelRolloutStatus) -> ModelRolloutStatus:
+    available = cond.condition(status.conditions, ConditionType.CANDIDATE_AVAILABLE)
+    if status.candidate_available is not None or available is None:
+        return status
+    return status.model_copy(update={"candidate_available": available.status is ConditionStatus.TRUE})
 
 
 def _with_capacity_wait(status: ModelRolloutStatus) -> ModelRolloutStatus:

@@ -1,0 +1,68 @@
+"""What one shard of a parallel evaluator check writes (`modelgate eval --shards`): counts, never
+shares, so that the operator adds the shards' counts up and scores them exactly as one Pod that ran
+every item would have (core/gate_shards.py). Each index of the check's Indexed Job writes one to its
+termination message."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
+
+from modelgate.api.gate_result import ResultModel, TestSetIdentity, WinRate
+
+ShardResultVersion = Literal["modelgate.io/gate-shard/v1"]
+SHARD_RESULT_VERSION: Final[ShardResultVersion] = "modelgate.io/gate-shard/v1"
+# An Indexed Job of more Pods would ask the model servers for more than a gate should.
+MAX_SHARDS = 16
+# Where the Job controller gives each Pod of an Indexed Job its index (from the Pod's label or annotation).
+COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+
+
+class CapabilityCounts(ResultModel):
+    """One capability's items in the shard, and how many each side answered right."""
+
+    name: str = Field(min_length=1, max_length=63)
+    items: NonNegativeInt
+    candidate_passed: NonNegativeInt
+    incumbent_passed: NonNegativeInt
+
+
+class SideCounts(ResultModel):
+    """One side's replayed requests in the shard."""
+
+    asked: NonNegativeInt
+    answered: NonNegativeInt
+    refused: NonNegativeInt = Field(description="Answers that were refusals.")
+    answer_chars: NonNegativeInt = Field(description="Characters of every answer, added up.")
+    timed: NonNegativeInt = Field(description="Answers with a latency.")
+    slowest: tuple[NonNegativeFloat, ...] = Field(
+        (),
+        description="The largest latencies (seconds), slowest first: as many as the 95th percentile of "
+        "the whole replay can need, so that the merged percentile is exact.",
+    )
+
+
+class ReplayCounts(ResultModel):
+    candidate: SideCounts
+    incumbent: SideCounts
+    both_answered: NonNegativeInt
+    changed: NonNegativeInt = Field(description="Pairs both answered whose answers differ.")
+
+
+class ShardResult(ResultModel):
+    api_version: ShardResultVersion = SHARD_RESULT_VERSION
+    index: NonNegativeInt
+    shards: PositiveInt = Field(le=MAX_SHARDS)
+    test_set: TestSetIdentity | None = None
+    capabilities: tuple[CapabilityCounts, ...] = Field(
+        (), description="Every capability of the whole test set, in its order; zero counts included."
+    )
+    replay: ReplayCounts | None = None
+    win_rate: WinRate | None = None
+    results_url: str | None = Field(
+        None,
+        max_length=1100,
+        description="Where this shard's own items' full results are (s3://...), when the gate keeps them.",
+    )

@@ -1,0 +1,174 @@
+"""The scores of an evaluator check from its counts (api/gate_shard.py), and the shards of a parallel
+check added up into one result. Pure. One Pod's run and a parallel run score through the same
+functions, from counts, so parallelism changes no score: shares are taken once, of the summed counts.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+
+from modelgate.api.gate_result import GateResult, Score, WinRate
+from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult, SideCounts
+
+# Enough digits for shares of thousands of samples and latencies in tenths of a millisecond, few
+# enough to keep the result inside a termination message.
+DIGITS = 4
+PERCENTILE = 0.95
+
+
+class ShardsDisagree(ValueError):
+    """Shards that are not parts of one run; the message names the index."""
+
+
+def ratio(count: int, total: int) -> float:
+    # No samples: 0 with samples 0, which a policy's minimum sample size reads as Inconclusive.
+    return round(count / total, DIGITS) if total else 0.0
+
+
+def slowest_needed(total: int) -> int:
+    """How many of the largest of `total` values hold their 95th percentile by nearest rank; as the
+    count grows with `total`, a shard that keeps this many for the whole run's total keeps enough."""
+    return total - math.ceil(PERCENTILE * total) + 1 if total else 0
+
+
+def p95(slowest: Sequence[float], timed: int) -> float:
+    """The 95th percentile by nearest rank (a value some request really took) of `timed` values whose
+    largest are `slowest`, in descending order."""
+    if not timed:
+        return 0.0
+    return round(slowest[timed - math.ceil(PERCENTILE * timed)], DIGITS)
+
+
+def capability_scores(capabilities: Sequence[CapabilityCounts]) -> list[Score]:
+    return [
+        Score(
+            name=c.name,
+            candidate=ratio(c.candidate_passed, c.items),
+            incumbent=ratio(c.incumbent_passed, c.items),
+            samples=c.items,
+        )
+        for c in capabilities
+    ]
+
+
+def replay_scores(replay: ReplayCounts) -> list[Score]:
+    """The replay's figures for both sides; `replay-changed-answers` is the candidate's alone."""
+    sides = (replay.candidate, replay.incumbent)
+    errors = [ratio(s.asked - s.answered, s.asked) for s in sides]
+    refused = [ratio(s.refused, s.answered) for s in sides]
+    latency = [p95(s.slowest, s.timed) for s in sides]
+    chars = [ratio(s.answer_chars, s.answered) for s in sides]
+    changed = ratio(replay.changed, replay.both_answered)
+    asked, answered = replay.candidate.asked, replay.candidate.answered
+    return [
+        Score(name="replay-error-rate", candidate=errors[0], incumbent=errors[1], samples=asked,
+              lower_is_better=True),
+        Score(name="replay-refusal-rate", candidate=refused[0], incumbent=refused[1], samples=answered,
+              lower_is_better=True),
+        Score(name="replay-p95-latency-seconds", candidate=latency[0], incumbent=latency[1],
+              samples=answered, lower_is_better=True),
+        Score(name="replay-mean-answer-chars", candidate=chars[0], incumbent=chars[1], samples=answered),
+        Score(name="replay-changed-answers", candidate=changed, samples=replay.both_answered),
+    ]  # fmt: skip
+
+
+def shard_scores(shard: ShardResult) -> list[Score]:
+    replay = [] if shard.replay is None else replay_scores(shard.replay)
+    return capability_scores(shard.capabilities) + replay
+
+
+def merge_shards(shards: Sequence[ShardResult]) -> ShardResult:
+    """The counts of every shard of one run added up, as the shard of one that ran them all; raises
+    ShardsDisagree when they are not the shards of one run (each index once, the same test set)."""
+    first = _complete(shards)
+    for shard in shards[1:]:
+        if shard.test_set != first.test_set:
+            raise ShardsDisagree(f"shard {shard.index} read another test set than shard 0")
+        if [c.name for c in shard.capabilities] != [c.name for c in first.capabilities]:
+            raise ShardsDisagree(f"shard {shard.index} found other capabilities than shard 0")
+        if (shard.replay is None, shard.win_rate is None) != (first.replay is None, first.win_rate is None):
+            raise ShardsDisagree(f"shard {shard.index} measured other things than shard 0")
+    replays = [s.replay for s in shards if s.replay is not None]
+    win_rates = [s.win_rate for s in shards if s.win_rate is not None]
+    return ShardResult(
+        index=0,
+        shards=1,
+        test_set=first.test_set,
+        capabilities=tuple(
+            _added_capability(list(counts)) for counts in zip(*(s.capabilities for s in shards), strict=True)
+        ),
+        replay=_added_replay(replays) if replays else None,
+        win_rate=_added_win_rate(win_rates) if win_rates else None,
+    )
+
+
+def merged_result(shards: Sequence[ShardResult]) -> GateResult:
+    """The GateResult of a parallel check from its shards (ShardsDisagree if they are not one run)."""
+    merged = merge_shards(shards)
+    items = sum(c.items for c in merged.capabilities)
+    replayed = 0 if merged.replay is None else merged.replay.candidate.asked
+    judged = 0 if merged.win_rate is None else merged.win_rate.samples
+    summary = (
+        f"measured in {len(shards)} shards: {items} test-set items, {replayed} replayed requests, "
+        f"{judged} judged pairs"
+    )
+    return GateResult(
+        test_set=merged.test_set,
+        scores=tuple(shard_scores(merged)),
+        win_rate=merged.win_rate,
+        summary=summary,
+    )
+
+
+def _complete(shards: Sequence[ShardResult]) -> ShardResult:
+    if not shards:
+        raise ShardsDisagree("no shard wrote a result")
+    count = len(shards)
+    for position, shard in enumerate(shards):
+        if shard.index != position:
+            raise ShardsDisagree(f"shard {position} says it is shard {shard.index}")
+        if shard.shards != count:
+            raise ShardsDisagree(f"shard {position} says it is one of {shard.shards} shards, not {count}")
+    return shards[0]
+
+
+def _added_capability(counts: list[CapabilityCounts]) -> CapabilityCounts:
+    return CapabilityCounts(
+        name=counts[0].name,
+        items=sum(c.items for c in counts),
+        candidate_passed=sum(c.candidate_passed for c in counts),
+        incumbent_passed=sum(c.incumbent_passed for c in counts),
+    )
+
+
+def _added_side(sides: list[SideCounts]) -> SideCounts:
+    timed = sum(s.timed for s in sides)
+    slowest = heapq.nlargest(slowest_needed(timed), (value for s in sides for value in s.slowest))
+    return SideCounts(
+        asked=sum(s.asked for s in sides),
+        answered=sum(s.answered for s in sides),
+        refused=sum(s.refused for s in sides),
+        answer_chars=sum(s.answer_chars for s in sides),
+        timed=timed,
+        slowest=tuple(slowest),
+    )
+
+
+def _added_replay(replays: list[ReplayCounts]) -> ReplayCounts:
+    return ReplayCounts(
+        candidate=_added_side([r.candidate for r in replays]),
+        incumbent=_added_side([r.incumbent for r in replays]),
+        both_answered=sum(r.both_answered for r in replays),
+        changed=sum(r.changed for r in replays),
+    )
+
+
+def _added_win_rate(win_rates: list[WinRate]) -> WinRate:
+    return WinRate(
+        wins=sum(w.wins for w in win_rates),
+        ties=sum(w.ties for w in win_rates),
+        losses=sum(w.losses for w in win_rates),
+        judge=win_rates[0].judge,
+    )

@@ -1,0 +1,66 @@
+"""A gate check's object storage (docs/object-storage.md): where the evaluator keeps a check's full
+results, the variables that take each storage Secret's values by reference, the fields that name
+those Secrets, and the pointers to results the operator keeps. Pure: no client calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from modelgate.api.gate import Evaluator, GateCheck
+from modelgate.api.object_storage import ROLE_PREFIXES, secret_environment
+from modelgate.api.object_url import ObjectUrlError, parse_object_url
+from modelgate.core.gate_judgement import CheckMeasured
+
+
+@dataclass(frozen=True)
+class ResultsTarget:
+    """Where the evaluator writes a check's full results (spec.gate.results): the check's own
+    location (api/object_url.py's results_location) and the Secret that reaches it."""
+
+    location: str
+    secret: str
+
+
+def storage_secret_fields(check: GateCheck, field: str, results: ResultsTarget | None) -> list[str]:
+    """The fields of the spec that name the storage Secrets a check's evaluator reads (the check at
+    `field`), with their names, e.g. `spec.gate.checks[0].evaluator.testSet.s3.secret (sets)`."""
+    evaluator = check.evaluator
+    named = [] if evaluator is None else [("testSet", evaluator.test_set), ("replay", evaluator.replay)]
+    fields = [
+        f"{field}.evaluator.{name}.s3.secret ({source.s3.secret})"
+        for name, source in named
+        if source is not None and source.s3 is not None
+    ]
+    if results is not None:
+        fields.append(f"spec.gate.results.s3.secret ({results.secret})")
+    return fields
+
+
+def storage_wiring(
+    evaluator: Evaluator, results: ResultsTarget | None
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The evaluator's --results argument, and the variables that take each storage Secret's values
+    (by `secretKeyRef`: the operator never reads them)."""
+    stored = [("--test-set", evaluator.test_set), ("--replay", evaluator.replay)]
+    secrets = [(option, source.s3.secret) for option, source in stored if source is not None and source.s3]
+    args = []
+    if results is not None:
+        args.append(f"--results={results.location}")
+        secrets.append(("--results", results.secret))
+    env = [entry for option, secret in secrets for entry in secret_environment(ROLE_PREFIXES[option], secret)]
+    return args, env
+
+
+def own_pointer_only(seen: CheckMeasured, results: ResultsTarget | None) -> CheckMeasured:
+    """The result without pointers to results outside the check's own location (a check cannot
+    make the status point at another team's objects)."""
+    own = tuple(url for url in seen.results_urls if results is not None and _below(url, results.location))
+    return seen if own == seen.results_urls else CheckMeasured(seen.result, own)
+
+
+def _below(url: str, location: str) -> bool:
+    try:
+        return str(parse_object_url(url)).startswith(location + "/")
+    except ObjectUrlError:
+        return False

@@ -1,0 +1,154 @@
+"""A parallel check's shards added up (core/gate_shards.py): any split of a seeded set of answers
+merges to the scores of the unsplit set, the 95th percentile latency included; shards that are not
+of one run are refused naming the index."""
+
+from __future__ import annotations
+
+import math
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from modelgate.api.gate_result import Score, TestSetIdentity
+from modelgate.api.gate_shard import ShardResult
+from modelgate.core.gate_shards import ShardsDisagree, merge_shards, merged_result, shard_scores
+from modelgate.evaluation.answer_checks import ExactCheck
+from modelgate.evaluation.scoring import (
+    Reply,
+    capability_counts,
+    capability_scores,
+    replay_counts,
+    replay_scores,
+)
+from modelgate.evaluation.testset import Item
+from modelgate.refusal_classifier import DEFAULT_PATTERNS, RefusalPatterns
+
+IDENTITY = TestSetIdentity(name="qa", version="7", date=datetime(2026, 11, 28, tzinfo=UTC))
+REFUSALS = RefusalPatterns.of(DEFAULT_PATTERNS)
+CAPABILITIES = ["math", "recall", "code", "rare"]
+TRIALS = 150
+
+
+def reply(rng: random.Random) -> Reply:
+    """Right, wrong, refused or failed, and how long it took (sometimes not timed)."""
+    kind = rng.choices(["right", "wrong", "refused", "failed"], weights=[6, 3, 1, 1])[0]
+    if kind == "failed":
+        return Reply(None, error="HTTP 500")
+    text = {"right": "yes", "wrong": "no" * rng.randint(1, 9), "refused": "I'm sorry, but I can't help."}[
+        kind
+    ]
+    latency = None if rng.random() < 0.05 else rng.uniform(0.01, 3.0)
+    return Reply(text, "stop", latency)
+
+
+def answered_set(rng: random.Random) -> tuple[list[Item], list[Reply], list[Reply], list[Reply], list[Reply]]:
+    items = [
+        Item(f"i{n}", rng.choices(CAPABILITIES, weights=[10, 10, 5, 0.2])[0], "q", ExactCheck("yes"), "yes")
+        for n in range(rng.randint(1, 400))
+    ]
+    replayed = rng.randint(1, 300)
+    sides = [[reply(rng) for _ in range(count)] for count in (len(items), len(items), replayed, replayed)]
+    return items, *sides  # type: ignore[return-value]
+
+
+def split(count: int, rng: random.Random) -> list[list[int]]:
+    """Positions 0..count-1 dealt into 1 to 16 parts at random: any split, some parts empty."""
+    parts: list[list[int]] = [[] for _ in range(rng.randint(1, 16))]
+    for position in range(count):
+        parts[rng.randrange(len(parts))].append(position)
+    return parts
+
+
+def shard(
+    index: int,
+    shards: int,
+    items: list[Item],
+    test_positions: list[int],
+    answers: tuple[list[Reply], list[Reply], list[Reply], list[Reply]],
+    replay_positions: list[int],
+) -> ShardResult:
+    candidate, incumbent, replay_candidate, replay_incumbent = answers
+    capabilities = list(dict.fromkeys(item.capability for item in items))
+    return ShardResult(
+        index=index,
+        shards=shards,
+        test_set=IDENTITY,
+        capabilities=tuple(
+            capability_counts(
+                [items[p] for p in test_positions],
+                [candidate[p] for p in test_positions],
+                [incumbent[p] for p in test_positions],
+                capabilities,
+            )
+        ),
+        replay=replay_counts(
+            [replay_candidate[p] for p in replay_positions],
+            [replay_incumbent[p] for p in replay_positions],
+            REFUSALS,
+            len(replay_candidate),
+        ),
+    )
+
+
+def nearest_rank_p95(replies: list[Reply]) -> float:
+    """The percentile as its definition has it, independent of the code under test."""
+    values = sorted(r.latency_seconds for r in replies if r.answered and r.latency_seconds is not None)
+    return round(values[math.ceil(0.95 * len(values)) - 1], 4) if values else 0.0
+
+
+def test_any_split_of_a_seeded_set_merges_to_the_scores_of_the_whole() -> None:
+    rng = random.Random(25)
+    for _ in range(TRIALS):
+        items, candidate, incumbent, replay_candidate, replay_incumbent = answered_set(rng)
+        answers = (candidate, incumbent, replay_candidate, replay_incumbent)
+        tests, replays = split(len(items), rng), split(len(replay_candidate), rng)
+        count = max(len(tests), len(replays))
+        tests += [[]] * (count - len(tests))
+        replays += [[]] * (count - len(replays))
+        shards = [shard(i, count, items, tests[i], answers, replays[i]) for i in range(count)]
+
+        merged = merged_result(shards)
+
+        whole: list[Score] = capability_scores(items, candidate, incumbent)
+        whole += replay_scores(replay_candidate, replay_incumbent, REFUSALS)
+        assert list(merged.scores) == whole
+        p95 = {s.name: s for s in merged.scores}["replay-p95-latency-seconds"]
+        assert (p95.candidate, p95.incumbent) == (
+            nearest_rank_p95(replay_candidate),
+            nearest_rank_p95(replay_incumbent),
+        )
+
+
+def test_one_shard_alone_scores_as_the_unsplit_run() -> None:
+    rng = random.Random(7)
+    items, *answers = answered_set(rng)
+    alone = shard(0, 1, items, list(range(len(items))), tuple(answers), list(range(len(answers[2]))))  # type: ignore[arg-type]
+
+    assert shard_scores(merge_shards([alone])) == shard_scores(alone)
+
+
+def two_shards() -> list[ShardResult]:
+    rng = random.Random(3)
+    items, *answers = answered_set(rng)
+    halves = [list(range(0, len(items), 2)), list(range(1, len(items), 2))]
+    return [shard(i, 2, items, halves[i], tuple(answers), []) for i in range(2)]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("change", "index"),
+    [
+        ({"index": 0}, "shard 1 says it is shard 0"),
+        ({"shards": 3}, "shard 1 says it is one of 3"),
+        ({"test_set": IDENTITY.model_copy(update={"version": "8"})}, "shard 1 read another test set"),
+        ({"capabilities": ()}, "shard 1 found other capabilities"),
+        ({"replay": None}, "shard 1 measured other things"),
+    ],
+)
+def test_shards_not_of_one_run_are_refused_naming_the_index(change: dict[str, object], index: str) -> None:
+    first, second = two_shards()
+
+    with pytest.raises(ShardsDisagree) as refused:
+        merge_shards([first, second.model_copy(update=change)])
+
+    assert str(refused.value).startswith(index)
