@@ -17,6 +17,7 @@ OUTSIDE_RUNTIME = {
     "modelgate.cli",
     "modelgate.evaluation",
     "modelgate.sidecar",
+    "modelgate.storage",
     "modelgate.chat_answers",
     "modelgate.refusal_classifier",
     "modelgate.recordings",
@@ -38,4 +39,5 @@ def test_every_top_level_module_is_the_runtimes_or_named_outside_it() -> None:
         "modelgate.cli",
         "modelgate.evaluation",
         "modelgate.sidecar",
+        "modelgate.storage",
     }

@@ -1,0 +1,75 @@
+"""How to reach an S3-compatible store: endpoint, region and credentials, from the environment (an
+evaluator Job gets them from a Secret through `secretKeyRef`; the operator never reads them)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+DEFAULT_REGION = "us-east-1"
+# The variables the AWS tools read, for a person's shell: AWS_ENDPOINT_URL, AWS_REGION, ...
+AWS_PREFIX = "AWS_"
+# The names of the values in the environment, after a prefix; docs/object-storage.md lists them.
+ENDPOINT = "ENDPOINT_URL"
+REGION = "REGION"
+ACCESS_KEY_ID = "ACCESS_KEY_ID"
+SECRET_ACCESS_KEY = "SECRET_ACCESS_KEY"
+SESSION_TOKEN = "SESSION_TOKEN"
+# The keys of a Secret that holds them (docs/object-storage.md), and the variable each becomes.
+SECRET_KEYS: Mapping[str, str] = {
+    "endpoint": ENDPOINT,
+    "region": REGION,
+    "accessKeyId": ACCESS_KEY_ID,
+    "secretAccessKey": SECRET_ACCESS_KEY,
+    "sessionToken": SESSION_TOKEN,
+}
+OPTIONAL_SECRET_KEYS = frozenset({"endpoint", "region", "sessionToken"})
+
+
+class MissingCredentials(ValueError):
+    """The environment lacks a value the store needs; names the variable."""
+
+
+@dataclass(frozen=True)
+class StorageCredentials:
+    """`endpoint`: an http(s) origin, or None for AWS S3 in `region`. The secrets are left out of
+    repr() and so out of every log line and traceback that prints this object."""
+
+    endpoint: str | None
+    region: str
+    access_key_id: str
+    secret_access_key: str = field(repr=False)
+    session_token: str | None = field(default=None, repr=False)
+
+    @property
+    def endpoint_url(self) -> str:
+        return self.endpoint or f"https://s3.{self.region}.amazonaws.com"
+
+    def secrets(self) -> tuple[str, ...]:
+        """What must never appear in a message."""
+        return tuple(s for s in (self.secret_access_key, self.session_token) if s)
+
+    @classmethod
+    def from_environment(
+        cls, prefix: str = AWS_PREFIX, environ: Mapping[str, str] = os.environ
+    ) -> StorageCredentials:
+        """From `<prefix>ENDPOINT_URL`, `<prefix>REGION`, `<prefix>ACCESS_KEY_ID`,
+        `<prefix>SECRET_ACCESS_KEY` and `<prefix>SESSION_TOKEN`; the access key and secret are
+        required (without them a client would ask the cloud's metadata service)."""
+
+        def value(name: str) -> str | None:
+            return (environ.get(prefix + name) or "").strip() or None
+
+        access_key_id, secret = value(ACCESS_KEY_ID), value(SECRET_ACCESS_KEY)
+        for name, given in ((ACCESS_KEY_ID, access_key_id), (SECRET_ACCESS_KEY, secret)):
+            if given is None:
+                raise MissingCredentials(f"${prefix}{name} is not set: object storage needs it")
+        assert access_key_id is not None and secret is not None
+        return cls(
+            endpoint=value(ENDPOINT),
+            region=value(REGION) or DEFAULT_REGION,
+            access_key_id=access_key_id,
+            secret_access_key=secret,
+            session_token=value(SESSION_TOKEN),
+        )

@@ -1,0 +1,175 @@
+"""Objects in an S3-compatible store, read and written through obstore (docs/object-storage.md says
+why that client). Reads return the object's version (its ETag), and can be pinned to one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, TypeVar
+
+import obstore
+from obstore.exceptions import (
+    BaseError,
+    PermissionDeniedError,
+    PreconditionError,
+    UnauthenticatedError,
+)
+from obstore.store import S3Store
+
+from modelgate.api.addresses import AddressRefused, EgressPolicy, Refusal, Target
+from modelgate.api.object_url import ObjectUrl
+from modelgate.egress import resolve
+from modelgate.storage.credentials import StorageCredentials
+from modelgate.storage.errors import StorageError, StorageProblem
+
+if TYPE_CHECKING:
+    from obstore import GetOptions
+    from obstore.store import ClientConfig, RetryConfig, S3Config
+
+T = TypeVar("T")
+# Test sets and replay sets are read whole into memory: a larger object is refused unread.
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+# A store that does not answer fails in seconds, not after obstore's default three minutes of retries.
+RETRY: RetryConfig = {"max_retries": 2, "retry_timeout": timedelta(seconds=20)}
+TIMEOUTS: ClientConfig = {"connect_timeout": timedelta(seconds=5), "timeout": timedelta(seconds=120)}
+# How obstore words a request that never reached a server (reqwest's connect and timeout errors).
+_UNREACHABLE_TEXT = ("error sending request", "connect", "timed out", "dns error")
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    data: bytes
+    version: str  # the object's ETag, as the store gives it
+
+
+class ObjectStore:
+    """A store's objects, reached with `credentials` where `egress` allows: the endpoint is https,
+    or http on a loopback address a local bed allows. Every failure is a StorageError naming the
+    object."""
+
+    def __init__(self, credentials: StorageCredentials, egress: EgressPolicy) -> None:
+        self._credentials = credentials
+        self._egress = egress
+        self._buckets: dict[str, S3Store] = {}
+        self._allow_http: bool | None = None
+
+    async def read(
+        self, url: ObjectUrl, *, version: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> StoredObject:
+        """The object's bytes and version; with `version`, only that version (else CHANGED, the
+        message naming both versions)."""
+        store = await self._store(url)
+        options: GetOptions | None = {"if_match": version} if version is not None else None
+        try:
+            result = await self._call(url, lambda: obstore.get_async(store, url.key, options=options))
+        except StorageError as error:
+            if error.problem is StorageProblem.CHANGED and version is not None:
+                raise await self._changed(url, version) from None
+            raise
+        size = int(result.meta["size"])
+        if size > max_bytes:
+            raise StorageError(str(url), StorageProblem.TOO_LARGE, f"{size} bytes, more than {max_bytes}")
+        data = await self._call(url, result.bytes_async)
+        return StoredObject(bytes(data), _etag(result.meta.get("e_tag")))
+
+    async def write(self, url: ObjectUrl, data: bytes) -> str:
+        """Writes the object whole (replacing any); its new version."""
+        store = await self._store(url)
+        put = await self._call(url, lambda: obstore.put_async(store, url.key, data))
+        return _etag(put.get("e_tag"))
+
+    async def version(self, url: ObjectUrl) -> str:
+        store = await self._store(url)
+        meta = await self._call(url, lambda: obstore.head_async(store, url.key))
+        return _etag(meta.get("e_tag"))
+
+    async def _changed(self, url: ObjectUrl, expected: str) -> StorageError:
+        try:
+            now = f"version {await self.version(url)}"
+        except StorageError as error:
+            now = "no object" if error.problem is StorageProblem.NO_KEY else "a version it cannot tell"
+        return StorageError(str(url), StorageProblem.CHANGED, f"it was version {expected}, it is now {now}")
+
+    async def _store(self, url: ObjectUrl) -> S3Store:
+        if self._allow_http is None:
+            self._allow_http = await asyncio.to_thread(self._checked_endpoint, url)
+        if url.bucket not in self._buckets:
+            credentials = self._credentials
+            config: S3Config = {
+                "endpoint": credentials.endpoint_url,
+                "region": credentials.region,
+                "access_key_id": credentials.access_key_id,
+                "secret_access_key": credentials.secret_access_key,
+                "virtual_hosted_style_request": False,
+            }
+            if credentials.session_token:
+                config["session_token"] = credentials.session_token
+            self._buckets[url.bucket] = S3Store(
+                url.bucket,
+                config=config,
+                client_options={**TIMEOUTS, "allow_http": self._allow_http},
+                retry_config=RETRY,
+            )
+        return self._buckets[url.bucket]
+
+    def _checked_endpoint(self, url: ObjectUrl) -> bool:
+        """Whether the endpoint is plain http (allowed on loopback only); StorageError when the
+        egress policy refuses it. A message never repeats the endpoint: it could hold a password."""
+        try:
+            target = self._egress.check_url(self._credentials.endpoint_url)
+            if target.path:
+                raise StorageError(str(url), StorageProblem.REFUSED, "the endpoint must have no path")
+            addresses = resolve(target.host, target.port)
+            self._egress.check_resolved(target.port, addresses)
+        except AddressRefused as refused:
+            problem = StorageProblem.UNREACHABLE if refused.refusal is Refusal.UNRESOLVED else None
+            raise StorageError(
+                str(url), problem or StorageProblem.REFUSED, f"the endpoint {refused}"
+            ) from None
+        return _plain_http_allowed(url, target, all(ip.is_loopback for ip in addresses))
+
+    async def _call(self, url: ObjectUrl, operation: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await operation()
+        # obstore raises the built-in FileNotFoundError for a missing object or bucket, and
+        # ValueError for some configurations.
+        except (BaseError, FileNotFoundError, ValueError) as error:
+            raise self._translated(url, error) from None
+
+    def _translated(self, url: ObjectUrl, error: Exception) -> StorageError:
+        text = str(error)
+        for secret in self._credentials.secrets():
+            text = text.replace(secret, "***")
+        if isinstance(error, FileNotFoundError):
+            missing = "NoSuchBucket" in text
+            return StorageError(str(url), StorageProblem.NO_BUCKET if missing else StorageProblem.NO_KEY)
+        if isinstance(error, PermissionDeniedError | UnauthenticatedError):
+            return StorageError(str(url), StorageProblem.CREDENTIALS)
+        if isinstance(error, PreconditionError):
+            return StorageError(str(url), StorageProblem.CHANGED)
+        if any(words in text.lower() for words in _UNREACHABLE_TEXT):
+            return StorageError(str(url), StorageProblem.UNREACHABLE, _first_line(text))
+        return StorageError(str(url), StorageProblem.FAILED, _first_line(text))
+
+
+def _plain_http_allowed(url: ObjectUrl, target: Target, loopback: bool) -> bool:
+    if target.scheme == "https":
+        return False
+    if not loopback:
+        raise StorageError(
+            str(url),
+            StorageProblem.REFUSED,
+            "the endpoint must be https:// (http:// only on loopback in a bed)",
+        )
+    return True
+
+
+def _etag(value: str | None) -> str:
+    """The ETag without its quotes: a version to compare, pin, and put in a key."""
+    return (value or "").strip('"')
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:300] if text.strip() else ""

@@ -1,0 +1,98 @@
+"""Storage's errors name the object and what went wrong, and never a secret: not in the message, not
+in the credentials' repr, not in what a store's own error text said."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from modelgate.api.addresses import EgressPolicy
+from modelgate.storage import (
+    MissingCredentials,
+    ObjectStore,
+    StorageCredentials,
+    StorageError,
+    StorageProblem,
+    parse_object_url,
+)
+
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+TOKEN = "FwoGZXIvYXdzEXAMPLETOKEN"
+URL = parse_object_url("s3://sets/team-a/qa.jsonl")
+BED = EgressPolicy(allow_loopback=True)
+
+
+def credentials(endpoint: str | None) -> StorageCredentials:
+    return StorageCredentials(endpoint, "us-east-1", "AKIAEXAMPLE", SECRET, TOKEN)
+
+
+def failure(store: ObjectStore) -> StorageError:
+    with pytest.raises(StorageError) as raised:
+        asyncio.run(store.read(URL))
+    return raised.value
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_endpoint_names_the_key_and_not_the_secret() -> None:
+    error = failure(ObjectStore(credentials(f"http://127.0.0.1:{closed_port()}"), BED))
+    assert error.problem is StorageProblem.UNREACHABLE
+    assert str(URL) in str(error)
+    assert SECRET not in str(error) and TOKEN not in str(error)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "policy"),
+    [
+        ("http://127.0.0.1:9000", EgressPolicy()),  # loopback outside a bed
+        ("http://169.254.169.254", BED),  # cloud metadata
+        ("http://user:hunter2@127.0.0.1:9000", BED),  # credentials in the URL
+        ("http://127.0.0.1:9000/path", BED),  # not an origin
+        ("ftp://127.0.0.1:9000", BED),
+    ],
+)
+def test_a_refused_endpoint_is_an_error_naming_the_key_before_any_request(
+    endpoint: str, policy: EgressPolicy
+) -> None:
+    error = failure(ObjectStore(credentials(endpoint), policy))
+    assert error.problem is StorageProblem.REFUSED
+    assert error.url == str(URL) and str(URL) in str(error)
+    assert "hunter2" not in str(error) and SECRET not in str(error)
+
+
+def test_plain_http_is_refused_beyond_loopback() -> None:
+    """A routable address over http would send the signed requests (and a session token) in clear."""
+    error = failure(ObjectStore(credentials("http://192.0.2.10:9000"), BED))
+    assert error.problem is StorageProblem.REFUSED
+    assert "https" in str(error)
+
+
+def test_the_credentials_repr_holds_no_secret() -> None:
+    shown = repr(credentials("https://s3.example"))
+    assert SECRET not in shown and TOKEN not in shown
+    assert "AKIAEXAMPLE" in shown
+
+
+def test_credentials_from_the_environment_by_prefix() -> None:
+    environ = {
+        "MODELGATE_TEST_SET_S3_ENDPOINT_URL": "https://s3.example",
+        "MODELGATE_TEST_SET_S3_ACCESS_KEY_ID": "AKIAEXAMPLE",
+        "MODELGATE_TEST_SET_S3_SECRET_ACCESS_KEY": SECRET,
+    }
+    read = StorageCredentials.from_environment("MODELGATE_TEST_SET_S3_", environ)
+    assert (read.endpoint, read.region, read.session_token) == ("https://s3.example", "us-east-1", None)
+    aws = StorageCredentials.from_environment(
+        environ={"AWS_ACCESS_KEY_ID": "A", "AWS_SECRET_ACCESS_KEY": "S"}
+    )
+    assert aws.endpoint_url == "https://s3.us-east-1.amazonaws.com"
+
+
+def test_missing_credentials_name_the_variable() -> None:
+    with pytest.raises(MissingCredentials, match=r"\$X_SECRET_ACCESS_KEY"):
+        StorageCredentials.from_environment("X_", {"X_ACCESS_KEY_ID": "A"})
