@@ -24,10 +24,12 @@ from typing import Protocol
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from modelgate.api.object_url import ObjectUrl
 from modelgate.chat_answers import Answer
 from modelgate.recordings import object_name
 from modelgate.sidecar.record import record_line
 from modelgate.sidecar.redaction import Redactor
+from modelgate.storage import ObjectStore
 
 log = structlog.get_logger(__name__)
 
@@ -265,3 +267,14 @@ class Recorder:
 
     def _count(self, outcome: Outcome, records: int = 1) -> None:
         self.metrics.records.labels(outcome.value).inc(records)
+
+
+class ObjectStoreSink:
+    """Objects under an s3:// prefix (modelgate.storage)."""
+
+    def __init__(self, store: ObjectStore, prefix: ObjectUrl) -> None:
+        self.store = store
+        self.prefix = prefix
+
+    async def put(self, name: str, body: bytes) -> None:
+        await self.store.write(self.prefix.child(name), body)
