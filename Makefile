@@ -11,9 +11,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium: the tests render `modelgate report`'s page in it, headless.
 APT_PACKAGES := prometheus shellcheck chromium
 
-.PHONY: setup apt-deps venv bins bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
+.PHONY: setup apt-deps venv bins moto bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
 
-setup: apt-deps venv bins
+setup: apt-deps venv bins moto
 
 apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -43,6 +43,10 @@ bins:
 
 bins-demo:
 	bash hack/build-bins.sh demo
+
+# The bed's S3-compatible server (moto) in a venv of its own, cached (hack/moto-venv.sh).
+moto:
+	bash hack/moto-venv.sh >/dev/null
 
 # Traefik alone (the bed's Gateway API data plane; `make bins` builds it with the rest).
 bins-traefik:

@@ -18,10 +18,12 @@ from testbed.crds import install_crds
 from testbed.localcluster import LocalCluster, kubectl
 from testbed.loopback_pods import LoopbackPods
 from testbed.operator_process import OperatorProcess
+from testbed.s3_server import S3Server
 from testbed.traefik_gateway import TraefikGateway, gateway_class
 from tests.support.clusters import TestCluster
 from tests.support.kube import scratch_namespace
 
+BED_BUCKET = "modelgate-bed"
 # Files of a minute or two of rollouts each: sent out first, so that no worker starts one last while
 # the others have nothing left (`make test` hands out whole files, in the order collected).
 LONGEST_FILES = (
@@ -102,6 +104,15 @@ def traefik(local_bed: LocalCluster, api_client: client.ApiClient) -> Iterator[T
     gateway = TraefikGateway.start(local_bed)
     yield gateway
     gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(local_bed: LocalCluster) -> Iterator[S3Server]:
+    """Opt-in: the bed's S3-compatible server (moto) on 127.0.0.1, with credentials that it checks
+    and one bucket, BED_BUCKET; tests keep to keys of their own."""
+    server = S3Server.start(local_bed.processes, (BED_BUCKET,))
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,33 @@
+"""Object storage for the tests: stores on the bed's S3 server (testbed/s3_server.py), with its
+credentials or wrong ones, and keys of a test's own."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from modelgate.api.addresses import EgressPolicy
+from modelgate.api.object_url import ObjectUrl
+from modelgate.storage import ObjectStore, StorageCredentials
+from testbed.s3_server import REGION, S3Server
+
+T = TypeVar("T")
+BED_EGRESS = EgressPolicy(allow_loopback=True)
+
+
+def bed_store(server: S3Server, *, secret_access_key: str | None = None) -> ObjectStore:
+    credentials = StorageCredentials(
+        server.endpoint, REGION, server.access_key_id, secret_access_key or server.secret_access_key
+    )
+    return ObjectStore(credentials, BED_EGRESS)
+
+
+def fresh_url(server: S3Server, name: str) -> ObjectUrl:
+    """A key no other test uses, in the server's first bucket."""
+    return ObjectUrl(server.buckets[0], f"tests/{uuid.uuid4().hex[:12]}/{name}")
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coroutine)
