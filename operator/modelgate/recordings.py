@@ -40,7 +40,8 @@ def newest_first(names: Iterable[str]) -> list[tuple[str, datetime]]:
 
 
 def format_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """ISO 8601 in UTC with microseconds always: the texts sort as the times do."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def parse_time(text: str) -> datetime:
