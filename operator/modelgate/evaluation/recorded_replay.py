@@ -12,13 +12,33 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from modelgate.api.addresses import EgressPolicy
 from modelgate.api.object_url import ObjectUrl
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.replay_set import RecordedRequest, parse_replay
 from modelgate.recordings import RECORDED_AT, newest_first, parse_time
-from modelgate.storage import ObjectStore
+from modelgate.storage import MissingCredentials, ObjectStore, StorageCredentials, StorageError
 
 ReadObject = Callable[[str], Awaitable[bytes]]
+# The store's endpoint and credentials: the replay's (a gate Job takes them from the Secret).
+CREDENTIALS_PREFIX = "MODELGATE_REPLAY_S3_"
+
+
+@dataclass(frozen=True)
+class RecordedSource:
+    """`modelgate eval --replay-recorded PREFIX --replay-last N`."""
+
+    prefix: ObjectUrl
+    last: int
+
+
+async def read_recorded(source: RecordedSource, egress: EgressPolicy) -> list[RecordedRequest]:
+    """The source's requests; InputError naming the prefix (or the object) when they cannot be read."""
+    try:
+        store = ObjectStore(StorageCredentials.from_environment(CREDENTIALS_PREFIX), egress)
+        return await recorded_replay(store, source.prefix, source.last)
+    except (MissingCredentials, StorageError) as error:
+        raise InputError(f"--replay-recorded {source.prefix}: {error}") from None
 
 
 @dataclass(frozen=True)
