@@ -5,6 +5,8 @@ a kubelet would. The real Job controller then completes or fails the Job, and en
 
 - The command runs only for images the bed knows (BED_IMAGES); `modelgate` is the operator's own
   CLI and `python` this interpreter. Another image cannot start: the Pod waits in ErrImagePull.
+- A variable from a Secret (`secretKeyRef`) gets its value; a missing Secret or key that is not
+  optional leaves the Pod waiting in CreateContainerConfigError, as the kubelet does.
 - The container's view of the world is translated: Service URLs to the doubles' addresses on
   127.0.0.1 (`services`), ConfigMap volumes to files, the termination message path to a file whose
   content becomes `state.terminated.message` (at most 4096 bytes, as the kubelet keeps).
@@ -13,6 +15,7 @@ a kubelet would. The real Job controller then completes or fails the Job, and en
 
 from __future__ import annotations
 
+import base64
 import re
 import subprocess
 import sys
@@ -142,7 +145,16 @@ class CheckPods:
         replacements.update(self._volumes(pod, directory))
         replacements.update(self.services)
         words = [translated(w, replacements) for w in [*(container.command or []), *(container.args or [])]]
-        env = {e.name: translated(e.value or "", replacements) for e in container.env or []}
+        env = self._environment(container, replacements)
+        if isinstance(env, str):
+            self._write(
+                pod,
+                "Pending",
+                {"waiting": {"reason": "CreateContainerConfigError", "message": env}},
+                ready=False,
+            )
+            self._handled.add(uid)
+            return
         with (directory / "output.log").open("ab") as output:
             process = subprocess.Popen(
                 local_command(words),
@@ -155,6 +167,33 @@ class CheckPods:
         started = _now()
         self._runs[uid] = _Run(process, result_file, started)
         self._write(pod, "Running", {"running": {"startedAt": started}}, ready=True)
+
+    def _environment(self, container: Any, replacements: Mapping[str, str]) -> dict[str, str] | str:
+        """The container's variables, a Secret's values by `secretKeyRef` as the kubelet gives them;
+        what the kubelet says when a Secret or a key that is not optional is missing."""
+        env: dict[str, str] = {}
+        for variable in container.env or []:
+            reference = variable.value_from.secret_key_ref if variable.value_from else None
+            if reference is None:
+                env[variable.name] = translated(variable.value or "", replacements)
+                continue
+            try:
+                data = self.core.read_namespaced_secret(reference.name, self.namespace).data or {}
+            except client.ApiException as error:
+                if error.status != 404:
+                    raise
+                data = None
+            if data is None or reference.key not in data:
+                if reference.optional:
+                    continue
+                missing = f'secret "{reference.name}" not found'
+                return (
+                    missing
+                    if data is None
+                    else f"couldn't find key {reference.key} in Secret {reference.name}"
+                )
+            env[variable.name] = base64.b64decode(data[reference.key]).decode()
+        return env
 
     def _volumes(self, pod: Any, directory: Path) -> dict[str, str]:
         """Each ConfigMap volume as files in a folder, by the container's mount path."""

@@ -68,7 +68,7 @@ class TickObserver:
             check = analysis or self._run(provider, plan, analysed, query_problem)
         gate_checks = {}
         if status.phase is Phase.GATING and status.gate is not None:
-            gate_checks = self.gate_jobs.observe(namespace, spec, status.gate)
+            gate_checks = self.gate_jobs.observe(namespace, meta["name"], spec, status.gate)
         return Observations(
             rollout=meta["name"],
             uid=str(meta.get("uid") or ""),

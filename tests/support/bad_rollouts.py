@@ -394,6 +394,28 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         ),
         "spec.gate.checks[0].evaluator.testSet.persistentVolumeClaim.path",
     ),
+    "test set key climbing out of its prefix": BadRollout(
+        gate_check(
+            {"evaluator": {"testSet": {"s3": {"url": "s3://sets/team/../other/qa.jsonl", "secret": "s3"}}}}
+        ),
+        "spec.gate.checks[0].evaluator.testSet.s3.url",
+    ),
+    "test set bucket named as an IP address": BadRollout(
+        gate_check(
+            {"evaluator": {"testSet": {"s3": {"url": "s3://169.254.169.254/qa.jsonl", "secret": "s3"}}}}
+        ),
+        "spec.gate.checks[0].evaluator.testSet.s3.url",
+    ),
+    "results prefix with an empty segment": BadRollout(
+        put(
+            "spec.gate",
+            {
+                "checks": [{"name": "quality", "evaluator": EVALUATOR}],
+                "results": {"s3": {"url": "s3://results//x", "secret": "s3"}},
+            },
+        ),
+        "spec.gate.results.s3.url",
+    ),
     # Pod regular expressions.
     "pod regex with a quote": BadRollout(
         put("spec.candidate.podRegex", 'chat-v2-.*"} or up{'), "spec.candidate.podRegex"
@@ -431,6 +453,16 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
             {"evaluator": {"testSet": {**EVALUATOR["testSet"], "url": "https://sets.example/qa.jsonl"}}}
         ),
         "spec.gate.checks[0].evaluator.testSet",
+    ),
+    "a replay set from a ConfigMap and storage": BadRollout(
+        gate_check(
+            {
+                "evaluator": {
+                    "replay": {**EVALUATOR["testSet"], "s3": {"url": "s3://sets/r.jsonl", "secret": "s3"}}
+                }
+            }
+        ),
+        "spec.gate.checks[0].evaluator.replay",
     ),
     "win-rate confidence 1": BadRollout(
         gate_check(

@@ -26,6 +26,7 @@ from modelgate.api.fields import (
     SecretKey,
 )
 from modelgate.api.markers import CelRule, cel_rules, list_map
+from modelgate.api.object_storage import GateResults, S3Object
 from modelgate.api.specmodel import SpecModel
 
 OnCheckError = Literal["Reject", "Inconclusive"]
@@ -73,14 +74,18 @@ class PersistentVolumeFile(SpecModel):
     )
 
 
+ONE_SOURCE = "set exactly one of configMap, url, persistentVolumeClaim or s3"
+
+
 class JsonlSource(SpecModel):
-    """Where a JSONL file comes from; set exactly one of configMap, url or persistentVolumeClaim."""
+    """Where a JSONL file comes from; set exactly one of configMap, url, persistentVolumeClaim or s3."""
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
             CelRule(
-                "[has(self.configMap), has(self.url), has(self.persistentVolumeClaim)].exists_one(s, s)",
-                message="set exactly one of configMap, url or persistentVolumeClaim",
+                "[has(self.configMap), has(self.url), has(self.persistentVolumeClaim), has(self.s3)]"
+                ".exists_one(s, s)",
+                message=ONE_SOURCE,
             )
         )
     )
@@ -92,11 +97,16 @@ class JsonlSource(SpecModel):
     persistent_volume_claim: PersistentVolumeFile | None = Field(
         None, description="A file on a PersistentVolumeClaim, mounted read-only into the evaluator's Pod."
     )
+    s3: S3Object | None = Field(
+        None,
+        description="An object in S3-compatible storage, read by the evaluator with the Secret's "
+        "credentials.",
+    )
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> Self:
-        if [self.config_map, self.url, self.persistent_volume_claim].count(None) != 2:
-            raise ValueError("set exactly one of configMap, url or persistentVolumeClaim")
+        if [self.config_map, self.url, self.persistent_volume_claim, self.s3].count(None) != 3:
+            raise ValueError(ONE_SOURCE)
         return self
 
 
@@ -345,6 +355,12 @@ class GateSpec(SpecModel):
     )
     full: FullRelease = Field(
         FullRelease(), description="Whether and how a gate that passes releases in full."
+    )
+    results: GateResults | None = Field(
+        None,
+        description="Where the built-in evaluator writes each check's full per-item results; without "
+        "it only the summary and the scores are kept (in the status). A check that cannot write them "
+        "could not measure.",
     )
 
     @model_validator(mode="after")

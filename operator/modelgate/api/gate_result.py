@@ -70,3 +70,8 @@ class GateResult(ResultModel):
     scores: tuple[Score, ...] = ()
     win_rate: WinRate | None = None
     summary: str | None = Field(None, max_length=1024, description="One line for people.")
+    results_url: str | None = Field(
+        None,
+        max_length=1100,
+        description="Where the check's full per-item results are (s3://...), when the gate keeps them.",
+    )

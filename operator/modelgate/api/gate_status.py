@@ -86,6 +86,11 @@ class CheckStatus(StatusModel):
     )
     win_rate: WinRateVerdict | None = Field(None, description="The pairwise win rate, judged.")
     summary: Message | None = Field(None, description="The check's own one-line summary.")
+    results_url: Annotated[str, StringConstraints(max_length=1100)] | None = Field(
+        None,
+        description="Where the check's full per-item results are (s3://...), when spec.gate.results "
+        "keeps them: <url>/<namespace>/<rollout>/<gate run>/<check>/<test-set version>/results.jsonl.",
+    )
     finished_at: Timestamp | None = Field(None, description="When its verdict was reached.")
 
 

@@ -16,11 +16,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from modelgate.api.duration import parse_duration
 from modelgate.cli.gate_eval_recorded import add_recorded_replay_options, recorded_source
 from modelgate.egress import policy_from_environment
+from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.model_client import Endpoint, RequestPolicy, Sources, Unreachable
 from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json
 from modelgate.evaluation.runner import NoProgress, Plan, evaluate
 from modelgate.evaluation.runner import Progress as ProgressSink
+from modelgate.evaluation.storage_io import ResultsNotStored, write_results
 from modelgate.evaluation.summary import summary_text
 from modelgate.observability import configure_logging
 
@@ -42,7 +44,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--incumbent", required=True, metavar="URL", help="base URL of the model in service")
     parser.add_argument("--candidate-model", metavar="NAME", help="the model field sent to the candidate")
     parser.add_argument("--incumbent-model", metavar="NAME", help="the model field sent to the incumbent")
-    parser.add_argument("--test-set", metavar="PATH_OR_URL", help="test set JSONL (a file or an http(s) URL)")
+    parser.add_argument(
+        "--test-set", metavar="PATH_OR_URL", help="test set JSONL (a file, an http(s) URL or s3://bucket/key)"
+    )
     parser.add_argument("--replay", metavar="PATH_OR_URL", help="recorded requests JSONL")
     parser.add_argument(
         "--replay-sample",
@@ -81,11 +85,22 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="a test set or replay file must resolve inside one of these directories (repeatable; "
         "a gate Job names its volumes' mounts)",
     )
+    _add_outputs(parser)
+    parser.set_defaults(handler=run_eval)
+
+
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--result-file", type=Path, metavar="PATH", help="GateResult JSON, e.g. /dev/termination-log in a Job"
     )
     parser.add_argument("--summary-file", type=Path, metavar="PATH", help="the summary (default: stdout)")
-    parser.set_defaults(handler=run_eval)
+    parser.add_argument(
+        "--results",
+        metavar="S3_LOCATION",
+        help="write the full per-item results to S3_LOCATION/<test-set version>/results.jsonl "
+        "(s3://bucket/prefix; credentials from $MODELGATE_RESULTS_S3_* or $AWS_*); the result "
+        "then points at them, and a failed write means the run could not measure",
+    )
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -114,9 +129,13 @@ def run_eval(args: argparse.Namespace) -> int:
     )
     try:
         with _progress() as progress:
-            result = asyncio.run(evaluate(plan, progress))
+            items = ItemResults()
+            result = asyncio.run(evaluate(plan, progress, items))
+        if args.results:
+            stored = write_results(args.results, items.version, items.jsonl(result), plan.sources.egress)
+            result = result.model_copy(update={"results_url": asyncio.run(stored)})
         text = result_json(result)
-    except (InputError, Unreachable, ResultTooLarge) as error:
+    except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
         print(f"modelgate eval: {error}", file=sys.stderr)
         _write(args.result_file, "--result-file", result_json(failure_result(str(error))))
         return COULD_NOT_MEASURE

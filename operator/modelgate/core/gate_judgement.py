@@ -206,6 +206,7 @@ def judge_result(check: GateCheck, status: CheckStatus, result: GateResult, now:
             "scores": scores,
             "win_rate": win_rate,
             "summary": result.summary,
+            "results_url": result.results_url,
             "finished_at": now,
         }
     )

@@ -28,6 +28,7 @@ from modelgate.api.addresses import AddressRefused, EgressPolicy
 from modelgate.chat_answers import answer_from_json
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.scoring import Reply
+from modelgate.evaluation.storage_io import is_stored, read_stored
 from modelgate.evaluation.streaming import ChatStream, StreamError
 
 log = structlog.get_logger(__name__)
@@ -208,7 +209,10 @@ class Sources:
 async def read_source(
     session: aiohttp.ClientSession, source: str, option: str, timeout_seconds: float, sources: Sources
 ) -> str:
-    """The text of a file path or an http(s) URL (a ConfigMap mounted as a volume is a file)."""
+    """The text of a file path, an http(s) URL (a ConfigMap mounted as a volume is a file) or an
+    s3:// object."""
+    if is_stored(source):
+        return await read_stored(source, option, sources.egress)
     if source.startswith(("http://", "https://")):
         return await _download(session, source, option, timeout_seconds, sources.egress)
     path = sources.local_file(source, option)

@@ -12,6 +12,7 @@ import aiohttp
 import structlog
 
 from modelgate.api.gate_result import GateResult, Score, WinRate
+from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.judge import judge_messages, parse_verdict, question_text, tally
 from modelgate.evaluation.model_client import (
     ChatClient,
@@ -67,20 +68,22 @@ class _Pair:
     incumbent: Reply
 
 
-async def evaluate(plan: Plan, progress: Progress) -> GateResult:
-    """Raises InputError for unusable inputs and Unreachable for an endpoint that never answered."""
+async def evaluate(plan: Plan, progress: Progress, items: ItemResults | None = None) -> GateResult:
+    """Raises InputError for unusable inputs and Unreachable for an endpoint that never answered.
+    `items`, when given, gets every item's answers and the inputs' versions."""
+    items = items if items is not None else ItemResults()
     async with checked_session(plan.sources.egress) as session:
-        test_set, replay = await _inputs(session, plan)
+        test_set, replay = await _inputs(session, plan, items)
         client = ChatClient(session, plan.policy, plan.sources.egress)
         endpoints = [plan.candidate, plan.incumbent, *([plan.judge] if plan.judge else [])]
         await asyncio.gather(*(client.probe(endpoint) for endpoint in endpoints))
         scores: list[Score] = []
         pairs: list[_Pair] = []
         if test_set is not None:
-            scored, answered = await _test_set_scores(client, plan, test_set, progress)
+            scored, answered = await _test_set_scores(client, plan, test_set, progress, items)
             scores, pairs = scores + scored, pairs + answered
         if replay:
-            scored, answered = await _replay_scores(client, plan, replay, progress)
+            scored, answered = await _replay_scores(client, plan, replay, progress, items)
             scores, pairs = scores + scored, pairs + answered
         win_rate = None
         if plan.judge is not None:
@@ -89,15 +92,18 @@ async def evaluate(plan: Plan, progress: Progress) -> GateResult:
         return gate_result(identity, scores, win_rate, replayed=len(replay))
 
 
-async def _inputs(session: aiohttp.ClientSession, plan: Plan) -> tuple[TestSet | None, list[RecordedRequest]]:
+async def _inputs(
+    session: aiohttp.ClientSession, plan: Plan, items: ItemResults
+) -> tuple[TestSet | None, list[RecordedRequest]]:
     timeout = plan.policy.timeout_seconds
     test_set = replay = None
     if plan.test_set is not None:
-        test_set = parse_test_set(
-            await read_source(session, plan.test_set, "--test-set", timeout, plan.sources), plan.test_set
-        )
+        text = await read_source(session, plan.test_set, "--test-set", timeout, plan.sources)
+        items.read("testSet", plan.test_set, text)
+        test_set = parse_test_set(text, plan.test_set)
     if plan.replay is not None:
         text = await read_source(session, plan.replay, "--replay", timeout, plan.sources)
+        items.read("replay", plan.replay, text)
         recorded = parse_replay(text, plan.replay)
         replay = seeded_sample(recorded, plan.replay_sample, plan.seed)
     if plan.replay_recorded is not None:
@@ -106,7 +112,7 @@ async def _inputs(session: aiohttp.ClientSession, plan: Plan) -> tuple[TestSet |
 
 
 async def _test_set_scores(
-    client: ChatClient, plan: Plan, test_set: TestSet, progress: Progress
+    client: ChatClient, plan: Plan, test_set: TestSet, progress: Progress, items: ItemResults
 ) -> tuple[list[Score], list[_Pair]]:
     conversations = [({"role": "user", "content": item.prompt},) for item in test_set.items]
     candidate, incumbent = await _ask_both(
@@ -115,17 +121,19 @@ async def _test_set_scores(
     pairs = [
         _Pair(item.prompt, c, i) for item, c, i in zip(test_set.items, candidate, incumbent, strict=True)
     ]
+    items.add_test_set(test_set.items, candidate, incumbent)
     return capability_scores(test_set.items, candidate, incumbent), pairs
 
 
 async def _replay_scores(
-    client: ChatClient, plan: Plan, replay: Sequence[RecordedRequest], progress: Progress
+    client: ChatClient, plan: Plan, replay: Sequence[RecordedRequest], progress: Progress, items: ItemResults
 ) -> tuple[list[Score], list[_Pair]]:
     done = progress.phase("replay", 2 * len(replay))
     candidate, incumbent = await _ask_both(client, plan, [r.messages for r in replay], done, recorded=replay)
     pairs = [
         _Pair(question_text(r.messages), c, i) for r, c, i in zip(replay, candidate, incumbent, strict=True)
     ]
+    items.add_replay(replay, candidate, incumbent)
     return replay_scores(candidate, incumbent, RefusalPatterns.of(DEFAULT_PATTERNS)), pairs
 
 

@@ -39,7 +39,7 @@ def capability_scores(
     passes the item's check; an item without an answer fails."""
     passed: dict[str, list[tuple[bool, bool]]] = {}
     for item, mine, theirs in zip(items, candidate, incumbent, strict=True):
-        passed.setdefault(item.capability, []).append((_passes(item, mine), _passes(item, theirs)))
+        passed.setdefault(item.capability, []).append((passes(item, mine), passes(item, theirs)))
     return [
         Score(
             name=capability,
@@ -51,7 +51,7 @@ def capability_scores(
     ]
 
 
-def _passes(item: Item, reply: Reply) -> bool:
+def passes(item: Item, reply: Reply) -> bool:
     return reply.text is not None and item.check.passes(reply.text)
 
 

@@ -11,8 +11,9 @@ from pydantic import ValidationError
 
 from modelgate import API_GROUP, API_VERSION, KIND
 from modelgate.api.errors import InvalidSpecError
-from modelgate.api.gate import GateCheck, JsonlSource
+from modelgate.api.gate import Evaluator, GateCheck, JsonlSource
 from modelgate.api.gate_result import GateResult
+from modelgate.api.object_storage import ROLE_PREFIXES, secret_environment
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from modelgate.kube.labels import label_value
 
@@ -41,15 +42,25 @@ SCRATCH = {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}
 # Finished Jobs the operator did not delete itself (it was down) go after this.
 FINISHED_TTL_SECONDS = 3600
 # A container in one of these waiting states will not start by itself.
+CONFIG_ERROR = "CreateContainerConfigError"  # a Secret or ConfigMap (or a key) it needs is missing
 CANNOT_START = frozenset(
     {
         "ErrImagePull",
         "ImagePullBackOff",
         "InvalidImageName",
-        "CreateContainerConfigError",
+        CONFIG_ERROR,
         "CreateContainerError",
     }
 )
+
+
+@dataclass(frozen=True)
+class ResultsTarget:
+    """Where the evaluator writes a check's full results (spec.gate.results): the check's own
+    location (api/object_url.py's results_location) and the Secret that reaches it."""
+
+    location: str
+    secret: str
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,8 @@ def _mounted(
     """Where the evaluator reads a JSONL source, and the volume and mount that put it there."""
     if source.url is not None:
         return source.url, [], []
+    if source.s3 is not None:
+        return source.s3.url, [], []
     directory = f"{DATA_DIR}/{volume}"
     mount = {"name": volume, "mountPath": directory, "readOnly": True}
     if source.config_map is not None:
@@ -85,11 +98,47 @@ def _mounted(
     return f"{directory}/{claim.path}", volumes, [mount]
 
 
+def storage_secret_fields(check: GateCheck, index: int, results: ResultsTarget | None) -> list[str]:
+    """The fields of the spec that name the storage Secrets a check's evaluator reads, with their
+    names, e.g. `spec.gate.checks[0].evaluator.testSet.s3.secret (sets)`."""
+    evaluator = check.evaluator
+    named = [] if evaluator is None else [("testSet", evaluator.test_set), ("replay", evaluator.replay)]
+    fields = [
+        f"spec.gate.checks[{index}].evaluator.{name}.s3.secret ({source.s3.secret})"
+        for name, source in named
+        if source is not None and source.s3 is not None
+    ]
+    if results is not None:
+        fields.append(f"spec.gate.results.s3.secret ({results.secret})")
+    return fields
+
+
+def _storage_wiring(
+    evaluator: Evaluator, results: ResultsTarget | None
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The evaluator's --results argument, and the variables that take each storage Secret's values
+    (by `secretKeyRef`: the operator never reads them)."""
+    stored = [("--test-set", evaluator.test_set), ("--replay", evaluator.replay)]
+    secrets = [(option, source.s3.secret) for option, source in stored if source is not None and source.s3]
+    args = []
+    if results is not None:
+        args.append(f"--results={results.location}")
+        secrets.append(("--results", results.secret))
+    env = [entry for option, secret in secrets for entry in secret_environment(ROLE_PREFIXES[option], secret)]
+    return args, env
+
+
 def evaluator_container(
-    check: GateCheck, target: CheckTarget, image: str, field: str, env: Mapping[str, str]
+    check: GateCheck,
+    target: CheckTarget,
+    image: str,
+    field: str,
+    env: Mapping[str, str],
+    results: ResultsTarget | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """`modelgate eval` as the contract (docs/gate-eval.md) has it, and the volumes it reads (each
-    file confined to its mount); `env` holds the operator's egress policy."""
+    file confined to its mount); `env` holds the operator's egress policy. Storage credentials come
+    from their Secrets by reference: the operator never reads them."""
     evaluator = check.evaluator
     assert evaluator is not None
     args = [
@@ -121,14 +170,19 @@ def evaluator_container(
         args += [f"--judge={evaluator.judge.url}", f"--judge-model={evaluator.judge.model}"]
         if evaluator.judge.samples is not None:
             args.append(f"--judge-samples={evaluator.judge.samples}")
+    results_args, stored_env = _storage_wiring(evaluator, results)
+    args += results_args
     container = {
         "name": CONTAINER,
         "image": image,
         "command": ["modelgate"],
         "args": args,
         "env": [
-            {"name": name, "value": value}
-            for name, value in sorted({**env, "PYTHONDONTWRITEBYTECODE": "1"}.items())
+            *(
+                {"name": name, "value": value}
+                for name, value in sorted({**env, "PYTHONDONTWRITEBYTECODE": "1"}.items())
+            ),
+            *stored_env,
         ],
         "volumeMounts": [*mounts, {"name": SCRATCH["name"], "mountPath": "/tmp"}],
         "securityContext": {"readOnlyRootFilesystem": True},
@@ -265,9 +319,14 @@ def parse_result(message: str) -> GateResult | str:
 
 
 def observe_job(
-    job: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]], timeout: str
+    job: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+    timeout: str,
+    secret_fields: Sequence[str] = (),
 ) -> CheckObservation:
-    """What a check's Job (None: not created yet) and its own Pods (`own_pods`) say."""
+    """What a check's Job (None: not created yet) and its own Pods (`own_pods`) say. A container
+    whose configuration cannot be made (a Secret or key missing) names `secret_fields`: the fields
+    of the spec that name the Secrets it reads."""
     if job is None:
         return CheckRunning("starting its Job")
     pods = own_pods(job, pods)
@@ -297,6 +356,8 @@ def observe_job(
                 (c.get("image") for c in pod["spec"]["containers"] if c.get("name") == CONTAINER), "?"
             )
             detail = f": {waiting['message']}" if waiting.get("message") else ""
+            if waiting.get("reason") == CONFIG_ERROR and secret_fields:
+                detail += f"; the Secrets it reads are named by {', '.join(secret_fields)}"
             return CheckFailed(f"its container cannot start ({waiting['reason']}, image {image}){detail}")
     running = any((pod.get("status") or {}).get("phase") == "Running" for pod in pods)
     return CheckRunning(f"Job {job['metadata']['name']} " + ("running" if running else "waiting for its Pod"))

@@ -10,12 +10,21 @@ from modelgate.api import ModelRolloutSpec
 from modelgate.api.addresses import AddressRefused
 from modelgate.api.gate import Endpoint, Evaluator, GateCheck
 from modelgate.api.gate_status import GateStatus
+from modelgate.api.object_url import ObjectUrlError, parse_object_url, parse_prefix_url, results_location
 from modelgate.api.series import SeriesSide
-from modelgate.core.gate_judgement import CheckFailed, CheckObservation
+from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation
 from modelgate.egress import evaluator_environment, policy_from_environment
 from modelgate.kube.api_errors import KubeError
 from modelgate.kube.check_pod_policy import CheckPodPolicy
-from modelgate.kube.checks import CheckTarget, check_job, custom_container, evaluator_container, observe_job
+from modelgate.kube.checks import (
+    CheckTarget,
+    ResultsTarget,
+    check_job,
+    custom_container,
+    evaluator_container,
+    observe_job,
+    storage_secret_fields,
+)
 from modelgate.kube.client import Kube
 
 # The operator's own image, which has `modelgate eval`: the chart sets it to the operator's image.
@@ -48,10 +57,11 @@ class GateJobs:
         self.refused: dict[tuple[str, str], str] = {}
 
     def observe(
-        self, namespace: str, spec: ModelRolloutSpec, gate: GateStatus
+        self, namespace: str, rollout: str, spec: ModelRolloutSpec, gate: GateStatus
     ) -> dict[str, CheckObservation]:
         """What each undecided check's Job shows; a Job that cannot be made (its test set's ConfigMap is
-        missing, ...) is a failed check, named by its field."""
+        missing, ...) is a failed check, named by its field. A result's pointer to its full results
+        is kept only where the operator told the check to write them."""
         observed: dict[str, CheckObservation] = {}
         for index, check in _checks(spec):
             status = gate.check(check.name)
@@ -62,7 +72,12 @@ class GateJobs:
             if job is None:
                 refused = self.refused.get((namespace, status.job))
                 problem = refused or self._prerequisite_problem(namespace, spec, check, index)
-            observed[check.name] = CheckFailed(problem) if problem else observe_job(job, pods, check.timeout)
+            results = _results_target(namespace, rollout, spec, gate, check)
+            secrets = storage_secret_fields(check, index, results)
+            seen = CheckFailed(problem) if problem else observe_job(job, pods, check.timeout, secrets)
+            if isinstance(seen, CheckMeasured):
+                seen = _with_own_pointer(seen, results)
+            observed[check.name] = seen
         return observed
 
     def start(self, body: Mapping[str, Any], spec: ModelRolloutSpec, gate: GateStatus) -> None:
@@ -77,7 +92,8 @@ class GateJobs:
                 continue
             if self._prerequisite_problem(namespace, spec, check, index) is not None:
                 continue  # the next tick's observe reports it
-            container, volumes = self._container(namespace, spec, check, index)
+            results = _results_target(namespace, body["metadata"]["name"], spec, gate, check)
+            container, volumes = self._container(namespace, spec, check, index, results)
             resources = self.policy.resources(check.resources, f"spec.gate.checks[{index}].resources")
             assert not isinstance(resources, str)  # refused in _prerequisite_problem
             job = check_job(
@@ -97,7 +113,12 @@ class GateJobs:
             self.kube.delete_job(namespace, check.job)
 
     def _container(
-        self, namespace: str, spec: ModelRolloutSpec, check: GateCheck, index: int
+        self,
+        namespace: str,
+        spec: ModelRolloutSpec,
+        check: GateCheck,
+        index: int,
+        results: ResultsTarget | None,
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         if check.job is not None:
             return custom_container(check), []
@@ -105,7 +126,7 @@ class GateJobs:
         target = self._target(namespace, spec, check)
         assert not isinstance(target, str)
         field = f"spec.gate.checks[{index}]"
-        return evaluator_container(check, target, self.evaluator_image, field, self.evaluator_env)
+        return evaluator_container(check, target, self.evaluator_image, field, self.evaluator_env, results)
 
     def _prerequisite_problem(
         self, namespace: str, spec: ModelRolloutSpec, check: GateCheck, index: int
@@ -170,6 +191,31 @@ class GateJobs:
             candidate_model=evaluator.candidate.model or spec.candidate.model or spec.candidate.name,
             incumbent_model=evaluator.incumbent.model or spec.incumbent.model or spec.incumbent.name,
         )
+
+
+def _results_target(
+    namespace: str, rollout: str, spec: ModelRolloutSpec, gate: GateStatus, check: GateCheck
+) -> ResultsTarget | None:
+    """Where the evaluator writes this check's full results in this run of the gate, if anywhere."""
+    results = spec.gate.results if spec.gate is not None else None
+    if results is None or check.evaluator is None:
+        return None
+    prefix = parse_prefix_url(results.s3.url)
+    location = results_location(prefix, namespace, rollout, gate.run, check.name)
+    return ResultsTarget(str(location), results.s3.secret)
+
+
+def _with_own_pointer(seen: CheckMeasured, results: ResultsTarget | None) -> CheckMeasured:
+    """The result without a pointer to results outside the check's own location (a check cannot
+    make the status point at another team's objects)."""
+    pointer = seen.result.results_url
+    if pointer is None:
+        return seen
+    try:
+        own = results is not None and str(parse_object_url(pointer)).startswith(results.location + "/")
+    except ObjectUrlError:
+        own = False
+    return seen if own else CheckMeasured(seen.result.model_copy(update={"results_url": None}))
 
 
 def _tenant_urls(evaluator: Evaluator) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ Every failure is a StorageError: `.url`, `.problem` (a StorageProblem) and a mes
 
 from modelgate.api.object_url import ObjectUrl, ObjectUrlError, parse_object_url, parse_prefix_url
 from modelgate.storage.credentials import MissingCredentials, StorageCredentials
-from modelgate.storage.errors import StorageError, StorageProblem
+from modelgate.storage.storage_error import StorageError, StorageProblem
 from modelgate.storage.store import ObjectStore, StoredObject
 
 __all__ = [

@@ -7,24 +7,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from modelgate.api.object_storage import AWS_PREFIX, ROLE_PREFIXES, SECRET_KEYS
+
 DEFAULT_REGION = "us-east-1"
-# The variables the AWS tools read, for a person's shell: AWS_ENDPOINT_URL, AWS_REGION, ...
-AWS_PREFIX = "AWS_"
-# The names of the values in the environment, after a prefix; docs/object-storage.md lists them.
-ENDPOINT = "ENDPOINT_URL"
-REGION = "REGION"
-ACCESS_KEY_ID = "ACCESS_KEY_ID"
-SECRET_ACCESS_KEY = "SECRET_ACCESS_KEY"
-SESSION_TOKEN = "SESSION_TOKEN"
-# The keys of a Secret that holds them (docs/object-storage.md), and the variable each becomes.
-SECRET_KEYS: Mapping[str, str] = {
-    "endpoint": ENDPOINT,
-    "region": REGION,
-    "accessKeyId": ACCESS_KEY_ID,
-    "secretAccessKey": SECRET_ACCESS_KEY,
-    "sessionToken": SESSION_TOKEN,
-}
-OPTIONAL_SECRET_KEYS = frozenset({"endpoint", "region", "sessionToken"})
+ENDPOINT, REGION, ACCESS_KEY_ID, SECRET_ACCESS_KEY, SESSION_TOKEN = SECRET_KEYS.values()
 
 
 class MissingCredentials(ValueError):
@@ -73,3 +59,11 @@ class StorageCredentials:
             secret_access_key=secret,
             session_token=value(SESSION_TOKEN),
         )
+
+    @classmethod
+    def for_option(cls, option: str, environ: Mapping[str, str] = os.environ) -> StorageCredentials:
+        """For one of `modelgate eval`'s options (--test-set, ...): its own variables
+        (MODELGATE_TEST_SET_S3_*, ...) when its access key is set, else the AWS_* ones."""
+        prefix = ROLE_PREFIXES[option]
+        own = bool((environ.get(prefix + ACCESS_KEY_ID) or "").strip())
+        return cls.from_environment(prefix if own else AWS_PREFIX, environ)

@@ -22,7 +22,7 @@ from modelgate.api.addresses import AddressRefused, EgressPolicy, Refusal, Targe
 from modelgate.api.object_url import ObjectUrl
 from modelgate.egress import resolve
 from modelgate.storage.credentials import StorageCredentials
-from modelgate.storage.errors import StorageError, StorageProblem
+from modelgate.storage.storage_error import StorageError, StorageProblem
 
 if TYPE_CHECKING:
     from obstore import GetOptions
