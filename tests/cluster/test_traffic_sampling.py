@@ -1,6 +1,6 @@
-"""Traffic sampling end to end, as processes, against the bed's S3 server (moto): the refusal proxy
-in front of the incumbent records a seeded 10% sample of 1,000 requests, its planted emails, keys and
-numbers redacted; `modelgate eval --replay-recorded` then replays exactly those requests against a
+"""Traffic sampling end to end against the bed's S3 server (moto): the refusal proxy in front of the
+incumbent records a seeded 10% sample of 1,000 requests, its planted emails, keys and numbers
+redacted; the next rollout's gate (`replay.recorded`) then replays exactly those requests against the
 candidate, whose own proxy, recording every request, shows what it was sent."""
 
 from __future__ import annotations
@@ -16,16 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
+from modelgate.api.gate_status import CheckState
 from modelgate.api.object_url import ObjectUrl
 from modelgate.egress import ALLOW_LOOPBACK_ENV
-from modelgate.evaluation.recorded_replay import CREDENTIALS_PREFIX
+from testbed.check_pods import CheckPods
 from testbed.localcluster import LocalCluster
+from testbed.model_server_double import Behaviour
+from testbed.operator_process import OperatorProcess
 from testbed.proxied_double import ProxiedDouble, start_proxied_double
 from testbed.s3_server import REGION, S3Server
 from testbed.waiting import wait_for
-from tests.support.cli import modelgate
+from tests.support.gate import gated_rollout
+from tests.support.kube import create
+from tests.support.scenario import serving
 from tests.support.storage import bed_store, run
 
 REQUESTS = 1000
@@ -34,6 +40,7 @@ RATE = 0.1
 # with probability 1 - 6e-5 (the draw is seeded: the same every run).
 BOUND = 4 * math.sqrt(REQUESTS * RATE * (1 - RATE))
 CHAT = "/v1/chat/completions"
+SECRET = "recordings-store"
 
 
 def planted_values(number: int) -> tuple[str, str, str]:
@@ -104,23 +111,21 @@ def ask(url: str, number: int) -> None:
         response.read()
 
 
-def recording_outcomes(pod: ProxiedDouble) -> dict[str, float]:
+def recording(pod: ProxiedDouble) -> tuple[float, dict[str, float]]:
+    """The requests drawn, and what became of them (by outcome)."""
     with urllib.request.urlopen(f"http://{pod.metrics_address}/metrics", timeout=5) as response:
-        text = response.read().decode()
-    return {
-        sample.labels["outcome"]: sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == "llm_recording_records_total"
-    }
+        samples = [s for f in text_string_to_metric_families(response.read().decode()) for s in f.samples]
+    drawn = next(s.value for s in samples if s.name == "llm_recording_drawn_requests_total")
+    outcomes = {s.labels["outcome"]: s.value for s in samples if s.name == "llm_recording_records_total"}
+    return drawn, outcomes
 
 
 def all_written(pod: ProxiedDouble) -> int | None:
-    """The records written, once every sampled request is written (none dropped, none waiting)."""
-    outcomes = recording_outcomes(pod)
+    """The records written, once every request drawn is written (none dropped)."""
+    drawn, outcomes = recording(pod)
     written = outcomes.pop("written")
     assert sum(outcomes.values()) == 0, outcomes  # nothing dropped
-    return int(written) if written and written == sum(recording_outcomes(pod).values()) else None
+    return int(written) if drawn and written == drawn else None
 
 
 def stored_records(s3_server: S3Server, prefix: ObjectUrl) -> tuple[list[dict[str, Any]], bytes]:
@@ -135,7 +140,11 @@ def prompt(record: dict[str, Any]) -> str:
     return content
 
 
-def test_a_redacted_tenth_is_recorded_and_the_gate_replays_exactly_those(
+def test_a_redacted_tenth_is_recorded_and_the_next_gate_replays_exactly_those(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
     s3_server: S3Server,
     prefixes: tuple[ObjectUrl, ObjectUrl],
     incumbent: ProxiedDouble,
@@ -156,21 +165,36 @@ def test_a_redacted_tenth_is_recorded_and_the_gate_replays_exactly_those(
     text = stored.decode()
     assert [value for number in numbers for value in planted_values(number) if value in text] == []
 
-    evaluated = modelgate(
-        None,
-        "eval",
-        f"--candidate={candidate.proxy_url}/v1",
-        f"--incumbent={incumbent.server_url}/v1",  # the incumbent's own server: no new recordings
-        f"--replay-recorded={prefixes[0]}",
-        f"--replay-last={REQUESTS}",
-        f"--result-file={tmp_path / 'result.json'}",
-        env=store_environment(s3_server, CREDENTIALS_PREFIX),
-    )
-    assert evaluated.returncode == 0, evaluated.stderr
-    scores = {s["name"]: s for s in json.loads((tmp_path / "result.json").read_text())["scores"]}
-    assert scores["replay-error-rate"]["samples"] == len(records)
-    assert scores["replay-error-rate"]["candidate"] == 0
-
+    # The next rollout's gate replays the incumbent's newest recorded requests against the candidate.
+    create(api_client, storage_secret(s3_server, namespace))
+    replay = {"recorded": {"s3": {"url": str(prefixes[0]), "secret": SECRET}, "last": REQUESTS}}
+    check = {"name": "replay", "evaluator": {"replay": replay, "concurrency": 4}, "timeout": "2m"}
+    services = {  # the Services' URLs, as the check Pod sees them
+        f"http://chat-v2.{namespace}.svc:8000": candidate.proxy_url,
+        f"http://chat-v1.{namespace}.svc:8000": incumbent.server_url,  # not recorded again
+    }
+    with (
+        serving(local_bed, api_client, namespace, Behaviour(), rps=5) as scenario,
+        CheckPods(api_client, namespace, tmp_path, services) as pods,
+    ):
+        scenario.apply(gated_rollout(namespace, [check], [{"setWeight": 50}]))
+        final = scenario.wait_for_status(
+            "the gate to decide", lambda s: s.gate is not None and s.gate.decision is not None, timeout=60
+        )
+        assert pods.failure is None, pods.failure
+    assert final.gate is not None
+    (measured,) = final.gate.checks
+    assert measured.state is CheckState.MEASURED, measured.message
+    assert {s.name: s.samples for s in measured.scores}["replay-error-rate"] == len(records)
     wait_for(lambda: all_written(candidate) == len(records), timeout=20, what="the candidate's recordings")
     replayed, _ = stored_records(s3_server, prefixes[1])
     assert Counter(prompt(r) for r in replayed) == Counter(prompt(r) for r in records)
+
+
+def storage_secret(server: S3Server, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": SECRET, "namespace": namespace},
+        "stringData": server.secret_data(),
+    }

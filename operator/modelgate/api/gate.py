@@ -26,7 +26,7 @@ from modelgate.api.fields import (
     SecretKey,
 )
 from modelgate.api.markers import CelRule, cel_rules, list_map
-from modelgate.api.object_storage import GateResults, S3Object
+from modelgate.api.object_storage import GateResults, S3Location, S3Object
 from modelgate.api.specmodel import SpecModel
 
 OnCheckError = Literal["Reject", "Inconclusive"]
@@ -110,10 +110,54 @@ class JsonlSource(SpecModel):
         return self
 
 
+ONE_REPLAY_SOURCE = "set exactly one of configMap, url, persistentVolumeClaim, s3 or recorded"
+RECORDED_NOT_SAMPLED = "sample does not apply to recorded (every one of the newest recorded.last is replayed)"
+
+
+class RecordedRequests(SpecModel):
+    """The newest requests a refusal proxy recorded (`modelgate refusal-proxy --record`,
+    docs/refusal-sidecar.md), replayed every one, oldest first."""
+
+    s3: S3Location = Field(
+        description="The prefix the proxy records into (its --record s3://bucket/prefix) and the Secret "
+        "that reads it."
+    )
+    last: Annotated[Integer, Field(ge=1, le=100000)] = Field(
+        1000, description="How many of the newest recorded requests to replay."
+    )
+
+
 class ReplaySource(JsonlSource):
+    """Recorded requests: a JSONL file, or the newest requests a refusal proxy recorded."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "[has(self.configMap), has(self.url), has(self.persistentVolumeClaim), has(self.s3),"
+                " has(self.recorded)].exists_one(s, s)",
+                message=ONE_REPLAY_SOURCE,
+            ),
+            CelRule("!has(self.recorded) || !has(self.sample)", message=RECORDED_NOT_SAMPLED),
+        )
+    )
+
     sample: Annotated[Integer, Field(ge=1, le=100000)] | None = Field(
         None, description="How many recorded requests to replay, sampled with a fixed seed; default all."
     )
+    recorded: RecordedRequests | None = Field(
+        None,
+        description="The newest requests a refusal proxy recorded under an s3:// prefix (e.g. the "
+        "incumbent's), instead of a file.",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> Self:
+        sources = [self.config_map, self.url, self.persistent_volume_claim, self.s3, self.recorded]
+        if sources.count(None) != len(sources) - 1:
+            raise ValueError(ONE_REPLAY_SOURCE)
+        if self.recorded is not None and self.sample is not None:
+            raise ValueError(RECORDED_NOT_SAMPLED)
+        return self
 
 
 class Endpoint(SpecModel):

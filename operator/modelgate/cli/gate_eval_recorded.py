@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+from modelgate.api.object_storage import ROLE_PREFIXES
 from modelgate.api.object_url import ObjectUrlError, parse_prefix_url
-from modelgate.evaluation.recorded_replay import CREDENTIALS_PREFIX, RecordedSource
+from modelgate.evaluation.recorded_replay import CREDENTIALS_OPTION, RecordedSource
 
 DEFAULT_LAST = 1000
 MAX_LAST = 100_000
@@ -17,8 +18,8 @@ def add_recorded_replay_options(parser: argparse.ArgumentParser) -> None:
         "--replay-recorded",
         metavar="S3_PREFIX",
         help="replay the newest --replay-last requests that refusal-proxy --record wrote under this "
-        f"s3://bucket/prefix (the store from ${CREDENTIALS_PREFIX}ENDPOINT_URL, ...ACCESS_KEY_ID, "
-        "...SECRET_ACCESS_KEY); instead of --replay",
+        f"s3://bucket/prefix (the store from ${ROLE_PREFIXES[CREDENTIALS_OPTION]}ENDPOINT_URL, "
+        "...ACCESS_KEY_ID, ...SECRET_ACCESS_KEY, else $AWS_*); instead of --replay",
     )
     parser.add_argument(
         "--replay-last",

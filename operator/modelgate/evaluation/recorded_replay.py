@@ -20,8 +20,8 @@ from modelgate.recordings import RECORDED_AT, newest_first, parse_time
 from modelgate.storage import MissingCredentials, ObjectStore, StorageCredentials, StorageError
 
 ReadObject = Callable[[str], Awaitable[bytes]]
-# The store's endpoint and credentials: the replay's (a gate Job takes them from the Secret).
-CREDENTIALS_PREFIX = "MODELGATE_REPLAY_S3_"
+# The store's endpoint and credentials are the replay's (a gate Job takes them from its Secret).
+CREDENTIALS_OPTION = "--replay"
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class RecordedSource:
 async def read_recorded(source: RecordedSource, egress: EgressPolicy) -> list[RecordedRequest]:
     """The source's requests; InputError naming the prefix (or the object) when they cannot be read."""
     try:
-        store = ObjectStore(StorageCredentials.from_environment(CREDENTIALS_PREFIX), egress)
+        store = ObjectStore(StorageCredentials.for_option(CREDENTIALS_OPTION), egress)
         return await recorded_replay(store, source.prefix, source.last)
     except (MissingCredentials, StorageError) as error:
         raise InputError(f"--replay-recorded {source.prefix}: {error}") from None

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from modelgate import API_GROUP, API_VERSION, KIND
 from modelgate.api.errors import InvalidSpecError
-from modelgate.api.gate import Evaluator, GateCheck, JsonlSource
+from modelgate.api.gate import Evaluator, GateCheck, JsonlSource, RecordedRequests
 from modelgate.api.gate_result import GateResult
 from modelgate.api.object_storage import ROLE_PREFIXES, secret_environment
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
@@ -108,6 +108,9 @@ def storage_secret_fields(check: GateCheck, index: int, results: ResultsTarget |
         for name, source in named
         if source is not None and source.s3 is not None
     ]
+    recorded = _recorded(evaluator)
+    if recorded is not None:
+        fields.append(f"spec.gate.checks[{index}].evaluator.replay.recorded.s3.secret ({recorded.s3.secret})")
     if results is not None:
         fields.append(f"spec.gate.results.s3.secret ({results.secret})")
     return fields
@@ -121,11 +124,19 @@ def _storage_wiring(
     stored = [("--test-set", evaluator.test_set), ("--replay", evaluator.replay)]
     secrets = [(option, source.s3.secret) for option, source in stored if source is not None and source.s3]
     args = []
+    recorded = _recorded(evaluator)
+    if recorded is not None:  # the replay's Secret: --replay-recorded reads with --replay's variables
+        args += [f"--replay-recorded={recorded.s3.url}", f"--replay-last={recorded.last}"]
+        secrets.append(("--replay", recorded.s3.secret))
     if results is not None:
         args.append(f"--results={results.location}")
         secrets.append(("--results", results.secret))
     env = [entry for option, secret in secrets for entry in secret_environment(ROLE_PREFIXES[option], secret)]
     return args, env
+
+
+def _recorded(evaluator: Evaluator | None) -> RecordedRequests | None:
+    return None if evaluator is None or evaluator.replay is None else evaluator.replay.recorded
 
 
 def evaluator_container(
@@ -155,7 +166,7 @@ def evaluator_container(
     mounts: list[dict[str, Any]] = []
     for flag, source, volume in (
         ("--test-set", evaluator.test_set, "test-set"),
-        ("--replay", evaluator.replay, "replay"),
+        ("--replay", None if _recorded(evaluator) else evaluator.replay, "replay"),  # recorded: a prefix
     ):
         if source is None:
             continue

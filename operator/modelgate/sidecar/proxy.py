@@ -266,8 +266,11 @@ class RefusalProxy:
         model = self._model(answer.model if answer is not None else None)
         self.metrics.count(model, endpoint, code, refusal)
         log.debug("answer counted", model=model, endpoint=endpoint, code=code, refusal=refusal)
-        if tee is not None and self._recorder is not None and code == str(HTTPStatus.OK.value):
-            self._recorder.offer(tee, answer)
+        if tee is not None and self._recorder is not None:
+            if code == str(HTTPStatus.OK.value):
+                self._recorder.offer(tee, answer)
+            else:
+                self._recorder.unanswered()
 
     def _model(self, answered: str | None) -> str:
         return answered or next(iter(self.settings.models), UNKNOWN_MODEL)

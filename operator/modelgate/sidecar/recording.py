@@ -82,6 +82,7 @@ class Outcome(StrEnum):
     OVER_TOTAL_BYTES = "over_total_bytes"
     TOO_LARGE = "too_large"
     UNREADABLE = "unreadable"
+    NOT_ANSWERED = "not_answered"
     REDACTION_BUSY = "redaction_busy"
     REDACTION_FAILED = "redaction_failed"
     STORE_BUSY = "store_busy"
@@ -92,9 +93,14 @@ class RecordingMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.records = Counter(
             "llm_recording_records",
-            "Sampled requests by what became of them: written, or dropped (over_total_bytes, too_large, "
-            "unreadable, redaction_busy, redaction_failed, store_busy, store_failed)",
+            "Requests drawn by what became of them: written, or dropped (over_total_bytes, too_large, "
+            "unreadable, not_answered, redaction_busy, redaction_failed, store_busy, store_failed)",
             ["outcome"],
+            registry=registry,
+        )
+        self.drawn = Counter(
+            "llm_recording_drawn_requests",
+            "Completion requests drawn to be recorded; each ends in one llm_recording_records_total outcome",
             registry=registry,
         )
         self.bytes = Counter(
@@ -156,7 +162,12 @@ class Recorder:
         """A tee for the request's body when this request is drawn, else None."""
         if self._stopped or self._draw.random() >= self.settings.rate:
             return None
+        self.metrics.drawn.inc()
         return RequestTee(self.settings.object_bytes)
+
+    def unanswered(self) -> None:
+        """A request drawn that the server did not answer with 200: not recorded."""
+        self._count(Outcome.NOT_ANSWERED)
 
     def offer(self, tee: RequestTee, answer: Answer | None) -> None:
         """The answered request, to be redacted into its record and added to the batch if it fits.
