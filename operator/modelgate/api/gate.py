@@ -26,7 +26,8 @@ from modelgate.api.fields import (
     SecretKey,
 )
 from modelgate.api.markers import CelRule, cel_rules, list_map
-from modelgate.api.object_storage import GateResults, S3Location, S3Object
+from modelgate.api.object_storage import GateResults, S3Object
+from modelgate.api.recorded_requests import ONE_REPLAY_SOURCE, RECORDED_NOT_SAMPLED, RecordedRequests
 from modelgate.api.specmodel import SpecModel
 
 OnCheckError = Literal["Reject", "Inconclusive"]
@@ -110,23 +111,6 @@ class JsonlSource(SpecModel):
         return self
 
 
-ONE_REPLAY_SOURCE = "set exactly one of configMap, url, persistentVolumeClaim, s3 or recorded"
-RECORDED_NOT_SAMPLED = "sample does not apply to recorded (every one of the newest recorded.last is replayed)"
-
-
-class RecordedRequests(SpecModel):
-    """The newest requests a refusal proxy recorded (`modelgate refusal-proxy --record`,
-    docs/refusal-sidecar.md), replayed every one, oldest first."""
-
-    s3: S3Location = Field(
-        description="The prefix the proxy records into (its --record s3://bucket/prefix) and the Secret "
-        "that reads it."
-    )
-    last: Annotated[Integer, Field(ge=1, le=100000)] = Field(
-        1000, description="How many of the newest recorded requests to replay."
-    )
-
-
 class ReplaySource(JsonlSource):
     """Recorded requests: a JSONL file, or the newest requests a refusal proxy recorded."""
 
@@ -145,9 +129,7 @@ class ReplaySource(JsonlSource):
         None, description="How many recorded requests to replay, sampled with a fixed seed; default all."
     )
     recorded: RecordedRequests | None = Field(
-        None,
-        description="The newest requests a refusal proxy recorded under an s3:// prefix (e.g. the "
-        "incumbent's), instead of a file.",
+        None, description="The newest requests a refusal proxy recorded (e.g. the incumbent's)."
     )
 
     @model_validator(mode="after")

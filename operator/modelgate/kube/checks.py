@@ -11,9 +11,10 @@ from pydantic import ValidationError
 
 from modelgate import API_GROUP, API_VERSION, KIND
 from modelgate.api.errors import InvalidSpecError
-from modelgate.api.gate import Evaluator, GateCheck, JsonlSource, RecordedRequests
+from modelgate.api.gate import Evaluator, GateCheck, JsonlSource
 from modelgate.api.gate_result import GateResult
 from modelgate.api.object_storage import ROLE_PREFIXES, secret_environment
+from modelgate.api.recorded_requests import RecordedRequests
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from modelgate.kube.labels import label_value
 
