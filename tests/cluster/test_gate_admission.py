@@ -67,3 +67,54 @@ def test_a_tenant_without_job_rights_cannot_get_a_custom_image_check(
 
         grant(api_client, namespace, "jobs", [JOBS])
         wait_for(lambda: refusal(custom) is None, timeout=30, what="a tenant with Job rights to be admitted")
+
+
+def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_read(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
+) -> None:
+    """The evaluator Job sends a named Secret's credentials to the endpoint it names: a tenant who
+    may create ModelRollouts but not read that Secret must not get to use it."""
+    client.CoreV1Api(api_client).create_namespaced_service_account(namespace, {"metadata": {"name": TENANT}})
+    rollouts = {"apiGroups": [API_GROUP], "resources": [PLURAL], "verbs": ["create", "get"]}
+    grant(api_client, namespace, "rollouts", [rollouts])
+    kubeconfig = service_account_kubeconfig(local_bed, api_client, namespace, TENANT, tmp_path / "tenant")
+    tenant = client.CustomObjectsApi(config.new_client_from_config(config_file=str(kubeconfig)))
+    stored = {"s3": {"url": "s3://sets/qa.jsonl", "secret": "team-b-store"}}
+    naming = gated_rollout(
+        namespace, [{"name": "quality", "evaluator": {"testSet": stored}}], [{"setWeight": 50}]
+    )
+    results = gated_rollout(
+        namespace,
+        [EVALUATOR_CHECK],
+        [{"setWeight": 50}],
+        results={"s3": {"url": "s3://results", "secret": "team-b-store"}},
+    )
+
+    def refusal(manifest: dict[str, Any]) -> ApiException | None:
+        try:
+            tenant.create_namespaced_custom_object(
+                API_GROUP, API_VERSION, namespace, PLURAL, manifest, dry_run="All"
+            )
+        except ApiException as error:
+            return error
+        return None
+
+    assert refusal(naming) is None  # without the policy anyone who may create a rollout may name it
+    with installed_chart(
+        local_bed.kubeconfig, namespace, {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
+    ):
+        for manifest in (naming, results):
+            refused = wait_for(
+                lambda m=manifest: refusal(m), timeout=30, what="the admission policy to refuse"
+            )
+            assert refused.status == 403 and "team-b-store" in str(refused.body)
+        assert refusal(gated_rollout(namespace, [EVALUATOR_CHECK], [{"setWeight": 50}])) is None
+
+        secrets = {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["team-b-store"],
+            "verbs": ["get"],
+        }
+        grant(api_client, namespace, "store", [secrets])
+        wait_for(lambda: refusal(naming) is None, timeout=30, what="a tenant who may read it to be admitted")

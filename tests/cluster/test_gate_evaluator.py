@@ -11,17 +11,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase, Verdict
-from modelgate.api.gate_status import CheckState, GateDecision
+from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision
 from testbed.answering import Answers
 from testbed.check_pods import CheckPods
 from testbed.localcluster import LocalCluster
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
-from tests.support.gate import gated_rollout
+from tests.support.gate import Json, gated_rollout
 from tests.support.kube import create
 from tests.support.scenario import Scenario, serving
 
@@ -61,8 +62,11 @@ def evaluated(
     namespace: str,
     tmp_path: Path,
     candidate: dict[str, float],
+    test_set_source: Json | None = None,
+    **gate: Any,
 ) -> Iterator[Scenario]:
-    """The gated rollout, its candidate right in `candidate`'s share of each capability's items."""
+    """The gated rollout, its candidate right in `candidate`'s share of each capability's items; the
+    test set from a ConfigMap unless `test_set_source` says where else; `gate`: more of spec.gate."""
     dated = datetime.now(UTC) - timedelta(days=2)
     test_set = tmp_path / "qa.jsonl"
     test_set.write_text(qa_test_set(dated))
@@ -87,13 +91,13 @@ def evaluated(
             check = {
                 "name": "quality",
                 "evaluator": {
-                    "testSet": {"configMap": {"name": "qa-set", "key": "set.jsonl"}},
+                    "testSet": test_set_source or {"configMap": {"name": "qa-set", "key": "set.jsonl"}},
                     "concurrency": 4,
                 },
                 "timeout": "2m",
                 "policy": POLICY,
             }
-            scenario.apply(gated_rollout(namespace, [check], [{"setWeight": 50}]))
+            scenario.apply(gated_rollout(namespace, [check], [{"setWeight": 50}], **gate))
             yield scenario
             assert pods.failure is None, pods.failure
 
@@ -103,6 +107,20 @@ def ended(scenario: Scenario) -> ModelRolloutStatus:
     return scenario.wait_for_status("the rollout to end", lambda s: s.phase in ends, timeout=120)
 
 
+BETTER = {"math": 0.88, "recall": 0.84}
+
+
+def passed_as_better(final: ModelRolloutStatus) -> CheckStatus:
+    """The one check of a rollout whose candidate is BETTER: passed, and the gate a canary."""
+    assert final.phase is Phase.SUCCEEDED, final.message
+    assert final.gate is not None and final.gate.decision is GateDecision.CANARY
+    (check,) = final.gate.checks
+    assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.PASS), check.message
+    measured = {s.name: (s.candidate, s.incumbent, s.samples) for s in check.scores}
+    assert measured == {"math": (0.88, 0.8, ITEMS), "recall": (0.84, 0.8, ITEMS)}
+    return check
+
+
 def test_the_evaluator_passes_a_better_candidate_as_a_canary(
     local_bed: LocalCluster,
     api_client: client.ApiClient,
@@ -110,13 +128,6 @@ def test_the_evaluator_passes_a_better_candidate_as_a_canary(
     operator: OperatorProcess,
     tmp_path: Path,
 ) -> None:
-    better = {"math": 0.88, "recall": 0.84}
-    with evaluated(local_bed, api_client, namespace, tmp_path, better) as scenario:
-        final = ended(scenario)
-        assert final.phase is Phase.SUCCEEDED, final.message
-        assert final.gate is not None and final.gate.decision is GateDecision.CANARY
-        (check,) = final.gate.checks
-        assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.PASS), check.message
-        measured = {s.name: (s.candidate, s.incumbent, s.samples) for s in check.scores}
-        assert measured == {"math": (0.88, 0.8, ITEMS), "recall": (0.84, 0.8, ITEMS)}
+    with evaluated(local_bed, api_client, namespace, tmp_path, BETTER) as scenario:
+        check = passed_as_better(ended(scenario))
         assert check.test_set is not None and check.test_set.name == "qa"

@@ -13,10 +13,9 @@ from testbed.processes import MODELGATE_ENTRY, fork_server, python_module_env
 def modelgate(
     kubeconfig: Path | None, *args: str, timeout: float = 60, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """None: a command that asks no cluster (replay); `env`: more of its environment (a store's
-    credentials, say). The process is forked from one that imported
+    """None: a command that asks no cluster (replay). The process is forked from one that imported
     the command already (testbed.forkserver): a `python -m modelgate` spent over a second of CPU on
-    its imports, at every run."""
+    its imports, at every run. `env`: more variables for the command."""
     cluster = [] if kubeconfig is None else [f"--kubeconfig={kubeconfig}"]
     return fork_server(MODELGATE_ENTRY.partition(":")[0]).run(
         MODELGATE_ENTRY,

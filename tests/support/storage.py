@@ -4,6 +4,7 @@ credentials or wrong ones, and keys of a test's own."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -14,6 +15,8 @@ from modelgate.storage import ObjectStore, StorageCredentials
 from testbed.s3_server import REGION, S3Server
 
 T = TypeVar("T")
+# A secret key for tests that must never see it again in a message.
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 BED_EGRESS = EgressPolicy(allow_loopback=True)
 
 
@@ -27,6 +30,13 @@ def bed_store(server: S3Server, *, secret_access_key: str | None = None) -> Obje
 def fresh_url(server: S3Server, name: str) -> ObjectUrl:
     """A key no other test uses, in the server's first bucket."""
     return ObjectUrl(server.buckets[0], f"tests/{uuid.uuid4().hex[:12]}/{name}")
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:

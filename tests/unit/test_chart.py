@@ -286,6 +286,8 @@ def test_default_renders_the_operator_watching_all_namespaces() -> None:
         "Deployment",
         "Service",
         "ServiceAccount",
+        "ValidatingAdmissionPolicy",  # storage Secrets (gate.storageSecrets.requireReadRights)
+        "ValidatingAdmissionPolicyBinding",
     ]
     operator = container(objects)
     assert operator["image"] == f"{REPOSITORY}:0.1.0"
@@ -428,7 +430,8 @@ def test_deployment_scale_is_granted_only_when_enabled() -> None:
 
 def test_no_rbac_and_an_existing_service_account_render_neither() -> None:
     kinds = {o["kind"] for o in render(COMBINATIONS["no RBAC, existing ServiceAccount"])}
-    assert kinds == {"CustomResourceDefinition", "Deployment", "Service"}
+    policy = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}  # storage Secrets
+    assert kinds == {"CustomResourceDefinition", "Deployment", "Service", *policy}
 
 
 def test_pod_settings_are_passed_through() -> None:

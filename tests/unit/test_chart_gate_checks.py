@@ -9,6 +9,13 @@ import re
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from tests.unit.test_chart import COMBINATIONS, Object, container, of_kind, render, render_error, rules
 
+STORAGE_POLICY = "-storage-secrets"
+
+
+def custom_images(policies: list[Object]) -> list[Object]:
+    """The custom-image policy or binding, not the storage Secrets' one."""
+    return [p for p in policies if not p["metadata"]["name"].endswith(STORAGE_POLICY)]
+
 
 def operator_policy(objects: list[Object]) -> CheckPodPolicy:
     env = {e["name"]: e["value"] for e in container(objects)["env"] if "value" in e}
@@ -20,7 +27,9 @@ def test_by_default_no_custom_image_runs_and_no_admission_policy_is_rendered() -
     policy = operator_policy(objects)
     assert policy.custom_images is None and policy.service_account is None
     assert policy.maxima == {"cpu": "4", "memory": "8Gi"}
-    assert not of_kind(objects, "ValidatingAdmissionPolicy")
+    # Only the storage Secrets' policy (tests/cluster/test_gate_admission.py).
+    (admission,) = of_kind(objects, "ValidatingAdmissionPolicy")
+    assert admission["metadata"]["name"].endswith(STORAGE_POLICY)
 
 
 def test_allowed_custom_images_follow_the_allowlist_and_need_job_rights() -> None:
@@ -29,8 +38,8 @@ def test_allowed_custom_images_follow_the_allowlist_and_need_job_rights() -> Non
     field = "spec.gate.checks[0].job.image"
     assert policy.image_problem("ghcr.io/team/check:1", field) is None
     assert policy.image_problem("docker.io/evil/check:1", field) is not None
-    (admission,) = of_kind(objects, "ValidatingAdmissionPolicy")
-    (binding,) = of_kind(objects, "ValidatingAdmissionPolicyBinding")
+    (admission,) = custom_images(of_kind(objects, "ValidatingAdmissionPolicy"))
+    (binding,) = custom_images(of_kind(objects, "ValidatingAdmissionPolicyBinding"))
     assert binding["spec"]["policyName"] == admission["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]
     assert "matchResources" not in binding["spec"]  # cluster scope: every namespace
@@ -55,7 +64,7 @@ def test_check_service_accounts_have_no_token_and_the_policy_binds_only_the_watc
         for s in o["subjects"]
     }
     assert not names & bound
-    (binding,) = of_kind(objects, "ValidatingAdmissionPolicyBinding")
+    (binding,) = custom_images(of_kind(objects, "ValidatingAdmissionPolicyBinding"))
     (selected,) = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
     assert selected["values"] == ["team-a", "team-b"]
 

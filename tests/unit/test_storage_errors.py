@@ -4,7 +4,6 @@ in the credentials' repr, not in what a store's own error text said."""
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 
@@ -17,8 +16,8 @@ from modelgate.storage import (
     StorageProblem,
     parse_object_url,
 )
+from tests.support.storage import SECRET, closed_port
 
-SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 TOKEN = "FwoGZXIvYXdzEXAMPLETOKEN"
 URL = parse_object_url("s3://sets/team-a/qa.jsonl")
 BED = EgressPolicy(allow_loopback=True)
@@ -32,12 +31,6 @@ def failure(store: ObjectStore) -> StorageError:
     with pytest.raises(StorageError) as raised:
         asyncio.run(store.read(URL))
     return raised.value
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_an_unreachable_endpoint_names_the_key_and_not_the_secret() -> None:

@@ -25,6 +25,7 @@ from modelgate.api import (
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import side_name, step_label
 from modelgate.cli.report_html import render_page
+from modelgate.cli.report_output import OutputFailed, write_output
 from modelgate.cli.report_story import outcome
 from modelgate.cli.report_vega import MissingRenderer, check_renderer, write_png
 from modelgate.cli.target import add_target_arguments, connect, read_rollout
@@ -63,7 +64,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the rollout's span), verdicts, Events, the rollback reason and every other status field.",
     )
     add_target_arguments(report)
-    report.add_argument("-o", "--output", type=Path, help="the HTML file (default: NAME-report.html)")
+    report.add_argument(
+        "-o",
+        "--output",
+        help="the HTML file, or s3://bucket/key to write it to object storage with the $AWS_* "
+        "credentials (default: NAME-report.html)",
+    )
     report.add_argument("--png", type=Path, help="also draw the same charts as a PNG")
     report.add_argument(
         "--prometheus", help="the Prometheus to ask (default: spec.analysis.prometheus.address)"
@@ -102,9 +108,12 @@ def write_report(args: argparse.Namespace) -> int:
         queries = _metric_queries(plan)
         ranges = fetch_ranges(client, queries, start, end, resolution(start, end, interval), console)
     timeline = report_timeline(body, spec, status, events, plan, ranges, (start, end), address)
-    output = args.output or Path(f"{args.name}-report.html")
-    output.write_text(render_page(timeline), encoding="utf-8")
-    console.print(f"wrote {output}")
+    try:
+        written = write_output(args.output or f"{args.name}-report.html", render_page(timeline))
+    except OutputFailed as error:
+        console.print(f"[red]modelgate report: {error}[/red]")
+        return 1
+    console.print(f"wrote {written}")
     if args.png is not None:
         write_png(timeline, args.png)
         console.print(f"wrote {args.png}")

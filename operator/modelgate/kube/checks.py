@@ -14,6 +14,7 @@ from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate import Evaluator, GateCheck, JsonlSource
 from modelgate.api.gate_result import GateResult
 from modelgate.api.object_storage import ROLE_PREFIXES, secret_environment
+from modelgate.api.object_url import ObjectUrlError, parse_object_url
 from modelgate.api.recorded_requests import RecordedRequests
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from modelgate.kube.labels import label_value
@@ -328,6 +329,19 @@ def parse_result(message: str) -> GateResult | str:
     except ValidationError as error:
         problems = InvalidSpecError.from_validation_error(error, root="result").problems
         return "its result JSON is malformed: " + "; ".join(problems)
+
+
+def own_pointer_only(seen: CheckMeasured, results: ResultsTarget | None) -> CheckMeasured:
+    """The result without a pointer to results outside the check's own location (a check cannot
+    make the status point at another team's objects)."""
+    pointer = seen.result.results_url
+    if pointer is None:
+        return seen
+    try:
+        own = results is not None and str(parse_object_url(pointer)).startswith(results.location + "/")
+    except ObjectUrlError:
+        own = False
+    return seen if own else CheckMeasured(seen.result.model_copy(update={"results_url": None}))
 
 
 def observe_job(

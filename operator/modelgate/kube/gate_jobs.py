@@ -10,7 +10,7 @@ from modelgate.api import ModelRolloutSpec
 from modelgate.api.addresses import AddressRefused
 from modelgate.api.gate import Endpoint, Evaluator, GateCheck
 from modelgate.api.gate_status import GateStatus
-from modelgate.api.object_url import ObjectUrlError, parse_object_url, parse_prefix_url, results_location
+from modelgate.api.object_url import parse_prefix_url, results_location
 from modelgate.api.series import SeriesSide
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation
 from modelgate.egress import evaluator_environment, policy_from_environment
@@ -23,6 +23,7 @@ from modelgate.kube.checks import (
     custom_container,
     evaluator_container,
     observe_job,
+    own_pointer_only,
     storage_secret_fields,
 )
 from modelgate.kube.client import Kube
@@ -76,7 +77,7 @@ class GateJobs:
             secrets = storage_secret_fields(check, index, results)
             seen = CheckFailed(problem) if problem else observe_job(job, pods, check.timeout, secrets)
             if isinstance(seen, CheckMeasured):
-                seen = _with_own_pointer(seen, results)
+                seen = own_pointer_only(seen, results)
             observed[check.name] = seen
         return observed
 
@@ -203,19 +204,6 @@ def _results_target(
     prefix = parse_prefix_url(results.s3.url)
     location = results_location(prefix, namespace, rollout, gate.run, check.name)
     return ResultsTarget(str(location), results.s3.secret)
-
-
-def _with_own_pointer(seen: CheckMeasured, results: ResultsTarget | None) -> CheckMeasured:
-    """The result without a pointer to results outside the check's own location (a check cannot
-    make the status point at another team's objects)."""
-    pointer = seen.result.results_url
-    if pointer is None:
-        return seen
-    try:
-        own = results is not None and str(parse_object_url(pointer)).startswith(results.location + "/")
-    except ObjectUrlError:
-        own = False
-    return seen if own else CheckMeasured(seen.result.model_copy(update={"results_url": None}))
 
 
 def _tenant_urls(evaluator: Evaluator) -> list[tuple[str, str]]:

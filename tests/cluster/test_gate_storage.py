@@ -1,0 +1,162 @@
+"""Gate checks whose test set is in S3-compatible storage (the bed's moto server, checking
+credentials), on the bed: they pass and fail as their ConfigMap twins (tests/cluster/
+test_gate_evaluator.py) do, their full per-item results land under the documented key, and the
+check's status points at them; a missing Secret or an unreachable store is the check's error,
+naming the field or the key, and the candidate never gets traffic."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from modelgate.api import Phase, Verdict
+from modelgate.api.gate_status import CheckState, GateDecision
+from modelgate.api.object_url import parse_object_url
+from testbed.localcluster import LocalCluster
+from testbed.manifests import model_rollout
+from testbed.operator_process import OperatorProcess
+from testbed.ports import free_port
+from testbed.s3_server import REGION, S3Server
+from tests.cluster.test_gate_evaluator import (
+    BETTER,
+    ITEMS,
+    POLICY,
+    ended,
+    evaluated,
+    passed_as_better,
+    qa_test_set,
+)
+from tests.support.cli import modelgate
+from tests.support.gate import Json, check_pods, gated_rollout, scenario
+from tests.support.kube import create
+from tests.support.scenario import Scenario
+from tests.support.storage import bed_store, fresh_url, run
+
+__all__ = ["check_pods", "scenario"]  # the fixtures
+SECRET = "store"
+
+
+def storage_secret(api_client: client.ApiClient, namespace: str, name: str, data: dict[str, str]) -> None:
+    create(
+        api_client,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace},
+            "stringData": data,
+        },
+    )
+
+
+@pytest.fixture
+def stored_source(s3_server: S3Server, api_client: client.ApiClient, namespace: str) -> Json:
+    """The test set in storage and the Secret that reaches it: the evaluator's testSet source."""
+    url = fresh_url(s3_server, "qa.jsonl")
+    run(bed_store(s3_server).write(url, qa_test_set(datetime.now(UTC) - timedelta(days=2)).encode()))
+    storage_secret(api_client, namespace, SECRET, s3_server.secret_data())
+    return {"s3": {"url": str(url), "secret": SECRET}}
+
+
+@pytest.mark.usefixtures("operator")
+def test_a_stored_test_set_passes_as_its_config_map_twin_and_its_results_land_under_the_key(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    s3_server: S3Server,
+    stored_source: Json,
+    tmp_path: Path,
+) -> None:
+    results = {"s3": {"url": f"s3://{s3_server.buckets[0]}/gate-results", "secret": SECRET}}
+    with evaluated(
+        local_bed, api_client, namespace, tmp_path, BETTER, stored_source, results=results
+    ) as scenario:
+        final = ended(scenario)
+    check = passed_as_better(final)
+    assert final.gate is not None and check.results_url is not None
+    key = parse_object_url(check.results_url).key.split("/")
+    assert key[:5] == ["gate-results", namespace, "chat", final.gate.run, "quality"]
+    assert key[5].startswith("sha256-") and key[6] == "results.jsonl"
+    lines = [
+        json.loads(line)
+        for line in run(bed_store(s3_server).read(parse_object_url(check.results_url))).data.splitlines()
+    ]
+    header, items = lines[0], lines[1:]
+    assert header["inputs"]["testSet"]["source"] == stored_source["s3"]["url"]
+    assert {s["name"]: s["candidate"] for s in header["result"]["scores"]} == {"math": 0.88, "recall": 0.84}
+    assert len(items) == 2 * ITEMS
+    for capability, share in BETTER.items():
+        passed = [i for i in items if i["capability"] == capability and i["candidate"]["passed"]]
+        assert len(passed) == round(share * ITEMS)
+
+
+def test_the_report_goes_to_storage_and_wrong_credentials_are_refused_naming_the_key(
+    api_client: client.ApiClient, namespace: str, operator: OperatorProcess, s3_server: S3Server
+) -> None:
+    """`modelgate report --output s3://...` with the $AWS_* credentials, as a person's shell has them."""
+    create(api_client, model_rollout("chat", namespace, steps=[{"setWeight": 50}]))
+    url = fresh_url(s3_server, "chat-report.html")
+    aws = {
+        "AWS_ENDPOINT_URL": s3_server.endpoint,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": s3_server.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": s3_server.secret_access_key,
+    }
+    report = ("report", "chat", "-n", namespace, "-o", str(url))
+    written = modelgate(operator.kubeconfig, *report, env=aws)
+    assert written.returncode == 0, written.stdout + written.stderr
+    page = run(bed_store(s3_server).read(url)).data.decode()
+    assert page.lstrip().lower().startswith("<!doctype html") and "chat" in page
+
+    wrong = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYWRONGKEY"
+    refused = modelgate(operator.kubeconfig, *report, env={**aws, "AWS_SECRET_ACCESS_KEY": wrong})
+    assert refused.returncode == 1
+    assert str(url) in refused.stderr and "credentials" in refused.stderr
+    assert wrong not in refused.stdout + refused.stderr
+
+
+@pytest.mark.usefixtures("operator")
+def test_a_stored_test_set_rejects_a_worse_candidate_as_its_config_map_twin(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, stored_source: Json, tmp_path: Path
+) -> None:
+    worse = {"math": 0.6, "recall": 0.84}
+    with evaluated(local_bed, api_client, namespace, tmp_path, worse, stored_source) as scenario:
+        final = ended(scenario)
+        assert scenario.recorder.candidate_weights() == [0]
+    assert final.phase is Phase.FAILED, final.message
+    assert final.gate is not None and final.gate.decision is GateDecision.REJECT
+    (check,) = final.gate.checks
+    assert (check.state, check.verdict) == (CheckState.MEASURED, Verdict.FAIL), check.message
+    assert {s.name: s.verdict for s in check.scores} == {"math": Verdict.FAIL, "recall": Verdict.PASS}
+
+
+def test_a_missing_secret_and_an_unreachable_store_are_errors_naming_the_field_and_the_key(
+    api_client: client.ApiClient, namespace: str, s3_server: S3Server, scenario: Scenario
+) -> None:
+    """`scenario` runs the check Pods as the bed's kubelet does: one whose Secret is missing never
+    starts; one whose store does not answer exits saying so. Neither check measured: the gate
+    rejects (onError Reject) and the candidate never gets traffic."""
+    url = fresh_url(s3_server, "qa.jsonl")
+    closed = {**s3_server.secret_data(), "endpoint": f"http://127.0.0.1:{free_port()}"}
+    storage_secret(api_client, namespace, "dead-store", closed)
+    checks = [
+        {"name": "no-secret", "evaluator": {"testSet": {"s3": {"url": str(url), "secret": "absent"}}}},
+        {"name": "no-store", "evaluator": {"testSet": {"s3": {"url": str(url), "secret": "dead-store"}}}},
+    ]
+    scenario.apply(
+        gated_rollout(
+            namespace, [{**c, "timeout": "1m", "policy": POLICY} for c in checks], [{"setWeight": 50}]
+        )
+    )
+    final = ended(scenario)
+    assert final.gate is not None and final.gate.decision is GateDecision.REJECT
+    no_secret, no_store = (final.gate.check(name) for name in ("no-secret", "no-store"))
+    assert no_secret is not None and no_secret.state is CheckState.ERROR
+    assert "spec.gate.checks[0].evaluator.testSet.s3.secret (absent)" in (no_secret.message or "")
+    assert no_store is not None and no_store.state is CheckState.ERROR
+    assert str(url) in (no_store.message or "") and "cannot be reached" in (no_store.message or "")
+    assert s3_server.secret_access_key not in (no_store.message or "")
+    assert scenario.recorder.candidate_weights() == [0]
