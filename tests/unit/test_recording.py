@@ -19,7 +19,7 @@ from structlog.testing import capture_logs
 
 from modelgate.recordings import newest_first, object_name
 from modelgate.sidecar.proxy import RunningProxy
-from modelgate.sidecar.recording import DirectorySink, Recorder, RecordingMetrics, RecordingSettings
+from modelgate.sidecar.recording import COPIES, DirectorySink, Recorder, RecordingMetrics, RecordingSettings
 from testbed.model_server_double import Behaviour
 from tests.unit.test_refusal_proxy import CHAT, double, proxied, run
 
@@ -219,3 +219,49 @@ def recorder_of(proxy: RunningProxy) -> Recorder:
     recorder = proxy.proxy._recorder
     assert recorder is not None
     return recorder
+
+
+def test_the_copies_of_requests_being_recorded_share_one_bound(tmp_path: Path) -> None:
+    """Six requests drawn at once, each copy within an object but together over COPIES objects: the
+    copies that do not fit are not kept (too_large), and the requests are answered all the same."""
+    object_bytes = 100_000
+    recording = settings(tmp_path, rate=1.0, object_bytes=object_bytes)
+    body = {"messages": [{"role": "user", "content": "x" * int(object_bytes * 0.9)}], "stream": True}
+
+    async def scenario() -> None:
+        async with (
+            double(Behaviour(hold_streams=True)) as server,
+            proxied(server.url, recording=recording) as (
+                proxy,
+                session,
+            ),
+        ):
+
+            async def one() -> int:
+                async with session.post(f"{proxy.url}{CHAT}", json=body) as response:
+                    await response.read()
+                    return response.status
+
+            answers = [asyncio.create_task(one()) for _ in range(COPIES + 2)]
+            deadline = asyncio.get_running_loop().time() + 20
+            while await metric(proxy, session, "llm_recording_drawn_requests_total") < COPIES + 2:
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.2)  # every body through the proxy, each answer held after its first chunk
+            async with session.post(f"{server.url}/admin/release-streams") as released:
+                await released.read()
+            assert await asyncio.gather(*answers) == [200] * (COPIES + 2)
+            # The four copies kept then wait for redaction, within its own bound (one object's bytes).
+            outcomes = ("too_large", "written", "redaction_busy")
+            while (done := [await recorded_outcome(proxy, session, o) for o in outcomes])[0] != 2 or sum(
+                done[1:]
+            ) != 4:
+                assert asyncio.get_running_loop().time() < deadline, done
+                recorder_of(proxy).flush()
+                await asyncio.sleep(0.05)
+
+    run(scenario)
+
+
+async def recorded_outcome(proxy: RunningProxy, session: aiohttp.ClientSession, outcome: str) -> float:
+    return await metric(proxy, session, "llm_recording_records_total", outcome=outcome)

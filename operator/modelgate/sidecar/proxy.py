@@ -192,11 +192,11 @@ class RefusalProxy:
             status = _gateway_status(error)
             log.warning("upstream unreachable or silent", url=str(url), error=_describe(error))
             if endpoint is not None:
-                self._count(endpoint, str(status.value), None)
+                self._count(endpoint, str(status.value), None, tee)
             return web.json_response(_gateway_error(status, error), status=status)
         except asyncio.CancelledError:  # the client left before the server began to answer
             if endpoint is not None:
-                self._count(endpoint, CLIENT_CLOSED, None)
+                self._count(endpoint, CLIENT_CLOSED, None, tee)
             raise
         async with upstream:
             return await self._relay(request, upstream, endpoint, tee)
@@ -270,7 +270,7 @@ class RefusalProxy:
             if code == str(HTTPStatus.OK.value):
                 self._recorder.offer(tee, answer)
             else:
-                self._recorder.unanswered()
+                self._recorder.unanswered(tee)
 
     def _model(self, answered: str | None) -> str:
         return answered or next(iter(self.settings.models), UNKNOWN_MODEL)

@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from modelgate.api.object_url import ObjectUrl
 from modelgate.chat_answers import Answer
 from modelgate.recordings import object_name
+from modelgate.sidecar.answer_reader import ByteBudget
 from modelgate.sidecar.record import record_line
 from modelgate.sidecar.redaction import Redactor
 from modelgate.storage import ObjectStore
@@ -38,6 +39,8 @@ log = structlog.get_logger(__name__)
 # Objects waiting for the store besides the one being written: however slow the store, memory
 # stays within (MAX_QUEUED + 2) * object_bytes.
 MAX_QUEUED = 4
+# The copies of the requests being recorded hold at most this many objects' bytes at once.
+COPIES = 4
 # How long closing waits for the last writes (the Pod's grace period is 30 s by default).
 CLOSE_TIMEOUT = 10.0
 
@@ -118,22 +121,36 @@ class RecordingMetrics:
 
 
 class RequestTee:
-    """A copy of a sampled request's body as it passes, up to `limit` bytes (beyond: none)."""
+    """A copy of a drawn request's body as it passes, up to `limit` bytes and while the copies of
+    all requests being recorded fit in `budget`; beyond either, no copy. `release()` (or `body()`)
+    gives its bytes back to the budget."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, budget: ByteBudget) -> None:
         self._chunks: list[bytes] = []
         self._size = 0
         self._limit = limit
+        self._budget = budget
+        self._dropped = False
 
     def feed(self, chunk: bytes) -> None:
+        if self._dropped:
+            return
+        if self._size + len(chunk) > self._limit or not self._budget.take(len(chunk)):
+            self._dropped = True
+            self.release()
+            return
         self._size += len(chunk)
-        if self._size <= self._limit:
-            self._chunks.append(chunk)
-        else:
-            self._chunks.clear()
+        self._chunks.append(chunk)
 
     def body(self) -> bytes | None:
-        return b"".join(self._chunks) if self._size <= self._limit else None
+        body = None if self._dropped else b"".join(self._chunks)
+        self.release()
+        return body
+
+    def release(self) -> None:
+        self._budget.give(self._size)
+        self._chunks.clear()
+        self._size = 0
 
 
 class Recorder:
@@ -155,6 +172,7 @@ class Recorder:
         self._queue: asyncio.Queue[tuple[str, list[bytes]] | None] = asyncio.Queue(MAX_QUEUED)
         self._tasks: tuple[asyncio.Task[None], asyncio.Task[None]] | None = None
         self._redaction = _redaction_pool()
+        self._copies = ByteBudget(COPIES * settings.object_bytes)
         self._redacting: set[asyncio.Future[bytes | None]] = set()
         self._redacting_bytes = 0
 
@@ -163,10 +181,11 @@ class Recorder:
         if self._stopped or self._draw.random() >= self.settings.rate:
             return None
         self.metrics.drawn.inc()
-        return RequestTee(self.settings.object_bytes)
+        return RequestTee(self.settings.object_bytes, self._copies)
 
-    def unanswered(self) -> None:
+    def unanswered(self, tee: RequestTee) -> None:
         """A request drawn that the server did not answer with 200: not recorded."""
+        tee.release()
         self._count(Outcome.NOT_ANSWERED)
 
     def offer(self, tee: RequestTee, answer: Answer | None) -> None:
