@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import urllib.request
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from testbed.model_server_double import DOUBLE_ENTRY
@@ -26,16 +27,26 @@ class ProxiedDouble:
             registry.stop(process)
 
 
-def start_proxied_double(registry: ProcessRegistry, model_name: str, name: str = "refusal") -> ProxiedDouble:
-    """Starts both processes and waits until both answer /healthz."""
+def start_proxied_double(
+    registry: ProcessRegistry,
+    model_name: str,
+    name: str = "refusal",
+    proxy_args: Sequence[str] = (),
+    proxy_env: Mapping[str, str] | None = None,
+) -> ProxiedDouble:
+    """Starts both processes and waits until both answer /healthz; `proxy_args` and `proxy_env` are
+    the proxy's besides its ports and upstream (recording options and their store, say)."""
     server_port, proxy_port, metrics_port = free_port(), free_port(), free_port()
     server = ["--port", str(server_port), "--model-name", model_name, "--no-refusal-counters"]
     proxy = ["refusal-proxy", "--upstream", f"http://127.0.0.1:{server_port}", "--port", str(proxy_port)]
-    proxy += ["--metrics-port", str(metrics_port), "--model", model_name]
+    proxy += ["--metrics-port", str(metrics_port), "--model", model_name, *proxy_args]
     started: list[StartedProcess] = []
     try:
-        for role, entry, args in (("double", DOUBLE_ENTRY, server), ("proxy", MODELGATE_ENTRY, proxy)):
-            started.append(registry.start_python(f"{name}-{role}", entry, args))
+        for role, entry, args, env in (
+            ("double", DOUBLE_ENTRY, server, None),
+            ("proxy", MODELGATE_ENTRY, proxy, proxy_env),
+        ):
+            started.append(registry.start_python(f"{name}-{role}", entry, args, env=env))
         for port in (server_port, metrics_port):
             wait_for(
                 functools.partial(answers_healthz, port),

@@ -105,6 +105,10 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
         [{"setWeight": 50}],
         results={"s3": {"url": "s3://results", "secret": "team-b-store"}},
     )
+    recorded = {"recorded": {"s3": {"url": "s3://recordings/chat-v1", "secret": "team-b-store"}}}
+    replaying = gated_rollout(
+        namespace, [{"name": "replay", "evaluator": {"replay": recorded}}], [{"setWeight": 50}]
+    )
 
     # The same Secret named by a ModelEvaluation's check (its run Jobs are the gate's).
     evaluation = model_evaluation(namespace, checks=[{"name": "quality", "evaluator": {"testSet": stored}}])
@@ -123,7 +127,7 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
     with installed_chart(
         local_bed.kubeconfig, namespace, {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
     ):
-        for manifest in (naming, results, evaluation):
+        for manifest in (naming, results, evaluation, replaying):
             refused = wait_for(
                 lambda m=manifest: refusal(m), timeout=30, what="the admission policy to refuse"
             )

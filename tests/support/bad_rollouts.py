@@ -109,6 +109,8 @@ def gate_check(check: dict[str, Any]) -> Edit:
     return put("spec.gate", {"checks": [{"name": "quality", **check}]})
 
 
+# The newest requests a refusal proxy recorded (its --record prefix).
+RECORDED = {"s3": {"url": "s3://recordings/chat/chat-v1", "secret": "s3"}, "last": 500}
 BAD_ROLLOUTS: dict[str, BadRollout] = {
     # Wrong types.
     "weight as a string": BadRollout(put(f"{STEP0}.setWeight", "10"), "spec.steps[0].setWeight"),
@@ -472,6 +474,28 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     ),
     "an evaluator in no Pod": BadRollout(
         gate_check({"evaluator": EVALUATOR, "parallelism": 0}), "spec.gate.checks[0].parallelism"
+    ),
+    "recorded requests and a file to replay": BadRollout(
+        gate_check({"evaluator": {"replay": {**EVALUATOR["testSet"], "recorded": RECORDED}}}),
+        "spec.gate.checks[0].evaluator.replay",
+    ),
+    "recorded requests sampled": BadRollout(
+        gate_check({"evaluator": {"replay": {"recorded": RECORDED, "sample": 10}}}),
+        "spec.gate.checks[0].evaluator.replay",
+    ),
+    "recorded requests under an object URL's parent": BadRollout(
+        gate_check(
+            {
+                "evaluator": {
+                    "replay": {"recorded": {**RECORDED, "s3": {"url": "s3://rec/a/../b", "secret": "s3"}}}
+                }
+            }
+        ),
+        "spec.gate.checks[0].evaluator.replay.recorded.s3.url",
+    ),
+    "none of the newest recorded requests": BadRollout(
+        gate_check({"evaluator": {"replay": {"recorded": {**RECORDED, "last": 0}}}}),
+        "spec.gate.checks[0].evaluator.replay.recorded.last",
     ),
     "win-rate confidence 1": BadRollout(
         gate_check(

@@ -14,8 +14,8 @@ from tests.unit.package_modules import modules
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 RUNTIME_CONTRACT = "the operator runtime imports neither the CLI, the evaluator nor the refusal proxy"
-# Not the running operator: the CLI, the gate's evaluator, the refusal proxy, the answer reading
-# and classifier only those two share, and `python -m modelgate`.
+# Not the running operator: the CLI, the gate's evaluator, the refusal proxy, the answer reading,
+# classifier and recordings' names only those two share, and `python -m modelgate`.
 OUTSIDE_RUNTIME = {
     "modelgate.cli",
     "modelgate.evaluation",
@@ -23,6 +23,7 @@ OUTSIDE_RUNTIME = {
     "modelgate.storage",
     "modelgate.chat_answers",
     "modelgate.refusal_classifier",
+    "modelgate.recordings",
     "modelgate.__main__",
 }
 

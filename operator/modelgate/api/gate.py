@@ -28,6 +28,7 @@ from modelgate.api.fields import (
 from modelgate.api.gate_shard import MAX_SHARDS
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.object_storage import GateResults, S3Object
+from modelgate.api.recorded_requests import ONE_REPLAY_SOURCE, RECORDED_NOT_SAMPLED, RecordedRequests
 from modelgate.api.specmodel import SpecModel
 
 OnCheckError = Literal["Reject", "Inconclusive"]
@@ -112,9 +113,34 @@ class JsonlSource(SpecModel):
 
 
 class ReplaySource(JsonlSource):
+    """Recorded requests: a JSONL file, or the newest requests a refusal proxy recorded."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "[has(self.configMap), has(self.url), has(self.persistentVolumeClaim), has(self.s3),"
+                " has(self.recorded)].exists_one(s, s)",
+                message=ONE_REPLAY_SOURCE,
+            ),
+            CelRule("!has(self.recorded) || !has(self.sample)", message=RECORDED_NOT_SAMPLED),
+        )
+    )
+
     sample: Annotated[Integer, Field(ge=1, le=100000)] | None = Field(
         None, description="How many recorded requests to replay, sampled with a fixed seed; default all."
     )
+    recorded: RecordedRequests | None = Field(
+        None, description="The newest requests a refusal proxy recorded (e.g. the incumbent's)."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> Self:
+        sources = [self.config_map, self.url, self.persistent_volume_claim, self.s3, self.recorded]
+        if sources.count(None) != len(sources) - 1:
+            raise ValueError(ONE_REPLAY_SOURCE)
+        if self.recorded is not None and self.sample is not None:
+            raise ValueError(RECORDED_NOT_SAMPLED)
+        return self
 
 
 class Endpoint(SpecModel):

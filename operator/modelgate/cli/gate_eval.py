@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from modelgate.api.duration import parse_duration
 from modelgate.api.gate_shard import COMPLETION_INDEX_ENV, MAX_SHARDS
 from modelgate.api.object_url import shard_results_file
+from modelgate.cli.gate_eval_recorded import add_recorded_replay_options, recorded_source
 from modelgate.egress import policy_from_environment
 from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.jsonl import InputError
@@ -56,6 +57,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="replay N requests drawn with --seed (default: all)",
     )
+    add_recorded_replay_options(parser)
     parser.add_argument("--judge", metavar="URL", help="base URL of the judge model")
     parser.add_argument("--judge-model", metavar="NAME", help="the model field sent to the judge")
     parser.add_argument(
@@ -119,9 +121,11 @@ def _add_shards(parser: argparse.ArgumentParser) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    if not (args.test_set or args.replay or args.judge):
+    if not (args.test_set or args.replay or args.replay_recorded or args.judge):
         raise SystemExit("modelgate eval: give at least one of --test-set, --replay, --judge")
-    if args.judge and not (args.test_set or args.replay):
+    if args.replay and args.replay_recorded:
+        raise SystemExit("modelgate eval: give --replay or --replay-recorded, not both")
+    if args.judge and not (args.test_set or args.replay or args.replay_recorded):
         raise SystemExit(
             "modelgate eval: --judge compares answers to --test-set or --replay prompts; give one"
         )
@@ -135,6 +139,7 @@ def run_eval(args: argparse.Namespace) -> int:
         test_set=args.test_set,
         replay=args.replay,
         replay_sample=args.replay_sample,
+        replay_recorded=recorded_source(args),
         judge=Endpoint("judge", args.judge, args.judge_model) if args.judge else None,
         judge_samples=args.judge_samples,
         seed=args.seed,

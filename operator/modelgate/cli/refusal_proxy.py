@@ -6,12 +6,12 @@ import argparse
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
 from pathlib import Path
 
 from yarl import URL
 
 from modelgate.chat_answers import TextLimits
+from modelgate.cli.refusal_proxy_recording import add_recording_options, positive, recording_settings
 from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.observability import configure_logging
 from modelgate.refusal_classifier import DEFAULT_PATTERNS, PatternError, RefusalPatterns, parse_patterns
@@ -51,7 +51,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     proxy.add_argument(
         "--max-model-labels",
-        type=_positive(int),
+        type=positive(int),
         default=ProxySettings.max_model_labels,
         help="without --model: how many model names answered become labels; later names are counted "
         'under model="other" (default: %(default)s)',
@@ -64,6 +64,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     _add_size_limits(proxy)
     _add_connection_limits(proxy)
+    add_recording_options(proxy)
     proxy.add_argument("--log-format", choices=["json", "console"], default="json", help=LOG_FORMAT_HELP)
     proxy.add_argument("--verbose", action="store_true", help="debug logs (one line per answer)")
     proxy.set_defaults(handler=run_refusal_proxy)
@@ -72,26 +73,26 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _add_size_limits(proxy: argparse.ArgumentParser) -> None:
     proxy.add_argument(
         "--max-classified-bytes",
-        type=_positive(int),
+        type=positive(int),
         default=ProxySettings.max_classified_bytes,
         help="JSON answers larger than this are passed on but not classified (default: %(default)s)",
     )
     proxy.add_argument(
         "--max-buffered-bytes",
-        type=_positive(int),
+        type=positive(int),
         default=ProxySettings.max_buffered_bytes,
         help="the JSON answers being read hold at most this many bytes at once, across connections; "
         "an answer that does not fit is passed on unclassified (default: %(default)s)",
     )
     proxy.add_argument(
         "--classified-head-chars",
-        type=_positive(int),
+        type=positive(int),
         default=TextLimits.head,
         help="the first characters of each choice's text that are classified (default: %(default)s)",
     )
     proxy.add_argument(
         "--classified-tail-chars",
-        type=_positive(int),
+        type=positive(int),
         default=TextLimits.tail,
         help="and the last ones; the text between is passed on unread (default: %(default)s)",
     )
@@ -100,13 +101,13 @@ def _add_size_limits(proxy: argparse.ArgumentParser) -> None:
 def _add_connection_limits(proxy: argparse.ArgumentParser) -> None:
     proxy.add_argument(
         "--max-connections",
-        type=_positive(int),
+        type=positive(int),
         default=ConnectionLimits.max_connections,
         help="open client connections at most; more are answered 503 and closed (default: %(default)s)",
     )
     proxy.add_argument(
         "--header-timeout",
-        type=_positive(float),
+        type=positive(float),
         default=ConnectionLimits.header_timeout,
         metavar="SECONDS",
         help="a request's headers must arrive within this time of its first byte, or of connecting; "
@@ -114,7 +115,7 @@ def _add_connection_limits(proxy: argparse.ArgumentParser) -> None:
     )
     proxy.add_argument(
         "--idle-timeout",
-        type=_positive(float),
+        type=positive(float),
         default=ConnectionLimits.idle_timeout,
         metavar="SECONDS",
         help="an idle keep-alive connection is closed after this time; keep it above the gateway's "
@@ -122,25 +123,12 @@ def _add_connection_limits(proxy: argparse.ArgumentParser) -> None:
     )
     proxy.add_argument(
         "--upstream-read-timeout",
-        type=_positive(float),
+        type=positive(float),
         default=ProxySettings.upstream_read_timeout,
         metavar="SECONDS",
         help="the model server may stay silent this long, before its answer begins and between two "
         "chunks; then the client gets 504 (or its stream is broken off) (default: %(default)s)",
     )
-
-
-def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            value = 0
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a positive {kind.__name__}")
-        return value
-
-    return parse
 
 
 def _patterns(path: Path | None) -> RefusalPatterns:
@@ -171,6 +159,7 @@ def run_refusal_proxy(args: argparse.Namespace) -> int:
         text_limits=TextLimits(args.classified_head_chars, args.classified_tail_chars),
         connections=ConnectionLimits(args.max_connections, args.header_timeout, args.idle_timeout),
         upstream_read_timeout=args.upstream_read_timeout,
+        recording=recording_settings(args),
     )
     asyncio.run(_serve(settings, args.host, args.port, args.metrics_port))
     return 0

@@ -24,6 +24,7 @@ from modelgate.evaluation.model_client import (
     checked_session,
     read_source,
 )
+from modelgate.evaluation.recorded_replay import RecordedSource, read_recorded
 from modelgate.evaluation.replay_set import RecordedRequest, parse_replay, seeded_sample
 from modelgate.evaluation.result import gate_result
 from modelgate.evaluation.scoring import Reply, capability_counts, replay_counts
@@ -68,6 +69,7 @@ class Plan:
     test_set: str | None = None
     replay: str | None = None
     replay_sample: int | None = None
+    replay_recorded: RecordedSource | None = None  # instead of `replay`: the newest recorded requests
     judge: Endpoint | None = None
     judge_samples: int | None = None
     seed: int = 0
@@ -139,6 +141,8 @@ async def _inputs(
         items.read("replay", plan.replay, text)
         recorded = parse_replay(text, plan.replay)
         replay = seeded_sample(recorded, plan.replay_sample, plan.seed)
+    if plan.replay_recorded is not None:
+        replay = await read_recorded(plan.replay_recorded, plan.sources.egress)
     return test_set, replay or []
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from modelgate.api.gate import Evaluator, GateCheck
 from modelgate.api.object_storage import ROLE_PREFIXES, secret_environment
 from modelgate.api.object_url import ObjectUrlError, parse_object_url
+from modelgate.api.recorded_requests import RecordedRequests
 from modelgate.core.gate_judgement import CheckMeasured
 
 
@@ -32,6 +33,9 @@ def storage_secret_fields(check: GateCheck, field: str, results: ResultsTarget |
         for name, source in named
         if source is not None and source.s3 is not None
     ]
+    recorded = recorded_replay(evaluator)
+    if recorded is not None:
+        fields.append(f"{field}.evaluator.replay.recorded.s3.secret ({recorded.s3.secret})")
     if results is not None:
         fields.append(f"spec.gate.results.s3.secret ({results.secret})")
     return fields
@@ -45,11 +49,20 @@ def storage_wiring(
     stored = [("--test-set", evaluator.test_set), ("--replay", evaluator.replay)]
     secrets = [(option, source.s3.secret) for option, source in stored if source is not None and source.s3]
     args = []
+    recorded = recorded_replay(evaluator)
+    if recorded is not None:  # the replay's Secret: --replay-recorded reads with --replay's variables
+        args += [f"--replay-recorded={recorded.s3.url}", f"--replay-last={recorded.last}"]
+        secrets.append(("--replay", recorded.s3.secret))
     if results is not None:
         args.append(f"--results={results.location}")
         secrets.append(("--results", results.secret))
     env = [entry for option, secret in secrets for entry in secret_environment(ROLE_PREFIXES[option], secret)]
     return args, env
+
+
+def recorded_replay(evaluator: Evaluator | None) -> RecordedRequests | None:
+    """The recorded requests a check replays (a prefix the evaluator lists), if it names them."""
+    return None if evaluator is None or evaluator.replay is None else evaluator.replay.recorded
 
 
 def own_pointer_only(seen: CheckMeasured, results: ResultsTarget | None) -> CheckMeasured:

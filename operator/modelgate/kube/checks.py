@@ -15,7 +15,7 @@ from modelgate.api.gate import Evaluator, GateCheck, JsonlSource
 from modelgate.api.gate_result import GateResult
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from modelgate.kube.check_shards import indexed, merged_shards, pod_index, shard_name, without_injected_index
-from modelgate.kube.check_storage import ResultsTarget, storage_wiring
+from modelgate.kube.check_storage import ResultsTarget, recorded_replay, storage_wiring
 from modelgate.kube.labels import label_value
 
 # Labels of a check's Job and Pods: which rollout and which check they belong to.
@@ -100,7 +100,11 @@ def _sources(
     mounts: list[dict[str, Any]] = []
     for flag, source, volume in (
         ("--test-set", evaluator.test_set, "test-set"),
-        ("--replay", evaluator.replay, "replay"),
+        (
+            "--replay",
+            None if recorded_replay(evaluator) else evaluator.replay,
+            "replay",
+        ),  # recorded: a prefix
     ):
         if source is None:
             continue

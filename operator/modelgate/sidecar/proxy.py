@@ -10,7 +10,7 @@ the time their headers take (`connections`), and the time the server may stay si
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 
@@ -26,6 +26,7 @@ from modelgate.chat_answers import TextLimits
 from modelgate.refusal_classifier import RefusalPatterns, RefusalReason, classify
 from modelgate.sidecar.answer_reader import AnswerReader, ByteBudget
 from modelgate.sidecar.connections import ConnectionGuard, ConnectionLimits, GuardedSite
+from modelgate.sidecar.recording import Recorder, RecordingMetrics, RecordingSettings, RequestTee
 
 log = structlog.get_logger(__name__)
 
@@ -78,6 +79,8 @@ class ProxySettings:
     # Seconds the server may stay silent (before its headers, between chunks): an answer that is
     # not streamed arrives only when complete.
     upstream_read_timeout: float = 300.0
+    # Off (None) by default: a sample of requests and answers, redacted, written to a store.
+    recording: RecordingSettings | None = None
 
 
 class ModelLabels:
@@ -154,6 +157,9 @@ class RefusalProxy:
         self.metrics = metrics
         self._session: aiohttp.ClientSession | None = None
         self._json_budget = ByteBudget(settings.max_buffered_bytes)
+        self._recorder = (
+            Recorder(settings.recording, RecordingMetrics(metrics.registry)) if settings.recording else None
+        )
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -172,29 +178,35 @@ class RefusalProxy:
         assert self._session is not None, "the application has not started"
         endpoint = request.path if request.method == "POST" and request.path in COMPLETION_ENDPOINTS else None
         url = URL(str(self.settings.upstream).rstrip("/") + request.rel_url.raw_path_qs, encoded=True)
+        tee = self._recorder.sampled() if self._recorder is not None and endpoint is not None else None
+        body = _teed(request.content, tee) if tee is not None else request.content
         try:
             upstream = await self._session.request(
                 request.method,
                 url,
                 headers=_end_to_end(request.headers),
-                data=request.content if request.body_exists else None,
+                data=body if request.body_exists else None,
                 allow_redirects=False,
             )
         except (aiohttp.ClientError, TimeoutError) as error:
             status = _gateway_status(error)
             log.warning("upstream unreachable or silent", url=str(url), error=_describe(error))
             if endpoint is not None:
-                self._count(endpoint, str(status.value), None)
+                self._count(endpoint, str(status.value), None, tee)
             return web.json_response(_gateway_error(status, error), status=status)
         except asyncio.CancelledError:  # the client left before the server began to answer
             if endpoint is not None:
-                self._count(endpoint, CLIENT_CLOSED, None)
+                self._count(endpoint, CLIENT_CLOSED, None, tee)
             raise
         async with upstream:
-            return await self._relay(request, upstream, endpoint)
+            return await self._relay(request, upstream, endpoint, tee)
 
     async def _relay(
-        self, request: web.Request, upstream: aiohttp.ClientResponse, endpoint: str | None
+        self,
+        request: web.Request,
+        upstream: aiohttp.ClientResponse,
+        endpoint: str | None,
+        tee: RequestTee | None = None,
     ) -> web.StreamResponse:
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
         response.headers.extend(_end_to_end(upstream.headers))
@@ -220,7 +232,7 @@ class RefusalProxy:
                 request.transport.close()
         finally:
             if endpoint is not None:
-                self._count(endpoint, code, reader)
+                self._count(endpoint, code, reader, tee)
         return response
 
     def _reader(self, upstream: aiohttp.ClientResponse) -> AnswerReader | None:
@@ -238,7 +250,9 @@ class RefusalProxy:
             self._json_budget,
         )
 
-    def _count(self, endpoint: str, code: str, reader: AnswerReader | None) -> None:
+    def _count(
+        self, endpoint: str, code: str, reader: AnswerReader | None, tee: RequestTee | None = None
+    ) -> None:
         answer = reader.answer() if reader is not None else None
         if reader is not None:
             reader.release()
@@ -252,6 +266,11 @@ class RefusalProxy:
         model = self._model(answer.model if answer is not None else None)
         self.metrics.count(model, endpoint, code, refusal)
         log.debug("answer counted", model=model, endpoint=endpoint, code=code, refusal=refusal)
+        if tee is not None and self._recorder is not None:
+            if code == str(HTTPStatus.OK.value):
+                self._recorder.offer(tee, answer)
+            else:
+                self._recorder.unanswered(tee)
 
     def _model(self, answered: str | None) -> str:
         return answered or next(iter(self.settings.models), UNKNOWN_MODEL)
@@ -274,8 +293,12 @@ class RefusalProxy:
             cookie_jar=aiohttp.DummyCookieJar(),  # one client's cookies are never sent for another
             skip_auto_headers=("Accept-Encoding", "User-Agent", "Content-Type"),
         )
+        if self._recorder is not None:
+            await self._recorder.start()
 
     async def _close(self, _: web.Application) -> None:
+        if self._recorder is not None:
+            await self._recorder.close()
         if self._session is not None:
             await self._session.close()
 
@@ -287,6 +310,13 @@ def _end_to_end(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
     }
     dropped = _HOP_BY_HOP | connection
     return CIMultiDict((name, value) for name, value in headers.items() if name.lower() not in dropped)
+
+
+async def _teed(content: aiohttp.StreamReader, tee: RequestTee) -> AsyncIterator[bytes]:
+    """The request's body as it arrives, a copy kept for its record."""
+    async for chunk in content.iter_any():
+        tee.feed(chunk)
+        yield chunk
 
 
 def _client_left(request: web.Request, upstream: aiohttp.ClientResponse) -> str:
@@ -364,5 +394,6 @@ async def start_refusal_proxy(
         port=bound[0],
         metrics_port=bound[1],
         upstream=str(settings.upstream),
+        recording=settings.recording.sink_name if settings.recording else None,
     )
     return RunningProxy(proxy, runners, host, bound[0], bound[1])

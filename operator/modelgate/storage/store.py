@@ -80,6 +80,22 @@ class ObjectStore:
         put = await self._call(url, lambda: obstore.put_async(store, url.key, data))
         return _etag(put.get("e_tag"))
 
+    async def keys(self, prefix: ObjectUrl, max_keys: int = 1_000_000) -> list[str]:
+        """The keys of the objects directly under `prefix` (not in its sub-folders), at most
+        `max_keys` (else TOO_LARGE: a lifecycle rule should keep a prefix smaller)."""
+        store = await self._store(prefix)
+        folder = f"{prefix.key}/" if prefix.key else ""
+
+        async def listed() -> list[str]:
+            keys: list[str] = []
+            async for chunk in obstore.list(store, prefix.key or None, chunk_size=1000):
+                keys += [meta["path"] for meta in chunk if "/" not in meta["path"].removeprefix(folder)]
+                if len(keys) > max_keys:
+                    raise StorageError(str(prefix), StorageProblem.TOO_LARGE, f"more than {max_keys} objects")
+            return keys
+
+        return await self._call(prefix, listed)
+
     async def version(self, url: ObjectUrl) -> str:
         store = await self._store(url)
         meta = await self._call(url, lambda: obstore.head_async(store, url.key))
