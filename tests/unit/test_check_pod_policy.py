@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from modelgate.api.gate import CheckResources
+from modelgate.api.check_job import CheckResources
 from modelgate.kube.check_pod_policy import (
     CUSTOM_IMAGES_ENV,
     RESOURCES_ENV,

@@ -10,6 +10,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
+from modelgate.api.check_job import CheckJob, CheckResources
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import (
@@ -22,7 +23,6 @@ from modelgate.api.fields import (
     Number,
     ObjectName,
     PositiveDuration,
-    Quantity,
     SecretKey,
 )
 from modelgate.api.gate_shard import MAX_SHARDS
@@ -36,12 +36,6 @@ MAX_CHECKS = 8
 # A Job's name is at most 63 characters (its Pods' job-name label); the operator adds a prefix and a hash.
 CheckName = Annotated[MetricName, StringConstraints(max_length=40)]
 ProbabilityLike = Annotated[Number, Field(ge=0)]
-EnvName = Annotated[
-    str, StringConstraints(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-]
-Argument = Annotated[
-    str, StringConstraints(max_length=4096), Field(description="One word of the command line.")
-]
 ScoreName = Annotated[MetricName, Field(description="A score's name.")]
 
 
@@ -197,47 +191,6 @@ class Evaluator(SpecModel):
         if self.test_set is None and self.replay is None:
             raise ValueError(MEASURES)
         return self
-
-
-class EnvVar(SpecModel):
-    """One environment variable of a check's container."""
-
-    name: EnvName = Field(description="The variable's name.")
-    value: Annotated[str, StringConstraints(max_length=32768)] = Field(
-        "", description="The variable's value."
-    )
-
-
-class CheckJob(SpecModel):
-    """A check of your own: a container that ends by writing a GateResult JSON (docs/gate.md) to
-    /dev/termination-log, and exits 0 when it measured. It runs only where the operator allows
-    custom images (the chart's gate.customImages), as a non-root user without an API token."""
-
-    image: Annotated[str, StringConstraints(min_length=1, max_length=1024)] = Field(
-        description="The container image."
-    )
-    command: Annotated[tuple[Argument, ...], Field(max_length=64)] = Field(
-        (), description="The entrypoint; the image's own when empty."
-    )
-    args: Annotated[tuple[Argument, ...], Field(max_length=256)] = Field(
-        (), description="Arguments to the entrypoint."
-    )
-    env: Annotated[tuple[EnvVar, ...], Field(max_length=64)] = Field(
-        (), description="Environment variables of the container.", json_schema_extra=list_map("name")
-    )
-
-
-class ComputeAmounts(SpecModel):
-    cpu: Quantity | None = Field(None, description="CPU, e.g. 500m or 2.")
-    memory: Quantity | None = Field(None, description="Memory, e.g. 512Mi or 4Gi.")
-
-
-class CheckResources(SpecModel):
-    """The check container's requests and limits. The operator fills what is unset from its defaults
-    and refuses a value over its maximum (the chart's gate.checkResources), naming the field."""
-
-    requests: ComputeAmounts = Field(ComputeAmounts(), description="What the container is guaranteed.")
-    limits: ComputeAmounts = Field(ComputeAmounts(), description="The most the container may use.")
 
 
 class ScoreBounds(SpecModel):

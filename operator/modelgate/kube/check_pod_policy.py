@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from modelgate.api.check_job import CheckResources, ComputeAmounts
 from modelgate.api.fields import QUANTITY_PATTERN
-from modelgate.api.gate import CheckResources, ComputeAmounts
 
 # A JSON list of regular expressions; an image must match one in full. Unset: custom images refused.
 CUSTOM_IMAGES_ENV = "MODELGATE_CHECK_IMAGES"
