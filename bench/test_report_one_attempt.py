@@ -19,6 +19,9 @@ from tests.support.page import SCREEN, STORY, read_page
 from tests.support.scenario import serving
 
 ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+
+# Moved out of `make test` for its 20 s: the page tests of tests/unit read the same history.
+pytestmark = pytest.mark.bench
 NEXT_CANDIDATE = {
     "incumbent": {"deployment": "chat-v2"},
     "candidate": {"deployment": "chat-v3"},
