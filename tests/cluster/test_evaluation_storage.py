@@ -1,9 +1,11 @@
 """A ModelEvaluation's full results in the bed's S3-compatible server (moto): a run's check writes
 them under <url>/<namespace>/<evaluation>/<run id>/<check>/<test-set version>/ and the run's
-storageKey points at them; a storage Secret that does not exist is a Failed run naming the field."""
+storageKey points at them, and `modelgate evaluations -o s3://...` writes its history there; a
+storage Secret that does not exist is a Failed run naming the field."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kubernetes import client
@@ -14,10 +16,11 @@ from testbed.localcluster import LocalCluster
 from testbed.operator_process import OperatorProcess
 from testbed.s3_server import S3Server
 from tests.cluster.test_gate_storage import storage_secret, stored_lines
+from tests.support.cli import modelgate
 from tests.support.evaluations import Evaluations, evaluator_check, model_evaluation, served_model
 from tests.support.gate import ITEMS
 from tests.support.kube import create
-from tests.support.storage import fresh_url
+from tests.support.storage import aws_environment, bed_store, fresh_url, run
 
 SECRET = "store"
 
@@ -48,6 +51,14 @@ def test_a_runs_results_land_under_the_key_and_the_run_points_at_them(
     assert header["result"]["testSet"]["name"] == "qa"
     assert {s["name"] for s in header["result"]["scores"]} == {s.name for s in done.checks[0].scores}
     assert len(items) == 2 * ITEMS
+
+    history_url = fresh_url(s3_server, "history.json")
+    command = ("evaluations", evaluations.name, "-n", namespace)
+    written = modelgate(operator.kubeconfig, *command, "-o", str(history_url), env=aws_environment(s3_server))
+    assert written.returncode == 0, written.stdout + written.stderr
+    history = json.loads(run(bed_store(s3_server).read(history_url)).data)
+    assert [r["storageKey"] for r in history["runs"]] == [done.storage_key]
+    assert history["scores"]["quality"]["math"][0]["value"] == done.checks[0].scores[0].value
 
 
 def test_a_missing_storage_secret_fails_the_run_naming_the_field(
