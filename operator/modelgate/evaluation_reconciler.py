@@ -82,7 +82,7 @@ class EvaluationReconciler:
         meta = body["metadata"]
         namespace = meta["namespace"]
         running = next((run for run in status.runs if run.outcome is RunOutcome.RUNNING), None)
-        checks = {} if running is None else self.jobs.observe(namespace, spec, running)
+        checks = {} if running is None else self.jobs.observe(namespace, meta["name"], spec, running)
         promoted = None
         if spec.baseline is not None and spec.baseline.promoted is not None:
             promoted = self._promoted_scores(namespace, spec.baseline.promoted.rollout)
@@ -129,9 +129,9 @@ class EvaluationReconciler:
             )
         for action in decision.actions:
             match action:
-                case StartRun(jobs=jobs):
+                case StartRun(run_id=run_id, jobs=jobs):
                     assert spec is not None
-                    self.jobs.start(body, spec, dict(jobs))
+                    self.jobs.start(body, spec, run_id, dict(jobs))
                 case DeleteJobs(names=names):
                     self.jobs.delete(namespace, names)
                 case PostEvent(warning=warning, reason=reason, message=message):

@@ -112,6 +112,7 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
 
     # The same Secret named by a ModelEvaluation's check (its run Jobs are the gate's).
     evaluation = model_evaluation(namespace, checks=[{"name": "quality", "evaluator": {"testSet": stored}}])
+    evaluation_results = model_evaluation(namespace, results=results["spec"]["gate"]["results"])
 
     def refusal(manifest: dict[str, Any]) -> ApiException | None:
         plural = EVALUATION_PLURAL if manifest["kind"] == EVALUATION_KIND else PLURAL
@@ -127,7 +128,7 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
     with installed_chart(
         local_bed.kubeconfig, namespace, {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
     ):
-        for manifest in (naming, results, evaluation, replaying):
+        for manifest in (naming, results, evaluation, evaluation_results, replaying):
             refused = wait_for(
                 lambda m=manifest: refusal(m), timeout=30, what="the admission policy to refuse"
             )

@@ -20,13 +20,13 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import model_rollout
 from testbed.operator_process import OperatorProcess
 from testbed.ports import free_port
-from testbed.s3_server import REGION, S3Server
+from testbed.s3_server import S3Server
 from tests.cluster.test_gate_evaluator import BETTER, POLICY, ended, evaluated, passed_as_better, quality
 from tests.support.cli import modelgate
 from tests.support.gate import ITEMS, Json, check_pods, gated_rollout, qa_test_set, scenario
 from tests.support.kube import create
 from tests.support.scenario import Scenario
-from tests.support.storage import bed_store, fresh_url, run
+from tests.support.storage import aws_environment, bed_store, fresh_url, run
 
 __all__ = ["check_pods", "scenario"]  # the fixtures
 SECRET = "store"
@@ -129,12 +129,7 @@ def test_the_report_goes_to_storage_and_wrong_credentials_are_refused_naming_the
     """`modelgate report --output s3://...` with the $AWS_* credentials, as a person's shell has them."""
     create(api_client, model_rollout("chat", namespace, steps=[{"setWeight": 50}]))
     url = fresh_url(s3_server, "chat-report.html")
-    aws = {
-        "AWS_ENDPOINT_URL": s3_server.endpoint,
-        "AWS_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": s3_server.access_key_id,
-        "AWS_SECRET_ACCESS_KEY": s3_server.secret_access_key,
-    }
+    aws = aws_environment(s3_server)
     report = ("report", "chat", "-n", namespace, "-o", str(url))
     written = modelgate(operator.kubeconfig, *report, env=aws)
     assert written.returncode == 0, written.stdout + written.stderr

@@ -27,6 +27,16 @@ def bed_store(server: S3Server, *, secret_access_key: str | None = None) -> Obje
     return ObjectStore(credentials, BED_EGRESS)
 
 
+def aws_environment(server: S3Server) -> dict[str, str]:
+    """The $AWS_* variables that reach the server, as a person's shell has them (the CLI's)."""
+    return {
+        "AWS_ENDPOINT_URL": server.endpoint,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": server.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": server.secret_access_key,
+    }
+
+
 def fresh_url(server: S3Server, name: str) -> ObjectUrl:
     """A key no other test uses, in the server's first bucket."""
     return ObjectUrl(server.buckets[0], f"tests/{uuid.uuid4().hex[:12]}/{name}")

@@ -11,6 +11,7 @@ from modelgate.api.errors import InvalidSpecError
 from modelgate.api.fields import Boolean, Duration, HttpUrl, Integer, ModelName, ObjectName
 from modelgate.api.gate import MAX_CHECKS, UNIQUE_CHECK_NAMES, GateCheck, unique_check_names
 from modelgate.api.markers import CelRule, cel_rules, list_map
+from modelgate.api.object_storage import GateResults
 from modelgate.api.specmodel import SpecModel
 
 # Runs kept in status: 20 runs of 8 checks of 32 scores stay well inside etcd's object size.
@@ -122,6 +123,12 @@ class ModelEvaluationSpec(SpecModel):
         None, description="What runs are compared with; without one, only the policies' min and max apply."
     )
     suspend: Boolean = Field(False, description="Start no scheduled run (an on-demand run still starts).")
+    results: GateResults | None = Field(
+        None,
+        description="Where each run's checks keep their full per-item results: "
+        "<url>/<namespace>/<evaluation>/<run id>/<check>/<test-set version>/results.jsonl "
+        "(docs/object-storage.md); the run's storageKey points at them.",
+    )
     history_limit: Annotated[Integer, Field(ge=1, le=MAX_HISTORY)] = Field(
         10, description="How many runs status.runs keeps, newest first; older runs' Jobs are deleted."
     )

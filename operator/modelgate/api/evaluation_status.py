@@ -68,8 +68,11 @@ class EvaluationRun(StatusModel):
         None, description="The outcome's reason for people, naming the score or field."
     )
     test_set: TestSetVersion | None = Field(None, description="The test set the results name.")
-    storage_key: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
-        None, description="Where the run's full results are stored, once results go to object storage."
+    storage_key: Annotated[str, StringConstraints(max_length=1100)] | None = Field(
+        None,
+        description="Where the run's full results are (spec.results): s3://… of the location that holds "
+        "every results object its checks wrote, <url>/<namespace>/<evaluation>/<run id> (deeper when "
+        "one check kept results).",
     )
     checks: Annotated[tuple[CheckRecord, ...], Field(max_length=MAX_CHECKS)] = Field(
         (), description="One entry per check.", json_schema_extra=list_map("name")

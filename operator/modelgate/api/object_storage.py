@@ -46,7 +46,7 @@ def secret_environment(prefix: str, secret: str) -> list[dict[str, object]]:
 
 
 STORAGE_SECRET = (
-    "Name of a Secret in the ModelRollout's namespace holding the store's endpoint, region, "
+    "Name of a Secret in the resource's namespace holding the store's endpoint, region, "
     "accessKeyId, secretAccessKey and optional sessionToken (docs/object-storage.md); the evaluator's "
     "Pod gets them as environment variables, the operator never reads them."
 )
@@ -72,6 +72,7 @@ class GateResults(SpecModel):
 
     s3: S3Location = Field(
         description="A location in S3-compatible storage: each check's results go to "
-        "<url>/<namespace>/<rollout>/<gate run>/<check>/<test-set version>/results.jsonl "
-        "(docs/object-storage.md), and the check's status points at them.",
+        "<url>/<namespace>/<rollout>/<gate run>/<check>/<test-set version>/results.jsonl (a "
+        "ModelEvaluation's: <url>/<namespace>/<evaluation>/<run id>/<check>/...; "
+        "docs/object-storage.md), and the status points at them.",
     )

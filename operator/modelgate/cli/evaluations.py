@@ -4,13 +4,18 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from modelgate import API_GROUP, API_VERSION, EVALUATION_PLURAL
 from modelgate.api.evaluation_status import parse_evaluation_status
+from modelgate.cli.evaluation_history import evaluation_history
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.render_evaluations import LEGEND, render_trend
+from modelgate.cli.report_output import OutputFailed, write_output
 from modelgate.cli.target import connect
 from modelgate.kube import NotFound
 from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
@@ -19,6 +24,13 @@ from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     trend = commands.add_parser("evaluations", help="each ModelEvaluation's score trend per check")
     trend.add_argument("name", nargs="?", help="the ModelEvaluation (default: every one in the namespace)")
+    trend.add_argument(
+        "-o",
+        "--output",
+        help="the named ModelEvaluation's history (runs, scores per check, baseline) as JSON instead: "
+        "`json` to stdout, a file, or s3://bucket/key to write it to object storage with the $AWS_* "
+        "credentials",
+    )
     _cluster_arguments(trend)
     trend.set_defaults(handler=show_trend)
     now = commands.add_parser("evaluate-now", help="start a run of a ModelEvaluation now")
@@ -33,6 +45,9 @@ def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def show_trend(args: argparse.Namespace) -> int:
+    if args.output and not args.name:
+        print("modelgate evaluations: --output needs the ModelEvaluation's NAME", file=sys.stderr)
+        return ExitCode.USAGE
     kube, namespace = connect(args)
     if args.name:
         try:
@@ -45,12 +60,30 @@ def show_trend(args: argparse.Namespace) -> int:
     if not bodies:
         print(f"no ModelEvaluations in namespace {namespace}")
         return 0
+    if args.output:
+        return _write_history(namespace, bodies[0], args.output)
     for body in bodies:
         status = parse_evaluation_status(body.get("status") or {})
         schedule = str((body.get("spec") or {}).get("schedule", "?"))
         print("\n".join(render_trend(namespace, body["metadata"]["name"], schedule, status)))
         print()
     print(LEGEND)
+    return 0
+
+
+def _write_history(namespace: str, body: Mapping[str, Any], output: str) -> int:
+    status = parse_evaluation_status(body.get("status") or {})
+    schedule = str((body.get("spec") or {}).get("schedule", ""))
+    history = evaluation_history(namespace, body["metadata"]["name"], schedule, status)
+    if output == "json":
+        print(history)
+        return 0
+    try:
+        written = write_output(output, history)
+    except OutputFailed as error:
+        print(f"modelgate evaluations: {error}", file=sys.stderr)
+        return ExitCode.ERROR
+    print(f"wrote {written}")
     return 0
 
 

@@ -1,6 +1,7 @@
-"""Where `modelgate report` writes its page: a file, or an object in S3-compatible storage
-(`--output s3://bucket/key`, credentials from $AWS_ENDPOINT_URL, $AWS_REGION, $AWS_ACCESS_KEY_ID,
-$AWS_SECRET_ACCESS_KEY and $AWS_SESSION_TOKEN; docs/object-storage.md)."""
+"""Where `modelgate report` writes its page (and `modelgate evaluations -o` a history): a file, or
+an object in S3-compatible storage (`--output s3://bucket/key`, credentials from $AWS_ENDPOINT_URL,
+$AWS_REGION, $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY and $AWS_SESSION_TOKEN;
+docs/object-storage.md)."""
 
 from __future__ import annotations
 

@@ -8,19 +8,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelgate.api.gate import Evaluator, GateCheck
-from modelgate.api.object_storage import ROLE_PREFIXES, secret_environment
-from modelgate.api.object_url import ObjectUrlError, parse_object_url
+from modelgate.api.object_storage import ROLE_PREFIXES, GateResults, secret_environment
+from modelgate.api.object_url import ObjectUrlError, parse_object_url, parse_prefix_url, results_location
 from modelgate.api.recorded_requests import RecordedRequests
 from modelgate.core.gate_judgement import CheckMeasured
 
 
 @dataclass(frozen=True)
 class ResultsTarget:
-    """Where the evaluator writes a check's full results (spec.gate.results): the check's own
-    location (api/object_url.py's results_location) and the Secret that reaches it."""
+    """Where the evaluator writes a check's full results (spec.gate.results, a ModelEvaluation's
+    spec.results: `field`): the check's own location (api/object_url.py's results_location) and the
+    Secret that reaches it."""
 
     location: str
     secret: str
+    field: str = "spec.gate.results"
+
+
+def results_target(
+    results: GateResults | None, check: GateCheck, owner: tuple[str, str], run: str, field: str
+) -> ResultsTarget | None:
+    """Where the built-in evaluator writes `check`'s full results in one run of its owner
+    (namespace, name: a rollout's gate or a ModelEvaluation), if `results` (at `field`) keeps them."""
+    if results is None or check.evaluator is None:
+        return None
+    namespace, name = owner
+    location = results_location(parse_prefix_url(results.s3.url), namespace, name, run, check.name)
+    return ResultsTarget(str(location), results.s3.secret, field)
 
 
 def storage_secret_fields(check: GateCheck, field: str, results: ResultsTarget | None) -> list[str]:
@@ -37,7 +51,7 @@ def storage_secret_fields(check: GateCheck, field: str, results: ResultsTarget |
     if recorded is not None:
         fields.append(f"{field}.evaluator.replay.recorded.s3.secret ({recorded.s3.secret})")
     if results is not None:
-        fields.append(f"spec.gate.results.s3.secret ({results.secret})")
+        fields.append(f"{results.field}.s3.secret ({results.secret})")
     return fields
 
 

@@ -10,9 +10,15 @@ from modelgate import EVALUATION_KIND
 from modelgate.api.addresses import AddressRefused
 from modelgate.api.evaluation_spec import ModelEvaluationSpec
 from modelgate.api.evaluation_status import EvaluationRun
-from modelgate.core.gate_judgement import CheckFailed, CheckObservation
+from modelgate.api.gate import GateCheck
+from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation
 from modelgate.kube.api_errors import KubeError
-from modelgate.kube.check_storage import storage_secret_fields
+from modelgate.kube.check_storage import (
+    ResultsTarget,
+    own_pointer_only,
+    results_target,
+    storage_secret_fields,
+)
 from modelgate.kube.checks import (
     EVALUATION_LABEL,
     CheckTarget,
@@ -32,10 +38,11 @@ class EvaluationJobs:
         self.refused: dict[tuple[str, str], str] = {}
 
     def observe(
-        self, namespace: str, spec: ModelEvaluationSpec, run: EvaluationRun
+        self, namespace: str, name: str, spec: ModelEvaluationSpec, run: EvaluationRun
     ) -> dict[str, CheckObservation]:
         """What each check's Job of the run shows; one that cannot be made is a failed check, its
-        message naming the field."""
+        message naming the field. A result's pointers to its full results are kept only under the
+        check's own location in this run."""
         observed: dict[str, CheckObservation] = {}
         indexes = {check.name: index for index, check in enumerate(spec.checks)}
         for record in run.checks:
@@ -49,16 +56,23 @@ class EvaluationJobs:
                 refused = self.refused.get((namespace, record.job))
                 problem = refused or self._problem(namespace, spec, index)
             check = spec.checks[index]
-            secrets = storage_secret_fields(check, f"spec.checks[{index}]", None)
-            observed[record.name] = (
+            results = evaluation_results(spec, check, (namespace, name), run.id)
+            secrets = storage_secret_fields(check, f"spec.checks[{index}]", results)
+            seen = (
                 CheckFailed(problem)
                 if problem
                 else observe_job(job, pods, check.timeout, check.parallelism, secrets)
             )
+            if isinstance(seen, CheckMeasured):
+                seen = own_pointer_only(seen, results)
+            observed[record.name] = seen
         return observed
 
-    def start(self, body: Mapping[str, Any], spec: ModelEvaluationSpec, jobs: Mapping[str, str]) -> None:
-        """Creates the Job (named in `jobs` by check) of every check that has none and can have one."""
+    def start(
+        self, body: Mapping[str, Any], spec: ModelEvaluationSpec, run_id: str, jobs: Mapping[str, str]
+    ) -> None:
+        """Creates the Job (named in `jobs` by check) of every check of run `run_id` that has none and
+        can have one."""
         namespace = body["metadata"]["namespace"]
         policy = self.gate_jobs.policy
         for index, check in enumerate(spec.checks):
@@ -70,7 +84,8 @@ class EvaluationJobs:
             field = f"spec.checks[{index}]"
             target = self._target(namespace, spec)
             assert not isinstance(target, str)
-            container, volumes = self.gate_jobs.container(check, target, field)
+            results = evaluation_results(spec, check, (namespace, body["metadata"]["name"]), run_id)
+            container, volumes = self.gate_jobs.container(check, target, field, results)
             resources = policy.resources(check.resources, f"{field}.resources")
             assert not isinstance(resources, str)
             job = check_job(
@@ -123,3 +138,10 @@ class EvaluationJobs:
         return CheckTarget(
             candidate_url=url, incumbent_url=url, candidate_model=model.name, incumbent_model=model.name
         )
+
+
+def evaluation_results(
+    spec: ModelEvaluationSpec, check: GateCheck, evaluation: tuple[str, str], run_id: str
+) -> ResultsTarget | None:
+    """Where the check keeps its full results in run `run_id` of the evaluation (namespace, name)."""
+    return results_target(spec.results, check, evaluation, run_id, "spec.results")

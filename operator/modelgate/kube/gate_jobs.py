@@ -10,13 +10,17 @@ from modelgate.api import ModelRolloutSpec
 from modelgate.api.addresses import AddressRefused
 from modelgate.api.gate import Endpoint, Evaluator, GateCheck
 from modelgate.api.gate_status import GateStatus
-from modelgate.api.object_url import parse_prefix_url, results_location
 from modelgate.api.series import SeriesSide
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation
 from modelgate.egress import evaluator_environment, policy_from_environment
 from modelgate.kube.api_errors import KubeError
 from modelgate.kube.check_pod_policy import CheckPodPolicy
-from modelgate.kube.check_storage import ResultsTarget, own_pointer_only, storage_secret_fields
+from modelgate.kube.check_storage import (
+    ResultsTarget,
+    own_pointer_only,
+    results_target,
+    storage_secret_fields,
+)
 from modelgate.kube.checks import (
     CheckTarget,
     check_job,
@@ -214,11 +218,7 @@ def _results_target(
 ) -> ResultsTarget | None:
     """Where the evaluator writes this check's full results in this run of the gate, if anywhere."""
     results = spec.gate.results if spec.gate is not None else None
-    if results is None or check.evaluator is None:
-        return None
-    prefix = parse_prefix_url(results.s3.url)
-    location = results_location(prefix, namespace, rollout, gate.run, check.name)
-    return ResultsTarget(str(location), results.s3.secret)
+    return results_target(results, check, (namespace, rollout), gate.run, "spec.gate.results")
 
 
 def _tenant_urls(evaluator: Evaluator) -> list[tuple[str, str]]:

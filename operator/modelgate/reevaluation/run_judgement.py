@@ -4,7 +4,8 @@ asks: a test set older than maxTestSetAge, or undated while one is set, fails th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import posixpath
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -23,6 +24,7 @@ from modelgate.api.evaluation_status import (
 from modelgate.api.gate import GateCheck
 from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_status import TestSetVersion
+from modelgate.api.object_url import SCHEME
 from modelgate.core.gate_judgement import MESSAGE, CheckFailed, CheckMeasured, judge_score
 from modelgate.core.limits import clip
 
@@ -139,6 +141,7 @@ def judge_run(
         update={
             "checks": tuple(records),
             "test_set": test_set,
+            "storage_key": storage_key(seen.values()),
             "outcome": outcome,
             "reason": reason,
             "message": clip(message, MESSAGE),
@@ -154,6 +157,17 @@ def _outcome(findings: list[_Finding]) -> tuple[RunOutcome, RunReason, str]:
             outcome = RunOutcome.REGRESSED if reason is RunReason.BELOW_POLICY else RunOutcome.FAILED
             return outcome, reason, "; ".join(decisive)
     return RunOutcome.PASSED, RunReason.WITHIN_POLICY, "every score is within its policy against the baseline"
+
+
+def storage_key(seen: Iterable[Finished]) -> str | None:
+    """The deepest location that holds every results object the run's checks point at (the run's
+    own, `<url>/<namespace>/<evaluation>/<run id>`, when several checks kept results), or None."""
+    urls = [url for observed in seen if isinstance(observed, CheckMeasured) for url in observed.results_urls]
+    if not urls:
+        return None
+    directories = [posixpath.dirname(url.removeprefix(SCHEME)) for url in urls]
+    common = posixpath.commonpath(directories)  # by whole segments; "" for different buckets
+    return f"{SCHEME}{common}" if common else None
 
 
 def baseline_of(run: EvaluationRun) -> BaselineStatus:
