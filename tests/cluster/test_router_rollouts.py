@@ -149,6 +149,12 @@ def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_rou
             "the candidate at 50 on the route", lambda s: s.current_weight == 50 and s.live_weight == 50
         )
         final = rollouts.wait_for_status("the rollout to be promoted", settled(Phase.SUCCEEDED), timeout=120)
+        # The driver follows the route through a watch of its own, a moment after the route shows 100.
+        wait_for(
+            lambda: traffic.driver.current_weights() == {"chat-v1": 0, "chat-v2": 100},
+            timeout=30,
+            what="the traffic driver to follow the route to the candidate",
+        )
         stats = traffic.stop()
     assert final.phase is Phase.SUCCEEDED, final.message
     assert stats.sent["chat-v1"] > 0 and stats.sent["chat-v2"] > 0, stats.as_dict()
@@ -156,7 +162,6 @@ def test_a_rollout_is_promoted_through_the_router_with_traffic_following_the_rou
     assert [weights_of(objects, namespace, k, n) for k, n in moved] == [{"chat-v1": 0, "chat-v2": 100}] * len(
         moved
     )
-    assert traffic.driver.current_weights() == {"chat-v1": 0, "chat-v2": 100}
     # A finished rollout sleeps 5 minutes; a watch of this kind of route is what wakes it.
     kind, route_name = moved[-1]
     objects.patch_namespaced_custom_object(
