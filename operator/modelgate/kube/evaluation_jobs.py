@@ -11,21 +11,18 @@ from modelgate.api.addresses import AddressRefused
 from modelgate.api.evaluation_spec import ModelEvaluationSpec
 from modelgate.api.evaluation_status import EvaluationRun
 from modelgate.api.gate import GateCheck
-from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation
+from modelgate.core.gate_judgement import CheckFailed, CheckObservation
 from modelgate.kube.api_errors import KubeError
 from modelgate.kube.check_storage import (
     ResultsTarget,
-    own_pointer_only,
     results_target,
-    storage_secret_fields,
 )
 from modelgate.kube.checks import (
     EVALUATION_LABEL,
     CheckTarget,
     check_job,
-    observe_job,
 )
-from modelgate.kube.gate_jobs import GateJobs
+from modelgate.kube.gate_jobs import GateJobs, observe_check
 
 REMOVED = "spec.checks: the check was removed while its run ran"
 
@@ -57,15 +54,7 @@ class EvaluationJobs:
                 problem = refused or self._problem(namespace, spec, index)
             check = spec.checks[index]
             results = evaluation_results(spec, check, (namespace, name), run.id)
-            secrets = storage_secret_fields(check, f"spec.checks[{index}]", results)
-            seen = (
-                CheckFailed(problem)
-                if problem
-                else observe_job(job, pods, check.timeout, check.parallelism, secrets)
-            )
-            if isinstance(seen, CheckMeasured):
-                seen = own_pointer_only(seen, results)
-            observed[record.name] = seen
+            observed[record.name] = observe_check(job, pods, problem, check, f"spec.checks[{index}]", results)
         return observed
 
     def start(

@@ -29,6 +29,7 @@ from modelgate.kube.checks import (
     observe_job,
 )
 from modelgate.kube.client import Kube
+from modelgate.kube.connection import Object
 
 # The operator's own image, which has `modelgate eval`: the chart sets it to the operator's image.
 EVALUATOR_IMAGE_ENV = "MODELGATE_EVALUATOR_IMAGE"
@@ -76,15 +77,8 @@ class GateJobs:
                 refused = self.refused.get((namespace, status.job))
                 problem = refused or self._prerequisite_problem(namespace, spec, check, index)
             results = _results_target(namespace, rollout, spec, gate, check)
-            secrets = storage_secret_fields(check, f"spec.gate.checks[{index}]", results)
-            seen = (
-                CheckFailed(problem)
-                if problem
-                else observe_job(job, pods, check.timeout, check.parallelism, secrets)
-            )
-            if isinstance(seen, CheckMeasured):
-                seen = own_pointer_only(seen, results)
-            observed[check.name] = seen
+            field = f"spec.gate.checks[{index}]"
+            observed[check.name] = observe_check(job, pods, problem, check, field, results)
         return observed
 
     def start(self, body: Mapping[str, Any], spec: ModelRolloutSpec, gate: GateStatus) -> None:
@@ -235,3 +229,20 @@ def _tenant_urls(evaluator: Evaluator) -> list[tuple[str, str]]:
 
 def _checks(spec: ModelRolloutSpec) -> list[tuple[int, GateCheck]]:
     return [] if spec.gate is None else list(enumerate(spec.gate.checks))
+
+
+def observe_check(
+    job: Object | None,
+    pods: list[Object],
+    problem: str | None,
+    check: GateCheck,
+    field: str,
+    results: ResultsTarget | None,
+) -> CheckObservation:
+    """What a check's Job (the gate's or an evaluation run's, the check at `field`) shows, or why it
+    has none; a measured check keeps only the results pointers under its own location."""
+    if problem:
+        return CheckFailed(problem)
+    secrets = storage_secret_fields(check, field, results)
+    seen = observe_job(job, pods, check.timeout, check.parallelism, secrets)
+    return own_pointer_only(seen, results) if isinstance(seen, CheckMeasured) else seen
