@@ -53,9 +53,16 @@ class EvaluationReconciler:
 
     def tick(self, namespace: str, name: str) -> datetime | None:
         """Returns when the evaluation wants its next tick (None: only when something changes)."""
+        structlog.contextvars.bind_contextvars(namespace=namespace, evaluation=name)
+        try:
+            return self._tick(namespace, name)
+        finally:
+            structlog.contextvars.unbind_contextvars("namespace", "evaluation")
+
+    def _tick(self, namespace: str, name: str) -> datetime | None:
         reason = None if self.standby is None else self.standby(namespace)
         if reason is not None:
-            log.info("standing by", namespace=namespace, evaluation=name, reason=reason)
+            log.info("standing by", reason=reason)
             return datetime.now(UTC) + STANDBY_RECHECK
         try:
             body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, EVALUATION_PLURAL, name)

@@ -64,8 +64,12 @@ PROMOTIONS = Counter("modelgate_promotions", "Rollouts that reached Succeeded", 
 ROLLOUT_TICKS = Counter("modelgate_rollout_reconciles", "Reconcile ticks of one rollout", _ROLLOUT)
 ROLLBACKS = Counter("modelgate_rollbacks", "Rollouts rolled back", [*_ROLLOUT, "reason"])
 QUERY_ERRORS = Counter("modelgate_prometheus_query_errors", "Failed metric queries", _ROLLOUT)
+# By the namespace whose rollout or evaluation the request served ("" for the operator's own work),
+# so one tenant's request rate stands apart from another's.
 API_REQUESTS = Counter(
-    "modelgate_api_requests", "Requests the operator sent to the Kubernetes API server", ["verb"]
+    "modelgate_api_requests",
+    "Requests the operator sent to the Kubernetes API server",
+    ["verb", "namespace"],
 )
 METRIC_QUERIES = Counter(
     "modelgate_metric_queries", "Queries the operator sent to metric providers", ["provider"]

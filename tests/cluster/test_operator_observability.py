@@ -63,19 +63,22 @@ def test_metrics_events_and_logs_follow_a_rollout(
         "modelgate_metric_queries_total",
         "modelgate_metric_query_duration_seconds_count",
     )
-    gets_before = operator.counter("modelgate_api_requests_total", verb="get")
+    gets_before = operator.counter("modelgate_api_requests_total", verb="get", namespace=namespace)
     before = operator.counters(*counted)
     with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
         scenario.apply(manifest)
         scenario.wait_for_status("success", lambda s: s.phase is Phase.SUCCEEDED)
-    # A tick reads the rollout, its route and its Deployment from the watch caches, not the API server.
-    gets = operator.counter("modelgate_api_requests_total", verb="get") - gets_before
+    # A tick reads the rollout, its route and its Deployment from the watch caches, not the API server
+    # (counted for this namespace alone: the session's operator serves other tests' resources too).
+    gets = operator.counter("modelgate_api_requests_total", verb="get", namespace=namespace) - gets_before
     after = operator.counters(*counted)
     ticks, waits, requests, requests_timed, queries, queries_timed = (after[n] - before[n] for n in counted)
     assert ticks >= 5 and gets <= 3, (gets, ticks)
     # Ticks' waits for a worker, requests and queries are timed too (counted at their start, timed
     # at their end: with other tests' rollouts in flight the two need not match exactly).
     assert waits > 0 and requests > 0 and requests_timed > 0 and queries > 0 and queries_timed > 0
+    # The rollout's own writes (status, route) are counted under its namespace.
+    assert operator.counter("modelgate_api_requests_total", verb="patch", namespace=namespace) > 0
 
     selector = f'namespace="{namespace}",rollout="chat"'
 

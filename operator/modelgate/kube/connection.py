@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
+import structlog
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
@@ -149,6 +150,8 @@ def default_namespace(kubeconfig: str | Path | None = None) -> str:
 @contextmanager
 def api_request(verb: str, *, json_patch: bool = False) -> Iterator[None]:
     """One request to the API server: counted (the operator's own request rate), errors translated."""
-    API_REQUESTS.labels(verb).inc()
+    # The reconcilers bind the namespace they work for to the log context; the count follows it.
+    namespace = structlog.contextvars.get_contextvars().get("namespace", "")
+    API_REQUESTS.labels(verb, namespace).inc()
     with API_REQUEST_SECONDS.labels(verb).time(), translated(json_patch=json_patch):
         yield
