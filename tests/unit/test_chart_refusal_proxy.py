@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
+from modelgate.api.object_storage import AWS_PREFIX, secret_environment
 from modelgate.chat_answers import Answer, Choice
+from modelgate.cli.refusal_proxy_recording import SOURCE_ENV, recording_settings
 from modelgate.cli.main import build_parser
 from modelgate.refusal_classifier import RefusalReason, classify, parse_patterns
 from tests.unit.test_chart import COMBINATIONS, REPOSITORY, Object, of_kind, render, render_error
@@ -99,3 +101,43 @@ def rendered_args(values: Object) -> Any:
 )
 def test_schema_rejects_wrong_refusal_proxy_values_naming_the_field(values: Object, message: str) -> None:
     assert message in render_error({"refusalProxy": {"enabled": True, **values}})
+
+
+def test_recording_is_off_unless_a_url_is_set() -> None:
+    container, _ = rendered_container(COMBINATIONS["refusalProxy"])
+    args = build_parser().parse_args([*container["command"][1:], *container["args"]])
+    assert recording_settings(args) is None
+    assert {e["name"] for e in container["env"]} == {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"}
+
+
+def test_recording_values_reach_the_proxy_and_the_secret_reaches_its_environment() -> None:
+    recording = {
+        "url": "s3://samples/prod/chat",
+        "rate": 0.1,
+        "maxBytes": 5_000_000,
+        "redactPatterns": [r"acct-\d+"],
+        "secret": "sample-store",
+    }
+    container, _ = rendered_container({"refusalProxy": {"enabled": True, "recording": recording}})
+    args = build_parser().parse_args([*container["command"][1:], *container["args"]])
+    assert (args.record, args.record_rate, args.record_max_bytes) == ("s3://samples/prod/chat", 0.1, 5_000_000)
+    assert args.redact_pattern == [r"acct-\d+"]
+    env = [e for e in container["env"] if e["name"].startswith(AWS_PREFIX)]
+    # The evaluator's Jobs take a storage Secret the same way: the same keys, the same optional ones.
+    assert sorted(env, key=str) == sorted(secret_environment(AWS_PREFIX, "sample-store"), key=str)
+    (pod_name,) = [e for e in container["env"] if e["name"] in SOURCE_ENV]
+    assert pod_name["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+
+
+@pytest.mark.parametrize(
+    ("recording", "field"),
+    [
+        ({"url": "s3://samples/x"}, "/refusalProxy/recording/secret"),
+        ({"url": "https://samples.example/x", "secret": "s"}, "/refusalProxy/recording/url"),
+        ({"url": "s3://samples/x", "secret": "s", "rate": 0}, "/refusalProxy/recording/rate"),
+        ({"url": "s3://samples/x", "secret": "s", "rate": 1.5}, "/refusalProxy/recording/rate"),
+        ({"url": "s3://samples/x", "secret": "Bad_Name"}, "/refusalProxy/recording/secret"),
+    ],
+)
+def test_schema_rejects_wrong_recording_values_naming_the_field(recording: Object, field: str) -> None:
+    assert f"at '{field}'" in render_error({"refusalProxy": {"enabled": True, "recording": recording}})

@@ -212,11 +212,41 @@ args:
   - --idle-timeout={{ $proxy.idleTimeoutSeconds }}
   - --upstream-read-timeout={{ $proxy.upstreamReadTimeoutSeconds }}
   - --log-format={{ .Values.logFormat }}
+  {{- with $proxy.recording }}
+  {{- if .url }}
+  - {{ printf "--record=%s" .url | quote }}
+  - --record-rate={{ .rate }}
+  - --record-max-bytes={{ int64 .maxBytes }}
+  {{- range .redactPatterns }}
+  - {{ printf "--redact-pattern=%s" . | quote }}
+  {{- end }}
+  {{- end }}
+  {{- end }}
 env:
   - name: PYTHONDONTWRITEBYTECODE
     value: "1"
   - name: PYTHONUNBUFFERED
     value: "1"
+  {{- with $proxy.recording }}
+  {{- if .url }}
+  # Records are named after the Pod that wrote them.
+  - name: POD_NAME
+    valueFrom:
+      fieldRef:
+        fieldPath: metadata.name
+  {{- end }}
+  {{- if and .url .secret }}
+  {{- $secret := .secret }}
+  {{- range $key, $variable := dict "endpoint" "ENDPOINT_URL" "region" "REGION" "accessKeyId" "ACCESS_KEY_ID" "secretAccessKey" "SECRET_ACCESS_KEY" "sessionToken" "SESSION_TOKEN" }}
+  - name: {{ printf "AWS_%s" $variable }}
+    valueFrom:
+      secretKeyRef:
+        name: {{ $secret | quote }}
+        key: {{ $key }}
+        optional: {{ not (has $key (list "accessKeyId" "secretAccessKey")) }}
+  {{- end }}
+  {{- end }}
+  {{- end }}
 ports:
   - name: proxy
     containerPort: {{ $proxy.port }}
