@@ -184,5 +184,6 @@ def test_a_missing_secret_and_an_unreachable_store_are_errors_naming_the_field_a
     assert "spec.gate.checks[0].evaluator.testSet.s3.secret (absent)" in (no_secret.message or "")
     assert no_store is not None and no_store.state is CheckState.ERROR
     assert str(url) in (no_store.message or "") and "cannot be reached" in (no_store.message or "")
+    assert "spec.gate.checks[1].evaluator.testSet.s3.url" in (no_store.message or "")
     assert s3_server.secret_access_key not in (no_store.message or "")
     assert scenario.recorder.candidate_weights() == [0]

@@ -11,8 +11,8 @@ import yaml
 
 from modelgate.api.object_storage import AWS_PREFIX, secret_environment
 from modelgate.chat_answers import Answer, Choice
-from modelgate.cli.refusal_proxy_recording import SOURCE_ENV, recording_settings
 from modelgate.cli.main import build_parser
+from modelgate.cli.refusal_proxy_recording import SOURCE_ENV, recording_settings
 from modelgate.refusal_classifier import RefusalReason, classify, parse_patterns
 from tests.unit.test_chart import COMBINATIONS, REPOSITORY, Object, of_kind, render, render_error
 
@@ -120,7 +120,11 @@ def test_recording_values_reach_the_proxy_and_the_secret_reaches_its_environment
     }
     container, _ = rendered_container({"refusalProxy": {"enabled": True, "recording": recording}})
     args = build_parser().parse_args([*container["command"][1:], *container["args"]])
-    assert (args.record, args.record_rate, args.record_max_bytes) == ("s3://samples/prod/chat", 0.1, 5_000_000)
+    assert (args.record, args.record_rate, args.record_max_bytes) == (
+        "s3://samples/prod/chat",
+        0.1,
+        5_000_000,
+    )
     assert args.redact_pattern == [r"acct-\d+"]
     env = [e for e in container["env"] if e["name"].startswith(AWS_PREFIX)]
     # The evaluator's Jobs take a storage Secret the same way: the same keys, the same optional ones.

@@ -8,6 +8,7 @@ import pytest
 
 from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult, Score, TestSetIdentity, WinRate
 from modelgate.evaluation.answer_checks import ExactCheck
+from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.result import ResultTooLarge, failure_result, gate_result, result_json
 from modelgate.evaluation.scoring import Reply, capability_scores, replay_scores
 from modelgate.evaluation.summary import summary_text
@@ -106,7 +107,7 @@ def test_too_many_scores_for_a_termination_message_is_an_error_that_says_what_to
 
 
 def test_a_failure_result_names_the_problem_within_the_summary_limit() -> None:
-    result = failure_result("x" * 2000)
+    result = failure_result(InputError("x" * 2000))
 
     assert result.summary is not None and result.summary.startswith("could not measure: xxx")
     assert len(result.summary) == 1024

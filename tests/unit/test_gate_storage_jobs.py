@@ -9,17 +9,24 @@ from typing import Any
 import pytest
 
 from modelgate.api.gate import GateCheck
-from modelgate.api.gate_result import GateResult
+from modelgate.api.gate_result import GateResult, StoredData
 from modelgate.api.gate_shard import CapabilityCounts, ShardResult
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured
-from modelgate.kube.check_storage import ResultsTarget, own_pointer_only, storage_secret_fields
+from modelgate.evaluation.result import failure_result
+from modelgate.evaluation.storage_failure import ResultsNotStored, StoredInputError
+from modelgate.kube.check_storage import (
+    ResultsTarget,
+    own_pointer_only,
+    storage_secret_fields,
+    stored_url_fields,
+)
 from modelgate.kube.checks import (
     CheckTarget,
     check_job,
     evaluator_container,
     observe_job,
 )
-from tests.unit.test_gate_indexed_jobs import COMPLETE, SHARDS, indexed_pod
+from tests.unit.test_gate_indexed_jobs import COMPLETE, FAILED, SHARDS, indexed_pod
 from tests.unit.test_gate_jobs import ROLLOUT
 
 TARGET = CheckTarget("http://c.ns.svc:8000/v1", "http://i.ns.svc:8000/v1", "v2", "v1")
@@ -107,7 +114,7 @@ def test_a_container_missing_its_secret_names_the_fields_that_name_secrets() -> 
         "spec.gate.checks[0].evaluator.testSet.s3.secret (sets-store)",
         "spec.gate.results.s3.secret (results-store)",
     ]
-    seen = observe_job(job, [pod], "5m", fields)
+    seen = observe_job(job, [pod], "5m", secret_fields=fields)
     assert isinstance(seen, CheckFailed)
     assert all(field in seen.message for field in fields)
 
@@ -143,3 +150,34 @@ def test_a_model_evaluations_missing_secret_is_named_by_its_own_field() -> None:
     assert storage_secret_fields(CHECK, "spec.checks[1]", None) == [
         "spec.checks[1].evaluator.testSet.s3.secret (sets-store)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("error", "field"),
+    [
+        (
+            StoredInputError("--test-set: s3://sets/qa.jsonl: cannot be reached", StoredData.TEST_SET),
+            "spec.gate.checks[0].evaluator.testSet.s3.url",
+        ),
+        (
+            ResultsNotStored("--results: s3://results/x: the bucket does not exist", StoredData.RESULTS),
+            "spec.gate.results.s3.url",
+        ),
+    ],
+)
+def test_a_store_that_failed_a_shard_is_named_by_its_field(error: Exception, field: str) -> None:
+    """The evaluator says which of its stored inputs or outputs failed; the operator, which knows
+    the spec, names the field that points at it."""
+    written = failure_result(error).model_dump_json(by_alias=True, exclude_none=True)
+    check = CHECK.model_copy(update={"parallelism": SHARDS})
+    stored = stored_url_fields(check, "spec.gate.checks[0]", RESULTS)
+    pods = [indexed_pod(0, 0, ""), indexed_pod(1, 3, written)]
+
+    seen = observe_job(FAILED, pods, "5m", SHARDS, stored_fields=stored)
+
+    assert isinstance(seen, CheckFailed), seen
+    assert field in seen.message and "shard 1" in seen.message and str(error) in seen.message
+    # Without the evaluator's word on which store failed, no field is guessed.
+    unnamed = failure_result(RuntimeError(str(error))).model_dump_json(by_alias=True, exclude_none=True)
+    guessed = observe_job(FAILED, [indexed_pod(1, 3, unnamed)], "5m", SHARDS, stored_fields=stored)
+    assert isinstance(guessed, CheckFailed) and field not in guessed.message

@@ -5,6 +5,7 @@ it for authors of custom checks."""
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
@@ -16,6 +17,16 @@ GateResultVersion = Literal["modelgate.io/gate-result/v1"]
 GATE_RESULT_VERSION: Final[GateResultVersion] = "modelgate.io/gate-result/v1"
 # The kubelet keeps at most this much of a container's termination message.
 TERMINATION_MESSAGE_LIMIT = 4096
+
+
+class StoredData(StrEnum):
+    """What an evaluator reads from or writes to object storage: which one failed names the field of
+    the spec that points at it (the operator knows the field; the evaluator knows its option)."""
+
+    TEST_SET = "testSet"
+    REPLAY = "replay"
+    RECORDED = "recorded"
+    RESULTS = "results"
 
 
 class ResultModel(BaseModel):
@@ -74,4 +85,9 @@ class GateResult(ResultModel):
         None,
         max_length=1100,
         description="Where the check's full per-item results are (s3://...), when the gate keeps them.",
+    )
+    storage_failure: StoredData | None = Field(
+        None,
+        description="Which stored input or output could not be read or written, when that is why "
+        "the check could not measure.",
     )

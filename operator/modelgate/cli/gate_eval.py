@@ -25,7 +25,8 @@ from modelgate.evaluation.model_client import Endpoint, RequestPolicy, Sources, 
 from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json, shard_json
 from modelgate.evaluation.runner import NoProgress, Plan, Shard, evaluate, evaluate_shard
 from modelgate.evaluation.runner import Progress as ProgressSink
-from modelgate.evaluation.storage_io import ResultsNotStored, write_results
+from modelgate.evaluation.storage_failure import ResultsNotStored
+from modelgate.evaluation.storage_io import write_results
 from modelgate.evaluation.summary import summary_text
 from modelgate.observability import configure_logging
 
@@ -157,7 +158,7 @@ def run_eval(args: argparse.Namespace) -> int:
         text = result_json(result)
     except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
         print(f"modelgate eval: {error}", file=sys.stderr)
-        _write(args.result_file, "--result-file", result_json(failure_result(str(error))))
+        _write(args.result_file, "--result-file", result_json(failure_result(error)))
         return COULD_NOT_MEASURE
     _write(args.result_file, "--result-file", text)
     summary = summary_text(result)
@@ -180,7 +181,7 @@ def _run_shard(plan: Plan, result_file: Path | None, results: str | None) -> int
         text = shard_json(counted)
     except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
         print(f"modelgate eval: shard {plan.shard.index}: {error}", file=sys.stderr)
-        _write(result_file, "--result-file", result_json(failure_result(str(error))))
+        _write(result_file, "--result-file", result_json(failure_result(error)))
         return COULD_NOT_MEASURE
     _write(result_file, "--result-file", text)
     return 0

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from modelgate.api.addresses import EgressPolicy
+from modelgate.api.gate_result import StoredData
 from modelgate.api.object_url import ObjectUrl
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.replay_set import RecordedRequest, parse_replay
+from modelgate.evaluation.storage_failure import StoredInputError
 from modelgate.recordings import RECORDED_AT, newest_first, parse_time
 from modelgate.storage import MissingCredentials, ObjectStore, StorageCredentials, StorageError
 
@@ -38,7 +40,7 @@ async def read_recorded(source: RecordedSource, egress: EgressPolicy) -> list[Re
         store = ObjectStore(StorageCredentials.for_option(CREDENTIALS_OPTION), egress)
         return await recorded_replay(store, source.prefix, source.last)
     except (MissingCredentials, StorageError) as error:
-        raise InputError(f"--replay-recorded {source.prefix}: {error}") from None
+        raise StoredInputError(f"--replay-recorded {source.prefix}: {error}", StoredData.RECORDED) from None
 
 
 @dataclass(frozen=True)

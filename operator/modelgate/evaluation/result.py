@@ -9,6 +9,7 @@ from typing import Any
 from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult, Score, TestSetIdentity, WinRate
 from modelgate.api.gate_shard import ShardResult
 from modelgate.core.win_rate import wilson_lower_bound, win_share
+from modelgate.evaluation.storage_failure import StorageFailure
 
 # The confidence of the lower bound shown to people; the operator applies the policy's own.
 SHOWN_CONFIDENCE = 0.95
@@ -32,9 +33,10 @@ def gate_result(
     )
 
 
-def failure_result(problem: str) -> GateResult:
+def failure_result(problem: Exception) -> GateResult:
     """What a run that could not measure leaves for the operator to show."""
-    return GateResult(summary=_cut(f"could not measure: {problem}"))
+    failed = problem.data if isinstance(problem, StorageFailure) else None
+    return GateResult(summary=_cut(f"could not measure: {problem}"), storage_failure=failed)
 
 
 def summary_line(

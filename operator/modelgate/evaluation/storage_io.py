@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 
 from modelgate.api.addresses import EgressPolicy
-from modelgate.api.gate_result import GateResult
+from modelgate.api.gate_result import GateResult, StoredData
 from modelgate.api.gate_shard import ShardResult
 from modelgate.api.object_url import (
     RESULTS_FILE,
@@ -18,9 +18,11 @@ from modelgate.api.object_url import (
 )
 from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.jsonl import InputError
+from modelgate.evaluation.storage_failure import ResultsNotStored, StoredInputError
 from modelgate.storage import MissingCredentials, ObjectStore, StorageCredentials, StorageError
 
 SCHEME = "s3://"
+READ_BY_OPTION = {"--test-set": StoredData.TEST_SET, "--replay": StoredData.REPLAY}
 
 
 def is_stored(source: str) -> bool:
@@ -30,22 +32,19 @@ def is_stored(source: str) -> bool:
 async def read_stored(
     source: str, option: str, egress: EgressPolicy, environ: Mapping[str, str] = os.environ
 ) -> str:
-    """The text of an s3:// object; InputError naming the option and the key otherwise."""
+    """The text of an s3:// object; StoredInputError naming the option and the key otherwise."""
+    read = READ_BY_OPTION[option]
     try:
         url = parse_object_url(source)
         store = ObjectStore(StorageCredentials.for_option(option, environ), egress)
         data = (await store.read(url)).data
         return data.decode("utf-8")
     except (ObjectUrlError, MissingCredentials) as error:
-        raise InputError(f"{option} {source}: {error}") from None
+        raise StoredInputError(f"{option} {source}: {error}", read) from None
     except StorageError as error:  # its message names the key
-        raise InputError(f"{option}: {error}") from None
+        raise StoredInputError(f"{option}: {error}", read) from None
     except UnicodeDecodeError:
         raise InputError(f"{option} {source}: not UTF-8 text") from None
-
-
-class ResultsNotStored(RuntimeError):
-    """The full results could not be written; names --results, the key and why."""
 
 
 async def write_results(
@@ -64,7 +63,7 @@ async def write_results(
         store = ObjectStore(StorageCredentials.for_option(option, environ), egress)
         await store.write(url, items.jsonl(result))
     except (ObjectUrlError, MissingCredentials) as error:
-        raise ResultsNotStored(f"{option} {location}: {error}") from None
+        raise ResultsNotStored(f"{option} {location}: {error}", StoredData.RESULTS) from None
     except StorageError as error:
-        raise ResultsNotStored(f"{option}: {error}") from None
+        raise ResultsNotStored(f"{option}: {error}", StoredData.RESULTS) from None
     return str(url)

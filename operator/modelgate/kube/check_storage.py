@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelgate.api.gate import Evaluator, GateCheck
+from modelgate.api.gate_result import StoredData
 from modelgate.api.object_storage import ROLE_PREFIXES, GateResults, secret_environment
 from modelgate.api.object_url import ObjectUrlError, parse_object_url, parse_prefix_url, results_location
 from modelgate.api.recorded_requests import RecordedRequests
@@ -37,22 +38,37 @@ def results_target(
     return ResultsTarget(str(location), results.s3.secret, field)
 
 
+def stored_locations(
+    check: GateCheck, field: str, results: ResultsTarget | None
+) -> dict[StoredData, tuple[str, str]]:
+    """For each stored input or output of `check` (at `field`): the field of its S3 location in the
+    spec and the Secret that reaches it, e.g. TEST_SET: (`spec.gate.checks[0].evaluator.testSet.s3`,
+    `sets`)."""
+    evaluator = check.evaluator
+    located: dict[StoredData, tuple[str, str]] = {}
+    if evaluator is not None:
+        named = [(StoredData.TEST_SET, evaluator.test_set), (StoredData.REPLAY, evaluator.replay)]
+        for data, source in named:
+            if source is not None and source.s3 is not None:
+                located[data] = (f"{field}.evaluator.{data.value}.s3", source.s3.secret)
+        recorded = recorded_replay(evaluator)
+        if recorded is not None:
+            located[StoredData.RECORDED] = (f"{field}.evaluator.replay.recorded.s3", recorded.s3.secret)
+    if results is not None:
+        located[StoredData.RESULTS] = (f"{results.field}.s3", results.secret)
+    return located
+
+
 def storage_secret_fields(check: GateCheck, field: str, results: ResultsTarget | None) -> list[str]:
     """The fields of the spec that name the storage Secrets a check's evaluator reads (the check at
     `field`), with their names, e.g. `spec.gate.checks[0].evaluator.testSet.s3.secret (sets)`."""
-    evaluator = check.evaluator
-    named = [] if evaluator is None else [("testSet", evaluator.test_set), ("replay", evaluator.replay)]
-    fields = [
-        f"{field}.evaluator.{name}.s3.secret ({source.s3.secret})"
-        for name, source in named
-        if source is not None and source.s3 is not None
-    ]
-    recorded = recorded_replay(evaluator)
-    if recorded is not None:
-        fields.append(f"{field}.evaluator.replay.recorded.s3.secret ({recorded.s3.secret})")
-    if results is not None:
-        fields.append(f"{results.field}.s3.secret ({results.secret})")
-    return fields
+    return [f"{at}.secret ({secret})" for at, secret in stored_locations(check, field, results).values()]
+
+
+def stored_url_fields(check: GateCheck, field: str, results: ResultsTarget | None) -> dict[StoredData, str]:
+    """The field of each stored input's or output's URL, e.g.
+    `spec.gate.checks[0].evaluator.testSet.s3.url`."""
+    return {data: f"{at}.url" for data, (at, _) in stored_locations(check, field, results).items()}
 
 
 def storage_wiring(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 from modelgate import API_GROUP, API_VERSION, KIND
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate import Evaluator, GateCheck, JsonlSource
-from modelgate.api.gate_result import GateResult
+from modelgate.api.gate_result import GateResult, StoredData
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from modelgate.kube.check_shards import indexed, merged_shards, pod_index, shard_name, without_injected_index
 from modelgate.kube.check_storage import ResultsTarget, recorded_replay, storage_wiring
@@ -318,11 +319,12 @@ def observe_job(
     timeout: str,
     shards: int = 1,
     secret_fields: Sequence[str] = (),
+    stored_fields: Mapping[StoredData, str] = MappingProxyType({}),
 ) -> CheckObservation:
     """What a check's Job (None: not created yet) and its own Pods (`own_pods`) say; a parallel
     check's (`shards` Pods of an Indexed Job) names the shard that failed. A container whose
     configuration cannot be made (a Secret or key missing) names `secret_fields`: the fields of the
-    spec that name the Secrets it reads."""
+    spec that name the Secrets it reads; a store that failed names its field in `stored_fields`."""
     if job is None:
         return CheckRunning("starting its Job")
     pods = own_pods(job, pods)
@@ -348,6 +350,9 @@ def observe_job(
         pod, state = exited
         said = parse_result(str(state.get("message") or ""))
         detail = said.summary if isinstance(said, GateResult) and said.summary else None
+        failed_store = said.storage_failure if isinstance(said, GateResult) else None
+        if failed_store is not None and failed_store in stored_fields:
+            detail = f"{detail}; the store is named by {stored_fields[failed_store]}"
         return CheckFailed(
             f"{shard_name(pod, shards)} exited with code {state.get('exitCode')}"
             + (f": {detail}" if detail else "")

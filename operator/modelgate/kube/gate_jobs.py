@@ -20,6 +20,7 @@ from modelgate.kube.check_storage import (
     own_pointer_only,
     results_target,
     storage_secret_fields,
+    stored_url_fields,
 )
 from modelgate.kube.checks import (
     CheckTarget,
@@ -244,5 +245,6 @@ def observe_check(
     if problem:
         return CheckFailed(problem)
     secrets = storage_secret_fields(check, field, results)
-    seen = observe_job(job, pods, check.timeout, check.parallelism, secrets)
+    stored = stored_url_fields(check, field, results)
+    seen = observe_job(job, pods, check.timeout, check.parallelism, secrets, stored)
     return own_pointer_only(seen, results) if isinstance(seen, CheckMeasured) else seen
