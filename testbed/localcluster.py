@@ -109,8 +109,7 @@ class LocalCluster:
                 self._write_pki()
             self._start_control_plane()
             with _timed("fake nodes and CRDs"):
-                self._create_fake_nodes()
-                self.install_crds()
+                self.install_crds(also=self._fake_nodes())
                 self._wait_for_nodes_ready()
                 self._wait_for_default_service_account()
             self.start_prometheus()
@@ -229,12 +228,12 @@ class LocalCluster:
     def kubectl(self, *args: str, stdin: str | None = None) -> str:
         return kubectl(self.kubeconfig, *args, stdin=stdin)
 
-    def _create_fake_nodes(self) -> None:
-        nodes = {"apiVersion": "v1", "kind": "List", "items": [fake_node(name) for name in FAKE_NODES]}
-        self.kubectl("apply", "-f", "-", stdin=json.dumps(nodes))
+    @staticmethod
+    def _fake_nodes() -> str:
+        return "\n---\n".join(json.dumps(fake_node(name)) for name in FAKE_NODES)
 
-    def install_crds(self) -> None:
-        install_crds(self.kubectl)
+    def install_crds(self, also: str = "") -> None:
+        install_crds(self.kubectl, also=also)
 
     def _wait_for_nodes_ready(self) -> None:
         nodes = [f"node/{name}" for name in FAKE_NODES]
