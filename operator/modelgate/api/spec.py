@@ -172,8 +172,8 @@ class ModelRolloutSpec(SpecModel):
     @model_validator(mode="after")
     def _candidate_differs(self) -> Self:
         incumbent, candidate = self.incumbent, self.candidate
-        same_adapter = candidate.adapter == incumbent.adapter
-        if candidate.kind == incumbent.kind and candidate.name == incumbent.name and same_adapter:
+        adapters = candidate.adapter is not None or incumbent.adapter is not None  # told apart below
+        if candidate.kind == incumbent.kind and candidate.name == incumbent.name and not adapters:
             raise FieldPathError(
                 f"candidate.{candidate.field}",
                 f"must differ from spec.incumbent.{incumbent.field} (both are {incumbent.name})",
