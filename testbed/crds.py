@@ -1,6 +1,7 @@
 """The CRDs every cluster the suite runs on needs: Gateway API (standard channel), the Gateway API
-Inference Extension's (InferencePool; InferenceModelRewrite from v1.5.0), Istio's VirtualService, modelgate's own and kopf's peering
-CRDs (the chart's copy), from the pinned Go modules and this repository."""
+Inference Extension's (InferencePool; InferenceModelRewrite from v1.5.0), Istio's VirtualService,
+modelgate's own and kopf's peering CRDs (the chart's copy), from the pinned Go modules and this
+repository."""
 
 from __future__ import annotations
 

@@ -110,7 +110,9 @@ class EndpointPickerStandIn:
     def routed(self) -> Counter[str]:
         """Requests the rule's match sent to each target so far."""
         with self._lock:
-            return Counter({target: n for (asked, target), n in self._requests.items() if asked == self._matched})
+            return Counter(
+                {target: n for (asked, target), n in self._requests.items() if asked == self._matched}
+            )
 
     def _parse(self, rewrite: Mapping[str, Any], rule_index: int) -> Weights:
         matched, weights = rule_targets(rewrite, rule_index)
@@ -143,10 +145,12 @@ class EndpointPickerStandIn:
     def forward(self, path: str, body: dict[str, Any], target: str) -> tuple[int, bytes]:
         url = self.upstreams.get(target, self.default) + path
         request = urllib.request.Request(
-            url, data=json.dumps(body | {"model": target}).encode(), headers={"Content-Type": "application/json"}
+            url,
+            data=json.dumps(body | {"model": target}).encode(),
+            headers={"Content-Type": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=FORWARD_TIMEOUT) as response:  # noqa: S310 (loopback, checked)
+            with urllib.request.urlopen(request, timeout=FORWARD_TIMEOUT) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as error:
             return error.code, error.read()
@@ -181,13 +185,13 @@ def _label(value: str) -> str:
 
 def _handler(picker: EndpointPickerStandIn) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             if self.path != "/metrics":
                 self._answer(HTTPStatus.NOT_FOUND, b"only /metrics and POST requests")
                 return
             self._answer(HTTPStatus.OK, picker.exposition().encode(), "text/plain; version=0.0.4")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             if not self.path.startswith("/v1/"):  # appended to an upstream URL: never another host
                 self._answer(HTTPStatus.NOT_FOUND, b"only /v1/ paths")
                 return
@@ -217,7 +221,7 @@ def _handler(picker: EndpointPickerStandIn) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+        def log_message(self, format: str, *args: Any) -> None:
             """Quiet: a test's log is not the place for each request."""
 
     return Handler

@@ -93,11 +93,15 @@ ISTIO_ROUTING = {
 REWRITE = "spec.trafficRouting.inferenceModelRewrite"
 
 
-def adapters(incumbent: dict[str, str], candidate: dict[str, str], routing: dict[str, Any] | None = None) -> Edit:
+def adapters(
+    incumbent: dict[str, str], candidate: dict[str, str], routing: dict[str, Any] | None = None
+) -> Edit:
     """Two adapter sides (each an inferencePool and an adapter), split by an InferenceModelRewrite
     unless `routing` says otherwise."""
     chosen = {"inferenceModelRewrite": {"name": "chat-adapters"}} if routing is None else routing
-    return edits(put("spec.incumbent", incumbent), put("spec.candidate", candidate), put("spec.trafficRouting", chosen))
+    return edits(
+        put("spec.incumbent", incumbent), put("spec.candidate", candidate), put("spec.trafficRouting", chosen)
+    )
 
 
 ADAPTER_V1 = {"inferencePool": "base", "adapter": "chat-lora-v1"}
@@ -330,7 +334,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         put("spec.candidate", {"inferencePool": "pool-v2"}), f"{ROUTE}.candidateBackend"
     ),
     # Adapter sides (docs/inference-pools.md, "Adapter rollouts").
-    "adapter without a pool": BadRollout(put("spec.candidate.adapter", "chat-lora-v2"), "spec.candidate.adapter"),
+    "adapter without a pool": BadRollout(
+        put("spec.candidate.adapter", "chat-lora-v2"), "spec.candidate.adapter"
+    ),
     "adapter with quotes": BadRollout(
         adapters(ADAPTER_V1, {**ADAPTER_V2, "adapter": 'lora"}'}), "spec.candidate.adapter"
     ),
@@ -350,7 +356,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         "spec.trafficRouting",
     ),
     "negative rewrite rule index": BadRollout(
-        adapters(ADAPTER_V1, ADAPTER_V2, {"inferenceModelRewrite": {"name": "chat-adapters", "ruleIndex": -1}}),
+        adapters(
+            ADAPTER_V1, ADAPTER_V2, {"inferenceModelRewrite": {"name": "chat-adapters", "ruleIndex": -1}}
+        ),
         f"{REWRITE}.ruleIndex",
     ),
     "empty route name": BadRollout(put(f"{ROUTE}.httpRoute", ""), f"{ROUTE}.httpRoute"),
@@ -572,7 +580,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         edits(drop(f"{ROUTE}.httpRoute"), put(f"{ROUTE}.grpcRoute", "chat")), f"{ROUTE}.grpcRoute"
     ),
     "VirtualService that does not exist": _operator(istio(), f"{ISTIO}.virtualService"),
-    "InferenceModelRewrite that does not exist": _operator(adapters(ADAPTER_V1, ADAPTER_V2), f"{REWRITE}.name"),
+    "InferenceModelRewrite that does not exist": _operator(
+        adapters(ADAPTER_V1, ADAPTER_V2), f"{REWRITE}.name"
+    ),
     "query with an unknown variable": _operator(
         put(METRIC0, {"name": "q", "query": "up{pod=~'{{ model }}'}", "max": 1}),
         "spec.analysis.metrics[0].query",

@@ -22,13 +22,13 @@ from testbed.traffic_driver import RouteError
 class Echo(BaseHTTPRequestHandler):
     """Answers with the model it was asked for, or 503 for a model named `failing`."""
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         model = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["model"]
         self.send_response(503 if model == "failing" else 200)
         self.end_headers()
         self.wfile.write(json.dumps({"model": model}).encode())
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -53,7 +53,9 @@ def picker(upstream: str) -> Iterator[EndpointPickerStandIn]:
 
 
 def ask(picker: EndpointPickerStandIn, model: str) -> requests.Response:
-    return requests.post(f"{picker.url}/v1/chat/completions", json={"model": model, "messages": []}, timeout=5)
+    return requests.post(
+        f"{picker.url}/v1/chat/completions", json={"model": model, "messages": []}, timeout=5
+    )
 
 
 def test_reads_the_rules_match_and_target_weights() -> None:

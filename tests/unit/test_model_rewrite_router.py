@@ -97,20 +97,32 @@ def test_the_patch_applies_only_to_the_version_it_was_built_on() -> None:
         ((target("chat-lora-v2", 3),), 100),
     ],
 )
-def test_reads_weights_as_shares_of_the_rule(targets: tuple[dict[str, Any], ...], candidate_share: int) -> None:
+def test_reads_weights_as_shares_of_the_rule(
+    targets: tuple[dict[str, Any], ...], candidate_share: int
+) -> None:
     assert located(rewrite(*targets)).live() == LiveRoute(100 - candidate_share, candidate_share)
 
 
 @pytest.mark.parametrize(
     ("obj", "reason", "named"),
     [
-        (rewrite(target("chat-lora-v1", 90), target("other-lora", 10)), Reason.BACKEND_AMBIGUOUS, "other-lora"),
-        (rewrite(target("chat-lora-v1", 90), target("chat-lora-v1", 10)), Reason.BACKEND_AMBIGUOUS, "2 targets"),
+        (
+            rewrite(target("chat-lora-v1", 90), target("other-lora", 10)),
+            Reason.BACKEND_AMBIGUOUS,
+            "other-lora",
+        ),
+        (
+            rewrite(target("chat-lora-v1", 90), target("chat-lora-v1", 10)),
+            Reason.BACKEND_AMBIGUOUS,
+            "2 targets",
+        ),
         (rewrite(), Reason.BACKEND_NOT_FOUND, "spec.candidate.adapter"),
         (rewrite(target("chat-lora-v1", 1), pool="elsewhere"), Reason.BACKEND_NOT_FOUND, "elsewhere"),
     ],
 )
-def test_refuses_a_rule_whose_weights_it_cannot_move_alone(obj: dict[str, Any], reason: Reason, named: str) -> None:
+def test_refuses_a_rule_whose_weights_it_cannot_move_alone(
+    obj: dict[str, Any], reason: Reason, named: str
+) -> None:
     found = locate_targets(obj, 1, ADAPTERS)
     assert isinstance(found, RouteProblem) and found.reason is reason
     assert named in found.message

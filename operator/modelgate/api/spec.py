@@ -68,7 +68,8 @@ POOLS_NEED_GATEWAY_API = (
 START_PAST_THE_STEPS = "must be the index of one of spec.steps: a full release never skips the canary"
 WATCH_NEEDS_ANALYSIS = "a watch window needs spec.analysis: its metrics are read from that Prometheus"
 ADAPTERS_NEED_MODEL_REWRITE = (
-    "an adapter side needs the inferenceModelRewrite router: a route's backendRef reaches a pool, not an adapter"
+    "an adapter side needs the inferenceModelRewrite router: a route's backendRef reaches a pool, "
+    "not an adapter"
 )
 MODEL_REWRITE_NEEDS_ADAPTERS = (
     "moves weights between two adapters of one InferencePool: set spec.incumbent.adapter and "
@@ -191,7 +192,9 @@ class ModelRolloutSpec(SpecModel):
         rewrite = self.traffic_routing.inference_model_rewrite is not None
         if adapters and not rewrite:
             raise FieldPathError("trafficRouting", ADAPTERS_NEED_MODEL_REWRITE)
-        one_pool = incumbent.inference_pool is not None and incumbent.inference_pool == candidate.inference_pool
+        one_pool = (
+            incumbent.inference_pool is not None and incumbent.inference_pool == candidate.inference_pool
+        )
         if rewrite and not (incumbent.adapter and candidate.adapter and one_pool):
             raise FieldPathError("trafficRouting.inferenceModelRewrite", MODEL_REWRITE_NEEDS_ADAPTERS)
         return self

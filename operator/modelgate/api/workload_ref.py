@@ -22,7 +22,11 @@ class WorkloadRef(SpecModel):
                 "has(self.deployment) != has(self.inferencePool)",
                 message="set exactly one of deployment or inferencePool",
             ),
-            CelRule("!has(self.adapter) || has(self.inferencePool)", field_path=".adapter", message=ADAPTER_ON_POOL),
+            CelRule(
+                "!has(self.adapter) || has(self.inferencePool)",
+                field_path=".adapter",
+                message=ADAPTER_ON_POOL,
+            ),
         )
     )
 

@@ -52,7 +52,9 @@ class RewriteTargets:
         weight = self.targets[index].get("weight")
         return DEFAULT_WEIGHT if weight is None else int(weight)
 
-    def patch(self, resource_version: str, candidate_weight: int, mirror_percent: int) -> JsonPatch | RouteProblem:
+    def patch(
+        self, resource_version: str, candidate_weight: int, mirror_percent: int
+    ) -> JsonPatch | RouteProblem:
         if mirror_percent:
             return RouteProblem(
                 Reason.WEIGHT_NOT_APPLIED,
@@ -91,7 +93,8 @@ def locate_targets(
     rules: Sequence[Mapping[str, Any]] = spec.get("rules") or []
     if rule_index >= len(rules):
         return RouteProblem(
-            Reason.RULE_NOT_FOUND, f"{rewrite_id} has {len(rules)} rule(s); {SPEC_FIELD}.ruleIndex is {rule_index}"
+            Reason.RULE_NOT_FOUND,
+            f"{rewrite_id} has {len(rules)} rule(s); {SPEC_FIELD}.ruleIndex is {rule_index}",
         )
     targets = tuple(rules[rule_index].get("targets") or [])
     where = f"rule {rule_index} of {rewrite_id}"
