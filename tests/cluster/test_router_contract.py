@@ -1,11 +1,10 @@
 """The contract every traffic router keeps, run against a real API server for each of them (HTTPRoute,
 GRPCRoute, an Istio VirtualService, several HTTPRoutes, several VirtualServices, InferencePool backends
 on an HTTPRoute, an InferenceModelRewrite's targets): set and verify, another writer named (so the
-engine re-asserts once, then holds: tests/unit/test_engine_route_conflict.py), a missing route, rule or backend reported naming the field
-with nothing written, a rollback to 0 on every target, and a mirror set with the weights and removed
-with the next ones (someone else's copy to the candidate refused, not overwritten) where the router
-mirrors. Direct router
-calls, no operator: fast.
+engine re-asserts once, then holds: tests/unit/test_engine_route_conflict.py), a missing route, rule
+or backend reported naming the field with nothing written, a rollback to 0 on every target, and, where
+the router mirrors, a mirror set with the weights and removed with the next ones (someone else's copy
+to the candidate refused, not overwritten). Direct router calls, no operator: fast.
 
 A new router is one more CASES row. Deletion (weights returned when a rollout is deleted) is checked
 where that lives; a row's `targets` is what such a check reads back.
