@@ -1,13 +1,14 @@
 """Two adapters of one InferencePool share its Pods, and vLLM (and its simulator) label a LoRA
 request's series with the base model's name: presets with source llm-d select each side by the model
 the endpoint picker routed to (the adapter), and a source that selects by Pod is refused, naming the
-field, rather than judging both sides on the same series."""
+field, rather than judging both sides on the same series; `modelgate status` names the adapter."""
 
 from __future__ import annotations
 
 import pytest
 
 from modelgate.api import parse_spec
+from modelgate.cli.render import side_name
 from modelgate.metrics.promql_plan import analysis_plan
 from testbed.manifests import model_rollout
 from tests.support.bad_rollouts import ADAPTER_V1, ADAPTER_V2, adapters
@@ -56,3 +57,8 @@ def test_one_metric_from_such_a_source_is_unbuildable_naming_its_field() -> None
     plan = analysis_plan(parse_spec(adapter_spec([ERRORS, vllm_errors], source="llm-d")), "serving")
     assert set(plan.metrics) == {"errors"}
     assert plan.unbuildable["pod-errors"].startswith("spec.analysis.metrics[1].source")
+
+
+def test_status_shows_an_adapter_side_by_its_adapter() -> None:
+    assert side_name(ADAPTER_V2) == "adapter/chat-lora-v2"
+    assert side_name({"inferencePool": "base"}) == "pool/base"
