@@ -23,12 +23,14 @@ from modelgate.api import Phase
 from testbed.endpoint_picker import EndpointPickerStandIn
 from testbed.inference_pools import inference_pool, model_rewrite
 from testbed.inference_sim import SimulatorFlags, lora_args, start_simulator
-from testbed.localcluster import LocalCluster
+from testbed.localcluster import LocalCluster, kubectl
 from testbed.manifests import Manifest, model_deployment, model_rollout
 from testbed.operator_process import OperatorProcess
 from testbed.ports import LOOPBACK, free_port
 from testbed.traffic_driver import BackgroundTraffic, gateway_driver
+from testbed.versions import REPO_ROOT
 from testbed.waiting import wait_for
+from tests.support.clusters import TestCluster
 from tests.support.kube import create
 from tests.support.scenario import Rollouts
 
@@ -39,6 +41,7 @@ ASKED = "chat"  # the model clients ask for (the traffic driver's), which the ru
 HOLD = "6s"  # each weight is held this long: the split is counted in it
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 ERRORS = {"name": "errors", "preset": "errorRate", "max": 0.05}
+EXAMPLE = REPO_ROOT / "examples" / "rollout-adapters.yaml"
 
 
 @dataclass
@@ -178,3 +181,12 @@ def test_a_failing_adapter_is_rolled_back_and_its_target_removed(
         assert reason.query is not None and f'target_model_name="{serving.candidate}"' in reason.query
         assert rewrite_targets(api_client, namespace) == [{"modelRewrite": serving.incumbent, "weight": 100}]
         assert serving.split_at(0) == 0
+
+
+def test_the_example_is_accepted_by_the_api_server(cluster: TestCluster, namespace: str) -> None:
+    applied = kubectl(cluster.kubeconfig, "apply", "--dry-run=server", "-n", namespace, "-f", str(EXAMPLE))
+    assert applied.splitlines() == [
+        "inferencepool.inference.networking.k8s.io/base created (server dry run)",
+        "inferencemodelrewrite.inference.networking.x-k8s.io/chat-adapters created (server dry run)",
+        "modelrollout.modelgate.io/chat-adapters created (server dry run)",
+    ]
