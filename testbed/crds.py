@@ -1,6 +1,7 @@
 """The CRDs every cluster the suite runs on needs: Gateway API (standard channel), the Gateway API
-Inference Extension's (InferencePool), Istio's VirtualService, modelgate's own and kopf's peering
-CRDs (the chart's copy), from the pinned Go modules and this repository."""
+Inference Extension's (InferencePool; InferenceModelRewrite from v1.5.0), Istio's VirtualService,
+modelgate's own and kopf's peering CRDs (the chart's copy), from the pinned Go modules and this
+repository."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ Kubectl = Callable[..., str]
 # the bed's start-up on 2 cores), the one a router writes; RBAC questions about the others
 # (SubjectAccessReviews) need no CRD.
 ISTIO_CRDS = ("virtualservices.networking.istio.io",)
+# v1.6.0 moved InferenceModelRewrite out of the module; v1.5.0 is the last release that ships it.
+MODEL_REWRITE_CRD = "inference.networking.x-k8s.io_inferencemodelrewrites.yaml"
 
 
 # One list of every CRD's Established status: `kubectl wait crd --all` asks for each CRD in turn
@@ -34,10 +37,14 @@ def install_crds(kubectl: Kubectl, *, also: str = "") -> None:
     inference = module_dir(
         "sigs.k8s.io/gateway-api-inference-extension", versions["INFERENCE_EXTENSION_VERSION"]
     )
+    model_rewrite = module_dir(
+        "sigs.k8s.io/gateway-api-inference-extension", versions["INFERENCE_MODEL_REWRITE_VERSION"]
+    )
     istio = module_dir("istio.io/api", versions["ISTIO_API_VERSION"])
     sources = [
         gateway_api / "config" / "crd" / "standard",
         inference / "config" / "crd" / "bases",
+        model_rewrite / "config" / "crd" / "bases" / MODEL_REWRITE_CRD,
         REPO_ROOT / "crds",
         REPO_ROOT / "charts" / "modelgate" / "crds" / "kopfpeerings.kopf.dev.yaml",
     ]

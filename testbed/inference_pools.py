@@ -34,6 +34,25 @@ def inference_pool(name: str, namespace: str, match_labels: Mapping[str, str], p
     }
 
 
+def model_rewrite(name: str, namespace: str, pool: str, model: str, targets: Mapping[str, int]) -> Manifest:
+    """An InferenceModelRewrite (v1alpha2) of `pool` with one rule: requests for `model` rewritten to
+    the targets, by their weights (1 or more each: the API forbids 0)."""
+    return {
+        "apiVersion": "inference.networking.x-k8s.io/v1alpha2",
+        "kind": "InferenceModelRewrite",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "poolRef": {"group": INFERENCE_GROUP, "kind": "InferencePool", "name": pool},
+            "rules": [
+                {
+                    "matches": [{"model": {"type": "Exact", "value": model}}],
+                    "targets": [{"modelRewrite": target, "weight": w} for target, w in targets.items()],
+                }
+            ],
+        },
+    }
+
+
 def pool_http_route(
     name: str, namespace: str, weights: Mapping[str, int], gateway: str = "inference"
 ) -> Manifest:

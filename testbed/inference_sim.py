@@ -11,6 +11,7 @@ the arguments of the Pod's container, as a cluster would run them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -72,6 +73,13 @@ class SimulatorFlags:
                 f"--failure-types={','.join(self.failure_types)}",
             ]
         return argv
+
+
+def lora_args(adapters: Sequence[str]) -> list[str]:
+    """The simulator's flags to serve LoRA adapters of its --model, all in one batch. A LoRA request's
+    series carry the base model's name (`model_name`), not the adapter's, as vLLM's do."""
+    modules = [json.dumps({"name": adapter}) for adapter in adapters]
+    return [f"--max-loras={len(adapters)}", "--lora-modules", *modules]
 
 
 def start_simulator(

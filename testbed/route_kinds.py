@@ -11,6 +11,7 @@ from typing import Any
 
 from kubernetes.client import CustomObjectsApi
 
+from testbed.endpoint_picker import REWRITE_RESOURCE, rule_targets
 from testbed.manifests import http_route
 from testbed.route_mirrors import FULL_COPY, Mirrors, parse_mirrors
 from testbed.traffic_driver import (
@@ -99,6 +100,13 @@ VIRTUAL_SERVICE = RouteKind(
     "virtualservices",
     virtual_service_weights,
     virtual_service_mirrors,
+)
+# An InferenceModelRewrite rule's targets (by index) and their weights; a target at 0 is absent.
+MODEL_REWRITE = RouteKind(
+    "InferenceModelRewrite",
+    *REWRITE_RESOURCE,
+    lambda rewrite, rule: rule_targets(rewrite, rule or 0)[1],
+    lambda rewrite, rule: {},
 )
 KINDS = {kind.kind: kind for kind in (HTTP_ROUTE, GRPC_ROUTE, VIRTUAL_SERVICE)}
 

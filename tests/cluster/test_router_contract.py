@@ -1,10 +1,10 @@
 """The contract every traffic router keeps, run against a real API server for each of them (HTTPRoute,
 GRPCRoute, an Istio VirtualService, several HTTPRoutes, several VirtualServices, InferencePool backends
-on an HTTPRoute): set and verify, another writer named (so the engine re-asserts once, then holds:
-tests/unit/test_engine_route_conflict.py), a missing route, rule or backend reported naming the field
-with nothing written, a rollback to 0 on every target, and a mirror set with the weights and removed
-with the next ones (someone else's copy to the candidate refused, not overwritten). Direct router
-calls, no operator: fast.
+on an HTTPRoute, an InferenceModelRewrite's targets): set and verify, another writer named (so the
+engine re-asserts once, then holds: tests/unit/test_engine_route_conflict.py), a missing route, rule
+or backend reported naming the field with nothing written, a rollback to 0 on every target, and, where
+the router mirrors, a mirror set with the weights and removed with the next ones (someone else's copy
+to the candidate refused, not overwritten). Direct router calls, no operator: fast.
 
 A new router is one more CASES row. Deletion (weights returned when a rollout is deleted) is checked
 where that lives; a row's `targets` is what such a check reads back.
@@ -24,12 +24,13 @@ from modelgate.api import TrafficRouting
 from modelgate.core import LiveRoute, RouteProblem
 from modelgate.kube import Kube
 from modelgate.routers import SideKinds, TrafficRouter, router_for
-from modelgate.routers.base import DEPLOYMENT_SIDES
-from testbed.inference_pools import pool_http_route
+from modelgate.routers.base import DEPLOYMENT_SIDES, AdapterSides
+from testbed.inference_pools import model_rewrite, pool_http_route
 from testbed.manifests import Manifest, http_route
 from testbed.route_kinds import (
     GRPC_ROUTE,
     HTTP_ROUTE,
+    MODEL_REWRITE,
     VIRTUAL_SERVICE,
     RouteKind,
     destination_key,
@@ -52,6 +53,7 @@ class Case:
     # What breaks the routing: (dotted path in `routing`, value, the field the problem must name).
     broken: dict[str, tuple[str, Any, str]]
     kinds: SideKinds = DEPLOYMENT_SIDES
+    mirrors: bool = True  # whether the router can copy requests to the candidate
 
 
 GATEWAY = {"incumbentBackend": "chat-v1", "candidateBackend": "chat-v2"}
@@ -144,6 +146,21 @@ CASES: dict[str, Case] = {
             "backend": MISSING_DESTINATION,
         },
     ),
+    # Its targets are the sides' adapters, not named in the routing: a missing one is a unit test's
+    # (test_model_rewrite_router.py), as is the refusal to mirror.
+    "InferenceModelRewrite": Case(
+        objects=lambda ns: [model_rewrite("chat", ns, "base", "chat", {"lora-v1": 100})],
+        routing={"inferenceModelRewrite": {"name": "chat"}},
+        targets=((MODEL_REWRITE, "chat", 0),),
+        incumbent="lora-v1",
+        candidate="lora-v2",
+        broken={
+            "route": ("inferenceModelRewrite.name", "missing", f"{ROUTING}.inferenceModelRewrite.name"),
+            "rule": ("inferenceModelRewrite.ruleIndex", 3, f"{ROUTING}.inferenceModelRewrite.ruleIndex"),
+        },
+        kinds=SideKinds("InferencePool", "InferencePool", AdapterSides("base", "lora-v1", "lora-v2")),
+        mirrors=False,
+    ),
 }
 PROBLEMS = {"route": "RouteNotFound", "rule": "RuleNotFound", "backend": "BackendNotFound"}
 Router = Callable[..., TrafficRouter]
@@ -181,7 +198,7 @@ def stored(api_client: client.ApiClient, namespace: str, case: Case) -> list[tup
     weights = [
         kind.weights(_object(api_client, namespace, kind, name), rule) for kind, name, rule in case.targets
     ]
-    return [(w[case.incumbent], w[case.candidate]) for w in weights]
+    return [(w.get(case.incumbent, 0), w.get(case.candidate, 0)) for w in weights]
 
 
 def copies(api_client: client.ApiClient, namespace: str, case: Case) -> list[float]:
@@ -201,6 +218,10 @@ def overwrite(
     if kind is VIRTUAL_SERVICE:
         for entry in obj["spec"]["http"][0]["route"]:
             entry["weight"] = weights[destination_key(entry["destination"])]
+    elif kind is MODEL_REWRITE:
+        obj["spec"]["rules"][0]["targets"] = [
+            {"modelRewrite": t, "weight": w} for t, w in weights.items() if w
+        ]
     else:
         for ref in obj["spec"]["rules"][0]["backendRefs"]:
             ref["weight"] = weights[ref["name"]]
@@ -238,6 +259,8 @@ def test_another_writer_is_named_and_a_write_sets_it_right(
 def test_a_missing_route_rule_or_backend_is_reported_naming_the_field(
     case: Case, router: Router, what: str, api_client: client.ApiClient, namespace: str
 ) -> None:
+    if what not in case.broken:
+        pytest.skip(f"the routing of {case.targets[0][0].kind} names no {what}")
     path, value, field = case.broken[what]
     routing = copy.deepcopy(case.routing)
     *parents, last = path.split(".")
@@ -265,6 +288,8 @@ def test_a_rollback_sets_every_target_to_0(
 def test_a_mirror_goes_in_with_the_weights_and_leaves_with_the_next_ones(
     case: Case, router: Router, api_client: client.ApiClient, namespace: str
 ) -> None:
+    if not case.mirrors:
+        pytest.skip("this router cannot mirror")
     assert router().set_weights(0, mirror_percent=10) == LiveRoute(100, 0, mirror_percent=10)
     assert copies(api_client, namespace, case) == [10.0] * len(case.targets)
     assert router().read() == LiveRoute(100, 0, mirror_percent=10)
@@ -276,6 +301,8 @@ def test_a_mirror_goes_in_with_the_weights_and_leaves_with_the_next_ones(
 def test_someone_elses_copy_to_the_candidate_is_reported_not_overwritten(
     case: Case, router: Router, api_client: client.ApiClient, namespace: str
 ) -> None:
+    if not case.mirrors:
+        pytest.skip("this router cannot mirror")
     _, name, _ = case.targets[-1]
     theirs = copy_to_candidate(api_client, namespace, case)
     problem = router().set_weights(0, mirror_percent=10)

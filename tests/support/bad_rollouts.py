@@ -90,6 +90,24 @@ ISTIO_ROUTING = {
 }
 
 
+REWRITE = "spec.trafficRouting.inferenceModelRewrite"
+
+
+def adapters(
+    incumbent: dict[str, str], candidate: dict[str, str], routing: dict[str, Any] | None = None
+) -> Edit:
+    """Two adapter sides (each an inferencePool and an adapter), split by an InferenceModelRewrite
+    unless `routing` says otherwise."""
+    chosen = {"inferenceModelRewrite": {"name": "chat-adapters"}} if routing is None else routing
+    return edits(
+        put("spec.incumbent", incumbent), put("spec.candidate", candidate), put("spec.trafficRouting", chosen)
+    )
+
+
+ADAPTER_V1 = {"inferencePool": "base", "adapter": "chat-lora-v1"}
+ADAPTER_V2 = {"inferencePool": "base", "adapter": "chat-lora-v2"}
+
+
 def routes(*refs: dict[str, Any]) -> Edit:
     """The gateway router naming several routes instead of one."""
     return edits(drop(f"{ROUTE}.httpRoute"), put(f"{ROUTE}.routes", list(refs)))
@@ -315,6 +333,34 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "pool backend named other than the pool": BadRollout(
         put("spec.candidate", {"inferencePool": "pool-v2"}), f"{ROUTE}.candidateBackend"
     ),
+    # Adapter sides (docs/inference-pools.md, "Adapter rollouts").
+    "adapter without a pool": BadRollout(
+        put("spec.candidate.adapter", "chat-lora-v2"), "spec.candidate.adapter"
+    ),
+    "adapter with quotes": BadRollout(
+        adapters(ADAPTER_V1, {**ADAPTER_V2, "adapter": 'lora"}'}), "spec.candidate.adapter"
+    ),
+    "the same adapter on both sides": BadRollout(adapters(ADAPTER_V1, ADAPTER_V1), "spec.candidate.adapter"),
+    "adapters on two pools": BadRollout(
+        adapters(ADAPTER_V1, {**ADAPTER_V2, "inferencePool": "other"}), REWRITE
+    ),
+    "one adapter side and one pool side": BadRollout(
+        adapters(ADAPTER_V1, {"inferencePool": "base-v2"}), REWRITE
+    ),
+    "adapter sides with the gatewayAPI router": BadRollout(
+        adapters(
+            ADAPTER_V1,
+            ADAPTER_V2,
+            {"gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "base", "candidateBackend": "base-x"}},
+        ),
+        "spec.trafficRouting",
+    ),
+    "negative rewrite rule index": BadRollout(
+        adapters(
+            ADAPTER_V1, ADAPTER_V2, {"inferenceModelRewrite": {"name": "chat-adapters", "ruleIndex": -1}}
+        ),
+        f"{REWRITE}.ruleIndex",
+    ),
     "empty route name": BadRollout(put(f"{ROUTE}.httpRoute", ""), f"{ROUTE}.httpRoute"),
     "same backends": BadRollout(put(f"{ROUTE}.candidateBackend", "chat-v1"), f"{ROUTE}.candidateBackend"),
     "no router": BadRollout(put("spec.trafficRouting", {}), "spec.trafficRouting"),
@@ -534,6 +580,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         edits(drop(f"{ROUTE}.httpRoute"), put(f"{ROUTE}.grpcRoute", "chat")), f"{ROUTE}.grpcRoute"
     ),
     "VirtualService that does not exist": _operator(istio(), f"{ISTIO}.virtualService"),
+    "InferenceModelRewrite that does not exist": _operator(
+        adapters(ADAPTER_V1, ADAPTER_V2), f"{REWRITE}.name"
+    ),
     "query with an unknown variable": _operator(
         put(METRIC0, {"name": "q", "query": "up{pod=~'{{ model }}'}", "max": 1}),
         "spec.analysis.metrics[0].query",

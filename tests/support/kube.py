@@ -21,6 +21,7 @@ CUSTOM_PLURALS = {
     "GRPCRoute": "grpcroutes",
     "VirtualService": "virtualservices",
     "InferencePool": "inferencepools",
+    "InferenceModelRewrite": "inferencemodelrewrites",
     "ModelRollout": "modelrollouts",
     "ModelEvaluation": "modelevaluations",
 }

@@ -13,4 +13,8 @@ and JSON-patch in them what each line below says; they never create, replace or 
 - apiGroups: ["networking.istio.io"]
   resources: ["virtualservices"]
   verbs: ["get", "list", "watch", "patch"]
+# inferenceModelRewrite: InferenceModelRewrites: the targets (two adapters' weights) of a rule
+- apiGroups: ["inference.networking.x-k8s.io"]
+  resources: ["inferencemodelrewrites"]
+  verbs: ["get", "list", "watch", "patch"]
 {{- end }}

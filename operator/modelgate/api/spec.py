@@ -39,6 +39,18 @@ def _sides_differ(kind: str) -> CelRule:
     )
 
 
+def _pools_differ() -> CelRule:
+    # Two adapters of one pool are two sides; two sides of one pool without adapters are the same.
+    return CelRule(
+        "!has(self.candidate.inferencePool) || !has(self.incumbent.inferencePool) "
+        "|| self.candidate.inferencePool != self.incumbent.inferencePool "
+        "|| has(self.candidate.adapter) || has(self.incumbent.adapter)",
+        field_path=".candidate.inferencePool",
+        message_expression="'must differ from spec.incumbent.inferencePool (both are ' "
+        "+ self.incumbent.inferencePool + ')'",
+    )
+
+
 def _pool_is_backend(side: str) -> CelRule:
     # An InferencePool backendRef names the pool itself, so the backend can be no other name.
     return CelRule(
@@ -55,6 +67,14 @@ POOLS_NEED_GATEWAY_API = (
 )
 START_PAST_THE_STEPS = "must be the index of one of spec.steps: a full release never skips the canary"
 WATCH_NEEDS_ANALYSIS = "a watch window needs spec.analysis: its metrics are read from that Prometheus"
+ADAPTERS_NEED_MODEL_REWRITE = (
+    "an adapter side needs the inferenceModelRewrite router: a route's backendRef reaches a pool, "
+    "not an adapter"
+)
+MODEL_REWRITE_NEEDS_ADAPTERS = (
+    "moves weights between two adapters of one InferencePool: set spec.incumbent.adapter and "
+    "spec.candidate.adapter, with the same inferencePool"
+)
 SCALE_DOWN_NEEDS_DEPLOYMENT = (
     "scaleDownIncumbent needs spec.incumbent.deployment: an InferencePool has no replicas"
 )
@@ -66,7 +86,22 @@ class ModelRolloutSpec(SpecModel):
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
             _sides_differ("deployment"),
-            _sides_differ("inferencePool"),
+            _pools_differ(),
+            _sides_differ("adapter"),
+            CelRule(
+                "!(has(self.incumbent.adapter) || has(self.candidate.adapter)) "
+                "|| has(self.trafficRouting.inferenceModelRewrite)",
+                field_path=".trafficRouting",
+                message=ADAPTERS_NEED_MODEL_REWRITE,
+            ),
+            CelRule(
+                "!has(self.trafficRouting.inferenceModelRewrite) || (has(self.incumbent.adapter) "
+                "&& has(self.candidate.adapter) && has(self.incumbent.inferencePool) "
+                "&& has(self.candidate.inferencePool) "
+                "&& self.incumbent.inferencePool == self.candidate.inferencePool)",
+                field_path=".trafficRouting.inferenceModelRewrite",
+                message=MODEL_REWRITE_NEEDS_ADAPTERS,
+            ),
             _pool_is_backend("incumbent"),
             _pool_is_backend("candidate"),
             CelRule(
@@ -138,11 +173,30 @@ class ModelRolloutSpec(SpecModel):
     @model_validator(mode="after")
     def _candidate_differs(self) -> Self:
         incumbent, candidate = self.incumbent, self.candidate
-        if candidate.kind == incumbent.kind and candidate.name == incumbent.name:
+        adapters = candidate.adapter is not None or incumbent.adapter is not None  # told apart below
+        if candidate.kind == incumbent.kind and candidate.name == incumbent.name and not adapters:
             raise FieldPathError(
                 f"candidate.{candidate.field}",
                 f"must differ from spec.incumbent.{incumbent.field} (both are {incumbent.name})",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _adapters_are_rewritten(self) -> Self:
+        incumbent, candidate = self.incumbent, self.candidate
+        adapters = incumbent.adapter is not None or candidate.adapter is not None
+        if adapters and incumbent.adapter == candidate.adapter:
+            raise FieldPathError(
+                "candidate.adapter", f"must differ from spec.incumbent.adapter (both are {incumbent.adapter})"
+            )
+        rewrite = self.traffic_routing.inference_model_rewrite is not None
+        if adapters and not rewrite:
+            raise FieldPathError("trafficRouting", ADAPTERS_NEED_MODEL_REWRITE)
+        one_pool = (
+            incumbent.inference_pool is not None and incumbent.inference_pool == candidate.inference_pool
+        )
+        if rewrite and not (incumbent.adapter and candidate.adapter and one_pool):
+            raise FieldPathError("trafficRouting.inferenceModelRewrite", MODEL_REWRITE_NEEDS_ADAPTERS)
         return self
 
     @model_validator(mode="after")

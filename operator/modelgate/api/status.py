@@ -231,9 +231,11 @@ class ModelRolloutStatus(StatusModel):
     observed_generation: Annotated[int, Field(ge=0)] | None = Field(
         None, description="The metadata.generation of the spec this status was computed from."
     )
-    rollout_candidate: Annotated[str, StringConstraints(max_length=253)] | None = Field(
+    # A pool's name and an adapter's, each up to 253 characters, with the words between them.
+    rollout_candidate: Annotated[str, StringConstraints(max_length=530)] | None = Field(
         None,
-        description="The candidate this status belongs to: its Deployment's name, or inferencepool/<name>. "
+        description="The candidate this status belongs to: its Deployment's name, inferencepool/<name>, "
+        "or inferencepool/<name>/adapter/<adapter>. "
         "When spec.candidate names another, the operator starts a new rollout from step 0.",
     )
     rollout_started_at: Timestamp | None = Field(

@@ -8,6 +8,7 @@ from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import Integer, ObjectName
 from modelgate.api.istio_routing import IstioRouting
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
+from modelgate.api.model_rewrite_routing import InferenceModelRewriteRouting
 from modelgate.api.specmodel import SpecModel
 
 MAX_ROUTES = 8  # routes (or VirtualServices) one rollout moves together
@@ -152,6 +153,13 @@ class TrafficRouting(SpecModel):
         default=None,
         description="Split traffic by rewriting the weights of two destinations in HTTP routes of Istio "
         "VirtualServices in the ModelRollout's namespace.",
+    )
+    inference_model_rewrite: InferenceModelRewriteRouting | None = Field(
+        default=None,
+        alias="inferenceModelRewrite",
+        description="Split one InferencePool's traffic between two LoRA adapters (or model names) by "
+        "rewriting the weights of two targets of a rule of an InferenceModelRewrite; both sides name "
+        "the pool and an adapter.",
     )
 
     @model_validator(mode="after")

@@ -4,11 +4,13 @@ from typing import Literal, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
+from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import ModelName, ObjectName, PodRegex
 from modelgate.api.markers import CelRule, cel_rules
 from modelgate.api.specmodel import SpecModel
 
 BackendKind = Literal["Deployment", "InferencePool"]
+ADAPTER_ON_POOL = "an adapter is served by an InferencePool: set inferencePool too"
 
 
 class WorkloadRef(SpecModel):
@@ -19,7 +21,12 @@ class WorkloadRef(SpecModel):
             CelRule(
                 "has(self.deployment) != has(self.inferencePool)",
                 message="set exactly one of deployment or inferencePool",
-            )
+            ),
+            CelRule(
+                "!has(self.adapter) || has(self.inferencePool)",
+                field_path=".adapter",
+                message=ADAPTER_ON_POOL,
+            ),
         )
     )
 
@@ -32,6 +39,12 @@ class WorkloadRef(SpecModel):
         description="Name of an InferencePool (inference.networking.k8s.io/v1) in the ModelRollout's "
         "namespace: this side is the Pods its selector selects, and the route's backendRef for it is "
         "that InferencePool.",
+    )
+    adapter: ModelName | None = Field(
+        None,
+        description="A LoRA adapter (or model name) that the InferencePool serves: this side is the "
+        "requests an InferenceModelRewrite sends to it (spec.trafficRouting.inferenceModelRewrite), "
+        "and its metrics are the endpoint picker's series for that model (source llm-d).",
     )
     # None means the default (modelgate.metrics.context.default_pod_regex, or the pool's Pods).
     pod_regex: PodRegex | None = Field(
@@ -46,15 +59,22 @@ class WorkloadRef(SpecModel):
     model: ModelName | None = Field(
         None,
         description="The model name a gateway reports this side's requests under: the endpoint picker's "
-        "`target_model_name` label, read by presets with source llm-d. Defaults to the Deployment's "
-        "or InferencePool's name.",
+        "`target_model_name` label, read by presets with source llm-d. Defaults to the adapter, or "
+        "the Deployment's or InferencePool's name.",
     )
 
     @model_validator(mode="after")
     def _exactly_one_workload(self) -> Self:
         if (self.deployment is None) == (self.inference_pool is None):
             raise ValueError("set exactly one of deployment or inferencePool")
+        if self.adapter is not None and self.inference_pool is None:
+            raise FieldPathError("adapter", ADAPTER_ON_POOL)
         return self
+
+    @property
+    def reported_model(self) -> str | None:
+        """The model name the endpoint picker reports this side under, when not the workload's name."""
+        return self.model if self.model is not None else self.adapter
 
     @property
     def kind(self) -> BackendKind:
@@ -70,8 +90,12 @@ class WorkloadRef(SpecModel):
     @property
     def identity(self) -> str:
         """What status.rolloutCandidate records: a Deployment's name (as it did before pools), and
-        `inferencepool/<name>` for a pool, so that a change of kind alone is a new rollout too."""
-        return self.name if self.deployment is not None else f"inferencepool/{self.name}"
+        `inferencepool/<name>` for a pool, so that a change of kind alone is a new rollout too, and
+        `inferencepool/<name>/adapter/<adapter>` for an adapter, so that a new adapter is one too."""
+        if self.deployment is not None:
+            return self.name
+        pool = f"inferencepool/{self.name}"
+        return pool if self.adapter is None else f"{pool}/adapter/{self.adapter}"
 
     @property
     def field(self) -> str:

@@ -51,7 +51,10 @@ def step_label(step: dict[str, Any]) -> str:
 
 
 def side_name(side: dict[str, Any]) -> str:
-    """A spec side's workload: its Deployment's name, or `pool/<name>` for an InferencePool."""
+    """A spec side's workload: its Deployment's name, `pool/<name>` for an InferencePool, or
+    `adapter/<name>` for an adapter (both sides' pool is the same)."""
+    if side.get("adapter"):
+        return f"adapter/{side['adapter']}"
     pool = side.get("inferencePool")
     return f"pool/{pool}" if pool else str(side.get("deployment", "-"))
 

@@ -203,8 +203,8 @@ class GateJobs:
         return CheckTarget(
             candidate_url=urls[0],
             incumbent_url=urls[1],
-            candidate_model=evaluator.candidate.model or spec.candidate.model or spec.candidate.name,
-            incumbent_model=evaluator.incumbent.model or spec.incumbent.model or spec.incumbent.name,
+            candidate_model=evaluator.candidate.model or spec.candidate.reported_model or spec.candidate.name,
+            incumbent_model=evaluator.incumbent.model or spec.incumbent.reported_model or spec.incumbent.name,
         )
 
 

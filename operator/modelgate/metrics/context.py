@@ -113,6 +113,8 @@ class QueryContext:
     gateway_routes: tuple[str, ...] = ()
     incumbent_backend: str = ""
     candidate_backend: str = ""
+    # The sides are two adapters of one InferencePool (spec.*.adapter): the same Pods serve both.
+    adapters: bool = False
 
     def __post_init__(self) -> None:
         _check_namespace(self.namespace)
@@ -147,6 +149,7 @@ class QueryContext:
         candidate_model: str | None = None,
         gateway_routes: tuple[str, ...] = (),
         backends: tuple[str, str] = ("", ""),
+        adapters: bool = False,
         min_window: str = DEFAULT_MIN_WINDOW,
     ) -> QueryContext:
         """Build the context from spec values: default pod regexes, window = max(interval, min_window)."""
@@ -168,6 +171,7 @@ class QueryContext:
             gateway_routes=gateway_routes,
             incumbent_backend=backends[0],
             candidate_backend=backends[1],
+            adapters=adapters,
         )
 
     def pod_regex(self, side: Side) -> str:

@@ -39,8 +39,9 @@ def analysis_plan(
         analysis.interval,
         incumbent_pod_regex=_pod_regex(spec.incumbent, pools.get("incumbent"), pools.get("candidate")),
         candidate_pod_regex=_pod_regex(spec.candidate, pools.get("candidate"), pools.get("incumbent")),
-        incumbent_model=spec.incumbent.model,
-        candidate_model=spec.candidate.model,
+        incumbent_model=spec.incumbent.reported_model,
+        candidate_model=spec.candidate.reported_model,
+        adapters=spec.candidate.adapter is not None,
         **_gateway_routing(spec),
     )
     metrics: dict[str, MetricPlan] = {}

@@ -16,6 +16,7 @@ from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
 from modelgate.routers.gatewayapi import GATEWAY_API, GatewayAPIRouter
 from modelgate.routers.group import GroupRouter
 from modelgate.routers.istio import ISTIO, IstioRouter
+from modelgate.routers.model_rewrite import MODEL_REWRITE
 from modelgate.routers.router_kind import RouterKind
 
 ROUTERS: dict[str, RouterKind[Any]] = {
@@ -23,6 +24,7 @@ ROUTERS: dict[str, RouterKind[Any]] = {
     for kind in (
         GATEWAY_API,
         ISTIO,
+        MODEL_REWRITE,
     )
 }
 

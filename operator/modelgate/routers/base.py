@@ -10,16 +10,31 @@ from modelgate.core import LiveRoute, RouteProblem
 
 
 @dataclass(frozen=True)
+class AdapterSides:
+    """Two adapters (model names) of one InferencePool: the targets an InferenceModelRewrite weighs."""
+
+    pool: str
+    incumbent: str
+    candidate: str
+
+
+@dataclass(frozen=True)
 class SideKinds:
     """What each side of the rollout is, so that a router looks for the right kind of backend: a
-    Deployment side is reached through a Service, an InferencePool side through the pool itself."""
+    Deployment side is reached through a Service, an InferencePool side through the pool itself, and
+    two adapters of one pool through a rewrite's targets (`adapters`)."""
 
     incumbent: BackendKind = "Deployment"
     candidate: BackendKind = "Deployment"
+    adapters: AdapterSides | None = None
 
     @classmethod
     def of(cls, spec: ModelRolloutSpec) -> SideKinds:
-        return cls(spec.incumbent.kind, spec.candidate.kind)
+        incumbent, candidate = spec.incumbent, spec.candidate
+        adapters = None
+        if incumbent.adapter is not None and candidate.adapter is not None:
+            adapters = AdapterSides(incumbent.name, incumbent.adapter, candidate.adapter)
+        return cls(incumbent.kind, candidate.kind, adapters)
 
 
 DEPLOYMENT_SIDES = SideKinds()  # both sides Deployments, each reached through a Service

@@ -74,7 +74,7 @@ def preset_query(
     name: str, source: str, ctx: QueryContext, side: Side = "candidate", *, threshold: float | None = None
 ) -> str:
     """One side's value of a preset (the candidate's, or the incumbent's for comparisons)."""
-    preset, stack = _resolve(name, source)
+    preset, stack = _resolve(name, source, ctx)
     if preset.share is not None:
         rates = _share(preset, stack, threshold).rates(stack, ctx, side, ctx.interval)
         return f"{rates.events} / {rates.requests}"
@@ -89,7 +89,7 @@ def count_queries(
 ) -> CountQueries | None:
     """For the sequential test: one side's total requests and events, which it reads at each
     evaluation and subtracts; None for presets that do not count requests."""
-    preset, stack = _resolve(name, source)
+    preset, stack = _resolve(name, source, ctx)
     if preset.share is None:
         return None
     return _share(preset, stack, threshold).totals(stack, ctx, side)
@@ -99,7 +99,7 @@ def exemplar_query(name: str, source: str, ctx: QueryContext, *, threshold: floa
     """The candidate's series whose exemplars point at the requests behind a preset's value: a
     share's events (the error counter of errorRate, ...), else the preset's own query (a latency
     histogram's buckets, whose exemplars carry each request's latency)."""
-    preset, stack = _resolve(name, source)
+    preset, stack = _resolve(name, source, ctx)
     if preset.share is None:
         return preset_query(name, source, ctx, threshold=threshold)
     share = _share(preset, stack, threshold)
@@ -116,7 +116,7 @@ def series_probes(
 ) -> tuple[SeriesProbe, ...]:
     """For each series the preset reads: who exports it, and a query per side that counts its series
     (empty when there are none), to say which is missing when the preset has no data."""
-    preset, stack = _resolve(name, source)
+    preset, stack = _resolve(name, source, ctx)
     share = preset.share(stack, threshold) if preset.share is not None else None
     select = (share.select if share is not None else None) or stack.select
     sides: tuple[Side, ...] = ("candidate", "incumbent")
@@ -138,7 +138,7 @@ def _exporter(stack: Stack, series: str) -> SeriesComponent:
 
 def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate") -> str:
     """Requests one side served in the window; the engine compares it with `minRequests`."""
-    stack = get_stack(source)
+    stack = _sides_told_apart(get_stack(source), ctx)
     selector = stack.select(ctx, side)
     requests = stack.requests.over("increase", selector, ctx.interval)
     if stack.answered is None:
@@ -146,14 +146,27 @@ def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate"
     return f"({requests} or {stack.answered.over('increase', selector, ctx.interval)})"
 
 
-def _resolve(name: str, source: str) -> tuple[Preset, Stack]:
-    preset, stack = get_preset(name), get_stack(source)
+def _resolve(name: str, source: str, ctx: QueryContext) -> tuple[Preset, Stack]:
+    preset, stack = get_preset(name), _sides_told_apart(get_stack(source), ctx)
     if name in stack.lacks:
         raise UnknownPresetError(
             f"preset {name} does not exist for source {source}: {stack.lacks[name]}; "
             f"presets for {source}: {', '.join(available(source))}"
         )
     return preset, stack
+
+
+def _sides_told_apart(stack: Stack, ctx: QueryContext) -> Stack:
+    """Two adapters of one pool are served by the same Pods, and a server labels a LoRA request's
+    series with its base model's name (vLLM's and its simulator's `model_name`), never the adapter's:
+    only a source whose series name the model each request was routed to can tell them apart."""
+    if ctx.adapters and not stack.by_model:
+        by_model = ", ".join(source for source, known in STACKS.items() if known.by_model)
+        raise UnknownPresetError(
+            f"source {stack.source} cannot tell two adapters of one InferencePool apart: their requests "
+            f"are served by the same Pods, under the base model's name; use source {by_model}"
+        )
+    return stack
 
 
 def _share(preset: Preset, stack: Stack, threshold: float | None) -> Share:

@@ -119,6 +119,8 @@ class Stack:
     queue: str | None = None  # a gauge
     lacks: Mapping[str, str] = field(default_factory=dict)
     exporters: Mapping[str, SeriesComponent] = field(default_factory=dict)
+    # Its series are selected by the model each request was routed to (an adapter), not by Pod.
+    by_model: bool = False
 
     def exporter_of(self, series: str) -> SeriesComponent:
         return self.exporters.get(series, self.exporter)

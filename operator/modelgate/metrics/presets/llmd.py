@@ -31,4 +31,5 @@ STACK = Stack(
         "queueDepth": "the endpoint picker reports queue size per pool (inference_pool_average_queue_size), "
         "not per model",
     },
+    by_model=True,
 )
