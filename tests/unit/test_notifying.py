@@ -11,7 +11,7 @@ import pytest
 
 from modelgate.api import InvalidSpecError, ModelRolloutSpec, Phase, parse_spec
 from modelgate.api.gate_status import GateDecision
-from modelgate.api.notifications import DEFAULT_TRANSITIONS, Transition
+from modelgate.api.notifications import Transition
 from modelgate.api.status import BreachTrace
 from modelgate.core import CommandAction, Decision
 from modelgate.core.actions import after_write
@@ -20,8 +20,8 @@ from modelgate.core.gate_judgement import CheckMeasured
 from modelgate.core.model import LiveRoute, Notify, WriteStatus
 from modelgate.core.notifying import payload
 from tests.unit.engine_support import (
-    INTERVAL,
     ERROR_RATE,
+    INTERVAL,
     Outcome,
     Simulator,
     command,
@@ -98,9 +98,7 @@ def test_on_chooses_the_transitions() -> None:
 
 
 def test_without_receivers_nothing_is_noted() -> None:
-    for spec in (make_spec(weight(20)), notifying(make_spec(weight(20)), on=list(DEFAULT_TRANSITIONS))):
-        if spec.notifications is not None:
-            spec = spec.model_copy(update={"notifications": spec.notifications.model_copy(update={"receivers": ()})})
+    for spec in (make_spec(weight(20)), notifying(make_spec(weight(20)), receivers=[])):
         sim = Simulator(spec)
         sim.start()
         decision = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
@@ -112,9 +110,7 @@ def test_a_rollback_payload_names_the_breach_its_traces_and_the_weights() -> Non
     sim.start()
     rolled_back = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
     trace = BreachTrace(trace_id="4bf92f3577b34da6", pod="chat-v2-0", value=0.9)
-    settled = after_write(
-        rolled_back, LiveRoute(100, 0), BreachEvidence(traces=(trace,), pods=()), sim.now
-    )
+    settled = after_write(rolled_back, LiveRoute(100, 0), BreachEvidence(traces=(trace,), pods=()), sim.now)
     (notify,) = notified(settled)
     body = payload(notify)
     reason = body.rollback_reason

@@ -49,7 +49,9 @@ _SET: JsonDict = {"x-kubernetes-list-type": "set"}
 class Receiver(SpecModel):
     """One place to tell: its kind, and the Secret key that holds its URL."""
 
-    name: MetricName = Field(description="The receiver's name, unique in the list; metrics and Events name it.")
+    name: MetricName = Field(
+        description="The receiver's name, unique in the list; metrics and Events name it."
+    )
     kind: ReceiverKind = Field(
         description="webhook (the JSON payload of docs/notifications.md), slack (an incoming webhook) or "
         "msteams (an incoming webhook; 200 and 202 are both taken as delivered)."

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason
-from modelgate.api.notifications import PendingNotification
 from modelgate.api.gate_status import GateStatus
+from modelgate.api.notifications import PendingNotification
 from modelgate.core.gate_judgement import CheckObservation
 from modelgate.core.reasons import EventType, Reason
 from modelgate.core.results import AnalysisRun

@@ -29,9 +29,7 @@ def transitions(
     """What the tick from `before` to `after` came to, in the order a reader would tell it."""
     if _gate_decision(before) is None and _gate_decision(after) is not None:
         yield Transition.GATE_DECIDED
-    if outcome is not None and outcome.reason is Reason.PROGRESS_DEADLINE_EXCEEDED:
-        yield Transition.DEADLINE
-    elif after.pause is not None and after.pause.reason.deadline and _pause_began(before, after):
+    if _deadline_passed(before, after, outcome):
         yield Transition.DEADLINE
     if after.pause is not None and _pause_began(before, after):
         yield Transition.PAUSED
@@ -135,6 +133,13 @@ def payload(notify: Notify) -> NotificationPayload:
 
 def _gate_decision(status: ModelRolloutStatus) -> object:
     return None if status.gate is None else status.gate.decision
+
+
+def _deadline_passed(before: ModelRolloutStatus, after: ModelRolloutStatus, outcome: Outcome | None) -> bool:
+    """A progress deadline rolled back or failed the rollout, or began to hold it."""
+    if outcome is not None and outcome.reason is Reason.PROGRESS_DEADLINE_EXCEEDED:
+        return True
+    return after.pause is not None and after.pause.reason.deadline and _pause_began(before, after)
 
 
 def _pause_began(before: ModelRolloutStatus, after: ModelRolloutStatus) -> bool:
