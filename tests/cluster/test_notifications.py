@@ -16,7 +16,7 @@ from modelgate.api import Phase
 from modelgate.api.gate_status import GateDecision
 from modelgate.api.notification_payload import NotificationPayload
 from testbed.localcluster import LocalCluster
-from testbed.manifests import SEED_METRICS, Manifest, model_rollout
+from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.notification_receiver import NotificationReceiver
 from testbed.operator_process import OperatorProcess
@@ -32,6 +32,7 @@ from tests.support.gate import (
     score,
     script_check,
 )
+from tests.support.notifications import notifying
 from tests.support.scenario import Rollouts, Scenario, serving
 
 __all__ = ["check_pods", "scenario"]  # the fixtures
@@ -46,12 +47,12 @@ class Receivers:
     silent: SilentServer  # accepts and never answers
     teams: NotificationReceiver  # answers 202
 
-    def urls(self) -> dict[str, str]:
+    def by_name(self) -> dict[str, tuple[str, str]]:
         return {
-            "webhook": self.webhook.url,
-            "slack": self.slack.url,
-            "silent": f"{self.silent.address}/hook/secret-token",
-            "teams": self.teams.url,
+            "webhook": ("webhook", self.webhook.url),
+            "slack": ("slack", self.slack.url),
+            "silent": ("webhook", f"{self.silent.address}/hook/secret-token"),
+            "teams": ("msteams", self.teams.url),
         }
 
 
@@ -64,21 +65,6 @@ def receivers() -> Iterator[Receivers]:
         NotificationReceiver.in_thread(status=202) as teams,
     ):
         yield Receivers(webhook, slack, silent, teams)
-
-
-def notifying(api_client: client.ApiClient, manifest: Manifest, receivers: Receivers) -> Manifest:
-    """`manifest` telling all four receivers, their URLs in the Secret `hooks` of its namespace."""
-    namespace = manifest["metadata"]["namespace"]
-    secret = client.V1Secret(metadata=client.V1ObjectMeta(name="hooks"), string_data=receivers.urls())
-    client.CoreV1Api(api_client).create_namespaced_secret(namespace, secret)
-    kinds = {"webhook": "webhook", "slack": "slack", "silent": "webhook", "teams": "msteams"}
-    manifest["spec"]["notifications"] = {
-        "receivers": [
-            {"name": name, "kind": kind, "urlSecretRef": {"name": "hooks", "key": name}}
-            for name, kind in kinds.items()
-        ]
-    }
-    return manifest
 
 
 def delivered(rollouts: Rollouts, receivers: Receivers, transition: str) -> NotificationPayload:
@@ -122,7 +108,7 @@ def test_a_rollback_is_told_with_its_breach_and_a_silent_receiver_delays_nothing
         interval="1s",
     )
     with serving(local_bed, api_client, namespace, Behaviour(error_rate=0.08)) as scenario:
-        scenario.apply(notifying(api_client, manifest, receivers))
+        scenario.apply(notifying(api_client, manifest, receivers.by_name()))
         final = scenario.wait_for_status("a rollback", lambda s: s.phase is Phase.ROLLED_BACK)
         reason = final.rollback_reason
         assert reason is not None and reason.metric == "error-rate"
@@ -147,7 +133,9 @@ def test_a_gate_decision_and_a_success_are_told_once_each(
     scenario: Scenario, namespace: str, api_client: client.ApiClient, receivers: Receivers
 ) -> None:
     checks = [script_check("quality", gate_result(score("math", 0.9, 0.8)), policy=POLICY)]
-    scenario.apply(notifying(api_client, gated_rollout(namespace, checks, [{"setWeight": 50}]), receivers))
+    scenario.apply(
+        notifying(api_client, gated_rollout(namespace, checks, [{"setWeight": 50}]), receivers.by_name())
+    )
     assert ended(scenario).phase is Phase.SUCCEEDED
     decided = delivered(scenario, receivers, "GateDecided")
     assert decided.gate is not None and decided.gate.decision is GateDecision.CANARY
@@ -162,7 +150,9 @@ def test_a_gate_rejection_is_told_as_a_warning(
 ) -> None:
     regressed = gate_result(score("math", 0.6, 0.8))
     checks = [script_check("quality", regressed, policy=POLICY)]
-    scenario.apply(notifying(api_client, gated_rollout(namespace, checks, [{"setWeight": 50}]), receivers))
+    scenario.apply(
+        notifying(api_client, gated_rollout(namespace, checks, [{"setWeight": 50}]), receivers.by_name())
+    )
     assert ended(scenario).phase is Phase.FAILED
     body = delivered(scenario, receivers, "GateDecided")
     assert body.gate is not None and body.gate.decision is GateDecision.REJECT
