@@ -86,10 +86,10 @@ class NotificationsSpec(SpecModel):
         names = [receiver.name for receiver in self.receivers]
         for index, name in enumerate(names):
             if name in names[:index]:
-                raise FieldPathError(f"notifications.receivers[{index}].name", f"duplicate name {name!r}")
+                raise FieldPathError(f"receivers[{index}].name", f"duplicate name {name!r}")
         for index, transition in enumerate(self.on):
             if transition in self.on[:index]:
-                raise FieldPathError(f"notifications.on[{index}]", f"duplicate transition {transition.value}")
+                raise FieldPathError(f"on[{index}]", f"duplicate transition {transition.value}")
         return self
 
 
