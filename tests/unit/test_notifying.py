@@ -19,6 +19,7 @@ from modelgate.core.evidence import BreachEvidence
 from modelgate.core.gate_judgement import CheckMeasured
 from modelgate.core.model import LiveRoute, Notify, WriteStatus
 from modelgate.core.notifying import payload
+from modelgate.core.schedule import FINISHED_RESYNC, RESYNC, next_wakeup
 from tests.unit.engine_support import (
     ERROR_RATE,
     INTERVAL,
@@ -145,3 +146,13 @@ def test_bad_notifications_name_the_field(notifications: dict[str, Any], field: 
     document = make_spec(weight(20)).model_dump(by_alias=True, exclude_none=True)
     with pytest.raises(InvalidSpecError, match=re.escape(field)):
         parse_spec({**document, "notifications": notifications})
+
+
+def test_an_ended_rollout_with_undelivered_notifications_is_looked_at_again_soon() -> None:
+    sim = canary()
+    sim.start()
+    rolled_back = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
+    assert next_wakeup(sim.spec, rolled_back.status, sim.now) <= RESYNC
+    sim.notified = frozenset(n.key for n in notified(rolled_back))
+    delivered = sim.tick(after=INTERVAL)
+    assert next_wakeup(sim.spec, delivered.status, sim.now) == FINISHED_RESYNC
