@@ -162,3 +162,31 @@ def test_a_gate_rejection_is_told_as_a_warning(
 
 def _bodies(receivers: Receivers) -> list[NotificationPayload]:
     return [NotificationPayload.model_validate(r.body) for r in receivers.webhook.received()]
+
+
+def test_a_notification_pending_when_the_operator_dies_is_delivered_by_the_next_one(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+) -> None:
+    manifest = model_rollout("chat", namespace, steps=[{"setWeight": 20}, {"pause": {}}])
+    with (
+        NotificationReceiver.in_thread(hold_first=True) as held,
+        serving(local_bed, api_client, namespace, Behaviour()) as scenario,
+    ):
+        scenario.apply(notifying(api_client, manifest, {"held": ("webhook", held.url)}))
+        # The first attempt is in flight (held by the receiver) when the operator dies.
+        first = wait_for(lambda: held.received() or None, timeout=30, what="the first attempt")
+        pending = scenario.status().notifications
+        assert pending is not None and [p.transition.value for p in pending.pending] == ["Paused"]
+        operator.kill()
+        operator.start()
+        taken = wait_for(lambda: held.taken() or None, timeout=30, what="the delivery after the restart")
+        assert list(taken) == [first[0].key] and held.requests_per_key()[first[0].key] == 2
+        # Delivered, it leaves status.
+        scenario.wait_for_status(
+            "the delivered notification to leave status",
+            lambda s: s.notifications is not None and s.notifications.pending == (),
+            timeout=30,
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -156,3 +157,19 @@ def test_an_ended_rollout_with_undelivered_notifications_is_looked_at_again_soon
     sim.notified = frozenset(n.key for n in notified(rolled_back))
     delivered = sim.tick(after=INTERVAL)
     assert next_wakeup(sim.spec, delivered.status, sim.now) == FINISHED_RESYNC
+
+
+@pytest.mark.parametrize(
+    ("action", "told"),
+    [
+        ("pause", [Transition.DEADLINE, Transition.PAUSED]),
+        ("rollback", [Transition.DEADLINE, Transition.ROLLED_BACK]),
+    ],
+)
+def test_a_progress_deadline_is_told_with_what_it_did(action: str, told: list[Transition]) -> None:
+    document = make_spec(weight(20)).model_dump(by_alias=True, exclude_none=True)
+    document["progressDeadlines"] = {"pending": {"after": "1m", "action": action}}
+    sim = Simulator(notifying(ModelRolloutSpec.model_validate(document)))
+    sim.available = False
+    assert transitions(sim.tick()) == []
+    assert transitions(sim.tick(after=timedelta(minutes=2))) == told

@@ -21,6 +21,11 @@ from modelgate.core.model import Notify, Observations, Outcome
 from modelgate.core.reasons import Reason
 
 _WARNING_TRANSITIONS = frozenset({Transition.ROLLED_BACK, Transition.FAILED, Transition.DEADLINE})
+_ENDS = {
+    Phase.ROLLED_BACK: Transition.ROLLED_BACK,
+    Phase.SUCCEEDED: Transition.SUCCEEDED,
+    Phase.FAILED: Transition.FAILED,
+}
 
 
 def transitions(
@@ -33,12 +38,11 @@ def transitions(
         yield Transition.DEADLINE
     if after.pause is not None and _pause_began(before, after):
         yield Transition.PAUSED
-    if after.phase is Phase.PROGRESSING and after.step_started_at != before.step_started_at:
+    stepping = after.phase in (Phase.PROGRESSING, Phase.PAUSED)
+    if stepping and after.step_started_at != before.step_started_at:
         yield Transition.STEP_STARTED
-    ended = {Phase.ROLLED_BACK: Transition.ROLLED_BACK, Phase.SUCCEEDED: Transition.SUCCEEDED}
-    ended[Phase.FAILED] = Transition.FAILED
-    if after.phase is not before.phase and after.phase in ended:
-        yield ended[after.phase]
+    if after.phase is not before.phase and after.phase in _ENDS:
+        yield _ENDS[after.phase]
 
 
 def note_notifications(
@@ -131,7 +135,7 @@ def payload(notify: Notify) -> NotificationPayload:
     )
 
 
-def _gate_decision(status: ModelRolloutStatus) -> object:
+def _gate_decision(status: ModelRolloutStatus) -> GateDecision | None:
     return None if status.gate is None else status.gate.decision
 
 
