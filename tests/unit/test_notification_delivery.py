@@ -66,8 +66,10 @@ def rollback() -> Notify:
 def notifier_for() -> Iterator[Any]:
     made: list[Notifier] = []
 
-    def make(kube: FakeKube, policy: EgressPolicy | None = None, retries: Retries = FAST) -> Notifier:
-        made.append(Notifier(kube, policy or EgressPolicy(allow_loopback=True), retries))  # type: ignore[arg-type]
+    def make(
+        kube: FakeKube, policy: EgressPolicy | None = None, retries: Retries = FAST, in_flight: int = 8
+    ) -> Notifier:
+        made.append(Notifier(kube, policy or EgressPolicy(allow_loopback=True), retries, in_flight))  # type: ignore[arg-type]
         return made[-1]
 
     yield make
@@ -182,3 +184,15 @@ def test_a_missing_secret_is_retried_and_reported_by_name(rollback: Notify, noti
     )
     ((_, _, message),) = kube.events
     assert f"{FAST.attempts} attempt" in message and "hooks" in message
+
+
+def test_posts_in_flight_are_bounded_whatever_the_receivers(rollback: Notify, notifier_for: Any) -> None:
+    """Receivers that hang hold at most `in_flight` connections; the others wait their turn."""
+    with SilentServer.in_thread() as silent, NotificationReceiver.in_thread() as plain:
+        kube = FakeKube({"silent": f"{silent.address}/hook", "plain": plain.url})
+        once = Retries(attempts=1, timeout=0.3)
+        notifier = notifier_for(kube, retries=once, in_flight=1)
+        started = time.monotonic()
+        notifier.submit(rollback, (target("silent"), target("plain")), INVOLVED)
+        wait_for(lambda: plain.taken() or None, timeout=2, what="the answering one", interval=0.02)
+        assert time.monotonic() - started >= once.timeout  # it waited for the silent one's slot

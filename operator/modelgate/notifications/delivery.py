@@ -32,6 +32,9 @@ from modelgate.notifications.formats import body
 log = structlog.get_logger("modelgate.notifications")
 
 _REMEMBERED = 4096  # keys kept to drop a repeated submit; status lists at most 10 per rollout
+# Posts in flight at once, whatever the receivers: tenants' receivers that hang hold this many
+# connections and no more, while the others wait their turn.
+MAX_IN_FLIGHT = 64
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,9 @@ class Retries:
 
 
 class Notifier:
-    def __init__(self, kube: Kube, egress: EgressPolicy, retries: Retries | None = None) -> None:
+    def __init__(
+        self, kube: Kube, egress: EgressPolicy, retries: Retries | None = None, in_flight: int = MAX_IN_FLIGHT
+    ) -> None:
         self._kube = kube
         self._egress = egress
         self._retries = retries or Retries()
@@ -62,6 +67,8 @@ class Notifier:
         self._submitted: OrderedDict[str, None] = OrderedDict()
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._in_flight = in_flight
+        self._slots = asyncio.Semaphore(in_flight)
 
     def submit(self, notify: Notify, targets: Sequence[Target], involved: Mapping[str, Any]) -> None:
         """Queues `notify` for `targets` unless it was queued before; returns at once. `involved`:
@@ -87,6 +94,7 @@ class Notifier:
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
+            self._slots = asyncio.Semaphore(self._in_flight)  # of this loop
             threading.Thread(target=self._loop.run_forever, name="notifications", daemon=True).start()
         return self._loop
 
@@ -114,7 +122,8 @@ class Notifier:
             if attempt:
                 await asyncio.sleep(self._retries.backoff(attempt - 1))
             try:
-                problem = await self._attempt(session, sent, target)
+                async with self._slots:
+                    problem = await self._attempt(session, sent, target)
             except AddressRefused as refused:  # the URL itself: no retry helps
                 problem = f"its URL {refused}"
                 break
