@@ -1,5 +1,6 @@
 """The egress policy of this process (operator, CLI or evaluator Job) from its settings, and the
-host name resolution its checks need. The rules themselves are pure: modelgate.api.addresses."""
+host name resolution its checks need (and an aiohttp session that checks what each name resolves to
+when it connects). The rules themselves are pure: modelgate.api.addresses."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import ipaddress
 import os
 import socket
 from collections.abc import Iterable, Mapping
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from modelgate.api.addresses import AddressRefused, EgressPolicy, IPAddress, allowed_addresses
 
@@ -62,3 +66,25 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     except (OSError, UnicodeError):
         return []
     return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))
+
+
+class CheckedResolver(AbstractResolver):
+    """The default resolver, refusing a name any of whose addresses the policy refuses."""
+
+    def __init__(self, egress: EgressPolicy) -> None:
+        self._egress = egress
+        self._resolver = aiohttp.DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        resolved = await self._resolver.resolve(host, port, family)
+        self._egress.check_resolved(port, [address["host"] for address in resolved])
+        return resolved
+
+    async def close(self) -> None:
+        await self._resolver.close()
+
+
+def checked_session(egress: EgressPolicy) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=CheckedResolver(egress)))

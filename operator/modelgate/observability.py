@@ -56,6 +56,16 @@ ROLLOUT_STEP = Gauge("modelgate_rollout_step", "Index of the current step", _ROL
 METRIC_VALUE = Gauge(
     "modelgate_analysis_metric_value", "Last value of an analysed metric", [*_ROLLOUT, "metric"]
 )
+NOTIFICATIONS_DELIVERED = Counter(
+    "modelgate_notifications_delivered",
+    "Notifications a receiver took (2xx), by receiver kind and transition",
+    ["namespace", "receiver_kind", "transition"],
+)
+NOTIFICATIONS_FAILED = Counter(
+    "modelgate_notifications_failed",
+    "Notifications a receiver never took, after every retry (a NotificationFailed Event each)",
+    ["namespace", "receiver_kind", "transition"],
+)
 METRIC_VERDICT = Counter(
     "modelgate_analysis_verdicts", "Analysis verdicts by metric and verdict", [*_ROLLOUT, "metric", "verdict"]
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -46,6 +46,7 @@ from modelgate.core.model import (
     CollectEvidence,
     DeleteGateJobs,
     Event,
+    Notify,
     PostEvents,
     RemoveFinalizer,
     ScaleDownIncumbent,
@@ -56,10 +57,12 @@ from modelgate.core.model import (
 )
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch_window import in_force
+from modelgate.egress import policy_from_environment
 from modelgate.kube import Conflict, Kube, KubeError, NotFound
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
 from modelgate.metrics import BreachExplainer, MetricProviders
+from modelgate.notifications import NotificationDefaults, Notifier
 from modelgate.routers import SideKinds, TrafficRouter, backend_service, router_for
 from modelgate.tick_observation import TickObserver
 
@@ -125,6 +128,7 @@ class Reconciler:
         clock: Clock = utc_now,
         evaluator_image: str | None = None,
         status_hold: timedelta = MAX_STATUS_HOLD,
+        notifier: Notifier | None = None,
     ) -> None:
         self.kube = kube
         self.clock = clock
@@ -137,6 +141,8 @@ class Reconciler:
             backend_service,
         )
         self.observer = TickObserver(kube, self.gate_jobs, clock)
+        self.notifier = notifier or Notifier(kube, policy_from_environment([kube.server_url]))
+        self.notification_defaults = NotificationDefaults.from_environment()
         # Per rollout; each is touched only by its rollout's tick, one at a time.
         self._held: dict[tuple[str, str], _Held] = {}
 
@@ -182,7 +188,7 @@ class Reconciler:
         status = self._recall(body, stored)
         structlog.contextvars.bind_contextvars(step=status.current_step_index, weight=status.current_weight)
         try:
-            spec = parse_spec(body.get("spec") or {})
+            spec = self.notification_defaults.applied(parse_spec(body.get("spec") or {}))
             router = router_for(spec.traffic_routing, self.kube, namespace, SideKinds.of(spec))
             provider = None
             analysed = in_force(spec, status)  # the watch window's metrics, in it
@@ -192,6 +198,7 @@ class Reconciler:
             return self._unusable(body, stored, status, generation, error)
         now = self.clock()
         observed = self.observer.observe(body, spec, status, router, provider, analysed, now)
+        observed = replace(observed, notified=self._notified(status, observed.uid))
         decision = decide(spec, status, observed, now)
         structlog.contextvars.bind_contextvars(
             step=decision.status.current_step_index, weight=decision.status.current_weight
@@ -244,8 +251,16 @@ class Reconciler:
                     self._scale_down_incumbent(scene.body, deployment)
                 case ClearCommand():
                     self.kube.patch_annotations(meta["namespace"], meta["name"], {COMMAND_ANNOTATION: None})
+                case Notify() as notify:
+                    targets = self.notification_defaults.targets(scene.body, notify.spec)
+                    self.notifier.submit(notify, targets, scene.body)
             index += 1
         return decision, finalized
+
+    def _notified(self, status: ModelRolloutStatus, uid: str) -> frozenset[str]:
+        """The keys of the pending notifications whose delivery ended (core/notifying.py drops them)."""
+        pending = () if status.notifications is None else status.notifications.pending
+        return self.notifier.finished(p.key(uid) for p in pending)
 
     def _evidence(self, scene: _Scene, reason: RollbackReason) -> BreachEvidence | None:
         """A metric breach's requests and pods, asked for once the traffic is back on the incumbent."""

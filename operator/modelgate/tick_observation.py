@@ -71,6 +71,7 @@ class TickObserver:
             gate_checks = self.gate_jobs.observe(namespace, meta["name"], spec, status.gate)
         return Observations(
             rollout=meta["name"],
+            namespace=namespace,
             uid=str(meta.get("uid") or ""),
             gate_checks=gate_checks,
             generation=int(meta.get("generation", 0)),

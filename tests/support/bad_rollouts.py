@@ -127,6 +127,8 @@ def gate_check(check: dict[str, Any]) -> Edit:
     return put("spec.gate", {"checks": [{"name": "quality", **check}]})
 
 
+RECEIVER = {"name": "ops", "kind": "webhook", "urlSecretRef": {"name": "hooks", "key": "ops"}}
+
 # The newest requests a refusal proxy recorded (its --record prefix).
 RECORDED = {"s3": {"url": "s3://recordings/chat/chat-v1", "secret": "s3"}, "last": 500}
 BAD_ROLLOUTS: dict[str, BadRollout] = {
@@ -594,6 +596,25 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "preset the source does not export": _operator(
         put(METRIC0, {"name": "queue", "preset": "queueDepth", "source": "istio", "max": 10}),
         "spec.analysis.metrics[0].source",
+    ),
+    # Notifications.
+    "a receiver of an unknown kind": BadRollout(
+        put("spec.notifications", {"receivers": [{**RECEIVER, "kind": "discord"}]}),
+        "spec.notifications.receivers[0].kind",
+    ),
+    "two receivers of one name": BadRollout(
+        put("spec.notifications", {"receivers": [RECEIVER, RECEIVER]}), "spec.notifications.receivers[1]"
+    ),
+    "a receiver without its Secret": BadRollout(
+        put("spec.notifications", {"receivers": [{"name": "ops", "kind": "slack"}]}),
+        "spec.notifications.receivers[0].urlSecretRef",
+    ),
+    "a transition twice": BadRollout(
+        put("spec.notifications", {"receivers": [RECEIVER], "on": ["Paused", "Paused"]}),
+        "spec.notifications.on[1]",
+    ),
+    "an unknown transition": BadRollout(
+        put("spec.notifications", {"receivers": [RECEIVER], "on": ["Exploded"]}), "spec.notifications.on[0]"
     ),
 }
 

@@ -294,6 +294,8 @@ class Simulator:
     check_outcome: Outcome = Outcome.PASS
     restart_every_tick: bool = False
     conditions_unread: bool = True
+    uid: str = "uid-1"
+    notified: frozenset[str] = frozenset()  # keys whose notification the delivery finished
     applied: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
 
@@ -341,6 +343,8 @@ class Simulator:
             else "0/1 replicas available",
             query_problem=self.query_problem,
             analysis_check=self.check_run(),
+            uid=self.uid,
+            notified=self.notified,
         )
         decision = decide(self.spec, self.status, observed, self.now)
         if self.conditions_unread:

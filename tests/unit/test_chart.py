@@ -51,6 +51,17 @@ COMBINATIONS: dict[str, Object] = {
     "prometheusRule": {"prometheusRule": {"enabled": True}},
     "prometheusSecrets": {"rbac": {"prometheusSecrets": ["prom-token", "prom-token-2"]}},
     "scaleDownIncumbents": {"rbac": {"scaleDownIncumbents": True}},
+    "notifications": {
+        "rbac": {"notificationSecrets": ["team-hooks"]},
+        "notifications": {
+            "defaults": {
+                "receivers": [
+                    {"name": "ops", "kind": "slack", "urlSecretRef": {"name": "ops-hooks", "key": "slack"}}
+                ],
+                "on": ["RolledBack", "Failed"],
+            }
+        },
+    },
     "no RBAC, existing ServiceAccount": {
         "rbac": {"create": False},
         "serviceAccount": {"create": False, "name": "ops-provided"},

@@ -27,6 +27,7 @@ from modelgate.api import (
 from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import WeightChange
+from modelgate.api.notifications import NotificationStatus, PendingNotification, Transition
 from modelgate.core.fresh_status import KEPT, fresh_status
 from tests.unit.engine_support import T0
 
@@ -78,6 +79,9 @@ def busy_status() -> ModelRolloutStatus:
         ),
         analysis_check=AnalysisCheck(analysis="abc", at=T0),
         pause=RolloutPause(reason=PauseReason.PROMETHEUS_ERRORS, since=T0, message="errors"),
+        notifications=NotificationStatus(
+            sequence=1, pending=(PendingNotification(transition=Transition.PAUSED, sequence=1, at=T0),)
+        ),
         conditions=(
             Condition(
                 type="AnalysisHealthy",

@@ -182,6 +182,13 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
   resourceNames: {{ toJson . }}
   verbs: ["get"]
 {{- end }}
+{{- with .Values.rbac.notificationSecrets }}
+# Notification receivers' URLs (spec.notifications.receivers[].urlSecretRef): these names only.
+- apiGroups: [""]
+  resources: ["secrets"]
+  resourceNames: {{ toJson . }}
+  verbs: ["get"]
+{{- end }}
 {{- end }}
 
 {{/*

@@ -19,6 +19,7 @@ from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.gate import GateSpec
 from modelgate.api.markers import CelRule, cel_rules
+from modelgate.api.notifications import NotificationsSpec
 from modelgate.api.progress_deadlines import ProgressDeadlines
 from modelgate.api.rollback_policy import RollbackSpec
 from modelgate.api.safety import CapacitySpec
@@ -168,6 +169,11 @@ class ModelRolloutSpec(SpecModel):
         None,
         description="A window after the last step in which the candidate takes all traffic and the "
         "analysis goes on; a breach in it rolls back (docs/watch-window.md).",
+    )
+    notifications: NotificationsSpec | None = Field(
+        None,
+        description="Who is told when the rollout reaches a transition (docs/notifications.md); absent: "
+        "the operator's defaults (the chart's notifications.defaults), if any.",
     )
 
     @model_validator(mode="after")

@@ -21,6 +21,7 @@ from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, Offset, WeightChange
 from modelgate.api.markers import ATOMIC, NULLABLE, list_map
 from modelgate.api.metric_status import ConfidenceBounds, MetricAnalysis
+from modelgate.api.notifications import NotificationStatus
 from modelgate.api.pause import RolloutPause
 from modelgate.api.route_state import RouteState
 from modelgate.api.statusmodel import StatusModel, Timestamp
@@ -360,6 +361,11 @@ class ModelRolloutStatus(StatusModel):
         None,
         description="Why the rollout is held, and since when; absent while nothing holds it. The "
         "conditions say the same for people; this is what `modelgate resume`, `promote` and `abort` act on.",
+    )
+    notifications: NotificationStatus | None = Field(
+        None,
+        description="The transitions noted for spec.notifications (or the operator's defaults) and not yet "
+        "delivered: kept here so that a restarted operator still delivers them.",
     )
     conditions: Annotated[tuple[Condition, ...], Field(max_length=16)] = Field(
         (),

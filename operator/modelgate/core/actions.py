@@ -20,6 +20,7 @@ from modelgate.core.model import (
     Decision,
     DeleteGateJobs,
     Event,
+    Notify,
     Observations,
     PostEvents,
     RemoveFinalizer,
@@ -30,6 +31,7 @@ from modelgate.core.model import (
     WriteRoute,
     WriteStatus,
 )
+from modelgate.core.notifying import notify_actions
 from modelgate.core.reasons import Reason
 from modelgate.core.writes import settle, warned
 
@@ -50,6 +52,9 @@ def tick_actions(
         actions.append(ClearCommand(command.id))
     if observed.has_finalizer and not wanted:
         actions.append(RemoveFinalizer())
+    # Last: each pending transition is in the status written above, so a crash before its delivery
+    # leaves it there for the next tick.
+    actions += notify_actions(spec, status, observed)
     return tuple(actions)
 
 
@@ -119,6 +124,8 @@ def _restated(action: Action, decision: Decision) -> Action:
             return PostEvents(events_to_post(decision.events))
         case WriteStatus(may_wait=may_wait):
             return WriteStatus(decision.status, may_wait)
+        case Notify():
+            return dataclasses.replace(action, status=decision.status)
     return action
 
 

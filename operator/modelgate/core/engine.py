@@ -21,6 +21,7 @@ from modelgate.core.manual_commands import handle_command
 from modelgate.core.mirror import settle_mirror
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
+from modelgate.core.notifying import note_notifications
 from modelgate.core.policy import PENDING, STEPPING, first_intent
 from modelgate.core.query_check import note_check
 from modelgate.core.reasons import ConditionType, Reason
@@ -41,6 +42,7 @@ def decide(
     tick = _Tick(watch_window.in_force(spec, status), status, observed, now)
     tick.run()
     tick.status = note_history(status, tick.status, now)
+    tick.status = note_notifications(tick.spec, status, tick.status, tick.outcome, observed, now)
     return tick.decision
 
 

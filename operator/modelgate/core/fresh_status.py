@@ -17,6 +17,7 @@ KEPT = frozenset(
         "analysis_check",  # whether the queries answer: of the analysis, not of the rollout
         "current_mirror_percent",  # what the route was asked to copy: the tick removes it, saying so
         "observed_generation",  # the spec the status was computed from: the tick sets it
+        "notifications",  # transitions not yet delivered, and the count that keeps their keys unique
     }
 )
 

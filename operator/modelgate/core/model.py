@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from modelgate.api import ModelRolloutStatus, Phase, RollbackReason
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason
 from modelgate.api.gate_status import GateStatus
+from modelgate.api.notifications import PendingNotification
 from modelgate.core.gate_judgement import CheckObservation
 from modelgate.core.reasons import EventType, Reason
 from modelgate.core.results import AnalysisRun
@@ -128,6 +129,9 @@ class Observations:
     analysis_check: AnalysisRun | None = None
     # The rollout carries the finalizer that returns the traffic on deletion (core/deletion.py).
     has_finalizer: bool = False
+    namespace: str = ""
+    # The keys of status.notifications.pending whose delivery ended (delivered, or given up on).
+    notified: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,21 @@ class ClearCommand:
     command_id: str
 
 
+@dataclass(frozen=True)
+class Notify:
+    """Deliver one pending transition to the rollout's receivers (core/notifying.py builds its payload
+    from `status`, the one the tick settled on). `key`: the idempotency key."""
+
+    key: str
+    pending: PendingNotification
+    rollout: str
+    namespace: str
+    uid: str
+    checksum: str
+    spec: ModelRolloutSpec
+    status: ModelRolloutStatus
+
+
 Action = (
     SetFinalizer
     | RemoveFinalizer
@@ -233,6 +252,7 @@ Action = (
     | DeleteGateJobs
     | ScaleDownIncumbent
     | ClearCommand
+    | Notify
 )
 
 

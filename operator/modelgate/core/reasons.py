@@ -75,6 +75,8 @@ class Reason(StrEnum):
     ROLLBACK_HELD = "RollbackHeld"
     SCALED_DOWN = "ScaledDown"
     SCALE_DOWN_FAILED = "ScaleDownFailed"
+    # A notification a receiver never took, after every retry (notifications/delivery.py).
+    NOTIFICATION_FAILED = "NotificationFailed"
     # Deleting a rollout with spec.rollback.onDelete ReturnTraffic.
     TRAFFIC_RETURNED = "TrafficReturned"
     # The evaluation gate (spec.gate).
@@ -122,5 +124,6 @@ _WARNINGS = frozenset(
         Reason.GATE_REJECTED,
         Reason.ROLLBACK_HELD,
         Reason.SCALE_DOWN_FAILED,
+        Reason.NOTIFICATION_FAILED,
     }
 )

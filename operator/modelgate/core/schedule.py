@@ -121,6 +121,8 @@ def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[dat
 def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetime) -> timedelta:
     """How long after `now`, the time the decision was taken at, this rollout needs looking at again."""
     candidates = [RESYNC if status.phase in ACTIVE_PHASES else FINISHED_RESYNC]
+    if status.notifications is not None and status.notifications.pending:
+        candidates.append(RESYNC)  # an ended rollout too: to drop from status what was delivered
     if status.phase is Phase.GATING:
         candidates.append(GATE_POLL)
     written = status.live_weight in (None, status.current_weight) and status.live_mirror_percent in (

@@ -13,7 +13,6 @@ cleanly."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,6 @@ from typing import Any
 
 import aiohttp
 import structlog
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from modelgate.api.addresses import AddressRefused, EgressPolicy
 from modelgate.chat_answers import answer_from_json
@@ -56,28 +54,6 @@ class RequestPolicy:
 
 class Unreachable(Exception):
     """An endpoint that gave no HTTP answer at all, after every retry, or that may not be asked."""
-
-
-class CheckedResolver(AbstractResolver):
-    """The default resolver, refusing a name any of whose addresses the policy refuses."""
-
-    def __init__(self, egress: EgressPolicy) -> None:
-        self._egress = egress
-        self._resolver = aiohttp.DefaultResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        resolved = await self._resolver.resolve(host, port, family)
-        self._egress.check_resolved(port, [address["host"] for address in resolved])
-        return resolved
-
-    async def close(self) -> None:
-        await self._resolver.close()
-
-
-def checked_session(egress: EgressPolicy) -> aiohttp.ClientSession:
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=CheckedResolver(egress)))
 
 
 class ChatClient:

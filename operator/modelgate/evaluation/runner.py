@@ -14,6 +14,7 @@ import structlog
 from modelgate.api.gate_result import GateResult, WinRate
 from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult
 from modelgate.core.gate_shards import shard_scores
+from modelgate.egress import checked_session
 from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.judge import judge_messages, parse_verdict, question_text, tally
 from modelgate.evaluation.model_client import (
@@ -21,7 +22,6 @@ from modelgate.evaluation.model_client import (
     Endpoint,
     RequestPolicy,
     Sources,
-    checked_session,
     read_source,
 )
 from modelgate.evaluation.recorded_replay import RecordedSource, read_recorded
