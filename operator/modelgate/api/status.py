@@ -55,6 +55,7 @@ class BreachRule(StrEnum):
     MIN = "Min"
     MAX_RATIO = "MaxRatio"  # compare.maxRatio: above the incumbent's value times the ratio
     MAX_INCREASE = "MaxIncrease"  # compare.maxIncrease: above the incumbent's value plus the increase
+    MIN_RATIO = "MinRatio"  # compare.minRatio: below the incumbent's value times the ratio
     SEQUENTIAL = "Sequential"  # the sequential test's confidence sequence lies above its tolerance
 
 

@@ -7,7 +7,15 @@ from datetime import datetime
 
 import structlog
 
-from modelgate.api import MetricSpec, ModelRolloutSpec, PodValue, RollbackReason, WorkloadRef
+from modelgate.api import (
+    PER_ACCELERATOR_PRESETS,
+    AcceleratorSpec,
+    MetricSpec,
+    ModelRolloutSpec,
+    PodValue,
+    RollbackReason,
+    WorkloadRef,
+)
 from modelgate.api.addresses import (
     ALLOWED_ADDRESSES_ANNOTATION,
     AddressRefused,
@@ -62,7 +70,24 @@ class PrometheusProvider:
             for side, ref in sides
             if ref.inference_pool is not None and ref.pod_regex is None
         }
-        return analysis_plan(spec, namespace, pool_pods)
+        return analysis_plan(spec, namespace, pool_pods, self._requested(spec, namespace, sides))
+
+    def _requested(
+        self, spec: ModelRolloutSpec, namespace: str, sides: tuple[tuple[Side, WorkloadRef], ...]
+    ) -> dict[Side, float]:
+        """What each side's Ready Pods request of the accelerator resource, for the sides whose count
+        the spec does not set, when a metric is per accelerator (else nothing is read)."""
+        analysis = spec.analysis
+        assert analysis is not None
+        if not any(metric.preset in PER_ACCELERATOR_PRESETS for metric in analysis.metrics):
+            return {}
+        accelerators = analysis.accelerators or AcceleratorSpec()
+        counts = {"incumbent": accelerators.incumbent.count, "candidate": accelerators.candidate.count}
+        return {
+            side: self.kube.side_accelerators(namespace, ref.kind, ref.name, accelerators.resource_name)
+            for side, ref in sides
+            if counts[side] is None
+        }
 
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         try:

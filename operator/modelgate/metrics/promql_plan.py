@@ -7,8 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from modelgate.api import MetricSpec, ModelRolloutSpec, WorkloadRef
+from modelgate.api import (
+    PER_ACCELERATOR_PRESETS,
+    AcceleratorSpec,
+    AnalysisSpec,
+    MetricSpec,
+    ModelRolloutSpec,
+    WorkloadRef,
+)
 from modelgate.api.duration import parse_duration
+from modelgate.core import Accelerators
 from modelgate.kube.pools import PoolPod
 from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
 from modelgate.metrics.presets import (
@@ -23,15 +31,20 @@ from modelgate.metrics.template import render_query
 
 
 def analysis_plan(
-    spec: ModelRolloutSpec, namespace: str, pool_pods: Mapping[Side, Sequence[PoolPod] | None] | None = None
+    spec: ModelRolloutSpec,
+    namespace: str,
+    pool_pods: Mapping[Side, Sequence[PoolPod] | None] | None = None,
+    requested: Mapping[Side, float] | None = None,
 ) -> AnalysisPlan:
     """A metric whose query cannot be built (UnknownPresetError, TemplateError) is in `unbuildable`,
     naming its field; a spec no query at all can be built from raises ValueError (QueryContextError,
     or the first metric's). `pool_pods`: the Pods each InferencePool side selects (None: the pool
-    does not exist), for the sides whose podRegex is not set."""
+    does not exist), for the sides whose podRegex is not set. `requested`: the accelerators each
+    side's Ready Pods request, for the sides whose count the spec does not set."""
     analysis = spec.analysis
     assert analysis is not None
     pools = pool_pods or {}
+    accelerators = side_accelerators(analysis, requested or {})
     ctx = QueryContext.for_rollout(
         namespace,
         spec.incumbent.name,
@@ -42,6 +55,8 @@ def analysis_plan(
         incumbent_model=spec.incumbent.model,
         candidate_model=spec.candidate.model,
         **_gateway_routing(spec),
+        accelerators=(accelerators.incumbent, accelerators.candidate),
+        prices=_prices(analysis),
     )
     metrics: dict[str, MetricPlan] = {}
     unbuildable: dict[str, str] = {}
@@ -61,7 +76,30 @@ def analysis_plan(
         metrics,
         parse_duration(ctx.interval),
         unbuildable,
+        accelerators if any(m.preset in PER_ACCELERATOR_PRESETS for m in analysis.metrics) else None,
     )
+
+
+def side_accelerators(analysis: AnalysisSpec, requested: Mapping[Side, float]) -> Accelerators:
+    """Each side's accelerators: the spec's count where set, else what its Ready Pods request (0
+    where they were not counted)."""
+    spec = analysis.accelerators or AcceleratorSpec()
+    return Accelerators(
+        spec.resource_name,
+        candidate=_or_requested(spec.candidate.count, requested.get("candidate")),
+        incumbent=_or_requested(spec.incumbent.count, requested.get("incumbent")),
+    )
+
+
+def _or_requested(count: float | None, requested: float | None) -> float:
+    return count if count is not None else requested or 0.0
+
+
+def _prices(analysis: AnalysisSpec) -> tuple[float | None, float | None]:
+    spec = analysis.accelerators
+    if spec is None:
+        return None, None
+    return spec.incumbent.price_per_hour, spec.candidate.price_per_hour
 
 
 def _gateway_routing(spec: ModelRolloutSpec) -> dict[str, Any]:
@@ -89,7 +127,9 @@ def _pod_regex(
 def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext) -> MetricPlan:
     def query(side: Side) -> str:
         if metric.preset is not None:
-            return preset_query(metric.preset, source, ctx, side, threshold=metric.threshold)
+            return preset_query(
+                metric.preset, source, ctx, side, threshold=metric.threshold, goodput=metric.goodput
+            )
         return render_query(metric.query or "", ctx, side)
 
     try:
@@ -101,11 +141,16 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
     exemplars: str | None = None
     series: tuple[SeriesProbe, ...] = ()
     if metric.preset is not None:
-        exemplars = exemplar_query(metric.preset, source, ctx, threshold=metric.threshold)
+        exemplars = exemplar_query(
+            metric.preset, source, ctx, threshold=metric.threshold, goodput=metric.goodput
+        )
         series = series_probes(metric.preset, source, ctx, threshold=metric.threshold)
     incumbent = query("incumbent")
     drawn = incumbent if incumbent != candidate else None
-    return MetricPlan(candidate, incumbent if metric.compare else None, totals, exemplars, series, drawn)
+    per_accelerator = metric.preset in PER_ACCELERATOR_PRESETS
+    return MetricPlan(
+        candidate, incumbent if metric.compare else None, totals, exemplars, series, drawn, per_accelerator
+    )
 
 
 def _totals(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[CountQueries, CountQueries]:
