@@ -27,6 +27,7 @@ from modelgate.metrics.template import render_query
 from tests.support.promql import NO_DATA, assert_evaluates, counter, one
 
 POD = "chat-v2-5c4b3a2f1-xyz12"
+INCUMBENT_POD = "chat-6d5c4b3a2-abc12"
 CTX = replace(
     QueryContext.for_rollout("serving", "chat", "chat-v2", "30s"),  # the window: 1m
     candidate_accelerators=2,
@@ -39,17 +40,21 @@ TPOT_BOUNDS = ("0.025", "0.05", "0.1", "+Inf")  # and of its inter-token latency
 NOW = datetime(2026, 12, 5, tzinfo=UTC)
 
 
-def histogram(name: str, per_second: dict[str, float]) -> dict[str, str]:
-    """A classic histogram of the candidate's pod: cumulative bucket rates and the count."""
-    labels = f'namespace="serving",pod="{POD}"'
+def histogram(name: str, per_second: dict[str, float], pod: str = POD) -> dict[str, str]:
+    """A classic histogram of one pod (the candidate's): cumulative bucket rates and the count."""
+    labels = f'namespace="serving",pod="{pod}"'
     return {
         **{f'{name}_bucket{{{labels},le="{le}"}}': counter(rate) for le, rate in per_second.items()},
         f"{name}_count{{{labels}}}": counter(per_second["+Inf"]),
     }
 
 
-def vllm_series(ttft: dict[str, float], tpot: dict[str, float], tokens: float) -> dict[str, str]:
+def vllm_series(
+    ttft: dict[str, float], tpot: dict[str, float], tokens: float, incumbent_requests: float = 300
+) -> dict[str, str]:
+    """The candidate's series, and the incumbent's requests (its TTFT observations)."""
     return {
+        **histogram("vllm:time_to_first_token_seconds", {"+Inf": incumbent_requests}, INCUMBENT_POD),
         **histogram("vllm:time_to_first_token_seconds", ttft),
         **histogram("vllm:inter_token_latency_seconds", tpot),
         f'vllm:generation_tokens_total{{namespace="serving",pod="{POD}"}}': counter(tokens),
@@ -60,8 +65,9 @@ def goodput(targets: GoodputTargets, ctx: QueryContext = CTX, name: str = "goodp
     return preset_query(name, "vllm", ctx, goodput=targets)
 
 
-def test_goodput_is_the_requests_on_time_less_the_late_tokens_per_accelerator(tmp_path: Path) -> None:
-    # 100 requests/s, 90 with a first token within 0.5 s; 1000 tokens/s, 30 of them later than 0.05 s.
+def test_goodput_is_the_share_on_time_at_both_sides_traffic_per_accelerator(tmp_path: Path) -> None:
+    # 100 requests/s, 90 with a first token within 0.5 s; 1000 tokens/s, 30 of them later than 0.05 s;
+    # the incumbent served 300 requests/s: at all 400/s, the candidate's share would meet 400 x 0.6.
     series = vllm_series(
         {"0.1": 50, "0.25": 80, "0.5": 90, "1.0": 98, "+Inf": 100},
         {"0.025": 900, "0.05": 970, "0.1": 990, "+Inf": 1000},
@@ -72,15 +78,15 @@ def test_goodput_is_the_requests_on_time_less_the_late_tokens_per_accelerator(tm
         tmp_path,
         series,
         {
-            goodput(on_bounds): one((90 - 30) / 2),
+            goodput(on_bounds): one(0.6 * 400 / 2),
             # Between bounds, each target rounds down: 0.3 reads le=0.25, 0.07 reads le=0.05.
-            goodput(GoodputTargets(ttft=0.3, tpot=0.07)): one((80 - 30) / 2),
+            goodput(GoodputTargets(ttft=0.3, tpot=0.07)): one(0.5 * 400 / 2),
             # More late tokens than requests on time: none at least, never a negative goodput.
             goodput(GoodputTargets(ttft=0.1, tpot=0.025)): one(0),
             # Below every bound the server has: no data, never 0 passed off as a measurement.
             goodput(GoodputTargets(ttft=0.05, tpot=0.05)): NO_DATA,
-            # Tokens: 1100/s times the 60% of requests that met both, per accelerator.
-            goodput(on_bounds, name="goodputTokensPerAccelerator"): one(1100 * 0.6 / 2),
+            # Tokens: 11 per request of the candidate's.
+            goodput(on_bounds, name="goodputTokensPerAccelerator"): one(0.6 * 11 * 400 / 2),
         },
     )
 
@@ -115,11 +121,11 @@ def test_the_goodput_bound_never_exceeds_the_requests_that_met_both_targets(tmp_
     late = tpot_buckets["+Inf"] - tpot_buckets["0.05"]
     bound = max(0, ttft_buckets["0.25"] - late)
     assert 0 < bound <= good  # a bound that says something, and holds
-    series = vllm_series(ttft_buckets, tpot_buckets, tokens=1)
+    # No incumbent traffic: the value is the candidate's own good requests per second.
+    series = vllm_series(ttft_buckets, tpot_buckets, tokens=1, incumbent_requests=0)
     ctx = replace(CTX, candidate_accelerators=1)
-    assert_evaluates(
-        tmp_path, series, {goodput(GoodputTargets(ttft=ttft_target, tpot=tpot_target), ctx): one(bound)}
-    )
+    targets = GoodputTargets(ttft=ttft_target, tpot=tpot_target)
+    assert_evaluates(tmp_path, series, {goodput(targets, ctx): one(bound)})
 
 
 def _observe(buckets: dict[str, int], value: float) -> None:

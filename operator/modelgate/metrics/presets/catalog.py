@@ -229,15 +229,15 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             ),
             Preset(
                 "goodputPerAccelerator",
-                "requests per second per accelerator that met the `goodput` targets (at least)",
+                "requests per second per accelerator that met the `goodput` targets (at least), at both "
+                "sides' traffic",
                 "requests/s",
                 per_side=_with_targets(goodput.goodput_per_accelerator),
                 reads=_goodput_reads,
             ),
             Preset(
                 "goodputTokensPerAccelerator",
-                "output tokens per second per accelerator, times the share of requests that met the "
-                "`goodput` targets",
+                "goodputPerAccelerator times the side's output tokens per request",
                 "tokens/s",
                 per_side=_with_targets(goodput.goodput_tokens_per_accelerator),
                 reads=_goodput_tokens_reads,

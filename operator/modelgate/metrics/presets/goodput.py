@@ -6,7 +6,12 @@ requests per second whose time to first token was within its target and L the ti
 observations per second above theirs, the requests that met both are at least A - L: each late
 observation belongs to one request at most, so at most L requests missed the time-per-token target
 (for a per-request histogram this is the Frechet bound A + B - N; for a per-token one, where a
-request counts as late when any of its tokens is, it still holds, more loosely)."""
+request counts as late when any of its tokens is, it still holds, more loosely).
+
+A canary splits the traffic unevenly, so goodput is taken at the same traffic for both sides: the
+side's share of good requests times the requests both sides served, per accelerator of the side.
+What the side would meet per accelerator if it took all the traffic; at 50% each, its own goodput
+per accelerator times two."""
 
 from __future__ import annotations
 
@@ -33,22 +38,43 @@ def good_requests(stack: Stack, selector: str, window: str, targets: GoodputTarg
 def goodput_per_accelerator(
     stack: Stack, ctx: QueryContext, side: Side, targets: GoodputTargets
 ) -> str | None:
-    good = good_requests(stack, stack.select(ctx, side), ctx.interval, targets)
-    return None if good is None else f"{good} / {promql_number(ctx.accelerators(side))}"
+    """good / N x (N + the other side's N) / accelerators."""
+    share = _good_share(stack, ctx, side, targets)
+    if share is None:
+        return None
+    return f"{share} * {_served(stack, ctx)} / {promql_number(ctx.accelerators(side))}"
 
 
 def goodput_tokens_per_accelerator(
     stack: Stack, ctx: QueryContext, side: Side, targets: GoodputTargets
 ) -> str | None:
-    """The side's output tokens per second times the share of its requests that met both targets,
-    per accelerator: as if the requests that met them were as long as those that did not."""
-    selector, window = stack.select(ctx, side), ctx.interval
-    good = good_requests(stack, selector, window, targets)
-    if good is None or stack.ttft is None or stack.generated_tokens is None:
+    """goodputPerAccelerator times the side's output tokens per request: as if the requests that met
+    the targets were as long as those that did not."""
+    share = _good_share(stack, ctx, side, targets)
+    if share is None or stack.ttft is None or stack.generated_tokens is None:
         return None
+    selector, window = stack.select(ctx, side), ctx.interval
     requests = stack.ttft.observations().over("rate", selector, window)
     tokens = stack.generated_tokens.over("rate", selector, window)
-    return f"{good} / {requests} * {tokens} / {promql_number(ctx.accelerators(side))}"
+    per_request = f"{tokens} / {requests}"
+    return f"{share} * {per_request} * {_served(stack, ctx)} / {promql_number(ctx.accelerators(side))}"
+
+
+def _good_share(stack: Stack, ctx: QueryContext, side: Side, targets: GoodputTargets) -> str | None:
+    """The side's share of requests that met both targets, at least: max(0, A - L) / N."""
+    selector = stack.select(ctx, side)
+    good = good_requests(stack, selector, ctx.interval, targets)
+    if good is None or stack.ttft is None:
+        return None
+    return f"{good} / {stack.ttft.observations().over('rate', selector, ctx.interval)}"
+
+
+def _served(stack: Stack, ctx: QueryContext) -> str:
+    """Requests per second both sides served (their time-to-first-token observations)."""
+    assert stack.ttft is not None
+    sides: tuple[Side, ...] = ("candidate", "incumbent")
+    rates = (stack.ttft.observations().over("rate", stack.select(ctx, s), ctx.interval) for s in sides)
+    return f"({' + '.join(rates)})"
 
 
 def cost_per_million_tokens(stack: Stack, ctx: QueryContext, side: Side) -> str | None:
