@@ -16,9 +16,11 @@ import pytest
 from modelgate.api import AnalysisSpec, BreachRule, Verdict, parse_spec
 from modelgate.api.analysis import GoodputTargets
 from modelgate.api.errors import InvalidSpecError
+from modelgate.cli.render_cost import cost_text
 from modelgate.core import Accelerators, AnalysisRun, MetricQuery, QueryResult
+from modelgate.core.cost import cost_status
 from modelgate.core.metric_verdicts import evaluate
-from modelgate.kube.accelerators import requested
+from modelgate.kube.pod_requests import requested
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import preset_query
 from modelgate.metrics.promql_plan import analysis_plan
@@ -294,3 +296,34 @@ def test_bad_goodput_and_cost_specs_are_refused_naming_the_field(
     metrics = [{k: v for k, v in m.items() if v is not None} for m in analysis_spec["metrics"]]
     with pytest.raises(InvalidSpecError, match=field.replace("[", r"\[").replace("]", r"\]")):
         rollout({**analysis_spec, "metrics": metrics})
+
+
+# -- status.cost ------------------------------------------------------------------------------------
+PRICED = {
+    "accelerators": {"candidate": {"pricePerHour": 2.5}, "incumbent": {"pricePerHour": 3.0}},
+    "metrics": [{"name": "ttft", "preset": "ttftP99", "max": 1.0}],
+}
+
+
+def test_status_cost_is_accelerator_hours_per_million_tokens_for_both_sides() -> None:
+    spec = rollout(PRICED)
+    plan = analysis_plan(spec, "serving", requested={"candidate": 2, "incumbent": 1})
+    assert plan.output_tokens is not None
+    tokens = {plan.output_tokens[0]: 30_000.0, plan.output_tokens[1]: 0.0}  # the incumbent made none
+    run = run_plan(plan, NOW, lambda q: QueryResult(value=tokens.get(q, 100.0), sample_count=1))
+    assert spec.analysis is not None
+    cost = cost_status(spec.analysis, run)
+    assert cost is not None and cost.time == NOW and cost.window_seconds == 60
+    assert cost.candidate.cost_per_million_tokens == pytest.approx(2 * 2.5 * (60 / 3600) / 0.03)
+    assert (cost.candidate.accelerators, cost.candidate.output_tokens) == (2, 30_000)
+    assert cost.incumbent.cost_per_million_tokens is None and cost.incumbent.output_tokens is None
+    shown = cost_text(cost)
+    assert shown is not None and "2.778" in shown and "none" in shown
+
+
+def test_without_prices_there_is_no_cost_and_nothing_is_read_for_it() -> None:
+    spec = rollout({**PRICED, "accelerators": {"candidate": {"pricePerHour": 2.5}}})
+    plan = analysis_plan(spec, "serving")
+    assert plan.output_tokens is None and plan.accelerators is None
+    assert spec.analysis is not None
+    assert cost_status(spec.analysis, run_plan(plan, NOW, lambda q: QueryResult(value=1.0))) is None

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from modelgate.api.analysis_check import AnalysisCheck
+from modelgate.api.cost_status import CostStatus
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, Offset, WeightChange
@@ -331,6 +332,11 @@ class ModelRolloutStatus(StatusModel):
         (),
         description="The latest evaluation of each metric of spec.analysis.metrics.",
         json_schema_extra=list_map("name"),
+    )
+    cost: CostStatus | None = Field(
+        None,
+        description="Each side's cost per million output tokens at the latest evaluation, when "
+        "spec.analysis.accelerators prices both sides.",
     )
     rollback_reason: RollbackReason | None = Field(
         None, description="Why the rollout was rolled back; cleared when it is retried."

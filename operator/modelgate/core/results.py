@@ -90,7 +90,8 @@ class AnalysisRun:
     metrics: Mapping[str, MetricQuery]
     incumbent_request_count: QueryResult | None = None  # asked when a metric compares or tests
     window: timedelta | None = None  # the range the queries looked back over, where known
-    accelerators: Accelerators | None = None  # read when a metric is per accelerator
+    accelerators: Accelerators | None = None  # read when a metric is per accelerator, or for the cost
+    output_tokens: tuple[QueryResult, QueryResult] | None = None  # candidate, incumbent: for the cost
 
     @property
     def error_count(self) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from modelgate.kube.accelerators import requested
 from modelgate.kube.api_errors import NotFound
 from modelgate.kube.connection import (
     Connection,
@@ -15,6 +14,7 @@ from modelgate.kube.connection import (
     as_object,
 )
 from modelgate.kube.objects import DeploymentAvailability, availability
+from modelgate.kube.pod_requests import requested
 from modelgate.kube.pools import (
     INFERENCE_GROUP,
     INFERENCE_POOLS,
@@ -88,7 +88,7 @@ class Workloads(Connection):
         return sorted(pod.name for pod in map(pool_pod, items) if pod is not None)
 
     def side_accelerators(self, namespace: str, kind: str, name: str, resource: str) -> float:
-        """What the side's Ready Pods request of `resource` (kube/accelerators.py); 0 when the side
+        """What the side's Ready Pods request of `resource` (kube/pod_requests.py); 0 when the side
         does not exist or a request is not a quantity."""
         if kind == "Deployment":
             pods = self._deployment_pod_objects(namespace, name)

@@ -8,7 +8,6 @@ from datetime import datetime
 import structlog
 
 from modelgate.api import (
-    PER_ACCELERATOR_PRESETS,
     AcceleratorSpec,
     MetricSpec,
     ModelRolloutSpec,
@@ -33,7 +32,7 @@ from modelgate.metrics.context import Side
 from modelgate.metrics.deadline import Deadline
 from modelgate.metrics.exemplars import PODS_KEPT, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.prometheus_http import ADDRESS_FIELD, PrometheusClient, clean_token
-from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.metrics.promql_plan import analysis_plan, needs_accelerators
 from modelgate.metrics.provider import AnalysisPlan, run_plan
 
 TOKEN_FIELD = "spec.analysis.prometheus.bearerTokenSecretRef"
@@ -79,7 +78,7 @@ class PrometheusProvider:
         the spec does not set, when a metric is per accelerator (else nothing is read)."""
         analysis = spec.analysis
         assert analysis is not None
-        if not any(metric.preset in PER_ACCELERATOR_PRESETS for metric in analysis.metrics):
+        if not needs_accelerators(analysis):
             return {}
         accelerators = analysis.accelerators or AcceleratorSpec()
         counts = {"incumbent": accelerators.incumbent.count, "candidate": accelerators.candidate.count}

@@ -22,6 +22,7 @@ from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
 from modelgate.metrics.presets import (
     count_queries,
     exemplar_query,
+    output_tokens_query,
     preset_query,
     request_count_query,
     series_probes,
@@ -76,8 +77,22 @@ def analysis_plan(
         metrics,
         parse_duration(ctx.interval),
         unbuildable,
-        accelerators if any(m.preset in PER_ACCELERATOR_PRESETS for m in analysis.metrics) else None,
+        accelerators if needs_accelerators(analysis) else None,
+        _output_tokens(analysis, ctx),
     )
+
+
+def needs_accelerators(analysis: AnalysisSpec) -> bool:
+    """A metric is per accelerator, or both sides have a price (status.cost)."""
+    return analysis.priced or any(m.preset in PER_ACCELERATOR_PRESETS for m in analysis.metrics)
+
+
+def _output_tokens(analysis: AnalysisSpec, ctx: QueryContext) -> tuple[str, str] | None:
+    if not analysis.priced:
+        return None
+    candidate = output_tokens_query(analysis.source, ctx, "candidate")
+    incumbent = output_tokens_query(analysis.source, ctx, "incumbent")
+    return None if candidate is None or incumbent is None else (candidate, incumbent)
 
 
 def side_accelerators(analysis: AnalysisSpec, requested: Mapping[Side, float]) -> Accelerators:

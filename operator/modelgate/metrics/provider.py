@@ -62,8 +62,10 @@ class AnalysisPlan:
     # Metrics whose query cannot be built, each with why (naming its field): an Error at each run,
     # while the other metrics go on judging.
     unbuildable: Mapping[str, str] = field(default_factory=dict)
-    # Each side's accelerators, where a metric is per accelerator.
+    # Each side's accelerators, where a metric is per accelerator or both sides have a price.
     accelerators: Accelerators | None = None
+    # Each side's output tokens in the window (candidate, incumbent), for status.cost.
+    output_tokens: tuple[str, str] | None = None
 
 
 class MetricProvider(Protocol):
@@ -104,6 +106,9 @@ def run_plan(plan: AnalysisPlan, at: datetime, query: Query) -> AnalysisRun:
         incumbent_request_count=query(incumbent) if incumbent is not None else None,
         window=plan.window,
         accelerators=plan.accelerators,
+        output_tokens=(query(plan.output_tokens[0]), query(plan.output_tokens[1]))
+        if plan.output_tokens
+        else None,
     )
 
 
@@ -135,6 +140,7 @@ def _asked(plan: AnalysisPlan) -> Iterator[str]:
             yield metric.incumbent
         for side in metric.totals or ():
             yield from (side.requests, side.events)
+    yield from plan.output_tokens or ()
 
 
 def _measure(query: Query, metric: MetricPlan) -> MetricQuery:

@@ -17,7 +17,7 @@ from typing import TypeVar
 from modelgate.api.analysis import GoodputTargets
 from modelgate.api.series import SeriesComponent
 from modelgate.metrics.context import QueryContext, Side
-from modelgate.metrics.presets import istio_telemetry, llmd, sglang, tgi, traefik, triton, vllm
+from modelgate.metrics.presets import goodput, istio_telemetry, llmd, sglang, tgi, traefik, triton, vllm
 from modelgate.metrics.presets.catalog import (
     PRESETS,
     PROXIED_REQUESTS,
@@ -164,6 +164,12 @@ def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate"
     return f"({requests} or {stack.answered.over('increase', selector, ctx.interval)})"
 
 
+def output_tokens_query(source: str, ctx: QueryContext, side: Side) -> str | None:
+    """The output tokens one side generated in the window, for status.cost; None for a source that
+    does not count them."""
+    return goodput.output_tokens(get_stack(source), ctx, side)
+
+
 def _resolve(name: str, source: str) -> tuple[Preset, Stack]:
     preset, stack = get_preset(name), get_stack(source)
     if name in stack.lacks:
@@ -192,6 +198,7 @@ __all__ = [
     "exemplar_query",
     "get_preset",
     "get_stack",
+    "output_tokens_query",
     "preset_query",
     "request_count_query",
     "series_probes",

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from modelgate.api.analysis import GoodputTargets
 from modelgate.api.duration import parse_duration
+from modelgate.core.cost import SECONDS_PER_HOUR
 from modelgate.metrics.context import QueryContext, Side, promql_number
 from modelgate.metrics.presets.common import Stack
 
-SECONDS_PER_HOUR = 3600
 TOKENS_PER_MILLION = "1e6"
 
 
@@ -77,6 +77,13 @@ def _served(stack: Stack, ctx: QueryContext) -> str:
     return f"({' + '.join(rates)})"
 
 
+def output_tokens(stack: Stack, ctx: QueryContext, side: Side) -> str | None:
+    """What the side's output-token counters grew by over the window (a difference of two readings)."""
+    if stack.generated_tokens is None:
+        return None
+    return stack.generated_tokens.grown(stack.select(ctx, side), ctx.interval)
+
+
 def cost_per_million_tokens(stack: Stack, ctx: QueryContext, side: Side) -> str | None:
     """accelerators x price per hour x the window in hours / (output tokens in the window / 1e6); the
     tokens are what the counters' total grew by over the window, and none (not a division by 0 or
@@ -86,7 +93,7 @@ def cost_per_million_tokens(stack: Stack, ctx: QueryContext, side: Side) -> str 
         return None
     if price is None:
         raise ValueError(f"costPerMillionTokens needs spec.analysis.accelerators.{side}.pricePerHour")
-    tokens = stack.generated_tokens.grown(stack.select(ctx, side), ctx.interval)
+    tokens = output_tokens(stack, ctx, side)
     hours = f"{_seconds(ctx.interval)} / {SECONDS_PER_HOUR}"
     accelerators = promql_number(ctx.accelerators(side))
     return f"{accelerators} * {promql_number(price)} * {hours} / (({tokens} > 0) / {TOKENS_PER_MILLION})"
