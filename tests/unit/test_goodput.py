@@ -102,6 +102,9 @@ def test_cost_is_accelerator_hours_per_million_tokens_of_the_window(tmp_path: Pa
     assert_evaluates(tmp_path, series, {cost: one(expected)})
     # No tokens in the window: no data, not a division by zero.
     assert_evaluates(tmp_path, idle, {cost: NO_DATA})
+    # A Pod first scraped within the window (from 4m30s, at 0): its whole total is the window's.
+    new_pod = {f'vllm:generation_tokens_total{{namespace="serving",pod="{POD}"}}': "_x18 0+7500x2"}
+    assert_evaluates(tmp_path, new_pod, {cost: one(2 * 2.5 * (60 / 3600) / (15_000 / 1e6))})
 
 
 def test_the_goodput_bound_never_exceeds_the_requests_that_met_both_targets(tmp_path: Path) -> None:

@@ -54,10 +54,11 @@ class Counter:
         return self._added(lambda series: series, selector)
 
     def grown(self, selector: str, window: str) -> str:
-        """What the counters' total grew by over `window`: their sum now less their sum `window` ago,
-        the difference of two readings, with neither extrapolation nor interpolation."""
+        """What the counters' total grew by over `window`: their sum now less their sum `window` ago
+        (0 when no series existed then: counters start at 0), the difference of two readings, with
+        neither extrapolation nor interpolation."""
         before = self._added(lambda series: f"{series} offset {window}", selector)
-        return f"({self.total(selector)} - {before})"
+        return f"({self.total(selector)} - ({before} or vector(0)))"
 
     def _added(self, term: Callable[[str], str], selector: str) -> str:
         terms = [f"sum({self._either(term, name, selector)})" for name in self.names]
