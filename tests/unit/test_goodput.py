@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from modelgate.api import AnalysisSpec, BreachRule, Verdict, parse_spec
 from modelgate.api.analysis import GoodputTargets
 from modelgate.api.errors import InvalidSpecError
+from modelgate.cli.render import render_status
 from modelgate.cli.render_cost import cost_text
 from modelgate.core import Accelerators, AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.cost import cost_status
@@ -27,6 +29,7 @@ from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.provider import run_plan
 from modelgate.metrics.template import render_query
 from tests.support.promql import NO_DATA, assert_evaluates, counter, one
+from tests.unit.engine_support import Simulator, weight
 
 POD = "chat-v2-5c4b3a2f1-xyz12"
 INCUMBENT_POD = "chat-6d5c4b3a2-abc12"
@@ -330,3 +333,32 @@ def test_without_prices_there_is_no_cost_and_nothing_is_read_for_it() -> None:
     assert plan.output_tokens is None and plan.accelerators is None
     assert spec.analysis is not None
     assert cost_status(spec.analysis, run_plan(plan, NOW, lambda q: QueryResult(value=1.0))) is None
+
+
+def test_the_engine_records_the_cost_and_modelgate_status_shows_it() -> None:
+    spec = rollout(PRICED)
+    sim = Simulator(spec.model_copy(update={"steps": (weight(20), weight(100))}))
+    sim.start()
+    sim.advance(timedelta(seconds=30))
+    run = replace(
+        sim.run(),
+        window=timedelta(minutes=1),
+        accelerators=Accelerators("nvidia.com/gpu", candidate=2, incumbent=1),
+        output_tokens=(
+            QueryResult(value=30_000.0, sample_count=1),
+            QueryResult(value=90_000.0, sample_count=1),
+        ),
+    )
+    sim.tick(analysis=run)
+    cost = sim.status.cost
+    assert cost is not None and cost.time == sim.now
+    assert cost.candidate.cost_per_million_tokens == pytest.approx(2 * 2.5 / 60 / 0.03)
+    assert cost.incumbent.cost_per_million_tokens == pytest.approx(1 * 3.0 / 60 / 0.09)
+    body = {
+        "metadata": {"name": "chat", "namespace": "serving"},
+        "spec": sim.spec.model_dump(by_alias=True, exclude_none=True),
+        "status": sim.status.to_patch(),
+    }
+    shown = Console(record=True, width=200)
+    shown.print(render_status(body))
+    assert f"Cost per million output tokens: {cost_text(cost)}" in shown.export_text()
