@@ -18,6 +18,7 @@ from modelgate.api import AnalysisSpec, BreachRule, Verdict, parse_spec
 from modelgate.api.analysis import GoodputTargets
 from modelgate.api.errors import InvalidSpecError
 from modelgate.cli.render import render_status
+from modelgate.cli.render_analysis import threshold_text
 from modelgate.cli.render_cost import cost_text
 from modelgate.core import Accelerators, AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.cost import cost_status
@@ -362,3 +363,7 @@ def test_the_engine_records_the_cost_and_modelgate_status_shows_it() -> None:
     shown = Console(record=True, width=200)
     shown.print(render_status(body))
     assert f"Cost per million output tokens: {cost_text(cost)}" in shown.export_text()
+
+
+def test_the_analysis_table_says_the_min_ratio() -> None:
+    assert threshold_text({"compare": {"minRatio": 0.9}}) == ">= 0.9 x incumbent"
