@@ -70,11 +70,12 @@ def _good_share(stack: Stack, ctx: QueryContext, side: Side, targets: GoodputTar
 
 
 def _served(stack: Stack, ctx: QueryContext) -> str:
-    """Requests per second both sides served (their time-to-first-token observations)."""
+    """Requests per second both sides served (their time-to-first-token observations); a side with
+    no series served none (the side judged has its own share, which has no data without them)."""
     assert stack.ttft is not None
     sides: tuple[Side, ...] = ("candidate", "incumbent")
     rates = (stack.ttft.observations().over("rate", stack.select(ctx, s), ctx.interval) for s in sides)
-    return f"({' + '.join(rates)})"
+    return "(" + " + ".join(f"({rate} or vector(0))" for rate in rates) + ")"
 
 
 def output_tokens(stack: Stack, ctx: QueryContext, side: Side) -> str | None:
