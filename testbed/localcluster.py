@@ -269,8 +269,9 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
 
 
 def fake_node(name: str, pods: int = 110) -> dict[str, object]:
-    """A Node that kwok runs, with room for `pods` Pods (kubelet's default is 110)."""
-    capacity = {"cpu": "32", "memory": "256Gi", "pods": str(pods)}
+    """A Node that kwok runs, with room for `pods` Pods (kubelet's default is 110) and eight GPUs, as
+    NVIDIA's device plugin would advertise them, for Pods that request accelerators."""
+    capacity = {"cpu": "32", "memory": "256Gi", "pods": str(pods), "nvidia.com/gpu": "8"}
     return {
         "apiVersion": "v1",
         "kind": "Node",

@@ -30,7 +30,7 @@ from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryCon
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
 from tooling.chart_values_doc import values_table
-from tooling.presets_doc import preset_doc_blocks, readme_preset_table
+from tooling.presets_doc import goodput_block, preset_doc_blocks, readme_preset_table
 from tooling.verdicts_doc import verdict_effects_table, verdict_rules_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -322,6 +322,11 @@ VARIABLE_MEANINGS: Mapping[str, str] = {
     "target.podRegex": "the side being evaluated: the candidate's pod regex, or the incumbent's when "
     "the metric compares",
     "interval": f"the range window: max(`spec.analysis.interval`, {DEFAULT_MIN_WINDOW}), a PromQL duration",
+    "incumbent.accelerators": "the incumbent's accelerators: `spec.analysis.accelerators.incumbent.count`, "
+    "or what its Ready Pods request",
+    "candidate.accelerators": "the candidate's accelerators, likewise",
+    "target.accelerators": "the side being evaluated: the candidate's accelerators, or the incumbent's when "
+    "the metric compares",
 }
 # Spec values a user might try in order to break out of a label matcher; each must be refused.
 INJECTION_ATTEMPTS: Sequence[tuple[str, str]] = (
@@ -333,6 +338,10 @@ BROKEN_TEMPLATES = (
 )
 
 
+EXAMPLE_ACCELERATORS = (4.0, 8.0)  # incumbent, candidate
+EXAMPLE_PRICES = (2.5, 2.5)
+
+
 def example_context(**overrides: str) -> QueryContext:
     return QueryContext.for_rollout(
         overrides.get("namespace", EXAMPLE_NAMESPACE),
@@ -342,6 +351,8 @@ def example_context(**overrides: str) -> QueryContext:
         candidate_pod_regex=overrides.get("candidate_pod_regex"),
         gateway_routes=(f"httproute/{EXAMPLE_ROUTE}",),
         backends=(EXAMPLE_INCUMBENT, EXAMPLE_CANDIDATE),
+        accelerators=EXAMPLE_ACCELERATORS,
+        prices=EXAMPLE_PRICES,
     )
 
 
@@ -355,7 +366,9 @@ def _example_context_block() -> list[str]:
         f"The examples on this page are rendered by the code for a ModelRollout in namespace "
         f"`{ctx.namespace}` with incumbent `{ctx.incumbent_deployment}`, candidate "
         f"`{ctx.candidate_deployment}` (each also the backendRef of HTTPRoute `{EXAMPLE_ROUTE}` that "
-        f"reaches it) and `interval: {EXAMPLE_INTERVAL}` (window `{ctx.interval}`).",
+        f"reaches it) and `interval: {EXAMPLE_INTERVAL}` (window `{ctx.interval}`); the incumbent's "
+        f"Pods request {ctx.incumbent_accelerators:g} accelerator(s) in all and the candidate's "
+        f"{ctx.candidate_accelerators:g}, at a price of {ctx.incumbent_price:g} an accelerator-hour.",
     ]
 
 
@@ -437,6 +450,7 @@ PRESET_BLOCKS: Mapping[str, Callable[[], list[str]]] = {
     "refusals": _refusals_block,
     "verdict-rules": verdict_rules_table,
     "verdict-effects": verdict_effects_table,
+    "goodput": lambda: goodput_block(example_context()),
 }
 
 _BLOCK = re.compile(

@@ -8,11 +8,14 @@ import functools
 import re
 from collections.abc import Callable, Mapping
 
+from modelgate.api.analysis import GoodputTargets
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import PRESETS, STACKS, available, preset_query, request_count_query
 
 # slowRequestRate's threshold in the examples: a bound of vLLM's end-to-end latency buckets.
 EXAMPLE_THRESHOLD = 2.5
+# The goodput presets' targets in the examples: 0.3 s lies between two of vLLM's TTFT bounds.
+EXAMPLE_GOODPUT = GoodputTargets(ttft=0.3, tpot=0.05)
 
 
 def _table() -> list[str]:
@@ -42,7 +45,7 @@ def _source(source: str, ctx: QueryContext) -> list[str]:
             "",
             f"`{name}`:",
             "",
-            *_promql(preset_query(name, source, ctx, threshold=EXAMPLE_THRESHOLD)),
+            *_promql(preset_query(name, source, ctx, threshold=EXAMPLE_THRESHOLD, goodput=EXAMPLE_GOODPUT)),
         ]
     lacks = STACKS[source].lacks
     if lacks:
@@ -60,9 +63,39 @@ def readme_preset_table(ctx: QueryContext, source: str = "vllm") -> list[str]:
     on `source`, taken from the query the operator builds."""
     lines = [f"| preset | unit | measures | series read (`{source}`) |", "| --- | --- | --- | --- |"]
     for name in available(source):
-        query = preset_query(name, source, ctx, threshold=EXAMPLE_THRESHOLD)
+        query = preset_query(name, source, ctx, threshold=EXAMPLE_THRESHOLD, goodput=EXAMPLE_GOODPUT)
         series = ", ".join(f"`{found}`" for found in dict.fromkeys(_SERIES.findall(query)))
         lines.append(f"| `{name}` | {PRESETS[name].unit} | {PRESETS[name].description} | {series} |")
+    return lines
+
+
+def goodput_block(ctx: QueryContext, source: str = "vllm") -> list[str]:
+    """docs/metric-presets.md's goodput and cost queries for the example rollout, and the sources
+    that have them."""
+    per_accelerator = ("goodputPerAccelerator", "goodputTokensPerAccelerator", "costPerMillionTokens")
+    lines = [
+        f"With `goodput: {{ttft: {EXAMPLE_GOODPUT.ttft:g}, tpot: {EXAMPLE_GOODPUT.tpot:g}}}` and source "
+        f"`{source}`, the candidate's goodput per accelerator:",
+        "",
+        *_promql(preset_query("goodputPerAccelerator", source, ctx, goodput=EXAMPLE_GOODPUT)),
+        "",
+        "and its cost per million output tokens:",
+        "",
+        *_promql(preset_query("costPerMillionTokens", source, ctx)),
+        "",
+        "| preset | " + " | ".join(f"`{name}`" for name in STACKS) + " |",
+        "| --- |" + " --- |" * len(STACKS),
+    ]
+    for name in per_accelerator:
+        cells = ["yes" if name in available(stack) else "no" for stack in STACKS]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    lines += ["", "Why a source has none:", ""]
+    lines += [
+        f"- `{stack}`: {why}."
+        for stack in STACKS
+        for why in dict.fromkeys(STACKS[stack].lacks.get(name) for name in per_accelerator)
+        if why is not None
+    ]
     return lines
 
 

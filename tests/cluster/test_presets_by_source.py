@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pytest
 from kubernetes import client
 
+from modelgate.api.analysis import GoodputTargets
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import PRESETS, STACKS, UnknownPresetError, available, preset_query
 from modelgate.metrics.presets import request_count_query as requests_query
@@ -31,6 +32,10 @@ DOUBLED = [source for source in STACKS if source != "traefik"]
 WINDOW = "10s"
 WINDOW_SECONDS = 10
 TTFT, TPOT, TOKENS, TAIL_LATENCY = 0.3, 0.05, 20, 8.0
+# Targets every answer meets, the tail's 0.405 s per token included, whatever a stack's buckets: the
+# goodput is then every request with a first token (the rounding and the late tokens: unit tests).
+GOODPUT = GoodputTargets(ttft=0.5, tpot=1.0)
+PRICE = 2.0  # per accelerator-hour; one accelerator a side
 BEHAVIOUR = Behaviour(
     error_rate=0.05,
     abort_rate=0.04,
@@ -87,7 +92,13 @@ class Serving:
 
     def context(self, source: str) -> QueryContext:
         return QueryContext.for_rollout(
-            self.namespace, "unused", deployment(source), WINDOW, min_window=WINDOW
+            self.namespace,
+            "unused",
+            deployment(source),
+            WINDOW,
+            min_window=WINDOW,
+            accelerators=(1.0, 1.0),
+            prices=(PRICE, PRICE),
         )
 
     def measure(self, query: str) -> float | None:
@@ -143,7 +154,42 @@ def expectation(serving: Serving, source: str, preset: str) -> Callable[[float],
         "latencyP99": lambda: within(bucket_of(buckets["latency"], TAIL_LATENCY)),
         "tokensPerSecond": lambda: tokens_per_request_near(serving, source),
         "queueDepth": lambda: near(BEHAVIOUR.requests_waiting, 0),
+        "goodputPerAccelerator": lambda: near_measured(serving, first_tokens(serving, source)),
+        "goodputTokensPerAccelerator": lambda: near_measured(
+            serving, preset_query("tokensPerSecond", source, serving.context(source))
+        ),
+        "costPerMillionTokens": lambda: cost_near(serving, source),
     }[preset]()
+
+
+def first_tokens(serving: Serving, source: str) -> str:
+    """The candidate's requests per second that got a first token (with no incumbent traffic and one
+    accelerator, the goodput when every request meets the targets)."""
+    stack, ctx = STACKS[source], serving.context(source)
+    assert stack.ttft is not None
+    return stack.ttft.observations().over("rate", stack.select(ctx, "candidate"), ctx.interval)
+
+
+def near_measured(serving: Serving, query: str, tolerance: float = 0.05) -> Callable[[float], bool]:
+    def check(value: float) -> bool:
+        expected = serving.measure(query)
+        return bool(expected) and abs(value - expected) <= tolerance * expected
+
+    return check
+
+
+def cost_near(serving: Serving, source: str) -> Callable[[float], bool]:
+    """One accelerator at PRICE an hour over the tokens of the window (a difference of two readings:
+    a scrape more or less than the rate's)."""
+
+    def check(cost: float) -> bool:
+        tokens_per_second = serving.measure(preset_query("tokensPerSecond", source, serving.context(source)))
+        if not tokens_per_second:
+            return False
+        expected = PRICE * WINDOW_SECONDS / 3600 / (tokens_per_second * WINDOW_SECONDS / 1e6)
+        return abs(cost - expected) <= 0.15 * expected
+
+    return check
 
 
 def tokens_per_request_near(serving: Serving, source: str) -> Callable[[float], bool]:
@@ -167,10 +213,10 @@ def test_preset_measures_the_doubles_knobs(serving: Serving, source: str, preset
     ctx = serving.context(source)
     if preset not in available(source):
         with pytest.raises(UnknownPresetError, match=f"preset {preset} does not exist for source {source}"):
-            preset_query(preset, source, ctx, threshold=1.0)
+            preset_query(preset, source, ctx, threshold=1.0, goodput=GOODPUT)
         return
     threshold = slow_threshold(source) if preset == "slowRequestRate" else None
-    query = preset_query(preset, source, ctx, threshold=threshold)
+    query = preset_query(preset, source, ctx, threshold=threshold, goodput=GOODPUT)
     expected = expectation(serving, source, preset)
     measured: list[float | None] = []
 
@@ -185,4 +231,5 @@ def test_preset_measures_the_doubles_knobs(serving: Serving, source: str, preset
             f"{source} {preset}: the last values {measured[-5:]} do not match the knobs; query: {query}"
         )
     # The incumbent ("unused") has no series at all: no data, never a value that could pass.
-    assert serving.measure(preset_query(preset, source, ctx, "incumbent", threshold=threshold)) is None
+    incumbent = preset_query(preset, source, ctx, "incumbent", threshold=threshold, goodput=GOODPUT)
+    assert serving.measure(incumbent) is None

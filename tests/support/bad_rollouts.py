@@ -80,6 +80,8 @@ def _operator(edit: Edit, field: str) -> BadRollout:
 
 STEP0 = "spec.steps.0"
 METRIC0 = "spec.analysis.metrics.0"
+METRIC0_FIELD = "spec.analysis.metrics[0]"
+GOODPUT = {"name": "goodput", "preset": "goodputPerAccelerator", "goodput": {"ttft": 0.5, "tpot": 0.05}}
 PROMETHEUS = "spec.analysis.prometheus"
 ROUTE = "spec.trafficRouting.gatewayAPI"
 ISTIO = "spec.trafficRouting.istio"
@@ -293,6 +295,40 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     ),
     "threshold on errorRate": BadRollout(
         put(f"{METRIC0}.threshold", 1), "spec.analysis.metrics[0].threshold"
+    ),
+    # Goodput and cost (docs/metric-presets.md#goodput-and-cost).
+    "goodput without targets": BadRollout(
+        put(METRIC0, {"name": "goodput", "preset": "goodputPerAccelerator", "compare": {"minRatio": 0.9}}),
+        "spec.analysis.metrics[0].goodput",
+    ),
+    "goodput target of 0": BadRollout(
+        put(METRIC0, {**GOODPUT, "goodput": {"ttft": 0, "tpot": 0.05}}),
+        "spec.analysis.metrics[0].goodput.ttft",
+    ),
+    "goodput targets on errorRate": BadRollout(
+        put(f"{METRIC0}.goodput", {"ttft": 1, "tpot": 1}), "spec.analysis.metrics[0].goodput"
+    ),
+    "minRatio 0": BadRollout(
+        put(METRIC0, {**GOODPUT, "compare": {"minRatio": 0}}), f"{METRIC0_FIELD}.compare.minRatio"
+    ),
+    "minRatio with confidence": BadRollout(
+        put(f"{METRIC0}.compare", {"minRatio": 0.9, "confidence": {}}), f"{METRIC0_FIELD}.compare.minRatio"
+    ),
+    "cost without prices": BadRollout(
+        put(METRIC0, {"name": "cost", "preset": "costPerMillionTokens", "compare": {"maxRatio": 1.2}}),
+        "spec.analysis.accelerators",
+    ),
+    "accelerator resource with a space": BadRollout(
+        put("spec.analysis.accelerators", {"resourceName": "nvidia.com/gpu x"}),
+        "spec.analysis.accelerators.resourceName",
+    ),
+    "zero accelerators": BadRollout(
+        put("spec.analysis.accelerators", {"candidate": {"count": 0}}),
+        "spec.analysis.accelerators.candidate.count",
+    ),
+    "negative price": BadRollout(
+        put("spec.analysis.accelerators", {"incumbent": {"pricePerHour": -1}}),
+        "spec.analysis.accelerators.incumbent.pricePerHour",
     ),
     "unknown source": BadRollout(put("spec.analysis.source", "vllm2"), "spec.analysis.source"),
     "negative failureLimit": BadRollout(

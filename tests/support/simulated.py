@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from kubernetes import client
 
@@ -26,6 +27,7 @@ from tests.support.traefik import wait_until_traefik_serves
 
 GATEWAY = "inference"
 ROUTE = "chat"
+GPU = "nvidia.com/gpu"
 HOLD = "6s"  # each weight of a promotion is held this long, so each side's share can be counted
 # The same serving on both sides: what a healthy candidate looks like.
 HEALTHY = SimulatorFlags(time_to_first_token=0.05, inter_token_latency=0.01)
@@ -61,17 +63,17 @@ def simulated_serving(
     incumbent: SimulatorFlags | None = None,
     rps: float = 50,
     max_in_flight: int = 64,
+    gpus: tuple[int, int] = (0, 0),
 ) -> Iterator[SimulatedScenario]:
     """chat-v1 (the incumbent) takes all of Traefik's traffic through HTTPRoute `chat`; chat-v2 is
-    ready. One Pod each, on the loopback node, each simulated with its flags."""
+    ready. One Pod each, on the loopback node, each simulated with its flags; `gpus`: the
+    nvidia.com/gpu each side's Pod requests (incumbent, candidate)."""
     fleet = ModelFleet(bed, api_client)
     endpoints = LoopbackPods(bed, api_client)
     create(api_client, gateway(GATEWAY, namespace, traefik.web_port))
-    for name in DEPLOYMENTS:
-        create(
-            api_client,
-            on_loopback_node(model_deployment(name, namespace, replicas=1, image="llm-d-inference-sim")),
-        )
+    for name, requested in zip(DEPLOYMENTS, gpus, strict=True):
+        deployment = model_deployment(name, namespace, replicas=1, image="llm-d-inference-sim")
+        create(api_client, on_loopback_node(requesting_gpus(deployment, requested)))
         create(api_client, model_service(name, namespace))
     create(
         api_client, http_route(ROUTE, namespace, {DEPLOYMENTS[0]: 100, DEPLOYMENTS[1]: 0}, gateway=GATEWAY)
@@ -97,6 +99,14 @@ def simulated_serving(
     finally:
         recorder.stop()
         fleet.stop()
+
+
+def requesting_gpus(deployment: dict[str, Any], gpus: int) -> dict[str, Any]:
+    """The Deployment with its server container requesting `gpus` nvidia.com/gpu (none: unchanged)."""
+    if gpus:
+        [server] = deployment["spec"]["template"]["spec"]["containers"]
+        server["resources"] = {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}}
+    return deployment
 
 
 def candidate_at(weight: int) -> Callable[[Weights], bool]:

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from modelgate.api import parse_spec
+from modelgate.api.analysis import GOODPUT_PRESETS
 from modelgate.metrics.presets import PRESETS, STACKS, available
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.template import TEMPLATE_VARIABLES
 from tooling import docs_gen
-from tooling.presets_doc import EXAMPLE_THRESHOLD
+from tooling.presets_doc import EXAMPLE_GOODPUT, EXAMPLE_THRESHOLD
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / docs_gen.METRIC_PRESETS
@@ -64,6 +65,15 @@ def example_spec(source: str, metrics: list[dict[str, object]]) -> dict[str, obj
             "interval": docs_gen.EXAMPLE_INTERVAL,
             "prometheus": {"address": "http://prometheus:9090"},
             "source": source,
+            "accelerators": {
+                side: {"count": count, "pricePerHour": price}
+                for side, count, price in zip(
+                    ("incumbent", "candidate"),
+                    docs_gen.EXAMPLE_ACCELERATORS,
+                    docs_gen.EXAMPLE_PRICES,
+                    strict=True,
+                )
+            },
             "metrics": metrics,
         },
     }
@@ -85,6 +95,7 @@ def test_the_docs_show_what_the_reconciler_runs(doc: str, by_source: str) -> Non
         metrics = [
             {"name": name.lower(), "preset": name, "max": 1}
             | ({"threshold": EXAMPLE_THRESHOLD} if name == "slowRequestRate" else {})
+            | ({"goodput": EXAMPLE_GOODPUT.model_dump(by_alias=True)} if name in GOODPUT_PRESETS else {})
             for name in available(source)
         ]
         plan = analysis_plan(parse_spec(example_spec(source, metrics)), docs_gen.EXAMPLE_NAMESPACE)

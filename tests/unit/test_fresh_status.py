@@ -25,6 +25,7 @@ from modelgate.api import (
     Verdict,
 )
 from modelgate.api.analysis_check import AnalysisCheck
+from modelgate.api.cost_status import CostStatus, SideCost
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import WeightChange
 from modelgate.api.notifications import NotificationStatus, PendingNotification, Transition
@@ -71,6 +72,12 @@ def busy_status() -> ModelRolloutStatus:
         last_analysis_at=T0,
         consecutive_prometheus_errors=2,
         analysis=(metric,),
+        cost=CostStatus(
+            time=T0,
+            window_seconds=60,
+            candidate=SideCost(accelerators=2, price_per_hour=2.5),
+            incumbent=SideCost(accelerators=1, price_per_hour=2.5),
+        ),
         rollback_reason=RollbackReason(time=T0, message="breach"),
         rolling_back=RollingBack(started_at=T0, from_weight=40, ends_at=LATER),
         gate=GateStatus(started_at=T0, run="r1"),

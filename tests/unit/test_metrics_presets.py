@@ -234,6 +234,9 @@ def test_registry_holds_the_apis_preset_names_with_units() -> None:
         **dict.fromkeys(LATENCY_PRESETS, "seconds"),
         "tokensPerSecond": "tokens/s",
         "queueDepth": "requests",
+        "goodputPerAccelerator": "requests/s",
+        "goodputTokensPerAccelerator": "tokens/s",
+        "costPerMillionTokens": "price",
     }
     assert all(preset.description for preset in PRESETS.values())
     assert get_preset("latencyP99").name == "latencyP99"

@@ -4,13 +4,14 @@ target model and by destination workload; and which preset exists for which sour
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import get_args
 
 import pytest
 
 from modelgate.api import parse_spec
-from modelgate.api.analysis import MetricPreset, MetricSource
+from modelgate.api.analysis import GoodputTargets, MetricPreset, MetricSource
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import (
     PRESETS,
@@ -27,6 +28,10 @@ from tests.support.promql import NO_DATA, assert_evaluates, counter, one
 CTX = QueryContext.for_rollout(  # the window: 1m
     "serving", "chat", "chat-v2", "30s", gateway_routes=("httproute/chat",), backends=("chat", "chat-v2")
 )
+PRICED = replace(
+    CTX, incumbent_accelerators=1, candidate_accelerators=2, incumbent_price=2, candidate_price=2
+)
+TARGETS = GoodputTargets(ttft=0.5, tpot=0.05)
 POD_A, POD_B = "chat-v2-5c4b3a2f1-xyz12", "chat-v2-5c4b3a2f1-uvw34"
 
 
@@ -291,12 +296,12 @@ def test_each_preset_exists_for_a_source_or_says_why_not(source: str) -> None:
     for name in PRESETS:
         if name in lacks:
             with pytest.raises(UnknownPresetError) as refused:
-                preset_query(name, source, CTX, threshold=1.0)
+                preset_query(name, source, PRICED, threshold=1.0, goodput=TARGETS)
             assert str(refused.value).startswith(
                 f"preset {name} does not exist for source {source}: {lacks[name]}"
             )
         else:
-            assert preset_query(name, source, CTX, threshold=1.0)
+            assert preset_query(name, source, PRICED, threshold=1.0, goodput=TARGETS)
 
 
 def spec_with(source: str, *metrics: dict[str, object]) -> dict[str, object]:

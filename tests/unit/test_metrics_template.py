@@ -106,4 +106,7 @@ def test_template_variables_list_the_documented_names() -> None:
         "target.deployment",
         "target.podRegex",
         "interval",
+        "incumbent.accelerators",
+        "candidate.accelerators",
+        "target.accelerators",
     )

@@ -1,7 +1,9 @@
 """Pydantic models of the ModelRollout custom resource (spec and status), with camelCase aliases; no I/O."""
 
+from modelgate.api.accelerators import AcceleratorSpec, SideAccelerators
 from modelgate.api.analysis import (
     LATENCY_PRESETS,
+    PER_ACCELERATOR_PRESETS,
     RATE_PRESETS,
     AnalysisSpec,
     MetricPreset,
@@ -51,7 +53,9 @@ from modelgate.api.workload_ref import BackendKind, WorkloadRef
 
 __all__ = [
     "LATENCY_PRESETS",
+    "PER_ACCELERATOR_PRESETS",
     "RATE_PRESETS",
+    "AcceleratorSpec",
     "AnalysisSample",
     "AnalysisSpec",
     "BackendKind",
@@ -99,6 +103,7 @@ __all__ = [
     "SecretKeyRef",
     "SequentialEvidence",
     "SequentialTest",
+    "SideAccelerators",
     "Step",
     "Timestamp",
     "TrafficRouting",

@@ -6,6 +6,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from modelgate.api.accelerators import AcceleratorSpec
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import (
@@ -27,8 +28,12 @@ from modelgate.api.statistical_tests import Comparison, SequentialTest
 RATE_PRESETS = ("errorRate", "abortRate", "refusalRate", "slowRequestRate")
 # Seconds.
 LATENCY_PRESETS = ("ttftP50", "ttftP99", "tpotP99", "latencyP99")
-# Counts and rates per second: never negative.
-COUNT_PRESETS = ("tokensPerSecond", "queueDepth")
+# Requests (or output tokens) per second per accelerator that met the targets (`goodput`).
+GOODPUT_PRESETS = ("goodputPerAccelerator", "goodputTokensPerAccelerator")
+# Presets that read each side's accelerators (spec.analysis.accelerators).
+PER_ACCELERATOR_PRESETS = (*GOODPUT_PRESETS, "costPerMillionTokens")
+# Counts, rates per second and prices: never negative.
+COUNT_PRESETS = ("tokensPerSecond", "queueDepth", *PER_ACCELERATOR_PRESETS)
 MetricPreset = Literal[
     "errorRate",
     "abortRate",
@@ -40,6 +45,9 @@ MetricPreset = Literal[
     "latencyP99",
     "tokensPerSecond",
     "queueDepth",
+    "goodputPerAccelerator",
+    "goodputTokensPerAccelerator",
+    "costPerMillionTokens",
 ]
 MetricSource = Literal["vllm", "sglang", "tgi", "triton", "llm-d", "istio", "traefik"]
 
@@ -69,6 +77,33 @@ class PrometheusSpec(SpecModel):
     @property
     def timeout_timedelta(self) -> timedelta:
         return parse_duration(self.timeout)
+
+
+class GoodputTargets(SpecModel):
+    """The service level a request must meet to count towards goodput."""
+
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule("self.ttft > 0.0", field_path=".ttft", message="must be positive"),
+            CelRule("self.tpot > 0.0", field_path=".tpot", message="must be positive"),
+        )
+    )
+
+    ttft: Number = Field(
+        description="Time to first token, in seconds, that a request must not exceed; rounded down to "
+        "the histogram's nearest bucket bound (docs/metric-presets.md#goodput-and-cost)."
+    )
+    tpot: Number = Field(
+        description="Time per output token, in seconds, that a request must not exceed; rounded down "
+        "to the histogram's nearest bucket bound."
+    )
+
+    @model_validator(mode="after")
+    def _positive(self) -> Self:
+        for name, value in (("ttft", self.ttft), ("tpot", self.tpot)):
+            if value <= 0:
+                raise FieldPathError(name, f"must be positive (got {value})")
+        return self
 
 
 class MetricSpec(SpecModel):
@@ -145,6 +180,12 @@ class MetricSpec(SpecModel):
                 "means nothing to other metrics'",
             ),
             CelRule(
+                f"has(self.goodput) == (has(self.preset) && self.preset in {_cel_list(GOODPUT_PRESETS)})",
+                field_path=".goodput",
+                message_expression="'metric ' + self.name + ': goodput (the ttft and tpot targets) is "
+                f"required by {' and '.join(GOODPUT_PRESETS)} and means nothing to other metrics'",
+            ),
+            CelRule(
                 "!has(self.source) || has(self.preset)",
                 field_path=".source",
                 message_expression="'metric ' + self.name + ': source applies to presets only'",
@@ -157,7 +198,10 @@ class MetricSpec(SpecModel):
         None,
         description="A built-in query over the source's metric names (docs/presets.md): errorRate, "
         "abortRate, refusalRate and slowRequestRate (shares of requests, in [0, 1]); ttftP50, ttftP99, "
-        "tpotP99 and latencyP99 (seconds); tokensPerSecond; queueDepth.",
+        "tpotP99 and latencyP99 (seconds); tokensPerSecond; queueDepth; goodputPerAccelerator and "
+        "goodputTokensPerAccelerator (requests or output tokens per second per accelerator that met "
+        "`goodput`); costPerMillionTokens (the price of a million output tokens on the side's "
+        "accelerators, spec.analysis.accelerators).",
     )
     source: MetricSource | None = Field(
         None,
@@ -167,6 +211,11 @@ class MetricSpec(SpecModel):
         None,
         description="For slowRequestRate: the latency in seconds above which a request counts as slow; "
         "one of the source's histogram bucket bounds (docs/presets.md).",
+    )
+    goodput: GoodputTargets | None = Field(
+        None,
+        description="For goodputPerAccelerator and goodputTokensPerAccelerator: the time to first token "
+        "and time per output token a request must meet to count.",
     )
     query: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = Field(
         None,
@@ -252,12 +301,38 @@ class MetricSpec(SpecModel):
                 "threshold",
                 f"metric {name}: threshold is required by slowRequestRate and means nothing to other metrics",
             )
+        if (self.goodput is not None) != (self.preset in GOODPUT_PRESETS):
+            raise FieldPathError(
+                "goodput",
+                f"metric {name}: goodput (the ttft and tpot targets) is required by "
+                f"{' and '.join(GOODPUT_PRESETS)} and means nothing to other metrics",
+            )
         if self.source is not None and self.preset is None:
             raise FieldPathError("source", f"metric {name}: source applies to presets only")
         return self
 
 
+COST_NEEDS_PRICES = (
+    "costPerMillionTokens needs accelerators.incumbent.pricePerHour and accelerators.candidate.pricePerHour"
+)
+
+
+def _priced(side: str) -> str:
+    return f"has(self.accelerators.{side}) && has(self.accelerators.{side}.pricePerHour)"
+
+
 class AnalysisSpec(SpecModel):
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule(
+                "!self.metrics.exists(m, has(m.preset) && m.preset == 'costPerMillionTokens') || "
+                f"(has(self.accelerators) && {_priced('incumbent')} && {_priced('candidate')})",
+                field_path=".accelerators",
+                message=COST_NEEDS_PRICES,
+            )
+        )
+    )
+
     interval: Interval = Field(
         "30s", description="How often the metrics are evaluated, as a Go-style duration; at least 1s."
     )
@@ -272,6 +347,11 @@ class AnalysisSpec(SpecModel):
         description="The serving stack whose metric names the presets read (vllm, sglang, tgi, triton, "
         "llm-d, istio, traefik); a metric may name another.",
     )
+    accelerators: AcceleratorSpec | None = Field(
+        None,
+        description="How each side's accelerators are counted, and their price: for the goodput and cost "
+        "presets (default: the Ready Pods' requests of nvidia.com/gpu, no price).",
+    )
     metrics: Annotated[tuple[MetricSpec, ...], Field(min_length=1, max_length=20)] = Field(
         description="The metrics to check, names unique. Missing data (an empty result, NaN, too few "
         "requests) is Inconclusive, never Pass.",
@@ -282,6 +362,18 @@ class AnalysisSpec(SpecModel):
     def _unique_metric_names(self) -> Self:
         check_unique_names(self.metrics)
         return self
+
+    @model_validator(mode="after")
+    def _priced_for_cost(self) -> Self:
+        if any(m.preset == "costPerMillionTokens" for m in self.metrics) and not self.priced:
+            raise FieldPathError("accelerators", COST_NEEDS_PRICES)
+        return self
+
+    @property
+    def priced(self) -> bool:
+        """Both sides have a price per accelerator-hour."""
+        sides = (self.accelerators.incumbent, self.accelerators.candidate) if self.accelerators else ()
+        return bool(sides) and all(side.price_per_hour is not None for side in sides)
 
     @property
     def interval_timedelta(self) -> timedelta:

@@ -22,6 +22,11 @@ def _check_alpha(alpha: float) -> None:
         raise FieldPathError("alpha", f"must be in (0, 0.5] (got {alpha})")
 
 
+MIN_RATIO_WITHOUT_CONFIDENCE = (
+    "cannot be combined with confidence: the anytime-valid bounds are for rates, where lower is better"
+)
+
+
 class Confidence(SpecModel):
     """Anytime-valid bounds for a comparison of rates (compare.confidence)."""
 
@@ -45,7 +50,18 @@ class Comparison(SpecModel):
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
             CelRule(
-                "has(self.maxRatio) || has(self.maxIncrease)", message="set maxRatio, maxIncrease or both"
+                "has(self.maxRatio) || has(self.maxIncrease) || has(self.minRatio)",
+                message="set maxRatio, maxIncrease, minRatio or several",
+            ),
+            CelRule(
+                "!has(self.minRatio) || self.minRatio > 0.0",
+                field_path=".minRatio",
+                message="must be positive",
+            ),
+            CelRule(
+                "!has(self.minRatio) || !has(self.confidence)",
+                field_path=".minRatio",
+                message=MIN_RATIO_WITHOUT_CONFIDENCE,
             ),
             CelRule(
                 "!has(self.maxRatio) || self.maxRatio > 0.0",
@@ -71,6 +87,11 @@ class Comparison(SpecModel):
         description="Fails when candidate > incumbent + maxIncrease, in the metric's unit, e.g. 0.005 for "
         "an error rate at most half a point higher.",
     )
+    min_ratio: Number | None = Field(
+        None,
+        description="Fails when candidate < minRatio x incumbent, for metrics where higher is better, e.g. "
+        "0.9 for a goodput at least 90% of the incumbent's.",
+    )
     confidence: Confidence | None = Field(
         None,
         description="For rate presets: judge by anytime-valid bounds on the counts since the rollout began "
@@ -81,10 +102,14 @@ class Comparison(SpecModel):
 
     @model_validator(mode="after")
     def _well_formed(self) -> Self:
-        if self.max_ratio is None and self.max_increase is None:
-            raise ValueError("set maxRatio, maxIncrease or both")
+        if self.max_ratio is None and self.max_increase is None and self.min_ratio is None:
+            raise ValueError("set maxRatio, maxIncrease, minRatio or several")
         if self.max_ratio is not None and self.max_ratio <= 0:
             raise FieldPathError("maxRatio", "must be positive")
+        if self.min_ratio is not None and self.min_ratio <= 0:
+            raise FieldPathError("minRatio", "must be positive")
+        if self.min_ratio is not None and self.confidence is not None:
+            raise FieldPathError("minRatio", MIN_RATIO_WITHOUT_CONFIDENCE)
         if self.confidence is not None and self.max_ratio is not None and not 1 <= self.max_ratio <= 10:
             raise FieldPathError(
                 "maxRatio",

@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from modelgate.api.analysis_check import AnalysisCheck
+from modelgate.api.cost_status import CostStatus
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, Offset, WeightChange
@@ -56,6 +57,7 @@ class BreachRule(StrEnum):
     MIN = "Min"
     MAX_RATIO = "MaxRatio"  # compare.maxRatio: above the incumbent's value times the ratio
     MAX_INCREASE = "MaxIncrease"  # compare.maxIncrease: above the incumbent's value plus the increase
+    MIN_RATIO = "MinRatio"  # compare.minRatio: below the incumbent's value times the ratio
     SEQUENTIAL = "Sequential"  # the sequential test's confidence sequence lies above its tolerance
 
 
@@ -333,6 +335,11 @@ class ModelRolloutStatus(StatusModel):
         (),
         description="The latest evaluation of each metric of spec.analysis.metrics.",
         json_schema_extra=list_map("name"),
+    )
+    cost: CostStatus | None = Field(
+        None,
+        description="Each side's cost per million output tokens at the latest evaluation, when "
+        "spec.analysis.accelerators prices both sides.",
     )
     rollback_reason: RollbackReason | None = Field(
         None, description="Why the rollout was rolled back; cleared when it is retried."

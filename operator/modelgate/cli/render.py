@@ -26,6 +26,7 @@ from modelgate.cli.render_analysis import (
     metric_rows,
     number_text,
 )
+from modelgate.cli.render_cost import cost_text
 from modelgate.cli.render_gate import VERDICT_STYLE, render_gate
 from modelgate.cli.render_judge import judge_lines
 from modelgate.core.moments import moment
@@ -86,6 +87,8 @@ def render_status(
     if status.gate is not None:
         parts.append(render_gate(status.gate))
     parts.extend(judge_lines(status))
+    if (cost := cost_text(status.cost)) is not None:
+        parts.append(Text(f"Cost per million output tokens: {cost}"))
     if status.analysis or status.phase is not Phase.FAILED:  # a Failed rollout never judged has no table
         parts.append(AnalysisView(metric_rows(spec, status)))
     return Group(*parts)

@@ -42,6 +42,8 @@ def threshold_text(metric: Mapping[str, Any]) -> str:
         parts.append(f"<= {compare['maxRatio']:g} x incumbent")
     if compare.get("maxIncrease") is not None:
         parts.append(f"<= incumbent + {compare['maxIncrease']:g}")
+    if compare.get("minRatio") is not None:
+        parts.append(f">= {compare['minRatio']:g} x incumbent")
     if compare.get("confidence"):
         parts[-1] += f" (anytime-valid, alpha {compare['confidence'].get('alpha', 0.05):g})"
     if metric.get("sequential"):

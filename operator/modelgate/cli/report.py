@@ -24,6 +24,7 @@ from modelgate.api import (
 )
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import side_name, step_label
+from modelgate.cli.render_cost import cost_text
 from modelgate.cli.report_html import render_page
 from modelgate.cli.report_output import OutputFailed, write_output
 from modelgate.cli.report_story import outcome
@@ -188,6 +189,7 @@ def report_timeline(
         ("Steps", "; ".join(f"{i}: {label}" for i, label in enumerate(labels))),
         ("Span", f"{moment(span[0])} to {span[1]:%H:%M:%S} UTC"),
         ("Prometheus", prometheus or "none: no analysis, and no --prometheus"),
+        *((("Cost per million output tokens", cost),) if (cost := cost_text(status.cost)) else ()),
     )
     details: list[tuple[str, Any]] = []
     if raw_status.get("rollbackReason"):

@@ -13,6 +13,7 @@ _BROKE = {
     BreachRule.MIN: "below its minimum",
     BreachRule.MAX_RATIO: "above its limit (maxRatio times the incumbent's)",
     BreachRule.MAX_INCREASE: "above its limit (the incumbent's plus maxIncrease)",
+    BreachRule.MIN_RATIO: "below its limit (minRatio times the incumbent's)",
     BreachRule.SEQUENTIAL: "above its tolerance (the sequential test's confidence bound)",
 }
 

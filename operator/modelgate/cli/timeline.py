@@ -120,6 +120,9 @@ def _relative_limits(compare: Comparison, incumbent: Points) -> tuple[tuple[str,
     if compare.max_increase is not None:
         increase = compare.max_increase
         limits.append((f"incumbent + {increase:g}", tuple((t, v + increase) for t, v in incumbent)))
+    if compare.min_ratio is not None:
+        floor = compare.min_ratio
+        limits.append((f"{floor:g} x incumbent", tuple((t, v * floor) for t, v in incumbent)))
     return tuple(limits)
 
 

@@ -26,12 +26,13 @@ from modelgate.core.model import (
     WriteResult,
 )
 from modelgate.core.reasons import ConditionType, EventType, Reason
-from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult, SideTotals
+from modelgate.core.results import Accelerators, AnalysisRun, MetricQuery, QueryResult, SideTotals
 from modelgate.core.schedule import analysis_due, next_wakeup
 from modelgate.core.writes import settle_write
 
 __all__ = [
     "COMMAND_ANNOTATION",
+    "Accelerators",
     "AnalysisRun",
     "Command",
     "CommandAction",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from modelgate.api import PauseReason, Phase, RollbackReason, Verdict
 from modelgate.core import false_rollback, limits
+from modelgate.core.cost import cost_status
 from modelgate.core.deadlines import deadline_paused
 from modelgate.core.intents import Hold, HoldReason, Intent, RollBack
 from modelgate.core.metric_verdicts import evaluate
@@ -20,7 +21,7 @@ def analysis_verdict(tick: Tick) -> Intent:
         return None
     run = tick.observed.analysis
     result = evaluate(tick.spec.analysis, run, tick.status.analysis)
-    tick.update(analysis=result.metrics, last_analysis_at=run.at)
+    tick.update(analysis=result.metrics, last_analysis_at=run.at, cost=cost_status(tick.spec.analysis, run))
     if result.breach is not None:
         return RollBack(result.breach, Reason.METRIC_BREACH)
     for toss in false_rollback.new_warnings(tick.spec, tick.status, run):

@@ -129,16 +129,20 @@ def evaluation_chance(
 
 def _outside(metric: MetricSpec, incumbent: float | None, shares: list[float], below: list[float]) -> float:
     """The chance of a candidate share that gives Fail, by the rules of core.metric_verdicts.judge and
-    compare: above max, below min, above maxRatio x or maxIncrease + the incumbent's `incumbent`.
+    compare: above max, below min, above maxRatio x or maxIncrease + the incumbent's `incumbent`, below
+    minRatio x it.
     `shares` ascending, `below` their cumulative probabilities."""
     upper = [metric.max] if metric.max is not None else []
+    lower = [metric.min] if metric.min is not None else []
     rule = metric.compare
     if rule is not None and incumbent is not None:
         if rule.max_ratio is not None:
             upper.append(rule.max_ratio * incumbent)
         if rule.max_increase is not None:
             upper.append(incumbent + rule.max_increase)
-    low = bisect.bisect_left(shares, metric.min) if metric.min is not None else 0  # shares[:low] < min
+        if rule.min_ratio is not None:
+            lower.append(rule.min_ratio * incumbent)
+    low = bisect.bisect_left(shares, max(lower)) if lower else 0  # shares[:low] below every lower bound
     high = bisect.bisect_right(shares, min(upper)) if upper else len(shares)  # shares[high:] > upper
     return below[low] + below[-1] - below[max(high, low)]
 

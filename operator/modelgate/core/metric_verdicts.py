@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from modelgate.api import (
+    PER_ACCELERATOR_PRESETS,
     AnalysisSample,
     AnalysisSpec,
     BreachRule,
@@ -81,6 +82,13 @@ def compare(metric: MetricSpec, candidate: float, incumbent: QueryResult | None)
             BreachRule.MAX_RATIO,
             rule.max_ratio * base,
         )
+    if rule.min_ratio is not None and candidate < rule.min_ratio * base:
+        return Judgement(
+            Verdict.FAIL,
+            f"{_show(candidate)} is below {_show(rule.min_ratio)} x the incumbent's {_show(base)}",
+            BreachRule.MIN_RATIO,
+            rule.min_ratio * base,
+        )
     if rule.max_increase is not None and candidate > base + rule.max_increase:
         return Judgement(
             Verdict.FAIL,
@@ -121,7 +129,9 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
         restarted = counted.restart_cause(metric, kept) if metric.counts_events else None
         evidence = counted.accumulate(metric, measured, kept) if metric.counts_events else None
         on_counts = counted.judge_counts(metric, evidence, restarted)
-        judgement = _judge_all(metric, measured, traffic, incumbent_traffic, on_counts)
+        judgement = _unaccelerated(metric, run) or _judge_all(
+            metric, measured, traffic, incumbent_traffic, on_counts
+        )
         record = name_missing(_record(metric, measured, judgement, run.at, before, evidence), measured)
         results.append(record)
         if breach is None and not metric.dry_run and record.failures > metric.failure_limit:
@@ -129,6 +139,17 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
     gating = frozenset(m.name for m in analysis.metrics if not m.dry_run)
     any_error = any(m.verdict is Verdict.ERROR for m in results if m.name in gating)
     return Evaluation(tuple(results), gating, breach, any_error)
+
+
+def _unaccelerated(metric: MetricSpec, run: AnalysisRun) -> Judgement | None:
+    """Inconclusive for a per-accelerator metric when a side has no accelerators (its query is not
+    run: it would divide by zero, or price nothing)."""
+    if metric.preset not in PER_ACCELERATOR_PRESETS:
+        return None
+    if run.accelerators is None:
+        return Judgement(Verdict.INCONCLUSIVE, "the sides' accelerators were not counted")
+    missing = run.accelerators.missing()
+    return None if missing is None else Judgement(Verdict.INCONCLUSIVE, missing)
 
 
 def _judge_all(

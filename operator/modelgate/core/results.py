@@ -62,6 +62,26 @@ class MetricQuery:
 
 
 @dataclass(frozen=True)
+class Accelerators:
+    """Each side's accelerators as the goodput and cost presets divide or multiply by them: the spec's
+    count, or the sum of the side's Ready Pods' requests of `resource`."""
+
+    resource: str
+    candidate: float
+    incumbent: float
+
+    def missing(self) -> str | None:
+        """Why a per-accelerator value means nothing (a side without accelerators), or None."""
+        empty = [side for side in ("candidate", "incumbent") if getattr(self, side) <= 0]
+        if not empty:
+            return None
+        return (
+            f"no accelerators on the {' and the '.join(empty)} side: no Ready Pod requests {self.resource} "
+            "(set spec.analysis.accelerators.resourceName, or the side's count)"
+        )
+
+
+@dataclass(frozen=True)
 class AnalysisRun:
     """One evaluation of every metric, taken at `at`."""
 
@@ -70,6 +90,8 @@ class AnalysisRun:
     metrics: Mapping[str, MetricQuery]
     incumbent_request_count: QueryResult | None = None  # asked when a metric compares or tests
     window: timedelta | None = None  # the range the queries looked back over, where known
+    accelerators: Accelerators | None = None  # read when a metric is per accelerator, or for the cost
+    output_tokens: tuple[QueryResult, QueryResult] | None = None  # candidate, incumbent: for the cost
 
     @property
     def error_count(self) -> int:

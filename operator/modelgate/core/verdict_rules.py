@@ -131,7 +131,8 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
     ),
     VerdictRule(
         "worse-than-incumbent",
-        "the value is above `maxRatio` x the incumbent's, or above the incumbent's + `maxIncrease`",
+        "the value is above `maxRatio` x the incumbent's, or above the incumbent's + `maxIncrease`, or "
+        "below `minRatio` x the incumbent's",
         Metrics.COMPARE,
         Verdict.FAIL,
         MinRequests.APPLIES,

@@ -14,6 +14,7 @@ from modelgate.kube.connection import (
     as_object,
 )
 from modelgate.kube.objects import DeploymentAvailability, availability
+from modelgate.kube.pod_requests import requested
 from modelgate.kube.pools import (
     INFERENCE_GROUP,
     INFERENCE_POOLS,
@@ -83,19 +84,44 @@ class Workloads(Connection):
     def deployment_pods(self, namespace: str, name: str) -> list[str]:
         """The names of the Deployment's Pods (by its selector), but for those being deleted; none when
         it does not exist."""
+        items = self._deployment_pod_objects(namespace, name)
+        return sorted(pod.name for pod in map(pool_pod, items) if pod is not None)
+
+    def side_accelerators(self, namespace: str, kind: str, name: str, resource: str) -> float:
+        """What the side's Ready Pods request of `resource` (kube/pod_requests.py); 0 when the side
+        does not exist or a request is not a quantity."""
+        if kind == "Deployment":
+            pods = self._deployment_pod_objects(namespace, name)
+        else:
+            try:
+                pool = self.get_custom(INFERENCE_GROUP, INFERENCE_VERSION, namespace, INFERENCE_POOLS, name)
+            except NotFound:
+                return 0.0
+            pods = self._pod_objects(namespace, pool_label_selector(pool))
+        try:
+            return requested(pods, resource)
+        except ValueError:
+            return 0.0
+
+    def _deployment_pod_objects(self, namespace: str, name: str) -> list[Object]:
         deployment = self._deployment(namespace, name)
         labels = ((deployment or {}).get("spec") or {}).get("selector", {}).get("matchLabels") or {}
         if not labels:
             return []
+        return self._pod_objects(
+            namespace, ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+        )
+
+    def _pod_objects(self, namespace: str, label_selector: str) -> list[Object]:
         with api_request("list"):
+            # The JSON as sent: the typed model's deserialization costs more than the read.
             response: Any = self._core.list_namespaced_pod(
                 namespace,
-                label_selector=",".join(f"{key}={value}" for key, value in sorted(labels.items())),
+                label_selector=label_selector,
                 _preload_content=False,
                 _request_timeout=self.request_timeout,
             )
-        items = as_object(json.loads(response.data)).get("items") or []
-        return sorted(pod.name for pod in map(pool_pod, items) if pod is not None)
+        return list(as_object(json.loads(response.data)).get("items") or [])
 
     def pool_pods(self, namespace: str, name: str) -> list[PoolPod] | None:
         """The Pods an InferencePool selects (by its spec.selector, in its namespace), but for those
@@ -105,15 +131,7 @@ class Workloads(Connection):
             pool = self.get_custom(INFERENCE_GROUP, INFERENCE_VERSION, namespace, INFERENCE_POOLS, name)
         except NotFound:
             return None
-        with api_request("list"):
-            # The JSON as sent: the typed model's deserialization costs more than the read.
-            response: Any = self._core.list_namespaced_pod(
-                namespace,
-                label_selector=pool_label_selector(pool),
-                _preload_content=False,
-                _request_timeout=self.request_timeout,
-            )
-        items = as_object(json.loads(response.data)).get("items") or []
+        items = self._pod_objects(namespace, pool_label_selector(pool))
         return [pod for pod in map(pool_pod, items) if pod is not None]
 
     def pool_availability(self, namespace: str, name: str, field: str) -> DeploymentAvailability:

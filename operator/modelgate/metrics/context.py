@@ -13,6 +13,7 @@ interval of 30s would otherwise produce empty or jumpy rates.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Collection, Sequence
@@ -115,6 +116,12 @@ class QueryContext:
     candidate_backend: str = ""
     # The sides are two adapters of one InferencePool (spec.*.adapter): the same Pods serve both.
     adapters: bool = False
+    # Each side's accelerators (spec.analysis.accelerators' count, or what its Ready Pods request) and
+    # price per accelerator-hour (None: not set), for the goodput and cost presets.
+    incumbent_accelerators: float = 0.0
+    candidate_accelerators: float = 0.0
+    incumbent_price: float | None = None
+    candidate_price: float | None = None
 
     def __post_init__(self) -> None:
         _check_namespace(self.namespace)
@@ -128,6 +135,8 @@ class QueryContext:
             _check_gateway_route(route)
         for side in ("incumbent", "candidate"):
             _check_backend(side, self.backend(side))
+            _check_amount(f"{side} accelerators", self.accelerators(side))
+            _check_amount(f"{side} price per accelerator-hour", self.price(side))
         try:
             positive = parse_duration(self.interval) > timedelta()
         except ValueError as error:
@@ -150,6 +159,8 @@ class QueryContext:
         gateway_routes: tuple[str, ...] = (),
         backends: tuple[str, str] = ("", ""),
         adapters: bool = False,
+        accelerators: tuple[float, float] = (0.0, 0.0),
+        prices: tuple[float | None, float | None] = (None, None),
         min_window: str = DEFAULT_MIN_WINDOW,
     ) -> QueryContext:
         """Build the context from spec values: default pod regexes, window = max(interval, min_window)."""
@@ -172,6 +183,10 @@ class QueryContext:
             incumbent_backend=backends[0],
             candidate_backend=backends[1],
             adapters=adapters,
+            incumbent_accelerators=accelerators[0],
+            candidate_accelerators=accelerators[1],
+            incumbent_price=prices[0],
+            candidate_price=prices[1],
         )
 
     def pod_regex(self, side: Side) -> str:
@@ -183,6 +198,12 @@ class QueryContext:
     def model(self, side: Side) -> str:
         model = self.candidate_model if side == "candidate" else self.incumbent_model
         return model or self.deployment(side)
+
+    def accelerators(self, side: Side) -> float:
+        return self.candidate_accelerators if side == "candidate" else self.incumbent_accelerators
+
+    def price(self, side: Side) -> float | None:
+        return self.candidate_price if side == "candidate" else self.incumbent_price
 
     def backend(self, side: Side) -> str:
         """The backendRef name reaching the side ("" without gatewayAPI routing)."""
@@ -232,6 +253,16 @@ def _check_gateway_route(route: str) -> None:
     kind, _, name = route.partition("/")
     if kind not in ("httproute", "grpcroute") or len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
         raise QueryContextError(f"gateway route {route!r} is not httproute/NAME or grpcroute/NAME (DNS-1123)")
+
+
+def _check_amount(what: str, amount: float | None) -> None:
+    if amount is not None and not (math.isfinite(amount) and amount >= 0):
+        raise QueryContextError(f"{what} {amount!r} is not a finite number of at least 0")
+
+
+def promql_number(value: float) -> str:
+    """A number as PromQL reads it back exactly (Python's shortest round-tripping repr)."""
+    return repr(float(value))
 
 
 def _check_backend(side: Side, name: str) -> None:

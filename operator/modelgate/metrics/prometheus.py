@@ -7,7 +7,14 @@ from datetime import datetime
 
 import structlog
 
-from modelgate.api import MetricSpec, ModelRolloutSpec, PodValue, RollbackReason, WorkloadRef
+from modelgate.api import (
+    AcceleratorSpec,
+    MetricSpec,
+    ModelRolloutSpec,
+    PodValue,
+    RollbackReason,
+    WorkloadRef,
+)
 from modelgate.api.addresses import (
     ALLOWED_ADDRESSES_ANNOTATION,
     AddressRefused,
@@ -25,7 +32,7 @@ from modelgate.metrics.context import Side
 from modelgate.metrics.deadline import Deadline
 from modelgate.metrics.exemplars import PODS_KEPT, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.prometheus_http import ADDRESS_FIELD, PrometheusClient, clean_token
-from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.metrics.promql_plan import analysis_plan, needs_accelerators
 from modelgate.metrics.provider import AnalysisPlan, run_plan
 
 TOKEN_FIELD = "spec.analysis.prometheus.bearerTokenSecretRef"
@@ -62,7 +69,24 @@ class PrometheusProvider:
             for side, ref in sides
             if ref.inference_pool is not None and ref.pod_regex is None
         }
-        return analysis_plan(spec, namespace, pool_pods)
+        return analysis_plan(spec, namespace, pool_pods, self._requested(spec, namespace, sides))
+
+    def _requested(
+        self, spec: ModelRolloutSpec, namespace: str, sides: tuple[tuple[Side, WorkloadRef], ...]
+    ) -> dict[Side, float]:
+        """What each side's Ready Pods request of the accelerator resource, for the sides whose count
+        the spec does not set, when a metric is per accelerator (else nothing is read)."""
+        analysis = spec.analysis
+        assert analysis is not None
+        if not needs_accelerators(analysis):
+            return {}
+        accelerators = analysis.accelerators or AcceleratorSpec()
+        counts = {"incumbent": accelerators.incumbent.count, "candidate": accelerators.candidate.count}
+        return {
+            side: self.kube.side_accelerators(namespace, ref.kind, ref.name, accelerators.resource_name)
+            for side, ref in sides
+            if counts[side] is None
+        }
 
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
         try:

@@ -7,13 +7,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from modelgate.api import MetricSpec, ModelRolloutSpec, WorkloadRef
+from modelgate.api import (
+    PER_ACCELERATOR_PRESETS,
+    AcceleratorSpec,
+    AnalysisSpec,
+    MetricSpec,
+    ModelRolloutSpec,
+    WorkloadRef,
+)
 from modelgate.api.duration import parse_duration
+from modelgate.core import Accelerators
 from modelgate.kube.pools import PoolPod
 from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
 from modelgate.metrics.presets import (
     count_queries,
     exemplar_query,
+    output_tokens_query,
     preset_query,
     request_count_query,
     series_probes,
@@ -23,15 +32,20 @@ from modelgate.metrics.template import render_query
 
 
 def analysis_plan(
-    spec: ModelRolloutSpec, namespace: str, pool_pods: Mapping[Side, Sequence[PoolPod] | None] | None = None
+    spec: ModelRolloutSpec,
+    namespace: str,
+    pool_pods: Mapping[Side, Sequence[PoolPod] | None] | None = None,
+    requested: Mapping[Side, float] | None = None,
 ) -> AnalysisPlan:
     """A metric whose query cannot be built (UnknownPresetError, TemplateError) is in `unbuildable`,
     naming its field; a spec no query at all can be built from raises ValueError (QueryContextError,
     or the first metric's). `pool_pods`: the Pods each InferencePool side selects (None: the pool
-    does not exist), for the sides whose podRegex is not set."""
+    does not exist), for the sides whose podRegex is not set. `requested`: the accelerators each
+    side's Ready Pods request, for the sides whose count the spec does not set."""
     analysis = spec.analysis
     assert analysis is not None
     pools = pool_pods or {}
+    accelerators = side_accelerators(analysis, requested or {})
     ctx = QueryContext.for_rollout(
         namespace,
         spec.incumbent.name,
@@ -43,6 +57,8 @@ def analysis_plan(
         candidate_model=spec.candidate.reported_model,
         adapters=spec.candidate.adapter is not None,
         **_gateway_routing(spec),
+        accelerators=(accelerators.incumbent, accelerators.candidate),
+        prices=_prices(analysis),
     )
     metrics: dict[str, MetricPlan] = {}
     unbuildable: dict[str, str] = {}
@@ -62,7 +78,44 @@ def analysis_plan(
         metrics,
         parse_duration(ctx.interval),
         unbuildable,
+        accelerators if needs_accelerators(analysis) else None,
+        _output_tokens(analysis, ctx),
     )
+
+
+def needs_accelerators(analysis: AnalysisSpec) -> bool:
+    """A metric is per accelerator, or both sides have a price (status.cost)."""
+    return analysis.priced or any(m.preset in PER_ACCELERATOR_PRESETS for m in analysis.metrics)
+
+
+def _output_tokens(analysis: AnalysisSpec, ctx: QueryContext) -> tuple[str, str] | None:
+    if not analysis.priced:
+        return None
+    candidate = output_tokens_query(analysis.source, ctx, "candidate")
+    incumbent = output_tokens_query(analysis.source, ctx, "incumbent")
+    return None if candidate is None or incumbent is None else (candidate, incumbent)
+
+
+def side_accelerators(analysis: AnalysisSpec, requested: Mapping[Side, float]) -> Accelerators:
+    """Each side's accelerators: the spec's count where set, else what its Ready Pods request (0
+    where they were not counted)."""
+    spec = analysis.accelerators or AcceleratorSpec()
+    return Accelerators(
+        spec.resource_name,
+        candidate=_or_requested(spec.candidate.count, requested.get("candidate")),
+        incumbent=_or_requested(spec.incumbent.count, requested.get("incumbent")),
+    )
+
+
+def _or_requested(count: float | None, requested: float | None) -> float:
+    return count if count is not None else requested or 0.0
+
+
+def _prices(analysis: AnalysisSpec) -> tuple[float | None, float | None]:
+    spec = analysis.accelerators
+    if spec is None:
+        return None, None
+    return spec.incumbent.price_per_hour, spec.candidate.price_per_hour
 
 
 def _gateway_routing(spec: ModelRolloutSpec) -> dict[str, Any]:
@@ -90,7 +143,9 @@ def _pod_regex(
 def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext) -> MetricPlan:
     def query(side: Side) -> str:
         if metric.preset is not None:
-            return preset_query(metric.preset, source, ctx, side, threshold=metric.threshold)
+            return preset_query(
+                metric.preset, source, ctx, side, threshold=metric.threshold, goodput=metric.goodput
+            )
         return render_query(metric.query or "", ctx, side)
 
     try:
@@ -102,11 +157,16 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
     exemplars: str | None = None
     series: tuple[SeriesProbe, ...] = ()
     if metric.preset is not None:
-        exemplars = exemplar_query(metric.preset, source, ctx, threshold=metric.threshold)
+        exemplars = exemplar_query(
+            metric.preset, source, ctx, threshold=metric.threshold, goodput=metric.goodput
+        )
         series = series_probes(metric.preset, source, ctx, threshold=metric.threshold)
     incumbent = query("incumbent")
     drawn = incumbent if incumbent != candidate else None
-    return MetricPlan(candidate, incumbent if metric.compare else None, totals, exemplars, series, drawn)
+    per_accelerator = metric.preset in PER_ACCELERATOR_PRESETS
+    return MetricPlan(
+        candidate, incumbent if metric.compare else None, totals, exemplars, series, drawn, per_accelerator
+    )
 
 
 def _totals(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[CountQueries, CountQueries]:

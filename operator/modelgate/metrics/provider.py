@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from modelgate.api import AnalysisSpec, ModelRolloutSpec, RollbackReason
 from modelgate.api.series import MissingSeries, SeriesComponent, SeriesSide
-from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
+from modelgate.core import Accelerators, AnalysisRun, MetricQuery, QueryResult, SideTotals
 from modelgate.core.evidence import BreachEvidence
 
 
@@ -45,6 +45,8 @@ class MetricPlan:
     # The incumbent's query for every metric (None where it reads the same series as the candidate's):
     # what `modelgate report` draws beside the candidate; the operator asks only `incumbent`.
     incumbent_drawn: str | None = None
+    # Divides or multiplies by the sides' accelerators: not asked while a side has none.
+    per_accelerator: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,10 @@ class AnalysisPlan:
     # Metrics whose query cannot be built, each with why (naming its field): an Error at each run,
     # while the other metrics go on judging.
     unbuildable: Mapping[str, str] = field(default_factory=dict)
+    # Each side's accelerators, where a metric is per accelerator or both sides have a price.
+    accelerators: Accelerators | None = None
+    # Each side's output tokens in the window (candidate, incumbent), for status.cost.
+    output_tokens: tuple[str, str] | None = None
 
 
 class MetricProvider(Protocol):
@@ -83,7 +89,12 @@ Query = Callable[[str], QueryResult]
 
 def run_plan(plan: AnalysisPlan, at: datetime, query: Query) -> AnalysisRun:
     """Every query of the plan through `query` (one backend's way of answering a query at `at`)."""
-    measured = {name: _measure(query, metric) for name, metric in plan.metrics.items()}
+    measured = {
+        name: MetricQuery(metric.candidate, QueryResult())
+        if _unaccelerated(plan, metric)
+        else _measure(query, metric)
+        for name, metric in plan.metrics.items()
+    }
     unbuilt = {
         name: MetricQuery("", QueryResult(error=problem)) for name, problem in plan.unbuildable.items()
     }
@@ -94,7 +105,18 @@ def run_plan(plan: AnalysisPlan, at: datetime, query: Query) -> AnalysisRun:
         measured | unbuilt,
         incumbent_request_count=query(incumbent) if incumbent is not None else None,
         window=plan.window,
+        accelerators=plan.accelerators,
+        output_tokens=(query(plan.output_tokens[0]), query(plan.output_tokens[1]))
+        if plan.output_tokens
+        else None,
     )
+
+
+def _unaccelerated(plan: AnalysisPlan, metric: MetricPlan) -> bool:
+    """A per-accelerator metric while a side has no accelerators: not asked (it would divide by
+    zero); the engine judges it Inconclusive, saying which side."""
+    accelerators = plan.accelerators
+    return metric.per_accelerator and accelerators is not None and accelerators.missing() is not None
 
 
 def plan_queries(plan: AnalysisPlan) -> Iterator[str]:
@@ -111,11 +133,14 @@ def _asked(plan: AnalysisPlan) -> Iterator[str]:
     if plan.incumbent_request_count is not None:
         yield plan.incumbent_request_count
     for metric in plan.metrics.values():
+        if _unaccelerated(plan, metric):
+            continue
         yield metric.candidate
         if metric.incumbent is not None:
             yield metric.incumbent
         for side in metric.totals or ():
             yield from (side.requests, side.events)
+    yield from plan.output_tokens or ()
 
 
 def _measure(query: Query, metric: MetricPlan) -> MetricQuery:

@@ -53,7 +53,8 @@ class RecordedProvider:
 
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
         # InferencePool sides are planned without their Pods (which Pods a pool selected in the
-        # past is not recorded): such a side needs its podRegex in the replayed spec.
+        # past is not recorded): such a side needs its podRegex in the replayed spec, and a side
+        # judged per accelerator its spec.analysis.accelerators count.
         return analysis_plan(spec, namespace)
 
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from modelgate.metrics.context import QueryContext, Side
+from modelgate.metrics.context import QueryContext, Side, promql_number
 
 # Variable name -> how to read it from the context and the side being evaluated ("target": the
 # candidate, or the incumbent when a metric compares). Names follow the spec's camelCase.
@@ -23,6 +23,9 @@ _VARIABLES: Mapping[str, Callable[[QueryContext, Side], str]] = {
     "target.deployment": lambda ctx, side: ctx.deployment(side),
     "target.podRegex": lambda ctx, side: ctx.pod_regex(side),
     "interval": lambda ctx, _: ctx.interval,
+    "incumbent.accelerators": lambda ctx, _: promql_number(ctx.incumbent_accelerators),
+    "candidate.accelerators": lambda ctx, _: promql_number(ctx.candidate_accelerators),
+    "target.accelerators": lambda ctx, side: promql_number(ctx.accelerators(side)),
 }
 TEMPLATE_VARIABLES = tuple(_VARIABLES)
 

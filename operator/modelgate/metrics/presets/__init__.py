@@ -14,9 +14,10 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TypeVar
 
+from modelgate.api.analysis import GoodputTargets
 from modelgate.api.series import SeriesComponent
 from modelgate.metrics.context import QueryContext, Side
-from modelgate.metrics.presets import istio_telemetry, llmd, sglang, tgi, traefik, triton, vllm
+from modelgate.metrics.presets import goodput, istio_telemetry, llmd, sglang, tgi, traefik, triton, vllm
 from modelgate.metrics.presets.catalog import (
     PRESETS,
     PROXIED_REQUESTS,
@@ -71,10 +72,20 @@ def available(source: str) -> tuple[str, ...]:
 
 
 def preset_query(
-    name: str, source: str, ctx: QueryContext, side: Side = "candidate", *, threshold: float | None = None
+    name: str,
+    source: str,
+    ctx: QueryContext,
+    side: Side = "candidate",
+    *,
+    threshold: float | None = None,
+    goodput: GoodputTargets | None = None,
 ) -> str:
     """One side's value of a preset (the candidate's, or the incumbent's for comparisons)."""
     preset, stack = _resolve(name, source, ctx)
+    if preset.per_side is not None:
+        built = preset.per_side(stack, ctx, side, goodput)
+        assert built is not None, f"{source} lacks {name} without saying why"
+        return built
     if preset.share is not None:
         rates = _share(preset, stack, threshold).rates(stack, ctx, side, ctx.interval)
         return f"{rates.events} / {rates.requests}"
@@ -95,13 +106,20 @@ def count_queries(
     return _share(preset, stack, threshold).totals(stack, ctx, side)
 
 
-def exemplar_query(name: str, source: str, ctx: QueryContext, *, threshold: float | None = None) -> str:
+def exemplar_query(
+    name: str,
+    source: str,
+    ctx: QueryContext,
+    *,
+    threshold: float | None = None,
+    goodput: GoodputTargets | None = None,
+) -> str:
     """The candidate's series whose exemplars point at the requests behind a preset's value: a
     share's events (the error counter of errorRate, ...), else the preset's own query (a latency
     histogram's buckets, whose exemplars carry each request's latency)."""
     preset, stack = _resolve(name, source, ctx)
     if preset.share is None:
-        return preset_query(name, source, ctx, threshold=threshold)
+        return preset_query(name, source, ctx, threshold=threshold, goodput=goodput)
     share = _share(preset, stack, threshold)
     if share.complement:
         # The events are what one bucket does not count (slowRequestRate): every bucket of the
@@ -146,6 +164,16 @@ def request_count_query(source: str, ctx: QueryContext, side: Side = "candidate"
     return f"({requests} or {stack.answered.over('increase', selector, ctx.interval)})"
 
 
+def output_tokens_query(source: str, ctx: QueryContext, side: Side) -> str | None:
+    """The output tokens one side generated in the window, for status.cost; None for a source that
+    does not count them, or that cannot tell the sides apart (two adapters: the metrics say why)."""
+    try:
+        stack = _sides_told_apart(get_stack(source), ctx)
+    except UnknownPresetError:
+        return None
+    return goodput.output_tokens(stack, ctx, side)
+
+
 def _resolve(name: str, source: str, ctx: QueryContext) -> tuple[Preset, Stack]:
     preset, stack = get_preset(name), _sides_told_apart(get_stack(source), ctx)
     if name in stack.lacks:
@@ -187,6 +215,7 @@ __all__ = [
     "exemplar_query",
     "get_preset",
     "get_stack",
+    "output_tokens_query",
     "preset_query",
     "request_count_query",
     "series_probes",

@@ -7,7 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from modelgate.api.analysis import GoodputTargets
 from modelgate.metrics.context import QueryContext, Side
+from modelgate.metrics.presets import goodput
 from modelgate.metrics.presets.common import Counter, Histogram, Selector, Stack, by_pod, counter
 from modelgate.metrics.provider import CountQueries
 
@@ -58,8 +60,13 @@ class Preset:
     share: Callable[[Stack, float | None], Share | None] | None = None
     # The query of any other preset: (stack, selector, window) -> PromQL, None when the stack lacks it.
     query: Callable[[Stack, str, str], str | None] | None = None
-    # What that query reads of the stack (a histogram, a counter, a gauge's name).
-    reads: Callable[[Stack], Histogram | Counter | str | None] | None = None
+    # The query of a preset built from a side's own numbers (its accelerators, their price) and the
+    # metric's goodput targets: (stack, context, side, targets) -> PromQL, None when the stack lacks it.
+    per_side: Callable[[Stack, QueryContext, Side, GoodputTargets | None], str | None] | None = None
+    # What that query reads of the stack (histograms, counters, a gauge's name).
+    reads: (
+        Callable[[Stack], Histogram | Counter | str | tuple[Histogram | Counter | None, ...] | None] | None
+    ) = None
 
     def series(self, stack: Stack, threshold: float | None) -> tuple[str, ...]:
         """The names of the series the preset reads whose absence leaves it without data."""
@@ -69,6 +76,8 @@ class Preset:
         read = self.reads(stack) if self.reads is not None else None
         if read is None:
             return ()
+        if isinstance(read, tuple):
+            return tuple(name for part in read if part is not None for name in part.series())
         return (read,) if isinstance(read, str) else read.series()
 
 
@@ -122,6 +131,25 @@ def _queue(stack: Stack) -> str | None:
 def _tokens_per_second(stack: Stack, selector: str, window: str) -> str | None:
     tokens = stack.generated_tokens
     return tokens.over("rate", selector, window) if tokens is not None else None
+
+
+def _goodput_reads(stack: Stack) -> tuple[Histogram | Counter | None, ...]:
+    return (stack.ttft, stack.tpot)
+
+
+def _goodput_tokens_reads(stack: Stack) -> tuple[Histogram | Counter | None, ...]:
+    return (stack.ttft, stack.tpot, stack.generated_tokens)
+
+
+def _with_targets(
+    build: Callable[[Stack, QueryContext, Side, GoodputTargets], str | None],
+) -> Callable[[Stack, QueryContext, Side, GoodputTargets | None], str | None]:
+    def checked(stack: Stack, ctx: QueryContext, side: Side, targets: GoodputTargets | None) -> str | None:
+        if targets is None:
+            raise ValueError("a goodput preset needs goodput: the ttft and tpot targets in seconds")
+        return build(stack, ctx, side, targets)
+
+    return checked
 
 
 def _queue_depth(stack: Stack, selector: str, window: str) -> str | None:
@@ -198,6 +226,28 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
                 "requests",
                 query=_queue_depth,
                 reads=_queue,
+            ),
+            Preset(
+                "goodputPerAccelerator",
+                "requests per second per accelerator that met the `goodput` targets (at least), at both "
+                "sides' traffic",
+                "requests/s",
+                per_side=_with_targets(goodput.goodput_per_accelerator),
+                reads=_goodput_reads,
+            ),
+            Preset(
+                "goodputTokensPerAccelerator",
+                "goodputPerAccelerator times the side's output tokens per request",
+                "tokens/s",
+                per_side=_with_targets(goodput.goodput_tokens_per_accelerator),
+                reads=_goodput_tokens_reads,
+            ),
+            Preset(
+                "costPerMillionTokens",
+                "the price of a million output tokens on the side's accelerators, over the window",
+                "price",
+                per_side=lambda stack, ctx, side, _: goodput.cost_per_million_tokens(stack, ctx, side),
+                reads=_tokens,
             ),
         )
     }

@@ -53,6 +53,13 @@ class Counter:
         neither extrapolation nor a window whose edges could lose or repeat an increment."""
         return self._added(lambda series: series, selector)
 
+    def grown(self, selector: str, window: str) -> str:
+        """What the counters' total grew by over `window`: their sum now less their sum `window` ago
+        (0 when no series existed then: counters start at 0), the difference of two readings, with
+        neither extrapolation nor interpolation."""
+        before = self._added(lambda series: f"{series} offset {window}", selector)
+        return f"({self.total(selector)} - ({before} or vector(0)))"
+
     def _added(self, term: Callable[[str], str], selector: str) -> str:
         terms = [f"sum({self._either(term, name, selector)})" for name in self.names]
         added = " + ".join(terms)
@@ -90,6 +97,18 @@ class Histogram:
     def series(self) -> tuple[str, ...]:
         return (f"{self.name}_bucket",)
 
+    def within(self, seconds: float, selector: str, window: str) -> str:
+        """Observations per second over `window` that were at most `seconds`, from the bucket of the
+        largest bound at most `seconds` (`le` is a label, so the candidates are the bounds servers
+        use, `BUCKET_BOUNDS`, and `seconds` itself): the buckets are cumulative, so the largest of
+        their rates is that bucket's. Rounding down counts fewer observations as within."""
+        unit = Decimal(repr(self.unit))
+        limit = Decimal(repr(seconds))
+        bounds = sorted({bound / unit for bound in (limit, *BUCKET_BOUNDS) if bound <= limit})
+        le = 'le=~"' + "|".join(le_matcher(bound) for bound in bounds) + '"'
+        buckets = f"rate({self.name}_bucket{{{_matchers(selector, le)}}}[{window}])"
+        return f"max(sum by (le) ({buckets}))"
+
     def observations(self) -> Counter:
         return counter(f"{self.name}_count")
 
@@ -126,8 +145,56 @@ class Stack:
         return self.exporters.get(series, self.exporter)
 
 
+# Bucket bounds in the servers' default histograms (vLLM's and its simulator's TTFT and time per output
+# token, Prometheus clients' defaults): those a target is rounded down to.
+BUCKET_BOUNDS = tuple(
+    Decimal(bound)
+    for bound in [
+        "0.001",
+        "0.0025",
+        "0.005",
+        "0.01",
+        "0.02",
+        "0.025",
+        "0.04",
+        "0.05",
+        "0.06",
+        "0.075",
+        "0.08",
+        "0.1",
+        "0.15",
+        "0.2",
+        "0.25",
+        "0.3",
+        "0.4",
+        "0.5",
+        "0.75",
+        "1",
+        "2",
+        "2.5",
+        "5",
+        "7.5",
+        "10",
+        "20",
+        "40",
+        "80",
+        "160",
+        "640",
+        "2560",
+    ]
+)
+
 # What a proxy or gateway cannot see of a request: the server's tokens and queue.
-SERVER_ONLY = ("ttftP50", "ttftP99", "tpotP99", "tokensPerSecond", "queueDepth")
+SERVER_ONLY = (
+    "ttftP50",
+    "ttftP99",
+    "tpotP99",
+    "tokensPerSecond",
+    "queueDepth",
+    "goodputPerAccelerator",
+    "goodputTokensPerAccelerator",
+    "costPerMillionTokens",
+)
 
 
 def lacks_server_only(why: str) -> Mapping[str, str]:

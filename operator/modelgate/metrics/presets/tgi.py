@@ -22,8 +22,8 @@ STACK = Stack(
     # A histogram of tokens per request: its sum counts every generated token.
     generated_tokens=counter("tgi_request_generated_tokens_sum"),
     queue="tgi_queue_size",
-    lacks={
-        "ttftP50": "TGI exports no time-to-first-token histogram",
-        "ttftP99": "TGI exports no time-to-first-token histogram",
-    },
+    lacks=dict.fromkeys(
+        ("ttftP50", "ttftP99", "goodputPerAccelerator", "goodputTokensPerAccelerator"),
+        "TGI exports no time-to-first-token histogram",
+    ),
 )

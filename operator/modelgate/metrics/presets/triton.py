@@ -6,6 +6,8 @@ from modelgate.api.series import SeriesComponent
 from modelgate.metrics.presets.common import Counter, Histogram, Stack, by_pod, counter
 
 _FAILURES = "nv_inference_request_failure"
+_NO_TPOT = "Triton's core exports no time per output token"
+_NO_TOKENS = "Triton's core counts inferences, not generated tokens"
 _NO_LATENCY_HISTOGRAM = (
     "Triton exports request latency as cumulative microsecond counters and per-pod summaries, "
     "which cannot be combined into a quantile or a bucket across pods"
@@ -25,9 +27,12 @@ STACK = Stack(
     ttft=Histogram("nv_inference_first_response_histogram_ms", unit=0.001),
     queue="nv_inference_pending_request_count",
     lacks={
-        "tpotP99": "Triton's core exports no time per output token",
+        "tpotP99": _NO_TPOT,
+        "goodputPerAccelerator": _NO_TPOT,
+        "goodputTokensPerAccelerator": _NO_TPOT,
+        "costPerMillionTokens": _NO_TOKENS,
         "latencyP99": _NO_LATENCY_HISTOGRAM,
         "slowRequestRate": _NO_LATENCY_HISTOGRAM,
-        "tokensPerSecond": "Triton's core counts inferences, not generated tokens",
+        "tokensPerSecond": _NO_TOKENS,
     },
 )

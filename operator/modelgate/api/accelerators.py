@@ -1,0 +1,57 @@
+"""ModelRollout.spec.analysis.accelerators: what a side's accelerators are counted by, or how many it
+has, and what one costs an hour. The goodput presets divide by the count; the cost preset multiplies
+by it and the price (docs/metric-presets.md#goodput-and-cost)."""
+
+from typing import Annotated, Self
+
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
+
+from modelgate.api.errors import FieldPathError
+from modelgate.api.fields import Number
+from modelgate.api.markers import CelRule, cel_rules
+from modelgate.api.specmodel import SpecModel
+
+DEFAULT_RESOURCE = "nvidia.com/gpu"
+# A Kubernetes resource name: an optional DNS-1123 subdomain prefix and `/`, then a name of letters,
+# digits, `-`, `_` and `.` (nvidia.com/gpu, amd.com/gpu, google.com/tpu, cpu).
+RESOURCE_NAME_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+ResourceName = Annotated[str, StringConstraints(max_length=317, pattern=RESOURCE_NAME_PATTERN)]
+
+
+class SideAccelerators(SpecModel):
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            CelRule("!has(self.count) || self.count > 0.0", field_path=".count", message="must be positive")
+        )
+    )
+
+    count: Number | None = Field(
+        None,
+        description="The side's accelerators in all, instead of the sum of its Ready Pods' requests of "
+        "resourceName (e.g. for accelerators a device plugin does not request by name).",
+    )
+    price_per_hour: Annotated[Number, Field(ge=0)] | None = Field(
+        None,
+        description="The price of one accelerator for one hour, in any currency (the same for both "
+        "sides); the costPerMillionTokens preset needs it on both sides.",
+    )
+
+    @model_validator(mode="after")
+    def _positive_count(self) -> Self:
+        if self.count is not None and self.count <= 0:
+            raise FieldPathError("count", f"must be positive (got {self.count})")
+        return self
+
+
+class AcceleratorSpec(SpecModel):
+    resource_name: ResourceName = Field(
+        DEFAULT_RESOURCE,
+        description="The resource a side's accelerators are requested as: the operator adds up the "
+        "requests of it (limits where a container requests none) of every container of the side's "
+        "Ready Pods.",
+    )
+    incumbent: SideAccelerators = Field(SideAccelerators(), description="The incumbent's count and price.")
+    candidate: SideAccelerators = Field(SideAccelerators(), description="The candidate's count and price.")
