@@ -216,6 +216,20 @@ class WinRatePolicy(SpecModel):
     )
 
 
+# A ratio of tokens per task, candidate over incumbent: 1.5 lets the candidate use half as many more.
+TokensRatio = Annotated[Number, Field(ge=0.01, le=100)]
+
+
+class CapabilityTokensRatio(SpecModel):
+    """The most output tokens per task one capability's answers may take, against the incumbent's."""
+
+    name: MetricName = Field(description="A capability tag of the test set.")
+    max: TokensRatio = Field(
+        description="The candidate's mean output tokens per item of this capability may be at most this "
+        "multiple of the incumbent's on the same items."
+    )
+
+
 class CheckPolicy(SpecModel):
     """How a check's result is judged. A score is Inconclusive, never a pass, with fewer samples than
     minSamples; an unnamed score is held to minScore and maxDrop."""
@@ -246,6 +260,18 @@ class CheckPolicy(SpecModel):
         None,
         description="The test set's date (in the result) may be at most this old when the check ends; "
         "a staler set fails the check.",
+    )
+    max_tokens_ratio: TokensRatio | None = Field(
+        None,
+        description="The candidate's mean output tokens per task over every capability of the result "
+        "may be at most this multiple of the incumbent's (e.g. 1.5). Inconclusive when the result has "
+        "no token counts, or an answer came without one, or fewer than minSamples answers were counted.",
+    )
+    capability_tokens_ratios: Annotated[tuple[CapabilityTokensRatio, ...], Field(max_length=32)] = Field(
+        (),
+        description="The same bound for single capabilities; Inconclusive for a capability whose counts "
+        "are missing or incomplete.",
+        json_schema_extra=list_map("name"),
     )
 
     @property

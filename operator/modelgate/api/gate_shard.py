@@ -9,7 +9,7 @@ from typing import Final, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
-from modelgate.api.gate_result import ResultModel, TestSetIdentity, WinRate
+from modelgate.api.gate_result import NO_TOKENS, ResultModel, SideTokens, TestSetIdentity, WinRate
 
 ShardResultVersion = Literal["modelgate.io/gate-shard/v1"]
 SHARD_RESULT_VERSION: Final[ShardResultVersion] = "modelgate.io/gate-shard/v1"
@@ -27,6 +27,8 @@ class CapabilityCounts(ResultModel):
     items: NonNegativeInt
     candidate_passed: NonNegativeInt
     incumbent_passed: NonNegativeInt
+    candidate_tokens: SideTokens = NO_TOKENS
+    incumbent_tokens: SideTokens = NO_TOKENS
 
 
 class SideCounts(ResultModel):
