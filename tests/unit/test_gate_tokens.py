@@ -52,7 +52,8 @@ def test_the_overall_ratio_is_held_to_max_tokens_ratio(candidate: SideTokens, ve
 
 
 def test_the_overall_ratio_is_of_means_over_every_capability_not_a_mean_of_ratios() -> None:
-    # math: 10 vs 10 on 100 items; code: 100 vs 40 on 20 items. Over all: 3000/120 vs 1800/120 (the mean of the ratios would be 1.75).
+    # math: 10 vs 10 on 100 items; code: 100 vs 40 on 20 items. Over all: 3000/120 vs 1800/120,
+    # 1.67 (the mean of the two ratios would be 1.75).
     math = tokens("math", side(10, counted=100), side(10, counted=100))
     code = tokens("code", side(100, counted=20), side(40, counted=20))
 
@@ -138,5 +139,5 @@ def test_a_result_naming_a_capability_twice_is_refused() -> None:
 
 def test_the_ratio_bound_is_positive_and_finite_in_the_policy() -> None:
     for bad in (0, -1, 1000, float("inf")):
-        with pytest.raises(ValueError, match="max_tokens_ratio|maxTokensRatio"):
+        with pytest.raises(ValueError, match=r"max_tokens_ratio|maxTokensRatio"):
             CheckPolicy.model_validate({"maxTokensRatio": bad})
