@@ -217,7 +217,19 @@ class WinRatePolicy(SpecModel):
 
 
 # A ratio of tokens per task, candidate over incumbent: 1.5 lets the candidate use half as many more.
-TokensRatio = Annotated[Number, Field(ge=0.01, le=100)]
+MIN_TOKENS_RATIO = 0.01
+# The rule beside `minimum`: the API server compares an integer value with a fractional minimum
+# truncated (0 passes `minimum: 0.01`), CEL compares them as numbers.
+TokensRatio = Annotated[
+    Number,
+    Field(
+        ge=MIN_TOKENS_RATIO,
+        le=100,
+        json_schema_extra=cel_rules(
+            CelRule(f"self >= {MIN_TOKENS_RATIO}", message=f"must be at least {MIN_TOKENS_RATIO}")
+        ),
+    ),
+]
 
 
 class CapabilityTokensRatio(SpecModel):
