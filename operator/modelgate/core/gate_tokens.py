@@ -33,15 +33,14 @@ def judge_tokens(result: GateResult, policy: CheckPolicy) -> TokensJudged:
             name=entry.name,
             **_judged(
                 entry.name, entry.candidate, entry.incumbent, bounds.get(entry.name), policy.min_samples
-            ),
+            ).model_dump(),
         )
         for entry in result.tokens
     )
     overall = None
     if result.tokens:
-        candidate, incumbent = _totals(result.tokens)
-        judged = _judged(EVERY_CAPABILITY, candidate, incumbent, policy.max_tokens_ratio, policy.min_samples)
-        overall = TokensPerTask(**judged)
+        candidate, incumbent = totals(result.tokens)
+        overall = _judged(EVERY_CAPABILITY, candidate, incumbent, policy.max_tokens_ratio, policy.min_samples)
     findings = [(t.verdict, t.message or "") for t in (*per_capability, overall) if t and t.verdict]
     measured = {entry.name for entry in result.tokens}
     missing = [name for name in bounds if name not in measured]
@@ -54,7 +53,8 @@ def judge_tokens(result: GateResult, policy: CheckPolicy) -> TokensJudged:
     return TokensJudged(per_capability, overall, tuple(findings))
 
 
-def _totals(tokens: Sequence[CapabilityTokens]) -> tuple[SideTokens, SideTokens]:
+def totals(tokens: Sequence[CapabilityTokens]) -> tuple[SideTokens, SideTokens]:
+    """The candidate's and the incumbent's counts over every capability."""
     candidate = sum((entry.candidate for entry in tokens), NO_TOKENS)
     incumbent = sum((entry.incumbent for entry in tokens), NO_TOKENS)
     return candidate, incumbent
@@ -62,24 +62,26 @@ def _totals(tokens: Sequence[CapabilityTokens]) -> tuple[SideTokens, SideTokens]
 
 def _judged(
     name: str, candidate: SideTokens, incumbent: SideTokens, max_ratio: float | None, min_samples: int
-) -> dict[str, object]:
-    """The fields of a TokensPerTask: both means, their ratio, and its verdict where it is bounded."""
+) -> TokensPerTask:
+    """Both means, their ratio, and its verdict where it is bounded."""
     mine, theirs = candidate.per_task, incumbent.per_task
     ratio = None if mine is None or not theirs else mine / theirs
-    fields: dict[str, object] = {
-        "candidate": mine,
-        "incumbent": theirs,
-        "candidate_counted": candidate.counted,
-        "incumbent_counted": incumbent.counted,
-        "uncounted": candidate.uncounted + incumbent.uncounted,
-        "ratio": ratio,
-        "max_ratio": max_ratio,
-    }
+    verdict = message = None
     if max_ratio is not None:
         verdict, why = _verdict(candidate, incumbent, ratio, max_ratio, min_samples)
         means = f"candidate {_mean(mine)}, incumbent {_mean(theirs)}"
-        fields.update(verdict=verdict, message=clip(f"tokens per task of {name}: {means}: {why}", MESSAGE))
-    return fields
+        message = clip(f"tokens per task of {name}: {means}: {why}", MESSAGE)
+    return TokensPerTask(
+        candidate=mine,
+        incumbent=theirs,
+        candidate_counted=candidate.counted,
+        incumbent_counted=incumbent.counted,
+        uncounted=candidate.uncounted + incumbent.uncounted,
+        ratio=ratio,
+        max_ratio=max_ratio,
+        verdict=verdict,
+        message=message,
+    )
 
 
 def _verdict(

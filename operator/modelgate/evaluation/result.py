@@ -16,6 +16,7 @@ from modelgate.api.gate_result import (
     WinRate,
 )
 from modelgate.api.gate_shard import ShardResult
+from modelgate.core.gate_tokens import totals
 from modelgate.core.win_rate import wilson_lower_bound, win_share
 
 # The confidence of the lower bound shown to people; the operator applies the policy's own.
@@ -23,7 +24,6 @@ SHOWN_CONFIDENCE = 0.95
 SUMMARY_LIMIT = 1024
 # Neither better nor worse when higher: a policy may still bound how far it moves.
 NEUTRAL_SCORES = frozenset({"replay-mean-answer-chars"})
-SIDES = ("candidate", "incumbent")
 
 
 class ResultTooLarge(ValueError):
@@ -48,9 +48,10 @@ def gate_result(
 
 def tokens_text(tokens: Sequence[CapabilityTokens]) -> str:
     """Both sides' output tokens per task over every capability, and how many answers had no count."""
-    sides = [sum((getattr(t, side) for t in tokens), SideTokens(tokens=0, counted=0)) for side in SIDES]
-    shown = [f"{side} {per_task_text(total)}" for side, total in zip(SIDES, sides, strict=True)]
-    return "output tokens per task: " + ", ".join(shown)
+    candidate, incumbent = totals(tokens)
+    return (
+        f"output tokens per task: candidate {per_task_text(candidate)}, incumbent {per_task_text(incumbent)}"
+    )
 
 
 def per_task_text(side: SideTokens) -> str:
