@@ -30,6 +30,7 @@ from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.object_storage import GateResults, S3Object
 from modelgate.api.recorded_requests import ONE_REPLAY_SOURCE, RECORDED_NOT_SAMPLED, RecordedRequests
 from modelgate.api.specmodel import SpecModel
+from modelgate.api.tokens_policy import CapabilityTokensRatio, TokensRatio
 
 OnCheckError = Literal["Reject", "Inconclusive"]
 MAX_CHECKS = 8
@@ -213,32 +214,6 @@ class WinRatePolicy(SpecModel):
     )
     confidence: Annotated[Number, Field(ge=0.5, le=0.999)] = Field(
         0.95, description="Two-sided confidence of the bound."
-    )
-
-
-# A ratio of tokens per task, candidate over incumbent: 1.5 lets the candidate use half as many more.
-MIN_TOKENS_RATIO = 0.01
-# The rule beside `minimum`: the API server compares an integer value with a fractional minimum
-# truncated (0 passes `minimum: 0.01`), CEL compares them as numbers.
-TokensRatio = Annotated[
-    Number,
-    Field(
-        ge=MIN_TOKENS_RATIO,
-        le=100,
-        json_schema_extra=cel_rules(
-            CelRule(f"self >= {MIN_TOKENS_RATIO}", message=f"must be at least {MIN_TOKENS_RATIO}")
-        ),
-    ),
-]
-
-
-class CapabilityTokensRatio(SpecModel):
-    """The most output tokens per task one capability's answers may take, against the incumbent's."""
-
-    name: MetricName = Field(description="A capability tag of the test set.")
-    max: TokensRatio = Field(
-        description="The candidate's mean output tokens per item of this capability may be at most this "
-        "multiple of the incumbent's on the same items."
     )
 
 
