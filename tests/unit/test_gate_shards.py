@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from modelgate.api.gate_result import Score, SideTokens, TestSetIdentity
-from modelgate.api.gate_shard import ShardResult
+from modelgate.api.gate_result import NO_TOKENS, Score, SideTokens, TestSetIdentity
+from modelgate.api.gate_shard import CapabilityCounts, ShardResult
 from modelgate.core.gate_shards import ShardsDisagree, merge_shards, merged_result, shard_scores
 from modelgate.evaluation.answer_checks import ExactCheck
+from modelgate.evaluation.result import shard_json
 from modelgate.evaluation.scoring import (
     Reply,
     capability_counts,
@@ -172,3 +173,32 @@ def test_shards_not_of_one_run_are_refused_naming_the_index(change: dict[str, ob
         merge_shards([first, second.model_copy(update=change)])
 
     assert str(refused.value).startswith(index)
+
+
+def test_a_shard_whose_token_counts_do_not_fit_leaves_them_all_out_and_the_merge_has_none() -> None:
+    side = SideTokens(tokens=1234567, counted=1200)
+    counts = tuple(
+        CapabilityCounts(
+            name=f"capability-with-a-long-name-{n:03d}",
+            items=1200,
+            candidate_passed=1000,
+            incumbent_passed=990,
+            candidate_tokens=side,
+            incumbent_tokens=side,
+        )
+        for n in range(30)
+    )
+    roomy, crowded = (
+        ShardResult(index=i, shards=2, test_set=IDENTITY, capabilities=counts[:10] if i == 0 else counts)
+        for i in range(2)
+    )
+    alone = ShardResult.model_validate_json(shard_json(roomy.model_copy(update={"shards": 1})))
+    assert alone.capabilities == roomy.capabilities and not alone.tokens_left_out  # these fit
+
+    read = ShardResult.model_validate_json(shard_json(crowded))
+
+    assert read.tokens_left_out and all(c.candidate_tokens == NO_TOKENS for c in read.capabilities)
+    assert [c.candidate_passed for c in read.capabilities] == [1000] * 30  # the scores' counts stay
+    # Merged with a shard that kept its counts: none at all, never the sum of some shards' counts.
+    merged = merged_result([roomy.model_copy(update={"capabilities": counts}), read])
+    assert merged.tokens == ()

@@ -63,6 +63,11 @@ class ShardResult(ResultModel):
     )
     replay: ReplayCounts | None = None
     win_rate: WinRate | None = None
+    tokens_left_out: bool = Field(
+        False,
+        description="The shard's token counts did not fit its termination message and were left out: "
+        "the merged result has none (a policy that bounds tokens is then Inconclusive).",
+    )
     results_url: str | None = Field(
         None,
         max_length=1100,

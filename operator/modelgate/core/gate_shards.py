@@ -75,7 +75,10 @@ def replay_scores(replay: ReplayCounts) -> list[Score]:
 
 
 def shard_tokens(shard: ShardResult) -> tuple[CapabilityTokens, ...]:
-    """Each capability's output tokens of both sides, where either side answered any of its items."""
+    """Each capability's output tokens of both sides, where either side answered any of its items;
+    none when a shard left its counts out."""
+    if shard.tokens_left_out:
+        return ()
     return tuple(
         CapabilityTokens(name=c.name, candidate=c.candidate_tokens, incumbent=c.incumbent_tokens)
         for c in shard.capabilities
@@ -114,6 +117,7 @@ def merge_shards(shards: Sequence[ShardResult]) -> ShardResult:
         ),
         replay=_added_replay(replays) if replays else None,
         win_rate=_added_win_rate(win_rates) if win_rates else None,
+        tokens_left_out=any(s.tokens_left_out for s in shards),
     )
 
 

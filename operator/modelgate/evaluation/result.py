@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from modelgate.api.gate_result import (
+    NO_TOKENS,
     TERMINATION_MESSAGE_LIMIT,
     CapabilityTokens,
     GateResult,
@@ -24,6 +25,9 @@ SHOWN_CONFIDENCE = 0.95
 SUMMARY_LIMIT = 1024
 # Neither better nor worse when higher: a policy may still bound how far it moves.
 NEUTRAL_SCORES = frozenset({"replay-mean-answer-chars"})
+
+
+_NO_TOKENS_JSON = NO_TOKENS.model_dump(mode="json")
 
 
 class ResultTooLarge(ValueError):
@@ -116,17 +120,30 @@ def result_json(result: GateResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> s
 
 
 def shard_json(shard: ShardResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> str:
-    """Compact JSON of a shard's counts, within `limit` bytes, else ResultTooLarge."""
-    document = shard.model_dump(mode="json", by_alias=True, exclude_none=True)
-    for counts in document.get("capabilities", []):
-        _drop_zero_uncounted(counts["candidateTokens"], counts["incumbentTokens"])
-    text = json.dumps(document, separators=(",", ":"))
+    """Compact JSON of a shard's counts, within `limit` bytes: without its token counts (all of
+    them, marked left out) if that is what it takes, else ResultTooLarge."""
+    text = _shard_text(shard)
+    if len(text.encode()) > limit:
+        text = _shard_text(shard.model_copy(update={"tokens_left_out": True}))
     if len(text.encode()) > limit:
         raise ResultTooLarge(
             f"the shard's counts are {len(text.encode())} bytes, more than the {limit} a termination "
             "message holds: fewer capabilities per check, or a smaller replay sample"
         )
     return text
+
+
+def _shard_text(shard: ShardResult) -> str:
+    document = shard.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for counts in document.get("capabilities", []):
+        for side in ("candidateTokens", "incumbentTokens"):
+            if shard.tokens_left_out or counts[side] == _NO_TOKENS_JSON:
+                del counts[side]  # the default
+            else:
+                _drop_zero_uncounted(counts[side])
+    if not shard.tokens_left_out:
+        del document["tokensLeftOut"]  # false is the default
+    return json.dumps(document, separators=(",", ":"))
 
 
 def _terse(result: GateResult) -> str:
