@@ -9,8 +9,10 @@ of a configured quality per capability, and `Behaviour.judge` makes it a pairwis
 (testbed/answering.py).
 
 A request with `"stream": true` is answered with server-sent events as vLLM sends them: one chunk per
-word, then `data: [DONE]`. With `hold_streams`, each stream stops after its first chunk until
-`POST /admin/release-streams`, so a test can see what a client receives before the answer ends.
+word, then (asked `stream_options.include_usage`) a usage chunk, then `data: [DONE]`. The usage
+counts `tokens_per_word` tokens per word of the answer, as a tokenizer would. With `hold_streams`,
+each stream stops after its first chunk until `POST /admin/release-streams`, so a test can see what
+a client receives before the answer ends.
 
 Latency is not slept by default: each answered request observes its *configured* timing in the
 histograms and is answered at once, so a test can fake a slow tail in milliseconds. Set
@@ -65,6 +67,11 @@ REFUSAL = "I'm sorry, but I can't help with that."
 # A content filter stops an answer after this many words.
 FILTERED_AFTER_WORDS = 3
 RefusalStyle = Literal["text", "content_filter"]
+# How a request asked to be answered: whole, or streamed with or without a last usage chunk.
+Streamed = Literal["whole", "streamed", "streamed with usage"]
+WHOLE: Streamed = "whole"
+STREAMED: Streamed = "streamed"
+STREAMED_WITH_USAGE: Streamed = "streamed with usage"
 Source = Literal["vllm", "sglang", "tgi", "triton", "llm-d", "istio"]
 
 
@@ -123,6 +130,11 @@ class Behaviour(BaseModel):
     )
     latency: Latency = Latency()
     output_tokens: int = Field(default=20, ge=1, description="tokens of an answer (max_tokens may cut it)")
+    tokens_per_word: int = Field(
+        default=1,
+        ge=1,
+        description="its tokenizer's tokens per word of an answer, counted in usage and metrics",
+    )
     requests_waiting: int = Field(default=0, ge=0, description="the stack's queue gauge")
     simulate_latency_sleep: bool = False
     hold_streams: bool = Field(default=False, description="streams wait after their first chunk")
@@ -231,17 +243,17 @@ class ModelServerDouble:
         status, payload, streamed = await self._complete(request)
         self.traces.record(trace_id, status)
         headers = {"traceparent": self.traces.traceparent(trace_id)}
-        if streamed and status == 200:
-            return await self._stream(request, payload, headers)
+        if streamed != WHOLE and status == 200:
+            return await self._stream(request, payload, headers, with_usage=streamed == STREAMED_WITH_USAGE)
         return web.json_response(payload, status=status, headers=headers)
 
-    async def _complete(self, request: web.Request) -> tuple[int, dict[str, Any], bool]:
+    async def _complete(self, request: web.Request) -> tuple[int, dict[str, Any], Streamed]:
         try:
             body = await request.json()
             messages, max_tokens, streamed = _parse_chat_request(body)
             verdict = judge_verdict(self.behaviour.judge, messages) if self.behaviour.judge else None
         except ValueError as error:  # malformed JSON included
-            return 400, _error_body(f"invalid request: {error}", "BadRequestError", 400), False
+            return 400, _error_body(f"invalid request: {error}", "BadRequestError", 400), WHOLE
         outcome = self._planner.next()
         if outcome.kind == "error":
             self.metrics.failed()
@@ -249,7 +261,7 @@ class ModelServerDouble:
             return (
                 500,
                 _error_body("injected failure (model server double)", "InternalServerError", 500),
-                False,
+                WHOLE,
             )
         if outcome.kind == "abort":
             # Stands for a client that went away; 499 is nginx's "client closed request".
@@ -258,7 +270,7 @@ class ModelServerDouble:
             return (
                 499,
                 _error_body("injected client abort (model server double)", "ClientClosedRequest", 499),
-                False,
+                WHOLE,
             )
         refused = outcome.kind == "refusal"
         if refused:
@@ -267,13 +279,13 @@ class ModelServerDouble:
             content, finish_reason = verdict.value, "stop"
         else:
             content, finish_reason = self._answer(messages, max_tokens)
-        tokens = len(content.split())  # one word stands for one token
+        tokens = len(content.split()) * self.behaviour.tokens_per_word
         ttft, tpot, latency = self.behaviour.latency.timing(tokens, outcome.slow)
         if self.behaviour.simulate_latency_sleep:
             await asyncio.sleep(latency)
         self.metrics.answered(Answer(ttft, tpot, tokens, latency, finish_reason))
         self._count_proxied("200", self._refusal_reason() if refused else None)
-        return 200, self._completion(messages, content, finish_reason), streamed
+        return 200, self._completion(messages, content, finish_reason, tokens), streamed
 
     def _answer(self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None) -> tuple[str, str]:
         """A test-set item's answer, or the canned answer signed by the version, `output_tokens`
@@ -302,14 +314,19 @@ class ModelServerDouble:
         return REFUSAL, "stop"
 
     async def _stream(
-        self, request: web.Request, completion: Mapping[str, Any], headers: Mapping[str, str]
+        self,
+        request: web.Request,
+        completion: Mapping[str, Any],
+        headers: Mapping[str, str],
+        *,
+        with_usage: bool,
     ) -> web.StreamResponse:
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", **headers}
         )
         await response.prepare(request)
         release = self._release
-        for number, chunk in enumerate(stream_chunks(completion)):
+        for number, chunk in enumerate(stream_chunks(completion, with_usage=with_usage)):
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
             if number == 0 and self.behaviour.hold_streams:
                 self._held += 1
@@ -326,10 +343,9 @@ class ModelServerDouble:
         return web.json_response({"released": released})
 
     def _completion(
-        self, messages: Sequence[Mapping[str, Any]], content: str, finish_reason: str
+        self, messages: Sequence[Mapping[str, Any]], content: str, finish_reason: str, completion_tokens: int
     ) -> dict[str, Any]:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
-        completion_tokens = len(content.split())
         return {
             "id": f"chatcmpl-{next(self._ids):08x}",
             "object": "chat.completion",
@@ -390,8 +406,9 @@ class ModelServerDouble:
         return web.json_response(self.behaviour.model_dump(mode="json"))
 
 
-def stream_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A chat completion as vLLM streams it: the role, one chunk per word, then the finish reason."""
+def stream_chunks(completion: Mapping[str, Any], *, with_usage: bool = False) -> list[dict[str, Any]]:
+    """A chat completion as vLLM streams it: the role, one chunk per word, then the finish reason,
+    then `with_usage` (`stream_options.include_usage`) a chunk without choices carrying the usage."""
     (choice,) = completion["choices"]
     words = choice["message"]["content"].split(" ")
     deltas = [
@@ -400,7 +417,7 @@ def stream_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
     finish: list[str | None] = [*(None for _ in deltas), choice["finish_reason"]]
     head = {key: completion[key] for key in ("id", "created", "model")}
-    return [
+    chunks = [
         {
             **head,
             "object": "chat.completion.chunk",
@@ -408,9 +425,14 @@ def stream_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
         }
         for delta, reason in zip([*deltas, {}], finish, strict=True)
     ]
+    if with_usage:
+        chunks.append(
+            {**head, "object": "chat.completion.chunk", "choices": [], "usage": completion["usage"]}
+        )
+    return chunks
 
 
-def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None, bool]:
+def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None, Streamed]:
     if not isinstance(body, dict):
         raise ValueError("body must be a JSON object")
     messages = body.get("messages")
@@ -422,7 +444,12 @@ def _parse_chat_request(body: Any) -> tuple[list[dict[str, Any]], int | None, bo
     streamed = body.get("stream", False)
     if not isinstance(streamed, bool):
         raise ValueError("stream must be true or false")
-    return messages, max_tokens, streamed
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict) or not isinstance(options.get("include_usage", False), bool):
+        raise ValueError("stream_options must be an object whose include_usage is true or false")
+    if not streamed:
+        return messages, max_tokens, WHOLE
+    return messages, max_tokens, STREAMED_WITH_USAGE if options.get("include_usage") else STREAMED
 
 
 def _error_body(message: str, error_type: str, code: int) -> dict[str, Any]:

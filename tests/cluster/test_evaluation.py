@@ -113,6 +113,17 @@ def test_a_malformed_schedule_is_refused_at_admission_naming_the_field(
     assert any(c.get("field") == "spec.schedule" and "cron" in c.get("message", "") for c in causes), causes
 
 
+def test_a_tokens_ratio_is_refused_at_admission_where_no_two_models_are_compared(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    check = {**evaluator_check(), "policy": {"maxTokensRatio": 1.5}}
+    with pytest.raises(ApiException) as refused:
+        create(api_client, model_evaluation(namespace, checks=[check]))
+    assert refused.value.status == 422, refused.value.body
+    causes = json.loads(refused.value.body or "{}").get("details", {}).get("causes", [])
+    assert any(c.get("field") == "spec.checks" and "maxTokensRatio" in c.get("message", "") for c in causes)
+
+
 def test_a_well_formed_evaluation_is_accepted(api_client: client.ApiClient, namespace: str) -> None:
     for n, schedule in enumerate(["@hourly", "*/5 9-17 * * 1-5", "0 0 1,15 * *"]):
         create(api_client, model_evaluation(namespace, name=f"ok-{n}", schedule=schedule))

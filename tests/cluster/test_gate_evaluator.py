@@ -55,8 +55,10 @@ def evaluated(
     replay: str = "",
     set_in_config_map: bool = True,
     results: Json | None = None,
+    tokens_per_word: int = 1,
 ) -> Iterator[Scenario]:
-    """The gated rollout, its candidate right in `candidate`'s share of each capability's items;
+    """The gated rollout, its candidate right in `candidate`'s share of each capability's items
+    (its tokenizer `tokens_per_word` tokens per word of an answer, the incumbent's one);
     ConfigMap qa-set holds the `replay` (key replay.jsonl) and, with `set_in_config_map` (a set over
     1 MiB does not fit), the test set (key set.jsonl), which is file TEST_SET_FILE of `tmp_path`;
     `results`: spec.gate.results."""
@@ -77,7 +79,12 @@ def evaluated(
     )
     incumbent = knowing(test_set, INCUMBENT)
     with serving(
-        local_bed, api_client, namespace, knowing(test_set, candidate), incumbent=incumbent, rps=20
+        local_bed,
+        api_client,
+        namespace,
+        knowing(test_set, candidate).model_copy(update={"tokens_per_word": tokens_per_word}),
+        incumbent=incumbent,
+        rps=20,
     ) as scenario:
         services = {
             f"http://{name}.{namespace}.svc:8000": scenario.fleet.urls(name)[0]

@@ -98,6 +98,11 @@ def test_four_shards_score_exactly_as_one_pod(
     assert all(c.state is CheckState.MEASURED for c in measured.values()), messages
     whole, sharded = measured["whole"], measured["sharded"]
     assert figures(sharded) == figures(whole)
+    # So do the tokens per task: the shards' sums add up to the one Pod's.
+    assert sharded.tokens == whole.tokens and sharded.overall_tokens == whole.overall_tokens
+    assert [(t.name, t.candidate_counted, t.uncounted) for t in whole.tokens] == [
+        (n, ITEMS, 0) for n in CANDIDATE
+    ]
     # Not a vacuous agreement: the doubles answer exactly these shares of the whole set right.
     assert figures(whole)["math"] == (CANDIDATE["math"], 0.8, ITEMS)
     assert figures(whole)["replay-error-rate"][2] == SAMPLE

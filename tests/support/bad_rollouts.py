@@ -530,6 +530,16 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         gate_check({"evaluator": EVALUATOR, "job": {"image": "check:1"}}), "spec.gate.checks[0]"
     ),
     "a gate check of neither kind": BadRollout(gate_check({}), "spec.gate.checks[0]"),
+    "a tokens ratio of 0": BadRollout(
+        gate_check({"evaluator": EVALUATOR, "policy": {"maxTokensRatio": 0}}),
+        "spec.gate.checks[0].policy.maxTokensRatio",
+    ),
+    "a capability's tokens ratio as a word": BadRollout(
+        gate_check(
+            {"evaluator": EVALUATOR, "policy": {"capabilityTokensRatios": [{"name": "math", "max": "2x"}]}}
+        ),
+        "spec.gate.checks[0].policy.capabilityTokensRatios[0].max",
+    ),
     "an evaluator with only a judge": BadRollout(
         gate_check({"evaluator": {"judge": {"url": "http://judge:8000/v1", "model": "judge"}}}),
         "spec.gate.checks[0].evaluator",

@@ -267,6 +267,10 @@ def test_answers_the_simulator_echoes_right_pass_every_kind_of_check(
         "json": (1.0, 1.0, 1),
     }
     assert capability_shares(result) == expected
+    # Its usage.completion_tokens counted every answer on both sides; both echo the same prompts.
+    for entry in result.tokens:
+        assert entry.candidate.counted == expected[entry.name][2] and entry.candidate.uncounted == 0
+        assert entry.candidate == entry.incumbent and entry.candidate.tokens > 0
 
 
 def test_answers_the_simulator_echoes_wrong_fail_and_the_run_still_measured(
@@ -305,6 +309,8 @@ def test_requests_recorded_as_streaming_are_replayed_streaming_and_read_whole(
         assert reply.first_token_seconds is not None and reply.latency_seconds is not None
         # The simulator waits its time to first token, then sends a token every inter-token latency.
         assert SHORTEST_ANSWER_SECONDS <= reply.first_token_seconds < reply.latency_seconds
+        # Asked stream_options.include_usage, it ends the stream with the answer's token count.
+        assert reply.output_tokens is not None and reply.output_tokens > 0
     scores = by_name(result)
     assert (scores["replay-error-rate"].candidate, scores["replay-error-rate"].incumbent) == (0.0, 0.0)
     mean_chars = round(sum(map(len, STREAMED_REPLAY_ANSWERS)) / len(STREAMED_REPLAY_ANSWERS), 4)

@@ -32,7 +32,7 @@ SET = "\n".join(
 
 def test_each_item_shows_both_answers_and_whether_each_passed_as_the_scores_counted() -> None:
     test_set = parse_test_set(SET, "qa.jsonl")
-    candidate = [Reply("42", latency_seconds=0.5), Reply(None, error="HTTP 500")]
+    candidate = [Reply("42", latency_seconds=0.5, output_tokens=3), Reply(None, error="HTTP 500")]
     incumbent = [Reply("41"), Reply("4")]
     results = ItemResults()
     results.read("testSet", "s3://sets/qa.jsonl", SET)
@@ -50,6 +50,8 @@ def test_each_item_shows_both_answers_and_whether_each_passed_as_the_scores_coun
     assert header["result"]["scores"][0]["candidate"] == 0.5
     assert (m1["id"], m1["candidate"]["passed"], m1["incumbent"]["passed"]) == ("m1", True, False)
     assert m1["candidate"]["answer"] == "42" and m1["candidate"]["latencySeconds"] == 0.5
+    # Each answer's output tokens as the server reported them; no key where it reported none.
+    assert m1["candidate"]["outputTokens"] == 3 and "outputTokens" not in m1["incumbent"]
     assert (m2["candidate"]["passed"], m2["candidate"]["error"]) == (False, "HTTP 500")
     assert (replayed["kind"], replayed["line"], replayed["candidate"]["answer"]) == ("replay", 1, "hi")
     assert results.version == content_version(SET)

@@ -6,11 +6,19 @@ from datetime import UTC, datetime
 
 import pytest
 
-from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult, Score, TestSetIdentity, WinRate
+from modelgate.api.gate_result import (
+    TERMINATION_MESSAGE_LIMIT,
+    CapabilityTokens,
+    GateResult,
+    Score,
+    SideTokens,
+    TestSetIdentity,
+    WinRate,
+)
 from modelgate.evaluation.answer_checks import ExactCheck
 from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.result import ResultTooLarge, failure_result, gate_result, result_json
-from modelgate.evaluation.scoring import Reply, capability_scores, replay_scores
+from modelgate.evaluation.scoring import Reply, capability_counts, capability_scores, replay_scores
 from modelgate.evaluation.summary import summary_text
 from modelgate.evaluation.testset import Item
 from modelgate.refusal_classifier import DEFAULT_PATTERNS, RefusalPatterns
@@ -132,3 +140,55 @@ def test_the_summary_names_the_regressions_and_the_judges_bound() -> None:
     assert "95% lower bound 0.490" in result.summary  # 8 of 10: see test_eval_judge.py
     table = summary_text(result)
     assert "code" in table and "-0.2" in table and "worse" in table
+
+
+def with_tokens(scores: list[Score]) -> list[CapabilityTokens]:
+    # Seven-digit sums: a thousand items of a thousand tokens each.
+    side = SideTokens(tokens=1234567, counted=1200)
+    return [CapabilityTokens(name=s.name, candidate=side, incumbent=side) for s in scores]
+
+
+def test_ten_capabilities_with_their_token_counts_fit_in_a_termination_message() -> None:
+    replay = replay_scores([answered("a")] * 3, [answered("b")] * 3, RefusalPatterns.of(DEFAULT_PATTERNS))
+    scores = many_scores(10)
+    result = gate_result(IDENTITY, [*scores, *replay], None, replayed=3, tokens=with_tokens(scores))
+
+    assert GateResult.model_validate_json(result_json(result)) == result
+
+
+def test_token_counts_give_way_all_at_once_after_the_summary_and_before_any_score() -> None:
+    scores = many_scores(25)
+    result = gate_result(IDENTITY, scores, None, replayed=0, tokens=with_tokens(scores))
+
+    kept = GateResult.model_validate_json(result_json(result))
+
+    assert kept.scores == result.scores
+    assert kept.tokens == () and kept.summary is None  # never some capabilities' counts and not others
+
+
+def test_the_counts_per_capability_are_sums_of_the_answers_that_reported_one() -> None:
+    items = [Item(f"i{n}", "math", "q", ExactCheck("4"), "4") for n in range(4)]
+    candidate = [
+        Reply("4", output_tokens=10),
+        Reply("4", output_tokens=30),
+        Reply("5"),  # answered, no count
+        Reply(None, error="HTTP 500"),  # no answer: neither counted nor uncounted
+    ]
+    incumbent = [Reply("4", output_tokens=7)] * 4
+
+    (math,) = capability_counts(items, candidate, incumbent, ["math"])
+
+    assert math.candidate_tokens == SideTokens(tokens=40, counted=2, uncounted=1)
+    assert math.incumbent_tokens == SideTokens(tokens=28, counted=4)
+    assert math.candidate_tokens.per_task == 20
+
+
+def test_the_summary_gives_both_sides_tokens_per_task_and_says_when_a_count_is_unknown() -> None:
+    unknown = SideTokens(tokens=0, counted=0, uncounted=5)
+    tokens = [CapabilityTokens(name="math", candidate=unknown, incumbent=SideTokens(tokens=50, counted=5))]
+
+    result = gate_result(IDENTITY, many_scores(1), None, replayed=0, tokens=tokens)
+
+    assert result.summary is not None
+    assert "candidate unknown (5 answers without a count), incumbent 10.0" in result.summary
+    assert "unknown" in summary_text(result) and "10.0" in summary_text(result)

@@ -104,6 +104,61 @@ def test_the_model_server_doubles_stream_reads_as_its_whole_answer() -> None:
     assert read(chunks, DONE) == (content, "stop")
 
 
+def streamed_tokens(*pieces: bytes) -> int | None:
+    stream = ChatStream()
+    for piece in pieces:
+        stream.feed(piece)
+    return stream.output_tokens
+
+
+def usage(completion_tokens: object) -> bytes:
+    return event({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": completion_tokens}})
+
+
+def with_usage_null(piece: str) -> bytes:
+    return event({"choices": [{"index": 0, "delta": {"content": piece}}], "usage": None})
+
+
+@pytest.mark.parametrize(
+    ("pieces", "tokens"),
+    [
+        ((VLLM_STREAM,), 4),
+        # No usage chunk (a server that ignores stream_options): unknown, and chunks are not counted.
+        ((ROLE, chunk("The"), chunk(" answer"), chunk(finish_reason="stop"), DONE), None),
+        # Chunks carrying "usage": null say nothing; the usage chunk decides.
+        ((with_usage_null("The"), with_usage_null(" end"), usage(2), DONE), 2),
+        # Continuous usage stats: every chunk reports the count so far, the last is the answer's.
+        ((usage(1), usage(2), usage(3), DONE), 3),
+        # What is not a count is no count.
+        ((chunk("x"), usage(-1), DONE), None),
+        ((chunk("x"), usage("7"), DONE), None),
+        ((chunk("x"), usage(True), DONE), None),
+        ((chunk("x"), usage(2.5), DONE), None),
+        ((chunk("x"), usage(2**40), DONE), None),
+    ],
+)
+def test_the_output_tokens_are_the_usage_a_chunk_reported_or_unknown(
+    pieces: tuple[bytes, ...], tokens: int | None
+) -> None:
+    assert streamed_tokens(*pieces) == tokens
+
+
+def test_a_double_with_a_wordier_tokenizer_reports_more_tokens_for_the_same_answer() -> None:
+    async def both() -> tuple[Reply, Reply]:
+        servers = [await start_model_server(Behaviour(tokens_per_word=n), model_name="chat") for n in (1, 2)]
+        try:
+            endpoints = [Endpoint("candidate", f"{server.url}/v1", "chat") for server in servers]
+            return await complete(endpoints[0], stream=True), await complete(endpoints[1], stream=True)
+        finally:
+            for server in servers:
+                await server.close()
+
+    one, two = asyncio.run(asyncio.wait_for(both(), timeout=30))
+
+    assert one.text == two.text and one.output_tokens is not None
+    assert two.output_tokens == 2 * one.output_tokens
+
+
 @pytest.mark.parametrize(
     ("pieces", "message", "transient"),
     [
@@ -200,8 +255,16 @@ def replied(answers: Sequence[Canned], *, stream: bool = True) -> tuple[Reply, l
 def test_a_streamed_request_asks_for_a_stream_and_is_timed_to_its_first_content_and_its_end() -> None:
     reply, asked = replied([Canned(VLLM_STREAM)])
 
-    assert asked == [{"messages": list(QUESTION), "model": "chat", "stream": True}]
+    assert asked == [
+        {
+            "messages": list(QUESTION),
+            "model": "chat",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+    ]
     assert (reply.text, reply.finish_reason, reply.error) == ("The answer is 42.", "stop", None)
+    assert reply.output_tokens == 4  # the usage chunk's completion_tokens
     assert reply.first_token_seconds is not None and reply.latency_seconds is not None
     assert 0 < reply.first_token_seconds <= reply.latency_seconds
 
@@ -211,6 +274,7 @@ def test_a_whole_request_is_sent_and_read_as_before() -> None:
 
     assert asked == [{"messages": list(QUESTION), "model": "chat"}]
     assert (reply.text, reply.finish_reason, reply.first_token_seconds) == ("42", "stop", None)
+    assert reply.output_tokens is None  # it reported no usage: unknown, not 0
 
 
 @pytest.mark.parametrize(
@@ -252,3 +316,4 @@ def test_the_model_server_double_streams_the_answer_it_gives_whole() -> None:
 
     assert whole.text and (streamed.text, streamed.finish_reason) == (whole.text, whole.finish_reason)
     assert streamed.first_token_seconds is not None and whole.first_token_seconds is None
+    assert streamed.output_tokens == whole.output_tokens == len(whole.text.split())

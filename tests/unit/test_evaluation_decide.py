@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from modelgate.api.errors import InvalidSpecError
 from modelgate.api.evaluation_spec import ModelEvaluationSpec, parse_evaluation_spec
 from modelgate.api.evaluation_status import (
     BaselineScore,
@@ -261,3 +262,13 @@ def test_history_keeps_the_newest_runs_and_deletes_the_jobs_of_the_others() -> N
 def test_a_malformed_schedule_is_refused_naming_the_field(schedule: str) -> None:
     with pytest.raises(ValueError, match=r"spec\.schedule"):
         spec(schedule=schedule)
+
+
+@pytest.mark.parametrize(
+    "bound", [{"maxTokensRatio": 1.5}, {"capabilityTokensRatios": [{"name": "m", "max": 2}]}]
+)
+def test_a_tokens_ratio_is_refused_where_no_two_models_are_compared(bound: dict[str, Any]) -> None:
+    with pytest.raises(InvalidSpecError, match="compares no two models"):
+        spec(
+            checks=[{"name": "quality", "job": {"image": "checks/quality:1"}, "policy": {**POLICY, **bound}}]
+        )

@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from modelgate.api.gate_result import Score, TestSetIdentity
-from modelgate.api.gate_shard import ShardResult
+from modelgate.api.gate_result import NO_TOKENS, Score, SideTokens, TestSetIdentity
+from modelgate.api.gate_shard import CapabilityCounts, ShardResult
 from modelgate.core.gate_shards import ShardsDisagree, merge_shards, merged_result, shard_scores
 from modelgate.evaluation.answer_checks import ExactCheck
+from modelgate.evaluation.result import shard_json
 from modelgate.evaluation.scoring import (
     Reply,
     capability_counts,
@@ -39,7 +40,8 @@ def reply(rng: random.Random) -> Reply:
         kind
     ]
     latency = None if rng.random() < 0.05 else rng.uniform(0.01, 3.0)
-    return Reply(text, "stop", latency)
+    tokens = None if rng.random() < 0.05 else rng.randint(0, 4000)  # some servers report no count
+    return Reply(text, "stop", latency, output_tokens=tokens)
 
 
 def answered_set(rng: random.Random) -> tuple[list[Item], list[Reply], list[Reply], list[Reply], list[Reply]]:
@@ -97,6 +99,15 @@ def nearest_rank_p95(replies: list[Reply]) -> float:
     return round(values[math.ceil(0.95 * len(values)) - 1], 4) if values else 0.0
 
 
+def counted_tokens(items: list[Item], replies: list[Reply], capability: str) -> SideTokens:
+    """A capability's token sums as their definition has it, independent of the code under test."""
+    answered = [
+        r for item, r in zip(items, replies, strict=True) if item.capability == capability and r.answered
+    ]
+    counts = [r.output_tokens for r in answered if r.output_tokens is not None]
+    return SideTokens(tokens=sum(counts), counted=len(counts), uncounted=len(answered) - len(counts))
+
+
 def test_any_split_of_a_seeded_set_merges_to_the_scores_of_the_whole() -> None:
     rng = random.Random(25)
     for _ in range(TRIALS):
@@ -113,6 +124,16 @@ def test_any_split_of_a_seeded_set_merges_to_the_scores_of_the_whole() -> None:
         whole: list[Score] = capability_scores(items, candidate, incumbent)
         whole += replay_scores(replay_candidate, replay_incumbent, REFUSALS)
         assert list(merged.scores) == whole
+        # In the set's order, the capabilities either side answered an item of (else no figures).
+        answered = {
+            i.capability
+            for i, c, r in zip(items, candidate, incumbent, strict=True)
+            if c.answered or r.answered
+        }
+        present = [c for c in dict.fromkeys(item.capability for item in items) if c in answered]
+        assert [(t.name, t.candidate, t.incumbent) for t in merged.tokens] == [
+            (c, counted_tokens(items, candidate, c), counted_tokens(items, incumbent, c)) for c in present
+        ]
         p95 = {s.name: s for s in merged.scores}["replay-p95-latency-seconds"]
         assert (p95.candidate, p95.incumbent) == (
             nearest_rank_p95(replay_candidate),
@@ -152,3 +173,32 @@ def test_shards_not_of_one_run_are_refused_naming_the_index(change: dict[str, ob
         merge_shards([first, second.model_copy(update=change)])
 
     assert str(refused.value).startswith(index)
+
+
+def test_a_shard_whose_token_counts_do_not_fit_leaves_them_all_out_and_the_merge_has_none() -> None:
+    side = SideTokens(tokens=1234567, counted=1200)
+    counts = tuple(
+        CapabilityCounts(
+            name=f"capability-with-a-long-name-{n:03d}",
+            items=1200,
+            candidate_passed=1000,
+            incumbent_passed=990,
+            candidate_tokens=side,
+            incumbent_tokens=side,
+        )
+        for n in range(30)
+    )
+    roomy, crowded = (
+        ShardResult(index=i, shards=2, test_set=IDENTITY, capabilities=counts[:10] if i == 0 else counts)
+        for i in range(2)
+    )
+    alone = ShardResult.model_validate_json(shard_json(roomy.model_copy(update={"shards": 1})))
+    assert alone.capabilities == roomy.capabilities and not alone.tokens_left_out  # these fit
+
+    read = ShardResult.model_validate_json(shard_json(crowded))
+
+    assert read.tokens_left_out and all(c.candidate_tokens == NO_TOKENS for c in read.capabilities)
+    assert [c.candidate_passed for c in read.capabilities] == [1000] * 30  # the scores' counts stay
+    # Merged with a shard that kept its counts: none at all, never the sum of some shards' counts.
+    merged = merged_result([roomy.model_copy(update={"capabilities": counts}), read])
+    assert merged.tokens == ()

@@ -4,6 +4,7 @@ score beside its policy, the win rate's bound, the verdicts and the decision."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from rich.console import Console
 
@@ -30,10 +31,10 @@ RESULT = {
 }
 
 
-def shown() -> str:
+def shown(check: dict[str, Any] = CHECK, result: dict[str, Any] = RESULT) -> str:
     running = CheckStatus(name="quality", job="chat-quality-1", state=CheckState.RUNNING)
-    judged = judge_result(GateCheck.model_validate(CHECK), running, GateResult.model_validate(RESULT), AT)
-    outcome = decide_gate(GateSpec.model_validate({"checks": [CHECK]}), (judged,))
+    judged = judge_result(GateCheck.model_validate(check), running, GateResult.model_validate(result), AT)
+    outcome = decide_gate(GateSpec.model_validate({"checks": [check]}), (judged,))
     assert outcome is not None
     gate = GateStatus(
         started_at=AT, run="1-x", checks=(judged,), decision=outcome.decision, message=outcome.message
@@ -61,3 +62,28 @@ def test_the_gate_shows_each_score_beside_its_policy_and_verdict() -> None:
     assert "Pass" in row(text, "math")
     win_rate = row(text, "win rate")
     assert "bound >= 0.5" in win_rate and "55 won" in win_rate and "Fail" in win_rate
+
+
+def test_the_gate_shows_both_sides_tokens_per_task_and_the_ratios_bound() -> None:
+    check = {**CHECK, "policy": {**CHECK["policy"], "maxTokensRatio": 1.5}}
+    tokens = [
+        {
+            "name": "math",
+            "candidate": {"tokens": 2400, "counted": 50},
+            "incumbent": {"tokens": 1200, "counted": 50},
+        },
+        {
+            "name": "coding",
+            "candidate": {"tokens": 0, "counted": 0, "uncounted": 50},
+            "incumbent": {"tokens": 500, "counted": 50},
+        },
+    ]
+
+    text = shown(check, {**RESULT, "tokens": tokens})
+
+    math = row(text, "tokens/task math")
+    assert "48" in math and "24" in math and "ratio 2" in math
+    coding = row(text, "tokens/task coding")
+    assert "unknown" in coding and "50 answers without a count" in coding
+    overall = row(text, "tokens/task (all)")
+    assert "ratio <= 1.5" in overall and "Inconclusive" in overall

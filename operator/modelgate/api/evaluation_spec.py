@@ -7,7 +7,7 @@ from typing import Annotated, Any, Self
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from modelgate.api.cron import SCHEDULE_HELP, SCHEDULE_PATTERN, parse_schedule
-from modelgate.api.errors import InvalidSpecError
+from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.fields import Boolean, Duration, HttpUrl, Integer, ModelName, ObjectName
 from modelgate.api.gate import MAX_CHECKS, UNIQUE_CHECK_NAMES, GateCheck, unique_check_names
 from modelgate.api.markers import CelRule, cel_rules, list_map
@@ -104,8 +104,20 @@ class Baseline(SpecModel):
         return self
 
 
+# The serving model answers as both sides: a ratio of its tokens to its own would always pass.
+NO_TOKENS_RATIOS = (
+    "a ModelEvaluation compares no two models: maxTokensRatio and capabilityTokensRatios are for a gate"
+)
+NO_TOKENS_RATIOS_RULE = CelRule(
+    "self.checks.all(c, !has(c.policy) || !has(c.policy.maxTokensRatio) &&"
+    " (!has(c.policy.capabilityTokensRatios) || size(c.policy.capabilityTokensRatios) == 0))",
+    field_path=".checks",
+    message=NO_TOKENS_RATIOS,
+)
+
+
 class ModelEvaluationSpec(SpecModel):
-    model_config = ConfigDict(json_schema_extra=cel_rules(UNIQUE_CHECK_NAMES))
+    model_config = ConfigDict(json_schema_extra=cel_rules(UNIQUE_CHECK_NAMES, NO_TOKENS_RATIOS_RULE))
 
     model: ServingModel = Field(description="The model in service, which every run evaluates.")
     checks: Annotated[tuple[GateCheck, ...], Field(min_length=1, max_length=MAX_CHECKS)] = Field(
@@ -136,6 +148,8 @@ class ModelEvaluationSpec(SpecModel):
     @model_validator(mode="after")
     def _unique_names(self) -> Self:
         unique_check_names(self.checks)
+        if any(c.policy.max_tokens_ratio or c.policy.capability_tokens_ratios for c in self.checks):
+            raise FieldPathError("checks", NO_TOKENS_RATIOS)
         return self
 
 

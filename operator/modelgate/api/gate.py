@@ -30,6 +30,7 @@ from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.object_storage import GateResults, S3Object
 from modelgate.api.recorded_requests import ONE_REPLAY_SOURCE, RECORDED_NOT_SAMPLED, RecordedRequests
 from modelgate.api.specmodel import SpecModel
+from modelgate.api.tokens_policy import CapabilityTokensRatio, TokensRatio
 
 OnCheckError = Literal["Reject", "Inconclusive"]
 MAX_CHECKS = 8
@@ -246,6 +247,18 @@ class CheckPolicy(SpecModel):
         None,
         description="The test set's date (in the result) may be at most this old when the check ends; "
         "a staler set fails the check.",
+    )
+    max_tokens_ratio: TokensRatio | None = Field(
+        None,
+        description="The candidate's mean output tokens per task over every capability of the result "
+        "may be at most this multiple of the incumbent's (e.g. 1.5). Inconclusive when the result has "
+        "no token counts, or an answer came without one, or fewer than minSamples answers were counted.",
+    )
+    capability_tokens_ratios: Annotated[tuple[CapabilityTokensRatio, ...], Field(max_length=32)] = Field(
+        (),
+        description="The same bound for single capabilities; Inconclusive for a capability whose counts "
+        "are missing or incomplete.",
+        json_schema_extra=list_map("name"),
     )
 
     @property

@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
 from pydantic.alias_generators import to_camel
 
 from modelgate.api.fields import Number
@@ -75,12 +75,56 @@ class WinRate(ResultModel):
         return self.wins + self.ties + self.losses
 
 
+# An answer's reported count above this is not a count (the longest context windows are ~10M tokens).
+MAX_ANSWER_TOKENS = 2**31 - 1
+# Sums stay exact as floats, so a mean never overflows (a custom check's JSON is the tenant's).
+MAX_TOKEN_SUM = 2**53
+
+
+class SideTokens(ResultModel):
+    """One side's output tokens (`usage.completion_tokens`) added up over its answers whose count the
+    server reported; answers without a count are `uncounted`, never counted as 0. Sums, not means, so
+    that the shards of a parallel check add up exactly."""
+
+    tokens: NonNegativeInt = Field(le=MAX_TOKEN_SUM, description="Output tokens of the counted answers.")
+    counted: NonNegativeInt = Field(
+        le=MAX_TOKEN_SUM, description="Answers whose output tokens were reported."
+    )
+    uncounted: NonNegativeInt = Field(0, le=MAX_TOKEN_SUM, description="Answers without a token count.")
+
+    @property
+    def per_task(self) -> float | None:
+        """The mean output tokens of an answer; None when no answer was counted."""
+        return self.tokens / self.counted if self.counted else None
+
+    def __add__(self, other: SideTokens) -> SideTokens:
+        return SideTokens(
+            tokens=self.tokens + other.tokens,
+            counted=self.counted + other.counted,
+            uncounted=self.uncounted + other.uncounted,
+        )
+
+
+NO_TOKENS = SideTokens(tokens=0, counted=0)
+
+
+class CapabilityTokens(ResultModel):
+    """Output tokens per task of one capability's items, for both sides on the same items."""
+
+    name: str = Field(min_length=1, max_length=63, description="The capability tag (as its score's name).")
+    candidate: SideTokens
+    incumbent: SideTokens
+
+
 class GateResult(ResultModel):
     api_version: GateResultVersion = GATE_RESULT_VERSION
     test_set: TestSetIdentity | None = None
     scores: tuple[Score, ...] = ()
     win_rate: WinRate | None = None
     summary: str | None = Field(None, max_length=1024, description="One line for people.")
+    tokens: tuple[CapabilityTokens, ...] = Field(
+        (), max_length=64, description="Output tokens per task, per capability, of both sides."
+    )
     results_url: str | None = Field(
         None,
         max_length=1100,
@@ -91,3 +135,14 @@ class GateResult(ResultModel):
         description="Which stored input or output could not be read or written, when that is why "
         "the check could not measure.",
     )
+
+    @field_validator("tokens")
+    @classmethod
+    def _one_entry_per_capability(cls, tokens: tuple[CapabilityTokens, ...]) -> tuple[CapabilityTokens, ...]:
+        names = [entry.name for entry in tokens]
+        if len(set(names)) != len(names):
+            raise ValueError("each capability at most once")
+        return tokens
+
+    def capability_tokens(self, name: str) -> CapabilityTokens | None:
+        return next((entry for entry in self.tokens if entry.name == name), None)

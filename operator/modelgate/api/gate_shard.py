@@ -9,7 +9,7 @@ from typing import Final, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
-from modelgate.api.gate_result import ResultModel, TestSetIdentity, WinRate
+from modelgate.api.gate_result import NO_TOKENS, ResultModel, SideTokens, TestSetIdentity, WinRate
 
 ShardResultVersion = Literal["modelgate.io/gate-shard/v1"]
 SHARD_RESULT_VERSION: Final[ShardResultVersion] = "modelgate.io/gate-shard/v1"
@@ -27,6 +27,8 @@ class CapabilityCounts(ResultModel):
     items: NonNegativeInt
     candidate_passed: NonNegativeInt
     incumbent_passed: NonNegativeInt
+    candidate_tokens: SideTokens = NO_TOKENS
+    incumbent_tokens: SideTokens = NO_TOKENS
 
 
 class SideCounts(ResultModel):
@@ -61,6 +63,11 @@ class ShardResult(ResultModel):
     )
     replay: ReplayCounts | None = None
     win_rate: WinRate | None = None
+    tokens_left_out: bool = Field(
+        False,
+        description="The shard's token counts did not fit its termination message and were left out: "
+        "the merged result has none (a policy that bounds tokens is then Inconclusive).",
+    )
     results_url: str | None = Field(
         None,
         max_length=1100,

@@ -61,6 +61,35 @@ class WinRateVerdict(StatusModel):
     message: Message = Field(description="Why.")
 
 
+class TokensPerTask(StatusModel):
+    """Both sides' mean output tokens per task (usage.completion_tokens per answer) and, where the
+    policy bounds it, the ratio's verdict."""
+
+    candidate: FiniteFloat | None = Field(
+        None, description="The candidate's mean; null when no answer had a count.", json_schema_extra=NULLABLE
+    )
+    incumbent: FiniteFloat | None = Field(
+        None, description="The incumbent's mean; null when no answer had a count.", json_schema_extra=NULLABLE
+    )
+    candidate_counted: Annotated[int, Field(ge=0)] = Field(description="The candidate's answers counted.")
+    incumbent_counted: Annotated[int, Field(ge=0)] = Field(description="The incumbent's answers counted.")
+    uncounted: Annotated[int, Field(ge=0)] = Field(
+        0, description="Answers of either side that came without a token count."
+    )
+    ratio: FiniteFloat | None = Field(None, description="candidate / incumbent, when both are known.")
+    max_ratio: FiniteFloat | None = Field(None, description="The most the policy allows the ratio.")
+    verdict: Verdict | None = Field(
+        None, description="Pass, Fail or Inconclusive, where the policy bounds it."
+    )
+    message: Message | None = Field(None, description="Why, where the policy bounds it.")
+
+
+class CapabilityTokensPerTask(TokensPerTask):
+    """Tokens per task on one capability's items."""
+
+    name: Annotated[str, StringConstraints(max_length=63)] = Field(description="The capability.")
+
+
 class TestSetVersion(StatusModel):
     __test__ = False  # not a pytest class
 
@@ -86,6 +115,14 @@ class CheckStatus(StatusModel):
         (), description="Each score of the result, judged.", json_schema_extra=list_map("name")
     )
     win_rate: WinRateVerdict | None = Field(None, description="The pairwise win rate, judged.")
+    tokens: Annotated[tuple[CapabilityTokensPerTask, ...], Field(max_length=64)] = Field(
+        (),
+        description="Output tokens per task of both sides, per capability.",
+        json_schema_extra=list_map("name"),
+    )
+    overall_tokens: TokensPerTask | None = Field(
+        None, description="Output tokens per task of both sides over every capability."
+    )
     summary: Message | None = Field(None, description="The check's own one-line summary.")
     results_urls: Annotated[
         tuple[

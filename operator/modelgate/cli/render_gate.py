@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from modelgate.api import Verdict
-from modelgate.api.gate_status import CheckStatus, GateDecision, GateStatus, ScoreVerdict
+from modelgate.api.gate_status import CheckStatus, GateDecision, GateStatus, ScoreVerdict, TokensPerTask
 
 DECISION_STYLE = {
     GateDecision.FULL: "bold green",
@@ -67,6 +67,31 @@ def _check_row(table: Table, check: CheckStatus) -> None:
             _verdict(rate.verdict),
             f"{rate.wins} won, {rate.ties} tied, {rate.losses} lost",
         )
+    for tokens in check.tokens:
+        _tokens_row(table, tokens.name, tokens)
+    if check.overall_tokens is not None:
+        _tokens_row(table, "(all)", check.overall_tokens)
+
+
+def _mean(per_task: float | None) -> str:
+    return "unknown" if per_task is None else f"{per_task:.4g}"
+
+
+def _tokens_row(table: Table, name: str, tokens: TokensPerTask) -> None:
+    """Both sides' output tokens per task, the ratio's bound and verdict where the policy sets one."""
+    detail = [] if tokens.ratio is None else [f"ratio {tokens.ratio:.3g}"]
+    if tokens.uncounted:
+        detail.append(f"{tokens.uncounted} answers without a count")
+    table.add_row(
+        "",
+        f"tokens/task {name}",
+        _mean(tokens.candidate),
+        _mean(tokens.incumbent),
+        str(tokens.candidate_counted),
+        "-" if tokens.max_ratio is None else f"ratio <= {tokens.max_ratio:g}",
+        _verdict(tokens.verdict),
+        ", ".join(detail),
+    )
 
 
 def render_gate(gate: GateStatus) -> RenderableType:

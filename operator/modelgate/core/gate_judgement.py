@@ -22,6 +22,7 @@ from modelgate.api.gate_status import (
     TestSetVersion,
     WinRateVerdict,
 )
+from modelgate.core.gate_tokens import judge_tokens
 from modelgate.core.limits import clip
 from modelgate.core.win_rate import wilson_lower_bound, win_share
 
@@ -197,6 +198,8 @@ def judge_result(
     ]
     if staleness := _staleness(result, policy, now):
         findings.append(staleness)
+    tokens = judge_tokens(result, policy)
+    findings += tokens.findings
     verdict = _combined([v for v, _ in findings])
     decisive = [text for v, text in findings if v is verdict] if verdict is not Verdict.PASS else []
     if not findings:
@@ -213,6 +216,8 @@ def judge_result(
             else TestSetVersion(name=test_set.name, version=test_set.version, date=test_set.date),
             "scores": scores,
             "win_rate": win_rate,
+            "tokens": tokens.per_capability,
+            "overall_tokens": tokens.overall,
             "summary": result.summary,
             "results_urls": results_urls,
             "finished_at": now,

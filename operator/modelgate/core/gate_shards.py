@@ -9,7 +9,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from modelgate.api.gate_result import GateResult, Score, WinRate
+from modelgate.api.gate_result import NO_TOKENS, CapabilityTokens, GateResult, Score, SideTokens, WinRate
 from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult, SideCounts
 
 # Enough digits for shares of thousands of samples and latencies in tenths of a millisecond, few
@@ -74,6 +74,22 @@ def replay_scores(replay: ReplayCounts) -> list[Score]:
     ]  # fmt: skip
 
 
+def shard_tokens(shard: ShardResult) -> tuple[CapabilityTokens, ...]:
+    """Each capability's output tokens of both sides, where either side answered any of its items;
+    none when a shard left its counts out."""
+    if shard.tokens_left_out:
+        return ()
+    return tuple(
+        CapabilityTokens(name=c.name, candidate=c.candidate_tokens, incumbent=c.incumbent_tokens)
+        for c in shard.capabilities
+        if _answered(c.candidate_tokens) or _answered(c.incumbent_tokens)
+    )
+
+
+def _answered(side: SideTokens) -> bool:
+    return side.counted + side.uncounted > 0
+
+
 def shard_scores(shard: ShardResult) -> list[Score]:
     replay = [] if shard.replay is None else replay_scores(shard.replay)
     return capability_scores(shard.capabilities) + replay
@@ -101,6 +117,7 @@ def merge_shards(shards: Sequence[ShardResult]) -> ShardResult:
         ),
         replay=_added_replay(replays) if replays else None,
         win_rate=_added_win_rate(win_rates) if win_rates else None,
+        tokens_left_out=any(s.tokens_left_out for s in shards),
     )
 
 
@@ -119,6 +136,7 @@ def merged_result(shards: Sequence[ShardResult]) -> GateResult:
         scores=tuple(shard_scores(merged)),
         win_rate=merged.win_rate,
         summary=summary,
+        tokens=shard_tokens(merged),
     )
 
 
@@ -140,6 +158,8 @@ def _added_capability(counts: list[CapabilityCounts]) -> CapabilityCounts:
         items=sum(c.items for c in counts),
         candidate_passed=sum(c.candidate_passed for c in counts),
         incumbent_passed=sum(c.incumbent_passed for c in counts),
+        candidate_tokens=sum((c.candidate_tokens for c in counts), NO_TOKENS),
+        incumbent_tokens=sum((c.incumbent_tokens for c in counts), NO_TOKENS),
     )
 
 

@@ -76,6 +76,7 @@ def _reply(reply: Reply) -> dict[str, Any]:
         "answer": reply.text,
         "finishReason": reply.finish_reason,
         "latencySeconds": reply.latency_seconds,
+        "outputTokens": reply.output_tokens,  # absent: the server reported no count
         "error": reply.error,
     }
     return {key: value for key, value in shown.items() if value is not None}

@@ -28,6 +28,7 @@ from modelgate.evaluation.jsonl import InputError
 from modelgate.evaluation.scoring import Reply
 from modelgate.evaluation.storage_io import is_stored, read_stored
 from modelgate.evaluation.streaming import ChatStream, StreamError
+from modelgate.evaluation.usage import STREAM_OPTIONS, answer_output_tokens
 
 log = structlog.get_logger(__name__)
 
@@ -94,12 +95,12 @@ class ChatClient:
         stream: bool = False,
     ) -> Reply:
         """With `stream`, asks for server-sent events and reads the answer from them, as a client
-        that streamed in production did."""
+        that streamed in production did, and for a last chunk with the usage (its output tokens)."""
         body: dict[str, Any] = {"messages": list(messages)}
         optional = {"model": model or endpoint.model, "max_tokens": max_tokens, "temperature": temperature}
         body.update({key: value for key, value in optional.items() if value is not None})
         if stream:
-            body["stream"] = True
+            body.update(stream=True, stream_options=STREAM_OPTIONS)
         url = f"{endpoint.base_url.rstrip('/')}/chat/completions"
         async with self._slot(endpoint):
             reply = Reply(None, error="not attempted")
@@ -133,7 +134,9 @@ class ChatClient:
         if answer is None or not answer.choices:
             return Reply(None, error="the answer is not a chat completion"), False
         choice = answer.choices[0]
-        return Reply(choice.text, choice.finish_reason, latency), False
+        return Reply(
+            choice.text, choice.finish_reason, latency, output_tokens=answer_output_tokens(payload)
+        ), False
 
     def _slot(self, endpoint: Endpoint) -> asyncio.Semaphore:
         return self._slots.setdefault(endpoint.base_url, asyncio.Semaphore(self._policy.concurrency))
@@ -164,7 +167,14 @@ async def _streamed_reply(response: aiohttp.ClientResponse, started: float) -> t
     except StreamError as error:
         return Reply(None, error=str(error)), error.transient
     latency = time.perf_counter() - started
-    return Reply(text, finish_reason, latency, first_token_seconds=first_token_seconds), False
+    reply = Reply(
+        text,
+        finish_reason,
+        latency,
+        first_token_seconds=first_token_seconds,
+        output_tokens=stream.output_tokens,
+    )
+    return reply, False
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,18 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult, Score, TestSetIdentity, WinRate
+from modelgate.api.gate_result import (
+    NO_TOKENS,
+    TERMINATION_MESSAGE_LIMIT,
+    CapabilityTokens,
+    GateResult,
+    Score,
+    SideTokens,
+    TestSetIdentity,
+    WinRate,
+)
 from modelgate.api.gate_shard import ShardResult
+from modelgate.core.gate_tokens import totals
 from modelgate.core.win_rate import wilson_lower_bound, win_share
 from modelgate.evaluation.storage_failure import StorageFailure
 
@@ -18,19 +28,40 @@ SUMMARY_LIMIT = 1024
 NEUTRAL_SCORES = frozenset({"replay-mean-answer-chars"})
 
 
+_NO_TOKENS_JSON = NO_TOKENS.model_dump(mode="json")
+
+
 class ResultTooLarge(ValueError):
     """More scores than a termination message holds."""
 
 
 def gate_result(
-    test_set: TestSetIdentity | None, scores: Sequence[Score], win_rate: WinRate | None, *, replayed: int
+    test_set: TestSetIdentity | None,
+    scores: Sequence[Score],
+    win_rate: WinRate | None,
+    *,
+    replayed: int,
+    tokens: Sequence[CapabilityTokens] = (),
 ) -> GateResult:
+    summary = summary_line(test_set, scores, win_rate, replayed=replayed)
+    if tokens:
+        summary = _cut(f"{summary}; {tokens_text(tokens)}")
     return GateResult(
-        test_set=test_set,
-        scores=tuple(scores),
-        win_rate=win_rate,
-        summary=summary_line(test_set, scores, win_rate, replayed=replayed),
+        test_set=test_set, scores=tuple(scores), win_rate=win_rate, summary=summary, tokens=tuple(tokens)
     )
+
+
+def tokens_text(tokens: Sequence[CapabilityTokens]) -> str:
+    """Both sides' output tokens per task over every capability, and how many answers had no count."""
+    candidate, incumbent = totals(tokens)
+    return (
+        f"output tokens per task: candidate {per_task_text(candidate)}, incumbent {per_task_text(incumbent)}"
+    )
+
+
+def per_task_text(side: SideTokens) -> str:
+    mean = "unknown" if side.per_task is None else f"{side.per_task:.1f}"
+    return mean if not side.uncounted else f"{mean} ({side.uncounted} answers without a count)"
 
 
 def failure_result(problem: Exception) -> GateResult:
@@ -75,10 +106,13 @@ def is_worse(score: Score) -> bool:
 
 def result_json(result: GateResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> str:
     """Compact JSON of the result, within `limit` bytes: without its summary line if that is what it
-    takes (the scores are what the operator judges), else ResultTooLarge."""
+    takes, then without its token counts (all of them, never some: a policy that bounds tokens is then
+    Inconclusive), as the scores are what the operator judges first; else ResultTooLarge."""
     text = _terse(result)
-    if len(text.encode()) > limit and result.summary is not None:
-        text = _terse(result.model_copy(update={"summary": None}))
+    for given_up in ({"summary": None}, {"summary": None, "tokens": ()}):
+        if len(text.encode()) <= limit:
+            break
+        text = _terse(result.model_copy(update=given_up))
     if len(text.encode()) > limit:
         raise ResultTooLarge(
             f"the result is {len(text.encode())} bytes with {len(result.scores)} scores, more than the "
@@ -88,8 +122,11 @@ def result_json(result: GateResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> s
 
 
 def shard_json(shard: ShardResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> str:
-    """Compact JSON of a shard's counts, within `limit` bytes, else ResultTooLarge."""
-    text = json.dumps(shard.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":"))
+    """Compact JSON of a shard's counts, within `limit` bytes: without its token counts (all of
+    them, marked left out) if that is what it takes, else ResultTooLarge."""
+    text = _shard_text(shard)
+    if len(text.encode()) > limit:
+        text = _shard_text(shard.model_copy(update={"tokens_left_out": True}))
     if len(text.encode()) > limit:
         raise ResultTooLarge(
             f"the shard's counts are {len(text.encode())} bytes, more than the {limit} a termination "
@@ -98,12 +135,33 @@ def shard_json(shard: ShardResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> st
     return text
 
 
+def _shard_text(shard: ShardResult) -> str:
+    document = shard.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for counts in document.get("capabilities", []):
+        for side in ("candidateTokens", "incumbentTokens"):
+            if shard.tokens_left_out or counts[side] == _NO_TOKENS_JSON:
+                del counts[side]  # the default
+            else:
+                _drop_zero_uncounted(counts[side])
+    if not shard.tokens_left_out:
+        del document["tokensLeftOut"]  # false is the default
+    return json.dumps(document, separators=(",", ":"))
+
+
 def _terse(result: GateResult) -> str:
     document: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
     for score in document.get("scores", []):
         if not score["lowerIsBetter"]:
             del score["lowerIsBetter"]  # false is the default
+    for entry in document.get("tokens", []):
+        _drop_zero_uncounted(entry["candidate"], entry["incumbent"])
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+
+
+def _drop_zero_uncounted(*sides: dict[str, Any]) -> None:
+    for side in sides:
+        if not side["uncounted"]:
+            del side["uncounted"]  # 0 is the default
 
 
 def _cut(text: str) -> str:

@@ -13,7 +13,7 @@ import structlog
 
 from modelgate.api.gate_result import GateResult, WinRate
 from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult
-from modelgate.core.gate_shards import shard_scores
+from modelgate.core.gate_shards import shard_scores, shard_tokens
 from modelgate.egress import checked_session
 from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.judge import judge_messages, parse_verdict, question_text, tally
@@ -88,7 +88,13 @@ async def evaluate(plan: Plan, progress: Progress, items: ItemResults | None = N
     """The whole run's result (`plan.shard` is the whole run); raises as evaluate_shard does."""
     counted = await evaluate_shard(plan, progress, items)
     replayed = 0 if counted.replay is None else counted.replay.candidate.asked
-    return gate_result(counted.test_set, shard_scores(counted), counted.win_rate, replayed=replayed)
+    return gate_result(
+        counted.test_set,
+        shard_scores(counted),
+        counted.win_rate,
+        replayed=replayed,
+        tokens=shard_tokens(counted),
+    )
 
 
 async def evaluate_shard(plan: Plan, progress: Progress, items: ItemResults | None = None) -> ShardResult:

@@ -7,7 +7,7 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from modelgate.api.gate_result import Score
+from modelgate.api.gate_result import NO_TOKENS, Score, SideTokens
 from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, SideCounts
 from modelgate.chat_answers import Answer, Choice
 from modelgate.core import gate_shards
@@ -19,13 +19,15 @@ from modelgate.refusal_classifier import RefusalPatterns, classify
 @dataclass(frozen=True)
 class Reply:
     """What one endpoint answered one request: the text of a 200 answer, or why there is none. The
-    latency is to the whole answer; a streamed answer also has the time to its first content."""
+    latency is to the whole answer; a streamed answer also has the time to its first content. The
+    output tokens are what the server reported (None: it reported no count)."""
 
     text: str | None
     finish_reason: str | None = None
     latency_seconds: float | None = None
     first_token_seconds: float | None = None
     error: str | None = None
+    output_tokens: int | None = None
 
     @property
     def answered(self) -> bool:
@@ -36,17 +38,37 @@ def capability_counts(
     items: Sequence[Item], candidate: Sequence[Reply], incumbent: Sequence[Reply], capabilities: Sequence[str]
 ) -> list[CapabilityCounts]:
     """Per capability tag (every one of `capabilities`, in its order), how many of its items each
-    side's answer passes; an item without an answer fails."""
+    side's answer passes (an item without an answer fails), and each side's output tokens."""
     counts = {name: [0, 0, 0] for name in capabilities}
+    tokens = {name: [NO_TOKENS, NO_TOKENS] for name in capabilities}
     for item, mine, theirs in zip(items, candidate, incumbent, strict=True):
         tally = counts[item.capability]
         tally[0] += 1
         tally[1] += passes(item, mine)
         tally[2] += passes(item, theirs)
+        sides = tokens[item.capability]
+        sides[0] += reply_tokens(mine)
+        sides[1] += reply_tokens(theirs)
     return [
-        CapabilityCounts(name=name, items=n, candidate_passed=c, incumbent_passed=i)
+        CapabilityCounts(
+            name=name,
+            items=n,
+            candidate_passed=c,
+            incumbent_passed=i,
+            candidate_tokens=tokens[name][0],
+            incumbent_tokens=tokens[name][1],
+        )
         for name, (n, c, i) in counts.items()
     ]
+
+
+def reply_tokens(reply: Reply) -> SideTokens:
+    """One reply's output tokens: counted, uncounted (answered without a count), or none (no answer)."""
+    if not reply.answered:
+        return NO_TOKENS
+    if reply.output_tokens is None:
+        return SideTokens(tokens=0, counted=0, uncounted=1)
+    return SideTokens(tokens=reply.output_tokens, counted=1)
 
 
 def capability_scores(

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from modelgate.chat_answers import DONE, ServerSentEvents
+from modelgate.evaluation.usage import output_tokens
 
 
 class StreamError(Exception):
@@ -26,13 +27,15 @@ class StreamError(Exception):
 class ChatStream:
     """One streamed chat completion, fed its bytes as they arrive. The answer is the first choice's
     (index 0) content pieces joined, and its finish reason the one a chunk carried; chunks of other
-    choices and chunks without choices (a usage chunk) add nothing."""
+    choices and chunks without choices (a usage chunk) add nothing to it. The output tokens are the
+    last `usage` a chunk reported (None if none did)."""
 
     def __init__(self) -> None:
         self._events = ServerSentEvents()
         self._pieces: list[str] = []
         self._finish_reason: str | None = None
         self._done = False
+        self.output_tokens: int | None = None
 
     @property
     def has_content(self) -> bool:
@@ -56,7 +59,10 @@ class ChatStream:
         if event == DONE:
             self._done = True
             return
-        choice = _first_choice(_chunk(event))
+        chunk = _chunk(event)
+        if chunk.get("usage"):  # other chunks may carry "usage": null
+            self.output_tokens = output_tokens(chunk)
+        choice = _first_choice(chunk)
         if choice is None:
             return
         delta = choice.get("delta")

@@ -7,8 +7,8 @@ import io
 from rich.console import Console
 from rich.table import Table
 
-from modelgate.api.gate_result import GateResult, Score
-from modelgate.evaluation.result import NEUTRAL_SCORES, is_worse, win_rate_text
+from modelgate.api.gate_result import CapabilityTokens, GateResult, Score
+from modelgate.evaluation.result import NEUTRAL_SCORES, is_worse, per_task_text, tokens_text, win_rate_text
 
 
 def summary_text(result: GateResult, *, width: int = 100) -> str:
@@ -21,6 +21,9 @@ def summary_text(result: GateResult, *, width: int = 100) -> str:
         )
     if result.scores:
         console.print(_table(result.scores))
+    if result.tokens:
+        console.print(_tokens_table(result.tokens))
+        console.print(tokens_text(result.tokens).capitalize())
     if result.win_rate is not None:
         judge = f" ({result.win_rate.judge})" if result.win_rate.judge else ""
         console.print(f"Blind pairwise judge{judge}: {win_rate_text(result.win_rate)}")
@@ -43,6 +46,13 @@ def _table(scores: tuple[Score, ...]) -> Table:
             str(score.samples),
             _verdict(score),
         )
+    return table
+
+
+def _tokens_table(tokens: tuple[CapabilityTokens, ...]) -> Table:
+    table = Table("capability", "candidate tokens/task", "incumbent tokens/task")
+    for entry in tokens:
+        table.add_row(entry.name, per_task_text(entry.candidate), per_task_text(entry.incumbent))
     return table
 
 
