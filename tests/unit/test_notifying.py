@@ -13,7 +13,7 @@ import pytest
 from modelgate.api import InvalidSpecError, ModelRolloutSpec, Phase, parse_spec
 from modelgate.api.gate_status import GateDecision
 from modelgate.api.notifications import Transition
-from modelgate.api.status import BreachTrace
+from modelgate.api.rollback_reason import BreachTrace
 from modelgate.core import CommandAction, Decision
 from modelgate.core.actions import after_write
 from modelgate.core.evidence import BreachEvidence

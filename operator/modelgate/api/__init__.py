@@ -25,13 +25,12 @@ from modelgate.api.metric_status import (
 from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.api.progress_deadlines import Deadline, ProgressDeadlines
 from modelgate.api.rollback_policy import OnPrometheusError, RollbackSpec
+from modelgate.api.rollback_reason import BreachRule, BreachTrace, PodValue, RollbackReason
 from modelgate.api.route_state import RouteState
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import ModelRolloutSpec, parse_spec
 from modelgate.api.statistical_tests import Comparison, Confidence, SequentialTest
 from modelgate.api.status import (
-    BreachRule,
-    BreachTrace,
     CommandResult,
     Condition,
     ConditionStatus,
@@ -40,8 +39,6 @@ from modelgate.api.status import (
     LastCommand,
     ModelRolloutStatus,
     Phase,
-    PodValue,
-    RollbackReason,
     RollingBack,
     parse_status,
 )

@@ -9,7 +9,8 @@ from pydantic import Field, StringConstraints
 from modelgate.api.gate_status import GateDecision
 from modelgate.api.notifications import Transition
 from modelgate.api.pause import RolloutPause
-from modelgate.api.status import Phase, RollbackReason
+from modelgate.api.rollback_reason import RollbackReason
+from modelgate.api.status import Phase
 from modelgate.api.statusmodel import StatusModel, Timestamp
 
 

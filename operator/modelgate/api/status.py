@@ -10,7 +10,6 @@ from typing import Annotated, Any
 from pydantic import (
     ConfigDict,
     Field,
-    FiniteFloat,
     StringConstraints,
     ValidationError,
 )
@@ -20,10 +19,11 @@ from modelgate.api.cost_status import CostStatus
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, Offset, WeightChange
-from modelgate.api.markers import ATOMIC, NULLABLE, list_map
-from modelgate.api.metric_status import ConfidenceBounds, MetricAnalysis
+from modelgate.api.markers import ATOMIC, list_map
+from modelgate.api.metric_status import MetricAnalysis
 from modelgate.api.notifications import NotificationStatus
 from modelgate.api.pause import RolloutPause
+from modelgate.api.rollback_reason import RollbackReason
 from modelgate.api.route_state import RouteState
 from modelgate.api.statusmodel import StatusModel, Timestamp
 
@@ -50,17 +50,6 @@ class CommandResult(StrEnum):
     IGNORED = "Ignored"
 
 
-class BreachRule(StrEnum):
-    """Which of a metric's rules the value broke."""
-
-    MAX = "Max"
-    MIN = "Min"
-    MAX_RATIO = "MaxRatio"  # compare.maxRatio: above the incumbent's value times the ratio
-    MAX_INCREASE = "MaxIncrease"  # compare.maxIncrease: above the incumbent's value plus the increase
-    MIN_RATIO = "MinRatio"  # compare.minRatio: below the incumbent's value times the ratio
-    SEQUENTIAL = "Sequential"  # the sequential test's confidence sequence lies above its tolerance
-
-
 class ConditionStatus(StrEnum):
     TRUE = "True"
     FALSE = "False"
@@ -68,72 +57,6 @@ class ConditionStatus(StrEnum):
 
 
 MAX_WARNINGS = 20  # falseRollbackWarnings kept: the oldest go first
-
-
-class BreachTrace(StatusModel):
-    """One request behind a breach: an exemplar Prometheus stored on the breaching metric's series."""
-
-    trace_id: Annotated[str, StringConstraints(min_length=1, max_length=128)] = Field(
-        description="The exemplar's trace ID (its trace_id or traceID label), for the tracing backend."
-    )
-    pod: Annotated[str, StringConstraints(max_length=253)] | None = Field(
-        None, description="The pod label of the series the exemplar was on."
-    )
-    value: FiniteFloat | None = Field(
-        None, description="The exemplar's value: the request's latency on a histogram, 1 on a counter."
-    )
-    time: Timestamp | None = Field(None, description="When the request was observed.")
-
-
-class PodValue(StatusModel):
-    """The breaching metric's value over one pod of the candidate's."""
-
-    pod: Annotated[str, StringConstraints(max_length=253)] = Field(description="The pod's name.")
-    value: FiniteFloat | None = Field(
-        None,
-        description="The metric's query over this pod alone; null when it had no data.",
-        json_schema_extra=NULLABLE,
-    )
-
-
-class RollbackReason(StatusModel):
-    time: Timestamp = Field(description="When the rollback was decided.")
-    message: Annotated[str, StringConstraints(max_length=1024)] = Field(
-        description='Human-readable cause, e.g. "metric error-rate: 0.034 is above the maximum 0.01; 1 '
-        'breach(es), failureLimit 0" or "aborted by `modelgate abort`".'
-    )
-    metric: Annotated[str, StringConstraints(max_length=63)] | None = Field(
-        None, description="The metric that failed; absent for a manual abort or Prometheus errors."
-    )
-    value: FiniteFloat | None = Field(None, description="The failing value.", json_schema_extra=NULLABLE)
-    threshold: FiniteFloat | None = Field(
-        None,
-        description="The effective bound the value breached: max or min, or for a comparison the incumbent's "
-        "value times maxRatio or plus maxIncrease; for a sequential test or a comparison with confidence, "
-        "the tolerance, maxRatio or maxIncrease the bounds crossed.",
-    )
-    rule: BreachRule | None = Field(None, description="Which rule the value broke.")
-    bounds: ConfidenceBounds | None = Field(
-        None,
-        description="For a sequential test or a comparison with confidence: the interval and the evidence "
-        "that decided the rollback (threshold is then the tolerance, maxRatio or maxIncrease it crossed).",
-    )
-    incumbent_value: FiniteFloat | None = Field(
-        None, description="For a comparison or the sequential test: the incumbent's value in the same window."
-    )
-    query: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
-        None, description="The PromQL that returned the failing value."
-    )
-    traces: Annotated[tuple[BreachTrace, ...], Field(max_length=5)] = Field(
-        (),
-        description="A few requests behind a metric breach, from the exemplars of the breaching series in "
-        "the analysis window (the worst first); empty when the metric's series carry none "
-        "(docs/tracing-rollbacks.md).",
-    )
-    pods: Annotated[tuple[PodValue, ...], Field(max_length=20)] = Field(
-        (),
-        description="The breaching metric per candidate pod, worst first: one bad pod, or all of them?",
-    )
 
 
 class FalseRollbackWarning(StatusModel):

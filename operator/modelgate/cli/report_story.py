@@ -4,7 +4,7 @@ status fields alone."""
 from __future__ import annotations
 
 from modelgate.api import ModelRolloutStatus, Phase
-from modelgate.api.status import BreachRule, RollbackReason
+from modelgate.api.rollback_reason import BreachRule, RollbackReason
 from modelgate.cli.report_units import shown
 from modelgate.core.moments import moment
 
