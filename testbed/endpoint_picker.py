@@ -74,6 +74,7 @@ class EndpointPickerStandIn:
         self._matched: str | None = None
         self._weights: Weights = {}
         self._requests: Counter[tuple[str, str]] = Counter()  # (model asked, target) -> requests
+        self._picked: Counter[str] = Counter()  # target -> requests of the rule's match picked for it
         self._errors: Counter[tuple[str, str]] = Counter()
         self._watcher = HTTPRouteWatcher(
             api,
@@ -108,11 +109,10 @@ class EndpointPickerStandIn:
             return dict(self._weights)
 
     def routed(self) -> Counter[str]:
-        """Requests the rule's match sent to each target so far."""
+        """Requests the rule's match sent to each target so far, counted when picked: a request still
+        in flight when the weights change counts under the weights that picked it."""
         with self._lock:
-            return Counter(
-                {target: n for (asked, target), n in self._requests.items() if asked == self._matched}
-            )
+            return Counter(self._picked)
 
     def _parse(self, rewrite: Mapping[str, Any], rule_index: int) -> Weights:
         matched, weights = rule_targets(rewrite, rule_index)
@@ -134,6 +134,8 @@ class EndpointPickerStandIn:
             if asked != self._matched:
                 return asked, asked
             target = self._scheduler.pick()
+            if target is not None:
+                self._picked[target] += 1
         return None if target is None else (asked, target)
 
     def record(self, asked: str, target: str, status: int) -> None:
