@@ -498,7 +498,7 @@ def fill_generated_blocks(text: str, blocks: Mapping[str, str], where: str) -> s
 # -- the command -----------------------------------------------------------------------------------
 def generated_files(root: Path) -> dict[Path, str]:
     """Each generated file (relative to `root`) with the content it should have."""
-    crd = yaml.safe_load((root / CRD_FILE).read_text())
+    crd = yaml.load((root / CRD_FILE).read_text(), Loader=yaml.CSafeLoader)
     presets = (root / METRIC_PRESETS).read_text()
     by_source = (root / PRESETS_BY_SOURCE).read_text()
     readme = (root / README).read_text()
@@ -506,7 +506,8 @@ def generated_files(root: Path) -> dict[Path, str]:
     return {
         API_REFERENCE: render_api_reference(crd),
         EVALUATION_API_REFERENCE: render_api_reference(
-            yaml.safe_load((root / EVALUATION_CRD_FILE).read_text()), str(EVALUATION_CRD_FILE)
+            yaml.load((root / EVALUATION_CRD_FILE).read_text(), Loader=yaml.CSafeLoader),
+            str(EVALUATION_CRD_FILE),
         ),
         METRIC_PRESETS: fill_generated_blocks(presets, metric_preset_blocks(), str(METRIC_PRESETS)),
         PRESETS_BY_SOURCE: fill_generated_blocks(

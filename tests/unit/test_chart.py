@@ -166,7 +166,8 @@ def render(
         stdin=yaml.safe_dump(with_repository(values)),
     )
     assert result.returncode == 0, result.stderr
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    # libyaml: the rendered CRDs are large, and Python's own parser takes a second over them.
+    return [doc for doc in yaml.load_all(result.stdout, Loader=yaml.CSafeLoader) if doc]
 
 
 def render_error(values: Object, kube_version: str | None = None) -> str:

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def crd() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((ROOT / docs_gen.CRD_FILE).read_text())
+    loaded: dict[str, Any] = yaml.load((ROOT / docs_gen.CRD_FILE).read_text(), Loader=yaml.CSafeLoader)
     return loaded
 
 

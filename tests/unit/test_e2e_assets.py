@@ -442,7 +442,7 @@ def applied_manifests() -> list[Path]:
 
 
 def manifest_documents(path: Path) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return [doc for doc in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if doc]
 
 
 def test_kind_script_is_strict_cleans_up_and_names_files_that_exist() -> None:
