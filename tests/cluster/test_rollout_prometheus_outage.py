@@ -15,7 +15,7 @@ from tests.support.faults.outages import (
     prometheus_outage_rolls_back,
 )
 
-SHORT = PrometheusOutage(max_consecutive_errors=2, failed_runs=6)
+SHORT = PrometheusOutage(max_consecutive_errors=2, failed_runs=4)
 SHORT_ROLLBACK = PrometheusOutage(max_consecutive_errors=3, failed_runs=3)
 
 
