@@ -97,18 +97,29 @@ def test_goodput_is_the_share_on_time_at_both_sides_traffic_per_accelerator(tmp_
     )
 
 
-def test_cost_is_accelerator_hours_per_million_tokens_of_the_window(tmp_path: Path) -> None:
-    # 500 tokens/s over the 1m window: 30,000 tokens on 2 accelerators at 2.5 an hour for a minute.
-    series = vllm_series({"+Inf": 1}, {"+Inf": 1}, tokens=500)
-    expected = 2 * 2.5 * (60 / 3600) / (500 * 60 / 1e6)
-    idle = {f'vllm:generation_tokens_total{{namespace="serving",pod="{POD}"}}': "7x20"}
+def cost_series(requests: float, tokens: float, incumbent_requests: float) -> dict[str, str]:
+    """The candidate's requests and output tokens per second, and the incumbent's requests."""
+
+    def series(name: str, pod: str) -> str:
+        return f'{name}{{namespace="serving",pod="{pod}"}}'
+
+    return {
+        series("vllm:time_to_first_token_seconds_count", POD): counter(requests),
+        series("vllm:generation_tokens_total", POD): counter(tokens),
+        series("vllm:time_to_first_token_seconds_count", INCUMBENT_POD): counter(incumbent_requests),
+    }
+
+
+def test_the_cost_rule_compares_at_both_sides_traffic_whatever_the_split(tmp_path: Path) -> None:
+    # 25 tokens a request, 80 requests a second in all: 2 accelerators at 2.5 an hour over
+    # 2,000 tokens a second, whether the candidate serves a quarter of them or half.
+    expected = 2 * 2.5 / 3600 / (25 * 80 / 1e6)
     cost = preset_query("costPerMillionTokens", "vllm", CTX)
-    assert_evaluates(tmp_path, series, {cost: one(expected)})
-    # No tokens in the window: no data, not a division by zero.
-    assert_evaluates(tmp_path, idle, {cost: NO_DATA})
-    # A Pod first scraped within the window (from 4m30s, at 0): its whole total is the window's.
-    new_pod = {f'vllm:generation_tokens_total{{namespace="serving",pod="{POD}"}}': "_x18 0+7500x2"}
-    assert_evaluates(tmp_path, new_pod, {cost: one(2 * 2.5 * (60 / 3600) / (15_000 / 1e6))})
+    assert_evaluates(tmp_path, cost_series(20, 500, 60), {cost: one(expected)})
+    assert_evaluates(tmp_path, cost_series(40, 1000, 40), {cost: one(expected)})
+    # No tokens, or no requests, in the window: no data, not a division by zero.
+    assert_evaluates(tmp_path, cost_series(20, 0, 60), {cost: NO_DATA})
+    assert_evaluates(tmp_path, cost_series(0, 0, 80), {cost: NO_DATA})
 
 
 def test_the_goodput_bound_never_exceeds_the_requests_that_met_both_targets(tmp_path: Path) -> None:

@@ -137,6 +137,10 @@ def _goodput_reads(stack: Stack) -> tuple[Histogram | Counter | None, ...]:
     return (stack.ttft, stack.tpot)
 
 
+def _cost_reads(stack: Stack) -> tuple[Histogram | Counter | None, ...]:
+    return (stack.generated_tokens, stack.ttft or stack.requests)
+
+
 def _goodput_tokens_reads(stack: Stack) -> tuple[Histogram | Counter | None, ...]:
     return (stack.ttft, stack.tpot, stack.generated_tokens)
 
@@ -244,10 +248,10 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
             ),
             Preset(
                 "costPerMillionTokens",
-                "the price of a million output tokens on the side's accelerators, over the window",
+                "the price of a million output tokens on the side's accelerators, at both sides' traffic",
                 "price",
                 per_side=lambda stack, ctx, side, _: goodput.cost_per_million_tokens(stack, ctx, side),
-                reads=_tokens,
+                reads=_cost_reads,
             ),
         )
     }

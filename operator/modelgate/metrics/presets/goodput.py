@@ -16,7 +16,6 @@ per accelerator times two."""
 from __future__ import annotations
 
 from modelgate.api.analysis import GoodputTargets
-from modelgate.api.duration import parse_duration
 from modelgate.core.cost import SECONDS_PER_HOUR
 from modelgate.metrics.context import QueryContext, Side, promql_number
 from modelgate.metrics.presets.common import Stack
@@ -86,19 +85,29 @@ def output_tokens(stack: Stack, ctx: QueryContext, side: Side) -> str | None:
 
 
 def cost_per_million_tokens(stack: Stack, ctx: QueryContext, side: Side) -> str | None:
-    """accelerators x price per hour x the window in hours / (output tokens in the window / 1e6); the
-    tokens are what the counters' total grew by over the window, and none (not a division by 0 or
-    less) when it did not grow."""
+    """The side's spend per million output tokens at both sides' traffic: accelerators x price per
+    second / (its output tokens per request x the requests per second both sides served / 1e6).
+    Its own spend over the window (status.cost) depends on its share of the traffic: at a 10% step
+    the candidate's accelerators idle and its tokens cost more. At the same traffic the two sides
+    compare at every weight, and from the first window of a step. None where the tokens did not grow
+    (not a division by zero)."""
     price = ctx.price(side)
     if stack.generated_tokens is None:
         return None
     if price is None:
         raise ValueError(f"costPerMillionTokens needs spec.analysis.accelerators.{side}.pricePerHour")
-    tokens = output_tokens(stack, ctx, side)
-    hours = f"{_seconds(ctx.interval)} / {SECONDS_PER_HOUR}"
-    accelerators = promql_number(ctx.accelerators(side))
-    return f"{accelerators} * {promql_number(price)} * {hours} / (({tokens} > 0) / {TOKENS_PER_MILLION})"
+    selector, window = stack.select(ctx, side), ctx.interval
+    per_request = (
+        f"{stack.generated_tokens.over('rate', selector, window)} / {_requests(stack, selector, window)}"
+    )
+    sides: tuple[Side, ...] = ("candidate", "incumbent")
+    served = " + ".join(f"({_requests(stack, stack.select(ctx, s), window)} or vector(0))" for s in sides)
+    spend = f"{promql_number(ctx.accelerators(side))} * {promql_number(price)} / {SECONDS_PER_HOUR}"
+    return f"{spend} / ((({per_request}) > 0) * ({served}) / {TOKENS_PER_MILLION})"
 
 
-def _seconds(window: str) -> str:
-    return f"{parse_duration(window).total_seconds():g}"
+def _requests(stack: Stack, selector: str, window: str) -> str:
+    """Requests per second that got a first token where the server counts them (llm-d's simulator
+    exports no HTTP request counter), else its request counter."""
+    counted = stack.requests if stack.ttft is None else stack.ttft.observations()
+    return counted.over("rate", selector, window)
