@@ -1,7 +1,8 @@
 """Judging against the incumbent on the bed (real API server, real Prometheus, doubles, the operator as
-a process): the sequential test, a comparison through an incumbent-side outage, ratios of TTFT and
-time per token that judge what end-to-end latency cannot, dry runs, and the deadline of rollouts stuck
-Pending (the Inconclusive one is in test_rollout_rollback.py)."""
+a process): the sequential test, ratios of TTFT and time per token that judge what end-to-end latency
+cannot, and the deadline of rollouts stuck Pending (the Inconclusive one is in
+test_rollout_rollback.py). A comparison through an incumbent-side error spike, with a dry-run rule
+beside it, is in bench/test_comparison_on_the_bed.py."""
 
 from __future__ import annotations
 
@@ -27,51 +28,6 @@ FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 ALPHA = 0.05
 
 
-def test_an_incumbent_error_spike_does_not_roll_back_a_healthy_candidate_under_a_comparison(
-    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
-) -> None:
-    compared = {"name": "errors", "preset": "errorRate", "compare": {"maxIncrease": 0.005}}
-    # The same data against a fixed bound, in dry run: it fails, it is shown, it decides nothing.
-    fixed = {"name": "errors-fixed", "preset": "errorRate", "max": 0.005, "dryRun": True}
-    manifest = model_rollout(
-        "chat",
-        namespace,
-        # Half the traffic brings the candidate's first errors soon; the pause holds it there, judged at
-        # every interval, until the test promotes it.
-        steps=[{"setWeight": 50}, {"pause": {}}],
-        prometheus=local_bed.prometheus_url,
-        metrics=[compared, fixed],
-        interval="1s",
-        # Judged on enough requests that the candidate's 1% shows as about 1%: at 20, the first window
-        # after the weight moved held one error in 19 requests, above the 5% bound below.
-        min_requests=500,
-    )
-    candidate, incumbent = Behaviour(error_rate=0.01), Behaviour(error_rate=0.2)
-    with serving(local_bed, api_client, namespace, candidate, incumbent=incumbent, rps=100) as scenario:
-        scenario.apply(manifest)
-        # A 1% candidate can show no error in one window; wait for an evaluation that saw some, at the
-        # pause: before it, the comparison may still wait for the incumbent's 500 requests.
-        judged = scenario.wait_for_status(
-            "the pause, with the fixed bound failing on candidate errors",
-            lambda s: (
-                s.phase is Phase.PAUSED
-                and _verdict(s, "errors-fixed") is Verdict.FAIL
-                and (_analysis(s, "errors").value or 0) > 0
-            ),
-        )
-        errors = _analysis(judged, "errors")
-        assert errors.verdict is Verdict.PASS, errors.message
-        assert errors.value is not None and errors.incumbent_value is not None
-        assert 0 < errors.value < 0.05 < 0.1 < errors.incumbent_value
-
-        promoted = modelgate(operator.kubeconfig, "promote", "chat", "-n", namespace)
-        assert promoted.returncode == 0, promoted.stdout + promoted.stderr
-        final = scenario.wait_for_status("the end", lambda s: s.phase in FINISHED)
-        assert final.phase is Phase.SUCCEEDED, final.message
-        assert final.rollback_reason is None
-        assert scenario.recorder.weights_until(100) == [0, 50, 100]
-
-
 def test_a_candidate_with_twice_the_ttft_is_rolled_back_by_a_ratio_while_its_latency_passes(
     local_bed: LocalCluster,
     api_client: client.ApiClient,
@@ -92,7 +48,7 @@ def test_a_candidate_with_twice_the_ttft_is_rolled_back_by_a_ratio_while_its_lat
         scenario, final, took = run
         assert final.phase is Phase.ROLLED_BACK, final.message
         assert final.rollback_reason is not None and final.rollback_reason.metric == "ttft"
-        judged_ttft, judged_latency = _analysis(final, "ttft"), _analysis(final, "latency")
+        judged_ttft, judged_latency = analysis_of(final, "ttft"), analysis_of(final, "latency")
         assert judged_ttft.verdict is Verdict.FAIL, judged_ttft.message
         assert judged_ttft.value is not None and judged_ttft.incumbent_value is not None
         ratio = judged_ttft.value / judged_ttft.incumbent_value
@@ -138,10 +94,10 @@ def test_a_candidate_with_longer_answers_but_equal_ttft_and_tpot_is_promoted(
         assert final.phase is Phase.SUCCEEDED, final.message
         assert final.rollback_reason is None
         for name in ("ttft", "tpot"):
-            judged = _analysis(final, name)
+            judged = analysis_of(final, name)
             assert judged.verdict is Verdict.PASS, judged.message
             assert judged.value is not None and judged.value == pytest.approx(judged.incumbent_value)
-        latency = _analysis(final, "latency")
+        latency = analysis_of(final, "latency")
         assert latency.verdict is Verdict.FAIL, latency.message
         assert latency.value is not None and latency.incumbent_value is not None
         assert latency.value > 1.5 * latency.incumbent_value
@@ -175,11 +131,11 @@ def _run_to_the_end(
         yield scenario, final, time.monotonic() - started
 
 
-def _analysis(status: ModelRolloutStatus, metric: str) -> MetricAnalysis:
+def analysis_of(status: ModelRolloutStatus, metric: str) -> MetricAnalysis:
     return next(m for m in status.analysis if m.name == metric)
 
 
-def _verdict(status: ModelRolloutStatus, metric: str) -> Verdict | None:
+def verdict_of(status: ModelRolloutStatus, metric: str) -> Verdict | None:
     return next((m.verdict for m in status.analysis if m.name == metric), None)
 
 
