@@ -5,6 +5,7 @@ repository."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -22,11 +23,6 @@ Kubectl = Callable[..., str]
 ISTIO_CRDS = ("virtualservices.networking.istio.io",)
 # v1.6.0 moved InferenceModelRewrite out of the module; v1.5.0 is the last release that ships it.
 MODEL_REWRITE_CRD = "inference.networking.x-k8s.io_inferencemodelrewrites.yaml"
-
-
-# One list of every CRD's Established status: `kubectl wait crd --all` asks for each CRD in turn
-# (2 s of a bed's start for seventeen of them, all established already).
-ESTABLISHED = "jsonpath={range .items[*]}{.status.conditions[?(@.type=='Established')].status},{end}"
 
 
 def install_crds(kubectl: Kubectl, *, also: str = "") -> None:
@@ -53,10 +49,17 @@ def install_crds(kubectl: Kubectl, *, also: str = "") -> None:
     documents = "\n---\n".join(filter(None, (istio_crds, also)))
     kubectl("apply", "--server-side", "--force-conflicts", *files, "-f", "-", stdin=documents)
 
-    def established() -> bool:
-        return all(status == "True" for status in kubectl("get", "crd", "-o", ESTABLISHED).split(",")[:-1])
+    wait_for(lambda: all_established(kubectl), timeout=60, what="every CRD Established")
 
-    wait_for(established, timeout=60, what="every CRD Established")
+
+def all_established(kubectl: Kubectl) -> bool:
+    """One list of the CRDs: `kubectl wait crd --all` asks for each in turn (2 s of a bed's start for
+    seventeen). As JSON: a CRD just created has no conditions yet, which a jsonpath filter refuses."""
+    crds = json.loads(kubectl("get", "crd", "-o", "json"))["items"]
+    return all(
+        any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+        for conditions in ((crd.get("status") or {}).get("conditions") or [] for crd in crds)
+    )
 
 
 def named_documents(path: Path, names: tuple[str, ...]) -> str:
