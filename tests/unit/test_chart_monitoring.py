@@ -15,6 +15,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from modelgate import observability
 from testbed.binaries import binary
+from tests.support.promql import assert_evaluates
 from tests.unit.test_chart import CHART, render, the
 
 DASHBOARD = CHART / "dashboards" / "modelgate.json"
@@ -117,6 +118,19 @@ def test_alert_rules_use_only_exported_metrics() -> None:
     for rule in alert_rules():
         assert metric_names(rule["expr"]) <= exported, rule["alert"]
         assert rule["labels"]["severity"] and rule["annotations"]["summary"], rule["alert"]
+
+
+def test_failed_notifications_fire_their_alert_by_namespace_and_receiver_kind(tmp_path: Path) -> None:
+    (rule,) = [r for r in alert_rules() if r["alert"] == "ModelgateNotificationsFailing"]
+    failed = 'modelgate_notifications_failed_total{{namespace="{}",receiver_kind="slack",transition="{}"}}'
+    series = {
+        failed.format("team-a", "RolledBack"): "0+1x20",  # one given up on each scrape
+        failed.format("team-a", "Succeeded"): "0x20",
+        failed.format("team-b", "RolledBack"): "3x20",  # failed before the window, none since
+    }
+    # 20 given up on in the 5 minutes of data, all inside the 15-minute window.
+    firing = {'{namespace="team-a",receiver_kind="slack"}': 20.0}
+    assert_evaluates(tmp_path, series, {rule["expr"]: firing})
 
 
 def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
