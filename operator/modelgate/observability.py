@@ -38,7 +38,9 @@ def configure_logging(
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        # One write per line: print() writes the newline apart, and on an unbuffered stream
+        # (PYTHONUNBUFFERED, as in the image) another thread's stderr line could land in between.
+        logger_factory=structlog.WriteLoggerFactory(out),
         cache_logger_on_first_use=True,
     )
     # kopf and the kubernetes client log through the standard library; keep them quieter.

@@ -4,6 +4,8 @@ info and a rollback at warning, and console logs without colour codes when they 
 from __future__ import annotations
 
 import copy
+import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -59,6 +61,30 @@ def test_console_logs_to_a_file_have_no_colour_codes(tmp_path: Path) -> None:
     text = path.read_text()
     assert "rollout ended" in text and "RolledBack" in text
     assert "\x1b[" not in text
+
+
+class Writes(io.StringIO):
+    """A stream that keeps each write apart, as an unbuffered file does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.calls.append(text)
+        return super().write(text)
+
+
+@pytest.mark.usefixtures("restored_logging")
+def test_each_json_line_is_written_whole_with_its_newline() -> None:
+    """Standard error shares the operator's log file: a line written in two parts could be split."""
+    stream = Writes()
+    configure_logging("json", stream=stream)
+    structlog.get_logger("test").info("rollout ended", phase="Succeeded")
+    structlog.get_logger("test").warning("rollout ended", phase="RolledBack")
+    written = [call for call in stream.calls if call]
+    assert [json.loads(call)["phase"] for call in written] == ["Succeeded", "RolledBack"]
+    assert all(call.endswith("\n") and call.count("\n") == 1 for call in written)
 
 
 class Stop(Exception):
