@@ -10,6 +10,10 @@ PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium: the tests render `modelgate report`'s page in it, headless.
 APT_PACKAGES := prometheus shellcheck chromium
+# Python's compiled modules are kept (__pycache__, ignored by git) even where the environment says not
+# to: without them every process compiles the project again, and pytest rewrites every test module's
+# asserts again in each worker (collection 9.3 s of CPU against 3.5 s, four times per run).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup apt-deps venv bins moto bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
 
