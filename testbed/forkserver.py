@@ -76,6 +76,17 @@ class ForkServer:
             raise ForkServerError(f"the fork server could not start {entry}: {answer['error']}")
         return int(answer["pid"])
 
+    def start(
+        self, entry: str, args: Sequence[str], output: Path, env: Mapping[str, str], cwd: Path
+    ) -> ForkedProcess:
+        """A process running `entry(args)` in `cwd` with exactly the environment `env`, its output and
+        errors appended to `output`, as a container's command runs; its exit status is kept beside
+        `output`, so it can be polled like a child of this process."""
+        status = output.with_name(f"{output.name}.status")
+        status.unlink(missing_ok=True)  # an earlier run's, with the same output
+        command = {"status": str(status), "replace_env": "1", "cwd": str(cwd)}
+        return ForkedProcess(self.spawn(entry, args, output, env, command), status)
+
     def run(
         self, entry: str, args: Sequence[str], env: Mapping[str, str], timeout: float
     ) -> subprocess.CompletedProcess[str]:
@@ -84,20 +95,17 @@ class ForkServer:
         with tempfile.TemporaryDirectory(prefix="forkrun-") as scratch:
             files = {name: Path(scratch) / name for name in ("stdout", "stderr", "status")}
             command = {"stderr": str(files["stderr"]), "status": str(files["status"]), "replace_env": "1"}
-            pid = self.spawn(entry, args, files["stdout"], env, command)
+            process = ForkedProcess(self.spawn(entry, args, files["stdout"], env, command), files["status"])
             deadline = time.monotonic() + timeout
-            while not files["status"].exists():
-                if not Path(f"/proc/{pid}").exists() and not files["status"].exists():
-                    raise ForkServerError(f"{entry} {list(args)} ended without an exit status: killed?")
+            while (status := process.poll()) is None:
                 if time.monotonic() > deadline:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                    process.kill()
                     raise subprocess.TimeoutExpired([entry, *args], timeout)
                 time.sleep(0.01)
-            output = {name: path.read_text() for name, path in files.items()}
-        return subprocess.CompletedProcess(
-            [entry, *args], int(output["status"]), output["stdout"], output["stderr"]
-        )
+            if status == KILLED:
+                raise ForkServerError(f"{entry} {list(args)} ended without an exit status: killed?")
+            output = {name: files[name].read_text() for name in ("stdout", "stderr")}
+        return subprocess.CompletedProcess([entry, *args], status, output["stdout"], output["stderr"])
 
     def close(self) -> None:
         with self._lock:
@@ -117,6 +125,39 @@ class ForkServer:
                 env={**os.environ, **self.env},
             )
         return self._server
+
+
+KILLED = -signal.SIGKILL  # the status of a forked process that ended without writing its own
+
+
+class ForkedProcess:
+    """A process the fork server started, polled and killed like a `subprocess.Popen` (it is the
+    server's child, not ours: its exit status comes through its status file)."""
+
+    def __init__(self, pid: int, status_file: Path) -> None:
+        self.pid = pid
+        self.status_file = status_file
+
+    def poll(self) -> int | None:
+        """Its exit status once it has ended; KILLED if it ended without writing one."""
+        if self.status_file.exists():
+            return int(self.status_file.read_text())
+        if Path(f"/proc/{self.pid}").exists():
+            return None
+        # Ended between the two looks: the status may have been written meanwhile.
+        return int(self.status_file.read_text()) if self.status_file.exists() else KILLED
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (status := self.poll()) is None:
+            if timeout is not None and deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.01)
+        return status
 
 
 def serve(requests: Any, replies: int) -> None:
@@ -145,7 +186,8 @@ def _entry_point(entry: str) -> Any:
 def _run_child(entry: Any, request: dict[str, Any]) -> None:
     """In the forked child: becomes the process `python -m` would have started, and never returns.
     Its output goes to the request's log (its errors to `stderr`, if given); with `replace_env`,
-    `env` is its whole environment; with `status`, its exit status is written there at the end."""
+    `env` is its whole environment; with `cwd`, it runs there; with `status`, its exit status is
+    written there at the end."""
     status = 1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -161,6 +203,8 @@ def _run_child(entry: Any, request: dict[str, Any]) -> None:
         if request.get("replace_env"):
             os.environ.clear()
         os.environ.update(request["env"])
+        if "cwd" in request:
+            os.chdir(request["cwd"])
         sys.argv = [
             entry.__module__.partition(".")[0],
             *request["args"],

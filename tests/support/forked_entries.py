@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 
 
 def report(args: list[str]) -> int:
@@ -44,6 +45,6 @@ def _is_open(fd: int) -> bool:
 def answer(args: list[str]) -> int:
     """An entry point that prints its arguments, and the environment it sees, on standard output, a
     line on standard error, and exits with the number it was given first."""
-    print(json.dumps({"args": args, "env": dict(os.environ)}))
+    print(json.dumps({"args": args, "env": dict(os.environ), "cwd": str(Path.cwd())}))
     print("to standard error", file=sys.stderr)
     return int(args[0])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.forkserver import ForkServer, ForkServerError
+from testbed.forkserver import KILLED, ForkServer, ForkServerError
 from testbed.processes import ProcessRegistry, python_module_env, wait_exited
 
 ENTRIES = "tests.support.forked_entries"
@@ -95,8 +95,29 @@ def test_a_run_returns_its_output_and_exit_status_as_a_subprocess_would_with_onl
     finally:
         del os.environ["FORK_TEST_NOT_PASSED"]
     assert done.returncode == 3
-    assert json.loads(done.stdout) == {"args": ["3", "--flag"], "env": {"ONLY": "this"}}
+    assert json.loads(done.stdout) == {
+        "args": ["3", "--flag"],
+        "env": {"ONLY": "this"},
+        "cwd": str(Path.cwd()),
+    }
     assert done.stderr == "to standard error\n"
+
+
+def test_a_started_process_runs_where_asked_and_is_polled_and_killed_as_a_child_would_be(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    """As the bed runs a gate Pod's `modelgate` command: in its folder, with only its environment,
+    output and errors in one file, its exit status polled."""
+    output = tmp_path / "output.log"
+    done = server.start(f"{ENTRIES}:answer", ["4"], output, {"ONLY": "this"}, cwd=tmp_path)
+    assert done.wait(timeout=30) == 4
+    printed, error = output.read_text().splitlines()
+    assert json.loads(printed) == {"args": ["4"], "env": {"ONLY": "this"}, "cwd": str(tmp_path)}
+    assert error == "to standard error"
+    waiting = server.start(f"{ENTRIES}:wait_for_sigterm", [], tmp_path / "waiting.log", {}, cwd=tmp_path)
+    assert waiting.poll() is None
+    waiting.kill()
+    assert waiting.wait(timeout=30) == KILLED
 
 
 def test_a_run_past_its_timeout_is_killed(server: ForkServer) -> None:
