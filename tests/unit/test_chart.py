@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import pickle
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,8 +167,14 @@ def render(
         stdin=yaml.safe_dump(with_repository(values)),
     )
     assert result.returncode == 0, result.stderr
-    # libyaml: the rendered CRDs are large, and Python's own parser takes a second over them.
-    return [doc for doc in yaml.load_all(result.stdout, Loader=yaml.CSafeLoader) if doc]
+    return pickle.loads(_documents(result.stdout))  # a copy of its own for each test to change
+
+
+@functools.cache
+def _documents(rendered: str) -> bytes:
+    """A render's documents, parsed once however many tests render the same values (the CRDs inside
+    are large: libyaml, as Python's own parser takes a second over them)."""
+    return pickle.dumps([doc for doc in yaml.load_all(rendered, Loader=yaml.CSafeLoader) if doc])
 
 
 def render_error(values: Object, kube_version: str | None = None) -> str:
