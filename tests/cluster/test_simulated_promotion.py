@@ -20,6 +20,7 @@ from testbed.operator_process import OperatorProcess
 from testbed.traefik_gateway import TraefikGateway
 from tests.support.scenario import DEPLOYMENTS
 from tests.support.simulated import HEALTHY, SimulatedScenario, promote, simulated_serving
+from tests.support.traefik import assert_listening_on_loopback_only
 
 SHARE_TOLERANCE = 0.05
 Samples = list[tuple[float, float]]
@@ -73,12 +74,14 @@ def test_a_good_candidate_is_promoted_and_traefik_splits_by_each_weight(
     traefik: TraefikGateway,
     record_property: Callable[[str, object], None],
 ) -> None:
-    """An A/A rollout: the same flags on both sides, each side with a seed of its own."""
-    weights = [20, 50, 80]
+    """An A/A rollout: the same flags on both sides, each side with a seed of its own. Two weights,
+    one each side of the middle: a split that ignored the weights shows at either."""
+    weights = [20, 80]
     incumbent = replace(HEALTHY, seed=HEALTHY.seed + 1)
     with simulated_serving(
         local_bed, api_client, namespace, traefik, HEALTHY, incumbent=incumbent, rps=60
     ) as scenario:
+        assert_listening_on_loopback_only(scenario.fleet, traefik, pods=len(DEPLOYMENTS))
         served_at = promote(scenario, local_bed.prometheus_url, weights, record_property)
         rates = answer_rates(scenario, served_at)
         lag = {w: at - (scenario.recorder.first_time_at(w, after=0) or at) for w, at in served_at.items()}

@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 from kubernetes import client
 
+from testbed.fleet import ModelFleet
+from testbed.listeners import is_loopback, listening_addresses
 from testbed.traefik_gateway import TraefikGateway
 from testbed.traffic_driver import Weights
 from testbed.waiting import WaitTimeout, wait_for
@@ -43,3 +45,18 @@ def wait_until_traefik_serves(
         raise AssertionError(
             f"{timed_out}; the route carries {last.get('route')}, traefik serves {last.get('traefik')}"
         ) from None
+
+
+def assert_listening_on_loopback_only(fleet: ModelFleet, traefik: TraefikGateway, pods: int) -> None:
+    """Each simulator on its Pod's IP and container port (loopback), Traefik on 127.0.0.1: the
+    simulator's own command binds every interface, so the bed's must not."""
+    pod_addresses = {double.url.removeprefix("http://") for double in fleet.doubles}
+    assert len(pod_addresses) == pods
+    assert all(address.endswith(":8000") for address in pod_addresses), pod_addresses
+    listeners = {
+        address
+        for process in [traefik.process, *(double.process for double in fleet.doubles)]
+        for address in listening_addresses(process.pid)
+    }
+    assert pod_addresses <= listeners
+    assert all(is_loopback(address) for address in listeners), listeners

@@ -1,7 +1,9 @@
 """A rollout step moves real gateway traffic: Traefik's Kubernetes Gateway provider serves the HTTPRoute
 the operator edits, and requests sent to Traefik land on the two models' Pods (through Service,
 EndpointSlice and Pod IP) in the proportion of the weights the operator wrote. The Pods are served by
-llm-d's vLLM simulator, which names the Pod that answered in a header of each answer."""
+llm-d's vLLM simulator, which names the Pod that answered in a header of each answer. In `make bench`
+(12 s of a worker): `make test` counts Traefik's split at each weight of a promotion, by the
+simulators' own counters, in test_simulated_promotion.py."""
 
 from __future__ import annotations
 
@@ -14,7 +16,6 @@ from kubernetes import client
 from modelgate.api import Phase
 from testbed.fleet import ModelFleet
 from testbed.inference_sim import SimulatorFlags
-from testbed.listeners import is_loopback, listening_addresses
 from testbed.localcluster import LocalCluster
 from testbed.loopback_pods import LoopbackPods, on_loopback_node
 from testbed.manifests import http_route, model_deployment, model_rollout, model_service
@@ -24,7 +25,9 @@ from testbed.waiting import wait_for
 from tests.support.cli import modelgate
 from tests.support.kube import create
 from tests.support.scenario import Rollouts
+from tests.support.traefik import assert_listening_on_loopback_only
 
+pytestmark = pytest.mark.bench
 MODELS = ("chat-v1", "chat-v2")
 REQUESTS = 100
 # Answers in about 10 ms (the default's are 0.1 s): the requests counted here go one after another,
@@ -68,20 +71,6 @@ def served_through_traefik(
         fleet.stop()
 
 
-def assert_listening_on_loopback_only(fleet: ModelFleet, traefik: TraefikGateway) -> None:
-    """Each simulator on its Pod's IP and container port (loopback), Traefik on 127.0.0.1."""
-    pod_addresses = {double.url.removeprefix("http://") for double in fleet.doubles}
-    assert len(pod_addresses) == len(MODELS)
-    assert all(address.endswith(":8000") for address in pod_addresses), pod_addresses
-    listeners = {
-        address
-        for process in [traefik.process, *(double.process for double in fleet.doubles)]
-        for address in listening_addresses(process.pid)
-    }
-    assert pod_addresses <= listeners
-    assert all(is_loopback(address) for address in listeners), listeners
-
-
 def test_a_rollout_step_moves_traefik_traffic_by_the_weights_written(
     served_through_traefik: ModelFleet,
     local_bed: LocalCluster,
@@ -91,7 +80,7 @@ def test_a_rollout_step_moves_traefik_traffic_by_the_weights_written(
     traefik: TraefikGateway,
     record_property: Callable[[str, object], None],
 ) -> None:
-    assert_listening_on_loopback_only(served_through_traefik, traefik)
+    assert_listening_on_loopback_only(served_through_traefik, traefik, pods=len(MODELS))
     rollouts = Rollouts(api_client, namespace)
     rollouts.apply(model_rollout("chat", namespace, steps=[{"setWeight": 30}, {"pause": {}}]))
     rollouts.wait_for_status(
