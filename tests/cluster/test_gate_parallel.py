@@ -117,10 +117,12 @@ def test_a_shard_that_fails_fails_the_check_naming_its_index(
     operator: OperatorProcess,
     tmp_path: Path,
 ) -> None:
-    """Shard 2's process ends before it writes its counts (as an evicted or crashed Pod's would)."""
+    """Shard 2's process ends before it writes its counts (as an evicted or crashed Pod's would); the
+    other shards have their replay and score."""
     checks = [{**evaluator_check("sharded", SHARDS), "policy": POLICY}]
+    replay = recorded_requests(RECORDED)
     with evaluated(
-        local_bed, api_client, namespace, tmp_path, CANDIDATE, items=5 * ITEMS, checks=checks
+        local_bed, api_client, namespace, tmp_path, CANDIDATE, items=5 * ITEMS, checks=checks, replay=replay
     ) as scenario:
         uid = indexed_pods(api_client, namespace, "sharded")["2"]
         pid = wait_for(lambda: pod_process(tmp_path, uid), timeout=30, what="shard 2's process")
