@@ -97,12 +97,17 @@ lock: venv
 audit: venv
 	$(PY) -m tooling.dependency_audit requirements.lock
 
-test: setup lint audit
+# The audit waits on the network (4-5 s where no vulnerability service answers), so it runs beside
+# the suite; its verdict is printed after the suite's and fails the run as `make audit` would.
+test: setup lint
 	# Three workers, each with a bed of its own, a test file never split: most of a cluster test is
 	# waiting on analysis intervals, so three share the 2 cores well (four were slower: 7m11s against 6m49s).
 	# Files go out in the order named (not xdist's most-tests-first, which left the long cluster files
 	# with few tests for last): the cluster files first, the quick unit files filling the tail.
-	bash hack/pytest.sh required -n 3 --dist loadfile --no-loadscope-reorder tests/cluster tests/unit --durations=15
+	audit_log=$$(mktemp); $(PY) -m tooling.dependency_audit requirements.lock > "$$audit_log" 2>&1 & audit=$$!; \
+	suite=0; bash hack/pytest.sh required -n 3 --dist loadfile --no-loadscope-reorder tests/cluster tests/unit --durations=15 || suite=$$?; \
+	audited=0; wait $$audit || audited=$$?; cat "$$audit_log"; rm -f "$$audit_log"; \
+	exit $$(( suite ? suite : audited ))
 
 # The CRD (and the chart's copy) from the models in operator/modelgate/api, the chart's router RBAC
 # from the routers' records, then the docs from the CRD.
