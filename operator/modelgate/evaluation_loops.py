@@ -1,5 +1,5 @@
 """One asyncio task per ModelEvaluation: tick in a worker thread, then sleep until the decision's
-wake-up (the next scheduled run; 10 s while a run runs) or until something that matters changes: a
+wake-up (the next scheduled run; 2 s while a run runs) or until something that matters changes: a
 new generation or run-now annotation, or one of its check Jobs."""
 
 from __future__ import annotations

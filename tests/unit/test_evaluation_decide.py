@@ -20,6 +20,7 @@ from modelgate.api.evaluation_status import (
 )
 from modelgate.api.gate_result import GateResult, Score, TestSetIdentity
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
+from modelgate.core.schedule import GATE_POLL
 from modelgate.reevaluation import (
     DeleteJobs,
     EvaluationDecision,
@@ -129,6 +130,15 @@ def test_a_due_run_waits_for_the_running_one() -> None:
     )
     assert len(later.status.runs) == 1 and later.status.last_run_now == "first"
     assert kinds(later, StartRun), "the running run's missing Jobs are made again"
+
+
+def test_a_running_run_is_looked_at_as_often_as_a_rollouts_gate() -> None:
+    """A check Pod that cannot start (a missing Secret) changes no Job, so no watch event wakes the
+    run: it fails as soon after as a rollout's gate would (seen within 10 s before)."""
+    at = CREATED + timedelta(minutes=1)
+    later = at + timedelta(seconds=3)
+    waiting = tick(spec(), started(spec(), at), later, {"quality": CheckRunning("waiting for its Pod")})
+    assert waiting.wake_at == later + GATE_POLL
 
 
 def test_suspended_skips_scheduled_fires_but_runs_on_demand() -> None:

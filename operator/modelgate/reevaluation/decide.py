@@ -23,6 +23,7 @@ from modelgate.api.evaluation_status import (
 from modelgate.api.statusmodel import Verdict
 from modelgate.core.conditions import set_condition
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, job_name
+from modelgate.core.schedule import GATE_POLL
 from modelgate.reevaluation.decision import (
     Action,
     DeleteJobs,
@@ -36,8 +37,9 @@ from modelgate.reevaluation.decision import (
 )
 from modelgate.reevaluation.run_judgement import baseline_of, judge_run
 
-# While a run runs, its Jobs' watch events wake the loop; this is the look it takes without one.
-RUNNING_RECHECK = timedelta(seconds=10)
+# While a run runs, its Jobs' watch events wake the loop; this is the look it takes without one, as
+# often as a rollout's gate looks: a Pod whose container cannot start (a missing Secret) changes no Job.
+RUNNING_RECHECK = GATE_POLL
 # A run just started looks again at once: a check whose Job cannot be made (a missing ConfigMap)
 # has no Job event to wake it.
 FIRST_LOOK = timedelta(seconds=1)
