@@ -95,7 +95,7 @@ def test_equal_accelerators_are_promoted_and_the_cost_is_what_the_counters_make(
     with simulated_serving(
         local_bed, api_client, namespace, traefik, HEALTHY, incumbent=incumbent, gpus=(1, 1)
     ) as scenario:
-        scenario.apply(goodput_rollout(namespace, local_bed.prometheus_url, hold="12s"))
+        scenario.apply(goodput_rollout(namespace, local_bed.prometheus_url, hold="8s"))
         cost = cost_matching_the_counters(scenario, deadline=time.monotonic() + 30)
         final = finished(scenario)
     assert final.phase is Phase.SUCCEEDED, final.message
