@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -96,12 +97,11 @@ class ForkServer:
             files = {name: Path(scratch) / name for name in ("stdout", "stderr", "status")}
             command = {"stderr": str(files["stderr"]), "status": str(files["status"]), "replace_env": "1"}
             process = ForkedProcess(self.spawn(entry, args, files["stdout"], env, command), files["status"])
-            deadline = time.monotonic() + timeout
-            while (status := process.poll()) is None:
-                if time.monotonic() > deadline:
-                    process.kill()
-                    raise subprocess.TimeoutExpired([entry, *args], timeout)
-                time.sleep(0.01)
+            try:
+                status = process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                raise subprocess.TimeoutExpired([entry, *args], timeout) from None
             if status == KILLED:
                 raise ForkServerError(f"{entry} {list(args)} ended without an exit status: killed?")
             output = {name: files[name].read_text() for name in ("stdout", "stderr")}
@@ -152,10 +152,10 @@ class ForkedProcess:
             os.kill(self.pid, signal.SIGKILL)
 
     def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
         while (status := self.poll()) is None:
-            if timeout is not None and deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
             time.sleep(0.01)
         return status
 
