@@ -28,16 +28,18 @@ apt-deps:
 	fi
 
 # The venv is exactly requirements.lock, every file checked against the lock's hashes (pip, and
-# hatchling to build the project, included), then the project itself, editable, adding nothing.
-# A new lock recreates it (--clear), so nothing outside the lock stays behind.
+# hatchling to build the project, included), resolving nothing (hack/install-lock.sh: the lock's own
+# pip first, then the lock with --no-deps), then the project itself, editable, adding nothing, and
+# `pip check`. A new lock recreates it (--clear), so nothing outside the lock stays behind.
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@command -v go >/dev/null || { echo "go is required (>= 1.26) to build the control plane" >&2; exit 1; }
 	@# A .venv linked from another checkout (a git worktree) belongs to that checkout: --clear would
 	@# empty it through the link.
 	@if [ -L $(VENV) ]; then echo "$(VENV) is a link to another checkout's venv: not rebuilding it here; run make there, or remove the link" >&2; exit 1; fi
 	python3 -m venv --clear $(VENV)
-	$(VENV)/bin/pip install -q --require-hashes -r requirements.lock
+	bash hack/install-lock.sh $(VENV) requirements.lock
 	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
+	$(VENV)/bin/pip check
 	touch $@
 
 venv: $(VENV)/.installed

@@ -16,7 +16,7 @@ else
   start=$SECONDS
   rm -rf "$venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --require-hashes --no-deps -r "$lock"
+  bash "$here/install-lock.sh" "$venv" "$lock"
   touch "$venv/.installed"
   echo "moto-venv: moto $version installed in $((SECONDS - start))s in $venv" >&2
 fi
