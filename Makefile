@@ -15,11 +15,14 @@ APT_PACKAGES := prometheus shellcheck chromium
 # asserts again in each worker (collection 9.3 s of CPU against 3.5 s, four times per run).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup apt-deps venv bins moto bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
+.PHONY: help setup apt-deps venv bins moto bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
 
-setup: apt-deps venv bins moto
+.DEFAULT_GOAL := help
+help: ## list the targets
+	@awk -F':.*## ' '/^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-apt-deps:
+setup: apt-deps venv bins moto ## everything the tests need: apt, venv, binaries, moto
+apt-deps: ## the Debian packages the tests use
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "apt: installing$$missing"; \
@@ -42,42 +45,41 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(VENV)/bin/pip check
 	touch $@
 
-venv: $(VENV)/.installed
-
-bins:
+venv: $(VENV)/.installed ## the .venv, exactly requirements.lock, and modelgate editable
+bins: ## build the bed's binaries with Go into ~/.cache/modelgate
 	bash hack/build-bins.sh all
 
-bins-demo:
+bins-demo: ## build only what the demo runs
 	bash hack/build-bins.sh demo
 
 # The bed's S3-compatible server (moto) in a venv of its own, cached (hack/moto-venv.sh).
-moto:
+moto: ## the bed's S3-compatible server in a venv of its own
 	bash hack/moto-venv.sh >/dev/null
 
 # Traefik alone (the bed's Gateway API data plane; `make bins` builds it with the rest).
-bins-traefik:
+bins-traefik: ## build Traefik alone
 	bash hack/build-bins.sh traefik
 
-cluster-up: setup
+cluster-up: setup ## start the local bed (API server, kwok, Prometheus)
 	$(PY) -m testbed up --root .localcluster
 
-cluster-down:
+cluster-down: ## stop the local bed
 	$(PY) -m testbed down --root .localcluster
 
-cluster-status:
+cluster-status: ## show the local bed's processes
 	$(PY) -m testbed status --root .localcluster
 
 # The bed, Traefik, model servers, the operator and traffic, left running for your own rollouts
 # (docs/getting-started.md); playground-down stops what it started, the bed too if it started it.
 # The demo's stack, left running for your own rollouts (docs/getting-started.md); it installs what
 # the demo does.
-playground: apt-deps venv bins-demo
+playground: apt-deps venv bins-demo ## the demo's stack, left running for your own rollouts
 	$(PY) -m testbed.playground up --root .localcluster
 
-playground-down:
+playground-down: ## stop what the playground started
 	$(PY) -m testbed.playground down --root .localcluster
 
-lint: venv
+lint: venv ## ruff, mypy and the import contracts
 	$(VENV)/bin/ruff check operator testbed tooling tests argocd bench
 	$(VENV)/bin/ruff format --check operator testbed tooling tests argocd bench
 	$(VENV)/bin/mypy
@@ -88,7 +90,7 @@ lint: venv
 # (the operator's dependencies and its build), at the same versions. Existing pins are kept; move one
 # on purpose with `make lock LOCK_ARGS='--upgrade-package NAME'`.
 LOCK_FLAGS := --strip-extras --no-emit-find-links --generate-hashes --allow-unsafe --quiet
-lock: venv
+lock: venv ## re-pin requirements.lock and requirements-image.lock
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) $(LOCK_ARGS) --extra dev --all-build-deps \
 	  --output-file requirements.lock pyproject.toml
 	$(VENV)/bin/pip-compile $(LOCK_FLAGS) --build-deps-for wheel --constraint requirements.lock \
@@ -96,12 +98,12 @@ lock: venv
 
 # Known vulnerabilities in the locked dependencies. Skipped, saying why, where no vulnerability
 # service can be asked, unless MODELGATE_AUDIT=required.
-audit: venv
+audit: venv ## known vulnerabilities in the locked dependencies
 	$(PY) -m tooling.dependency_audit requirements.lock
 
 # The audit waits on the network (4-5 s where no vulnerability service answers), so it runs beside
 # the suite; its verdict is printed after the suite's and fails the run as `make audit` would.
-test: setup lint
+test: setup lint ## the full suite (installs what it needs)
 	# Three workers, each with a bed of its own, a test file never split: most of a cluster test is
 	# waiting on analysis intervals, so three share the 2 cores well (four were slower: 7m11s against 6m49s).
 	# Files go out in the order named (not xdist's most-tests-first, which left the long cluster files
@@ -113,21 +115,20 @@ test: setup lint
 
 # The CRD (and the chart's copy) from the models in operator/modelgate/api, the chart's router RBAC
 # from the routers' records, then the docs from the CRD.
-generate: venv
+generate: venv ## the CRD, the chart's RBAC and the docs from the code
 	$(PY) -m tooling.crd_gen
 	$(PY) -m tooling.router_rbac_gen
 	$(PY) -m tooling.docs_gen
 
-docs: generate
-
+docs: generate ## same as generate
 # The demo installs only what it runs: Prometheus from apt, the control plane, Traefik and the
 # simulator (no chromium, shellcheck, helm or actionlint: those are for the tests).
 demo playground: APT_PACKAGES := prometheus
-demo: apt-deps venv bins-demo
+demo: apt-deps venv bins-demo ## three rollouts on llm-d's simulator behind Traefik
 	$(PY) -m testbed.demo
 
-bench: setup
+bench: setup ## the long runs: speed, memory and scale (bench/REPORT.md)
 	bash hack/pytest.sh optional bench -m bench -s
 
-clean: cluster-down
+clean: cluster-down ## stop the bed and remove its state and caches
 	rm -rf .localcluster .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,24 @@
+"""`make help` (also plain `make`) lists every target a user can run, each on one line of at most 80
+columns, so that the Makefile's targets cannot grow one that no one can find."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from testbed.versions import REPO_ROOT
+
+
+def _phony_targets() -> set[str]:
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    phony = re.search(r"^\.PHONY:(.*)$", makefile, re.M)
+    assert phony is not None
+    return set(phony[1].split())
+
+
+def test_make_help_lists_every_target_within_80_columns() -> None:
+    shown = subprocess.run(
+        ["make", "--no-print-directory", "-C", REPO_ROOT], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+    assert {line.split()[0] for line in shown} == _phony_targets()
+    assert all(len(line) <= 80 and len(line.split()) > 1 for line in shown)
