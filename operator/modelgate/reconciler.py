@@ -23,6 +23,7 @@ from modelgate.api import (
     ModelRolloutSpec,
     ModelRolloutStatus,
     RollbackReason,
+    RolloutRef,
     parse_spec,
     parse_status,
 )
@@ -72,6 +73,11 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def rollout_ref(meta: Mapping[str, Any]) -> RolloutRef:
+    """The rollout as its route claims name it (routers/claims.py)."""
+    return RolloutRef(namespace=meta["namespace"], name=meta["name"], uid=str(meta.get("uid") or ""))
 
 
 class RolloutGone(Exception):
@@ -231,7 +237,7 @@ class Reconciler:
                 case RemoveFinalizer():
                     finalized = self._keep_finalizer(meta, wanted=False)
                 case WriteRoute(weight=weight, mirror_percent=mirror_percent):
-                    written = self._write(scene.router, weight, mirror_percent)
+                    written = self._write(scene.router, weight, mirror_percent, rollout_ref(meta))
                     decision = after_write(decided, written, evidence, self.clock())
                 case CollectEvidence(reason=reason):
                     evidence = self._evidence(scene, reason)
@@ -304,7 +310,7 @@ class Reconciler:
             log.warning("deleting a rollout that cannot be used: removing its finalizer", error=str(error))
         if has_finalizer and router is not None and not skips_reconcile(meta.get("annotations")):
             route = router.read()
-        decision = decide_deletion(spec, status, route, has_finalizer)
+        decision = decide_deletion(spec, status, route, has_finalizer, rollout_ref(meta))
         scene = _Scene(body, spec, spec, router, None, status, status)
         decision, finalized = self._apply_actions(scene, decision)
         if has_finalizer and not (finalized and RemoveFinalizer() in decision.actions):
@@ -335,12 +341,14 @@ class Reconciler:
         except ValueError:
             return None
 
-    def _write(self, router: TrafficRouter | None, weight: int, mirror_percent: int) -> WriteResult | None:
+    def _write(
+        self, router: TrafficRouter | None, weight: int, mirror_percent: int, owner: RolloutRef
+    ) -> WriteResult | None:
         if router is None:
             log.warning("no route to return the traffic on: the spec names none that can be used")
             return None
         try:
-            written: WriteResult = router.set_weights(weight, mirror_percent)
+            written: WriteResult = router.set_weights(weight, mirror_percent, owner)
         except Conflict as error:  # other writers changed the route under every attempt
             written = WriteFailed(error.message)
         log.info("weights set", candidate_weight=weight, mirror_percent=mirror_percent, written=repr(written))

@@ -9,13 +9,23 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, WorkloadRef
+from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef, WorkloadRef
 from modelgate.commands import decode_command
-from modelgate.core import AnalysisRun, LiveRoute, Observations, ReadyReplicas, SpecProblem, analysis_due
+from modelgate.core import (
+    AnalysisRun,
+    LiveRoute,
+    Observations,
+    ReadyReplicas,
+    RouteClaim,
+    RouteProblem,
+    SpecProblem,
+    analysis_due,
+)
 from modelgate.core.deletion import FINALIZER
 from modelgate.core.query_check import check_due
 from modelgate.core.stage import watching
-from modelgate.kube import DeploymentAvailability, Kube
+from modelgate.kube import DeploymentAvailability, Kube, NotFound
 from modelgate.kube.gate_jobs import GateJobs
 from modelgate.metrics import AnalysisPlan, MetricProvider
 from modelgate.routers import TrafficRouter
@@ -43,12 +53,7 @@ class TickObserver:
         route = router.read()
         candidate = spec.candidate
         availability = self._side_availability(namespace, candidate, "spec.candidate.inferencePool")
-        ready = None
-        if spec.capacity is not None and spec.capacity.enforce:
-            ready = ReadyReplicas(
-                candidate=self.kube.side_ready_replicas(namespace, candidate.kind, candidate.name),
-                incumbent=self.kube.side_ready_replicas(namespace, spec.incumbent.kind, spec.incumbent.name),
-            )
+        ready = self._ready_replicas(namespace, spec) if spec.capacity and spec.capacity.enforce else None
         # In the watch window a rollback sends everything to the incumbent, which must be able to serve it.
         incumbent = (
             self._side_availability(namespace, spec.incumbent, "spec.incumbent.inferencePool")
@@ -86,7 +91,38 @@ class TickObserver:
             query_problem=query_problem,
             analysis_check=check,
             has_finalizer=FINALIZER in (meta.get("finalizers") or []),
+            route_claim=self._route_claim(route, str(meta.get("uid") or "")),
         )
+
+    def _ready_replicas(self, namespace: str, spec: ModelRolloutSpec) -> ReadyReplicas:
+        candidate, incumbent = spec.candidate, spec.incumbent
+        return ReadyReplicas(
+            candidate=self.kube.side_ready_replicas(namespace, candidate.kind, candidate.name),
+            incumbent=self.kube.side_ready_replicas(namespace, incumbent.kind, incumbent.name),
+        )
+
+    def _route_claim(self, route: LiveRoute | RouteProblem, uid: str) -> RouteClaim | None:
+        """Another rollout's claim on the rule, a live owner's first (core/route_claims.py)."""
+        if not isinstance(route, LiveRoute):
+            return None
+        claims = [
+            RouteClaim(owner, self._ended(owner))
+            for owner in sorted(route.owners, key=str)
+            if owner.uid != uid
+        ]
+        return min(claims, key=lambda claim: claim.owner_ended, default=None)
+
+    def _ended(self, owner: RolloutRef) -> bool:
+        """Whether the owner of a claim has ended: Succeeded, RolledBack or Failed, deleted, or a new
+        rollout under its name."""
+        try:
+            body = self.kube.get_custom(API_GROUP, API_VERSION, owner.namespace, PLURAL, owner.name)
+        except NotFound:
+            return True
+        if body["metadata"].get("uid") != owner.uid:
+            return True
+        phase = (body.get("status") or {}).get("phase")
+        return phase in {p.value for p in Phase if p.ended}
 
     @staticmethod
     def _plan(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
@@ -19,6 +19,7 @@ from modelgate.api import (
     ModelRolloutSpec,
     ModelRolloutStatus,
     Phase,
+    RolloutRef,
     Step,
 )
 from modelgate.core import (
@@ -33,6 +34,7 @@ from modelgate.core import (
     QueryResult,
     ReadyReplicas,
     Reason,
+    RouteClaim,
     RouteProblem,
     SideTotals,
     SpecProblem,
@@ -298,6 +300,9 @@ class Simulator:
     notified: frozenset[str] = frozenset()  # keys whose notification the delivery finished
     applied: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
+    # The route's claim (core/route_claims.py): the rollout's own once it has written it.
+    owners: frozenset[RolloutRef] = frozenset()
+    route_claim: RouteClaim | None = None  # another rollout's claim, as the operator observes it
 
     @property
     def phase(self) -> Phase | None:
@@ -333,7 +338,9 @@ class Simulator:
             generation=self.generation,
             candidate_available=self.available,
             candidate_message="1/1 replicas available" if self.available else "0/1 replicas available",
-            route=self.route,
+            route=replace(self.route, owners=self.owners)
+            if isinstance(self.route, LiveRoute)
+            else self.route,
             analysis=analysis,
             command=command,
             ready_replicas=self.ready,
@@ -345,6 +352,7 @@ class Simulator:
             analysis_check=self.check_run(),
             uid=self.uid,
             notified=self.notified,
+            route_claim=self.route_claim,
         )
         decision = decide(self.spec, self.status, observed, self.now)
         if self.conditions_unread:
@@ -354,9 +362,15 @@ class Simulator:
         wanted = decision.weight
         if wanted is not None and isinstance(self.route, LiveRoute) and self.router_applies:
             self.route = LiveRoute(100 - wanted, wanted, mirror_percent=decision.mirror_percent)
+            self.owners = frozenset({observed.rollout_ref})
             self.applied.append(wanted)
         self.decisions.append(decision)
         return decision
+
+    @property
+    def claimed_route(self) -> LiveRoute | RouteProblem:
+        """The route as read, with the claim the rollout's writes left on it."""
+        return replace(self.route, owners=self.owners) if isinstance(self.route, LiveRoute) else self.route
 
     def check_run(self) -> AnalysisRun | None:
         """The check of the analysis's queries the operator runs when one is due."""

@@ -21,6 +21,7 @@ from modelgate.api import (
     RollbackReason,
     RollingBack,
     RolloutPause,
+    RolloutRef,
     RouteState,
     Verdict,
 )
@@ -63,6 +64,7 @@ def busy_status() -> ModelRolloutStatus:
         current_mirror_percent=5,
         live_mirror_percent=5,
         route_state=RouteState.WEIGHT_NOT_APPLIED,
+        route_owner=RolloutRef(namespace="serving", name="older", uid="uid-0"),
         candidate_available=True,
         pending_since=T0,
         capacity_wait_since=T0,

@@ -51,8 +51,13 @@ class InMemoryKube:
         operations: list[dict[str, Any]] = args[5]  # group, version, namespace, plural, name, operations
         refs = self.route["spec"]["rules"][0]["backendRefs"]
         for op in operations:
-            if op["op"] == "add":  # /spec/rules/0/backendRefs/<index>/weight
-                refs[int(op["path"].split("/")[5])]["weight"] = op["value"]
+            path = op["path"].split("/")
+            if op["op"] == "add" and path[1] == "spec":  # /spec/rules/0/backendRefs/<index>/weight
+                refs[int(path[5])]["weight"] = op["value"]
+            elif op["op"] == "add":  # the rule's claim: /metadata/annotations[/<key>]
+                annotations = self.route["metadata"].setdefault("annotations", {})
+                if len(path) > 3:
+                    annotations[path[3].replace("~1", "/").replace("~0", "~")] = op["value"]
         self.route["metadata"]["resourceVersion"] = str(int(self.route["metadata"]["resourceVersion"]) + 1)
         self.writes.append(("route", parse_backend_weights(self.route)["chat-v2"]))
         return copy.deepcopy(self.route)

@@ -10,7 +10,15 @@ from typing import Any
 
 from rich.console import Console
 
-from modelgate.api import MetricAnalysis, ModelRolloutStatus, Phase, RollbackReason, Verdict
+from modelgate.api import (
+    MetricAnalysis,
+    ModelRolloutStatus,
+    Phase,
+    RollbackReason,
+    RolloutRef,
+    RouteState,
+    Verdict,
+)
 from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.cli.render import render_status
 from modelgate.cli.render_analysis import ANALYSIS_COLUMNS
@@ -124,3 +132,14 @@ def test_a_pause_says_why_since_when_and_what_ends_it() -> None:
     )
     assert "modelgate promote chat -n demo" in " ".join(" ".join(shown(rollout(promotable))).split())
     assert "modelgate resume" not in " ".join(shown(rollout(held.model_copy(update={"pause": None}))))
+
+
+def test_a_rollout_held_by_another_rollouts_claim_names_the_owner_and_offers_no_resume() -> None:
+    owner = RolloutRef(namespace="demo", name="chat-older", uid="uid-older")
+    claimed = RolloutPause(reason=PauseReason.ROUTE_CLAIMED, since=AT, message="chat-older owns the rule")
+    held = ModelRolloutStatus(
+        phase=Phase.PENDING, pause=claimed, route_owner=owner, route_state=RouteState.CLAIMED
+    )
+    text = " ".join(" ".join(shown(rollout(held))).split())
+    assert text.count(str(owner)) == 2, text  # who steers the rule, and that its end ends the hold
+    assert "modelgate resume" not in text  # a command would let two rollouts write one rule

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from modelgate.api import IstioRouting
+from modelgate.api import IstioRouting, RolloutRef
 from modelgate.core import LiveRoute, RouteProblem
 from modelgate.kube import Conflict, KubeError
 from modelgate.routers.group import GroupRouter, agreed
@@ -131,7 +131,9 @@ class FakeRouter:
     def read(self) -> LiveRoute | RouteProblem:
         return LiveRoute(100 - self.weight, self.weight, mirror_percent=self.mirror)
 
-    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+    def set_weights(
+        self, candidate_weight: int, mirror_percent: int = 0, owner: RolloutRef | None = None
+    ) -> LiveRoute | RouteProblem:
         if self.error is not None:
             raise self.error
         self.weight = candidate_weight if self.stuck_at is None else self.stuck_at

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from modelgate.api import TrafficRouting, parse_spec
+from modelgate.api import RolloutRef, TrafficRouting, parse_spec
 from modelgate.api.series import SeriesSide
 from modelgate.api.specmodel import SpecModel
 from modelgate.core import LiveRoute, RouteProblem
@@ -41,7 +41,9 @@ class SplitterRouter:
     def read(self) -> LiveRoute | RouteProblem:
         return LiveRoute(100, 0)
 
-    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+    def set_weights(
+        self, candidate_weight: int, mirror_percent: int = 0, owner: RolloutRef | None = None
+    ) -> LiveRoute | RouteProblem:
         return LiveRoute(100 - candidate_weight, candidate_weight)
 
 

@@ -26,6 +26,7 @@ from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.api.progress_deadlines import Deadline, ProgressDeadlines
 from modelgate.api.rollback_policy import OnPrometheusError, RollbackSpec
 from modelgate.api.rollback_reason import BreachRule, BreachTrace, PodValue, RollbackReason
+from modelgate.api.route_claim import RolloutRef
 from modelgate.api.route_state import RouteState
 from modelgate.api.safety import CapacitySpec, GradualRollback, OnDelete
 from modelgate.api.spec import ModelRolloutSpec, parse_spec
@@ -96,6 +97,7 @@ __all__ = [
     "RollbackSpec",
     "RollingBack",
     "RolloutPause",
+    "RolloutRef",
     "RouteState",
     "SecretKeyRef",
     "SequentialEvidence",

@@ -18,6 +18,9 @@ class PauseReason(StrEnum):
     ROUTE_CONFLICT = "RouteConflict"  # another writer changed the weights twice: until resume
     INDEFINITE_STEP = "IndefiniteStep"  # a pause step without a duration: until `modelgate promote`
     ROLLBACK_HELD = "RollbackHeld"  # a rollback in the watch window waits for the incumbent
+    # Another rollout owns the route rule (status.routeOwner), or left it on a backend that is not
+    # spec.incumbent: nothing is written, not even a rollback's 0, until that ends by itself.
+    ROUTE_CLAIMED = "RouteClaimed"
 
     @property
     def deadline(self) -> bool:
@@ -42,7 +45,9 @@ class RolloutPause(StatusModel):
     reason: PauseReason = Field(
         description="PrometheusErrors, PendingDeadline, InconclusiveDeadline or RouteConflict (until "
         "`modelgate resume`), IndefiniteStep (until `modelgate promote`), or RollbackHeld (a rollback in "
-        "the watch window waiting for the incumbent to be Available)."
+        "the watch window waiting for the incumbent to be Available), or RouteClaimed (another rollout owns "
+        "the route rule, status.routeOwner, or left it on a backend other than spec.incumbent: nothing is "
+        "written until that ends)."
     )
     since: Timestamp = Field(description="When the pause began.")
     message: Annotated[str, StringConstraints(max_length=1024)] = Field(

@@ -24,6 +24,7 @@ from modelgate.api.metric_status import MetricAnalysis
 from modelgate.api.notifications import NotificationStatus
 from modelgate.api.pause import RolloutPause
 from modelgate.api.rollback_reason import RollbackReason
+from modelgate.api.route_claim import RolloutRef
 from modelgate.api.route_state import RouteState
 from modelgate.api.statusmodel import StatusModel, Timestamp
 
@@ -43,6 +44,11 @@ class Phase(StrEnum):
     SUCCEEDED = "Succeeded"
     ROLLED_BACK = "RolledBack"
     FAILED = "Failed"
+
+    @property
+    def ended(self) -> bool:
+        """Succeeded, RolledBack or Failed: the rollout moves no more traffic of its own accord."""
+        return self in (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 
 
 class CommandResult(StrEnum):
@@ -212,8 +218,15 @@ class ModelRolloutStatus(StatusModel):
     route_state: RouteState | None = Field(
         None,
         description="What the operator last found on the route: RouteFound, WeightNotApplied (a write "
-        "that did not take, retried), RouteOverwritten or RouteConflict (another writer), or why the route "
-        "cannot be used. The RouteReady condition says the same for people.",
+        "that did not take, retried), RouteOverwritten or RouteConflict (another writer), RouteClaimed "
+        "(another rollout owns the rule: routeOwner), IncumbentNotServed (its finished owner left it on "
+        "a backend other than spec.incumbent), RouteHandedOver (this finished rollout handed the rule to "
+        "routeOwner), or why the route cannot be used. The RouteReady condition says the same for people.",
+    )
+    route_owner: RolloutRef | None = Field(
+        None,
+        description="The other rollout that owns the route rule this one names (the first to write it, "
+        "until it ends and a newer one takes it over), when it is not this one; absent otherwise.",
     )
     candidate_available: bool | None = Field(
         None,

@@ -16,10 +16,11 @@ from modelgate.api import (
     ModelRolloutStatus,
     Phase,
     RollbackReason,
+    RouteState,
     parse_status,
 )
 from modelgate.api.duration import parse_duration
-from modelgate.api.pause import RESUMABLE, PauseReason, RolloutPause
+from modelgate.api.pause import RESUMABLE, PauseReason
 from modelgate.cli.render_analysis import (
     AnalysisView,
     bounds_text,
@@ -132,8 +133,10 @@ def _header(
         header.add_row("Live route", f"{live_weights[0]} / {live_weights[1]}")
     elif live_weights is not None:
         header.add_row("Live route", Text(live_weights, style="red"))
+    if status.route_owner is not None:
+        header.add_row("Route owner", Text(f"{status.route_owner} steers this route rule", style="yellow"))
     if status.pause is not None:
-        header.add_row("Paused", _pause_line(status.pause, meta))
+        header.add_row("Paused", _pause_line(status, meta))
     header.add_row("Message", status.message or "")
     return header
 
@@ -147,13 +150,19 @@ def _time_left(step: dict[str, Any], started: datetime | None, now: datetime) ->
     return f" ({_span(max(0, math.ceil(left.total_seconds())))} left)"
 
 
-def _pause_line(pause: RolloutPause, meta: dict[str, Any]) -> Text:
+def _pause_line(status: ModelRolloutStatus, meta: dict[str, Any]) -> Text:
     """The pause's reason, since when, and what ends it (status.pause, never a condition's reason)."""
+    pause = status.pause
+    assert pause is not None
     target = f"{meta['name']} -n {meta['namespace']}"
     if pause.reason in RESUMABLE:
         ends = f"`modelgate resume {target}` ends it"
     elif pause.reason is PauseReason.INDEFINITE_STEP:
         ends = f"`modelgate promote {target}` ends it"
+    elif pause.reason is PauseReason.ROUTE_CLAIMED and status.route_state is RouteState.CLAIMED:
+        ends = f"it ends when {status.route_owner} ends or is deleted"
+    elif pause.reason is PauseReason.ROUTE_CLAIMED:
+        ends = "it ends when the route serves spec.incumbent, or the spec names the backend it serves"
     else:
         ends = "it ends when the incumbent is Available"
     return Text(f"{pause.reason} since {moment(pause.since)}; {ends}", style="yellow")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef
 from modelgate.core.model import (
     Action,
     Decision,
@@ -39,16 +39,19 @@ def finalizer_wanted(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> bool
 
 
 def weight_on_delete(
-    spec: ModelRolloutSpec | None, status: ModelRolloutStatus, route: LiveRoute | RouteProblem | None
+    spec: ModelRolloutSpec | None,
+    status: ModelRolloutStatus,
+    route: LiveRoute | RouteProblem | None,
+    owner: RolloutRef | None = None,
 ) -> int | None:
     """The candidate weight to write before the finalizer goes: 0, or None when there is nothing to
-    return (onDelete is no longer ReturnTraffic, the rollout Succeeded, the route cannot be used or
-    already gives the candidate nothing, not even copies)."""
+    return (onDelete is no longer ReturnTraffic, the rollout Succeeded, the route cannot be used, is
+    another rollout's (core/route_claims.py), or already gives the candidate nothing, not even copies)."""
     if spec is None or spec.rollback.on_delete != "ReturnTraffic" or status.phase is Phase.SUCCEEDED:
         return None
     if not isinstance(route, LiveRoute) or (route.candidate_weight, route.mirror_percent) == (0, 0):
         return None
-    return 0
+    return None if route.owners - {owner} else 0
 
 
 def decide_deletion(
@@ -56,12 +59,13 @@ def decide_deletion(
     status: ModelRolloutStatus,
     route: LiveRoute | RouteProblem | None,
     has_finalizer: bool,
+    owner: RolloutRef | None = None,
 ) -> Decision:
     """A rollout being deleted: with onDelete ReturnTraffic, the candidate's weight to 0 (verified,
     `after_returning`) before the finalizer goes. One without our finalizer is not ours to hold."""
     if not has_finalizer:
         return Decision(status, deleting=True)
-    weight = weight_on_delete(spec, status, route)
+    weight = weight_on_delete(spec, status, route, owner)
     actions: tuple[Action, ...] = (RemoveFinalizer(),)
     if weight is not None:
         message = f"deleting: the candidate's weight is {weight}, the incumbent takes all traffic"

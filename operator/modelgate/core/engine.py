@@ -25,6 +25,7 @@ from modelgate.core.notifying import note_notifications
 from modelgate.core.policy import PENDING, STEPPING, first_intent
 from modelgate.core.query_check import note_check
 from modelgate.core.reasons import ConditionType, Reason
+from modelgate.core.route_claims import claim_hold, hold_for_claim, release_claim
 from modelgate.core.stage import watching
 from modelgate.core.status_upgrade import with_state_from_conditions
 from modelgate.core.step_completion import failures_for_new_step, step_complete
@@ -77,6 +78,11 @@ class _Tick(Tick):
             return
         writer = overwritten_by(self, route)  # before note_route records what the route carries now
         self.note_route(route)
+        held = claim_hold(self.spec, self.status, self.observed, route)
+        if held is not None:
+            hold_for_claim(self, held)
+            return
+        release_claim(self)
         if writer is not None:
             note_overwrite(self, route, writer)
         phase = self.status.phase

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason, RolloutRef
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.notifications import PendingNotification
 from modelgate.core.gate_judgement import CheckObservation
@@ -22,13 +22,25 @@ class LiveRoute:
     None when the operator itself wrote them last or nobody can say. `mirror_percent` is the share of
     requests the route copies to the candidate (0: none). `differing` says which of several routes
     moved together do not carry these weights and mirror (None when all do): then they are not live,
-    whatever they are."""
+    whatever they are. `owners` are the rollouts whose claim the rule (or rules) carry: empty while
+    none does (routers/claims.py)."""
 
     incumbent_weight: int
     candidate_weight: int
     other_writer: str | None = None
     mirror_percent: int = 0
     differing: str | None = None
+    owners: frozenset[RolloutRef] = frozenset()
+
+
+@dataclass(frozen=True)
+class RouteClaim:
+    """Another rollout's claim on the route rule this one names, and whether that rollout has ended
+    (Succeeded, RolledBack or Failed, deleted, or recreated under its name): an ended owner's rule may
+    be taken over."""
+
+    owner: RolloutRef
+    owner_ended: bool
 
 
 @dataclass(frozen=True)
@@ -132,6 +144,12 @@ class Observations:
     namespace: str = ""
     # The keys of status.notifications.pending whose delivery ended (delivered, or given up on).
     notified: frozenset[str] = frozenset()
+    # Another rollout's claim on the route rule (None: unclaimed, or this rollout's own).
+    route_claim: RouteClaim | None = None
+
+    @property
+    def rollout_ref(self) -> RolloutRef:
+        return RolloutRef(namespace=self.namespace, name=self.rollout, uid=self.uid)
 
 
 @dataclass(frozen=True)

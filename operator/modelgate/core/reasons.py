@@ -96,6 +96,10 @@ class Reason(StrEnum):
     # Another writer changed the weights: re-asserted once, then held (no more writes).
     ROUTE_OVERWRITTEN = "RouteOverwritten"
     ROUTE_CONFLICT = "RouteConflict"
+    # Another rollout owns the rule (routers/claims.py): held without writes; or handed over to it.
+    ROUTE_CLAIMED = "RouteClaimed"
+    INCUMBENT_NOT_SERVED = "IncumbentNotServed"
+    ROUTE_HANDED_OVER = "RouteHandedOver"
 
     @property
     def event_type(self) -> EventType:
@@ -119,6 +123,8 @@ _WARNINGS = frozenset(
         Reason.WEIGHT_NOT_APPLIED,
         Reason.ROUTE_OVERWRITTEN,
         Reason.ROUTE_CONFLICT,
+        Reason.ROUTE_CLAIMED,
+        Reason.INCUMBENT_NOT_SERVED,
         Reason.GATE_CHECK_FAILED,
         Reason.GATE_CHECK_INCONCLUSIVE,
         Reason.GATE_REJECTED,

@@ -133,6 +133,8 @@ def next_wakeup(spec: ModelRolloutSpec, status: ModelRolloutStatus, now: datetim
         written = False  # e.g. one of several routes moved together did not take it
     if status.pause is not None and status.pause.reason is PauseReason.ROUTE_CONFLICT:
         written = True  # held for another writer: there is nothing to retry
+    if status.route_state is not None and status.route_state.held_by_claim:
+        written = True  # another rollout's rule: nothing is written
     if not written and status.phase is not Phase.FAILED:
         candidates.append(WRITE_RETRY)
     for next_run in (next_analysis_at(spec, status), next_check_at(spec, status)):

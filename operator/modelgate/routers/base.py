@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from modelgate.api import BackendKind, ModelRolloutSpec
+from modelgate.api import BackendKind, ModelRolloutSpec, RolloutRef
 from modelgate.core import LiveRoute, RouteProblem
 
 
@@ -54,12 +54,15 @@ class TrafficRouter(Protocol):
         cannot be used."""
         ...
 
-    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+    def set_weights(
+        self, candidate_weight: int, mirror_percent: int = 0, owner: RolloutRef | None = None
+    ) -> LiveRoute | RouteProblem:
         """Routes `candidate_weight` (0..100) to the candidate and the rest to the incumbent, copies
         `mirror_percent` (0..100; 0: none) of the requests to the candidate, and verifies: returns the
         weights and mirror as stored by the write (what is live), or why the route cannot be used (then
         nothing was written). Weights and mirror are one write, so the route never carries a mirror
         without the weights it goes with. A router that cannot mirror returns a RouteProblem when asked
         to. The write is made against what `read` saw, so a tick reads the route once; another writer
-        in between makes it read again and retry."""
+        in between makes it read again and retry. With `owner`, the write claims the rule for that
+        rollout (claims.py); another rollout's claim that `read` did not see raises a Conflict."""
         ...

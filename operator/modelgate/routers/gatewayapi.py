@@ -199,6 +199,10 @@ class LocatedRule:
     mirrors: CandidateMirrors
     where: str  # the rule, for people
 
+    @property
+    def rule_indexes(self) -> tuple[int, ...]:
+        return (self.pair.rule_index,)
+
     def live(self, other_writer: str | None = None) -> LiveRoute:
         return replace(self.pair.live(other_writer), mirror_percent=self.mirrors.percent)
 

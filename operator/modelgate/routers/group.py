@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from modelgate.api import RolloutRef
 from modelgate.core import LiveRoute, RouteProblem
 from modelgate.kube import KubeError
 from modelgate.routers.base import TrafficRouter
@@ -23,16 +24,18 @@ def agreed(live: Sequence[Named]) -> LiveRoute:
     never fought) as on a single route, and a write that did not take is never taken as live."""
     first = live[0][1]
     writer = next((route.other_writer for _, route in live if route.other_writer), None)
+    owners = frozenset().union(*(route.owners for _, route in live))
     differing = [
         (name, route) for name, route in live if route.differing or _carried(route) != _carried(first)
     ]
     if not differing:
-        return replace(first, other_writer=writer)
+        return replace(first, other_writer=writer, owners=owners)
     _, shown = next(((n, r) for n, r in live if r.other_writer), differing[0])
     carried = ", ".join(f"{name} carries {_describe(route)}" for name, route in live)
     return replace(
         shown,
         other_writer=writer,
+        owners=owners,
         differing=f"the routes moved together differ in what goes to the candidate: {carried}",
     )
 
@@ -64,7 +67,9 @@ class GroupRouter:
             live.append((name, route))
         return agreed(live)
 
-    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+    def set_weights(
+        self, candidate_weight: int, mirror_percent: int = 0, owner: RolloutRef | None = None
+    ) -> LiveRoute | RouteProblem:
         """Writes every target, whatever happens to the others; returns the weights when all took,
         else which did not (`differing`). A target that vanished since `read` is a RouteProblem
         (after the others were written); should every write fail, the first error is raised, as a
@@ -74,7 +79,7 @@ class GroupRouter:
         problem: RouteProblem | None = None
         for name, router in self.routers:
             try:
-                result = router.set_weights(candidate_weight, mirror_percent)
+                result = router.set_weights(candidate_weight, mirror_percent, owner)
             except KubeError as error:  # Conflict included: the other targets are written all the same
                 failed.append((name, error))
                 continue
@@ -86,7 +91,10 @@ class GroupRouter:
             return problem
         if not written:
             raise failed[0][1]
-        asked = LiveRoute(100 - candidate_weight, candidate_weight, mirror_percent=mirror_percent)
+        owners = frozenset().union(*(route.owners for _, route in written))
+        asked = LiveRoute(
+            100 - candidate_weight, candidate_weight, mirror_percent=mirror_percent, owners=owners
+        )
         missed = [(name, route) for name, route in written if _carried(route) != _carried(asked)]
         not_taken = [f"{name} carries {_describe(route)}" for name, route in missed]
         not_taken += [f"{name} could not be written ({error.message})" for name, error in failed]

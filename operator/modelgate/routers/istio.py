@@ -64,6 +64,10 @@ class HttpRoutePairs:
 
     pairs: tuple[DestinationPair, ...]
 
+    @property
+    def rule_indexes(self) -> tuple[int, ...]:
+        return tuple(pair.http_index for pair in self.pairs)
+
     def live(self, other_writer: str | None = None) -> LiveRoute:
         found = agreed([(f"http route {pair.http_name}", pair.live()) for pair in self.pairs])
         return replace(found, other_writer=other_writer)

@@ -41,6 +41,10 @@ class RewriteTargets:
     candidate_index: int | None
     adapters: AdapterSides
 
+    @property
+    def rule_indexes(self) -> tuple[int, ...]:
+        return (self.rule_index,)
+
     def live(self, other_writer: str | None = None) -> LiveRoute:
         incumbent, candidate = self._weight(self.incumbent_index), self._weight(self.candidate_index)
         share = round(100 * candidate / (incumbent + candidate))

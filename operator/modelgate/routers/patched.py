@@ -1,16 +1,19 @@
 """What the routers of one Kubernetes object share: read it (from the watch cache), find the two
 weights in it, and write them with a JSON patch guarded by a `test` of the resourceVersion that was
 read, so that every other field stays as its owner left it and a write that raced with another writer
-is redone on the fresh object. Which writer last changed the weights comes from managedFields."""
+is redone on the fresh object. Which writer last changed the weights comes from managedFields; which
+rollout owns the rule, from its claim (claims.py), written with the weights."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from modelgate.api import RolloutRef
 from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.kube import FIELD_MANAGER, Conflict, Kube, KubeError, NotFound, PatchNotApplied
+from modelgate.routers.claims import claim_keys, claim_patch, owners
 
 MAX_WRITE_ATTEMPTS = 5
 JsonPatch = list[dict[str, Any]]
@@ -39,6 +42,11 @@ class RouteObject:
 class Located(Protocol):
     """Where the two weights (and the candidate's mirror) sit in one version of the object, and what
     they are."""
+
+    @property
+    def rule_indexes(self) -> tuple[int, ...]:
+        """The items of the weights list (rules, http routes) that hold the two weights."""
+        ...
 
     def live(self, other_writer: str | None = None) -> LiveRoute: ...
 
@@ -86,6 +94,7 @@ class PatchedRouter:
         self.obj = obj
         self._locate = locate
         self._seen: dict[str, Any] | None = None  # the object as last read or written
+        self._read_owners: frozenset[RolloutRef] = frozenset()  # the claims `read` saw
 
     def read(self) -> LiveRoute | RouteProblem:
         found = self._seen = self._get()
@@ -94,9 +103,12 @@ class PatchedRouter:
         located = self._locate(found)
         if isinstance(located, RouteProblem):
             return located
-        return located.live(weights_writer(found, self.obj.weights_list))
+        self._read_owners = self._owners(found, located)
+        return replace(located.live(weights_writer(found, self.obj.weights_list)), owners=self._read_owners)
 
-    def set_weights(self, candidate_weight: int, mirror_percent: int = 0) -> LiveRoute | RouteProblem:
+    def set_weights(
+        self, candidate_weight: int, mirror_percent: int = 0, owner: RolloutRef | None = None
+    ) -> LiveRoute | RouteProblem:
         if not (0 <= candidate_weight <= 100 and 0 <= mirror_percent <= 100):
             raise ValueError(f"weight and mirror must be 0..100, got {candidate_weight} and {mirror_percent}")
         rejected: tuple[str, PatchNotApplied] | None = None
@@ -117,9 +129,12 @@ class PatchedRouter:
             located = self._locate(found)
             if isinstance(located, RouteProblem):
                 return located
+            self._refuse_new_claims(found, located, owner)
             patch = located.patch(version, candidate_weight, mirror_percent)
             if isinstance(patch, RouteProblem):
                 return patch
+            if owner is not None:
+                patch += claim_patch(found, self._keys(located), owner)
             try:
                 written = self.kube.json_patch_custom(
                     self.obj.group,
@@ -140,12 +155,31 @@ class PatchedRouter:
                 continue
             self._seen = written
             relocated = self._locate(written)
-            return relocated if isinstance(relocated, RouteProblem) else relocated.live()
+            if isinstance(relocated, RouteProblem):
+                return relocated
+            return replace(relocated.live(), owners=self._owners(written, relocated))
         raise Conflict(
             None,
             f"{self.obj.id} changed under each of {MAX_WRITE_ATTEMPTS} attempts to set its weights;"
             " giving up for now",
         )
+
+    def _keys(self, located: Located) -> tuple[str, ...]:
+        return claim_keys(self.obj.weights_list, located.rule_indexes)
+
+    def _owners(self, found: Mapping[str, Any], located: Located) -> frozenset[RolloutRef]:
+        return owners(found, self._keys(located))
+
+    def _refuse_new_claims(
+        self, found: Mapping[str, Any], located: Located, owner: RolloutRef | None
+    ) -> None:
+        """Another rollout's claim that `read` did not see (it came in between, or nothing was read)
+        is not for this write to replace: raised as a Conflict, the tick's write fails, and the next
+        tick decides on the claim."""
+        claimed = self._owners(found, located) - self._read_owners - {owner}
+        if claimed:
+            names = ", ".join(sorted(str(other) for other in claimed))
+            raise Conflict(None, f"{self.obj.id}: the rule is claimed by {names}; not written")
 
     def _get(self, *, fresh: bool = False) -> dict[str, Any] | None:
         obj = self.obj
