@@ -218,7 +218,8 @@ def test_a_side_answered_404_to_every_request_fails_the_run_naming_it(
 ) -> None:
     exit_code = in_process_eval(
         "--candidate", wrong_base_url(endpoints["candidate"]), "--incumbent", endpoints["incumbent"],
-        "--test-set", TEST_SET, "--replay", REPLAY, "--retries", "0", "--result-file", tmp_path / "result.json",
+        "--test-set", TEST_SET, "--replay", REPLAY, "--retries", "0",
+        "--result-file", tmp_path / "result.json",
     )  # fmt: skip
 
     assert exit_code == EvalExitCode.NO_ANSWER != EvalExitCode.MEASURED
