@@ -126,3 +126,37 @@ def test_the_evaluator_passes_a_better_candidate_as_a_canary(
     with evaluated(local_bed, api_client, namespace, tmp_path, BETTER) as scenario:
         check = passed_as_better(ended(scenario))
         assert check.test_set is not None and check.test_set.name == "qa"
+
+
+def test_model_urls_that_answer_404_fail_the_gate_and_the_candidate_never_gets_traffic(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    tmp_path: Path,
+) -> None:
+    """The measured bug: both sides answered 404 to every request, scored 0 against 0, and the gate
+    released the candidate. `onError: Inconclusive` would make a check that could not measure a
+    canary: this one measured, and fails."""
+    wrong = {
+        side: {"url": f"http://{name}.{namespace}.svc:8000/wrong/v1"}
+        for side, name in (("candidate", "chat-v2"), ("incumbent", "chat-v1"))
+    }
+    check = {**QUALITY, "evaluator": {**QUALITY["evaluator"], **wrong}, "onError": "Inconclusive"}
+    with evaluated(local_bed, api_client, namespace, tmp_path, BETTER, checks=[check]) as scenario:
+        final = ended(scenario)
+
+        assert final.phase is Phase.FAILED, final.message
+        assert final.gate is not None and final.gate.decision is GateDecision.REJECT
+        (judged,) = final.gate.checks
+        assert (judged.state, judged.verdict) == (CheckState.MEASURED, Verdict.FAIL), judged.message
+        requests = judged.requests
+        assert requests is not None and requests.verdict is Verdict.FAIL
+        asked = 2 * ITEMS  # math and recall items, to each side
+        for side in (requests.candidate, requests.incumbent):
+            assert (side.asked, side.answered, side.failed) == (asked, 0, asked)
+        assert {c.name: c.candidate.failed for c in requests.capabilities} == {"math": ITEMS, "recall": ITEMS}
+        message = judged.message or ""
+        assert "candidate" in message and "incumbent" in message and str(asked) in message
+        assert scenario.recorder.candidate_weights() == [0]
+        assert scenario.traffic.driver.stats.sent["chat-v2"] == 0

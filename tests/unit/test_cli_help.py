@@ -1,5 +1,6 @@
 """Every sub-command's `--help`, walked from the parser itself: a description, an example to copy,
-help for every option with its default, and the exit codes as docs/troubleshooting.md lists them."""
+help for every option with its default, and the exit codes as docs/troubleshooting.md (and, for
+`eval`, docs/gate-eval.md) lists them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from modelgate.cli.exit_codes import ExitCode, exit_codes_markdown
+from modelgate.cli.exit_codes import EVAL_MEANINGS, EvalExitCode, ExitCode, exit_codes_markdown
+from modelgate.cli.gate_decide import EXIT_CODES as GATE_EXIT_CODES
 from modelgate.cli.help_text import CLUSTER_COMMANDS, command_names, parser_of, shows_a_default
 from modelgate.cli.main import build_parser
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md"
+EVAL_DOC = DOC.with_name("gate-eval.md")
 PARSER = build_parser()
 
 
@@ -45,6 +48,14 @@ def test_the_exit_codes_are_in_the_help_and_the_troubleshooting_guide() -> None:
     for command in CLUSTER_COMMANDS:
         shown = parser_of(PARSER, command).format_help()
         assert all(f"  {code.value}  " in shown for code in ExitCode), command
+
+
+def test_evals_own_exit_codes_are_in_its_help_and_its_guide() -> None:
+    assert exit_codes_markdown(EVAL_MEANINGS) in EVAL_DOC.read_text(), f"paste it into {EVAL_DOC.name}"
+    shown = parser_of(PARSER, "eval").format_help()
+    assert all(f"  {code.value}  " in shown for code in EvalExitCode)
+    # Its own code for a side that answered nothing is no other command's, so no script mistakes it.
+    assert EvalExitCode.NO_ANSWER not in {*ExitCode, *GATE_EXIT_CODES.values()}
 
 
 def test_a_malformed_timeout_is_refused_naming_the_form() -> None:

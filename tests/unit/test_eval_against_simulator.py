@@ -27,6 +27,7 @@ import pytest
 
 from modelgate.api.gate_result import GateResult, Score
 from modelgate.cli import gate_eval
+from modelgate.cli.exit_codes import EvalExitCode
 from modelgate.evaluation.model_client import ChatClient, Endpoint
 from modelgate.evaluation.scoring import Reply
 from testbed.inference_sim import SimulatorFlags, start_simulator
@@ -331,9 +332,10 @@ def test_a_simulator_answering_503_to_everything_is_retried_then_scored_as_faili
     simulators: dict[str, Simulator], processes: ProcessRegistry, tmp_path: Path
 ) -> None:
     """Against the simulator, not our double: its injected failures are a real server's 503s. It
-    answers the probe (GET /v1/models), so the run measures (exit 0, as docs/gate-eval.md says), each
-    request is retried, and what failed after the retries counts against the candidate: its items
-    fail their checks and its replayed requests are errors."""
+    answers the probe (GET /v1/models), so the run measures, each request is retried, and what
+    failed after the retries counts against the candidate: its items fail their checks and its
+    replayed requests are errors. It answered nothing, so the run exits with its own code (as
+    docs/gate-eval.md says), the result written."""
     test_set = write_test_set(tmp_path / "echo-passes.jsonl", ECHO_PASSES)
     replay = write_jsonl(tmp_path / "streamed.jsonl", STREAMED_REPLAY)
 
@@ -343,8 +345,9 @@ def test_a_simulator_answering_503_to_everything_is_retried_then_scored_as_faili
             "--test-set", test_set, "--replay", replay, "--retries", "2",
         )  # fmt: skip
 
-    assert exit_code == 0
+    assert exit_code == EvalExitCode.NO_ANSWER
     assert result.summary is not None and not result.summary.startswith("could not measure")
+    assert result.requests is not None and result.requests.candidate.answered == 0
     assert {name: share[:2] for name, share in capability_shares(result).items()} == {
         name: (0.0, 1.0) for name in CAPABILITIES
     }
@@ -381,7 +384,8 @@ def test_an_endpoint_without_a_model_name_fails_loudly_not_quietly(
 ) -> None:
     """Against the simulator, not our double: a real server answers a request that names no model
     with 404. Every candidate item then scores as wrong, and standard error must say why, or a
-    misconfigured check would quietly fail a good candidate."""
+    misconfigured check would quietly fail a good candidate; the candidate answered nothing, so the
+    run exits with its own code, naming it."""
     test_set = write_test_set(tmp_path / "echo-passes.jsonl", ECHO_PASSES)
     candidate, incumbent = simulators["candidate"], simulators["incumbent"]
     run = modelgate_eval(
@@ -392,10 +396,12 @@ def test_an_endpoint_without_a_model_name_fails_loudly_not_quietly(
     )  # fmt: skip
     result = GateResult.model_validate_json((tmp_path / "result.json").read_text())
 
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == EvalExitCode.NO_ANSWER, run.stderr
     assert {name: share[:2] for name, share in capability_shares(result).items()} == {
         name: (0.0, 1.0) for name in CAPABILITIES
     }
+    reasons = [line for line in run.stderr.splitlines() if line.startswith("modelgate eval:")]
+    assert len(reasons) == 1 and "candidate" in reasons[0], run.stderr
     warned = [line for line in run.stderr.splitlines() if "failed after every retry" in line]
     assert len(warned) == 1, run.stderr  # the candidate's; the incumbent answered every request
     assert "candidate" in warned[0] and "404" in warned[0], warned

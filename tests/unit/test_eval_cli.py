@@ -16,13 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult
+from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult, SideRequests
+from modelgate.api.gate_status import GateDecision
 from modelgate.cli import gate_eval
+from modelgate.cli.exit_codes import EvalExitCode
+from modelgate.cli.gate_decide import EXIT_CODES
 from modelgate.cli.main import main
 from modelgate.core.win_rate import wilson_lower_bound
 from modelgate.egress import ALLOW_LOOPBACK_ENV
 from testbed.ports import free_port
 from testbed.processes import python_module_env
+from tests.support.cli import modelgate
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "gate"
 TEST_SET = EXAMPLES / "test-set.jsonl"
@@ -196,3 +200,61 @@ def test_a_malformed_test_set_fails_the_run_naming_the_line_and_field(
     assert exit_code == 1
     expected = f"{broken}, line 12: capability: String should have at least 1 character"
     assert expected in capsys.readouterr().err
+
+
+def wrong_base_url(base_url: str) -> str:
+    """A base URL one segment off: the double answers HTTP 404 to everything under it, as a server
+    does to a mistyped base URL (the probe's GET .../models included, so the run goes on)."""
+    return base_url.removesuffix("/v1") + "/wrong/v1"
+
+
+def asked_per_side() -> int:
+    """The examples' test-set items (below the header line) and replayed requests."""
+    return len(TEST_SET.read_text().splitlines()) - 1 + len(REPLAY.read_text().splitlines())
+
+
+def test_a_side_answered_404_to_every_request_fails_the_run_naming_it(
+    endpoints: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exit_code = in_process_eval(
+        "--candidate", wrong_base_url(endpoints["candidate"]), "--incumbent", endpoints["incumbent"],
+        "--test-set", TEST_SET, "--replay", REPLAY, "--retries", "0",
+        "--result-file", tmp_path / "result.json",
+    )  # fmt: skip
+
+    assert exit_code == EvalExitCode.NO_ANSWER != EvalExitCode.MEASURED
+    reasons = [line for line in capsys.readouterr().err.splitlines() if line.startswith("modelgate eval:")]
+    assert len(reasons) == 1 and "candidate" in reasons[0] and "incumbent" not in reasons[0]
+    # The result is written all the same, for the operator (or `modelgate gate`) to judge.
+    requests = GateResult.model_validate_json((tmp_path / "result.json").read_text()).requests
+    asked = asked_per_side()
+    assert requests is not None
+    assert requests.candidate == SideRequests(asked=asked, answered=0)
+    assert requests.incumbent == SideRequests(asked=asked, answered=asked)
+    assert {c.name: c.candidate.failed for c in requests.capabilities} == {
+        "math": 10,
+        "code": 10,
+        "extraction": 5,
+    }
+
+
+def test_both_sides_answering_404_fail_the_run_and_the_gate_rejects_the_result(
+    endpoints: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The measured bug: both scored 0 on every capability, "candidate worse on nothing", exit 0,
+    and `modelgate gate` on examples/gate/rollout.yaml decided Canary."""
+    result_file = tmp_path / "result.json"
+    exit_code = in_process_eval(
+        "--candidate", wrong_base_url(endpoints["candidate"]),
+        "--incumbent", wrong_base_url(endpoints["incumbent"]),
+        "--test-set", TEST_SET, "--retries", "0", "--result-file", result_file,
+    )  # fmt: skip
+
+    assert exit_code == EvalExitCode.NO_ANSWER
+    reasons = [line for line in capsys.readouterr().err.splitlines() if line.startswith("modelgate eval:")]
+    assert [("candidate" in line, "incumbent" in line) for line in reasons] == [(True, False), (False, True)]
+    decided = modelgate(
+        None, "gate", "-f", str(EXAMPLES / "rollout.yaml"), "--result", f"quality={result_file}"
+    )
+    assert decided.returncode == EXIT_CODES[GateDecision.REJECT], decided.stdout
+    assert "0 of 25" in decided.stdout or "none of its 25" in decided.stdout

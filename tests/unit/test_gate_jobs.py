@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from modelgate.api.gate import GateCheck
+from modelgate.api.gate_result import NO_ANSWER_EXIT_CODE
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckRunning
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.checks import (
@@ -82,6 +83,25 @@ def test_a_check_that_could_not_measure_says_why(
 ) -> None:
     seen = observe_job(the_job, pods, "5m")
     assert isinstance(seen, CheckFailed) and expected in seen.message
+
+
+SILENT = (
+    '{"scores": [{"name": "math", "candidate": 0, "incumbent": 0, "samples": 25}], "requests": '
+    '{"candidate": {"asked": 25, "answered": 0}, "incumbent": {"asked": 25, "answered": 0}}}'
+)
+
+
+def test_a_check_that_exited_saying_a_side_answered_nothing_is_measured_not_an_error() -> None:
+    # Taken for a check that could not measure, onError Inconclusive would make it a canary.
+    failed = job(("Failed", "BackoffLimitExceeded"))
+
+    seen = observe_job(failed, [terminated(NO_ANSWER_EXIT_CODE, SILENT)], "5m")
+
+    assert isinstance(seen, CheckMeasured) and seen.result.requests is not None
+    assert seen.result.requests.candidate.answered == 0
+    # Another code, or a result that does not count requests, still could not measure.
+    assert isinstance(observe_job(failed, [terminated(1, SILENT)], "5m"), CheckFailed)
+    assert isinstance(observe_job(failed, [terminated(NO_ANSWER_EXIT_CODE, RESULT)], "5m"), CheckFailed)
 
 
 def test_a_job_still_running_or_not_created_is_running() -> None:

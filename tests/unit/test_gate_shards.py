@@ -10,7 +10,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from modelgate.api.gate_result import NO_TOKENS, Score, SideTokens, TestSetIdentity
+from modelgate.api.gate_result import (
+    NO_TOKENS,
+    CapabilityRequests,
+    Requests,
+    Score,
+    SideRequests,
+    SideTokens,
+    TestSetIdentity,
+)
 from modelgate.api.gate_shard import CapabilityCounts, ShardResult
 from modelgate.core.gate_shards import ShardsDisagree, merge_shards, merged_result, shard_scores
 from modelgate.evaluation.answer_checks import ExactCheck
@@ -108,6 +116,33 @@ def counted_tokens(items: list[Item], replies: list[Reply], capability: str) -> 
     return SideTokens(tokens=sum(counts), counted=len(counts), uncounted=len(answered) - len(counts))
 
 
+def answered_of(replies: list[Reply]) -> SideRequests:
+    return SideRequests(asked=len(replies), answered=sum(r.text is not None for r in replies))
+
+
+def requests_of(items: list[Item], answers: tuple[list[Reply], ...]) -> Requests:
+    """Both sides' requests as their definition has it, independent of the code under test: per
+    capability of the test set, and the test set and the replay together."""
+    candidate, incumbent, replay_candidate, replay_incumbent = answers
+    per_capability = [
+        CapabilityRequests(
+            name=name,
+            **{
+                side: answered_of(
+                    [r for item, r in zip(items, replies, strict=True) if item.capability == name]
+                )
+                for side, replies in (("candidate", candidate), ("incumbent", incumbent))
+            },
+        )
+        for name in dict.fromkeys(item.capability for item in items)
+    ]
+    return Requests(
+        candidate=answered_of(candidate + replay_candidate),
+        incumbent=answered_of(incumbent + replay_incumbent),
+        capabilities=tuple(per_capability),
+    )
+
+
 def test_any_split_of_a_seeded_set_merges_to_the_scores_of_the_whole() -> None:
     rng = random.Random(25)
     for _ in range(TRIALS):
@@ -134,6 +169,7 @@ def test_any_split_of_a_seeded_set_merges_to_the_scores_of_the_whole() -> None:
         assert [(t.name, t.candidate, t.incumbent) for t in merged.tokens] == [
             (c, counted_tokens(items, candidate, c), counted_tokens(items, incumbent, c)) for c in present
         ]
+        assert merged.requests == requests_of(items, answers)
         p95 = {s.name: s for s in merged.scores}["replay-p95-latency-seconds"]
         assert (p95.candidate, p95.incumbent) == (
             nearest_rank_p95(replay_candidate),

@@ -87,3 +87,25 @@ def test_the_gate_shows_both_sides_tokens_per_task_and_the_ratios_bound() -> Non
     assert "unknown" in coding and "50 answers without a count" in coding
     overall = row(text, "tokens/task (all)")
     assert "ratio <= 1.5" in overall and "Inconclusive" in overall
+
+
+def test_the_gate_shows_both_sides_requests_and_the_capabilities_that_failed_some() -> None:
+    def side(asked: int, answered: int) -> dict[str, int]:
+        return {"asked": asked, "answered": answered}
+
+    requests = {
+        "candidate": side(100, 90),
+        "incumbent": side(100, 100),
+        "capabilities": [
+            {"name": "math", "candidate": side(50, 40), "incumbent": side(50, 50)},
+            {"name": "coding", "candidate": side(50, 50), "incumbent": side(50, 50)},
+        ],
+    }
+
+    text = shown(result={**RESULT, "requests": requests})
+
+    answered = row(text, "requests answered")
+    assert "90 of 100" in answered and "100 of 100" in answered and "<= 0.05" in answered
+    assert "Fail" in answered
+    assert "40 of 50" in row(text, "requests math")
+    assert "requests coding" not in text  # nothing of it failed

@@ -38,6 +38,8 @@ MAX_CHECKS = 8
 CheckName = Annotated[MetricName, StringConstraints(max_length=40)]
 ProbabilityLike = Annotated[Number, Field(ge=0)]
 ScoreName = Annotated[MetricName, Field(description="A score's name.")]
+# A healthy server fails few requests after retries; a misconfigured or failing side fails far more.
+DEFAULT_MAX_FAILED_SHARE = 0.05
 
 
 class ConfigMapKey(SpecModel):
@@ -236,6 +238,17 @@ class CheckPolicy(SpecModel):
     )
     scores: Annotated[tuple[ScoreBounds, ...], Field(max_length=32)] = Field(
         (), description="Bounds of named scores, replacing the defaults.", json_schema_extra=list_map("name")
+    )
+    max_failed_share: Annotated[Number, Field(ge=0, le=1)] = Field(
+        DEFAULT_MAX_FAILED_SHARE,
+        description="The share of a side's requests (candidate or incumbent) that may fail, with no "
+        "answer after every retry, and the check still pass; exactly this share passes. A failed "
+        "request scores as a wrong answer on both sides alike, so past a few the scores measure the "
+        "endpoints, not the models. The default 0.05 leaves room for a healthy server's rare timeout "
+        "(one of a 20-item set) and fails a side whose URL or model name is wrong or whose server is "
+        "down or overloaded; 1 judges by the scores alone. A side that answered none of its requests "
+        "fails the check whatever this is. A result that does not count requests (a custom check's "
+        "may not) is not held to it.",
     )
     required_scores: Annotated[tuple[ScoreName, ...], Field(max_length=32)] = Field(
         (), description="Scores the result must contain; one that is missing makes the check Inconclusive."

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Final, Literal
+from typing import Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from modelgate.api.fields import Number
@@ -17,6 +17,9 @@ GateResultVersion = Literal["modelgate.io/gate-result/v1"]
 GATE_RESULT_VERSION: Final[GateResultVersion] = "modelgate.io/gate-result/v1"
 # The kubelet keeps at most this much of a container's termination message.
 TERMINATION_MESSAGE_LIMIT = 4096
+# A check that exits with this code measured, and a side answered none of its requests: its result
+# is judged (and fails), not taken for a check that could not measure (`modelgate eval` exits so).
+NO_ANSWER_EXIT_CODE = 8
 
 
 class StoredData(StrEnum):
@@ -116,6 +119,64 @@ class CapabilityTokens(ResultModel):
     incumbent: SideTokens
 
 
+class SideRequests(ResultModel):
+    """One side's requests to its model: how many the check asked, and how many of them were answered
+    (HTTP 200 with a chat completion, after every retry); the others failed."""
+
+    asked: NonNegativeInt
+    answered: NonNegativeInt
+
+    @model_validator(mode="after")
+    def _answered_of_asked(self) -> Self:
+        if self.answered > self.asked:
+            raise ValueError(f"answered ({self.answered}) cannot be more than asked ({self.asked})")
+        return self
+
+    @property
+    def failed(self) -> int:
+        return self.asked - self.answered
+
+    def __add__(self, other: SideRequests) -> SideRequests:
+        return SideRequests(asked=self.asked + other.asked, answered=self.answered + other.answered)
+
+
+NO_REQUESTS = SideRequests(asked=0, answered=0)
+
+
+class CapabilityRequests(ResultModel):
+    """Both sides' requests for one capability's items."""
+
+    name: str = Field(min_length=1, max_length=63, description="The capability tag (as its score's name).")
+    candidate: SideRequests
+    incumbent: SideRequests
+
+
+class Requests(ResultModel):
+    """Both sides' requests over the whole check (test-set items and replayed requests; the judge's
+    asks are not counted here), and per capability of the test set where they fit."""
+
+    candidate: SideRequests
+    incumbent: SideRequests
+    capabilities: tuple[CapabilityRequests, ...] = Field(
+        (),
+        max_length=64,
+        description="The test set's items per capability; left out when the result would not fit "
+        "its termination message.",
+    )
+
+    @model_validator(mode="after")
+    def _capabilities_within_totals(self) -> Self:
+        names = [entry.name for entry in self.capabilities]
+        if len(set(names)) != len(names):
+            raise ValueError("capabilities: each capability at most once")
+        for side in ("candidate", "incumbent"):
+            total: SideRequests = getattr(self, side)
+            parts = sum((getattr(entry, side) for entry in self.capabilities), NO_REQUESTS)
+            if parts.asked > total.asked or parts.failed > total.failed:
+                raise ValueError(f"capabilities: the {side}'s counts add up to more than its totals")
+        return self
+
+
 class GateResult(ResultModel):
     api_version: GateResultVersion = GATE_RESULT_VERSION
     test_set: TestSetIdentity | None = None
@@ -124,6 +185,11 @@ class GateResult(ResultModel):
     summary: str | None = Field(None, max_length=1024, description="One line for people.")
     tokens: tuple[CapabilityTokens, ...] = Field(
         (), max_length=64, description="Output tokens per task, per capability, of both sides."
+    )
+    requests: Requests | None = Field(
+        None,
+        description="How many requests each side was asked and answered; a policy bounds the share "
+        "that failed (maxFailedShare). A custom check may leave it out.",
     )
     results_url: str | None = Field(
         None,

@@ -21,12 +21,15 @@ COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 
 
 class CapabilityCounts(ResultModel):
-    """One capability's items in the shard, and how many each side answered right."""
+    """One capability's items in the shard, how many each side answered right, and how many of its
+    requests failed (no answer after every retry; 0, the usual, is left out of the JSON)."""
 
     name: str = Field(min_length=1, max_length=63)
     items: NonNegativeInt
     candidate_passed: NonNegativeInt
     incumbent_passed: NonNegativeInt
+    candidate_failed: NonNegativeInt = 0
+    incumbent_failed: NonNegativeInt = 0
     candidate_tokens: SideTokens = NO_TOKENS
     incumbent_tokens: SideTokens = NO_TOKENS
 

@@ -90,6 +90,40 @@ class CapabilityTokensPerTask(TokensPerTask):
     name: Annotated[str, StringConstraints(max_length=63)] = Field(description="The capability.")
 
 
+class SideRequestCounts(StatusModel):
+    """One side's requests: asked, answered (HTTP 200 with a chat completion, after every retry),
+    and failed (the rest)."""
+
+    asked: Annotated[int, Field(ge=0)] = Field(description="Requests the check sent this side.")
+    answered: Annotated[int, Field(ge=0)] = Field(description="Of them, those answered.")
+    failed: Annotated[int, Field(ge=0)] = Field(description="Of them, those that got no answer.")
+
+
+class CapabilityRequestCounts(StatusModel):
+    """Both sides' requests for one capability's items."""
+
+    name: Annotated[str, StringConstraints(max_length=63)] = Field(description="The capability.")
+    candidate: SideRequestCounts = Field(description="The candidate's requests.")
+    incumbent: SideRequestCounts = Field(description="The incumbent's requests.")
+
+
+class RequestsVerdict(StatusModel):
+    """Both sides' requests over the check and per capability, held to the policy's maxFailedShare."""
+
+    candidate: SideRequestCounts = Field(description="The candidate's requests.")
+    incumbent: SideRequestCounts = Field(description="The incumbent's requests.")
+    capabilities: Annotated[tuple[CapabilityRequestCounts, ...], Field(max_length=64)] = Field(
+        (),
+        description="Per capability of the test set, where the result had them.",
+        json_schema_extra=list_map("name"),
+    )
+    max_failed_share: FiniteFloat = Field(description="The share of failed requests the policy allows.")
+    verdict: Verdict = Field(
+        description="Fail when a side answered nothing or failed more than the policy allows; else Pass."
+    )
+    message: Message = Field(description="Why, naming the side and its counts.")
+
+
 class TestSetVersion(StatusModel):
     __test__ = False  # not a pytest class
 
@@ -115,6 +149,11 @@ class CheckStatus(StatusModel):
         (), description="Each score of the result, judged.", json_schema_extra=list_map("name")
     )
     win_rate: WinRateVerdict | None = Field(None, description="The pairwise win rate, judged.")
+    requests: RequestsVerdict | None = Field(
+        None,
+        description="Both sides' requests asked, answered and failed, judged; absent when the "
+        "result (a custom check's) does not count them.",
+    )
     tokens: Annotated[tuple[CapabilityTokensPerTask, ...], Field(max_length=64)] = Field(
         (),
         description="Output tokens per task of both sides, per capability.",

@@ -15,9 +15,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from modelgate.api.duration import parse_duration
+from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_shard import COMPLETION_INDEX_ENV, MAX_SHARDS
 from modelgate.api.object_url import shard_results_file
+from modelgate.cli.exit_codes import EVAL_MEANINGS, EvalExitCode, exit_codes_help
 from modelgate.cli.gate_eval_recorded import add_recorded_replay_options, recorded_source
+from modelgate.core.gate_requests import side_requests, silence_text, silent_sides
 from modelgate.egress import policy_from_environment
 from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.jsonl import InputError
@@ -30,9 +33,6 @@ from modelgate.evaluation.storage_io import write_results
 from modelgate.evaluation.summary import summary_text
 from modelgate.observability import configure_logging
 
-# Exit codes: 0 measured (whatever the scores), 1 could not measure, 2 bad command line (argparse).
-COULD_NOT_MEASURE = 1
-
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
@@ -40,7 +40,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="score a candidate model against the incumbent: test set, replay, blind pairwise judge",
         description="Asks two OpenAI-compatible endpoints the items of a test set and replayed "
         "requests, and a third one, the judge, which answer of each pair is better; writes a "
-        "GateResult (JSON) and a summary. Exit 0 when it measured, 1 when it could not.",
+        "GateResult (JSON) and a summary.",
+        epilog=exit_codes_help(EVAL_MEANINGS),
     )
     parser.add_argument(
         "--candidate", required=True, metavar="URL", help="base URL, e.g. http://host:8000/v1"
@@ -159,13 +160,24 @@ def run_eval(args: argparse.Namespace) -> int:
     except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
         print(f"modelgate eval: {error}", file=sys.stderr)
         _write(args.result_file, "--result-file", result_json(failure_result(error)))
-        return COULD_NOT_MEASURE
+        return EvalExitCode.COULD_NOT_MEASURE
     _write(args.result_file, "--result-file", text)
     summary = summary_text(result)
     if args.summary_file is None:
         sys.stdout.write(summary)
     _write(args.summary_file, "--summary-file", summary)
-    return 0
+    return _answered_code(result)
+
+
+def _answered_code(result: GateResult) -> int:
+    """NO_ANSWER, saying which side, when a side answered none of its requests: its scores count
+    every request as a wrong answer and measure its endpoint, not its model."""
+    silent = silent_sides(result.requests)
+    if result.requests is None or not silent:
+        return EvalExitCode.MEASURED
+    for side in silent:
+        print(f"modelgate eval: {silence_text(side, side_requests(result.requests, side))}", file=sys.stderr)
+    return EvalExitCode.NO_ANSWER
 
 
 def _run_shard(plan: Plan, result_file: Path | None, results: str | None) -> int:
@@ -182,9 +194,10 @@ def _run_shard(plan: Plan, result_file: Path | None, results: str | None) -> int
     except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
         print(f"modelgate eval: shard {plan.shard.index}: {error}", file=sys.stderr)
         _write(result_file, "--result-file", result_json(failure_result(error)))
-        return COULD_NOT_MEASURE
+        return EvalExitCode.COULD_NOT_MEASURE
     _write(result_file, "--result-file", text)
-    return 0
+    # A side silent in one shard may have answered in others: the operator judges the counts added up.
+    return EvalExitCode.MEASURED
 
 
 def _shard(count: int) -> Shard:

@@ -8,7 +8,15 @@ from rich.table import Table
 from rich.text import Text
 
 from modelgate.api import Verdict
-from modelgate.api.gate_status import CheckStatus, GateDecision, GateStatus, ScoreVerdict, TokensPerTask
+from modelgate.api.gate_status import (
+    CheckStatus,
+    GateDecision,
+    GateStatus,
+    RequestsVerdict,
+    ScoreVerdict,
+    SideRequestCounts,
+    TokensPerTask,
+)
 
 DECISION_STYLE = {
     GateDecision.FULL: "bold green",
@@ -43,6 +51,8 @@ def _check_row(table: Table, check: CheckStatus) -> None:
     table.add_row(
         Text(check.name, style="bold"), "", "", "", "", test_set, _verdict(check.verdict), check.message or ""
     )
+    if check.requests is not None:
+        _requests_rows(table, check.requests)
     for score in check.scores:
         incumbent = "-" if score.incumbent is None else f"{score.incumbent:.4g}"
         table.add_row(
@@ -71,6 +81,28 @@ def _check_row(table: Table, check: CheckStatus) -> None:
         _tokens_row(table, tokens.name, tokens)
     if check.overall_tokens is not None:
         _tokens_row(table, "(all)", check.overall_tokens)
+
+
+def _requests_rows(table: Table, requests: RequestsVerdict) -> None:
+    """Both sides' requests answered over the check, then each capability where any failed."""
+    table.add_row(
+        "",
+        "requests answered",
+        _answered(requests.candidate),
+        _answered(requests.incumbent),
+        str(requests.candidate.asked),
+        f"failed share <= {requests.max_failed_share:g}",
+        _verdict(requests.verdict),
+        f"failed: candidate {requests.candidate.failed}, incumbent {requests.incumbent.failed}",
+    )
+    for entry in requests.capabilities:
+        if entry.candidate.failed or entry.incumbent.failed:
+            row = (_answered(entry.candidate), _answered(entry.incumbent), str(entry.candidate.asked))
+            table.add_row("", f"requests {entry.name}", *row, "", "", "")
+
+
+def _answered(side: SideRequestCounts) -> str:
+    return f"{side.answered} of {side.asked}"
 
 
 def _mean(per_task: float | None) -> str:

@@ -22,6 +22,7 @@ from modelgate.api.gate_status import (
     TestSetVersion,
     WinRateVerdict,
 )
+from modelgate.core.gate_requests import judge_requests
 from modelgate.core.gate_tokens import judge_tokens
 from modelgate.core.limits import clip
 from modelgate.core.win_rate import wilson_lower_bound, win_share
@@ -179,10 +180,12 @@ def judge_result(
     now: datetime,
     results_urls: tuple[str, ...] = (),
 ) -> CheckStatus:
-    """A measured check: each score and the win rate against the policy, the test set's age; the
-    check fails when any of them fails, is Inconclusive when any is (or when it measured nothing),
-    and passes otherwise. Its message names what decided it."""
+    """A measured check: both sides' failed requests, each score and the win rate against the
+    policy, the test set's age; the check fails when any of them fails, is Inconclusive when any is
+    (or when it measured nothing), and passes otherwise. Its message names what decided it, the
+    failed requests first (they make the scores meaningless)."""
     policy = check.policy
+    requests = judge_requests(result, policy)
     scores = tuple(judge_score(score, policy) for score in result.scores)
     win_rate = None if result.win_rate is None else judge_win_rate(result.win_rate, policy)
     findings: list[tuple[Verdict, str]] = [(s.verdict, s.message) for s in scores]
@@ -200,10 +203,12 @@ def judge_result(
         findings.append(staleness)
     tokens = judge_tokens(result, policy)
     findings += tokens.findings
+    if not findings:
+        findings.append((Verdict.INCONCLUSIVE, "the result has no scores and no win rate"))
+    if requests is not None:
+        findings.insert(0, (requests.verdict, requests.message))
     verdict = _combined([v for v, _ in findings])
     decisive = [text for v, text in findings if v is verdict] if verdict is not Verdict.PASS else []
-    if not findings:
-        decisive = ["the result has no scores and no win rate"]
     message = f"{verdict}: " + ("; ".join(decisive) if decisive else "every score is within the policy")
     test_set = result.test_set
     return status.model_copy(
@@ -216,6 +221,7 @@ def judge_result(
             else TestSetVersion(name=test_set.name, version=test_set.version, date=test_set.date),
             "scores": scores,
             "win_rate": win_rate,
+            "requests": requests,
             "tokens": tokens.per_capability,
             "overall_tokens": tokens.overall,
             "summary": result.summary,

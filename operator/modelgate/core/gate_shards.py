@@ -9,8 +9,20 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from modelgate.api.gate_result import NO_TOKENS, CapabilityTokens, GateResult, Score, SideTokens, WinRate
+from modelgate.api.gate_result import (
+    NO_REQUESTS,
+    NO_TOKENS,
+    CapabilityRequests,
+    CapabilityTokens,
+    GateResult,
+    Requests,
+    Score,
+    SideRequests,
+    SideTokens,
+    WinRate,
+)
 from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult, SideCounts
+from modelgate.core.gate_requests import failures_text
 
 # Enough digits for shares of thousands of samples and latencies in tenths of a millisecond, few
 # enough to keep the result inside a termination message.
@@ -90,6 +102,30 @@ def _answered(side: SideTokens) -> bool:
     return side.counted + side.uncounted > 0
 
 
+def shard_requests(shard: ShardResult) -> Requests:
+    """Both sides' requests asked and answered: per capability of the test set, and over the test
+    set and the replay together."""
+    capabilities = tuple(
+        CapabilityRequests(
+            name=c.name,
+            candidate=SideRequests(asked=c.items, answered=c.items - c.candidate_failed),
+            incumbent=SideRequests(asked=c.items, answered=c.items - c.incumbent_failed),
+        )
+        for c in shard.capabilities
+    )
+    replay = shard.replay
+    sides = [
+        sum((getattr(entry, side) for entry in capabilities), NO_REQUESTS)
+        + (NO_REQUESTS if replay is None else _replayed(getattr(replay, side)))
+        for side in ("candidate", "incumbent")
+    ]
+    return Requests(candidate=sides[0], incumbent=sides[1], capabilities=capabilities)
+
+
+def _replayed(side: SideCounts) -> SideRequests:
+    return SideRequests(asked=side.asked, answered=side.answered)
+
+
 def shard_scores(shard: ShardResult) -> list[Score]:
     replay = [] if shard.replay is None else replay_scores(shard.replay)
     return capability_scores(shard.capabilities) + replay
@@ -131,12 +167,15 @@ def merged_result(shards: Sequence[ShardResult]) -> GateResult:
         f"measured in {len(shards)} shards: {items} test-set items, {replayed} replayed requests, "
         f"{judged} judged pairs"
     )
+    requests = shard_requests(merged)
+    failed = failures_text(requests)
     return GateResult(
         test_set=merged.test_set,
         scores=tuple(shard_scores(merged)),
         win_rate=merged.win_rate,
-        summary=summary,
+        summary=summary if failed is None else f"{summary}; {failed}",
         tokens=shard_tokens(merged),
+        requests=requests,
     )
 
 
@@ -158,6 +197,8 @@ def _added_capability(counts: list[CapabilityCounts]) -> CapabilityCounts:
         items=sum(c.items for c in counts),
         candidate_passed=sum(c.candidate_passed for c in counts),
         incumbent_passed=sum(c.incumbent_passed for c in counts),
+        candidate_failed=sum(c.candidate_failed for c in counts),
+        incumbent_failed=sum(c.incumbent_failed for c in counts),
         candidate_tokens=sum((c.candidate_tokens for c in counts), NO_TOKENS),
         incumbent_tokens=sum((c.incumbent_tokens for c in counts), NO_TOKENS),
     )

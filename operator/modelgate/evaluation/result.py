@@ -11,12 +11,14 @@ from modelgate.api.gate_result import (
     TERMINATION_MESSAGE_LIMIT,
     CapabilityTokens,
     GateResult,
+    Requests,
     Score,
     SideTokens,
     TestSetIdentity,
     WinRate,
 )
 from modelgate.api.gate_shard import ShardResult
+from modelgate.core.gate_requests import failures_text
 from modelgate.core.gate_tokens import totals
 from modelgate.core.win_rate import wilson_lower_bound, win_share
 from modelgate.evaluation.storage_failure import StorageFailure
@@ -42,12 +44,19 @@ def gate_result(
     *,
     replayed: int,
     tokens: Sequence[CapabilityTokens] = (),
+    requests: Requests | None = None,
 ) -> GateResult:
     summary = summary_line(test_set, scores, win_rate, replayed=replayed)
-    if tokens:
-        summary = _cut(f"{summary}; {tokens_text(tokens)}")
+    failed = None if requests is None else failures_text(requests)
+    for part in ([failed] if failed else []) + ([tokens_text(tokens)] if tokens else []):
+        summary = _cut(f"{summary}; {part}")
     return GateResult(
-        test_set=test_set, scores=tuple(scores), win_rate=win_rate, summary=summary, tokens=tuple(tokens)
+        test_set=test_set,
+        scores=tuple(scores),
+        win_rate=win_rate,
+        summary=summary,
+        tokens=tuple(tokens),
+        requests=requests,
     )
 
 
@@ -106,10 +115,14 @@ def is_worse(score: Score) -> bool:
 
 def result_json(result: GateResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> str:
     """Compact JSON of the result, within `limit` bytes: without its summary line if that is what it
-    takes, then without its token counts (all of them, never some: a policy that bounds tokens is then
+    takes, then without its requests per capability (their totals stay: the operator judges them),
+    then without its token counts (all of them, never some: a policy that bounds tokens is then
     Inconclusive), as the scores are what the operator judges first; else ResultTooLarge."""
     text = _terse(result)
-    for given_up in ({"summary": None}, {"summary": None, "tokens": ()}):
+    requests = result.requests
+    no_summary: dict[str, Any] = {"summary": None}
+    totals_only = {**no_summary, "requests": requests and requests.model_copy(update={"capabilities": ()})}
+    for given_up in (no_summary, totals_only, {**totals_only, "tokens": ()}):
         if len(text.encode()) <= limit:
             break
         text = _terse(result.model_copy(update=given_up))
@@ -138,6 +151,9 @@ def shard_json(shard: ShardResult, limit: int = TERMINATION_MESSAGE_LIMIT) -> st
 def _shard_text(shard: ShardResult) -> str:
     document = shard.model_dump(mode="json", by_alias=True, exclude_none=True)
     for counts in document.get("capabilities", []):
+        for failed in ("candidateFailed", "incumbentFailed"):
+            if not counts[failed]:
+                del counts[failed]  # 0 is the default
         for side in ("candidateTokens", "incumbentTokens"):
             if shard.tokens_left_out or counts[side] == _NO_TOKENS_JSON:
                 del counts[side]  # the default
@@ -155,6 +171,8 @@ def _terse(result: GateResult) -> str:
             del score["lowerIsBetter"]  # false is the default
     for entry in document.get("tokens", []):
         _drop_zero_uncounted(entry["candidate"], entry["incumbent"])
+    if "requests" in document and not document["requests"]["capabilities"]:
+        del document["requests"]["capabilities"]  # () is the default
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
 

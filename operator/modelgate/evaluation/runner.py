@@ -13,7 +13,7 @@ import structlog
 
 from modelgate.api.gate_result import GateResult, WinRate
 from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult
-from modelgate.core.gate_shards import shard_scores, shard_tokens
+from modelgate.core.gate_shards import shard_requests, shard_scores, shard_tokens
 from modelgate.egress import checked_session
 from modelgate.evaluation.item_results import ItemResults
 from modelgate.evaluation.judge import judge_messages, parse_verdict, question_text, tally
@@ -94,6 +94,7 @@ async def evaluate(plan: Plan, progress: Progress, items: ItemResults | None = N
         counted.win_rate,
         replayed=replayed,
         tokens=shard_tokens(counted),
+        requests=shard_requests(counted),
     )
 
 

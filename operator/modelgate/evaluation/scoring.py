@@ -38,14 +38,17 @@ def capability_counts(
     items: Sequence[Item], candidate: Sequence[Reply], incumbent: Sequence[Reply], capabilities: Sequence[str]
 ) -> list[CapabilityCounts]:
     """Per capability tag (every one of `capabilities`, in its order), how many of its items each
-    side's answer passes (an item without an answer fails), and each side's output tokens."""
-    counts = {name: [0, 0, 0] for name in capabilities}
+    side's answer passes (an item without an answer fails) and how many it did not answer, and each
+    side's output tokens."""
+    counts = {name: [0, 0, 0, 0, 0] for name in capabilities}
     tokens = {name: [NO_TOKENS, NO_TOKENS] for name in capabilities}
     for item, mine, theirs in zip(items, candidate, incumbent, strict=True):
         tally = counts[item.capability]
         tally[0] += 1
         tally[1] += passes(item, mine)
         tally[2] += passes(item, theirs)
+        tally[3] += not mine.answered
+        tally[4] += not theirs.answered
         sides = tokens[item.capability]
         sides[0] += reply_tokens(mine)
         sides[1] += reply_tokens(theirs)
@@ -55,10 +58,12 @@ def capability_counts(
             items=n,
             candidate_passed=c,
             incumbent_passed=i,
+            candidate_failed=c_failed,
+            incumbent_failed=i_failed,
             candidate_tokens=tokens[name][0],
             incumbent_tokens=tokens[name][1],
         )
-        for name, (n, c, i) in counts.items()
+        for name, (n, c, i, c_failed, i_failed) in counts.items()
     ]
 
 

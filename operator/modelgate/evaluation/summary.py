@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 from rich.table import Table
 
-from modelgate.api.gate_result import CapabilityTokens, GateResult, Score
+from modelgate.api.gate_result import CapabilityTokens, GateResult, Requests, Score, SideRequests
 from modelgate.evaluation.result import NEUTRAL_SCORES, is_worse, per_task_text, tokens_text, win_rate_text
 
 
@@ -19,6 +19,8 @@ def summary_text(result: GateResult, *, width: int = 100) -> str:
         console.print(
             f"Test set {identity.name}, version {identity.version}, dated {identity.date.isoformat()}"
         )
+    if result.requests is not None:
+        console.print(f"Requests answered: {_requests_text(result.requests)}")
     if result.scores:
         console.print(_table(result.scores))
     if result.tokens:
@@ -28,6 +30,15 @@ def summary_text(result: GateResult, *, width: int = 100) -> str:
         judge = f" ({result.win_rate.judge})" if result.win_rate.judge else ""
         console.print(f"Blind pairwise judge{judge}: {win_rate_text(result.win_rate)}")
     return out.getvalue()
+
+
+def _requests_text(requests: Requests) -> str:
+    return f"candidate {_answered(requests.candidate)}, incumbent {_answered(requests.incumbent)}"
+
+
+def _answered(side: SideRequests) -> str:
+    failed = f" ({side.failed} failed)" if side.failed else ""
+    return f"{side.answered} of {side.asked}{failed}"
 
 
 def _table(scores: tuple[Score, ...]) -> Table:

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import ValidationError
 
 from modelgate import API_GROUP, API_VERSION, KIND
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate import Evaluator, GateCheck, JsonlSource
-from modelgate.api.gate_result import GateResult, StoredData
+from modelgate.api.gate_result import NO_ANSWER_EXIT_CODE, GateResult, StoredData
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from modelgate.kube.check_shards import indexed, merged_shards, pod_index, shard_name, without_injected_index
 from modelgate.kube.check_storage import ResultsTarget, recorded_replay, storage_wiring
@@ -313,6 +313,14 @@ def parse_result(message: str) -> GateResult | str:
         return "its result JSON is malformed: " + "; ".join(problems)
 
 
+def _counts_requests(said: GateResult | str) -> TypeGuard[GateResult]:
+    return isinstance(said, GateResult) and said.requests is not None
+
+
+def _measured(result: GateResult) -> CheckMeasured:
+    return CheckMeasured(result, () if result.results_url is None else (result.results_url,))
+
+
 def observe_job(
     job: Mapping[str, Any] | None,
     pods: Sequence[Mapping[str, Any]],
@@ -339,7 +347,7 @@ def observe_job(
         parsed = parse_result(str(succeeded[0][1].get("message") or ""))
         if not isinstance(parsed, GateResult):
             return CheckFailed(parsed)
-        return CheckMeasured(parsed, () if parsed.results_url is None else (parsed.results_url,))
+        return _measured(parsed)
     failed = _condition(job, "Failed") or _condition(job, "FailureTarget")
     if failed is not None:
         if failed.get("reason") == "DeadlineExceeded":
@@ -349,6 +357,8 @@ def observe_job(
             return CheckFailed(f"its Job failed ({failed.get('reason')}: {failed.get('message')})")
         pod, state = exited
         said = parse_result(str(state.get("message") or ""))
+        if shards == 1 and state.get("exitCode") == NO_ANSWER_EXIT_CODE and _counts_requests(said):
+            return _measured(said)  # a side answered nothing: judged (and failed) whatever onError
         detail = said.summary if isinstance(said, GateResult) and said.summary else None
         failed_store = said.storage_failure if isinstance(said, GateResult) else None
         if failed_store is not None and failed_store in stored_fields:
