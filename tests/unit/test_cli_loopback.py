@@ -1,6 +1,7 @@
-"""One switch for loopback: `report`, `replay` and `eval` refuse a URL on 127.0.0.1 alike, saying
-which switch allows it (--allow-loopback, $MODELGATE_ALLOW_LOOPBACK), and ask it with either; the
-switch opens loopback only. `run`'s operator builds its policies from the same setting."""
+"""One switch for loopback: `report`, `replay`, `eval` and `evaluations -o s3://` refuse a URL on
+127.0.0.1 alike, saying which switch allows it (--allow-loopback, $MODELGATE_ALLOW_LOOPBACK), and
+ask it with either; the switch opens loopback only. `run`'s operator builds its policies from the
+same setting."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 from modelgate.api.addresses import ALLOW_LOOPBACK_ENV, ALLOW_LOOPBACK_FLAG, Refusal
-from modelgate.cli import gate_eval, report, run
+from modelgate.cli import evaluations, gate_eval, report, run
 from modelgate.cli.main import main
 from modelgate.egress import API_SERVER_ENV, evaluator_environment
 from modelgate.kube import Kube
@@ -44,12 +45,13 @@ def listener() -> Iterator[Listener]:
             kind = "matrix" if "query_range" in self.path else "vector"
             body = json.dumps({"status": "success", "data": {"resultType": kind, "result": []}}).encode()
             self.send_response(200)
+            self.send_header("ETag", '"1"')  # an object store's answer to a PUT
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
-        do_POST = do_GET
+        do_POST = do_PUT = do_GET
 
         def log_message(self, *_: object) -> None:
             pass
@@ -109,8 +111,23 @@ def _eval(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str
     return ["eval", *endpoints, "--timeout=2s", "--retries=0", f"--result-file={tmp_path / 'r.json'}"]
 
 
+def _evaluations(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`-o s3://...` with the endpoint at `url`, as a MinIO on this machine."""
+    body = {"metadata": {"name": "quality"}, "spec": {"schedule": "@daily"}, "status": {}}
+    monkeypatch.setattr(evaluations, "connect", lambda args: (RolloutOnly(body), "ml"))
+    for name, value in {"ENDPOINT_URL": url, "REGION": "us-east-1", "ACCESS_KEY_ID": "a"}.items():
+        monkeypatch.setenv(f"AWS_{name}", value)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    return ["evaluations", "quality", "-o", "s3://histories/quality.json"]
+
+
 Command = Callable[[str, Path, pytest.MonkeyPatch], list[str]]
-COMMANDS: dict[str, Command] = {"report": _report, "replay": _replay, "eval": _eval}
+COMMANDS: dict[str, Command] = {
+    "report": _report,
+    "replay": _replay,
+    "eval": _eval,
+    "evaluations": _evaluations,
+}
 
 
 def said(capsys: pytest.CaptureFixture[str]) -> str:
@@ -158,10 +175,10 @@ def test_either_switch_lets_a_command_ask_a_loopback_url(
 def test_the_switch_opens_loopback_only(
     command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if command == "eval":
-        argv = _eval(METADATA, tmp_path, monkeypatch)
-    else:  # given on the command line: a rollout's own address is refused by the schema already
+    if command in ("report", "replay"):  # on the command line: the schema refuses a rollout's own
         argv = [*COMMANDS[command]("http://127.0.0.1:9", tmp_path, monkeypatch), "--prometheus", METADATA]
+    else:
+        argv = COMMANDS[command](METADATA, tmp_path, monkeypatch)
     code = main([*argv, ALLOW_LOOPBACK_FLAG])
     out = said(capsys)
     assert code == 1 and "link-local" in out, out

@@ -1,8 +1,9 @@
 """--allow-loopback: the one switch, on every command whose URLs the egress policy holds (run,
-report, replay, eval), that lets them reach loopback addresses: a local bed, a port-forwarded
-Prometheus. It sets $MODELGATE_ALLOW_LOOPBACK for the process, so that every client the command
-makes builds its policy from the same setting (modelgate.egress.policy_from_environment), and the
-operator passes it on to its evaluator Jobs. Link-local and metadata addresses stay refused."""
+report, replay, eval, evaluations), that lets them reach loopback addresses: a local bed, a
+port-forwarded Prometheus, a MinIO on this machine. It sets $MODELGATE_ALLOW_LOOPBACK for the
+process, so that every client the command makes builds its policy from the same setting
+(modelgate.egress.policy_from_environment), and the operator passes it on to its evaluator Jobs.
+Link-local and metadata addresses stay refused."""
 
 from __future__ import annotations
 
