@@ -17,8 +17,11 @@ from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.cli.main import build_parser
 from modelgate.cli.render import render_status
 from modelgate.cli.render_analysis import ANALYSIS_COLUMNS
+from modelgate.cli.target import read_manifest
+from testbed.versions import REPO_ROOT
 
 AT = datetime(2026, 12, 2, 12, 0, 4, tzinfo=UTC)
+PLAYGROUND = read_manifest(REPO_ROOT / "examples" / "playground" / "rollout-chat-v3.yaml")
 NAMES = ("time-to-first-token-p99", "error-rate-of-chat-completions", "latency-p99", "refusal-rate")
 TOO_FEW = (
     "too few requests: the candidate served 3 of the 100 requests a window needs before its rate can "
@@ -118,7 +121,7 @@ def test_a_rollback_says_what_to_do_next() -> None:
 @pytest.mark.parametrize(
     ("prometheus", "switched"),
     [
-        ("http://127.0.0.1:19090", True),  # the playground's, the demo's
+        (PLAYGROUND["spec"]["analysis"]["prometheus"]["address"], True),  # the demo's is alike
         ("http://localhost:9090", True),  # a port-forward
         ("http://prometheus.monitoring:9090", False),
     ],
