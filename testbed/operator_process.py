@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from modelgate.egress import ALLOW_LOOPBACK_ENV
+from modelgate.api.addresses import ALLOW_LOOPBACK_FLAG
 from modelgate.kube.check_pod_policy import CUSTOM_IMAGES_ENV
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
 from testbed.check_pods import BED_CHECK_IMAGES, BED_EVALUATOR_IMAGE
@@ -47,17 +47,15 @@ class OperatorProcess:
             f"--metrics-address=127.0.0.1:{self.metrics_port}",
             f"--health-address=127.0.0.1:{self.health_port}",
             "--log-format=json",
+            # The bed's Prometheus and model servers listen on 127.0.0.1: the local bed allows
+            # loopback (and the operator passes that on to its evaluator Jobs).
+            ALLOW_LOOPBACK_FLAG,
             *(f"--namespace={namespace}" for namespace in self.namespaces),
             *self.extra_args,
         ]
         # The gate's evaluator Jobs run the operator's image, which the bed runs as `python -m modelgate`;
-        # custom checks may run the bed's check images. The bed's Prometheus and model servers listen
-        # on 127.0.0.1: the local bed allows loopback.
-        env = {
-            EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE,
-            CUSTOM_IMAGES_ENV: json.dumps(BED_CHECK_IMAGES),
-            ALLOW_LOOPBACK_ENV: "true",
-        }
+        # custom checks may run the bed's check images.
+        env = {EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE, CUSTOM_IMAGES_ENV: json.dumps(BED_CHECK_IMAGES)}
         for port in (self.metrics_port, self.health_port):
             # Started again after a kill: the killed process's sockets can close a moment after its
             # last thread has ended (a restart once found its metrics port taken, and died).

@@ -12,11 +12,14 @@ from collections.abc import Iterable, Mapping
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from modelgate.api.addresses import AddressRefused, EgressPolicy, IPAddress, allowed_addresses
+from modelgate.api.addresses import (
+    ALLOW_LOOPBACK_ENV,
+    AddressRefused,
+    EgressPolicy,
+    IPAddress,
+    allowed_addresses,
+)
 
-# "true" in a local bed only (testbed/operator_process.py, the demo): tenants' URLs may reach
-# loopback addresses, where the bed's Prometheus and model servers listen.
-ALLOW_LOOPBACK_ENV = "MODELGATE_ALLOW_LOOPBACK"
 # The chart's allowlist: addresses any Secret's bearer token may be sent to, besides those the
 # Secret's own annotation names.
 TOKEN_ADDRESSES_ENV = "MODELGATE_TOKEN_ADDRESSES"
@@ -46,6 +49,7 @@ def policy_from_environment(
 
 
 def loopback_allowed(environ: Mapping[str, str] = os.environ) -> bool:
+    """$MODELGATE_ALLOW_LOOPBACK, which a command's --allow-loopback sets (modelgate.cli.loopback)."""
     return (environ.get(ALLOW_LOOPBACK_ENV) or "").strip().lower() in ("1", "true", "yes")
 
 

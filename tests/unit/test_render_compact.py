@@ -5,9 +5,11 @@ share one line; failures read as a count against a limit, a timed step as time l
 from __future__ import annotations
 
 import io
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from modelgate.api import (
@@ -20,10 +22,14 @@ from modelgate.api import (
     Verdict,
 )
 from modelgate.api.pause import PauseReason, RolloutPause
+from modelgate.cli.main import build_parser
 from modelgate.cli.render import render_status
 from modelgate.cli.render_analysis import ANALYSIS_COLUMNS
+from modelgate.cli.target import read_manifest
+from testbed.versions import REPO_ROOT
 
 AT = datetime(2026, 12, 2, 12, 0, 4, tzinfo=UTC)
+PLAYGROUND = read_manifest(REPO_ROOT / "examples" / "playground" / "rollout-chat-v3.yaml")
 NAMES = ("time-to-first-token-p99", "error-rate-of-chat-completions", "latency-p99", "refusal-rate")
 TOO_FEW = (
     "too few requests: the candidate served 3 of the 100 requests a window needs before its rate can "
@@ -118,6 +124,29 @@ def test_a_rollback_says_what_to_do_next() -> None:
     text = " ".join(" ".join(shown(rollout(status), now=AT)).split())
     assert "modelgate report chat -n demo" in text and "modelgate retry chat -n demo" in text
     assert "left" not in text  # a rolled-back rollout's pause is over
+
+
+@pytest.mark.parametrize(
+    ("prometheus", "switched"),
+    [
+        (PLAYGROUND["spec"]["analysis"]["prometheus"]["address"], True),  # the demo's is alike
+        ("http://localhost:9090", True),  # a port-forward
+        ("http://prometheus.monitoring:9090", False),
+    ],
+)
+def test_the_report_command_a_rollback_prints_works_as_printed(prometheus: str, switched: bool) -> None:
+    """Against a loopback Prometheus `report` needs the switch, which the printed command carries."""
+    status = ModelRolloutStatus(
+        phase=Phase.ROLLED_BACK, rollback_reason=RollbackReason(time=AT, message="metric breached")
+    )
+    body = rollout(status)
+    body["spec"]["analysis"]["prometheus"] = {"address": prometheus}
+    text = " ".join(" ".join(shown(body, now=AT)).split())
+    printed = re.search(r"`(modelgate report [^`]*)`", text)
+    assert printed is not None, text
+    args = build_parser().parse_args(printed.group(1).split()[1:])
+    assert (args.command, args.name, args.namespace) == ("report", "chat", "demo")
+    assert args.allow_loopback is switched
 
 
 def test_a_pause_says_why_since_when_and_what_ends_it() -> None:

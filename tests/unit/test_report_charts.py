@@ -106,3 +106,46 @@ def test_without_vl_convert_the_report_says_how_to_install_it(monkeypatch: pytes
     with pytest.raises(MissingRenderer) as raised:
         check_renderer()
     assert str(raised.value) == INSTALL_HINT and "pip install 'modelgate[report]'" in INSTALL_HINT
+
+
+def _drawn(vega: dict[str, Any], layer: str) -> dict[str, list[Any]]:
+    """What each view of a compiled Vega spec draws as the layer `layer`: its rows' values, by the
+    view (a concatenation's group, or "" for a single chart)."""
+    data = {d["name"]: d for d in vega["data"]}
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        dataset = data[name]
+        return dataset["values"] if "values" in dataset else rows(dataset["source"])
+
+    def marks(group: dict[str, Any], view: str) -> list[tuple[str, list[Any]]]:
+        found = []
+        for mark in group.get("marks", []):
+            if mark["type"] == "group":
+                found += marks(mark, mark["name"])
+            elif mark["name"] == f"{layer}_marks" or mark["name"].endswith(f"_{layer}_marks"):
+                found.append((view, [row["value"] for row in rows(mark["from"]["data"])]))
+        return found
+
+    return dict(marks(vega, ""))
+
+
+def test_each_chart_of_the_png_draws_its_own_metric_as_the_page_does() -> None:
+    """Three metrics far apart: in the PNG (one Vega spec, the charts concatenated) each chart's
+    line and bound are its own metric's, the same as the page's chart of that metric draws."""
+
+    def flat(name: str, value: float, bound: float, unit: str) -> MetricTrace:
+        points = tuple((T + s, value) for s in range(40))
+        return MetricTrace(name, "q", points, bounds=(("max", bound),), rule=f"<= {bound}", unit=unit)
+
+    metrics = (flat("error-rate", 0.3, 0.01, "ratio"), flat("p99", 1.5, 1.0, "seconds"))
+    metrics += (flat("tokens", 4000.0, 9000.0, "tokens/s"),)
+    timeline = _timeline(*metrics)
+    png = vl_convert.vegalite_to_vega(png_chart(timeline), vl_version=VEGA_LITE)
+    png_lines, png_bounds = _drawn(png, "candidate"), _drawn(png, "bound")
+    page = dict(chart_specs(timeline))
+    for index, metric in enumerate(metrics, start=1):  # the PNG's first chart is the weights'
+        view = f"concat_{index}_group"
+        drawn = vl_convert.vegalite_to_vega(page[f"metric {metric.name}"], vl_version=VEGA_LITE)
+        assert set(png_lines[view]) == set(_drawn(drawn, "candidate")[""]) == {metric.candidate[0][1]}
+        assert png_bounds[view] == _drawn(drawn, "bound")[""] == [metric.bounds[0][1]]
+    assert len({tuple(line) for line in png_lines.values()}) == 3

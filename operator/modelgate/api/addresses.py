@@ -17,6 +17,10 @@ from urllib.parse import urlsplit
 # On a Secret: the addresses its token may be sent to, comma-separated origins, each optionally
 # with a path prefix, e.g. "https://prometheus.monitoring:9090,https://mimir.example/prometheus".
 ALLOWED_ADDRESSES_ANNOTATION = "modelgate.io/allowed-addresses"
+# The one switch that lets tenants' URLs reach loopback addresses (a local bed, a port-forward): the
+# commands' flag, or the process's setting (the operator passes it on to its evaluator Jobs).
+ALLOW_LOOPBACK_FLAG = "--allow-loopback"
+ALLOW_LOOPBACK_ENV = "MODELGATE_ALLOW_LOOPBACK"
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Cloud metadata services outside 169.254.0.0/16: AWS's IPv6 one and Alibaba's.
@@ -39,7 +43,10 @@ class Refusal(StrEnum):
     FRAGMENT = "has a fragment (#...), which would cut off the path the client appends"
     LINK_LOCAL = "reaches a link-local address (169.254.0.0/16, fe80::/10: cloud metadata)"
     METADATA = "reaches a cloud metadata address"
-    LOOPBACK = "reaches a loopback address (allowed only in a local bed)"
+    LOOPBACK = (
+        f"reaches a loopback address (allowed only with {ALLOW_LOOPBACK_FLAG} or "
+        f"{ALLOW_LOOPBACK_ENV}=true: a local bed, a port-forward)"
+    )
     NOT_UNICAST = "reaches an unspecified, multicast or broadcast address"
     API_SERVER = "reaches the Kubernetes API server"
     UNRESOLVED = "names a host that does not resolve"

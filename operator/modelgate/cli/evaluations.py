@@ -14,6 +14,7 @@ from modelgate import API_GROUP, API_VERSION, EVALUATION_PLURAL
 from modelgate.api.evaluation_status import parse_evaluation_status
 from modelgate.cli.evaluation_history import evaluation_history
 from modelgate.cli.exit_codes import ExitCode
+from modelgate.cli.loopback import add_loopback_option
 from modelgate.cli.render_evaluations import LEGEND, render_trend
 from modelgate.cli.report_output import OutputFailed, write_output
 from modelgate.cli.target import connect
@@ -32,6 +33,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "credentials",
     )
     _cluster_arguments(trend)
+    add_loopback_option(trend)  # an -o s3:// store on this machine
     trend.set_defaults(handler=show_trend)
     now = commands.add_parser("evaluate-now", help="start a run of a ModelEvaluation now")
     now.add_argument("name", help="the ModelEvaluation")

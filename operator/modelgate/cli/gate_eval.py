@@ -20,6 +20,7 @@ from modelgate.api.gate_shard import COMPLETION_INDEX_ENV, MAX_SHARDS
 from modelgate.api.object_url import shard_results_file
 from modelgate.cli.exit_codes import EVAL_MEANINGS, EvalExitCode, exit_codes_help
 from modelgate.cli.gate_eval_recorded import add_recorded_replay_options, recorded_source
+from modelgate.cli.loopback import add_loopback_option
 from modelgate.core.gate_requests import side_requests, silence_text, silent_sides
 from modelgate.egress import policy_from_environment
 from modelgate.evaluation.item_results import ItemResults
@@ -91,6 +92,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="a test set or replay file must resolve inside one of these directories (repeatable; "
         "a gate Job names its volumes' mounts)",
     )
+    add_loopback_option(parser)
     _add_outputs(parser)
     _add_shards(parser)
     parser.set_defaults(handler=run_eval)
@@ -136,7 +138,7 @@ def run_eval(args: argparse.Namespace) -> int:
         candidate=Endpoint("candidate", args.candidate, args.candidate_model),
         incumbent=Endpoint("incumbent", args.incumbent, args.incumbent_model),
         policy=RequestPolicy(args.concurrency, args.timeout, args.retries),
-        # Loopback only where $MODELGATE_ALLOW_LOOPBACK says so (a local bed, a run by hand).
+        # Loopback only with --allow-loopback or $MODELGATE_ALLOW_LOOPBACK (a local bed, a run by hand).
         sources=Sources(policy_from_environment(), tuple(args.inputs_within)),
         test_set=args.test_set,
         replay=args.replay,

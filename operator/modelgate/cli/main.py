@@ -12,6 +12,7 @@ from modelgate.api import InvalidSpecError
 from modelgate.cli.cluster_errors import explain
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.help_text import document
+from modelgate.cli.loopback import allow_loopback_if_asked
 from modelgate.kube import KubeError
 
 # Each module of cli/ that adds commands, with the commands it adds, in the order `--help` lists them.
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    allow_loopback_if_asked(args)
     try:
         return handler(args)
     except InvalidSpecError as error:

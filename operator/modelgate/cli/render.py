@@ -19,8 +19,10 @@ from modelgate.api import (
     RouteState,
     parse_status,
 )
+from modelgate.api.addresses import ALLOW_LOOPBACK_FLAG
 from modelgate.api.duration import parse_duration
 from modelgate.api.pause import RESUMABLE, PauseReason
+from modelgate.cli.loopback import names_loopback
 from modelgate.cli.render_analysis import (
     AnalysisView,
     bounds_text,
@@ -83,7 +85,7 @@ def render_status(
             value = "" if trace.value is None else f", value {trace.value:.4g}"
             parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
     if status.phase is Phase.ROLLED_BACK:
-        parts.append(_next_step(meta))
+        parts.append(_next_step(meta, spec))
     parts.extend(_coin_toss_line(warning) for warning in status.false_rollback_warnings)
     if status.gate is not None:
         parts.append(render_gate(status.gate))
@@ -168,11 +170,13 @@ def _pause_line(status: ModelRolloutStatus, meta: dict[str, Any]) -> Text:
     return Text(f"{pause.reason} since {moment(pause.since)}; {ends}", style="yellow")
 
 
-def _next_step(meta: dict[str, Any]) -> Text:
+def _next_step(meta: dict[str, Any], spec: dict[str, Any]) -> Text:
     target = f"{meta['name']} -n {meta['namespace']}"
+    prometheus = ((spec.get("analysis") or {}).get("prometheus") or {}).get("address")
+    switch = f" {ALLOW_LOOPBACK_FLAG}" if names_loopback(prometheus) else ""  # a bed, a port-forward
     return Text(
-        f"Next: `modelgate report {target}` shows the evidence; apply a fixed candidate (spec.candidate) "
-        f"to start again, or `modelgate retry {target}` to try this one again.",
+        f"Next: `modelgate report {target}{switch}` shows the evidence; apply a fixed candidate "
+        f"(spec.candidate) to start again, or `modelgate retry {target}` to try this one again.",
         style="bold",
     )
 

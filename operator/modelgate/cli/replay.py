@@ -19,14 +19,24 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from modelgate.api import InvalidSpecError, ModelRolloutSpec, ModelRolloutStatus, Phase, parse_spec
+from modelgate.api import (
+    AnalysisSpec,
+    InvalidSpecError,
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    Phase,
+    parse_spec,
+)
+from modelgate.api.addresses import AddressRefused
 from modelgate.api.duration import parse_duration
+from modelgate.cli.loopback import add_loopback_option
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import step_label
 from modelgate.cli.report_vega import MissingRenderer, check_renderer, write_png
 from modelgate.cli.simulation import Replay, simulate
 from modelgate.cli.target import OUTPUT_HELP, read_manifest
 from modelgate.cli.timeline import EventRow, Mark, Timeline, metric_traces, seconds
+from modelgate.egress import policy_from_environment
 from modelgate.metrics.prometheus_http import PrometheusClient
 from modelgate.metrics.provider import AnalysisPlan, plan_queries
 from modelgate.metrics.recorded import RecordedProvider, RecordedSeries
@@ -49,6 +59,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     replay.add_argument("--to", dest="end", default="now", help="end, likewise (default: %(default)s)")
     replay.add_argument("-n", "--namespace", help="default: the manifest's, else 'default'")
     replay.add_argument("--prometheus", help="default: spec.analysis.prometheus.address")
+    add_loopback_option(replay)
     replay.add_argument("--step", help="range query resolution (default: the analysis interval)")
     replay.add_argument(
         "--aa", action="store_true", help="A/A: the incumbent against itself, from sliding start times"
@@ -83,17 +94,11 @@ def run_replay(args: argparse.Namespace) -> int:
     replayed = incumbent_against_itself(spec) if args.aa else spec
     provider = RecordedProvider({})
     plan = provider.plan(replayed, namespace)
-    client = PrometheusClient(
-        args.prometheus or spec.analysis.prometheus.address,
-        timeout=max(spec.analysis.prometheus.timeout_timedelta.total_seconds(), 30),
-    )
-    step = resolution(
-        start, end, parse_duration(args.step) if args.step else spec.analysis.interval_timedelta
-    )
-    queries = list(plan_queries(plan))
-    if args.png is not None and not args.aa:  # the incumbent's line beside each metric's in the PNG
-        queries += [q for q in drawn_incumbents(plan) if q not in queries]
-    history = fetch_ranges(client, queries, start, end, step, Console(stderr=True))
+    try:
+        history = recorded_history(args, spec.analysis, plan, start, end)
+    except ValueError as error:  # an address the egress policy refuses
+        console.print(f"[red]modelgate replay: {error}[/red]")
+        return 1
     failed = {query: series.error for query, series in history.items() if series.error is not None}
     if len(failed) == len(history):
         console.print(f"[red]modelgate replay: no history: {next(iter(failed.values()))}[/red]")
@@ -118,6 +123,26 @@ def run_replay(args: argparse.Namespace) -> int:
         write_png(replay_timeline(replayed, plan, history, runs, (start, end), aa=args.aa), args.png)
         console.print(f"wrote {args.png}")
     return 0
+
+
+def recorded_history(
+    args: argparse.Namespace, analysis: AnalysisSpec, plan: AnalysisPlan, start: datetime, end: datetime
+) -> dict[str, RecordedSeries]:
+    """One range query per query of the plan (and per incumbent line of the PNG), from the
+    Prometheus held to the egress policy, as by `report` and the operator. Raises ValueError for an
+    address the policy refuses."""
+    address, egress = args.prometheus or analysis.prometheus.address, policy_from_environment()
+    try:
+        egress.check_url(address)  # a literal IP now; the address each connection reaches when made
+    except AddressRefused as refused:
+        raise ValueError(f"the Prometheus address {refused}") from None
+    timeout = max(analysis.prometheus.timeout_timedelta.total_seconds(), 30)
+    client = PrometheusClient(address, timeout=timeout, egress=egress)
+    step = resolution(start, end, parse_duration(args.step) if args.step else analysis.interval_timedelta)
+    queries = list(plan_queries(plan))
+    if args.png is not None and not args.aa:  # the incumbent's line beside each metric's in the PNG
+        queries += [q for q in drawn_incumbents(plan) if q not in queries]
+    return fetch_ranges(client, queries, start, end, step, Console(stderr=True))
 
 
 def drawn_incumbents(plan: AnalysisPlan) -> list[str]:

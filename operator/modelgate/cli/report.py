@@ -22,6 +22,7 @@ from modelgate.api import (
     parse_spec,
     parse_status,
 )
+from modelgate.cli.loopback import add_loopback_option
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import side_name, step_label
 from modelgate.cli.render_cost import cost_text
@@ -75,6 +76,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     report.add_argument(
         "--prometheus", help="the Prometheus to ask (default: spec.analysis.prometheus.address)"
     )
+    add_loopback_option(report)
     report.set_defaults(handler=write_report)
 
 
@@ -103,7 +105,7 @@ def write_report(args: argparse.Namespace) -> int:
         try:
             client = _client(provider, plan, address, console)
         except ValueError as error:
-            console.print(f"[red]{error}[/red]")
+            console.print(f"[red]modelgate report: {error}[/red]")
             return 1
         interval = spec.analysis.interval_timedelta if spec.analysis else timedelta(seconds=15)
         queries = _metric_queries(plan)

@@ -36,11 +36,10 @@ def chart_specs(timeline: Timeline) -> list[tuple[str, dict[str, Any]]]:
 
 def png_chart(timeline: Timeline) -> dict[str, Any]:
     """Every chart of the page, one under the other, under a title that says the outcome."""
-    charts = [{**_unit(weight_chart(timeline)), "title": "candidate weight (% of the traffic)"}]
+    charts = [{**_member("weights", weight_chart(timeline)), "title": "candidate weight (% of the traffic)"}]
     charts += [
-        {**_unit(metric_chart(timeline, m)), "title": metric_title(m)}
-        for m in timeline.metrics
-        if m.error is None
+        {**_member(f"metric{index}", metric_chart(timeline, m)), "title": metric_title(m)}
+        for index, m in enumerate(m for m in timeline.metrics if m.error is None)
     ]
     outcome = textwrap.wrap(timeline.outcome, 120, break_on_hyphens=False) or [""]
     return {
@@ -264,9 +263,12 @@ def _chart(timeline: Timeline, layers: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _unit(spec: dict[str, Any]) -> dict[str, Any]:
-    """A chart as a member of a concatenation (which carries the schema and config)."""
-    return {k: v for k, v in spec.items() if k not in ("$schema", "config")}
+def _member(prefix: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A chart as a member of a concatenation (which carries the schema and config), its layers'
+    names prefixed: Vega-Lite looks a layer's data up by the layer's name, so charts that each had
+    a layer `candidate` all drew the dataset compiled last under that name (the last metric's)."""
+    layers = [{**layer, "name": f"{prefix}_{layer['name']}"} for layer in spec["layer"]]
+    return {k: v for k, v in spec.items() if k not in ("$schema", "config")} | {"layer": layers}
 
 
 _CONFIG = {"font": "system-ui, sans-serif", "axis": {"labelFontSize": 11, "titleFontSize": 11}}

@@ -20,9 +20,11 @@ import structlog
 from prometheus_client import start_http_server
 
 from modelgate import API_GROUP, API_VERSION, PLURAL, __version__
+from modelgate.cli.loopback import add_loopback_option
 from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.schedule import RESYNC
+from modelgate.egress import loopback_allowed
 from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.evaluation_reconciler import EvaluationReconciler
 from modelgate.kube import Kube, KubeError, Object
@@ -73,6 +75,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="this replica's name in Events (reportingInstance) and in the peering object; unique per "
         "replica (default: the host name, the pod's name in a pod)",
     )
+    add_loopback_option(run)
     run.add_argument("--log-format", choices=["json", "console"], default="json", help=LOG_FORMAT_HELP)
     run.add_argument("--verbose", action="store_true", help="debug logs")
     run.set_defaults(handler=run_operator)
@@ -132,6 +135,7 @@ def startup_fields(args: argparse.Namespace) -> dict[str, object]:
         "workers": args.workers,
         "route_recheck_seconds": args.route_recheck,
         "peering": args.peering or None,
+        "allow_loopback": loopback_allowed(),  # the flag or the environment's setting
     }
 
 
