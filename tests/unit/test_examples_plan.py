@@ -8,7 +8,7 @@ the refusal sidecar's series without saying it needs the sidecar.
 Statistical error: RUNS seeded rollouts of each candidate (the same figures every run). A share's
 standard error is sqrt(p (1 - p) / RUNS): at RUNS = 100, 2.2 points at the 5% bound and 4 points
 at the 80% bound; a figure within two of them of its bound is a coin toss of the seed, and the
-failure message prints the figures. 100 runs of a 20-minute rollout take about 5 s."""
+failure message prints the figures. 100 runs of a 20-minute rollout take 3 to 5 s."""
 
 from __future__ import annotations
 
