@@ -4,9 +4,10 @@ the last step ends in Succeeded at 100%, and finished rollouts re-assert their w
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, timedelta
 
-from modelgate.api import Phase
+from modelgate.api import ModelRolloutSpec, Phase
 from modelgate.core import CommandAction
 from tests.unit.engine_support import (
     INTERVAL,
@@ -208,6 +209,19 @@ def test_last_step_done_succeeds_at_weight_100() -> None:
     assert weights_set(decision) == [100]
     assert "RolloutSucceeded" in event_reasons(decision)
     assert sim.applied == [20, 50, 100]
+
+
+def test_the_crds_description_of_the_last_step_says_the_weight_the_engine_gives() -> None:
+    """spec.steps' description (the CRD's, api-reference.md's) states what follows the last step."""
+    description = ModelRolloutSpec.model_fields["steps"].description or ""
+    after_last = description.split("After the last step", 1)[1]
+    promised = re.search(r"(\d+)% of the traffic", after_last)
+    sim = Simulator(make_spec(weight(20), weight(50)))
+    sim.start()
+    for _ in range(2):
+        sim.tick(analysis=Outcome.PASS, after=INTERVAL)
+    assert promised is not None and sim.phase is Phase.SUCCEEDED
+    assert sim.live_weight == int(promised.group(1))
 
 
 def test_succeeded_reasserts_100_when_the_route_drifts() -> None:

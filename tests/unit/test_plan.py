@@ -16,6 +16,7 @@ import yaml
 from modelgate.api import MetricSpec, ModelRolloutSpec
 from modelgate.cli import main
 from modelgate.cli.plan import EXIT_COIN_TOSS, EXIT_NOTHING_TO_PLAN, EXIT_OK, EXIT_USAGE
+from modelgate.cli.plan_assumptions import BASE_RATE_ANNOTATION, RPS_ANNOTATION
 from modelgate.cli.plan_figures import Figures, Traffic, figures, planned_spec
 from tests.unit.engine_support import analysis_spec, make_spec, timed_pause, weight
 from tooling import sequential_sim
@@ -190,7 +191,9 @@ def test_the_same_seed_gives_the_same_figures(capsys: pytest.CaptureFixture[str]
     assert first == again
 
 
-def write_rollout(tmp_path: Path, *metrics: dict[str, Any]) -> Path:
+def write_rollout(
+    tmp_path: Path, *metrics: dict[str, Any], annotations: dict[str, str] | None = None
+) -> Path:
     spec = make_spec(
         weight(10),
         weight(50),
@@ -199,7 +202,8 @@ def write_rollout(tmp_path: Path, *metrics: dict[str, Any]) -> Path:
         ),
     )
     path = tmp_path / "rollout.yaml"
-    body = {"apiVersion": "modelgate.io/v1alpha1", "kind": "ModelRollout", "metadata": {"name": "chat"}}
+    metadata = {"name": "chat"} | ({"annotations": annotations} if annotations else {})
+    body = {"apiVersion": "modelgate.io/v1alpha1", "kind": "ModelRollout", "metadata": metadata}
     path.write_text(
         yaml.safe_dump(body | {"spec": spec.model_dump(by_alias=True, exclude_none=True, mode="json")})
     )
@@ -224,3 +228,32 @@ def test_a_step_that_cannot_pass_counts_as_waiting_not_as_promoted() -> None:
     spec = make_spec(weight(10), analysis=analysis_spec([metric], interval="30s", min_requests=1000))
     result: Figures = figures("errors", planned_spec(spec, [metric]), Traffic(1.0, 0.01, 2.0), 5, seed=1)
     assert (result.waiting, result.promoted, result.false_rollback) == (1.0, 0.0, 0.0)
+
+
+def test_the_traffic_is_the_manifests_unless_the_flags_say_otherwise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    errors = {"name": "errors", "preset": "errorRate", "max": 0.05}
+    annotated = write_rollout(
+        tmp_path, errors, annotations={RPS_ANNOTATION: "30", BASE_RATE_ANNOTATION: "0.004"}
+    )
+    assert main(["plan", "-f", str(annotated), "--runs", "2", "-o", "json"]) == EXIT_OK
+    traffic = json.loads(capsys.readouterr().out)["traffic"]
+    assert (traffic["requests_per_second"], traffic["base_rate"]) == (30, 0.004)
+    assert main(["plan", "-f", str(annotated), "--runs", "2", "--rps", "7", "-o", "json"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["traffic"]["requests_per_second"] == 7
+
+
+@pytest.mark.parametrize(
+    ("annotations", "named"),
+    [({}, RPS_ANNOTATION), ({RPS_ANNOTATION: "fast", BASE_RATE_ANNOTATION: "0.01"}, RPS_ANNOTATION)],
+    ids=["unstated", "not a number"],
+)
+def test_traffic_that_is_unknown_or_no_number_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], annotations: dict[str, str], named: str
+) -> None:
+    path = write_rollout(
+        tmp_path, {"name": "errors", "preset": "errorRate", "max": 0.05}, annotations=annotations
+    )
+    assert main(["plan", "-f", str(path)]) == EXIT_USAGE
+    assert named in capsys.readouterr().err.replace("\n", "")

@@ -31,7 +31,9 @@ class ProgressDeadlines(SpecModel):
     pending: Deadline | None = Field(
         None,
         description="The candidate has not become Available this long after the rollout started, or "
-        "(with spec.capacity.enforce) a step has waited this long for the candidate's Ready replicas.",
+        "(with spec.capacity.enforce) a step has waited this long for the candidate's Ready replicas. "
+        "Unset: after 10m, fail (reason ProgressDeadlineExceeded; the incumbent keeps or takes back all "
+        "traffic), as Argo Rollouts' progressDeadlineSeconds; `action: wait` turns it off.",
     )
     inconclusive: Deadline | None = Field(
         None,
@@ -40,6 +42,11 @@ class ProgressDeadlines(SpecModel):
         "after 10m, pause (in a step; the watch window has none); `action: wait` turns it off.",
     )
 
+
+# What an unset spec.progressDeadlines.pending means: a candidate that never becomes Available (or
+# never gets the replicas a step waits for) ends the rollout, with traffic on the incumbent, rather
+# than hold it Pending forever; 600 s is Argo Rollouts' default progressDeadlineSeconds.
+DEFAULT_PENDING_DEADLINE = Deadline(after="10m", action="fail")
 
 # What an unset spec.progressDeadlines.inconclusive means in a step: an Inconclusive step that no
 # traffic or no exporter will ever settle stops at its weight and says why, rather than hold it forever.

@@ -31,5 +31,5 @@ class CapacitySpec(SpecModel):
         description="A setWeight step that raises the candidate's weight to W waits until the candidate "
         "has ceil(incumbent Ready replicas x W / 100) Ready replicas; status.message and the "
         "CandidateCapacity condition give the numbers meanwhile. spec.progressDeadlines.pending bounds "
-        "the wait.",
+        "the wait (unset: after 10m the rollout fails, its traffic back on the incumbent).",
     )

@@ -141,7 +141,8 @@ class ModelRolloutSpec(SpecModel):
     )
     steps: Annotated[tuple[Step, ...], Field(min_length=1, max_length=50)] = Field(
         description="What to do, in order. Weights move only as these steps say, or to 0 on rollback. "
-        "After the last step the candidate keeps the weight it was given."
+        "After the last step the candidate is promoted: it gets 100% of the traffic, and the rollout "
+        "Succeeds (with spec.watch, once the window at 100% has passed)."
     )
     analysis: AnalysisSpec | None = Field(
         None,

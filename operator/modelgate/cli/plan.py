@@ -18,6 +18,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from modelgate.api import InvalidSpecError, MetricSpec, ModelRolloutSpec, parse_spec
+from modelgate.cli.plan_assumptions import (
+    BASE_RATE_ANNOTATION,
+    EXEMPT_ANNOTATION,
+    RPS_ANNOTATION,
+    Assumptions,
+    assumptions,
+)
 from modelgate.cli.plan_figures import (
     Figures,
     Traffic,
@@ -41,8 +48,11 @@ exit codes:
   3  with --fail-above P: some rule (or all together) rolls back a candidate
      as good as the incumbent more often than P
 
+traffic: --rps and --base-rate, or the manifest's annotations
+  modelgate.io/plan-rps and modelgate.io/plan-base-rate (the flags win)
+
 example:
-  modelgate plan -f examples/rollout-good.yaml --rps 50 --base-rate 0.002 --regression 3
+  modelgate plan -f examples/rollout.yaml --runs 100
 """
 
 
@@ -60,9 +70,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     plan.add_argument("-f", "--filename", type=Path, required=True, help="a ModelRollout manifest")
-    plan.add_argument("--rps", type=float, required=True, help="requests per second, both sides together")
     plan.add_argument(
-        "--base-rate", type=float, required=True, help="the incumbent's share of failing requests, in [0, 1)"
+        "--rps", type=float, help=f"requests per second, both sides together (default: {RPS_ANNOTATION})"
+    )
+    plan.add_argument(
+        "--base-rate",
+        type=float,
+        help=f"the incumbent's share of failing requests, in [0, 1) (default: {BASE_RATE_ANNOTATION})",
     )
     plan.add_argument(
         "--regression",
@@ -80,8 +94,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_plan(args: argparse.Namespace) -> int:
     console, errors = Console(), Console(stderr=True)  # errors apart: stdout may be JSON
     try:
-        spec = parse_spec(read_manifest(args.filename).get("spec") or {})
-        traffic = _traffic(args)
+        manifest = read_manifest(args.filename)
+        spec = parse_spec(manifest.get("spec") or {})
+        assumed = assumptions(manifest)
+        traffic = _traffic(args, assumed)
     except (OSError, ValueError, InvalidSpecError) as error:
         errors.print(f"[red]modelgate plan: {error}[/red]")
         return EXIT_USAGE
@@ -92,9 +108,11 @@ def run_plan(args: argparse.Namespace) -> int:
     groups = _groups(planned)
     results = _simulate(spec, groups, traffic, args.runs, args.seed)
     if args.output == "json":
-        print(json.dumps(as_json(traffic, results, unplanned), indent=1))
+        print(json.dumps(as_json(traffic, results, unplanned, assumed.exempt), indent=1))
     else:
         console.print(_preamble(spec, traffic, args.runs, args.seed))
+        if assumed.exempt:
+            console.print(f"Exempt ({EXEMPT_ANNOTATION}): {assumed.exempt}", markup=False)
         for (_, metrics), result in zip(groups, results, strict=True):
             console.print(figures_table(spec, metrics, traffic, result))
         for skipped in unplanned:
@@ -106,16 +124,23 @@ def run_plan(args: argparse.Namespace) -> int:
     return EXIT_COIN_TOSS if args.fail_above is not None and worst > args.fail_above else EXIT_OK
 
 
-def _traffic(args: argparse.Namespace) -> Traffic:
-    if not args.rps > 0:
-        raise ValueError(f"--rps must be positive (got {args.rps})")
-    if not 0 <= args.base_rate < 1:
-        raise ValueError(f"--base-rate must be in [0, 1) (got {args.base_rate})")
-    if not args.regression > 0 or args.base_rate * args.regression > 1:
+def _traffic(args: argparse.Namespace, assumed: Assumptions) -> Traffic:
+    rps = args.rps if args.rps is not None else assumed.requests_per_second
+    base_rate = args.base_rate if args.base_rate is not None else assumed.base_rate
+    if rps is None or base_rate is None:
+        raise ValueError(
+            f"the traffic is unknown: give --rps and --base-rate, or annotate the manifest with "
+            f"{RPS_ANNOTATION} and {BASE_RATE_ANNOTATION}"
+        )
+    if not rps > 0:
+        raise ValueError(f"--rps ({RPS_ANNOTATION}) must be positive (got {rps})")
+    if not 0 <= base_rate < 1:
+        raise ValueError(f"--base-rate ({BASE_RATE_ANNOTATION}) must be in [0, 1) (got {base_rate})")
+    if not args.regression > 0 or base_rate * args.regression > 1:
         raise ValueError(f"--regression must be positive and keep the rate at most 1 (got {args.regression})")
     if not 1 <= args.runs <= 100_000:
         raise ValueError(f"--runs must be in [1, 100000] (got {args.runs})")
-    return Traffic(args.rps, args.base_rate, args.regression)
+    return Traffic(rps, base_rate, args.regression)
 
 
 def _groups(planned: Sequence[MetricSpec]) -> list[tuple[str, tuple[MetricSpec, ...]]]:
@@ -229,9 +254,12 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes}m{rest:02d}s" if minutes else f"{rest}s"
 
 
-def as_json(traffic: Traffic, results: Sequence[Figures], unplanned: Sequence[Unplanned]) -> dict[str, Any]:
+def as_json(
+    traffic: Traffic, results: Sequence[Figures], unplanned: Sequence[Unplanned], exempt: str | None
+) -> dict[str, Any]:
     return {
         "traffic": asdict(traffic),
+        "exempt": exempt,
         "figures": [asdict(result) for result in results],
         "notPlanned": [asdict(skipped) for skipped in unplanned],
     }

@@ -15,7 +15,7 @@ from modelgate.api import (
     RollbackReason,
     Verdict,
 )
-from modelgate.api.progress_deadlines import DEFAULT_INCONCLUSIVE_DEADLINE
+from modelgate.api.progress_deadlines import DEFAULT_INCONCLUSIVE_DEADLINE, DEFAULT_PENDING_DEADLINE
 from modelgate.core.intents import Fail, Hold, HoldReason, Intent, RollBack
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
@@ -24,10 +24,16 @@ from modelgate.core.tick import Tick
 
 def pending_deadline(tick: Tick) -> Intent:
     """The pending deadline's action once it has passed (a pause is recorded and holds)."""
-    deadlines = tick.spec.progress_deadlines
-    deadline = deadlines.pending if deadlines else None
     since, what = tick.status.pending_since, "the candidate has not become Available within"
-    return _check(tick, PauseReason.PENDING_DEADLINE, deadline, since, what)
+    return _check(tick, PauseReason.PENDING_DEADLINE, pending_limit(tick.spec), since, what)
+
+
+def pending_limit(spec: ModelRolloutSpec) -> Deadline:
+    """The spec's pending deadline; unset, DEFAULT_PENDING_DEADLINE."""
+    deadlines = spec.progress_deadlines
+    if deadlines is not None and deadlines.pending is not None:
+        return deadlines.pending
+    return DEFAULT_PENDING_DEADLINE
 
 
 def inconclusive_deadline(tick: Tick) -> Intent:
@@ -78,7 +84,8 @@ def deadline_hold(tick: Tick) -> Intent:
 def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> Intent:
     if tick.now - since < deadline.after_timedelta or deadline_paused(tick):
         return None
-    message = f"{what}; {deadline.action} per spec.progressDeadlines"
+    unset = deadline in (DEFAULT_PENDING_DEADLINE, DEFAULT_INCONCLUSIVE_DEADLINE)
+    message = f"{what}; {deadline.action} per spec.progressDeadlines{' (its default)' if unset else ''}"
     if deadline.action == "rollback":
         return RollBack(RollbackReason(time=tick.now, message=message), Reason.PROGRESS_DEADLINE_EXCEEDED)
     tick.event(Reason.PROGRESS_DEADLINE_EXCEEDED, message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RouteState
-from modelgate.core.deadlines import inconclusive_limit
+from modelgate.core.deadlines import inconclusive_limit, pending_limit
 from modelgate.core.gradual import next_step_at
 from modelgate.core.query_check import next_check_at
 from modelgate.core.stage import candidate_served
@@ -105,10 +105,8 @@ def scheduled_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> datetime
 
 def deadlines_at(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> list[datetime]:
     """When the progress deadlines that are running (Pending since, Inconclusive since) pass."""
-    deadlines = spec.progress_deadlines
-    pending = deadlines.pending if deadlines else None
     running = (
-        (pending, status.pending_since),
+        (pending_limit(spec), status.pending_since),
         (inconclusive_limit(spec, status), status.inconclusive_since),
     )
     return [

@@ -1,0 +1,114 @@
+"""Examples that are right by default: every ModelRollout in examples/ states the traffic it is sized
+for (annotations `modelgate plan` reads), and at that traffic `modelgate plan` finds that it rolls
+back at most 5% of candidates as good as the incumbent and catches at least 80% of those failing
+twice as often within the rollout; an example not meant to says why (modelgate.io/plan-exempt,
+read by plan). The example docs/getting-started.md copies judges on evidence, and no example reads
+the refusal sidecar's series without saying it needs the sidecar.
+
+Statistical error: RUNS seeded rollouts of each candidate (the same figures every run). A share's
+standard error is sqrt(p (1 - p) / RUNS): at RUNS = 100, 2.2 points at the 5% bound and 4 points
+at the 80% bound; a figure within two of them of its bound is a coin toss of the seed, and the
+failure message prints the figures. 100 runs of a 20-minute rollout take 3 to 5 s."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from modelgate.api import parse_spec
+from modelgate.api.series import SeriesComponent
+from modelgate.cli import main
+from modelgate.cli.plan import EXIT_OK
+from modelgate.cli.plan_assumptions import assumptions
+from modelgate.cli.plan_traffic import simulable
+from modelgate.cli.target import read_manifest
+from modelgate.metrics.promql_plan import analysis_plan
+from tests.unit.test_plan import EXAMPLES, rollouts_in_examples
+
+RUNS = 100
+MAX_FALSE_ROLLBACK = 0.05
+MIN_CAUGHT = 0.80  # of candidates failing twice as often as the incumbent (plan's default regression)
+DOCS = EXAMPLES.parent / "docs"
+
+
+def example_id(path: Path) -> str:
+    return str(path.relative_to(EXAMPLES))
+
+
+def run_plan(capsys: pytest.CaptureFixture[str], path: Path, runs: int, *options: str) -> tuple[int, str]:
+    code = main(["plan", "-f", str(path), "--runs", str(runs), *options])
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", rollouts_in_examples(), ids=example_id)
+def test_the_example_meets_the_plans_bounds_at_its_traffic_or_says_why_not(
+    capsys: pytest.CaptureFixture[str], path: Path
+) -> None:
+    manifest = read_manifest(path)
+    assumed = assumptions(manifest)
+    if "analysis" not in manifest["spec"]:
+        assert assumed.exempt, f"{path}: nothing to plan, and modelgate.io/plan-exempt does not say so"
+        return
+    assert assumed.requests_per_second is not None and assumed.base_rate is not None, (
+        f"{path}: annotate modelgate.io/plan-rps and modelgate.io/plan-base-rate"
+    )
+    runs = 1 if assumed.exempt else RUNS  # an exempt example: only that plan reads the exemption
+    code, out = run_plan(capsys, path, runs, "-o", "json", "--fail-above", str(MAX_FALSE_ROLLBACK))
+    plan = json.loads(out)
+    assert plan["exempt"] == assumed.exempt
+    if assumed.exempt:
+        return
+    together = plan["figures"][-1]  # all planned metrics, or the only one
+    figures = [(f["name"], f["false_rollback"], f["caught"]) for f in plan["figures"]]
+    assert code == EXIT_OK, f"a false-rollback share above {MAX_FALSE_ROLLBACK}: {figures}"
+    assert together["caught"] >= MIN_CAUGHT, f"a 2x regression caught too rarely: {figures}"
+
+
+@pytest.mark.parametrize("path", rollouts_in_examples(), ids=example_id)
+def test_an_example_that_reads_the_refusal_sidecar_says_it_needs_it(path: Path) -> None:
+    spec = parse_spec(read_manifest(path)["spec"])
+    if spec.analysis is None:
+        return
+    plan = analysis_plan(spec, "examples")
+    needing = [
+        name
+        for name, metric in plan.metrics.items()
+        if any(probe.exporter is SeriesComponent.REFUSAL_SIDECAR for probe in metric.series)
+    ]
+    if needing:
+        assert "docs/refusal-sidecar.md" in path.read_text(), f"{path}: {needing} need the refusal sidecar"
+
+
+def getting_started_example() -> Path:
+    text = (DOCS / "getting-started.md").read_text()
+    found = re.search(r"\*\*3\. The ModelRollout\.\*\* \[examples/([\w./-]+)\]", text)
+    assert found, "docs/getting-started.md's step 3 names no example"
+    return EXAMPLES / found.group(1)
+
+
+def test_the_example_getting_started_copies_judges_rates_on_evidence() -> None:
+    path = getting_started_example()
+    manifest = read_manifest(path)
+    spec = parse_spec(manifest["spec"])
+    assert spec.analysis is not None and not assumptions(manifest).exempt
+    planned = [m for m in spec.analysis.metrics if simulable(m) is None]
+    assert planned, f"{path}: no metric on a share of requests"
+    assert all(m.sequential is not None and m.sequential.margin is not None for m in planned)
+
+
+def documented_plan() -> tuple[list[str], str]:
+    """docs/plan.md's example: the command's arguments after `modelgate plan`, and its output."""
+    text = (DOCS / "plan.md").read_text()
+    found = re.search(r"```text\n\$ modelgate plan (.+?)\n(.*?)```", text, re.S)
+    assert found, "docs/plan.md shows no plan"
+    return found.group(1).split(), found.group(2)
+
+
+def test_the_plan_docs_plan_md_shows_is_what_plan_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    arguments, shown = documented_plan()
+    assert main(["plan", *arguments]) == EXIT_OK
+    printed = capsys.readouterr().out
+    assert [line.rstrip() for line in printed.splitlines()] == shown.splitlines(), printed
