@@ -70,18 +70,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="judge the pairs of N prompts drawn with --seed among all (default: all); a pair one "
         "model did not answer is left out",
     )
-    parser.add_argument(
-        "--concurrency",
-        type=_positive,
-        default=8,
-        help="requests in flight per endpoint (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--timeout", type=_seconds, default="30s", help="per attempt, e.g. 30s or 2m (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--retries", type=_non_negative, default=2, help="attempts after a failed one (default: %(default)s)"
-    )
+    _add_request_options(parser)
     parser.add_argument("--seed", type=int, default=0, help="for the samples and the judge's order")
     parser.add_argument(
         "--inputs-within",
@@ -96,6 +85,21 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_outputs(parser)
     _add_shards(parser)
     parser.set_defaults(handler=run_eval)
+
+
+def _add_request_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=8,
+        help="requests in flight per endpoint (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout", type=_seconds, default="30s", help="per attempt, e.g. 30s or 2m (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--retries", type=_non_negative, default=2, help="attempts after a failed one (default: %(default)s)"
+    )
 
 
 def _add_outputs(parser: argparse.ArgumentParser) -> None:
