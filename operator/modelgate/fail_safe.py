@@ -21,7 +21,7 @@ from typing import Any
 
 from modelgate.api import InvalidSpecError, ModelRolloutStatus, parse_spec, parse_status
 from modelgate.core import Decision
-from modelgate.core.internal_error import InternalError, decide_internal_error
+from modelgate.core.internal_error import TickError, decide_internal_error
 from modelgate.kube import KubeError
 
 # Statuses of a request refused as such: the same request gets the same answer.
@@ -60,7 +60,7 @@ def fail_safe_decision(
     except InvalidSpecError:
         stored = forgotten_status(body)
     generation = int(body["metadata"].get("generation", 0))
-    problem = InternalError(type(error).__name__, str(error))
+    problem = TickError(type(error).__name__, str(error))
     return stored, decide_internal_error(problem, stored, generation, now)
 
 

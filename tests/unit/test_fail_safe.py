@@ -19,7 +19,7 @@ from modelgate import loops
 from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.core import ConditionType, Reason
 from modelgate.core.conditions import condition
-from modelgate.core.internal_error import InternalError, decide_internal_error
+from modelgate.core.internal_error import TickError, decide_internal_error
 from modelgate.fail_safe import FAIL_SAFE_AFTER, TickFailures, transient
 from modelgate.kube import Conflict, Kube, KubeError
 from modelgate.loops import RolloutLoops
@@ -37,7 +37,7 @@ from tests.unit.engine_support import (
 )
 from tests.unit.test_reconciler_write_order import NOW, at_the_end_of_the_pause
 
-BUG = InternalError("OverflowError", "cost: the price times the hours is not finite")
+BUG = TickError("OverflowError", "cost: the price times the hours is not finite")
 
 
 def test_a_bug_fails_an_active_rollout_naming_the_error_and_returns_its_traffic() -> None:
@@ -51,12 +51,16 @@ def test_a_bug_fails_an_active_rollout_naming_the_error_and_returns_its_traffic(
         2,
     )
     assert "OverflowError" in (after.message or "") and BUG.detail in (after.message or "")
+    said = after.internal_error
+    assert said is not None and (said.type, said.message, said.time) == ("OverflowError", BUG.detail, T0)
     completed = condition(after.conditions, ConditionType.COMPLETED)
     assert completed is not None and completed.reason == Reason.INTERNAL_ERROR
     assert failed.outcome is not None and failed.outcome.reason is Reason.INTERNAL_ERROR
     assert event_reasons(failed) == [Reason.INTERNAL_ERROR]
     again = decide_internal_error(BUG, after, 2, T0)  # the write did not take: asked again, said once
     assert (again.weight, again.events, again.outcome) == (0, (), None)
+    later = decide_internal_error(BUG, after, 2, T0 + timedelta(minutes=1))
+    assert later.status.internal_error == said  # since the first time
     returned = after.model_copy(update={"live_weight": 0})
     assert decide_internal_error(BUG, returned, 2, T0).weight is None
 
@@ -82,8 +86,9 @@ def test_a_retry_after_the_fail_safe_starts_the_rollout_again() -> None:
     sim.status = decide_internal_error(BUG, sim.status, 1, T0).status
     sim.tick()  # the next tick that passes keeps it Failed at 0
     assert (sim.phase, sim.status.current_weight) == (Phase.FAILED, 0)
+    assert sim.status.internal_error is not None
     sim.tick(command=command(CommandAction.RETRY, "r1"))
-    assert sim.phase is Phase.PROGRESSING
+    assert sim.phase is Phase.PROGRESSING and sim.status.internal_error is None
 
 
 @pytest.mark.parametrize(

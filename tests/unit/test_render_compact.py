@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from modelgate.api import MetricAnalysis, ModelRolloutStatus, Phase, RollbackReason, Verdict
+from modelgate.api.internal_error import InternalError
 from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.cli.render import render_status
 from modelgate.cli.render_analysis import ANALYSIS_COLUMNS
@@ -124,3 +125,14 @@ def test_a_pause_says_why_since_when_and_what_ends_it() -> None:
     )
     assert "modelgate promote chat -n demo" in " ".join(" ".join(shown(rollout(promotable))).split())
     assert "modelgate resume" not in " ".join(shown(rollout(held.model_copy(update={"pause": None}))))
+
+
+def test_a_rollout_failed_by_an_internal_error_says_so_and_what_to_do() -> None:
+    error = InternalError(time=AT, type="OverflowError", message="cannot convert float infinity to integer")
+    failed = ModelRolloutStatus(phase=Phase.FAILED, current_weight=0, live_weight=0, internal_error=error)
+    text = " ".join(" ".join(shown(rollout(failed))).split())
+    assert "Internal error in the operator (a bug): OverflowError: cannot convert float" in text, text
+    assert "modelgate retry chat -n demo" in text, text
+    assert "Internal error" not in " ".join(
+        shown(rollout(failed.model_copy(update={"internal_error": None})))
+    )

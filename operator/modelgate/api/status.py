@@ -19,6 +19,7 @@ from modelgate.api.cost_status import CostStatus
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, Offset, WeightChange
+from modelgate.api.internal_error import InternalError
 from modelgate.api.markers import ATOMIC, list_map
 from modelgate.api.metric_status import MetricAnalysis
 from modelgate.api.notifications import NotificationStatus
@@ -266,6 +267,11 @@ class ModelRolloutStatus(StatusModel):
     )
     rollback_reason: RollbackReason | None = Field(
         None, description="Why the rollout was rolled back; cleared when it is retried."
+    )
+    internal_error: InternalError | None = Field(
+        None,
+        description="Set when the rollout was failed because its ticks kept raising an exception (a bug in "
+        "the operator; phase Failed, the candidate's weight 0); cleared when it is retried.",
     )
     rolling_back: RollingBack | None = Field(
         None,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from modelgate.api import ModelRolloutStatus, PauseReason, Phase
+from modelgate.api import internal_error as api
 from modelgate.core import limits
 from modelgate.core.actions import route_actions
 from modelgate.core.conditions import set_condition
@@ -17,11 +18,15 @@ from modelgate.core.tick_history import note_history
 
 
 @dataclass(frozen=True)
-class InternalError:
+class TickError:
     """The exception a tick raised: its type's name and its message."""
 
     kind: str
     detail: str
+
+    def status(self, now: datetime) -> api.InternalError:
+        detail = limits.clip(self.detail, limits.ANALYSIS_MESSAGE)
+        return api.InternalError(time=now, type=limits.clip(self.kind, limits.ERROR_TYPE), message=detail)
 
     @property
     def message(self) -> str:
@@ -30,7 +35,7 @@ class InternalError:
 
 
 def decide_internal_error(
-    error: InternalError, status: ModelRolloutStatus, generation: int, now: datetime
+    error: TickError, status: ModelRolloutStatus, generation: int, now: datetime
 ) -> Decision:
     """A Succeeded rollout keeps its phase and weight (its candidate is what serves now). Any other
     ends Failed with the candidate's weight and mirror at 0, asked until the route carries them (a
@@ -59,6 +64,7 @@ def decide_internal_error(
         "rolling_back": None,
         "pause": status.pause if held else None,
         "conditions": conditions,
+        "internal_error": _kept(status.internal_error, error.status(now)),
     }
     failed = note_history(status, status.model_copy(update=update), now)
     returned = status.live_weight == 0 and not status.live_mirror_percent
@@ -68,3 +74,10 @@ def decide_internal_error(
     outcome = None if status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INTERNAL_ERROR)
     events = (Event(Reason.INTERNAL_ERROR, error.message),)
     return route_actions(Decision(failed, weight, events=events, outcome=outcome), status)
+
+
+def _kept(said: api.InternalError | None, now: api.InternalError) -> api.InternalError:
+    """The error said before, with its time, if it is the same one."""
+    if said is not None and (said.type, said.message) == (now.type, now.message):
+        return said
+    return now

@@ -3,7 +3,8 @@ message from outside is shortened instead of making a status the API server woul
 
 from __future__ import annotations
 
-ANALYSIS_MESSAGE = 1024  # MetricAnalysis.message, RollbackReason.message
+ANALYSIS_MESSAGE = 1024  # MetricAnalysis.message, RollbackReason.message, InternalError.message
+ERROR_TYPE = 253  # InternalError.type
 QUERY = 4096  # MetricAnalysis.query, RollbackReason.query
 STATUS_MESSAGE = 4096  # ModelRolloutStatus.message
 CONDITION_MESSAGE = 32768  # Condition.message
