@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from modelgate.api.analysis_check import AnalysisCheck
+from modelgate.api.bounds import Counted, MeasuredAmount
 from modelgate.api.cost_status import CostStatus
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
@@ -73,7 +74,7 @@ class FalseRollbackWarning(StatusModel):
         description="The share of failing requests assumed of a good candidate: the incumbent's as "
         "measured, or the candidate's where the incumbent is not measured."
     )
-    candidate_requests: Annotated[float, Field(ge=0)] = Field(
+    candidate_requests: MeasuredAmount = Field(
         description="The candidate's requests in one analysis window, as measured."
     )
 
@@ -120,7 +121,7 @@ class Condition(StatusModel):
         description="Human-readable details of the last transition."
     )
     last_transition_time: Timestamp = Field(description="When the condition last changed status.")
-    observed_generation: Annotated[int, Field(ge=0)] | None = Field(
+    observed_generation: Counted | None = Field(
         None, description="The metadata.generation the condition was set for."
     )
 
@@ -155,7 +156,7 @@ class ModelRolloutStatus(StatusModel):
     message: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
         None, description="Human-readable summary of what the operator is doing or waiting for."
     )
-    observed_generation: Annotated[int, Field(ge=0)] | None = Field(
+    observed_generation: Counted | None = Field(
         None, description="The metadata.generation of the spec this status was computed from."
     )
     # A pool's name and an adapter's, each up to 253 characters, with the words between them.
@@ -250,7 +251,7 @@ class ModelRolloutStatus(StatusModel):
         "An evaluation that changes no verdict or count is recorded (here and in analysis) with the "
         "rollout's next status change, or at its first tick 30 s after it.",
     )
-    consecutive_prometheus_errors: Annotated[int, Field(ge=0)] = Field(
+    consecutive_prometheus_errors: Counted = Field(
         0,
         description="Evaluations in a row in which a query failed; compared with "
         "spec.rollback.maxConsecutiveErrors, reset by an evaluation without errors.",
