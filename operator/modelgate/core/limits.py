@@ -3,6 +3,8 @@ message from outside is shortened instead of making a status the API server woul
 
 from __future__ import annotations
 
+from modelgate.api.bounds import INT64_MAX
+
 ANALYSIS_MESSAGE = 1024  # MetricAnalysis.message, RollbackReason.message, InternalError.message
 ERROR_TYPE = 253  # InternalError.type
 QUERY = 4096  # MetricAnalysis.query, RollbackReason.query
@@ -19,3 +21,9 @@ def clip(text: str, limit: int, *, utf8: bool = False) -> str:
     if not utf8:
         return text[: limit - 3] + "..."
     return text.encode()[: limit - 3].decode(errors="ignore") + "..."
+
+
+def one_more(count: int) -> int:
+    """A count kept in status, one up; it stays at int64's maximum, the schema's, which a status
+    written by hand may hold."""
+    return min(count + 1, INT64_MAX)
