@@ -164,7 +164,6 @@ class Reconciler:
         except Exception as error:
             if not self.failures.fail_safe_due((namespace, name), error):
                 raise  # retried by the loop (fail_safe.py says when the fail-safe runs)
-            # A bug: the rollout fails from its stored status alone; an error here is the loop's to retry.
             log.exception("tick failed again; the fail-safe returns the candidate's traffic")
             stored, failed = fail_safe_decision(body, error, self.clock())
             return self._failed(body, stored, stored, failed)
@@ -324,17 +323,13 @@ class Reconciler:
         return self._failed(body, stored, status, unusable)
 
     def _failed(
-        self,
-        body: Mapping[str, Any],
-        stored: ModelRolloutStatus,
-        status: ModelRolloutStatus,
-        failed: Decision,
+        self, body: Mapping[str, Any], stored: ModelRolloutStatus, status: ModelRolloutStatus, end: Decision
     ) -> TickResult:
-        """Applies the route, Events and status of a rollout failed without the engine."""
+        """Applies `end`, the route, Events and status of a rollout failed without the engine."""
         scene = _Scene(body, None, None, self._router_of(body), None, status, stored)
-        failed, _ = self._apply_actions(scene, failed)
-        observability.export(body["metadata"]["namespace"], body["metadata"]["name"], failed, None)
-        return TickResult(failed, RESYNC)
+        end, _ = self._apply_actions(scene, end)
+        observability.export(body["metadata"]["namespace"], body["metadata"]["name"], end, None)
+        return TickResult(end, RESYNC)
 
     def _router_of(self, body: Mapping[str, Any]) -> TrafficRouter | None:
         """The rollout's router, if its spec names one that can be used."""

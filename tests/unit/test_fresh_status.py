@@ -28,7 +28,7 @@ from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.api.cost_status import CostStatus, SideCost
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import WeightChange
-from modelgate.api.internal_error import InternalError
+from modelgate.api.internal_error_status import InternalError
 from modelgate.api.notifications import NotificationStatus, PendingNotification, Transition
 from modelgate.core.fresh_status import KEPT, fresh_status
 from tests.unit.engine_support import T0

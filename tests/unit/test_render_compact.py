@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from modelgate.api import MetricAnalysis, ModelRolloutStatus, Phase, RollbackReason, Verdict
-from modelgate.api.internal_error import InternalError
+from modelgate.api.internal_error_status import InternalError
 from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.cli.render import render_status
 from modelgate.cli.render_analysis import ANALYSIS_COLUMNS

@@ -20,7 +20,7 @@ from modelgate.api.cost_status import CostStatus
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, Offset, WeightChange
-from modelgate.api.internal_error import InternalError
+from modelgate.api.internal_error_status import InternalError
 from modelgate.api.markers import ATOMIC, list_map
 from modelgate.api.metric_status import MetricAnalysis
 from modelgate.api.notifications import NotificationStatus

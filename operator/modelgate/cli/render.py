@@ -19,7 +19,7 @@ from modelgate.api import (
     parse_status,
 )
 from modelgate.api.duration import parse_duration
-from modelgate.api.internal_error import InternalError
+from modelgate.api.internal_error_status import InternalError
 from modelgate.api.pause import RESUMABLE, PauseReason, RolloutPause
 from modelgate.cli.render_analysis import (
     AnalysisView,

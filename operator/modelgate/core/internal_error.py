@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from modelgate.api import ModelRolloutStatus, PauseReason, Phase
-from modelgate.api import internal_error as api
+from modelgate.api import internal_error_status as api
 from modelgate.core import limits
 from modelgate.core.actions import route_actions
 from modelgate.core.conditions import set_condition
