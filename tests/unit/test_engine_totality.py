@@ -1,5 +1,5 @@
 """decide() is total (issue 34): over specs, statuses and observations the API admits, extreme numbers
-included (the largest finite float, the smallest subnormal, 0, the schema's maxima, int64's maximum, and
+included (the largest finite float, the smallest subnormal, 0, the schema's maxima and largest integer, and
 what Prometheus may answer: NaN and infinities), every tick returns a Decision whose status the API
 server would take. Before, a pricePerHour of 1e308 overflowed the cost to infinity, and the cost status
 refused it inside decide(), before the breach's rollback: every tick failed while the candidate kept
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from modelgate.api import MetricSpec, ModelRolloutSpec, ModelRolloutStatus
 from modelgate.api.accelerators import MAX_ACCELERATORS, MAX_PRICE_PER_HOUR
 from modelgate.api.analysis import MAX_MIN_REQUESTS
-from modelgate.api.bounds import COUNT_MAX, INT64_MAX, METRIC_BOUND
+from modelgate.api.bounds import COUNT_MAX, EXACT_INT_MAX, METRIC_BOUND
 from modelgate.core import Accelerators, AnalysisRun, Decision, MetricQuery, QueryResult
 from tests.unit.engine_support import (
     ERROR_RATE,
@@ -42,7 +42,7 @@ AMOUNTS = [FLOAT_MAX, TINIEST, 0.0, 1.0, 1e9]  # counts and totals: never below 
 PRICES = [MAX_PRICE_PER_HOUR, TINIEST, 0.0, 2.5]
 COUNTS = [MAX_ACCELERATORS, TINIEST, 1.0, None]
 BOUNDS = [METRIC_BOUND, -METRIC_BOUND, TINIEST, 0.0]
-HAND_WRITTEN_COUNTS = [None, None, None, None, COUNT_MAX, INT64_MAX]
+HAND_WRITTEN_COUNTS = [None, None, None, None, COUNT_MAX, EXACT_INT_MAX]
 COST = {"name": "cost", "preset": "costPerMillionTokens"}
 
 
@@ -148,7 +148,7 @@ def with_counts(status: ModelRolloutStatus, extreme: Extremes) -> ModelRolloutSt
 @PROPERTY_SETTINGS
 @given(
     spec=extreme_specs(),
-    generation=st.sampled_from([1, INT64_MAX]),
+    generation=st.sampled_from([1, EXACT_INT_MAX]),
     ticks=st.lists(
         st.tuples(
             st.sampled_from([0, 30, 61, 3600]),
@@ -176,8 +176,9 @@ def test_every_tick_decides_and_its_status_is_one_the_api_server_takes(
 
 
 def test_counts_at_the_schemas_maximum_stay_there() -> None:
-    """A status written by hand may hold int64's maximum errors in a row, or failures; one more error
-    or Fail keeps it there rather than writing a status the API server refuses."""
+    """A status written by hand may hold the schema's largest integer as its errors in a row or a
+    metric's failures; one more error or Fail keeps it there rather than writing a status the API
+    server refuses."""
     metric = ERROR_RATE.model_copy(update={"failure_limit": COUNT_MAX})
     spec = make_spec(
         weight(20), indefinite_pause(), analysis=analysis_spec([metric]), max_consecutive_errors=COUNT_MAX
@@ -186,8 +187,11 @@ def test_counts_at_the_schemas_maximum_stay_there() -> None:
         sim = Simulator(spec)
         sim.start()
         sim.tick(analysis=Outcome.PASS, after=INTERVAL)
-        hand_written = Extremes(None, None, (1.0, 1.0), None, None, INT64_MAX, INT64_MAX)
+        hand_written = Extremes(None, None, (1.0, 1.0), None, None, EXACT_INT_MAX, EXACT_INT_MAX)
         sim.status = with_counts(sim.status, hand_written)
         after = sim.tick(analysis=outcome, after=INTERVAL).status
         assert round_trip(after) == after
-        assert (after.consecutive_prometheus_errors, after.analysis[0].failures) == (INT64_MAX, INT64_MAX)
+        assert (after.consecutive_prometheus_errors, after.analysis[0].failures) == (
+            EXACT_INT_MAX,
+            EXACT_INT_MAX,
+        )

@@ -12,9 +12,10 @@ from modelgate.api.fields import Number
 # What the operator measured or computed from a measurement (a query's value, a counter's total, a
 # score) has no bound of its own but that it is finite: JSON has no infinity, nor the API server.
 FINITE_MAX = sys.float_info.max
-# Kubernetes keeps integers as int64 (metadata.generation is one); a count the operator keeps in
-# status (failures, samples, a sequence) is one too.
-INT64_MAX = 2**63 - 1
+# A count the operator keeps in status (failures, samples, a sequence) and a generation: the largest
+# integer a float64 holds exactly. The API server reads a schema's bounds as float64 (int64's maximum
+# is not one: it refused the CRD), and JSON clients such as JavaScript's keep integers exact up to it.
+EXACT_INT_MAX = 2**53 - 1
 # A metric's bounds (max, min, threshold, an increase) and a gate score's: any unit a query or a check
 # returns (a petabyte in bytes is 1e15), and far enough from overflow that the operator's sums and
 # products of two bounds stay finite.
@@ -33,4 +34,4 @@ LATENCY_MAX = 86_400.0
 MetricBound = Annotated[Number, Field(ge=-METRIC_BOUND, le=METRIC_BOUND)]
 Measured = Annotated[float, AllowInfNan(False), Field(ge=-FINITE_MAX, le=FINITE_MAX)]
 MeasuredAmount = Annotated[float, AllowInfNan(False), Field(ge=0, le=FINITE_MAX)]
-Counted = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Counted = Annotated[int, Field(ge=0, le=EXACT_INT_MAX)]

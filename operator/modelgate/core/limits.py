@@ -3,7 +3,7 @@ message from outside is shortened instead of making a status the API server woul
 
 from __future__ import annotations
 
-from modelgate.api.bounds import INT64_MAX
+from modelgate.api.bounds import EXACT_INT_MAX
 
 ANALYSIS_MESSAGE = 1024  # MetricAnalysis.message, RollbackReason.message, InternalError.message
 ERROR_TYPE = 253  # InternalError.type
@@ -24,6 +24,6 @@ def clip(text: str, limit: int, *, utf8: bool = False) -> str:
 
 
 def one_more(count: int) -> int:
-    """A count kept in status, one up; it stays at int64's maximum, the schema's, which a status
+    """A count kept in status, one up; it stays at the schema's largest integer, which a status
     written by hand may hold."""
-    return min(count + 1, INT64_MAX)
+    return min(count + 1, EXACT_INT_MAX)
