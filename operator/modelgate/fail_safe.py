@@ -1,16 +1,17 @@
 """What an exception out of a tick means for its rollout, and the fail-safe it may call for (issue
 34: a tick that kept raising left the candidate on its weight, unjudged, for as long as it raised).
 
-- Transient: the API server did not answer, or answered that another attempt may go otherwise (the
-  object went or changed under the request, too many requests, a server error). Nothing is decided:
-  the operator can write nothing meanwhile. The loop retries with a backoff up to 30 s.
+- Transient: a KubeError, the API server not answering or refusing the request for now (the object
+  went or changed under it, too many requests, a server error, a permission). Nothing is decided:
+  the operator most likely can write nothing meanwhile. The loop retries with a backoff up to 30 s.
 - Unexpected: any other exception, a request the API server refuses as such (400, 422) included: a
-  bug. The rule: the first is retried after ERROR_BACKOFF (a second); the second in a row runs the
-  fail-safe (core/internal_error.py: Failed, the candidate's weight 0). A tick is idempotent and
-  observes everything afresh, so a one-off (a race between two reads) passes on the retry and never
-  fails the rollout, while a bug that repeats has the traffic back on the incumbent about a second
-  after the first failure, well within one analysis interval. Once it has run, every further
-  unexpected failure runs it again at once, until a tick passes.
+  bug. The rule: the first is retried after ERROR_BACKOFF (a second); the second in a row (a
+  KubeError between the two does not break the row) runs the fail-safe (core/internal_error.py:
+  Failed, the candidate's weight 0). A tick is idempotent and observes everything afresh, so a
+  one-off (a race between two reads) passes on the retry and never fails the rollout, while a bug
+  that repeats has the traffic back on the incumbent about a second after the first failure, well
+  within one analysis interval. Once it has run, every further unexpected failure runs it again at
+  once, until a tick passes.
 """
 
 from __future__ import annotations
