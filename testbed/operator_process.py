@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,15 @@ class OperatorProcess:
         state_dir: Path,
         namespaces: Sequence[str] = (),
         extra_args: Sequence[str] = (),
+        entry: str = MODELGATE_ENTRY,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.namespaces = list(namespaces)  # empty: every namespace
         self.extra_args = list(extra_args)  # more `modelgate run` options, e.g. --selector
+        # The entry point that runs `modelgate run` (tests may wrap it), and more variables for it.
+        self.entry = entry
+        self.env = dict(env or {})
         self.registry = ProcessRegistry(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_port = free_port()
@@ -55,7 +60,11 @@ class OperatorProcess:
         ]
         # The gate's evaluator Jobs run the operator's image, which the bed runs as `python -m modelgate`;
         # custom checks may run the bed's check images.
-        env = {EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE, CUSTOM_IMAGES_ENV: json.dumps(BED_CHECK_IMAGES)}
+        env = {
+            EVALUATOR_IMAGE_ENV: BED_EVALUATOR_IMAGE,
+            CUSTOM_IMAGES_ENV: json.dumps(BED_CHECK_IMAGES),
+            **self.env,
+        }
         for port in (self.metrics_port, self.health_port):
             # Started again after a kill: the killed process's sockets can close a moment after its
             # last thread has ended (a restart once found its metrics port taken, and died).
@@ -64,7 +73,7 @@ class OperatorProcess:
                 timeout=30,
                 what=f"port {port} to be free",
             )
-        self.process = self.registry.start_python("operator", MODELGATE_ENTRY, args, env=env)
+        self.process = self.registry.start_python("operator", self.entry, args, env=env)
         wait_for(self._healthy, timeout=60, what=f"the operator's liveness endpoint (log: {self.log_file})")
 
     def _healthy(self) -> bool:

@@ -30,6 +30,7 @@ from modelgate import observability
 from modelgate.api import parse_spec, parse_status
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core.schedule import RESYNC, scheduled_at
+from modelgate.fail_safe import transient
 from modelgate.fair_share import FairShare
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
 from modelgate.routers.router_kind import RouteKey
@@ -37,10 +38,12 @@ from modelgate.routers.watched import watched_routes
 
 log = structlog.get_logger("modelgate.loops")
 Key = tuple[str, str]  # namespace, name
-# After an unexpected error (API server unreachable, ...) the tick is retried after this, doubled
-# each time up to the maximum.
+# After a failed tick (API server unreachable, ...) the tick is retried after this, doubled each time
+# up to the maximum; after an unexpected exception (a bug, fail_safe.py) no later than the short
+# maximum: its retry is what runs the fail-safe, and the fail-safe again while that fails.
 ERROR_BACKOFF = timedelta(seconds=1)
 MAX_ERROR_BACKOFF = timedelta(seconds=30)
+MAX_UNEXPECTED_BACKOFF = timedelta(seconds=4)
 # A tick still running after this is logged (again each time this passes) with the stack of its
 # thread: every request a tick makes has a timeout, so one this slow is stuck somewhere it should not.
 SLOW_TICK = timedelta(seconds=120)
@@ -286,7 +289,8 @@ class RolloutLoops:
             except Exception as error:  # a failed tick is retried; the loop must outlive it
                 log.exception("tick failed; retrying", namespace=namespace, rollout=name, error=str(error))
                 ended = time.monotonic()
-                deadline = ended + backoff.total_seconds()
+                wait = backoff if transient(error) else min(backoff, MAX_UNEXPECTED_BACKOFF)
+                deadline = ended + wait.total_seconds()
                 backoff = min(backoff * 2, MAX_ERROR_BACKOFF)
             else:
                 # From the tick's end, not from when this loop resumed: a busy event loop does not

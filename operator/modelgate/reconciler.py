@@ -59,6 +59,7 @@ from modelgate.core.model import (
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch_window import in_force
 from modelgate.egress import policy_from_environment
+from modelgate.fail_safe import TickFailures, fail_safe_decision, forgotten_status
 from modelgate.kube import Conflict, Kube, KubeError, NotFound
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
@@ -116,17 +117,6 @@ class TickResult:
     wake_after: timedelta
 
 
-def _forgotten_status(body: Mapping[str, Any]) -> ModelRolloutStatus:
-    """What stands in for a status that cannot be read (it is no longer the operator's memory): empty
-    but for the candidate it belongs to, so that the Failed it gets holds, the route left as it is,
-    until the spec changes, instead of starting over from step 0 at the next tick."""
-    try:
-        candidate: str | None = parse_spec(body.get("spec") or {}).candidate.identity
-    except ValueError:
-        candidate = None
-    return ModelRolloutStatus(rollout_candidate=candidate)
-
-
 class Reconciler:
     def __init__(
         self,
@@ -151,10 +141,12 @@ class Reconciler:
         self.notification_defaults = NotificationDefaults.from_environment()
         # Per rollout; each is touched only by its rollout's tick, one at a time.
         self._held: dict[tuple[str, str], _Held] = {}
+        self.failures = TickFailures()
 
     def forget(self, namespace: str, name: str) -> None:
         """The rollout is gone: whatever of its status was held goes with it."""
         self._held.pop((namespace, name), None)
+        self.failures.passed((namespace, name))
 
     def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
         """Reads the rollout from the watch cache, which holds the newer of the watch's copy and the
@@ -174,9 +166,17 @@ class Reconciler:
         observability.ROLLOUT_TICKS.labels(namespace, name).inc()
         try:
             with observability.RECONCILE_SECONDS.time():
-                return self._tick(body, namespace, name)
+                result = self._tick(body, namespace, name)
+        except Exception as error:
+            if not self.failures.fail_safe_due((namespace, name), error):
+                raise  # retried by the loop (fail_safe.py says when the fail-safe runs)
+            log.exception("tick failed again; the fail-safe returns the candidate's traffic")
+            stored, failed = fail_safe_decision(body, error, self.clock())
+            return self._failed(body, stored, stored, failed)
         finally:
             structlog.contextvars.unbind_contextvars("namespace", "rollout", "step", "weight")
+        self.failures.passed((namespace, name))
+        return result
 
     def _tick(self, body: Mapping[str, Any], namespace: str, name: str) -> TickResult:
         meta = body["metadata"]
@@ -189,7 +189,7 @@ class Reconciler:
         try:
             stored = parse_status(body.get("status") or {})
         except InvalidSpecError as error:
-            forgotten = _forgotten_status(body)
+            forgotten = forgotten_status(body)
             return self._unusable(body, forgotten, forgotten, generation, error)
         status = self._recall(body, stored)
         structlog.contextvars.bind_contextvars(step=status.current_step_index, weight=status.current_weight)
@@ -326,10 +326,16 @@ class Reconciler:
         error: ValueError,
     ) -> TickResult:
         unusable = decide_unusable(SpecProblem(str(error)), status, generation, self.clock())
+        return self._failed(body, stored, status, unusable)
+
+    def _failed(
+        self, body: Mapping[str, Any], stored: ModelRolloutStatus, status: ModelRolloutStatus, end: Decision
+    ) -> TickResult:
+        """Applies `end`, the route, Events and status of a rollout failed without the engine."""
         scene = _Scene(body, None, None, self._router_of(body), None, status, stored)
-        unusable, _ = self._apply_actions(scene, unusable)
-        observability.export(body["metadata"]["namespace"], body["metadata"]["name"], unusable, None)
-        return TickResult(unusable, RESYNC)
+        end, _ = self._apply_actions(scene, end)
+        observability.export(body["metadata"]["namespace"], body["metadata"]["name"], end, None)
+        return TickResult(end, RESYNC)
 
     def _router_of(self, body: Mapping[str, Any]) -> TrafficRouter | None:
         """The rollout's router, if its spec names one that can be used."""

@@ -330,6 +330,23 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         put("spec.analysis.accelerators", {"incumbent": {"pricePerHour": -1}}),
         "spec.analysis.accelerators.incumbent.pricePerHour",
     ),
+    # Issue 34: admitted, 1e308 overflowed the cost to infinity and failed every tick.
+    "price per hour of 1e308": BadRollout(
+        put("spec.analysis.accelerators", {"candidate": {"pricePerHour": 1e308}}),
+        "spec.analysis.accelerators.candidate.pricePerHour",
+    ),
+    "a billion accelerators": BadRollout(
+        put("spec.analysis.accelerators", {"incumbent": {"count": 1e9}}),
+        "spec.analysis.accelerators.incumbent.count",
+    ),
+    "a metric bound of 1e300": BadRollout(put(f"{METRIC0}.max", 1e300), f"{METRIC0_FIELD}.max"),
+    "failureLimit over a million": BadRollout(
+        put(f"{METRIC0}.failureLimit", 1_000_001), f"{METRIC0_FIELD}.failureLimit"
+    ),
+    "maxConsecutiveErrors of 2^63-1": BadRollout(
+        put("spec.rollback.maxConsecutiveErrors", 2**63 - 1), "spec.rollback.maxConsecutiveErrors"
+    ),
+    "rule index past Gateway API's 16 rules": BadRollout(put(f"{ROUTE}.ruleIndex", 16), f"{ROUTE}.ruleIndex"),
     "unknown source": BadRollout(put("spec.analysis.source", "vllm2"), "spec.analysis.source"),
     "negative failureLimit": BadRollout(
         put(f"{METRIC0}.failureLimit", -1), "spec.analysis.metrics[0].failureLimit"

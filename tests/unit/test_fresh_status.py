@@ -29,6 +29,7 @@ from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.api.cost_status import CostStatus, SideCost
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import WeightChange
+from modelgate.api.internal_error_status import InternalError
 from modelgate.api.notifications import NotificationStatus, PendingNotification, Transition
 from modelgate.core.fresh_status import KEPT, fresh_status
 from tests.unit.engine_support import T0
@@ -81,6 +82,7 @@ def busy_status() -> ModelRolloutStatus:
             incumbent=SideCost(accelerators=1, price_per_hour=2.5),
         ),
         rollback_reason=RollbackReason(time=T0, message="breach"),
+        internal_error=InternalError(time=T0, type="KeyError", message="'weight'"),
         rolling_back=RollingBack(started_at=T0, from_weight=40, ends_at=LATER),
         gate=GateStatus(started_at=T0, run="r1"),
         false_rollback_warnings=(

@@ -21,6 +21,7 @@ from modelgate.api import (
     RouteState,
     Verdict,
 )
+from modelgate.api.internal_error_status import InternalError
 from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.cli.main import build_parser
 from modelgate.cli.render import render_status
@@ -172,3 +173,14 @@ def test_a_rollout_held_by_another_rollouts_claim_names_the_owner_and_offers_no_
     text = " ".join(" ".join(shown(rollout(held))).split())
     assert text.count(str(owner)) == 2, text  # who steers the rule, and that its end ends the hold
     assert "modelgate resume" not in text  # a command would let two rollouts write one rule
+
+
+def test_a_rollout_failed_by_an_internal_error_says_so_and_what_to_do() -> None:
+    error = InternalError(time=AT, type="OverflowError", message="cannot convert float infinity to integer")
+    failed = ModelRolloutStatus(phase=Phase.FAILED, current_weight=0, live_weight=0, internal_error=error)
+    text = " ".join(" ".join(shown(rollout(failed))).split())
+    assert "Internal error in the operator (a bug): OverflowError: cannot convert float" in text, text
+    assert "modelgate retry chat -n demo" in text, text
+    assert "Internal error" not in " ".join(
+        shown(rollout(failed.model_copy(update={"internal_error": None})))
+    )

@@ -18,6 +18,10 @@ RESOURCE_NAME_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
+# A million accelerators is more than any one Deployment has; a million per accelerator-hour leaves
+# room for any currency while the cost they are multiplied into stays finite (issue 34).
+MAX_ACCELERATORS = 1_000_000.0
+MAX_PRICE_PER_HOUR = 1_000_000.0
 ResourceName = Annotated[str, StringConstraints(max_length=317, pattern=RESOURCE_NAME_PATTERN)]
 
 
@@ -28,15 +32,16 @@ class SideAccelerators(SpecModel):
         )
     )
 
-    count: Number | None = Field(
+    count: Annotated[Number, Field(ge=0, le=MAX_ACCELERATORS)] | None = Field(
         None,
         description="The side's accelerators in all, instead of the sum of its Ready Pods' requests of "
-        "resourceName (e.g. for accelerators a device plugin does not request by name).",
+        "resourceName (e.g. for accelerators a device plugin does not request by name); at most a million.",
     )
-    price_per_hour: Annotated[Number, Field(ge=0)] | None = Field(
+    price_per_hour: Annotated[Number, Field(ge=0, le=MAX_PRICE_PER_HOUR)] | None = Field(
         None,
         description="The price of one accelerator for one hour, in any currency (the same for both "
-        "sides); the costPerMillionTokens preset needs it on both sides.",
+        "sides), at most a million: room for any currency, and the cost it is multiplied into stays finite; "
+        "the costPerMillionTokens preset needs it on both sides.",
     )
 
     @model_validator(mode="after")

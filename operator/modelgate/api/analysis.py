@@ -7,6 +7,7 @@ from typing import Annotated, Literal, Self
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from modelgate.api.accelerators import AcceleratorSpec
+from modelgate.api.bounds import COUNT_MAX, LATENCY_MAX, MetricBound
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import (
@@ -79,6 +80,9 @@ class PrometheusSpec(SpecModel):
         return parse_duration(self.timeout)
 
 
+MAX_MIN_REQUESTS = 1_000_000_000
+
+
 class GoodputTargets(SpecModel):
     """The service level a request must meet to count towards goodput."""
 
@@ -89,11 +93,11 @@ class GoodputTargets(SpecModel):
         )
     )
 
-    ttft: Number = Field(
+    ttft: Annotated[Number, Field(ge=0, le=LATENCY_MAX)] = Field(
         description="Time to first token, in seconds, that a request must not exceed; rounded down to "
         "the histogram's nearest bucket bound (docs/metric-presets.md#goodput-and-cost)."
     )
-    tpot: Number = Field(
+    tpot: Annotated[Number, Field(ge=0, le=LATENCY_MAX)] = Field(
         description="Time per output token, in seconds, that a request must not exceed; rounded down "
         "to the histogram's nearest bucket bound."
     )
@@ -207,7 +211,7 @@ class MetricSpec(SpecModel):
         None,
         description="The serving stack whose metric names the preset reads; default: spec.analysis.source.",
     )
-    threshold: Annotated[Number, Field(ge=0)] | None = Field(
+    threshold: Annotated[Number, Field(ge=0, le=LATENCY_MAX)] | None = Field(
         None,
         description="For slowRequestRate: the latency in seconds above which a request counts as slow; "
         "one of the source's histogram bucket bounds (docs/presets.md).",
@@ -225,8 +229,8 @@ class MetricSpec(SpecModel):
         "`{{ target.podRegex }}` (the side being evaluated: the candidate, or the incumbent for compare), "
         "and `{{ interval }}` (the query window).",
     )
-    max: Number | None = Field(None, description="The metric fails when its value is above this.")
-    min: Number | None = Field(None, description="The metric fails when its value is below this.")
+    max: MetricBound | None = Field(None, description="The metric fails when its value is above this.")
+    min: MetricBound | None = Field(None, description="The metric fails when its value is below this.")
     compare: Comparison | None = Field(
         None,
         description="Judge the candidate against the incumbent, both queried at the same time; too little "
@@ -237,7 +241,7 @@ class MetricSpec(SpecModel):
         description="An anytime-valid confidence sequence for the candidate's rate over the incumbent's "
         "(rate presets): Fail above tolerance, and with a margin, Pass only below it.",
     )
-    failure_limit: Annotated[Integer, Field(ge=0)] = Field(
+    failure_limit: Annotated[Integer, Field(ge=0, le=COUNT_MAX)] = Field(
         0, description="Fail verdicts tolerated (see failureLimitScope); one more rolls back."
     )
     failure_limit_scope: Literal["rollout", "step"] = Field(
@@ -336,10 +340,11 @@ class AnalysisSpec(SpecModel):
     interval: Interval = Field(
         "30s", description="How often the metrics are evaluated, as a Go-style duration; at least 1s."
     )
-    min_requests: Annotated[Integer, Field(ge=0)] = Field(
+    min_requests: Annotated[Integer, Field(ge=0, le=MAX_MIN_REQUESTS)] = Field(
         50,
         description="Candidate requests needed in the query window (the interval, but at least 1m) for a "
-        "verdict, and incumbent requests too for metrics that compare; with fewer, Inconclusive.",
+        "verdict, and incumbent requests too for metrics that compare; with fewer, Inconclusive. At most a "
+        "billion: a window's requests are counted as a float, exact to 2^53.",
     )
     prometheus: PrometheusSpec = Field(description="The Prometheus server the metrics are read from.")
     source: MetricSource = Field(

@@ -1,10 +1,9 @@
 """ModelRollout.status.cost: what a million output tokens cost on each side's accelerators over the
 latest evaluation's window, at spec.analysis.accelerators' prices (docs/metric-presets.md)."""
 
-from typing import Annotated
+from pydantic import Field
 
-from pydantic import Field, FiniteFloat
-
+from modelgate.api.bounds import Measured, MeasuredAmount
 from modelgate.api.markers import NULLABLE
 from modelgate.api.statusmodel import StatusModel, Timestamp
 
@@ -13,18 +12,18 @@ class SideCost(StatusModel):
     """One side's figures: costPerMillionTokens = accelerators x pricePerHour x windowSeconds / 3600
     / (outputTokens / 1e6)."""
 
-    accelerators: Annotated[float, Field(ge=0)] = Field(
+    accelerators: MeasuredAmount = Field(
         description="The side's accelerators: spec.analysis.accelerators.<side>.count, or what its Ready "
         "Pods request."
     )
-    price_per_hour: Annotated[float, Field(ge=0)] = Field(description="The price of one accelerator-hour.")
-    output_tokens: Annotated[float, Field(ge=0)] | None = Field(
+    price_per_hour: MeasuredAmount = Field(description="The price of one accelerator-hour.")
+    output_tokens: MeasuredAmount | None = Field(
         None,
         description="What the side's output-token counter grew by over the window: its total at the "
         "evaluation less its total one window earlier; null when it could not be read or did not grow.",
         json_schema_extra=NULLABLE,
     )
-    cost_per_million_tokens: FiniteFloat | None = Field(
+    cost_per_million_tokens: Measured | None = Field(
         None,
         description="The price of a million output tokens; null without output tokens or accelerators.",
         json_schema_extra=NULLABLE,
@@ -33,7 +32,7 @@ class SideCost(StatusModel):
 
 class CostStatus(StatusModel):
     time: Timestamp = Field(description="The evaluation the figures are from.")
-    window_seconds: Annotated[float, Field(ge=0)] = Field(
+    window_seconds: MeasuredAmount = Field(
         description="The window the output tokens were counted over (the analysis window)."
     )
     candidate: SideCost = Field(description="The candidate's figures.")

@@ -5,8 +5,9 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import Field, FiniteFloat, StringConstraints, ValidationError
+from pydantic import Field, StringConstraints, ValidationError
 
+from modelgate.api.bounds import Counted, Measured
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.evaluation_spec import MAX_HISTORY, RunId
 from modelgate.api.gate import MAX_CHECKS
@@ -37,11 +38,11 @@ class RunReason(StrEnum):
 
 class ScoreRecord(StatusModel):
     name: Annotated[str, StringConstraints(max_length=63)] = Field(description="The score's name.")
-    value: FiniteFloat = Field(description="The serving model's value in this run.")
-    baseline: FiniteFloat | None = Field(
+    value: Measured = Field(description="The serving model's value in this run.")
+    baseline: Measured | None = Field(
         None, description="The baseline's value, when it has this score.", json_schema_extra=NULLABLE
     )
-    samples: Annotated[int, Field(ge=0)] = Field(description="Samples the value stands on.")
+    samples: Counted = Field(description="Samples the value stands on.")
     lower_is_better: bool = Field(False, description="Whether a lower value is better.")
     verdict: Verdict = Field(description="Pass, Fail (below the policy) or Inconclusive (too few samples).")
 
@@ -82,7 +83,7 @@ class EvaluationRun(StatusModel):
 class BaselineScore(StatusModel):
     check: Annotated[str, StringConstraints(max_length=63)] = Field(description="The check's name.")
     name: Annotated[str, StringConstraints(max_length=63)] = Field(description="The score's name.")
-    value: FiniteFloat = Field(description="The baseline's value.")
+    value: Measured = Field(description="The baseline's value.")
 
 
 class BaselineStatus(StatusModel):
@@ -98,9 +99,7 @@ class BaselineStatus(StatusModel):
 
 
 class ModelEvaluationStatus(StatusModel):
-    observed_generation: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="The metadata.generation last acted on."
-    )
+    observed_generation: Counted | None = Field(None, description="The metadata.generation last acted on.")
     last_schedule_time: Timestamp | None = Field(
         None, description="The last time the schedule fired and a run started (or was skipped, suspended)."
     )

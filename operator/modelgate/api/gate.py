@@ -10,6 +10,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
+from modelgate.api.bounds import METRIC_BOUND, MetricBound
 from modelgate.api.check_job import CheckJob, CheckResources
 from modelgate.api.duration import parse_duration
 from modelgate.api.errors import FieldPathError
@@ -36,7 +37,9 @@ OnCheckError = Literal["Reject", "Inconclusive"]
 MAX_CHECKS = 8
 # A Job's name is at most 63 characters (its Pods' job-name label); the operator adds a prefix and a hash.
 CheckName = Annotated[MetricName, StringConstraints(max_length=40)]
-ProbabilityLike = Annotated[Number, Field(ge=0)]
+# A check's samples: the test set's items or the recorded requests replayed.
+MAX_SAMPLES = 100_000
+ProbabilityLike = Annotated[Number, Field(ge=0, le=METRIC_BOUND)]
 ScoreName = Annotated[MetricName, Field(description="A score's name.")]
 # A healthy server fails few requests after retries; a misconfigured or failing side fails far more.
 DEFAULT_MAX_FAILED_SHARE = 0.05
@@ -123,7 +126,7 @@ class ReplaySource(JsonlSource):
         )
     )
 
-    sample: Annotated[Integer, Field(ge=1, le=100000)] | None = Field(
+    sample: Annotated[Integer, Field(ge=1, le=MAX_SAMPLES)] | None = Field(
         None, description="How many recorded requests to replay, sampled with a fixed seed; default all."
     )
     recorded: RecordedRequests | None = Field(
@@ -154,7 +157,7 @@ class Endpoint(SpecModel):
 class Judge(SpecModel):
     url: HttpUrl = Field(description="OpenAI-compatible base URL (…/v1) of the judge model.")
     model: ModelName = Field(description="The judge's `model` field.")
-    samples: Annotated[Integer, Field(ge=1, le=100000)] | None = Field(
+    samples: Annotated[Integer, Field(ge=1, le=MAX_SAMPLES)] | None = Field(
         None,
         description="How many prompts to compare (both orders each), drawn with a fixed seed among all; "
         "default every prompt. A prompt one model did not answer is left out.",
@@ -200,8 +203,8 @@ class ScoreBounds(SpecModel):
     """What one named score must meet; it replaces the policy's defaults for that score."""
 
     name: MetricName = Field(description="The score's name in the check's result (a capability tag, ...).")
-    min: Number | None = Field(None, description="The candidate's value must be at least this.")
-    max: Number | None = Field(None, description="The candidate's value must be at most this.")
+    min: MetricBound | None = Field(None, description="The candidate's value must be at least this.")
+    max: MetricBound | None = Field(None, description="The candidate's value must be at most this.")
     max_drop: ProbabilityLike | None = Field(
         None,
         description="How much worse than the incumbent's value the candidate's may be (lower for "
@@ -223,10 +226,10 @@ class CheckPolicy(SpecModel):
     """How a check's result is judged. A score is Inconclusive, never a pass, with fewer samples than
     minSamples; an unnamed score is held to minScore and maxDrop."""
 
-    min_samples: Annotated[Integer, Field(ge=1)] = Field(
+    min_samples: Annotated[Integer, Field(ge=1, le=MAX_SAMPLES)] = Field(
         20, description="Samples a score (or the win rate) needs before it can pass or fail."
     )
-    min_score: Number | None = Field(
+    min_score: MetricBound | None = Field(
         None,
         description="Default minimum of the candidate's higher-is-better scores (e.g. a capability's "
         "share of correct answers); scores not listed in `scores` are held to it.",

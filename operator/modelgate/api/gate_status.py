@@ -4,8 +4,9 @@ scores beside the policy they were held to, each verdict and why, the test set's
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import Field, FiniteFloat, StringConstraints
+from pydantic import Field, StringConstraints
 
+from modelgate.api.bounds import Counted, Measured
 from modelgate.api.gate_shard import MAX_SHARDS
 from modelgate.api.markers import NULLABLE, list_map
 from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
@@ -30,33 +31,29 @@ class ScoreVerdict(StatusModel):
     """One score of a check's result, the bounds it was held to, and its verdict."""
 
     name: Annotated[str, StringConstraints(max_length=63)] = Field(description="The score's name.")
-    candidate: FiniteFloat = Field(description="The candidate's value.")
-    incumbent: FiniteFloat | None = Field(
+    candidate: Measured = Field(description="The candidate's value.")
+    incumbent: Measured | None = Field(
         None, description="The incumbent's value on the same samples.", json_schema_extra=NULLABLE
     )
-    samples: Annotated[int, Field(ge=0)] = Field(description="Samples the value stands on.")
+    samples: Counted = Field(description="Samples the value stands on.")
     lower_is_better: bool = Field(
         False, description="Whether a lower value is better (error rates, latencies)."
     )
-    min: FiniteFloat | None = Field(None, description="The minimum it was held to.")
-    max: FiniteFloat | None = Field(None, description="The maximum it was held to.")
-    max_drop: FiniteFloat | None = Field(
-        None, description="The tolerance against the incumbent it was held to."
-    )
+    min: Measured | None = Field(None, description="The minimum it was held to.")
+    max: Measured | None = Field(None, description="The maximum it was held to.")
+    max_drop: Measured | None = Field(None, description="The tolerance against the incumbent it was held to.")
     verdict: Verdict = Field(description="Pass, Fail or Inconclusive (too few samples).")
     message: Message = Field(description="Why, naming the value and the bound.")
 
 
 class WinRateVerdict(StatusModel):
-    wins: Annotated[int, Field(ge=0)] = Field(
-        description="Prompts on which the judge preferred the candidate."
-    )
-    ties: Annotated[int, Field(ge=0)] = Field(description="Ties, and prompts whose two orders disagreed.")
-    losses: Annotated[int, Field(ge=0)] = Field(description="Prompts on which it preferred the incumbent.")
-    share: FiniteFloat = Field(description="The candidate's win share, ties counted as half a win.")
-    lower_bound: FiniteFloat = Field(description="The Wilson lower confidence bound of the share.")
-    confidence: FiniteFloat = Field(description="The bound's two-sided confidence.")
-    min_lower_bound: FiniteFloat = Field(description="What the policy asked of the bound.")
+    wins: Counted = Field(description="Prompts on which the judge preferred the candidate.")
+    ties: Counted = Field(description="Ties, and prompts whose two orders disagreed.")
+    losses: Counted = Field(description="Prompts on which it preferred the incumbent.")
+    share: Measured = Field(description="The candidate's win share, ties counted as half a win.")
+    lower_bound: Measured = Field(description="The Wilson lower confidence bound of the share.")
+    confidence: Measured = Field(description="The bound's two-sided confidence.")
+    min_lower_bound: Measured = Field(description="What the policy asked of the bound.")
     verdict: Verdict = Field(description="Pass, Fail or Inconclusive (too few comparisons).")
     message: Message = Field(description="Why.")
 
@@ -65,19 +62,17 @@ class TokensPerTask(StatusModel):
     """Both sides' mean output tokens per task (usage.completion_tokens per answer) and, where the
     policy bounds it, the ratio's verdict."""
 
-    candidate: FiniteFloat | None = Field(
+    candidate: Measured | None = Field(
         None, description="The candidate's mean; null when no answer had a count.", json_schema_extra=NULLABLE
     )
-    incumbent: FiniteFloat | None = Field(
+    incumbent: Measured | None = Field(
         None, description="The incumbent's mean; null when no answer had a count.", json_schema_extra=NULLABLE
     )
-    candidate_counted: Annotated[int, Field(ge=0)] = Field(description="The candidate's answers counted.")
-    incumbent_counted: Annotated[int, Field(ge=0)] = Field(description="The incumbent's answers counted.")
-    uncounted: Annotated[int, Field(ge=0)] = Field(
-        0, description="Answers of either side that came without a token count."
-    )
-    ratio: FiniteFloat | None = Field(None, description="candidate / incumbent, when both are known.")
-    max_ratio: FiniteFloat | None = Field(None, description="The most the policy allows the ratio.")
+    candidate_counted: Counted = Field(description="The candidate's answers counted.")
+    incumbent_counted: Counted = Field(description="The incumbent's answers counted.")
+    uncounted: Counted = Field(0, description="Answers of either side that came without a token count.")
+    ratio: Measured | None = Field(None, description="candidate / incumbent, when both are known.")
+    max_ratio: Measured | None = Field(None, description="The most the policy allows the ratio.")
     verdict: Verdict | None = Field(
         None, description="Pass, Fail or Inconclusive, where the policy bounds it."
     )
@@ -94,9 +89,9 @@ class SideRequestCounts(StatusModel):
     """One side's requests: asked, answered (HTTP 200 with a chat completion, after every retry),
     and failed (the rest)."""
 
-    asked: Annotated[int, Field(ge=0)] = Field(description="Requests the check sent this side.")
-    answered: Annotated[int, Field(ge=0)] = Field(description="Of them, those answered.")
-    failed: Annotated[int, Field(ge=0)] = Field(description="Of them, those that got no answer.")
+    asked: Counted = Field(description="Requests the check sent this side.")
+    answered: Counted = Field(description="Of them, those answered.")
+    failed: Counted = Field(description="Of them, those that got no answer.")
 
 
 class CapabilityRequestCounts(StatusModel):
@@ -117,7 +112,9 @@ class RequestsVerdict(StatusModel):
         description="Per capability of the test set, where the result had them.",
         json_schema_extra=list_map("name"),
     )
-    max_failed_share: FiniteFloat = Field(description="The share of failed requests the policy allows.")
+    max_failed_share: Annotated[float, Field(ge=0, le=1)] = Field(
+        description="The share of failed requests the policy allows."
+    )
     verdict: Verdict = Field(
         description="Fail when a side answered nothing or failed more than the policy allows; else Pass."
     )

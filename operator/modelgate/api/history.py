@@ -7,12 +7,13 @@ from typing import Annotated
 
 from pydantic import Field
 
+from modelgate.api.bounds import MeasuredAmount
 from modelgate.api.statusmodel import StatusModel
 
 MAX_STEP_STARTS = 51  # every step of the most a spec may have (50), and the end of the last
 MAX_WEIGHT_CHANGES = 100  # enough for a gradual rollback's descent; the oldest go first
 
-Offset = Annotated[float, Field(ge=0, description="Seconds after rolloutStartedAt, to the millisecond.")]
+Offset = Annotated[MeasuredAmount, Field(description="Seconds after rolloutStartedAt, to the millisecond.")]
 
 
 class WeightChange(StatusModel):

@@ -2,8 +2,9 @@
 
 from typing import Annotated
 
-from pydantic import Field, FiniteFloat, StringConstraints
+from pydantic import Field, StringConstraints
 
+from modelgate.api.bounds import Counted, Measured, MeasuredAmount
 from modelgate.api.markers import NULLABLE
 from modelgate.api.series import MissingSeries
 from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
@@ -16,45 +17,45 @@ class AnalysisSample(StatusModel):
     """One past evaluation."""
 
     time: Timestamp = Field(description=EVALUATED_AT)
-    value: FiniteFloat | None = Field(None, description=VALUE_RETURNED, json_schema_extra=NULLABLE)
+    value: Measured | None = Field(None, description=VALUE_RETURNED, json_schema_extra=NULLABLE)
     verdict: Verdict = Field(description="The verdict of that evaluation.")
 
 
 class CounterTotals(StatusModel):
     """One side's cumulative counters as read at an evaluation, summed over the side's pods."""
 
-    requests: Annotated[float, Field(ge=0)] = Field(description="The requests counter's total.")
-    events: Annotated[float, Field(ge=0)] = Field(description="The events counter's total (errors, ...).")
+    requests: MeasuredAmount = Field(description="The requests counter's total.")
+    events: MeasuredAmount = Field(description="The events counter's total (errors, ...).")
 
 
 class ConfidenceBounds(StatusModel):
     """What the counts so far show, anytime-valid (docs/statistics.md): the decision's evidence as data."""
 
-    alpha: FiniteFloat = Field(description="The level of each one-sided bound.")
-    rate_ratio_lower: FiniteFloat | None = Field(
+    alpha: Measured = Field(description="The level of each one-sided bound.")
+    rate_ratio_lower: Measured | None = Field(
         None,
         description="The candidate's rate over the incumbent's is above this (confidence 1 - alpha); null "
         "until the evidence bounds it. A sequential test fails when it reaches tolerance; a comparison with "
         "confidence when it is above maxRatio.",
         json_schema_extra=NULLABLE,
     )
-    rate_ratio_upper: FiniteFloat | None = Field(
+    rate_ratio_upper: Measured | None = Field(
         None,
         description="The rate ratio is below this (confidence 1 - alpha); null until the evidence bounds it. "
         "A sequential test with a margin passes once it is at most the margin.",
         json_schema_extra=NULLABLE,
     )
-    log_evidence: FiniteFloat = Field(
+    log_evidence: Measured = Field(
         description="Log of the e-value against 'the rate ratio is at most tolerance' (or maxRatio): a "
         "rollback needs log(1/alpha)."
     )
-    log_margin_evidence: FiniteFloat | None = Field(
+    log_margin_evidence: Measured | None = Field(
         None,
         description="Log of the e-value against 'the rate ratio is at least margin': a pass needs "
         "log(1/alpha); null without a margin.",
         json_schema_extra=NULLABLE,
     )
-    increase_lower: FiniteFloat | None = Field(
+    increase_lower: Measured | None = Field(
         None,
         description="For compare.maxIncrease with confidence: the candidate's rate's lower bound minus the "
         "incumbent's upper bound (each at alpha/2); the comparison fails when it is above maxIncrease.",
@@ -67,11 +68,11 @@ class SequentialEvidence(StatusModel):
     operator goes on with it."""
 
     log_likelihood_ratios: Annotated[
-        tuple[Annotated[float, Field(description="The log likelihood ratio at one rate ratio.")], ...],
+        tuple[Annotated[Measured, Field(description="The log likelihood ratio at one rate ratio.")], ...],
         Field(max_length=32),
     ] = Field(description="log L(theta) - log L(1), running, at each rate ratio of rateRatios.")
     rate_ratios: Annotated[
-        tuple[Annotated[FiniteFloat, Field(description="One rate ratio (candidate over incumbent).")], ...],
+        tuple[Annotated[Measured, Field(description="One rate ratio (candidate over incumbent).")], ...],
         Field(max_length=32),
     ] = Field(
         (),
@@ -79,17 +80,17 @@ class SequentialEvidence(StatusModel):
         "margin and maxRatio. Evidence kept on another grid (an older operator's, or before a spec edit of "
         "those values) is not used: the test restarts from the totals it last read.",
     )
-    log_evidence: FiniteFloat = Field(
+    log_evidence: Measured = Field(
         description="Log of the mixture's evidence against 'the candidate is no worse than tolerance'; the "
         "test rolls back when it reaches log(1/alpha)."
     )
     bounds: ConfidenceBounds | None = Field(
         None, description="The interval and e-values the verdict was decided on."
     )
-    candidate_events: Annotated[float, Field(ge=0)] = Field(description="Events counted on the candidate.")
-    candidate_requests: Annotated[float, Field(ge=0)] = Field(description="Candidate requests counted.")
-    incumbent_events: Annotated[float, Field(ge=0)] = Field(description="Events counted on the incumbent.")
-    incumbent_requests: Annotated[float, Field(ge=0)] = Field(description="Incumbent requests counted.")
+    candidate_events: MeasuredAmount = Field(description="Events counted on the candidate.")
+    candidate_requests: MeasuredAmount = Field(description="Candidate requests counted.")
+    incumbent_events: MeasuredAmount = Field(description="Events counted on the incumbent.")
+    incumbent_requests: MeasuredAmount = Field(description="Incumbent requests counted.")
     candidate_totals: CounterTotals | None = Field(
         None,
         description="The candidate's counters at the latest evaluation that read them; the next interval "
@@ -111,8 +112,8 @@ class MetricAnalysis(StatusModel):
         "Error (the query failed)."
     )
     time: Timestamp = Field(description=EVALUATED_AT)
-    value: FiniteFloat | None = Field(None, description=VALUE_RETURNED, json_schema_extra=NULLABLE)
-    incumbent_value: FiniteFloat | None = Field(
+    value: Measured | None = Field(None, description=VALUE_RETURNED, json_schema_extra=NULLABLE)
+    incumbent_value: Measured | None = Field(
         None,
         description="The incumbent's value from the same query at the same time, for metrics that compare.",
         json_schema_extra=NULLABLE,
@@ -123,7 +124,7 @@ class MetricAnalysis(StatusModel):
     message: Annotated[str, StringConstraints(max_length=1024)] | None = Field(
         None, description="Why the verdict is what it is, e.g. the Prometheus error."
     )
-    failures: Annotated[int, Field(ge=0)] = Field(
+    failures: Counted = Field(
         0,
         description="Fail verdicts of this metric since the rollout started; the rollout rolls back when "
         "this exceeds the metric's failureLimit.",

@@ -9,6 +9,7 @@ from typing import Annotated, Self
 from pydantic import Field, model_validator
 
 from modelgate.api.analysis import SecretKeyRef
+from modelgate.api.bounds import EXACT_INT_MAX, Counted
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import MetricName
 from modelgate.api.markers import JsonDict, list_map
@@ -97,7 +98,7 @@ class PendingNotification(StatusModel):
     """A transition decided and not yet delivered to every receiver (or given up on)."""
 
     transition: Transition = Field(description="The transition to tell.")
-    sequence: Annotated[int, Field(ge=1)] = Field(
+    sequence: Annotated[int, Field(ge=1, le=EXACT_INT_MAX)] = Field(
         description="Its number among the transitions this object noted; with the object's uid and the "
         "transition, the notification's idempotency key."
     )
@@ -111,7 +112,7 @@ MAX_PENDING = 10  # a receiver that never answers is given up on long before; th
 
 
 class NotificationStatus(StatusModel):
-    sequence: Annotated[int, Field(ge=0)] = Field(
+    sequence: Counted = Field(
         0, description="How many transitions this object has noted for notification, over all its rollouts."
     )
     pending: Annotated[tuple[PendingNotification, ...], Field(max_length=MAX_PENDING)] = Field(

@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from modelgate.api.bounds import COUNT_MAX
 from modelgate.api.fields import Integer
 from modelgate.api.safety import GradualRollback, OnDelete
 from modelgate.api.specmodel import SpecModel
@@ -18,7 +19,7 @@ class RollbackSpec(SpecModel):
         description="After maxConsecutiveErrors failed evaluations in a row, pause (keep the weight and "
         "wait for `modelgate resume`) or roll back.",
     )
-    max_consecutive_errors: Annotated[Integer, Field(ge=1)] = Field(
+    max_consecutive_errors: Annotated[Integer, Field(ge=1, le=COUNT_MAX)] = Field(
         3, description="Evaluations in a row with a Prometheus error before onPrometheusError applies."
     )
     gradual: GradualRollback | None = Field(

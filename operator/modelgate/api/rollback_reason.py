@@ -4,8 +4,9 @@ value and its bound, and the evidence behind it (the requests' traces, the value
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import Field, FiniteFloat, StringConstraints
+from pydantic import Field, StringConstraints
 
+from modelgate.api.bounds import Measured
 from modelgate.api.markers import NULLABLE
 from modelgate.api.metric_status import ConfidenceBounds
 from modelgate.api.statusmodel import StatusModel, Timestamp
@@ -31,7 +32,7 @@ class BreachTrace(StatusModel):
     pod: Annotated[str, StringConstraints(max_length=253)] | None = Field(
         None, description="The pod label of the series the exemplar was on."
     )
-    value: FiniteFloat | None = Field(
+    value: Measured | None = Field(
         None, description="The exemplar's value: the request's latency on a histogram, 1 on a counter."
     )
     time: Timestamp | None = Field(None, description="When the request was observed.")
@@ -41,7 +42,7 @@ class PodValue(StatusModel):
     """The breaching metric's value over one pod of the candidate's."""
 
     pod: Annotated[str, StringConstraints(max_length=253)] = Field(description="The pod's name.")
-    value: FiniteFloat | None = Field(
+    value: Measured | None = Field(
         None,
         description="The metric's query over this pod alone; null when it had no data.",
         json_schema_extra=NULLABLE,
@@ -57,8 +58,8 @@ class RollbackReason(StatusModel):
     metric: Annotated[str, StringConstraints(max_length=63)] | None = Field(
         None, description="The metric that failed; absent for a manual abort or Prometheus errors."
     )
-    value: FiniteFloat | None = Field(None, description="The failing value.", json_schema_extra=NULLABLE)
-    threshold: FiniteFloat | None = Field(
+    value: Measured | None = Field(None, description="The failing value.", json_schema_extra=NULLABLE)
+    threshold: Measured | None = Field(
         None,
         description="The effective bound the value breached: max or min, or for a comparison the incumbent's "
         "value times maxRatio or plus maxIncrease; for a sequential test or a comparison with confidence, "
@@ -70,7 +71,7 @@ class RollbackReason(StatusModel):
         description="For a sequential test or a comparison with confidence: the interval and the evidence "
         "that decided the rollback (threshold is then the tolerance, maxRatio or maxIncrease it crossed).",
     )
-    incumbent_value: FiniteFloat | None = Field(
+    incumbent_value: Measured | None = Field(
         None, description="For a comparison or the sequential test: the incumbent's value in the same window."
     )
     query: Annotated[str, StringConstraints(max_length=4096)] | None = Field(

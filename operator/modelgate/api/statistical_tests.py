@@ -5,6 +5,7 @@ from typing import Annotated, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
+from modelgate.api.bounds import METRIC_BOUND, RATIO_MAX
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import Number
 from modelgate.api.markers import CelRule, cel_rules
@@ -32,7 +33,7 @@ class Confidence(SpecModel):
 
     model_config = ConfigDict(json_schema_extra=cel_rules(_alpha_rule()))
 
-    alpha: Number = Field(
+    alpha: Annotated[Number, Field(ge=0, le=0.5)] = Field(
         0.05,
         description="The false-rollback probability allowed, in (0, 0.5]; with both maxRatio and "
         "maxIncrease, each rule is judged at half of it.",
@@ -77,17 +78,17 @@ class Comparison(SpecModel):
         )
     )
 
-    max_ratio: Number | None = Field(
+    max_ratio: Annotated[Number, Field(ge=0, le=RATIO_MAX)] | None = Field(
         None,
         description="Fails when candidate > maxRatio x incumbent, e.g. 1.2 for a TTFT P99 at most 20% "
         "higher.",
     )
-    max_increase: Annotated[Number, Field(ge=0)] | None = Field(
+    max_increase: Annotated[Number, Field(ge=0, le=METRIC_BOUND)] | None = Field(
         None,
         description="Fails when candidate > incumbent + maxIncrease, in the metric's unit, e.g. 0.005 for "
         "an error rate at most half a point higher.",
     )
-    min_ratio: Number | None = Field(
+    min_ratio: Annotated[Number, Field(ge=0, le=RATIO_MAX)] | None = Field(
         None,
         description="Fails when candidate < minRatio x incumbent, for metrics where higher is better, e.g. "
         "0.9 for a goodput at least 90% of the incumbent's.",
@@ -141,17 +142,17 @@ class SequentialTest(SpecModel):
         )
     )
 
-    alpha: Number = Field(
+    alpha: Annotated[Number, Field(ge=0, le=0.5)] = Field(
         0.05,
         description="The probability allowed of each wrong decision, in (0, 0.5]: a rollback of a candidate "
         "no worse than tolerance, and a pass of one at or above margin.",
     )
-    tolerance: Number = Field(
+    tolerance: Annotated[Number, Field(ge=1, le=10)] = Field(
         1.0,
         description="Rolls back when the candidate's rate is, with confidence, above tolerance x the "
         "incumbent's; in [1, 10]. The default 1 rolls back any candidate shown to be worse.",
     )
-    margin: Number | None = Field(
+    margin: Annotated[Number, Field(ge=1, le=10)] | None = Field(
         None,
         description="A non-inferiority margin, a rate ratio above tolerance and at most 10, e.g. 1.25: the "
         "metric passes only once the candidate's rate is, with confidence, below margin x the "

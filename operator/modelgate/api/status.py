@@ -15,10 +15,12 @@ from pydantic import (
 )
 
 from modelgate.api.analysis_check import AnalysisCheck
+from modelgate.api.bounds import Counted, MeasuredAmount
 from modelgate.api.cost_status import CostStatus
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import MAX_STEP_STARTS, MAX_WEIGHT_CHANGES, Offset, WeightChange
+from modelgate.api.internal_error_status import InternalError
 from modelgate.api.markers import ATOMIC, list_map
 from modelgate.api.metric_status import MetricAnalysis
 from modelgate.api.notifications import NotificationStatus
@@ -78,7 +80,7 @@ class FalseRollbackWarning(StatusModel):
         description="The share of failing requests assumed of a good candidate: the incumbent's as "
         "measured, or the candidate's where the incumbent is not measured."
     )
-    candidate_requests: Annotated[float, Field(ge=0)] = Field(
+    candidate_requests: MeasuredAmount = Field(
         description="The candidate's requests in one analysis window, as measured."
     )
 
@@ -125,7 +127,7 @@ class Condition(StatusModel):
         description="Human-readable details of the last transition."
     )
     last_transition_time: Timestamp = Field(description="When the condition last changed status.")
-    observed_generation: Annotated[int, Field(ge=0)] | None = Field(
+    observed_generation: Counted | None = Field(
         None, description="The metadata.generation the condition was set for."
     )
 
@@ -160,7 +162,7 @@ class ModelRolloutStatus(StatusModel):
     message: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
         None, description="Human-readable summary of what the operator is doing or waiting for."
     )
-    observed_generation: Annotated[int, Field(ge=0)] | None = Field(
+    observed_generation: Counted | None = Field(
         None, description="The metadata.generation of the spec this status was computed from."
     )
     # A pool's name and an adapter's, each up to 253 characters, with the words between them.
@@ -262,7 +264,7 @@ class ModelRolloutStatus(StatusModel):
         "An evaluation that changes no verdict or count is recorded (here and in analysis) with the "
         "rollout's next status change, or at its first tick 30 s after it.",
     )
-    consecutive_prometheus_errors: Annotated[int, Field(ge=0)] = Field(
+    consecutive_prometheus_errors: Counted = Field(
         0,
         description="Evaluations in a row in which a query failed; compared with "
         "spec.rollback.maxConsecutiveErrors, reset by an evaluation without errors.",
@@ -279,6 +281,11 @@ class ModelRolloutStatus(StatusModel):
     )
     rollback_reason: RollbackReason | None = Field(
         None, description="Why the rollout was rolled back; cleared when it is retried."
+    )
+    internal_error: InternalError | None = Field(
+        None,
+        description="Set when the rollout was failed because its ticks kept raising an exception (a bug in "
+        "the operator; phase Failed, the candidate's weight 0); cleared when it is retried.",
     )
     rolling_back: RollingBack | None = Field(
         None,

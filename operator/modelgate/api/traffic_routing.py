@@ -14,6 +14,10 @@ from modelgate.api.specmodel import SpecModel
 MAX_ROUTES = 8  # routes (or VirtualServices) one rollout moves together
 
 
+# Gateway API allows an HTTPRoute or a GRPCRoute 16 rules.
+MAX_ROUTE_RULE = 15
+
+
 class GatewayRouteRef(SpecModel):
     """One rule of one route, among several that a rollout moves together."""
 
@@ -28,7 +32,7 @@ class GatewayRouteRef(SpecModel):
 
     http_route: ObjectName | None = Field(None, description="Name of an HTTPRoute.")
     grpc_route: ObjectName | None = Field(None, description="Name of a GRPCRoute.")
-    rule_index: Annotated[Integer, Field(ge=0)] = Field(
+    rule_index: Annotated[Integer, Field(ge=0, le=MAX_ROUTE_RULE)] = Field(
         0, description="Index of the route rule whose backendRefs hold the two backends."
     )
 
@@ -75,7 +79,7 @@ class GatewayAPIRouting(SpecModel):
         description="Name of the GRPCRoute, whose backend weights are moved as an HTTPRoute's are.",
     )
     # None means rule 0; it is not a default so that it can be refused next to `routes`.
-    rule_index: Annotated[Integer, Field(ge=0)] | None = Field(
+    rule_index: Annotated[Integer, Field(ge=0, le=MAX_ROUTE_RULE)] | None = Field(
         None, description="Index of the route rule whose backendRefs hold the two backends (default 0)."
     )
     routes: Annotated[tuple[GatewayRouteRef, ...], Field(min_length=1, max_length=MAX_ROUTES)] | None = Field(

@@ -21,6 +21,7 @@ from modelgate.api import (
 )
 from modelgate.api.addresses import ALLOW_LOOPBACK_FLAG
 from modelgate.api.duration import parse_duration
+from modelgate.api.internal_error_status import InternalError
 from modelgate.api.pause import RESUMABLE, PauseReason
 from modelgate.cli.loopback import names_loopback
 from modelgate.cli.render_analysis import (
@@ -86,6 +87,8 @@ def render_status(
             parts.append(Text(f"  trace {trace.trace_id} on pod {trace.pod or '?'}{at}{value}"))
     if status.phase is Phase.ROLLED_BACK:
         parts.append(_next_step(meta, spec))
+    if status.internal_error is not None:
+        parts.extend(_internal_error_lines(status.internal_error, meta))
     parts.extend(_coin_toss_line(warning) for warning in status.false_rollback_warnings)
     if status.gate is not None:
         parts.append(render_gate(status.gate))
@@ -179,6 +182,18 @@ def _next_step(meta: dict[str, Any], spec: dict[str, Any]) -> Text:
         f"(spec.candidate) to start again, or `modelgate retry {target}` to try this one again.",
         style="bold",
     )
+
+
+def _internal_error_lines(error: InternalError, meta: dict[str, Any]) -> list[Text]:
+    target = f"{meta['name']} -n {meta['namespace']}"
+    return [
+        Text(f"Internal error in the operator (a bug): {error.type}: {error.message}", style="bold red"),
+        Text(
+            f"Its ticks raised it from {moment(error.time)} on; the candidate's traffic went back to the "
+            f"incumbent. Report it with the operator's log; `modelgate retry {target}` starts again.",
+            style="bold",
+        ),
+    ]
 
 
 def _breach_line(reason: RollbackReason) -> str:

@@ -48,7 +48,7 @@ def analysis_verdict(tick: Tick) -> Intent:
         verdict = Reason.PASSING if passing else Reason.INCONCLUSIVE
         tick.condition(ConditionType.ANALYSIS_HEALTHY, passing, verdict, verdicts)
         return None
-    errors = tick.status.consecutive_prometheus_errors + 1
+    errors = limits.one_more(tick.status.consecutive_prometheus_errors)
     tick.update(consecutive_prometheus_errors=errors)
     first_error = next(m for m in result.metrics if m.verdict is Verdict.ERROR)
     detail = f"metric queries failed {errors} time(s) in a row: {first_error.message}"

@@ -1,6 +1,7 @@
 """status.cost from one analysis run: each side's cost per million output tokens over the window,
 accelerators x price per hour x window hours / (output tokens / 1e6). Pure arithmetic over what the
-run read; a side without tokens or accelerators has no cost, never a division by zero."""
+run read; a side without tokens or accelerators has no cost, never a division by zero, nor one
+whose cost has no finite value."""
 
 from __future__ import annotations
 
@@ -42,7 +43,10 @@ def _side(priced: SideAccelerators, accelerators: float, tokens: QueryResult, se
     cost = None
     if grown is not None and accelerators > 0:
         hours = seconds / SECONDS_PER_HOUR
-        cost = accelerators * priced.price_per_hour * hours / (grown / TOKENS_PER_MILLION)
+        # Multiplied before dividing: a million tokens divided first underflows to 0 for a count as
+        # small as 5e-324. What has no finite value (too few tokens for the price) is no cost.
+        spent = accelerators * priced.price_per_hour * hours * TOKENS_PER_MILLION / grown
+        cost = spent if math.isfinite(spent) else None
     return SideCost(
         accelerators=accelerators,
         price_per_hour=priced.price_per_hour,

@@ -29,6 +29,7 @@ from modelgate.api import (
     Step,
     Verdict,
 )
+from modelgate.api.analysis import MAX_MIN_REQUESTS
 from modelgate.api.status import MAX_WARNINGS
 from modelgate.core.results import AnalysisRun
 
@@ -36,6 +37,9 @@ from modelgate.core.results import AnalysisRun
 WARN_ABOVE = 0.2
 # Counts further than this many standard deviations from the mean are left out of the sums.
 TAIL_CUT = 12.0
+# Requests in one window past which the chance is not estimated (as many as spec.analysis.minRequests
+# may ask for): more is no real traffic, and the binomial's terms would not be enumerated.
+MAX_COUNT = MAX_MIN_REQUESTS
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,9 @@ def _incumbent_rate(record: MetricAnalysis) -> float | None:
 
 
 def _count(value: float | None) -> int | None:
-    return None if value is None or not math.isfinite(value) else int(value)
+    """A window's requests; None beyond MAX_COUNT, whose binomial is not enumerated (issue 34: a
+    count of 1e308 overflowed it)."""
+    return None if value is None or not math.isfinite(value) or value > MAX_COUNT else int(value)
 
 
 def new_warnings(

@@ -3,7 +3,10 @@ message from outside is shortened instead of making a status the API server woul
 
 from __future__ import annotations
 
-ANALYSIS_MESSAGE = 1024  # MetricAnalysis.message, RollbackReason.message
+from modelgate.api.bounds import EXACT_INT_MAX
+
+ANALYSIS_MESSAGE = 1024  # MetricAnalysis.message, RollbackReason.message, InternalError.message
+ERROR_TYPE = 253  # InternalError.type
 QUERY = 4096  # MetricAnalysis.query, RollbackReason.query
 STATUS_MESSAGE = 4096  # ModelRolloutStatus.message
 CONDITION_MESSAGE = 32768  # Condition.message
@@ -18,3 +21,9 @@ def clip(text: str, limit: int, *, utf8: bool = False) -> str:
     if not utf8:
         return text[: limit - 3] + "..."
     return text.encode()[: limit - 3].decode(errors="ignore") + "..."
+
+
+def one_more(count: int) -> int:
+    """A count kept in status, one up; it stays at the schema's largest integer, which a status
+    written by hand may hold."""
+    return min(count + 1, EXACT_INT_MAX)

@@ -184,7 +184,9 @@ def _record(
     evidence: SequentialEvidence | None,
 ) -> MetricAnalysis:
     value = _finite(measured.result.value)
-    failures = (earlier.failures if earlier else 0) + (judgement.verdict is Verdict.FAIL)
+    failures = earlier.failures if earlier else 0
+    if judgement.verdict is Verdict.FAIL:
+        failures = limits.one_more(failures)
     history = (
         *(earlier.history if earlier else ()),
         AnalysisSample(time=at, value=value, verdict=judgement.verdict),

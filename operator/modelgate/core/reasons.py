@@ -42,6 +42,8 @@ class Reason(StrEnum):
     # A gradual rollback's weight reached 0.
     ROLLBACK_COMPLETED = "RollbackCompleted"
     INVALID_SPEC = "InvalidSpec"
+    # A tick raised what the operator does not expect (a bug): Failed, the traffic returned.
+    INTERNAL_ERROR = "InternalError"
     # Why a rollback happened.
     METRIC_BREACH = "MetricBreach"
     ABORTED = "Aborted"
@@ -110,6 +112,7 @@ _WARNINGS = frozenset(
     {
         Reason.ROLLED_BACK,
         Reason.INVALID_SPEC,
+        Reason.INTERNAL_ERROR,
         Reason.ANALYSIS_PAUSED,
         Reason.PROGRESS_DEADLINE_EXCEEDED,
         Reason.FALSE_ROLLBACK_LIKELY,
