@@ -76,11 +76,6 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def rollout_ref(meta: Mapping[str, Any]) -> RolloutRef:
-    """The rollout as its route claims name it (routers/claims.py)."""
-    return RolloutRef(namespace=meta["namespace"], name=meta["name"], uid=str(meta.get("uid") or ""))
-
-
 class RolloutGone(Exception):
     """The ModelRollout was deleted; its loop ends."""
 
@@ -237,7 +232,7 @@ class Reconciler:
                 case RemoveFinalizer():
                     finalized = self._keep_finalizer(meta, wanted=False)
                 case WriteRoute(weight=weight, mirror_percent=mirror_percent):
-                    written = self._write(scene.router, weight, mirror_percent, rollout_ref(meta))
+                    written = self._write(scene.router, weight, mirror_percent, RolloutRef.of(meta))
                     decision = after_write(decided, written, evidence, self.clock())
                 case CollectEvidence(reason=reason):
                     evidence = self._evidence(scene, reason)
@@ -310,7 +305,7 @@ class Reconciler:
             log.warning("deleting a rollout that cannot be used: removing its finalizer", error=str(error))
         if has_finalizer and router is not None and not skips_reconcile(meta.get("annotations")):
             route = router.read()
-        decision = decide_deletion(spec, status, route, has_finalizer, rollout_ref(meta))
+        decision = decide_deletion(spec, status, route, has_finalizer, RolloutRef.of(meta))
         scene = _Scene(body, spec, spec, router, None, status, status)
         decision, finalized = self._apply_actions(scene, decision)
         if has_finalizer and not (finalized and RemoveFinalizer() in decision.actions):

@@ -8,7 +8,7 @@ of the user's; either writes a GateResult (api/gate_result.py) that the check's 
 from datetime import timedelta
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from modelgate.api.bounds import METRIC_BOUND, MetricBound
 from modelgate.api.check_job import CheckJob, CheckResources
@@ -22,14 +22,12 @@ from modelgate.api.fields import (
     MetricName,
     ModelName,
     Number,
-    ObjectName,
     PositiveDuration,
-    SecretKey,
 )
+from modelgate.api.gate_inputs import MAX_SAMPLES, JsonlSource, ReplaySource
 from modelgate.api.gate_shard import MAX_SHARDS
 from modelgate.api.markers import CelRule, cel_rules, list_map
-from modelgate.api.object_storage import GateResults, S3Object
-from modelgate.api.recorded_requests import ONE_REPLAY_SOURCE, RECORDED_NOT_SAMPLED, RecordedRequests
+from modelgate.api.object_storage import GateResults
 from modelgate.api.specmodel import SpecModel
 from modelgate.api.tokens_policy import CapabilityTokensRatio, TokensRatio
 
@@ -37,110 +35,10 @@ OnCheckError = Literal["Reject", "Inconclusive"]
 MAX_CHECKS = 8
 # A Job's name is at most 63 characters (its Pods' job-name label); the operator adds a prefix and a hash.
 CheckName = Annotated[MetricName, StringConstraints(max_length=40)]
-# A check's samples: the test set's items or the recorded requests replayed.
-MAX_SAMPLES = 100_000
 ProbabilityLike = Annotated[Number, Field(ge=0, le=METRIC_BOUND)]
 ScoreName = Annotated[MetricName, Field(description="A score's name.")]
 # A healthy server fails few requests after retries; a misconfigured or failing side fails far more.
 DEFAULT_MAX_FAILED_SHARE = 0.05
-
-
-class ConfigMapKey(SpecModel):
-    name: ObjectName = Field(description="Name of a ConfigMap in the ModelRollout's namespace.")
-    key: SecretKey = Field(description="Key within the ConfigMap's data that holds the JSONL.")
-
-
-PARENT_SEGMENT = "must stay within the volume: no '..' segment"
-
-
-def _no_parent_segment(path: str) -> str:
-    if ".." in path.split("/"):
-        raise ValueError(PARENT_SEGMENT)
-    return path
-
-
-VolumePath = Annotated[
-    str,
-    StringConstraints(min_length=1, max_length=1024, pattern=r"^[^/].*$"),
-    AfterValidator(_no_parent_segment),
-    Field(json_schema_extra=cel_rules(CelRule("!self.matches('(^|/)[.][.](/|$)')", message=PARENT_SEGMENT))),
-]
-
-
-class PersistentVolumeFile(SpecModel):
-    claim_name: ObjectName = Field(
-        description="Name of a PersistentVolumeClaim in the ModelRollout's namespace."
-    )
-    path: VolumePath = Field(
-        description="Path of the JSONL file within the volume, relative to its root; no '..' segment."
-    )
-
-
-ONE_SOURCE = "set exactly one of configMap, url, persistentVolumeClaim or s3"
-
-
-class JsonlSource(SpecModel):
-    """Where a JSONL file comes from; set exactly one of configMap, url, persistentVolumeClaim or s3."""
-
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule(
-                "[has(self.configMap), has(self.url), has(self.persistentVolumeClaim), has(self.s3)]"
-                ".exists_one(s, s)",
-                message=ONE_SOURCE,
-            )
-        )
-    )
-
-    config_map: ConfigMapKey | None = Field(
-        None, description="A ConfigMap key, mounted into the evaluator's Pod as a file."
-    )
-    url: HttpUrl | None = Field(None, description="An http(s) URL the evaluator downloads the file from.")
-    persistent_volume_claim: PersistentVolumeFile | None = Field(
-        None, description="A file on a PersistentVolumeClaim, mounted read-only into the evaluator's Pod."
-    )
-    s3: S3Object | None = Field(
-        None,
-        description="An object in S3-compatible storage, read by the evaluator with the Secret's "
-        "credentials.",
-    )
-
-    @model_validator(mode="after")
-    def _exactly_one_source(self) -> Self:
-        if [self.config_map, self.url, self.persistent_volume_claim, self.s3].count(None) != 3:
-            raise ValueError(ONE_SOURCE)
-        return self
-
-
-class ReplaySource(JsonlSource):
-    """Recorded requests: a JSONL file, or the newest requests a refusal proxy recorded."""
-
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule(
-                "[has(self.configMap), has(self.url), has(self.persistentVolumeClaim), has(self.s3),"
-                " has(self.recorded)].exists_one(s, s)",
-                message=ONE_REPLAY_SOURCE,
-            ),
-            CelRule("!has(self.recorded) || !has(self.sample)", message=RECORDED_NOT_SAMPLED),
-        )
-    )
-
-    sample: Annotated[Integer, Field(ge=1, le=MAX_SAMPLES)] | None = Field(
-        None, description="How many recorded requests to replay, sampled with a fixed seed; default all."
-    )
-    recorded: RecordedRequests | None = Field(
-        None, description="The newest requests a refusal proxy recorded (e.g. the incumbent's)."
-    )
-
-    @model_validator(mode="after")
-    def _exactly_one_source(self) -> Self:
-        sources = [self.config_map, self.url, self.persistent_volume_claim, self.s3, self.recorded]
-        if sources.count(None) != len(sources) - 1:
-            raise ValueError(ONE_REPLAY_SOURCE)
-        if self.recorded is not None and self.sample is not None:
-            raise ValueError(RECORDED_NOT_SAMPLED)
-        return self
 
 
 class Endpoint(SpecModel):

@@ -2,7 +2,8 @@
 routers/claims.py), so that every replica and shard sees one owner; ModelRollout.status.routeOwner
 names the owner when it is another rollout."""
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
@@ -23,3 +24,8 @@ class RolloutRef(StatusModel):
 
     def __str__(self) -> str:
         return f"ModelRollout {self.namespace}/{self.name}"
+
+    @classmethod
+    def of(cls, metadata: Mapping[str, Any]) -> "RolloutRef":
+        """The rollout whose metadata this is."""
+        return cls(namespace=metadata["namespace"], name=metadata["name"], uid=str(metadata.get("uid") or ""))

@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from modelgate import API_GROUP, API_VERSION, KIND
 from modelgate.api.errors import InvalidSpecError
-from modelgate.api.gate import Evaluator, GateCheck, JsonlSource
+from modelgate.api.gate import Evaluator, GateCheck
+from modelgate.api.gate_inputs import JsonlSource
 from modelgate.api.gate_result import NO_ANSWER_EXIT_CODE, GateResult, StoredData
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from modelgate.kube.check_shards import indexed, merged_shards, pod_index, shard_name, without_injected_index
