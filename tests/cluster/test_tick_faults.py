@@ -29,7 +29,7 @@ from tests.support.kube import route_weights
 from tests.support.operators import admin_operator_stopped, operator_events, running
 from tests.support.scenario import serving
 
-INTERVAL_SECONDS = 5
+INTERVAL_SECONDS = 2
 HALF = {"chat-v1": 50, "chat-v2": 50}
 RETURNED = {"chat-v1": 100, "chat-v2": 0}
 
