@@ -23,14 +23,30 @@ INFERENCE_VERSION = "v1"
 INFERENCE_POOLS = "inferencepools"
 
 
-def inference_pool(name: str, namespace: str, match_labels: Mapping[str, str], port: int = 8000) -> Manifest:
-    """An InferencePool selecting the Pods with `match_labels`, without an endpoint picker (optional
-    in v1: the bed has none)."""
+EXT_PROC_PORT = 9002  # the endpoint picker's gRPC port, as the Inference Extension's chart sets it
+
+
+def inference_pool(
+    name: str,
+    namespace: str,
+    match_labels: Mapping[str, str],
+    port: int = 8000,
+    *,
+    endpoint_picker: str | None = None,
+) -> Manifest:
+    """An InferencePool selecting the Pods with `match_labels`; its endpoint picker, the Service
+    `endpoint_picker` (spec.endpointPickerRef, optional in v1: most of the bed's pools have none)."""
+    spec: dict[str, object] = {
+        "selector": {"matchLabels": dict(match_labels)},
+        "targetPorts": [{"number": port}],
+    }
+    if endpoint_picker is not None:
+        spec["endpointPickerRef"] = {"name": endpoint_picker, "port": {"number": EXT_PROC_PORT}}
     return {
         "apiVersion": f"{INFERENCE_GROUP}/{INFERENCE_VERSION}",
         "kind": "InferencePool",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"selector": {"matchLabels": dict(match_labels)}, "targetPorts": [{"number": port}]},
+        "spec": spec,
     }
 
 

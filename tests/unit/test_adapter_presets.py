@@ -1,17 +1,24 @@
 """Two adapters of one InferencePool share its Pods, and vLLM (and its simulator) label a LoRA
 request's series with the base model's name: presets with source llm-d select each side by the model
 the endpoint picker routed to (the adapter), and a source that selects by Pod is refused, naming the
-field, rather than judging both sides on the same series; `modelgate status` names the adapter."""
+field, rather than judging both sides on the same series; `modelgate status` names the adapter.
+Another team serving adapters of the same names (another namespace, or another pool's picker) is not
+this rollout's: llm-d queries carry the namespace and the pool's endpoint picker Service."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from modelgate.api import parse_spec
 from modelgate.cli.render import side_name
+from modelgate.metrics.context import Side
 from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.metrics.provider import AnalysisPlan
 from testbed.manifests import model_rollout
 from tests.support.bad_rollouts import ADAPTER_V1, ADAPTER_V2, adapters
+from tests.support.promql import NO_DATA, assert_evaluates, counter, one
 
 
 def adapter_spec(metrics: list[dict[str, object]], source: str = "vllm") -> dict[str, object]:
@@ -36,6 +43,61 @@ def test_llm_d_presets_select_each_adapter_by_its_target_model_name() -> None:
     assert 'target_model_name="chat-lora-v2"' in plan.request_count
     # No Pod selector: the adapters' Pods are the same.
     assert "pod=~" not in plan.metrics["errors"].candidate + plan.request_count
+
+
+PICKER = "base-epp"  # the Service pool `base` names in spec.endpointPickerRef
+
+
+def llm_d_plan(namespace: str, picker: str | None = PICKER) -> AnalysisPlan:
+    pickers: dict[Side, str | None] = {"incumbent": picker, "candidate": picker}
+    return analysis_plan(parse_spec(adapter_spec([ERRORS], source="llm-d")), namespace, pickers=pickers)
+
+
+def picker_series(namespace: str, service: str, requests: float, errors: float) -> dict[str, str]:
+    """What a picker routing `requests` a second to chat-lora-v2, `errors` of them failing, exports
+    once scraped (the scrape adds `namespace` and `service`; the series carry the rest)."""
+    scraped = (
+        f'namespace="{namespace}",service="{service}",model_name="chat",target_model_name="chat-lora-v2"'
+    )
+    series = {f'inference_objective_request_total{{{scraped},priority="0"}}': counter(requests)}
+    if errors:
+        error = f'inference_objective_request_error_total{{{scraped},error_code="ModelServerError"}}'
+        series[error] = counter(errors)
+    return series
+
+
+def test_each_teams_adapter_queries_see_only_its_own_requests(tmp_path: Path) -> None:
+    # Team b's picker fails half its requests, and so does another pool's picker in team a's
+    # namespace; team a's own picker fails none. All route to adapters of the same names.
+    series = {
+        **picker_series("team-a", PICKER, 10, 0),
+        **picker_series("team-b", PICKER, 20, 10),
+        **picker_series("team-a", "other-epp", 40, 20),
+    }
+    expected = {}
+    for namespace, requests, error_rate in (("team-a", 10, 0.0), ("team-b", 20, 0.5)):
+        plan = llm_d_plan(namespace)
+        expected[plan.request_count] = one(requests * 60)
+        expected[plan.metrics["errors"].candidate] = one(error_rate)
+    assert_evaluates(tmp_path, series, expected)
+
+
+def test_a_hostile_picker_name_is_matched_as_written(tmp_path: Path) -> None:
+    """The picker's name comes from the cluster, not the spec: quotes, braces and backslashes stay
+    inside the label value, and select the series whose label is exactly that."""
+    hostile = 'epp"} or vector(1) or up{x="\\'
+    written = hostile.replace("\\", "\\\\").replace('"', '\\"')  # as the exposition escapes it
+    plan = llm_d_plan("team-a", hostile)
+    series = {**picker_series("team-a", written, 10, 5), **picker_series("team-a", PICKER, 40, 0)}
+    assert_evaluates(
+        tmp_path, series, {plan.request_count: one(10 * 60), plan.metrics["errors"].candidate: one(0.5)}
+    )
+
+
+def test_a_pool_without_an_endpoint_picker_has_no_data_and_the_query_says_why(tmp_path: Path) -> None:
+    plan = llm_d_plan("team-a", None)
+    assert "InferencePool base names no endpointPickerRef Service" in plan.request_count
+    assert_evaluates(tmp_path, picker_series("team-a", PICKER, 10, 0), {plan.request_count: NO_DATA})
 
 
 def test_an_explicit_model_still_wins_over_the_adapter() -> None:

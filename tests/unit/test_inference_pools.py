@@ -16,7 +16,13 @@ from modelgate.api import InvalidSpecError, parse_spec
 from modelgate.api.traffic_routing import GatewayAPIRouting
 from modelgate.cli.render import render_list, render_status
 from modelgate.core import RouteProblem
-from modelgate.kube.pools import PoolPod, pool_availability, pool_label_selector, pool_pod
+from modelgate.kube.pools import (
+    PoolPod,
+    endpoint_picker_service,
+    pool_availability,
+    pool_label_selector,
+    pool_pod,
+)
 from modelgate.metrics.context import pool_pod_regex
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.routers import SideKinds
@@ -105,6 +111,16 @@ POOL = inference_pool("pool-v2", "serving", {"tier": "gpu", "app": "chat-v2"})
 
 def test_the_selector_is_the_pools_match_labels() -> None:
     assert pool_label_selector(POOL) == "app=chat-v2,tier=gpu"
+
+
+def test_the_endpoint_picker_is_the_service_the_pool_names() -> None:
+    named = inference_pool("base", "serving", {"app": "chat"}, endpoint_picker="base-epp")
+    assert endpoint_picker_service(named) == "base-epp"
+    assert endpoint_picker_service(POOL) is None
+    # Not a Service: no `service` label names it.
+    ref = named["spec"]["endpointPickerRef"]
+    other_kind = {**named, "spec": {**named["spec"], "endpointPickerRef": {**ref, "kind": "Endpoints"}}}
+    assert endpoint_picker_service(other_kind) is None
 
 
 def test_a_pod_being_deleted_is_not_the_pools() -> None:

@@ -132,18 +132,20 @@ def test_triton_counts_successes_and_failures_as_requests(tmp_path: Path) -> Non
     )
 
 
-def test_llm_d_selects_by_target_model(tmp_path: Path) -> None:
+def test_llm_d_selects_by_target_model_in_the_rollouts_namespace(tmp_path: Path) -> None:
     model = "meta-llama/Llama-3.1-8B-Instruct"
     ctx = QueryContext.for_rollout("serving", "chat", "chat-v2", "30s", candidate_model=model)
 
-    def picker(metric: str, target: str, **labels: str) -> str:
-        return labelled(metric, namespace="gateway", pod="epp-0", target_model_name=target, **labels)
+    def picker(metric: str, target: str, namespace: str = "serving", **labels: str) -> str:
+        return labelled(metric, namespace=namespace, pod="epp-0", target_model_name=target, **labels)
 
     series = {
         picker("inference_objective_request_total", model, priority="0"): counter(10),
         picker("inference_objective_request_error_total", model, error_code="ModelServerError"): counter(1),
         picker("inference_objective_output_tokens_sum", model): counter(250),
         picker("inference_objective_request_total", "chat-v2", priority="0"): counter(99),
+        # Another namespace's picker routing to a model of the same name is not this rollout's.
+        picker("inference_objective_request_total", model, "other-team", priority="0"): counter(1000),
     }
     assert_evaluates(
         tmp_path,

@@ -30,6 +30,15 @@ def pool_label_selector(pool: Mapping[str, Any]) -> str:
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
 
 
+def endpoint_picker_service(pool: Mapping[str, Any]) -> str | None:
+    """The Service the pool's spec.endpointPickerRef names (its kind defaults to Service, in the
+    pool's namespace); None when it names none, or another kind of object."""
+    ref: Mapping[str, Any] = (pool.get("spec") or {}).get("endpointPickerRef") or {}
+    if not ref.get("name") or ref.get("group", "") != "" or ref.get("kind", "Service") != "Service":
+        return None
+    return str(ref["name"])
+
+
 def pool_pod(pod: Mapping[str, Any]) -> PoolPod | None:
     """A listed Pod (JSON, as the API server returns it); None for one being deleted, which a gateway
     no longer sends requests to."""

@@ -20,6 +20,7 @@ from modelgate.kube.pools import (
     INFERENCE_POOLS,
     INFERENCE_VERSION,
     PoolPod,
+    endpoint_picker_service,
     pool_availability,
     pool_label_selector,
     pool_pod,
@@ -133,6 +134,15 @@ class Workloads(Connection):
             return None
         items = self._pod_objects(namespace, pool_label_selector(pool))
         return [pod for pod in map(pool_pod, items) if pod is not None]
+
+    def pool_endpoint_picker(self, namespace: str, name: str) -> str | None:
+        """The Service of the InferencePool's endpoint picker (from the watch cache); None when the
+        pool does not exist or names no Service."""
+        try:
+            pool = self.get_custom(INFERENCE_GROUP, INFERENCE_VERSION, namespace, INFERENCE_POOLS, name)
+        except NotFound:
+            return None
+        return endpoint_picker_service(pool)
 
     def pool_availability(self, namespace: str, name: str, field: str) -> DeploymentAvailability:
         """Whether the InferencePool can take traffic: it selects at least one Pod and all of them are

@@ -3,7 +3,9 @@
 Every string a rollout spec contributes to a query passes through `QueryContext`, and each is
 checked against a character set that cannot close a PromQL string literal or a label selector
 (no quotes, backticks, braces, backslashes or newlines). That check, not escaping, is what keeps
-a spec from injecting PromQL: presets and user templates only ever receive these values.
+a spec from injecting PromQL: presets and user templates only ever receive these values. The one
+value read from the cluster instead, an InferencePool's endpoint picker, is escaped where a preset
+places it (`label_matcher`).
 
 The range window (`interval`) is the analysis interval, but never shorter than `min_window`
 (default 1m). `rate()` needs at least two samples inside its range, and Prometheus advises a
@@ -116,6 +118,10 @@ class QueryContext:
     candidate_backend: str = ""
     # The sides are two adapters of one InferencePool (spec.*.adapter): the same Pods serve both.
     adapters: bool = False
+    # The endpoint picker Service of each InferencePool side (its spec.endpointPickerRef), or why it
+    # has none; empty for a Deployment side. From the cluster, not the spec: escaped, not checked.
+    incumbent_picker: str = ""
+    candidate_picker: str = ""
     # Each side's accelerators (spec.analysis.accelerators' count, or what its Ready Pods request) and
     # price per accelerator-hour (None: not set), for the goodput and cost presets.
     incumbent_accelerators: float = 0.0
@@ -159,6 +165,7 @@ class QueryContext:
         gateway_routes: tuple[str, ...] = (),
         backends: tuple[str, str] = ("", ""),
         adapters: bool = False,
+        pickers: tuple[str, str] = ("", ""),
         accelerators: tuple[float, float] = (0.0, 0.0),
         prices: tuple[float | None, float | None] = (None, None),
         min_window: str = DEFAULT_MIN_WINDOW,
@@ -183,6 +190,8 @@ class QueryContext:
             incumbent_backend=backends[0],
             candidate_backend=backends[1],
             adapters=adapters,
+            incumbent_picker=pickers[0],
+            candidate_picker=pickers[1],
             incumbent_accelerators=accelerators[0],
             candidate_accelerators=accelerators[1],
             incumbent_price=prices[0],
@@ -198,6 +207,10 @@ class QueryContext:
     def model(self, side: Side) -> str:
         model = self.candidate_model if side == "candidate" else self.incumbent_model
         return model or self.deployment(side)
+
+    def picker(self, side: Side) -> str:
+        """The endpoint picker Service in front of the side's pool ("" for a Deployment side)."""
+        return self.candidate_picker if side == "candidate" else self.incumbent_picker
 
     def accelerators(self, side: Side) -> float:
         return self.candidate_accelerators if side == "candidate" else self.incumbent_accelerators
@@ -258,6 +271,12 @@ def _check_gateway_route(route: str) -> None:
 def _check_amount(what: str, amount: float | None) -> None:
     if amount is not None and not (math.isfinite(amount) and amount >= 0):
         raise QueryContextError(f"{what} {amount!r} is not a finite number of at least 0")
+
+
+def label_matcher(label: str, value: str) -> str:
+    """`label="value"`, the value escaped as a PromQL string literal (backslash, quote, newline)."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'{label}="{escaped}"'
 
 
 def promql_number(value: float) -> str:

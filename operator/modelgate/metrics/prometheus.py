@@ -69,7 +69,14 @@ class PrometheusProvider:
             for side, ref in sides
             if ref.inference_pool is not None and ref.pod_regex is None
         }
-        return analysis_plan(spec, namespace, pool_pods, self._requested(spec, namespace, sides))
+        # Each pool side's endpoint picker, whose series (source llm-d) carry its Service's name.
+        pickers = {
+            side: self.kube.pool_endpoint_picker(namespace, ref.name)
+            for side, ref in sides
+            if ref.inference_pool is not None
+        }
+        requested = self._requested(spec, namespace, sides)
+        return analysis_plan(spec, namespace, pool_pods, requested, pickers)
 
     def _requested(
         self, spec: ModelRolloutSpec, namespace: str, sides: tuple[tuple[Side, WorkloadRef], ...]

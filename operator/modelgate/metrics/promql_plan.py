@@ -36,12 +36,14 @@ def analysis_plan(
     namespace: str,
     pool_pods: Mapping[Side, Sequence[PoolPod] | None] | None = None,
     requested: Mapping[Side, float] | None = None,
+    pickers: Mapping[Side, str | None] | None = None,
 ) -> AnalysisPlan:
     """A metric whose query cannot be built (UnknownPresetError, TemplateError) is in `unbuildable`,
     naming its field; a spec no query at all can be built from raises ValueError (QueryContextError,
     or the first metric's). `pool_pods`: the Pods each InferencePool side selects (None: the pool
     does not exist), for the sides whose podRegex is not set. `requested`: the accelerators each
-    side's Ready Pods request, for the sides whose count the spec does not set."""
+    side's Ready Pods request, for the sides whose count the spec does not set. `pickers`: the
+    endpoint picker Service of each InferencePool side (None: the pool names none, or does not exist)."""
     analysis = spec.analysis
     assert analysis is not None
     pools = pool_pods or {}
@@ -56,6 +58,10 @@ def analysis_plan(
         incumbent_model=spec.incumbent.reported_model,
         candidate_model=spec.candidate.reported_model,
         adapters=spec.candidate.adapter is not None,
+        pickers=(
+            _picker(spec.incumbent, pickers or {}, "incumbent"),
+            _picker(spec.candidate, pickers or {}, "candidate"),
+        ),
         **_gateway_routing(spec),
         accelerators=(accelerators.incumbent, accelerators.candidate),
         prices=_prices(analysis),
@@ -138,6 +144,15 @@ def _pod_regex(
     if ref.pod_regex is not None or ref.inference_pool is None:
         return ref.pod_regex
     return pool_pod_regex(ref.inference_pool, pods, {pod.name for pod in others or ()})
+
+
+def _picker(ref: WorkloadRef, pickers: Mapping[Side, str | None], side: Side) -> str:
+    """The side's endpoint picker Service ("" for a Deployment). A pool without one gets a name no
+    Service can have (they are lowercase), which says why in the query: its requests cannot be told
+    from another pool's."""
+    if ref.inference_pool is None:
+        return ""
+    return pickers.get(side) or f"InferencePool {ref.inference_pool} names no endpointPickerRef Service"
 
 
 def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext) -> MetricPlan:

@@ -1,15 +1,30 @@
 """The endpoint picker's series, by target model (names from llm-d/llm-d-inference-scheduler at
 520af47 (main, 2026-05-17), pkg/epp/metrics/metrics.go, into which the Gateway API Inference
-Extension moved its endpoint picker after v1.5.0; docs/presets.md)."""
+Extension moved its endpoint picker after v1.5.0; docs/presets.md).
+
+The picker labels its request series with `model_name`, `target_model_name` (and `priority`, or
+`error_code`) only: neither the namespace nor the pool. One picker serves one pool, so both come from
+the scrape, as a Prometheus Operator ServiceMonitor (the Gateway API Inference Extension chart's)
+labels every series: `namespace`, the picker's namespace (its pool's: the pool's
+spec.endpointPickerRef names a Service in the pool's namespace), and `service`, that Service's name.
+Two teams serving an adapter of the same name are told apart by those labels."""
 
 from modelgate.api.series import SeriesComponent
-from modelgate.metrics.context import QueryContext, Side
+from modelgate.metrics.context import QueryContext, Side, label_matcher
 from modelgate.metrics.presets.common import Histogram, Stack, counter
 
 
 def by_target_model(ctx: QueryContext, side: Side) -> str:
-    """The picker reports each request under the model it was routed to."""
-    return f'target_model_name="{ctx.model(side)}"'
+    """The requests the picker of the side's pool (any picker in the namespace, for a Deployment
+    side) routed to the side's model."""
+    picker = ctx.picker(side)
+    return ",".join(
+        (
+            label_matcher("namespace", ctx.namespace),
+            *((label_matcher("service", picker),) if picker else ()),
+            label_matcher("target_model_name", ctx.model(side)),
+        )
+    )
 
 
 STACK = Stack(
