@@ -6,7 +6,11 @@ on the picker's series by target model (source llm-d).
 The simulator injects failures per server, whatever the adapter: to make the candidate adapter fail
 alone, the stand-in forwards the candidate's requests to a second simulator that serves the same
 adapters with failure injection, the rest to a healthy one. From the picker's series (all that judges
-an adapter) that is the same as a broken adapter on shared servers."""
+an adapter) that is the same as a broken adapter on shared servers.
+
+Every test namespace serves adapters of the same names: the picker's series are scraped with the
+`namespace` and `service` labels a ServiceMonitor adds, and the rollout reads only its own pool's
+picker's, so one team's failing adapter does not change another team's verdict."""
 
 from __future__ import annotations
 
@@ -31,10 +35,12 @@ from testbed.traffic_driver import BackgroundTraffic, gateway_driver
 from testbed.versions import REPO_ROOT
 from testbed.waiting import wait_for
 from tests.support.clusters import TestCluster
-from tests.support.kube import create
+from tests.support.kube import create, scratch_namespace
 from tests.support.scenario import Rollouts
 
 POOL = "base"
+PICKER = "base-epp"  # the endpoint picker Service the pool names
+INCUMBENT, CANDIDATE = "chat-lora-v1", "chat-lora-v2"  # in every namespace: each team's own
 REWRITE = "chat-adapters"
 BASE_MODEL = "base-model"
 ASKED = "chat"  # the model clients ask for (the traffic driver's), which the rule rewrites
@@ -75,11 +81,12 @@ def adapter_serving(
     """Pool `base` (one Ready Pod), the rewrite sending every request for `chat` to the incumbent
     adapter, two simulators serving both adapters (the second failing half its requests, and given
     the candidate's with `failing_candidate`), the picker in front of them scraped by the bed's
-    Prometheus, and 40 requests a second to it. Adapter names are the namespace's own: the picker's
-    series carry no namespace to tell two tests apart."""
-    incumbent, candidate = f"{namespace}-lora-v1", f"{namespace}-lora-v2"
+    Prometheus with the labels a ServiceMonitor of the pool's picker Service adds, and 40 requests a
+    second to it."""
+    incumbent, candidate = INCUMBENT, CANDIDATE
     create(api_client, model_deployment("chat-base", namespace, replicas=1))
-    create(api_client, inference_pool(POOL, namespace, {"app.kubernetes.io/name": "chat-base"}))
+    labels = {"app.kubernetes.io/name": "chat-base"}
+    create(api_client, inference_pool(POOL, namespace, labels, endpoint_picker=PICKER))
     create(api_client, model_rewrite(REWRITE, namespace, POOL, ASKED, {incumbent: 100}))
     adapters = lora_args([incumbent, candidate])
     healthy = SimulatorFlags(served_model_name=BASE_MODEL).args(BASE_MODEL) + adapters
@@ -105,7 +112,8 @@ def adapter_serving(
     try:
         for url in urls.values():
             wait_for(lambda url=url: _answers(url), timeout=30, what=f"the simulator at {url}")
-        bed.scrape_targets.add(target, picker.url.removeprefix("http://"), {"job": "endpoint-picker"})
+        scraped = {"job": PICKER, "namespace": namespace, "service": PICKER}
+        bed.scrape_targets.add(target, picker.url.removeprefix("http://"), scraped)
         with BackgroundTraffic(gateway_driver(picker.url, rps=40)):
             yield AdapterServing(Rollouts(api_client, namespace), picker, incumbent, candidate)
     finally:
@@ -181,6 +189,26 @@ def test_a_failing_adapter_is_rolled_back_and_its_target_removed(
         assert reason.query is not None and f'target_model_name="{serving.candidate}"' in reason.query
         assert rewrite_targets(api_client, namespace) == [{"modelRewrite": serving.incumbent, "weight": 100}]
         assert serving.split_at(0) == 0
+
+
+def test_two_teams_adapters_of_the_same_names_are_each_judged_on_their_own_requests(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
+) -> None:
+    """Both teams roll chat-lora-v1 to chat-lora-v2 at once; the other team's candidate fails half its
+    requests. Counted together, this team's candidate would fail a quarter of them (its 8 requests a
+    second at 20% and the other's 8, 4 failing): far over the metric's 0.05."""
+    with (
+        scratch_namespace(api_client) as other_team,
+        adapter_serving(local_bed, api_client, namespace) as healthy,
+        adapter_serving(local_bed, api_client, other_team, failing_candidate=True) as failing,
+    ):
+        for serving in (healthy, failing):
+            serving.rollouts.apply(adapter_rollout(serving, local_bed.prometheus_url, [20, 100]))
+        rolled_back = failing.rollouts.wait_for_status("team b to end", lambda s: s.phase in FINISHED, 60)
+        promoted = healthy.rollouts.wait_for_status("team a to end", lambda s: s.phase in FINISHED, 60)
+        assert rolled_back.phase is Phase.ROLLED_BACK, rolled_back.message
+        assert promoted.phase is Phase.SUCCEEDED, promoted.message
+        assert {m.name: m.value for m in promoted.analysis}["errors"] == 0
 
 
 def test_the_example_is_accepted_by_the_api_server(cluster: TestCluster, namespace: str) -> None:
