@@ -100,6 +100,17 @@ def test_a_pool_without_an_endpoint_picker_has_no_data_and_the_query_says_why(tm
     assert_evaluates(tmp_path, picker_series("team-a", PICKER, 10, 0), {plan.request_count: NO_DATA})
 
 
+def test_a_plan_without_the_cluster_still_keeps_to_the_rollouts_namespace(tmp_path: Path) -> None:
+    """`modelgate replay` plans without looking the pools up: every picker of the namespace counts."""
+    plan = analysis_plan(parse_spec(adapter_spec([ERRORS], source="llm-d")), "team-a")
+    series = {
+        **picker_series("team-a", PICKER, 10, 0),
+        **picker_series("team-a", "other-epp", 40, 0),
+        **picker_series("team-b", PICKER, 20, 0),
+    }
+    assert_evaluates(tmp_path, series, {plan.request_count: one(50 * 60)})
+
+
 def test_an_explicit_model_still_wins_over_the_adapter() -> None:
     spec = adapter_spec([ERRORS], source="llm-d")
     spec["candidate"] = {**ADAPTER_V2, "model": "reported-as"}  # type: ignore[index]

@@ -43,7 +43,8 @@ def analysis_plan(
     or the first metric's). `pool_pods`: the Pods each InferencePool side selects (None: the pool
     does not exist), for the sides whose podRegex is not set. `requested`: the accelerators each
     side's Ready Pods request, for the sides whose count the spec does not set. `pickers`: the
-    endpoint picker Service of each InferencePool side (None: the pool names none, or does not exist)."""
+    endpoint picker Service of each InferencePool side (None: the pool names none, or does not exist);
+    not given: the pools were not looked up."""
     analysis = spec.analysis
     assert analysis is not None
     pools = pool_pods or {}
@@ -58,10 +59,7 @@ def analysis_plan(
         incumbent_model=spec.incumbent.reported_model,
         candidate_model=spec.candidate.reported_model,
         adapters=spec.candidate.adapter is not None,
-        pickers=(
-            _picker(spec.incumbent, pickers or {}, "incumbent"),
-            _picker(spec.candidate, pickers or {}, "candidate"),
-        ),
+        pickers=_pickers(spec, pickers),
         **_gateway_routing(spec),
         accelerators=(accelerators.incumbent, accelerators.candidate),
         prices=_prices(analysis),
@@ -146,13 +144,20 @@ def _pod_regex(
     return pool_pod_regex(ref.inference_pool, pods, {pod.name for pod in others or ()})
 
 
-def _picker(ref: WorkloadRef, pickers: Mapping[Side, str | None], side: Side) -> str:
-    """The side's endpoint picker Service ("" for a Deployment). A pool without one gets a name no
-    Service can have (they are lowercase), which says why in the query: its requests cannot be told
-    from another pool's."""
-    if ref.inference_pool is None:
-        return ""
-    return pickers.get(side) or f"InferencePool {ref.inference_pool} names no endpointPickerRef Service"
+def _pickers(spec: ModelRolloutSpec, found: Mapping[Side, str | None] | None) -> tuple[str, str]:
+    """Each side's endpoint picker Service: "" for a Deployment side, and for every side when the
+    pools were not looked up (a replay or a plan without the cluster: by namespace and model only).
+    A pool without one gets a name no Service can have (they are lowercase), which says why in the
+    query: its requests cannot be told from another pool's."""
+    if found is None:
+        return "", ""
+
+    def picker(ref: WorkloadRef, side: Side) -> str:
+        if ref.inference_pool is None:
+            return ""
+        return found.get(side) or f"InferencePool {ref.inference_pool} names no endpointPickerRef Service"
+
+    return picker(spec.incumbent, "incumbent"), picker(spec.candidate, "candidate")
 
 
 def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext) -> MetricPlan:

@@ -54,7 +54,8 @@ class RecordedProvider:
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
         # InferencePool sides are planned without their Pods (which Pods a pool selected in the
         # past is not recorded): such a side needs its podRegex in the replayed spec, and a side
-        # judged per accelerator its spec.analysis.accelerators count.
+        # judged per accelerator its spec.analysis.accelerators count. Nor is its endpoint picker:
+        # source llm-d selects its series by namespace and target model only.
         return analysis_plan(spec, namespace)
 
     def run(self, plan: AnalysisPlan, at: datetime) -> AnalysisRun:
