@@ -1,6 +1,8 @@
 """The endpoint picker's series by target model: llm-d/llm-d-inference-scheduler at 520af47,
 pkg/epp/metrics/metrics.go. In a cluster the picker exports them; on the bed each model double
-does, which sums to the same."""
+does, which sums to the same. Scraped as its Pod's series, they carry the `namespace` but no picker
+`service`: the presets read them for Deployment sides (testbed/endpoint_picker.py stands in for a
+pool's picker)."""
 
 from __future__ import annotations
 
