@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from modelgate.api.analysis import GoodputTargets
 from modelgate.metrics.context import QueryContext
@@ -16,6 +17,8 @@ from modelgate.metrics.presets import PRESETS, STACKS, available, preset_query, 
 EXAMPLE_THRESHOLD = 2.5
 # The goodput presets' targets in the examples: 0.3 s lies between two of vLLM's TTFT bounds.
 EXAMPLE_GOODPUT = GoodputTargets(ttft=0.3, tpot=0.05)
+# The endpoint picker Service of the example's pool, for the sources that select by model.
+EXAMPLE_PICKER = "chat-epp"
 
 
 def _table() -> list[str]:
@@ -40,6 +43,15 @@ def _source(source: str, ctx: QueryContext) -> list[str]:
             "",
         ]
     lines += _promql(request_count_query(source, ctx))
+    if STACKS[source].by_model:
+        pooled = replace(ctx, incumbent_picker=EXAMPLE_PICKER, candidate_picker=EXAMPLE_PICKER)
+        lines += [
+            "",
+            f"The same for InferencePool sides whose pool names the endpoint picker Service "
+            f"`{EXAMPLE_PICKER}` (every query below gains that `service` matcher alike):",
+            "",
+            *_promql(request_count_query(source, pooled)),
+        ]
     for name in available(source):
         lines += [
             "",
