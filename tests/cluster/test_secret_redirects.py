@@ -1,0 +1,108 @@
+"""Who may change where a Secret's data goes (issue 35), on the bed's real API server: a tenant who
+may update ModelRollouts and ModelEvaluations but not read a storage Secret they name cannot point
+the evaluator elsewhere (a side, the route, a check's endpoint, an evaluation's model), so another
+team's private test set or recorded requests never reach a URL of the tenant's choosing. The refusal
+names the field; an update elsewhere, or by someone who may read the Secret, is admitted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from modelgate import API_GROUP, EVALUATION_PLURAL, PLURAL
+from testbed.localcluster import LocalCluster
+from testbed.waiting import wait_for
+from tests.support.evaluations import model_evaluation
+from tests.support.gate import gated_rollout
+from tests.support.helm import installed_chart
+from tests.support.kube import create
+from tests.support.tenants import Tenant, grant, secret_readers, tenant
+
+STORE = "team-b-store"
+STORED_SET = {"s3": {"url": "s3://sets/qa.jsonl", "secret": STORE}}
+CONFIG_MAP_SET = {"configMap": {"name": "qa", "key": "set.jsonl"}}
+WRITERS = {"apiGroups": [API_GROUP], "resources": [PLURAL, EVALUATION_PLURAL], "verbs": ["get", "patch"]}
+ELSEWHERE = "https://models.example.com/v1"
+
+
+def refused_naming(refusal: ApiException | None, field: str, who: Tenant) -> None:
+    assert refusal is not None and refusal.status == 403, refusal
+    assert field in str(refusal.body) and who.username in str(refusal.body), refusal.body
+
+
+def check(test_set: dict[str, Any], **evaluator: Any) -> dict[str, Any]:
+    return {"name": "quality", "evaluator": {"testSet": test_set, **evaluator}}
+
+
+def test_a_tenant_who_cannot_read_a_storage_secret_cannot_redirect_what_is_read_with_it(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
+) -> None:
+    someone = tenant(local_bed, api_client, namespace, tmp_path)
+    grant(api_client, namespace, "writers", [WRITERS])
+    rollout = gated_rollout(namespace, [check(STORED_SET)], [{"setWeight": 50}])
+    evaluation = model_evaluation(namespace, model={"url": "https://models.team-b.example/v1"})
+    evaluation["spec"]["checks"] = [check(STORED_SET)]
+    unstored = gated_rollout(namespace, [check(CONFIG_MAP_SET)], [{"setWeight": 50}])
+    unstored["metadata"]["name"] = "unstored"
+    results_only = gated_rollout(
+        namespace,
+        [check(CONFIG_MAP_SET)],
+        [{"setWeight": 50}],
+        results={"s3": {"url": "s3://results", "secret": STORE}},
+    )
+    results_only["metadata"]["name"] = "results-only"
+    for manifest in (rollout, evaluation, unstored, results_only):
+        create(api_client, manifest)
+    elsewhere = {"deployment": "tenant-model"}
+    routed_elsewhere = {
+        "gatewayAPI": {**rollout["spec"]["trafficRouting"]["gatewayAPI"], "candidateBackend": "tenant-model"}
+    }
+
+    assert someone.update_refusal(rollout, {"candidate": elsewhere}) is None  # the bug, without the policy
+    values = {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
+    with installed_chart(local_bed.kubeconfig, namespace, values):
+        refused = wait_for(
+            lambda: someone.update_refusal(rollout, {"candidate": elsewhere}),
+            timeout=30,
+            what="the admission policy to refuse",
+        )
+        refused_naming(refused, "spec.candidate", someone)
+        assert STORE in str(refused.body)
+        refused_naming(someone.update_refusal(rollout, {"incumbent": elsewhere}), "spec.incumbent", someone)
+        refused_naming(
+            someone.update_refusal(rollout, {"trafficRouting": routed_elsewhere}),
+            "spec.trafficRouting",
+            someone,
+        )
+        redirected_check = {"checks": [check(STORED_SET, candidate={"url": ELSEWHERE})]}
+        refused_naming(
+            someone.update_refusal(rollout, {"gate": redirected_check}),
+            "spec.gate.checks[quality].evaluator",
+            someone,
+        )
+        refused_naming(
+            someone.update_refusal(evaluation, {"model": {"url": ELSEWHERE}}), "spec.model.url", someone
+        )
+        judged = [check(STORED_SET, judge={"url": ELSEWHERE, "model": "judge"})]
+        refused_naming(
+            someone.update_refusal(evaluation, {"checks": judged}), "spec.checks[quality].evaluator", someone
+        )
+
+        # Nothing read with the Secret goes anywhere new: admitted.
+        assert someone.update_refusal(rollout, {"steps": [{"setWeight": 20}]}) is None
+        assert someone.update_refusal(evaluation, {"suspend": True}) is None
+        assert someone.update_refusal(unstored, {"candidate": elsewhere}) is None
+        # A results store is written, not read: nothing it holds goes anywhere new.
+        assert someone.update_refusal(results_only, {"candidate": elsewhere}) is None
+
+        grant(api_client, namespace, "store", [secret_readers([STORE])])
+        wait_for(
+            lambda: someone.update_refusal(rollout, {"candidate": elsewhere}) is None,
+            timeout=30,
+            what="a tenant who may read the Secret to be admitted",
+        )
+        assert someone.update_refusal(evaluation, {"model": {"url": ELSEWHERE}}) is None
+        assert someone.update_refusal(rollout, {"gate": redirected_check}) is None
