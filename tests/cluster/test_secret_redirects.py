@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from modelgate import API_GROUP, EVALUATION_PLURAL, PLURAL
 from testbed.localcluster import LocalCluster
+from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.waiting import wait_for
 from tests.support.evaluations import model_evaluation
 from tests.support.gate import gated_rollout
@@ -26,6 +27,10 @@ STORED_SET = {"s3": {"url": "s3://sets/qa.jsonl", "secret": STORE}}
 CONFIG_MAP_SET = {"configMap": {"name": "qa", "key": "set.jsonl"}}
 WRITERS = {"apiGroups": [API_GROUP], "resources": [PLURAL, EVALUATION_PLURAL], "verbs": ["get", "patch"]}
 ELSEWHERE = "https://models.example.com/v1"
+TEAM_PROMETHEUS = "https://prometheus.team-b.example"
+TOKEN = "prom-token"
+WEBHOOKS = "team-webhooks"
+OTHER = "other-webhooks"
 
 
 def refused_naming(refusal: ApiException | None, field: str, who: Tenant) -> None:
@@ -106,3 +111,45 @@ def test_a_tenant_who_cannot_read_a_storage_secret_cannot_redirect_what_is_read_
         )
         assert someone.update_refusal(evaluation, {"model": {"url": ELSEWHERE}}) is None
         assert someone.update_refusal(rollout, {"gate": redirected_check}) is None
+
+
+def test_a_tenant_who_cannot_read_a_token_or_receiver_secret_cannot_redirect_it(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
+) -> None:
+    """A rollout's Prometheus token goes to its address, its notifications to the URL in a receiver's
+    Secret: moving either needs the right to read that Secret."""
+    someone = tenant(local_bed, api_client, namespace, tmp_path)
+    grant(api_client, namespace, "writers", [WRITERS])
+    rollout = model_rollout(
+        "chat", namespace, steps=[{"setWeight": 50}], prometheus=TEAM_PROMETHEUS, metrics=SEED_METRICS
+    )
+    rollout["spec"]["analysis"]["prometheus"]["bearerTokenSecretRef"] = {"name": TOKEN, "key": "token"}
+    team = {"name": "team", "kind": "slack", "urlSecretRef": {"name": WEBHOOKS, "key": "team"}}
+    rollout["spec"]["notifications"] = {"receivers": [team]}
+    create(api_client, rollout)
+    moved_token = {"analysis": {"prometheus": {"address": ELSEWHERE}}}
+    moved_receiver = {"notifications": {"receivers": [{**team, "urlSecretRef": {"name": OTHER, "key": "t"}}]}}
+
+    assert someone.update_refusal(rollout, moved_token) is None  # the bug, without the policy
+    values = {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
+    with installed_chart(local_bed.kubeconfig, namespace, values):
+        refused = wait_for(
+            lambda: someone.update_refusal(rollout, moved_token), timeout=30, what="the policy to refuse"
+        )
+        refused_naming(refused, "spec.analysis.prometheus.address", someone)
+        assert TOKEN in str(refused.body)
+        moved = someone.update_refusal(rollout, moved_receiver)
+        refused_naming(moved, "spec.notifications.receivers[team].urlSecretRef", someone)
+        assert OTHER in str(moved.body)
+
+        # The token and the notifications still go where they went: admitted.
+        assert someone.update_refusal(rollout, {"analysis": {"prometheus": {"timeout": "3s"}}}) is None
+        assert someone.update_refusal(rollout, {"notifications": {"on": ["Failed"]}}) is None
+
+        grant(api_client, namespace, "readers", [secret_readers([TOKEN, OTHER])])
+        wait_for(
+            lambda: someone.update_refusal(rollout, moved_token) is None,
+            timeout=30,
+            what="a tenant who may read the token's Secret to be admitted",
+        )
+        assert someone.update_refusal(rollout, moved_receiver) is None
