@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from modelgate import API_GROUP, EVALUATION_PLURAL, PLURAL
 from testbed.localcluster import LocalCluster
-from testbed.manifests import SEED_METRICS, model_rollout
+from testbed.manifests import SEED_METRICS, Manifest, model_rollout
 from testbed.waiting import wait_for
 from tests.support.evaluations import model_evaluation
 from tests.support.gate import gated_rollout
@@ -38,79 +38,89 @@ def refused_naming(refusal: ApiException | None, field: str, who: Tenant) -> Non
     assert field in str(refusal.body) and who.username in str(refusal.body), refusal.body
 
 
+def policed(namespace: str) -> dict[str, Any]:
+    """The chart's values for a test: the operator and its policies bound to this namespace."""
+    return {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
+
+
+def named(manifest: Manifest, name: str) -> Manifest:
+    manifest["metadata"]["name"] = name
+    return manifest
+
+
 def check(test_set: dict[str, Any], **evaluator: Any) -> dict[str, Any]:
     return {"name": "quality", "evaluator": {"testSet": test_set, **evaluator}}
 
 
-def test_a_tenant_who_cannot_read_a_storage_secret_cannot_redirect_what_is_read_with_it(
+def once_refused(someone: Tenant, manifest: Manifest, spec: dict[str, Any]) -> ApiException:
+    """The refusal of the update, once the freshly installed policy is in force."""
+    return wait_for(lambda: someone.update_refusal(manifest, spec), timeout=30, what="the policy to refuse")
+
+
+def once_admitted(someone: Tenant, manifest: Manifest, spec: dict[str, Any]) -> None:
+    """Waits until the update is admitted (a Role just granted takes a moment to count)."""
+    wait_for(lambda: someone.update_refusal(manifest, spec) is None, timeout=30, what="the update admitted")
+
+
+def test_a_tenant_who_cannot_read_a_storage_secret_cannot_move_a_rollouts_sides_route_or_checks(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
 ) -> None:
     someone = tenant(local_bed, api_client, namespace, tmp_path)
     grant(api_client, namespace, "writers", [WRITERS])
     rollout = gated_rollout(namespace, [check(STORED_SET)], [{"setWeight": 50}])
-    evaluation = model_evaluation(namespace, model={"url": "https://models.team-b.example/v1"})
-    evaluation["spec"]["checks"] = [check(STORED_SET)]
-    unstored = gated_rollout(namespace, [check(CONFIG_MAP_SET)], [{"setWeight": 50}])
-    unstored["metadata"]["name"] = "unstored"
-    results_only = gated_rollout(
-        namespace,
-        [check(CONFIG_MAP_SET)],
-        [{"setWeight": 50}],
-        results={"s3": {"url": "s3://results", "secret": STORE}},
-    )
-    results_only["metadata"]["name"] = "results-only"
-    for manifest in (rollout, evaluation, unstored, results_only):
+    unstored = named(gated_rollout(namespace, [check(CONFIG_MAP_SET)], [{"setWeight": 50}]), "unstored")
+    results = {"s3": {"url": "s3://results", "secret": STORE}}
+    results_only = gated_rollout(namespace, [check(CONFIG_MAP_SET)], [{"setWeight": 50}], results=results)
+    for manifest in (rollout, unstored, named(results_only, "results-only")):
         create(api_client, manifest)
     elsewhere = {"deployment": "tenant-model"}
-    routed_elsewhere = {
-        "gatewayAPI": {**rollout["spec"]["trafficRouting"]["gatewayAPI"], "candidateBackend": "tenant-model"}
-    }
+    route = rollout["spec"]["trafficRouting"]["gatewayAPI"]
+    routed_elsewhere = {"gatewayAPI": {**route, "candidateBackend": "tenant-model"}}
+    redirected_check = {"checks": [check(STORED_SET, candidate={"url": ELSEWHERE})]}
 
     assert someone.update_refusal(rollout, {"candidate": elsewhere}) is None  # the bug, without the policy
-    values = {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
-    with installed_chart(local_bed.kubeconfig, namespace, values):
-        refused = wait_for(
-            lambda: someone.update_refusal(rollout, {"candidate": elsewhere}),
-            timeout=30,
-            what="the admission policy to refuse",
-        )
+    with installed_chart(local_bed.kubeconfig, namespace, policed(namespace)):
+        refused = once_refused(someone, rollout, {"candidate": elsewhere})
         refused_naming(refused, "spec.candidate", someone)
         assert STORE in str(refused.body)
         refused_naming(someone.update_refusal(rollout, {"incumbent": elsewhere}), "spec.incumbent", someone)
-        refused_naming(
-            someone.update_refusal(rollout, {"trafficRouting": routed_elsewhere}),
-            "spec.trafficRouting",
-            someone,
-        )
-        redirected_check = {"checks": [check(STORED_SET, candidate={"url": ELSEWHERE})]}
-        refused_naming(
-            someone.update_refusal(rollout, {"gate": redirected_check}),
-            "spec.gate.checks[quality].evaluator",
-            someone,
-        )
-        refused_naming(
-            someone.update_refusal(evaluation, {"model": {"url": ELSEWHERE}}), "spec.model.url", someone
-        )
-        judged = [check(STORED_SET, judge={"url": ELSEWHERE, "model": "judge"})]
-        refused_naming(
-            someone.update_refusal(evaluation, {"checks": judged}), "spec.checks[quality].evaluator", someone
-        )
+        rerouted = someone.update_refusal(rollout, {"trafficRouting": routed_elsewhere})
+        refused_naming(rerouted, "spec.trafficRouting", someone)
+        moved_check = someone.update_refusal(rollout, {"gate": redirected_check})
+        refused_naming(moved_check, "spec.gate.checks[quality].evaluator", someone)
 
         # Nothing read with the Secret goes anywhere new: admitted.
         assert someone.update_refusal(rollout, {"steps": [{"setWeight": 20}]}) is None
-        assert someone.update_refusal(evaluation, {"suspend": True}) is None
         assert someone.update_refusal(unstored, {"candidate": elsewhere}) is None
         # A results store is written, not read: nothing it holds goes anywhere new.
         assert someone.update_refusal(results_only, {"candidate": elsewhere}) is None
 
         grant(api_client, namespace, "store", [secret_readers([STORE])])
-        wait_for(
-            lambda: someone.update_refusal(rollout, {"candidate": elsewhere}) is None,
-            timeout=30,
-            what="a tenant who may read the Secret to be admitted",
-        )
-        assert someone.update_refusal(evaluation, {"model": {"url": ELSEWHERE}}) is None
+        once_admitted(someone, rollout, {"candidate": elsewhere})
         assert someone.update_refusal(rollout, {"gate": redirected_check}) is None
+
+
+def test_a_tenant_who_cannot_read_a_storage_secret_cannot_move_an_evaluations_model_or_judge(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
+) -> None:
+    someone = tenant(local_bed, api_client, namespace, tmp_path)
+    grant(api_client, namespace, "writers", [WRITERS])
+    evaluation = model_evaluation(namespace, model={"url": "https://models.team-b.example/v1"})
+    evaluation["spec"]["checks"] = [check(STORED_SET)]
+    create(api_client, evaluation)
+    moved_model = {"model": {"url": ELSEWHERE}}
+    judged = {"checks": [check(STORED_SET, judge={"url": ELSEWHERE, "model": "judge"})]}
+
+    assert someone.update_refusal(evaluation, moved_model) is None  # the bug, without the policy
+    with installed_chart(local_bed.kubeconfig, namespace, policed(namespace)):
+        refused_naming(once_refused(someone, evaluation, moved_model), "spec.model.url", someone)
+        moved_judge = someone.update_refusal(evaluation, judged)
+        refused_naming(moved_judge, "spec.checks[quality].evaluator", someone)
+        assert someone.update_refusal(evaluation, {"suspend": True}) is None
+
+        grant(api_client, namespace, "store", [secret_readers([STORE])])
+        once_admitted(someone, evaluation, moved_model)
+        assert someone.update_refusal(evaluation, judged) is None
 
 
 def test_a_tenant_who_cannot_read_a_token_or_receiver_secret_cannot_redirect_it(
@@ -131,11 +141,8 @@ def test_a_tenant_who_cannot_read_a_token_or_receiver_secret_cannot_redirect_it(
     moved_receiver = {"notifications": {"receivers": [{**team, "urlSecretRef": {"name": OTHER, "key": "t"}}]}}
 
     assert someone.update_refusal(rollout, moved_token) is None  # the bug, without the policy
-    values = {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
-    with installed_chart(local_bed.kubeconfig, namespace, values):
-        refused = wait_for(
-            lambda: someone.update_refusal(rollout, moved_token), timeout=30, what="the policy to refuse"
-        )
+    with installed_chart(local_bed.kubeconfig, namespace, policed(namespace)):
+        refused = once_refused(someone, rollout, moved_token)
         refused_naming(refused, "spec.analysis.prometheus.address", someone)
         assert TOKEN in str(refused.body)
         moved = someone.update_refusal(rollout, moved_receiver)
@@ -147,9 +154,5 @@ def test_a_tenant_who_cannot_read_a_token_or_receiver_secret_cannot_redirect_it(
         assert someone.update_refusal(rollout, {"notifications": {"on": ["Failed"]}}) is None
 
         grant(api_client, namespace, "readers", [secret_readers([TOKEN, OTHER])])
-        wait_for(
-            lambda: someone.update_refusal(rollout, moved_token) is None,
-            timeout=30,
-            what="a tenant who may read the token's Secret to be admitted",
-        )
+        once_admitted(someone, rollout, moved_token)
         assert someone.update_refusal(rollout, moved_receiver) is None
