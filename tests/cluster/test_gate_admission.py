@@ -6,63 +6,33 @@ built-in evaluator stays theirs; with the right to create Jobs themselves, they 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
+from kubernetes import client
 
-from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL, PLURAL
+from modelgate import API_GROUP, EVALUATION_PLURAL, PLURAL
 from testbed.localcluster import LocalCluster
-from testbed.serviceaccount import service_account_kubeconfig, service_account_username
 from testbed.waiting import wait_for
 from tests.support.evaluations import model_evaluation
 from tests.support.gate import gate_result, gated_rollout, script_check
 from tests.support.helm import installed_chart
+from tests.support.tenants import grant, secret_readers, tenant
 
-TENANT = "tenant"
 TEST_SET = {"configMap": {"name": "qa", "key": "set.jsonl"}}
 EVALUATOR_CHECK = {"name": "quality", "evaluator": {"testSet": TEST_SET}}
 JOBS = {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]}
-
-
-def grant(api_client: client.ApiClient, namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
-    """A Role with `rules` bound to the tenant's ServiceAccount."""
-    rbac = client.RbacAuthorizationV1Api(api_client)
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
-    subject = {"kind": "ServiceAccount", "name": TENANT, "namespace": namespace}
-    role = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}
-    rbac.create_namespaced_role_binding(
-        namespace, {"metadata": {"name": name}, "roleRef": role, "subjects": [subject]}
-    )
+WRITERS = {"apiGroups": [API_GROUP], "resources": [PLURAL, EVALUATION_PLURAL], "verbs": ["create", "get"]}
 
 
 def test_a_tenant_without_job_rights_cannot_get_a_custom_image_check(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, tmp_path: Path
 ) -> None:
-    client.CoreV1Api(api_client).create_namespaced_service_account(namespace, {"metadata": {"name": TENANT}})
-    rollouts = {
-        "apiGroups": [API_GROUP],
-        "resources": [PLURAL, EVALUATION_PLURAL],
-        "verbs": ["create", "get"],
-    }
-    grant(api_client, namespace, "rollouts", [rollouts])
-    kubeconfig = service_account_kubeconfig(local_bed, api_client, namespace, TENANT, tmp_path / "tenant")
-    tenant = client.CustomObjectsApi(config.new_client_from_config(config_file=str(kubeconfig)))
+    someone = tenant(local_bed, api_client, namespace, tmp_path)
+    grant(api_client, namespace, "rollouts", [WRITERS])
+    refusal = someone.refusal
     custom = gated_rollout(namespace, [script_check("mine", gate_result())], [{"setWeight": 50}])
     built_in = gated_rollout(namespace, [EVALUATOR_CHECK], [{"setWeight": 50}])
     # The same container asked for by a ModelEvaluation's check.
     evaluation = model_evaluation(namespace, checks=[script_check("mine", gate_result())])
-
-    def refusal(manifest: dict[str, Any]) -> ApiException | None:
-        """Why the tenant's (dry-run) create is refused; None when admitted."""
-        plural = EVALUATION_PLURAL if manifest["kind"] == EVALUATION_KIND else PLURAL
-        try:
-            tenant.create_namespaced_custom_object(
-                API_GROUP, API_VERSION, namespace, plural, manifest, dry_run="All"
-            )
-        except ApiException as error:
-            return error
-        return None
 
     assert refusal(custom) is None  # without the policy the tenant gets a container of their own
     values = {"rbac.scope": "namespaces", "watchNamespaces": [namespace], "gate.customImages.allowed": True}
@@ -70,7 +40,7 @@ def test_a_tenant_without_job_rights_cannot_get_a_custom_image_check(
         refused = wait_for(lambda: refusal(custom), timeout=30, what="the admission policy to refuse")
         assert refused.status == 403
         assert "spec.gate.checks[].job" in str(refused.body)
-        assert service_account_username(namespace, TENANT) in str(refused.body)
+        assert someone.username in str(refused.body)
         assert refusal(built_in) is None
         by_evaluation = refusal(evaluation)
         assert by_evaluation is not None and by_evaluation.status == 403, by_evaluation
@@ -86,15 +56,9 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
 ) -> None:
     """The evaluator Job sends a named Secret's credentials to the endpoint it names: a tenant who
     may create ModelRollouts and ModelEvaluations but not read that Secret must not get to use it."""
-    client.CoreV1Api(api_client).create_namespaced_service_account(namespace, {"metadata": {"name": TENANT}})
-    rollouts = {
-        "apiGroups": [API_GROUP],
-        "resources": [PLURAL, EVALUATION_PLURAL],
-        "verbs": ["create", "get"],
-    }
-    grant(api_client, namespace, "rollouts", [rollouts])
-    kubeconfig = service_account_kubeconfig(local_bed, api_client, namespace, TENANT, tmp_path / "tenant")
-    tenant = client.CustomObjectsApi(config.new_client_from_config(config_file=str(kubeconfig)))
+    someone = tenant(local_bed, api_client, namespace, tmp_path)
+    grant(api_client, namespace, "rollouts", [WRITERS])
+    refusal = someone.refusal
     stored = {"s3": {"url": "s3://sets/qa.jsonl", "secret": "team-b-store"}}
     naming = gated_rollout(
         namespace, [{"name": "quality", "evaluator": {"testSet": stored}}], [{"setWeight": 50}]
@@ -114,16 +78,6 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
     evaluation = model_evaluation(namespace, checks=[{"name": "quality", "evaluator": {"testSet": stored}}])
     evaluation_results = model_evaluation(namespace, results=results["spec"]["gate"]["results"])
 
-    def refusal(manifest: dict[str, Any]) -> ApiException | None:
-        plural = EVALUATION_PLURAL if manifest["kind"] == EVALUATION_KIND else PLURAL
-        try:
-            tenant.create_namespaced_custom_object(
-                API_GROUP, API_VERSION, namespace, plural, manifest, dry_run="All"
-            )
-        except ApiException as error:
-            return error
-        return None
-
     assert refusal(naming) is None  # without the policy anyone who may create a rollout may name it
     with installed_chart(
         local_bed.kubeconfig, namespace, {"rbac.scope": "namespaces", "watchNamespaces": [namespace]}
@@ -136,12 +90,6 @@ def test_a_tenant_cannot_have_the_evaluator_use_a_storage_secret_they_cannot_rea
         assert refusal(gated_rollout(namespace, [EVALUATOR_CHECK], [{"setWeight": 50}])) is None
         assert refusal(model_evaluation(namespace)) is None  # no storage Secret named
 
-        secrets = {
-            "apiGroups": [""],
-            "resources": ["secrets"],
-            "resourceNames": ["team-b-store"],
-            "verbs": ["get"],
-        }
-        grant(api_client, namespace, "store", [secrets])
+        grant(api_client, namespace, "store", [secret_readers(["team-b-store"])])
         wait_for(lambda: refusal(naming) is None, timeout=30, what="a tenant who may read it to be admitted")
         assert refusal(evaluation) is None

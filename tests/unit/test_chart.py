@@ -307,6 +307,8 @@ def test_default_renders_the_operator_watching_all_namespaces() -> None:
         "Service",
         "ServiceAccount",
         "ValidatingAdmissionPolicy",  # storage Secrets (gate.storageSecrets.requireReadRights)
+        "ValidatingAdmissionPolicy",  # token and receiver Secrets (secretRedirects.requireReadRights)
+        "ValidatingAdmissionPolicyBinding",
         "ValidatingAdmissionPolicyBinding",
     ]
     operator = container(objects)

@@ -9,12 +9,14 @@ import re
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from tests.unit.test_chart import COMBINATIONS, Object, container, of_kind, render, render_error, rules
 
-STORAGE_POLICY = "-storage-secrets"
+# The policies each Secret read on a requester's behalf needs (tests/cluster/test_gate_admission.py
+# and test_secret_redirects.py), rendered by default.
+SECRET_POLICIES = ("-storage-secrets", "-secret-redirects")
 
 
 def custom_images(policies: list[Object]) -> list[Object]:
-    """The custom-image policy or binding, not the storage Secrets' one."""
-    return [p for p in policies if not p["metadata"]["name"].endswith(STORAGE_POLICY)]
+    """The custom-image policy or binding, not the Secrets' ones."""
+    return [p for p in policies if not p["metadata"]["name"].endswith(SECRET_POLICIES)]
 
 
 def operator_policy(objects: list[Object]) -> CheckPodPolicy:
@@ -27,9 +29,11 @@ def test_by_default_no_custom_image_runs_and_no_admission_policy_is_rendered() -
     policy = operator_policy(objects)
     assert policy.custom_images is None and policy.service_account is None
     assert policy.maxima == {"cpu": "4", "memory": "8Gi"}
-    # Only the storage Secrets' policy (tests/cluster/test_gate_admission.py).
-    (admission,) = of_kind(objects, "ValidatingAdmissionPolicy")
-    assert admission["metadata"]["name"].endswith(STORAGE_POLICY)
+    # Only the Secrets' policies.
+    policies = of_kind(objects, "ValidatingAdmissionPolicy")
+    assert sorted(p["metadata"]["name"].removeprefix("mg-modelgate") for p in policies) == sorted(
+        SECRET_POLICIES
+    )
 
 
 def test_allowed_custom_images_follow_the_allowlist_and_need_job_rights() -> None:
@@ -97,3 +101,19 @@ def test_contradictory_gate_values_fail_with_a_clear_message() -> None:
     assert re.search(
         r"/gate/checkResources/max/cpu", render_error({"gate": {"checkResources": {"max": {"cpu": "lots"}}}})
     )
+
+
+def test_the_secret_policies_bind_the_watched_namespaces_and_can_be_turned_off() -> None:
+    watched = render(COMBINATIONS["check ServiceAccounts"])
+    bindings = [
+        b for b in of_kind(watched, "ValidatingAdmissionPolicyBinding") if b not in custom_images([b])
+    ]
+    assert len(bindings) == len(SECRET_POLICIES)
+    for binding in bindings:
+        (selected,) = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+        assert selected["values"] == ["team-a", "team-b"]
+    off = {
+        "gate": {"storageSecrets": {"requireReadRights": False}},
+        "secretRedirects": {"requireReadRights": False},
+    }
+    assert of_kind(render(off), "ValidatingAdmissionPolicy") == []

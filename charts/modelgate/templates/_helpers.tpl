@@ -290,3 +290,26 @@ volumeMounts:
     readOnly: true
 {{- end }}
 {{- end }}
+
+{{- /* The binding of admission policy `policy` (its name after the release's full name): it denies,
+in watchNamespaces only in `namespaces` scope. */ -}}
+{{- define "modelgate.admissionPolicyBinding" -}}
+{{- $name := printf "%s-%s" (include "modelgate.fullname" .root) .policy -}}
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: {{ $name | quote }}
+  labels:
+    {{- include "modelgate.labels" .root | nindent 4 }}
+spec:
+  policyName: {{ $name | quote }}
+  validationActions: ["Deny"]
+  {{- if eq .root.Values.rbac.scope "namespaces" }}
+  matchResources:
+    namespaceSelector:
+      matchExpressions:
+        - key: kubernetes.io/metadata.name
+          operator: In
+          values: {{ toJson .root.Values.watchNamespaces }}
+  {{- end }}
+{{- end }}
