@@ -56,12 +56,14 @@ class CheckedTunnel:
     def connect(self) -> socket.socket:
         """A connection to the store at an address checked for it; AddressRefused or OSError."""
         try:
-            addresses = resolve_checked(self._host, self._port, self._egress)
+            return self._connect_checked()
         except AddressRefused as refused:
             self.refused = refused
             raise
+
+    def _connect_checked(self) -> socket.socket:
         error: OSError = OSError("no address")
-        for address in addresses:
+        for address in resolve_checked(self._host, self._port, self._egress):
             try:
                 sock = socket.create_connection((str(address), self._port), self._connect_timeout)
             except OSError as failed:
