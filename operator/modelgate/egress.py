@@ -1,6 +1,8 @@
-"""The egress policy of this process (operator, CLI or evaluator Job) from its settings, and the
-host name resolution its checks need (and an aiohttp session that checks what each name resolves to
-when it connects). The rules themselves are pure: modelgate.api.addresses."""
+"""The egress policy of this process (operator, CLI or evaluator Job) from its settings, the host
+name resolution its checks need, the check of a new connection's peer that every HTTP stack's
+transport applies (requests: metrics/checked_session.py, obstore: storage/checked_tunnel.py), and
+an aiohttp session that checks what each name resolves to when it connects. The rules themselves
+are pure: modelgate.api.addresses."""
 
 from __future__ import annotations
 
@@ -70,6 +72,24 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     except (OSError, UnicodeError):
         return []
     return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))
+
+
+def resolve_checked(host: str, port: int, egress: EgressPolicy) -> list[IPAddress]:
+    """Every address `host` resolves to now, each allowed by `egress`; AddressRefused otherwise."""
+    addresses = resolve(host, port)
+    egress.check_resolved(port, addresses)
+    return addresses
+
+
+def check_peer(sock: socket.socket, egress: EgressPolicy) -> None:
+    """The one rule every HTTP stack's transport applies to a new connection: the address it
+    reached must pass `egress`, or the socket is closed before anything is sent on it."""
+    ip, port = sock.getpeername()[:2]
+    try:
+        egress.check_ip(str(ip).split("%")[0], int(port))
+    except AddressRefused:
+        sock.close()
+        raise
 
 
 class CheckedResolver(AbstractResolver):

@@ -1,8 +1,9 @@
 """Gate checks whose test set is in S3-compatible storage (the bed's moto server, checking
 credentials), on the bed: they pass and fail as their ConfigMap twins (tests/cluster/
 test_gate_evaluator.py) do, their full per-item results land under the documented key, and the
-check's status points at them; a missing Secret or an unreachable store is the check's error,
-naming the field or the key, and the candidate never gets traffic."""
+check's status points at them; a missing Secret, an unreachable store or a store's error answer is
+the check's error, naming the field or the key (and the HTTP status, never the store's answer), and
+the candidate never gets traffic."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tests.support.gate import ITEMS, Json, check_pods, gated_rollout, qa_test_s
 from tests.support.kube import create
 from tests.support.scenario import Scenario
 from tests.support.storage import aws_environment, bed_store, fresh_url, run
+from tests.support.telling_server import MARKER, telling_server
 
 __all__ = ["check_pods", "scenario"]  # the fixtures
 SECRET = "store"
@@ -159,31 +161,45 @@ def test_a_stored_test_set_rejects_a_worse_candidate_as_its_config_map_twin(
     assert {s.name: s.verdict for s in check.scores} == {"math": Verdict.FAIL, "recall": Verdict.PASS}
 
 
-def test_a_missing_secret_and_an_unreachable_store_are_errors_naming_the_field_and_the_key(
-    api_client: client.ApiClient, namespace: str, s3_server: S3Server, scenario: Scenario
+def test_a_missing_secret_an_unreachable_store_and_an_error_answer_are_errors_naming_the_field_and_the_key(
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    s3_server: S3Server,
+    scenario: Scenario,
 ) -> None:
     """`scenario` runs the check Pods as the bed's kubelet does: one whose Secret is missing never
-    starts; one whose store does not answer exits saying so. Neither check measured: the gate
-    rejects (onError Reject) and the candidate never gets traffic."""
+    starts; one whose store does not answer exits saying so; one whose store answers an error says
+    its HTTP status, never the store's answer or endpoint (not in status, not in the operator's
+    log). No check measured: the gate rejects (onError Reject) and the candidate never gets traffic."""
     url = fresh_url(s3_server, "qa.jsonl")
     closed = {**s3_server.secret_data(), "endpoint": f"http://127.0.0.1:{free_port()}"}
     storage_secret(api_client, namespace, "dead-store", closed)
     checks = [
         {"name": "no-secret", "evaluator": {"testSet": {"s3": {"url": str(url), "secret": "absent"}}}},
         {"name": "no-store", "evaluator": {"testSet": {"s3": {"url": str(url), "secret": "dead-store"}}}},
+        {"name": "telling", "evaluator": {"testSet": {"s3": {"url": str(url), "secret": "telling-store"}}}},
     ]
-    scenario.apply(
-        gated_rollout(
-            namespace, [{**c, "timeout": "1m", "policy": POLICY} for c in checks], [{"setWeight": 50}]
+    with telling_server(500) as endpoint:
+        storage_secret(
+            api_client, namespace, "telling-store", {**s3_server.secret_data(), "endpoint": endpoint}
         )
-    )
-    final = ended(scenario)
+        scenario.apply(
+            gated_rollout(
+                namespace, [{**c, "timeout": "1m", "policy": POLICY} for c in checks], [{"setWeight": 50}]
+            )
+        )
+        final = ended(scenario)
     assert final.gate is not None and final.gate.decision is GateDecision.REJECT
-    no_secret, no_store = (final.gate.check(name) for name in ("no-secret", "no-store"))
+    no_secret, no_store, telling = (final.gate.check(name) for name in ("no-secret", "no-store", "telling"))
     assert no_secret is not None and no_secret.state is CheckState.ERROR
     assert "spec.gate.checks[0].evaluator.testSet.s3.secret (absent)" in (no_secret.message or "")
     assert no_store is not None and no_store.state is CheckState.ERROR
     assert str(url) in (no_store.message or "") and "cannot be reached" in (no_store.message or "")
     assert "spec.gate.checks[1].evaluator.testSet.s3.url" in (no_store.message or "")
     assert s3_server.secret_access_key not in (no_store.message or "")
+    assert telling is not None and telling.state is CheckState.ERROR
+    for shown in (telling.message or "", operator.logs()):
+        assert MARKER not in shown and endpoint.removeprefix("http://") not in shown
+    assert str(url) in (telling.message or "") and "HTTP 500" in (telling.message or ""), telling.message
     assert scenario.recorder.candidate_weights() == [0]

@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
-from modelgate.api.addresses import EgressPolicy
+from modelgate.api.addresses import EgressPolicy, Refusal
 from modelgate.api.notification_payload import NotificationPayload
 from modelgate.api.notifications import Receiver, ReceiverKind
 from modelgate.core.model import Notify
@@ -24,6 +24,7 @@ from modelgate.notifications import Notifier, Retries, Target
 from testbed.notification_receiver import NotificationReceiver
 from testbed.silent_server import SilentServer
 from testbed.waiting import wait_for
+from tests.support.telling_server import MARKER, telling_server
 from tests.unit.engine_support import INTERVAL, Outcome
 from tests.unit.test_notifying import canary, notified
 
@@ -196,3 +197,30 @@ def test_posts_in_flight_are_bounded_whatever_the_receivers(rollback: Notify, no
         notifier.submit(rollback, (target("silent"), target("plain")), INVOLVED)
         wait_for(lambda: plain.taken() or None, timeout=2, what="the answering one", interval=0.02)
         assert time.monotonic() - started >= once.timeout  # it waited for the silent one's slot
+
+
+def test_a_receivers_error_answer_is_told_by_status_never_by_its_body_or_url(
+    rollback: Notify, notifier_for: Any
+) -> None:
+    with telling_server(500) as url, capture_logs() as logs:
+        kube = FakeKube({"hook": f"{url}/hook"})
+        notifier = notifier_for(kube)
+        notifier.submit(rollback, (target("hook"),), INVOLVED)
+        wait_for(lambda: bool(notifier.finished([rollback.key])) or None, timeout=10, what="the delivery")
+    ((_, reason, message),) = kube.events
+    assert reason == "NotificationFailed" and "HTTP 500" in message
+    for shown in (message, repr(logs)):
+        assert MARKER not in shown and url.removeprefix("http://") not in shown
+
+
+def test_a_refused_name_is_told_by_its_kind_never_by_the_address_it_resolved_to(
+    rollback: Notify, notifier_for: Any
+) -> None:
+    """A receiver's URL is a secret, and so is where its host leads."""
+    kube = FakeKube({"inner": "http://localhost:9/hook"})
+    notifier = notifier_for(kube, EgressPolicy(allow_loopback=False))
+    notifier.submit(rollback, (target("inner"),), INVOLVED)
+    wait_for(lambda: bool(notifier.finished([rollback.key])) or None, timeout=5, what="the refusal")
+    ((_, _, message),) = kube.events
+    assert Refusal.LOOPBACK.value in message
+    assert "127.0.0.1" not in message and "::1" not in message and "localhost" not in message

@@ -1,13 +1,19 @@
-"""Storage's errors name the object and what went wrong, and never a secret: not in the message, not
-in the credentials' repr, not in what a store's own error text said."""
+"""Storage's errors name the object, what went wrong and the HTTP status, and never a secret, the
+endpoint or what the store's answer said: not in the message, the credentials' repr, the gate
+check's summary or the evaluator's output."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from modelgate.api.addresses import EgressPolicy
+from modelgate.api.gate_result import GateResult
+from modelgate.cli import gate_eval
+from modelgate.cli.main import main
 from modelgate.storage import (
     MissingCredentials,
     ObjectStore,
@@ -17,6 +23,7 @@ from modelgate.storage import (
     parse_object_url,
 )
 from tests.support.storage import SECRET, closed_port
+from tests.support.telling_server import MARKER, telling_server
 
 TOKEN = "FwoGZXIvYXdzEXAMPLETOKEN"
 URL = parse_object_url("s3://sets/team-a/qa.jsonl")
@@ -89,3 +96,36 @@ def test_credentials_from_the_environment_by_prefix() -> None:
 def test_missing_credentials_name_the_variable() -> None:
     with pytest.raises(MissingCredentials, match=r"\$X_SECRET_ACCESS_KEY"):
         StorageCredentials.from_environment("X_", {"X_ACCESS_KEY_ID": "A"})
+
+
+@pytest.mark.parametrize(
+    ("status", "problem"), [(403, StorageProblem.CREDENTIALS), (500, StorageProblem.FAILED)]
+)
+def test_a_stores_error_answer_is_told_by_status_and_kind_never_by_its_body_or_endpoint(
+    status: int, problem: StorageProblem
+) -> None:
+    with telling_server(status) as endpoint:
+        error = failure(ObjectStore(credentials(endpoint), BED))
+    assert (error.problem, error.status) == (problem, status)
+    assert f"HTTP {status}" in str(error) and problem.value in str(error)
+    assert MARKER not in str(error) and endpoint.removeprefix("http://") not in str(error)
+
+
+@pytest.mark.usefixtures("loopback_allowed")
+def test_a_stored_test_sets_error_answer_reaches_the_gate_check_without_its_body_or_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The summary is what the operator copies into status.gate.checks[].message."""
+    monkeypatch.setattr(gate_eval, "configure_logging", lambda *args, **kwargs: None)
+    result = tmp_path / "result.json"
+    with telling_server(500) as endpoint, capture_logs() as logs:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+        sides = ["--candidate=http://candidate.models:8000/v1", "--incumbent=http://incumbent.models:8000/v1"]
+        assert main(["eval", *sides, f"--test-set={URL}", f"--result-file={result}"]) == 1
+    summary = GateResult.model_validate_json(result.read_text()).summary or ""
+    shown = [summary, capsys.readouterr().err, repr(logs)]
+    for text in shown:
+        assert MARKER not in text and endpoint.removeprefix("http://") not in text and SECRET not in text
+    assert "HTTP 500" in summary and StorageProblem.FAILED.value in summary, summary

@@ -17,6 +17,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 
 from modelgate.api.addresses import EgressPolicy
+from modelgate.egress import check_peer
 from modelgate.metrics.deadline import WatchedHTTPConnection, WatchedHTTPSConnection
 
 
@@ -44,12 +45,7 @@ def _checked(connection: type[HTTPConnection], policy: EgressPolicy | None) -> t
     class CheckedConnection(connection):  # type: ignore[valid-type,misc]
         def _new_conn(self) -> socket.socket:
             sock: socket.socket = super()._new_conn()
-            ip, port = sock.getpeername()[:2]
-            try:
-                checked_policy.check_ip(str(ip).split("%")[0], int(port))
-            except ValueError:
-                sock.close()
-                raise
+            check_peer(sock, checked_policy)
             return sock
 
     return CheckedConnection

@@ -23,7 +23,6 @@ from modelgate.api.addresses import (
     parse_target,
 )
 from modelgate.core import QueryResult
-from modelgate.core.limits import clip
 from modelgate.metrics.checked_session import checked_session
 from modelgate.metrics.exemplars import parse_exemplars
 from modelgate.metrics.recorded import RecordedSeries
@@ -45,7 +44,6 @@ _HTTP_ERROR = re.compile(r"HTTP Status Code (\d+) \((b'.*'|b\".*\")\)", re.DOTAL
 _ERROR_TYPES = frozenset(
     {"bad_data", "execution", "timeout", "canceled", "internal", "unavailable", "not_found", "not_acceptable"}
 )
-_MAX_DETAIL = 300
 
 
 _CONNECTIONS = 256
@@ -113,8 +111,8 @@ class PrometheusClient:
         """The API's `data.result`, or why there is none."""
         try:
             return call()
-        except AddressRefused as refused:  # the address a connection reached
-            return _Failed(f"{ADDRESS_FIELD}: refused: Prometheus at {self.address} {refused}")
+        except AddressRefused as refused:  # the address a connection reached, not said
+            return _Failed(f"{ADDRESS_FIELD}: refused: Prometheus at {self.address} {refused.refusal.value}")
         except requests.Timeout:  # before ConnectionError: ConnectTimeout is both
             seconds = self.timeout if timeout is None else timeout
             return _Failed(
@@ -155,7 +153,11 @@ class PrometheusClient:
             response.raise_for_status()
             return parse_exemplars(response.json().get("data"))
         except (requests.RequestException, ValueError, AttributeError) as error:
-            log.warning("exemplars could not be read", query=promql, error=_truncate(str(error)))
+            # Their text holds the URL, and a reply that is not HTTP: the status and kind only.
+            status = getattr(getattr(error, "response", None), "status_code", None)
+            log.warning(
+                "exemplars could not be read", query=promql, status=status, error=type(error).__name__
+            )
             return []
 
     def is_online(self) -> bool:
@@ -249,14 +251,11 @@ def _describe_http_error(message: str) -> str:
 
 
 def _root_cause(exc: BaseException) -> str:
-    """The innermost reason ("Connection refused") instead of requests' nested retry wrapper text."""
+    """The kind of the innermost reason (ConnectionRefusedError, gaierror, BadStatusLine), not its
+    text: that can quote what the server sent in place of an HTTP answer."""
     while (reason := exc.__cause__ or exc.__context__) is not None:
         exc = reason
-    return _truncate(str(exc))
-
-
-def _truncate(text: str) -> str:
-    return clip(text, _MAX_DETAIL)
+    return type(exc).__name__
 
 
 def _shape(value: object) -> str:

@@ -125,7 +125,7 @@ class Notifier:
                 async with self._slots:
                     problem = await self._attempt(session, sent, target)
             except AddressRefused as refused:  # the URL itself: no retry helps
-                problem = f"its URL {refused}"
+                problem = f"its URL {refused.refusal.value}"  # not the address its host resolved to
                 break
             if not problem:
                 observability.NOTIFICATIONS_DELIVERED.labels(*labels).inc()

@@ -32,10 +32,6 @@ class StorageCredentials:
     def endpoint_url(self) -> str:
         return self.endpoint or f"https://s3.{self.region}.amazonaws.com"
 
-    def secrets(self) -> tuple[str, ...]:
-        """What must never appear in a message."""
-        return tuple(s for s in (self.secret_access_key, self.session_token) if s)
-
     @classmethod
     def from_environment(
         cls, prefix: str = AWS_PREFIX, environ: Mapping[str, str] = os.environ

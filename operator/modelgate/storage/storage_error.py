@@ -19,11 +19,16 @@ class StorageProblem(StrEnum):
 
 
 class StorageError(Exception):
-    """A storage operation that failed. `url` names the object (or the bucket); the message never
-    holds a secret: credentials are never part of it, and a store's own text is cleaned of them."""
+    """A storage operation that failed. `url` names the object (or the bucket); `status`: the HTTP
+    status the store answered, if it answered. The message says these and `detail` (the operator's
+    own words), never the endpoint, a secret or what the store's answer said."""
 
-    def __init__(self, url: str, problem: StorageProblem, detail: str = "") -> None:
+    def __init__(
+        self, url: str, problem: StorageProblem, detail: str = "", status: int | None = None
+    ) -> None:
         self.url = url
         self.problem = problem
         self.detail = detail
-        super().__init__(f"{url}: {problem.value}{f': {detail}' if detail else ''}")
+        self.status = status
+        answered = f" (HTTP {status})" if status is not None else ""
+        super().__init__(f"{url}: {problem.value}{answered}{f': {detail}' if detail else ''}")

@@ -4,8 +4,10 @@ why that client). Reads return the object's version (its ETag), and can be pinne
 from __future__ import annotations
 
 import asyncio
+import re
+import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
@@ -18,9 +20,10 @@ from obstore.exceptions import (
 )
 from obstore.store import S3Store
 
-from modelgate.api.addresses import AddressRefused, EgressPolicy, Refusal, Target
+from modelgate.api.addresses import AddressRefused, EgressPolicy, Refusal
 from modelgate.api.object_url import ObjectUrl
-from modelgate.egress import resolve
+from modelgate.egress import resolve_checked
+from modelgate.storage.checked_tunnel import CheckedTunnel
 from modelgate.storage.credentials import StorageCredentials
 from modelgate.storage.storage_error import StorageError, StorageProblem
 
@@ -33,9 +36,15 @@ T = TypeVar("T")
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 # A store that does not answer fails in seconds, not after obstore's default three minutes of retries.
 RETRY: RetryConfig = {"max_retries": 2, "retry_timeout": timedelta(seconds=20)}
-TIMEOUTS: ClientConfig = {"connect_timeout": timedelta(seconds=5), "timeout": timedelta(seconds=120)}
+_CONNECT_SECONDS = 5
+TIMEOUTS: ClientConfig = {
+    "connect_timeout": timedelta(seconds=_CONNECT_SECONDS),
+    "timeout": timedelta(seconds=120),
+}
 # How obstore words a request that never reached a server (reqwest's connect and timeout errors).
 _UNREACHABLE_TEXT = ("error sending request", "connect", "timed out", "dns error")
+# How obstore words the status of a store's error answer.
+_STATUS = re.compile(r"non-2xx status code: (\d{3})")
 
 
 @dataclass(frozen=True)
@@ -53,7 +62,7 @@ class ObjectStore:
         self._credentials = credentials
         self._egress = egress
         self._buckets: dict[str, S3Store] = {}
-        self._allow_http: bool | None = None
+        self._endpoint: _Endpoint | None = None
 
     async def read(
         self, url: ObjectUrl, *, version: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
@@ -109,12 +118,12 @@ class ObjectStore:
         return StorageError(str(url), StorageProblem.CHANGED, f"it was version {expected}, it is now {now}")
 
     async def _store(self, url: ObjectUrl) -> S3Store:
-        if self._allow_http is None:
-            self._allow_http = await asyncio.to_thread(self._checked_endpoint, url)
+        if self._endpoint is None:
+            self._endpoint = await asyncio.to_thread(self._checked_endpoint, url)
         if url.bucket not in self._buckets:
-            credentials = self._credentials
+            credentials, endpoint = self._credentials, self._endpoint
             config: S3Config = {
-                "endpoint": credentials.endpoint_url,
+                "endpoint": endpoint.url,
                 "region": credentials.region,
                 "access_key_id": credentials.access_key_id,
                 "secret_access_key": credentials.secret_access_key,
@@ -122,29 +131,40 @@ class ObjectStore:
             }
             if credentials.session_token:
                 config["session_token"] = credentials.session_token
+            options: ClientConfig = {**TIMEOUTS, "allow_http": endpoint.tunnel is None}
+            if endpoint.tunnel is not None:
+                options["proxy_url"] = endpoint.tunnel.proxy_url
             self._buckets[url.bucket] = S3Store(
-                url.bucket,
-                config=config,
-                client_options={**TIMEOUTS, "allow_http": self._allow_http},
-                retry_config=RETRY,
+                url.bucket, config=config, client_options=options, retry_config=RETRY
             )
         return self._buckets[url.bucket]
 
-    def _checked_endpoint(self, url: ObjectUrl) -> bool:
-        """Whether the endpoint is plain http (allowed on loopback only); StorageError when the
-        egress policy refuses it. A message never repeats the endpoint: it could hold a password."""
+    def _checked_endpoint(self, url: ObjectUrl) -> _Endpoint:
+        """Where obstore connects: an https endpoint through a CheckedTunnel, plain http (loopback
+        only) at the checked address itself; StorageError when the egress policy refuses it. A
+        message never repeats the endpoint (it could hold a password) nor what it resolves to."""
         try:
             target = self._egress.check_url(self._credentials.endpoint_url)
             if target.path:
                 raise StorageError(str(url), StorageProblem.REFUSED, "the endpoint must have no path")
-            addresses = resolve(target.host, target.port)
-            self._egress.check_resolved(target.port, addresses)
+            addresses = resolve_checked(target.host, target.port, self._egress)
         except AddressRefused as refused:
             problem = StorageProblem.UNREACHABLE if refused.refusal is Refusal.UNRESOLVED else None
             raise StorageError(
-                str(url), problem or StorageProblem.REFUSED, f"the endpoint {refused}"
+                str(url), problem or StorageProblem.REFUSED, f"the endpoint {refused.refusal.value}"
             ) from None
-        return _plain_http_allowed(url, target, all(ip.is_loopback for ip in addresses))
+        if target.scheme == "https":
+            tunnel = CheckedTunnel(target.host, target.port, self._egress, _CONNECT_SECONDS)
+            weakref.finalize(self, tunnel.close)
+            return _Endpoint(target.origin, tunnel)
+        if not all(ip.is_loopback for ip in addresses):
+            raise StorageError(
+                str(url),
+                StorageProblem.REFUSED,
+                "the endpoint must be https:// (http:// only on loopback in a bed)",
+            )
+        # The address just checked, not the name: nothing resolves it again.
+        return _Endpoint(replace(target, host=str(addresses[0])).origin, None)
 
     async def _call(self, url: ObjectUrl, operation: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -155,37 +175,36 @@ class ObjectStore:
             raise self._translated(url, error) from None
 
     def _translated(self, url: ObjectUrl, error: Exception) -> StorageError:
+        """The failure as a problem and an HTTP status. obstore's text holds the request's URL and
+        the store's answer, never repeated: it is read only for the status and the kind, which
+        obstore gives in no other form."""
         text = str(error)
-        for secret in self._credentials.secrets():
-            text = text.replace(secret, "***")
+        found = _STATUS.search(text)
+        status = int(found.group(1)) if found else None
+        tunnel = self._endpoint.tunnel if self._endpoint is not None else None
+        if status is None and tunnel is not None and tunnel.refused is not None:
+            refusal = tunnel.refused.refusal.value
+            return StorageError(str(url), StorageProblem.REFUSED, f"the endpoint {refusal}")
         if isinstance(error, FileNotFoundError):
             missing = "NoSuchBucket" in text
-            return StorageError(str(url), StorageProblem.NO_BUCKET if missing else StorageProblem.NO_KEY)
-        if isinstance(error, PermissionDeniedError | UnauthenticatedError):
-            return StorageError(str(url), StorageProblem.CREDENTIALS)
-        if isinstance(error, PreconditionError):
-            return StorageError(str(url), StorageProblem.CHANGED)
-        if any(words in text.lower() for words in _UNREACHABLE_TEXT):
-            return StorageError(str(url), StorageProblem.UNREACHABLE, _first_line(text))
-        return StorageError(str(url), StorageProblem.FAILED, _first_line(text))
+            problem = StorageProblem.NO_BUCKET if missing else StorageProblem.NO_KEY
+        elif isinstance(error, PermissionDeniedError | UnauthenticatedError):
+            problem = StorageProblem.CREDENTIALS
+        elif isinstance(error, PreconditionError):
+            problem = StorageProblem.CHANGED
+        elif status is None and any(words in text.lower() for words in _UNREACHABLE_TEXT):
+            problem = StorageProblem.UNREACHABLE
+        else:
+            problem = StorageProblem.FAILED
+        return StorageError(str(url), problem, status=status)
 
 
-def _plain_http_allowed(url: ObjectUrl, target: Target, loopback: bool) -> bool:
-    if target.scheme == "https":
-        return False
-    if not loopback:
-        raise StorageError(
-            str(url),
-            StorageProblem.REFUSED,
-            "the endpoint must be https:// (http:// only on loopback in a bed)",
-        )
-    return True
+@dataclass(frozen=True)
+class _Endpoint:
+    url: str  # what obstore is given
+    tunnel: CheckedTunnel | None  # its proxy, for https
 
 
 def _etag(value: str | None) -> str:
     """The ETag without its quotes: a version to compare, pin, and put in a key."""
     return (value or "").strip('"')
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0][:300] if text.strip() else ""
