@@ -111,4 +111,17 @@ class CheckedResolver(AbstractResolver):
 
 
 def checked_session(egress: EgressPolicy) -> aiohttp.ClientSession:
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=CheckedResolver(egress)))
+    """Names are checked as they resolve; an IP literal, which aiohttp connects to without asking
+    the resolver, as each request starts: in the form yarl made of it (fullwidth digits and stops
+    mapped to ASCII), whatever the caller checked before."""
+
+    async def check_literal(
+        _session: aiohttp.ClientSession, _context: object, request: aiohttp.TraceRequestStartParams
+    ) -> None:
+        egress.check_url(str(request.url))
+
+    tracing = aiohttp.TraceConfig()
+    tracing.on_request_start.append(check_literal)
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(resolver=CheckedResolver(egress)), trace_configs=[tracing]
+    )

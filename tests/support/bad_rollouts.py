@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from testbed.manifests import SEED_METRICS, Manifest, model_rollout
+from tests.support.disguised_hosts import CIRCLED_16_9, IDEOGRAPHIC_FULL_STOP, fullwidth
 
 Edit = Callable[[Manifest], None]
 
@@ -475,6 +476,30 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     ),
     "metadata address in decimal": BadRollout(
         put(f"{PROMETHEUS}.address", "http://2852039166/"), f"{PROMETHEUS}.address"
+    ),
+    "loopback in fullwidth digits": BadRollout(
+        put(f"{PROMETHEUS}.address", f"http://{fullwidth('127.0.0.1')}:9090"), f"{PROMETHEUS}.address"
+    ),
+    "loopback with ideographic full stops": BadRollout(
+        put(
+            f"{PROMETHEUS}.address",
+            f"http://{'127.0.0.1'.replace('.', IDEOGRAPHIC_FULL_STOP)}:9090",
+        ),
+        f"{PROMETHEUS}.address",
+    ),
+    "judge at the metadata address in enclosed digits": BadRollout(
+        gate_check(
+            {
+                "evaluator": {
+                    **EVALUATOR,
+                    "judge": {"url": f"http://{CIRCLED_16_9}.254.169.254/v1", "model": "j"},
+                }
+            }
+        ),
+        "spec.gate.checks[0].evaluator.judge.url",
+    ),
+    "address with an empty host label": BadRollout(
+        put(f"{PROMETHEUS}.address", "http://prometheus..monitoring:9090"), f"{PROMETHEUS}.address"
     ),
     "localhost address": BadRollout(
         put(f"{PROMETHEUS}.address", "http://localhost:9090"), f"{PROMETHEUS}.address"

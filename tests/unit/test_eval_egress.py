@@ -16,6 +16,7 @@ from modelgate.api.gate_result import GateResult
 from modelgate.cli import gate_eval
 from modelgate.cli.main import main
 from modelgate.evaluation.answer_checks import JsonSchemaCheck
+from tests.support.disguised_hosts import LOOPBACK_FORMS
 
 HEADER = {"testSet": {"name": "qa", "version": "1", "date": "2026-11-28T00:00:00Z"}}
 ITEM = {"id": "m1", "capability": "math", "prompt": "6 x 7?", "check": {"number": 42}}
@@ -69,6 +70,16 @@ def failed_eval(tmp_path: Path, *args: str) -> str:
 def test_a_loopback_url_is_refused_without_a_request(tmp_path: Path, server: list[str], path: str) -> None:
     base = server[0]
     summary = failed_eval(tmp_path, f"--test-set={base}{path}")
+    assert "--test-set: refused" in summary and "loopback" in summary, summary
+    assert server[1:] == []
+
+
+@pytest.mark.parametrize("host", LOOPBACK_FORMS)
+def test_a_disguised_loopback_url_is_refused_without_a_request(
+    tmp_path: Path, server: list[str], host: str
+) -> None:
+    base = server[0].replace("127.0.0.1", host)
+    summary = failed_eval(tmp_path, f"--test-set={base}/set", f"--judge={base}/v1")
     assert "--test-set: refused" in summary and "loopback" in summary, summary
     assert server[1:] == []
 

@@ -24,6 +24,7 @@ from modelgate.notifications import Notifier, Retries, Target
 from testbed.notification_receiver import NotificationReceiver
 from testbed.silent_server import SilentServer
 from testbed.waiting import wait_for
+from tests.support.disguised_hosts import LOOPBACK_FORMS
 from tests.support.telling_server import MARKER, telling_server
 from tests.unit.engine_support import INTERVAL, Outcome
 from tests.unit.test_notifying import canary, notified
@@ -171,6 +172,58 @@ def test_a_refused_address_is_never_asked(rollback: Notify, notifier_for: Any, u
     ((_, reason, message),) = kube.events
     assert reason == "NotificationFailed" and "1 attempt" in message and url not in message
     assert url not in repr(logs)
+
+
+@pytest.mark.parametrize("host", LOOPBACK_FORMS)
+def test_a_disguised_loopback_receiver_is_never_asked(rollback: Notify, notifier_for: Any, host: str) -> None:
+    with NotificationReceiver.in_thread() as receiver:
+        url = receiver.url.replace("127.0.0.1", host)
+        kube = FakeKube({"evil": url})
+        notifier = notifier_for(kube, EgressPolicy(allow_loopback=False))
+        notifier.submit(rollback, (target("evil"),), INVOLVED)
+        wait_for(
+            lambda: bool(notifier.finished([rollback.key])) or None,
+            timeout=5,
+            what="the refusal",
+            interval=0.02,
+        )
+        assert receiver.taken() == {}
+    ((_, reason, message),) = kube.events
+    assert reason == "NotificationFailed" and "loopback" in message
+
+
+class BrokenKube(FakeKube):
+    """A client whose read of one key fails outside KubeError (a bug, a library's own error)."""
+
+    def read_secret_key(self, namespace: str, name: str, key: str) -> SecretKeyValue:
+        if key == "broken":
+            raise TypeError("an unexpected fault")
+        return super().read_secret_key(namespace, name, key)
+
+
+@pytest.mark.parametrize(
+    ("broken_url", "problem"), [("http://a..b/x", "not a valid domain name"), (None, "TypeError")]
+)
+def test_a_receivers_own_failure_leaves_the_others_delivered(
+    rollback: Notify, notifier_for: Any, broken_url: str | None, problem: str
+) -> None:
+    with NotificationReceiver.in_thread(fail_first=1) as plain:  # still posting when the other fails
+        urls = {"plain": plain.url}
+        kube = FakeKube(urls | {"broken": broken_url}) if broken_url else BrokenKube(urls)
+        notifier = notifier_for(kube)
+        before = failed_total("webhook")
+        notifier.submit(rollback, (target("broken"), target("plain")), INVOLVED)
+        wait_for(
+            lambda: bool(notifier.finished([rollback.key])) or None,
+            timeout=5,
+            what="the delivery",
+            interval=0.02,
+        )
+        assert plain.requests_per_key() == {rollback.key: 2}
+        assert plain.taken()[rollback.key].status == 200
+    ((_, reason, message),) = kube.events
+    assert reason == "NotificationFailed" and "broken" in message and problem in message
+    assert failed_total("webhook") == before + 1
 
 
 def test_a_missing_secret_is_retried_and_reported_by_name(rollback: Notify, notifier_for: Any) -> None:

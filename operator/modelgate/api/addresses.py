@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
 
+import idna
+
 # On a Secret: the addresses its token may be sent to, comma-separated origins, each optionally
 # with a path prefix, e.g. "https://prometheus.monitoring:9090,https://mimir.example/prometheus".
 ALLOWED_ADDRESSES_ANNOTATION = "modelgate.io/allowed-addresses"
@@ -26,6 +28,12 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Cloud metadata services outside 169.254.0.0/16: AWS's IPv6 one and Alibaba's.
 METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in ("fd00:ec2::254", "100.100.100.200"))
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# RFC 8215's local-use NAT64 block: a network picks its own prefix length in it (RFC 6052's 48, 56,
+# 64 or 96 bits), so each place an IPv4 address may sit is judged, but for one in 0.0.0.0/8 ("this
+# network", never a destination: the zeros of another layout).
+_LOCAL_USE_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
+_RFC6052_PREFIX_LENGTHS = (48, 56, 64, 96)
+_THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 # What inet_aton reads as an IPv4 address: 1 to 4 parts, each decimal, octal (0...) or hex (0x...).
 _NUMERIC_HOST = re.compile(r"[0-9][0-9a-fA-FxX]*(\.[0-9][0-9a-fA-FxX]*){0,3}")
@@ -33,6 +41,7 @@ _NUMERIC_HOST = re.compile(r"[0-9][0-9a-fA-FxX]*(\.[0-9][0-9a-fA-FxX]*){0,3}")
 _C_INTEGER = re.compile(r"0[xX](?P<hex>[0-9a-fA-F]+)|(?P<octal>0[0-7]*)|(?P<decimal>[1-9][0-9]*)")
 _UINT32_MAX = 0xFFFFFFFF
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_BROADCAST = ipaddress.IPv4Address("255.255.255.255")
 
 
 class Refusal(StrEnum):
@@ -50,6 +59,7 @@ class Refusal(StrEnum):
     NOT_UNICAST = "reaches an unspecified, multicast or broadcast address"
     API_SERVER = "reaches the Kubernetes API server"
     UNRESOLVED = "names a host that does not resolve"
+    NOT_IDNA = "names a host that is not a valid domain name (IDNA: empty, overlong or unmappable label)"
 
 
 class AddressRefused(ValueError):
@@ -93,8 +103,27 @@ def parse_target(url: str) -> Target:
     if "#" in url:
         raise AddressRefused(Refusal.FRAGMENT)
     return Target(
-        parts.scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[parts.scheme], parts.path.rstrip("/")
+        parts.scheme, ascii_host(parts.hostname), port or _DEFAULT_PORTS[parts.scheme], parts.path.rstrip("/")
     )
+
+
+def ascii_host(host: str) -> str:
+    """The host as the HTTP clients send it on: a non-ASCII one mapped by UTS-46 as yarl (so
+    aiohttp) and WHATWG parsers (obstore's) map it, so fullwidth digits and stops are an IP; a
+    name's labels checked as getaddrinfo's idna codec checks them. Lower case; AddressRefused
+    (NOT_IDNA) for a host no client could send."""
+    if ":" in host:  # an IPv6 literal
+        return host.lower()
+    try:
+        if not host.isascii():
+            try:
+                host = idna.encode(host, uts46=True).decode("ascii")
+            except UnicodeError:  # yarl falls back on IDNA 2003 (nameprep) likewise
+                host = host.encode("idna").decode("ascii")
+        host.lower().encode("idna").decode("idna")
+    except UnicodeError:
+        raise AddressRefused(Refusal.NOT_IDNA) from None
+    return host.lower()
 
 
 def literal_ip(host: str) -> IPAddress | None:
@@ -130,17 +159,31 @@ def _c_integer(text: str) -> int | None:
     return value if value <= _UINT32_MAX else None
 
 
-def _embedded_ipv4(ip: IPAddress) -> IPAddress:
-    """The IPv4 address an IPv6 address carries to (mapped, 6to4, NAT64, IPv4-compatible)."""
+def _reached(ip: IPAddress) -> tuple[IPAddress, ...]:
+    """The addresses a connection to `ip` may reach: the IPv4 ones an IPv6 address carries to
+    (mapped, 6to4, NAT64, IPv4-compatible), or else the address itself."""
     if isinstance(ip, ipaddress.IPv4Address):
-        return ip
+        return (ip,)
     if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
+        return (ip.ipv4_mapped,)
     if ip.sixtofour is not None:
-        return ip.sixtofour
+        return (ip.sixtofour,)
     if ip in _NAT64 or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return ip
+        return (ipaddress.IPv4Address(int(ip) & _UINT32_MAX),)
+    if ip in _LOCAL_USE_NAT64:
+        carried = {_rfc6052_ipv4(ip, length) for length in _RFC6052_PREFIX_LENGTHS}
+        return tuple(plain for plain in carried if plain not in _THIS_NETWORK) or (ip,)
+    return (ip,)
+
+
+def _rfc6052_ipv4(ip: ipaddress.IPv6Address, prefix_length: int) -> ipaddress.IPv4Address:
+    """The IPv4 address RFC 6052 places after a prefix of `prefix_length` bits, skipping bits
+    64-71 (the "u" octet)."""
+    whole = int(ip)
+    if prefix_length == 96:
+        return ipaddress.IPv4Address(whole & _UINT32_MAX)
+    without_u = (whole >> 64 << 56) | (whole & ((1 << 56) - 1))  # 120 bits
+    return ipaddress.IPv4Address(without_u >> (88 - prefix_length) & _UINT32_MAX)
 
 
 @dataclass(frozen=True)
@@ -153,18 +196,18 @@ class EgressPolicy:
 
     def refusal(self, ip: IPAddress, port: int) -> Refusal | None:
         """Why `ip`:`port` may not be reached, or None."""
-        plain = _embedded_ipv4(ip)
-        if any(
-            plain == _embedded_ipv4(server) and served in (None, port) for server, served in self.api_server
-        ):
+        reached = _reached(ip)
+        servers = {(plain, served) for server, served in self.api_server for plain in _reached(server)}
+        if any((plain, None) in servers or (plain, port) in servers for plain in reached):
             return Refusal.API_SERVER
-        if plain.is_link_local:
+        if any(plain.is_link_local for plain in reached):
             return Refusal.LINK_LOCAL
-        if plain in METADATA_ADDRESSES or ip in METADATA_ADDRESSES:
+        if ip in METADATA_ADDRESSES or any(plain in METADATA_ADDRESSES for plain in reached):
             return Refusal.METADATA
-        if plain.is_loopback or plain.is_unspecified:  # 0.0.0.0 reaches this host too
-            return None if self.allow_loopback else Refusal.LOOPBACK
-        if plain.is_multicast or plain == ipaddress.IPv4Address("255.255.255.255"):
+        # 0.0.0.0 reaches this host too
+        if any(plain.is_loopback or plain.is_unspecified for plain in reached) and not self.allow_loopback:
+            return Refusal.LOOPBACK
+        if any(plain.is_multicast or plain == _BROADCAST for plain in reached):
             return Refusal.NOT_UNICAST
         return None
 

@@ -48,6 +48,8 @@ def _admissible_address(url: str) -> str:
     """What admission can see of an address (the CEL rules of HttpUrl say the same): no
     credentials, no fragment, no localhost, no link-local or metadata IP, no IP in a disguised form.
     The operator and the evaluator check what a host name resolves to when they connect."""
+    if re.match(_NON_ASCII_HOST, url):
+        raise ValueError(NON_ASCII_HOST)
     try:
         target = parse_target(url)
     except AddressRefused as refused:
@@ -108,12 +110,18 @@ ModelName = Annotated[str, StringConstraints(max_length=253, pattern=MODEL_NAME_
 Quantity = Annotated[str, StringConstraints(max_length=32, pattern=QUANTITY_PATTERN)]
 NAMES_LOCALHOST = "names localhost; a loopback address is refused (a local bed allows 127.0.0.1)"
 DISGUISED_IP = "names an IPv4 address in a form other than a.b.c.d (decimal, octal or hex)"
+# The clients map a non-ASCII host by UTS-46 (fullwidth digits and stops are an IP), which no rule
+# here can.
+NON_ASCII_HOST = "has a host with non-ASCII characters; write an internationalised name in its xn-- form"
+_NON_ASCII_HOST = "^https?://[^/?#]*[^ -~]"
 _OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _HOST_END = "([:/?]|$)"
 # Regular expressions over the whole URL, in RE2 (the API server's) and Python alike.
 _ADDRESS_RULES = (
     CelRule("!self.matches('^[a-zA-Z]+://[^/?#]*@')", message=Refusal.USERINFO.value),
     CelRule("!self.contains('#')", message=Refusal.FRAGMENT.value),
+    CelRule(f"!self.matches('{_NON_ASCII_HOST}')", message=NON_ASCII_HOST),
+    CelRule("!self.matches('^https?://([^/?#@]*[.])?[.]')", message=Refusal.NOT_IDNA.value),
     CelRule(
         f"!self.matches('(?i)^https?://(([^/?#:]*[.])?localhost[.]?){_HOST_END}')", message=NAMES_LOCALHOST
     ),

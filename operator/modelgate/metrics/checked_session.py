@@ -16,7 +16,7 @@ from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 
-from modelgate.api.addresses import EgressPolicy
+from modelgate.api.addresses import EgressPolicy, literal_ip
 from modelgate.egress import check_peer
 from modelgate.metrics.deadline import WatchedHTTPConnection, WatchedHTTPSConnection
 
@@ -44,6 +44,9 @@ def _checked(connection: type[HTTPConnection], policy: EgressPolicy | None) -> t
 
     class CheckedConnection(connection):  # type: ignore[valid-type,misc]
         def _new_conn(self) -> socket.socket:
+            literal = literal_ip(self.host.strip("[]"))  # an IP in any form is refused unconnected
+            if literal is not None:
+                checked_policy.check_ip(literal, int(self.port))
             sock: socket.socket = super()._new_conn()
             check_peer(sock, checked_policy)
             return sock

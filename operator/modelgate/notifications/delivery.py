@@ -127,6 +127,10 @@ class Notifier:
             except AddressRefused as refused:  # the URL itself: no retry helps
                 problem = f"its URL {refused.refusal.value}"  # not the address its host resolved to
                 break
+            # This receiver's alone: raised on, it would close the session under the others.
+            except Exception as error:  # its text may quote the URL
+                problem = f"{type(error).__name__} (an error no retry is known to help)"
+                break
             if not problem:
                 observability.NOTIFICATIONS_DELIVERED.labels(*labels).inc()
                 log.info("notification delivered", receiver=receiver.name, key=sent.key, attempts=attempt + 1)
