@@ -40,10 +40,19 @@ MAX_IN_FLIGHT = 64
 
 @dataclass(frozen=True)
 class Target:
-    """A receiver, and the namespace of the Secret that holds its URL."""
+    """A receiver, and the namespace of the Secret that holds its URL; `platform_default` for the
+    chart's default receivers, whose Secrets a rollout's Events (which tenants read) never name."""
 
     receiver: Receiver
     secret_namespace: str
+    platform_default: bool = False
+
+    @property
+    def named(self) -> str:
+        """The receiver as a rollout's Event names it."""
+        if self.platform_default:
+            return f"the platform's default receiver {self.receiver.name}"
+        return f"receiver {self.receiver.name}"
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,7 @@ class Notifier:
             log.info("notification not taken", receiver=receiver.name, key=sent.key, problem=problem)
         observability.NOTIFICATIONS_FAILED.labels(*labels).inc()
         message = (
-            f"notification {sent.transition.value} ({sent.key}) to receiver {receiver.name} "
+            f"notification {sent.transition.value} ({sent.key}) to {target.named} "
             f"({receiver.kind.value}) failed after {attempt + 1} attempt(s): {problem}"
         )
         log.warning("notification failed", receiver=receiver.name, key=sent.key, problem=problem)
@@ -150,7 +159,12 @@ class Notifier:
                 self._kube.read_secret_key, target.secret_namespace, ref.name, ref.key
             )
         except KubeError as error:  # names the Secret and key, never their value
-            return str(error)
+            if not target.platform_default:
+                return str(error)
+            log.warning(
+                "notification: a default receiver's Secret", receiver=target.receiver.name, error=str(error)
+            )
+            return "its Secret, in the operator's namespace, could not be read (the operator's log says why)"
         url = secret.text.strip()
         self._egress.check_url(url)
         timeout = aiohttp.ClientTimeout(total=self._retries.timeout)
