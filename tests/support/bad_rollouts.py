@@ -534,6 +534,20 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         ),
         "spec.gate.checks[0].evaluator.testSet.s3.url",
     ),
+    "test set bucket with '.-' inside it": BadRollout(
+        gate_check({"evaluator": {"testSet": {"s3": {"url": "s3://ml.-evals/qa.jsonl", "secret": "s3"}}}}),
+        "spec.gate.checks[0].evaluator.testSet.s3.url",
+    ),
+    "results prefix bucket with '-.' inside it": BadRollout(
+        put(
+            "spec.gate",
+            {
+                "checks": [{"name": "quality", "evaluator": EVALUATOR}],
+                "results": {"s3": {"url": "s3://ml-.results/gate", "secret": "s3"}},
+            },
+        ),
+        "spec.gate.results.s3.url",
+    ),
     "results prefix with an empty segment": BadRollout(
         put(
             "spec.gate",

@@ -5,11 +5,14 @@ variable still counted as the Job's own."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pytest
 
 from modelgate.api.gate import GateCheck
 from modelgate.api.gate_result import WinRate
-from modelgate.api.gate_shard import CapabilityCounts, ShardResult
+from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult, SideCounts
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured
 from modelgate.kube.check_shards import INJECTED_INDEX_ENV
 from modelgate.kube.checks import CheckTarget, check_job, evaluator_container, observe_job
@@ -76,6 +79,56 @@ def test_a_missing_or_malformed_shard_fails_the_check_naming_its_index() -> None
     assert isinstance(missing, CheckFailed) and "shard 1 of 3" in missing.message
     seen = observe_job(COMPLETE, malformed, "5m", SHARDS)
     assert isinstance(seen, CheckFailed) and "shard 1 of 3" in seen.message and "shards" in seen.message
+
+
+def replayed(index: int) -> dict[str, Any]:
+    """A shard's counts with a replay of 20 requests a side, as JSON data to spoil."""
+    side = SideCounts(asked=20, answered=19, refused=1, answer_chars=400, timed=19, slowest=(2.5, 1.5))
+    shard = json.loads(counts(index, 9))
+    replay = ReplayCounts(candidate=side, incumbent=side, both_answered=18, changed=3)
+    shard["replay"] = replay.model_dump(mode="json", by_alias=True)
+    return shard
+
+
+@pytest.mark.parametrize(
+    ("part", "field", "value"),
+    [
+        ("capabilities", "candidateFailed", 2),  # 9 passed and 2 failed of 10 items
+        ("capabilities", "incumbentPassed", 11),
+        ("candidate", "answered", 21),  # more answers than requests
+        ("candidate", "slowest", []),  # no latency for a 95th percentile of 19
+        ("candidate", "slowest", [1.0] * 20),  # more latencies than were timed
+        ("incumbent", "refused", 20),
+        ("replay", "changed", 19),  # more changed than both answered
+        ("replay", "bothAnswered", 20),
+    ],
+)
+def test_a_shard_whose_counts_contradict_each_other_fails_the_check_naming_it(
+    part: str, field: str, value: object
+) -> None:
+    spoiled = replayed(1)
+    where = {
+        "capabilities": spoiled["capabilities"][0],
+        "replay": spoiled["replay"],
+        "candidate": spoiled["replay"]["candidate"],
+        "incumbent": spoiled["replay"]["incumbent"],
+    }
+    where[part][field] = value
+    messages = [json.dumps(replayed(0)), json.dumps(spoiled), json.dumps(replayed(2))]
+
+    seen = observe_job(COMPLETE, [indexed_pod(i, 0, m) for i, m in enumerate(messages)], "5m", SHARDS)
+
+    assert isinstance(seen, CheckFailed), seen
+    assert "shard 1 of 3 wrote malformed counts" in seen.message
+
+
+def test_shards_whose_counts_agree_add_up_with_their_replay() -> None:
+    messages = [json.dumps(replayed(i)) for i in range(SHARDS)]
+
+    seen = observe_job(COMPLETE, [indexed_pod(i, 0, m) for i, m in enumerate(messages)], "5m", SHARDS)
+
+    assert isinstance(seen, CheckMeasured), seen
+    assert seen.result.requests is not None and seen.result.requests.candidate.asked == 3 * (10 + 20)
 
 
 def test_a_pod_with_any_other_variable_is_not_the_jobs_own() -> None:

@@ -45,11 +45,12 @@ def pod(
     phase: str = "Running",
     owners: list[dict[str, Any]] = CONTROLLED,
     container: dict[str, Any] = CHECK_CONTAINER,
+    spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     status = {"name": "check", "state": state}
     return {
         "metadata": {"ownerReferences": owners, "labels": {"batch.kubernetes.io/job-name": "chat-quality-1"}},
-        "spec": {"containers": [container]},
+        "spec": {"containers": [container], **(spec or {})},
         "status": {"phase": phase, "containerStatuses": [status]},
     }
 
@@ -150,6 +151,14 @@ def test_the_evaluator_job_runs_modelgate_eval_with_the_contracts_flags() -> Non
         {"owners": []},  # the Job's labels only
         {"owners": [{**CONTROLLED[0], "uid": "another-job"}]},  # controlled by another Job
         {"container": {**CHECK_CONTAINER, "args": ["--forge"]}},  # adopted, running another command
+        # Adopted, the check's own container, but Pod-level fields that change what it reads or reaches.
+        {"spec": {"hostAliases": [{"ip": "10.0.0.9", "hostnames": ["chat-v2.serving.svc"]}]}},
+        {"spec": {"volumes": [{"name": "test-set", "configMap": {"name": "easy"}}]}},
+        {"spec": {"initContainers": [{"name": "seed", "image": "busybox", "command": ["cp"]}]}},
+        {"spec": {"dnsConfig": {"nameservers": ["10.0.0.9"]}, "dnsPolicy": "None"}},
+        {"spec": {"containers": [CHECK_CONTAINER, {"name": "helper", "image": "helper:1"}]}},
+        {"container": {**CHECK_CONTAINER, "envFrom": [{"configMapRef": {"name": "theirs"}}]}},
+        {"spec": {"automountServiceAccountToken": True}},
     ],
 )
 def test_a_planted_pod_that_exited_0_cannot_supply_the_result(planted: dict[str, Any]) -> None:
@@ -162,6 +171,27 @@ def test_a_planted_pod_that_exited_0_cannot_supply_the_result(planted: dict[str,
     assert isinstance(observe_job(complete, [forged], "5m"), CheckFailed)
     failed = job(("Failed", "BackoffLimitExceeded"))
     assert isinstance(observe_job(failed, [forged, terminated(2, "")], "5m"), CheckFailed)
+
+
+def test_a_pod_as_kubernetes_writes_it_from_the_template_is_the_jobs_own() -> None:
+    """The scheduler, admission plugins and LimitRanger add to a Pod what its template lacks."""
+    complete = job(("Complete", "CompletionsReached"))
+    admitted = terminated(
+        0,
+        RESULT,
+        container={**CHECK_CONTAINER, "resources": {"requests": {"cpu": "100m"}}},
+        spec={
+            "nodeName": "kwok-node-0",
+            "serviceAccountName": "default",
+            "serviceAccount": "default",
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}],
+            "priority": 0,
+            "preemptionPolicy": "PreemptLowerPriority",
+        },
+    )
+
+    assert observe_job(complete, [admitted], "5m") == observe_job(complete, [terminated(0, RESULT)], "5m")
+    assert isinstance(observe_job(complete, [admitted], "5m"), CheckMeasured)
 
 
 def custom_check_job(rollout_name: str = "chat", **check: Any) -> dict[str, Any]:

@@ -3,6 +3,8 @@ admission (the CRD's pattern and CEL) as in the model; and the layout of the key
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import BaseModel, ValidationError
 
@@ -64,6 +66,8 @@ def test_good_object_urls_parse_to_bucket_and_key(url: str) -> None:
         "s3://bucket-/a",
         "s3://buc..ket/a",  # adjacent dots
         "s3://buc.-ket/a",
+        "s3://ml.-evals/a",  # a bad pair inside the bucket, not only at its end
+        "s3://ml-.evals/a/b",
         "s3://192.168.1.1/a",  # an IP address
         "s3://user:pass@bucket/a",  # credentials
         "https://bucket.s3.amazonaws.com/a",  # not s3://
@@ -77,6 +81,39 @@ def test_hostile_object_urls_are_refused_saying_what_was_expected(url: str) -> N
     with pytest.raises(ValidationError) as refused:
         _Holder(url=url)
     assert refused.value.errors()[0]["loc"] == ("url",)
+
+
+def admission_refuses(url: str, model: type[BaseModel], field: str) -> bool:
+    """Whether the CRD's CEL rules on `field` refuse `url`: each rule is `!self.matches('<RE2>')`,
+    and CEL's matches() finds the expression anywhere in the text, as re.search does."""
+    rules = model.model_json_schema()["properties"][field]["x-kubernetes-validations"]
+    expressions = [re.fullmatch(r"!self\.matches\('(.*)'\)", rule["rule"]) for rule in rules]
+    assert all(expressions), rules
+    return any(re.search(expression[1], url) for expression in expressions if expression)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "s3://ml.-evals/a",
+        "s3://ml-.evals/a",
+        "s3://ml..evals/a",
+        "s3://evals-./a",
+        "s3://192.168.1.1/a",
+        "s3://sets/a/../b",
+    ],
+)
+def test_admission_refuses_the_buckets_and_keys_the_model_refuses(url: str) -> None:
+    with pytest.raises(ObjectUrlError):
+        parse_object_url(url)
+    assert admission_refuses(url, _Holder, "url")
+    assert admission_refuses(url.rsplit("/", 1)[0], _PrefixHolder, "prefix")
+
+
+@pytest.mark.parametrize("url", ["s3://my-bucket.example/a.b-c/d", "s3://1.2.3.4.5/a", "s3://b-1.x/-./a"])
+def test_admission_lets_good_buckets_through(url: str) -> None:
+    parse_object_url(url)
+    assert not admission_refuses(url, _Holder, "url")
 
 
 @pytest.mark.parametrize(

@@ -1,18 +1,29 @@
 """What the refusal proxy records: planted emails, keys, tokens and numbers are redacted from the
 request and the answer and nothing else changes; a record reads back through the gate's replay
-format as the request that was sent."""
+format as the request that was sent; a user's pattern that backtracks costs its own record only."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from modelgate.chat_answers import Answer, Choice, StreamedAnswer
 from modelgate.evaluation.replay_set import parse_replay
 from modelgate.recordings import RECORDED_AT, parse_time
 from modelgate.sidecar.record import record_line
+from modelgate.sidecar.recording import (
+    DirectorySink,
+    Outcome,
+    Recorder,
+    RecordingMetrics,
+    RecordingSettings,
+    RequestTee,
+)
 from modelgate.sidecar.redaction import RedactionPatternError, Redactor
 
 RECORDED = datetime(2026, 12, 5, 6, 0, 1, 250000, tzinfo=UTC)
@@ -129,3 +140,49 @@ def test_records_read_back_through_the_replay_format_as_the_requests_sent() -> N
 )
 def test_a_body_the_replay_cannot_send_again_is_not_recorded(body: bytes) -> None:
     assert record_line(body, None, RECORDED, Redactor.with_built_ins()) is None
+
+
+def offered(recorder: Recorder, content: str) -> None:
+    tee = recorder.sampled()
+    assert isinstance(tee, RequestTee)
+    tee.feed(json.dumps({"messages": [{"role": "user", "content": content}]}).encode())
+    recorder.offer(tee, Answer("chat-v1", (Choice("ok", "stop"),)))
+
+
+def test_a_backtracking_pattern_costs_its_record_and_recording_goes_on(tmp_path: Path) -> None:
+    """`(a+)+$` on 40 a's and a '!' searches for ever: its record is counted redaction_failed within
+    the time limit, its process replaced, and the 40 records after it are written."""
+    registry = CollectorRegistry()
+    metrics = RecordingMetrics(registry)
+    recording = RecordingSettings(
+        DirectorySink(tmp_path),
+        str(tmp_path),
+        rate=1.0,
+        max_bytes=10**6,
+        redactor=Redactor.with_built_ins([r"(a+)+$"]),
+        redaction_seconds=0.5,
+    )
+
+    def outcome(kind: Outcome) -> float | None:
+        return registry.get_sample_value("llm_recording_records_total", {"outcome": kind.value})
+
+    async def scenario() -> None:
+        recorder = Recorder(recording, metrics)
+        await recorder.start()
+        offered(recorder, "a" * 40 + "!")
+        for number in range(40):
+            offered(recorder, f"request {number}")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while not outcome(Outcome.REDACTION_FAILED):
+            assert loop.time() < deadline, "the record is still being redacted"
+            await asyncio.sleep(0.05)
+        await recorder.close()  # waits for the others' redaction, writes the last batch
+
+    asyncio.run(scenario())
+    assert outcome(Outcome.REDACTION_FAILED) == 1
+    assert outcome(Outcome.WRITTEN) == 40
+    written = [
+        json.loads(line) for path in tmp_path.glob("*.jsonl") for line in path.read_text().splitlines()
+    ]
+    assert sorted(r["messages"][0]["content"] for r in written) == sorted(f"request {n}" for n in range(40))

@@ -5,9 +5,10 @@ termination message."""
 
 from __future__ import annotations
 
-from typing import Final, Literal
+import math
+from typing import Final, Literal, Self
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt, model_validator
 
 from modelgate.api.gate_result import NO_TOKENS, ResultModel, SideTokens, TestSetIdentity, WinRate
 
@@ -18,6 +19,21 @@ MAX_SHARDS = 16
 # Where the Job controller gives each Pod of an Indexed Job its index (from the Pod's label or annotation).
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+PERCENTILE = 0.95
+
+
+def slowest_needed(total: int) -> int:
+    """How many of the largest of `total` values hold their 95th percentile by nearest rank; as the
+    count grows with `total`, a shard that keeps this many for the whole run's total keeps enough."""
+    return total - math.ceil(PERCENTILE * total) + 1 if total else 0
+
+
+def _at_most(counts: dict[str, int], limit: int, limit_name: str) -> None:
+    """Counts of a part of `limit` things: a shard whose counts contradict each other is refused as
+    it is read, so that adding shards up and scoring them never meets a negative or missing value."""
+    for name, count in counts.items():
+        if count > limit:
+            raise ValueError(f"{name} ({count}) cannot be more than {limit_name} ({limit})")
 
 
 class CapabilityCounts(ResultModel):
@@ -32,6 +48,19 @@ class CapabilityCounts(ResultModel):
     incumbent_failed: NonNegativeInt = 0
     candidate_tokens: SideTokens = NO_TOKENS
     incumbent_tokens: SideTokens = NO_TOKENS
+
+    @model_validator(mode="after")
+    def _parts_of_items(self) -> Self:
+        # An item whose request failed has no answer to pass.
+        _at_most(
+            {
+                "candidate_passed + candidate_failed": self.candidate_passed + self.candidate_failed,
+                "incumbent_passed + incumbent_failed": self.incumbent_passed + self.incumbent_failed,
+            },
+            self.items,
+            "items",
+        )
+        return self
 
 
 class SideCounts(ResultModel):
@@ -48,12 +77,31 @@ class SideCounts(ResultModel):
         "the whole replay can need, so that the merged percentile is exact.",
     )
 
+    @model_validator(mode="after")
+    def _parts_of_asked(self) -> Self:
+        _at_most({"answered": self.answered}, self.asked, "asked")
+        _at_most({"refused": self.refused, "timed": self.timed}, self.answered, "answered")
+        _at_most({"len(slowest)": len(self.slowest)}, self.timed, "timed")
+        if len(self.slowest) < slowest_needed(self.timed):
+            raise ValueError(
+                f"slowest has {len(self.slowest)} latencies; the 95th percentile of {self.timed} needs "
+                f"{slowest_needed(self.timed)}"
+            )
+        return self
+
 
 class ReplayCounts(ResultModel):
     candidate: SideCounts
     incumbent: SideCounts
     both_answered: NonNegativeInt
     changed: NonNegativeInt = Field(description="Pairs both answered whose answers differ.")
+
+    @model_validator(mode="after")
+    def _parts_of_answered(self) -> Self:
+        answered = min(self.candidate.answered, self.incumbent.answered)
+        _at_most({"both_answered": self.both_answered}, answered, "the fewer side's answered")
+        _at_most({"changed": self.changed}, self.both_answered, "both_answered")
+        return self
 
 
 class ShardResult(ResultModel):
@@ -76,3 +124,9 @@ class ShardResult(ResultModel):
         max_length=1100,
         description="Where this shard's own items' full results are (s3://...), when the gate keeps them.",
     )
+
+    @model_validator(mode="after")
+    def _index_of_shards(self) -> Self:
+        if self.index >= self.shards:
+            raise ValueError(f"index ({self.index}) must be less than shards ({self.shards})")
+        return self

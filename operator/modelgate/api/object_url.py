@@ -99,8 +99,9 @@ def _valid_prefix_url(text: str) -> str:
 # The same checks at admission: the pattern, then CEL for what a pattern cannot say in RE2.
 _URL_RULES = (
     CelRule("!self.matches('/[.][.](/|$)')", message=PARENT_SEGMENT),
+    # The bad pairs anywhere in the bucket (up to the first '/'), an IP address as the whole bucket.
     CelRule(
-        "!self.matches('^s3://([0-9]+([.][0-9]+){3}|[^/]*([.][.]|[.]-|-[.]))(/|$)')", message=BUCKET_DOTS
+        "!self.matches('^s3://([0-9]+([.][0-9]+){3}(/|$)|[^/]*([.][.]|[.]-|-[.]))')", message=BUCKET_DOTS
     ),
 )
 S3ObjectUrl = Annotated[

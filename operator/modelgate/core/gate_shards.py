@@ -21,13 +21,19 @@ from modelgate.api.gate_result import (
     SideTokens,
     WinRate,
 )
-from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult, SideCounts
+from modelgate.api.gate_shard import (
+    PERCENTILE,
+    CapabilityCounts,
+    ReplayCounts,
+    ShardResult,
+    SideCounts,
+    slowest_needed,
+)
 from modelgate.core.gate_requests import failures_text
 
 # Enough digits for shares of thousands of samples and latencies in tenths of a millisecond, few
 # enough to keep the result inside a termination message.
 DIGITS = 4
-PERCENTILE = 0.95
 
 
 class ShardsDisagree(ValueError):
@@ -37,12 +43,6 @@ class ShardsDisagree(ValueError):
 def ratio(count: int, total: int) -> float:
     # No samples: 0 with samples 0, which a policy's minimum sample size reads as Inconclusive.
     return round(count / total, DIGITS) if total else 0.0
-
-
-def slowest_needed(total: int) -> int:
-    """How many of the largest of `total` values hold their 95th percentile by nearest rank; as the
-    count grows with `total`, a shard that keeps this many for the whole run's total keeps enough."""
-    return total - math.ceil(PERCENTILE * total) + 1 if total else 0
 
 
 def p95(slowest: Sequence[float], timed: int) -> float:

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelgate.api.gate_result import NO_TOKENS, Score, SideTokens
-from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, SideCounts
+from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, SideCounts, slowest_needed
 from modelgate.chat_answers import Answer, Choice
 from modelgate.core import gate_shards
-from modelgate.core.gate_shards import DIGITS, slowest_needed
+from modelgate.core.gate_shards import DIGITS
 from modelgate.evaluation.testset import Item
 from modelgate.refusal_classifier import RefusalPatterns, classify
 

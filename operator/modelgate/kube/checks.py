@@ -16,7 +16,8 @@ from modelgate.api.gate import Evaluator, GateCheck
 from modelgate.api.gate_inputs import JsonlSource
 from modelgate.api.gate_result import NO_ANSWER_EXIT_CODE, GateResult, StoredData
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
-from modelgate.kube.check_shards import indexed, merged_shards, pod_index, shard_name, without_injected_index
+from modelgate.kube.check_pod_identity import own_pods
+from modelgate.kube.check_shards import indexed, merged_shards, pod_index, shard_name
 from modelgate.kube.check_storage import ResultsTarget, recorded_replay, storage_wiring
 from modelgate.kube.labels import label_value
 
@@ -261,40 +262,6 @@ def custom_container(check: GateCheck) -> dict[str, Any]:
 def _condition(job: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     conditions = (job.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c.get("type") == type_ and c.get("status") == "True"), None)
-
-
-def _check_container(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    return next((c for c in spec.get("containers") or [] if c.get("name") == CONTAINER), {})
-
-
-# What a Pod's check container must share with its Job's template to be the Job's own.
-_IDENTITY = ("image", "command", "args", "env", "volumeMounts")
-
-
-def _identity(container: Mapping[str, Any]) -> list[Any]:
-    """What makes the container the Job's own; the index variable the Job controller adds to an
-    Indexed Job's Pods is not the template's."""
-    return [
-        without_injected_index(container.get(key)) if key == "env" else container.get(key)
-        for key in _IDENTITY
-    ]
-
-
-def own_pods(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The Pods that are the Job's own: controlled by it (its uid, not a label anyone can copy) and
-    running its template's container. The Job controller adopts an orphan that carries its labels,
-    so a planted Pod can become controlled by the Job; it cannot run another container unseen."""
-    uid = job["metadata"].get("uid")
-    template = _check_container(job["spec"]["template"]["spec"])
-
-    def owned(pod: Mapping[str, Any]) -> bool:
-        owners = pod["metadata"].get("ownerReferences") or []
-        return any(o.get("controller") and o.get("uid") == uid for o in owners)
-
-    def same(pod: Mapping[str, Any]) -> bool:
-        return _identity(_check_container(pod.get("spec") or {})) == _identity(template)
-
-    return [pod for pod in pods if owned(pod) and same(pod)]
 
 
 def _container_state(pod: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -55,4 +55,4 @@ class NotificationDefaults:
             return ()
         own = (body.get("spec") or {}).get("notifications") is not None
         namespace = body["metadata"]["namespace"] if own else self.namespace
-        return tuple(Target(receiver, namespace) for receiver in spec.notifications.receivers)
+        return tuple(Target(receiver, namespace, not own) for receiver in spec.notifications.receivers)

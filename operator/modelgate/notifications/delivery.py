@@ -2,15 +2,16 @@
 reconciler submits (submitting never waits) and posts it to every receiver at once, each with its
 own retries and exponential backoff, so a receiver that hangs delays neither the others nor any
 tick. A key is delivered once per process; a restart delivers what status still lists again (at
-least once: the key lets a receiver drop the repeat). A receiver's URL is a credential: it is read
-from its Secret at each attempt and never logged; what went wrong is said by HTTP status or error
-type. A receiver that never takes it is a Warning Event and modelgate_notifications_failed_total."""
+least once: the key lets a receiver drop the repeat). Tenants share the queue in parts
+(notifications/shares.py): the keys remembered per rollout, the posts in flight per namespace. A
+receiver's URL is a credential: it is read from its Secret at each attempt and never logged; what
+went wrong is said by HTTP status or error type. A receiver that never takes it is a Warning Event
+and modelgate_notifications_failed_total."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,21 +29,30 @@ from modelgate.core.reasons import Reason
 from modelgate.egress import checked_session
 from modelgate.kube import Kube, KubeError
 from modelgate.notifications.formats import body
+from modelgate.notifications.shares import DeliveryMemory, NamespaceSlots
 
 log = structlog.get_logger("modelgate.notifications")
 
-_REMEMBERED = 4096  # keys kept to drop a repeated submit; status lists at most 10 per rollout
 # Posts in flight at once, whatever the receivers: tenants' receivers that hang hold this many
-# connections and no more, while the others wait their turn.
+# connections and no more, each namespace's at most its share (NamespaceSlots).
 MAX_IN_FLIGHT = 64
 
 
 @dataclass(frozen=True)
 class Target:
-    """A receiver, and the namespace of the Secret that holds its URL."""
+    """A receiver, and the namespace of the Secret that holds its URL; `platform_default` for the
+    chart's default receivers, whose Secrets a rollout's Events (which tenants read) never name."""
 
     receiver: Receiver
     secret_namespace: str
+    platform_default: bool = False
+
+    @property
+    def named(self) -> str:
+        """The receiver as a rollout's Event names it."""
+        if self.platform_default:
+            return f"the platform's default receiver {self.receiver.name}"
+        return f"receiver {self.receiver.name}"
 
 
 @dataclass(frozen=True)
@@ -64,26 +74,25 @@ class Notifier:
         self._egress = egress
         self._retries = retries or Retries()
         self._lock = threading.Lock()
-        self._submitted: OrderedDict[str, None] = OrderedDict()
-        self._finished: OrderedDict[str, None] = OrderedDict()
+        self._memory = DeliveryMemory()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._in_flight = in_flight
-        self._slots = asyncio.Semaphore(in_flight)
+        self._slots = NamespaceSlots(in_flight)
 
     def submit(self, notify: Notify, targets: Sequence[Target], involved: Mapping[str, Any]) -> None:
         """Queues `notify` for `targets` unless it was queued before; returns at once. `involved`:
         the rollout, for a failure's Event."""
+        sent = payload(notify)
         with self._lock:
-            if notify.key in self._submitted:
+            if not self._memory.submit(sent.namespace, notify.key):
                 return
-            _remember(self._submitted, notify.key)
             loop = self._running_loop()
-        asyncio.run_coroutine_threadsafe(self._deliver(notify.key, payload(notify), targets, involved), loop)
+        asyncio.run_coroutine_threadsafe(self._deliver(notify.key, sent, targets, involved), loop)
 
     def finished(self, keys: Iterable[str]) -> frozenset[str]:
         """Those of `keys` whose delivery ended, to every receiver or given up on."""
         with self._lock:
-            return frozenset(key for key in keys if key in self._finished)
+            return self._memory.finished(keys)
 
     def close(self) -> None:
         with self._lock:
@@ -94,7 +103,7 @@ class Notifier:
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
-            self._slots = asyncio.Semaphore(self._in_flight)  # of this loop
+            self._slots = NamespaceSlots(self._in_flight)  # of this loop
             threading.Thread(target=self._loop.run_forever, name="notifications", daemon=True).start()
         return self._loop
 
@@ -106,7 +115,7 @@ class Notifier:
                 await asyncio.gather(*(self._deliver_one(session, sent, t, involved) for t in targets))
         finally:
             with self._lock:
-                _remember(self._finished, key)
+                self._memory.finish(key)
 
     async def _deliver_one(
         self,
@@ -122,7 +131,7 @@ class Notifier:
             if attempt:
                 await asyncio.sleep(self._retries.backoff(attempt - 1))
             try:
-                async with self._slots:
+                async with self._slots.held(sent.namespace):
                     problem = await self._attempt(session, sent, target)
             except AddressRefused as refused:  # the URL itself: no retry helps
                 problem = f"its URL {refused.refusal.value}"  # not the address its host resolved to
@@ -138,7 +147,7 @@ class Notifier:
             log.info("notification not taken", receiver=receiver.name, key=sent.key, problem=problem)
         observability.NOTIFICATIONS_FAILED.labels(*labels).inc()
         message = (
-            f"notification {sent.transition.value} ({sent.key}) to receiver {receiver.name} "
+            f"notification {sent.transition.value} ({sent.key}) to {target.named} "
             f"({receiver.kind.value}) failed after {attempt + 1} attempt(s): {problem}"
         )
         log.warning("notification failed", receiver=receiver.name, key=sent.key, problem=problem)
@@ -154,7 +163,12 @@ class Notifier:
                 self._kube.read_secret_key, target.secret_namespace, ref.name, ref.key
             )
         except KubeError as error:  # names the Secret and key, never their value
-            return str(error)
+            if not target.platform_default:
+                return str(error)
+            log.warning(
+                "notification: a default receiver's Secret", receiver=target.receiver.name, error=str(error)
+            )
+            return "its Secret, in the operator's namespace, could not be read (the operator's log says why)"
         url = secret.text.strip()
         self._egress.check_url(url)
         timeout = aiohttp.ClientTimeout(total=self._retries.timeout)
@@ -178,9 +192,3 @@ class Notifier:
             self._kube.create_event(involved, reason.event_type.value, reason.value, message)
         except KubeError as error:
             log.warning("could not post the notification's Event", error=str(error))
-
-
-def _remember(keys: OrderedDict[str, None], key: str) -> None:
-    keys[key] = None
-    while len(keys) > _REMEMBERED:
-        keys.popitem(last=False)

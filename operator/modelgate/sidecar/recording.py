@@ -6,7 +6,9 @@ per-request draw, records batched into objects (one per `batch_requests` records
 Bounded: a record enters the batch only if the bytes accepted so far stay within `max_bytes`; past
 it recording stops for good (`llm_recording_stopped` is 1). At most `MAX_QUEUED` objects wait for
 the store; a batch that finds the queue full is dropped, and a write that fails loses its batch:
-each is a metric and a log line, never a request's delay or failure."""
+each is a metric and a log line, never a request's delay or failure. Records are redacted one at a
+time, each within `redaction_seconds`: a `--redact-pattern` that backtracks for longer costs its
+record (`redaction_failed`) and the redaction process, which is killed and started again."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import functools
 import multiprocessing
 import random
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,6 +45,12 @@ MAX_QUEUED = 4
 COPIES = 4
 # How long closing waits for the last writes (the Pod's grace period is 30 s by default).
 CLOSE_TIMEOUT = 10.0
+# A record's redaction takes milliseconds (a MiB of hostile text for the built-in patterns, 280 ms).
+REDACTION_SECONDS = 2.0
+
+
+class RedactionTimedOut(Exception):
+    """A record's redaction ran past its time limit; its process was killed."""
 
 
 class RecordSink(Protocol):
@@ -77,6 +85,7 @@ class RecordingSettings:
     batch_seconds: float = 60.0
     redactor: Redactor = field(default_factory=Redactor.with_built_ins)
     source: str = "proxy"  # the Pod's name, in object names
+    redaction_seconds: float = REDACTION_SECONDS  # for one record, before its process is killed
     seed: int | None = None  # fixed in tests; None draws from the system
 
 
@@ -172,6 +181,9 @@ class Recorder:
         self._queue: asyncio.Queue[tuple[str, list[bytes]] | None] = asyncio.Queue(MAX_QUEUED)
         self._tasks: tuple[asyncio.Task[None], asyncio.Task[None]] | None = None
         self._redaction = _redaction_pool()
+        # Hands records to the process one at a time, each within its time limit; a thread that only
+        # waits, so that records queue up without the event loop's turn between them.
+        self._dispatch = ThreadPoolExecutor(max_workers=1, thread_name_prefix="redaction")
         self._copies = ByteBudget(COPIES * settings.object_bytes)
         self._redacting: set[asyncio.Future[bytes | None]] = set()
         self._redacting_bytes = 0
@@ -200,10 +212,29 @@ class Recorder:
             return
         self._redacting_bytes += len(body)
         redacted = asyncio.get_running_loop().run_in_executor(
-            self._redaction, record_line, body, answer, self._clock(), self.settings.redactor
+            self._dispatch, self._redacted_within_limit, body, answer, self._clock()
         )
         self._redacting.add(redacted)
         redacted.add_done_callback(functools.partial(self._redacted, len(body)))
+
+    def _redacted_within_limit(
+        self, body: bytes, answer: Answer | None, recorded_at: datetime
+    ) -> bytes | None:
+        """The record, redacted in the pool's process (in the dispatch thread); a process that takes
+        longer than the limit is killed, and one that took longer or died (killed for memory?) is
+        replaced before the next record."""
+        pool = self._redaction
+        running = pool.submit(record_line, body, answer, recorded_at, self.settings.redactor)
+        try:
+            return running.result(timeout=self.settings.redaction_seconds)
+        except TimeoutError:
+            self._redaction = _redaction_pool()
+            _killed(pool)
+            limit = self.settings.redaction_seconds
+            raise RedactionTimedOut(f"a record took over {limit} s; its process was killed") from None
+        except BrokenProcessPool:
+            self._redaction = _redaction_pool()
+            raise
 
     def _redacted(self, size: int, redacted: asyncio.Future[bytes | None]) -> None:
         self._redacting.discard(redacted)
@@ -216,8 +247,6 @@ class Recorder:
             return
         self._count(Outcome.REDACTION_FAILED)
         log.warning("recording: redaction failed", error=str(error) or type(error).__name__)
-        if isinstance(error, BrokenProcessPool):  # its process died (killed for memory?): a new one
-            self._redaction = _redaction_pool()
 
     def _add(self, line: bytes | None) -> None:
         if line is None:
@@ -263,13 +292,14 @@ class Recorder:
         timer.cancel()
         try:
             async with asyncio.timeout(CLOSE_TIMEOUT):
-                await asyncio.gather(*self._redacting)
+                await asyncio.gather(*self._redacting, return_exceptions=True)
                 self.flush()
                 await self._queue.put(None)  # the writer's last item
                 await writer
         except TimeoutError:
             writer.cancel()
             log.warning("recording: closed before the store took every object", timeout=CLOSE_TIMEOUT)
+        await asyncio.to_thread(self._dispatch.shutdown, wait=True, cancel_futures=True)
         await asyncio.to_thread(self._redaction.shutdown, wait=True, cancel_futures=True)
 
     async def _flush_periodically(self) -> None:
@@ -314,6 +344,14 @@ def _redaction_pool() -> ProcessPoolExecutor:
     whole search, and a MiB of hostile text stalled the event loop, and every proxied byte, for up
     to 280 ms (measured); in a process of its own, the proxy waits only for the copy."""
     return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+
+
+def _killed(pool: ProcessPoolExecutor) -> None:
+    """The pool's process ended mid-search and the pool shut down (Python 3.11's pool has no call to
+    end its processes; 3.14's is kill_workers)."""
+    for process in list((pool._processes or {}).values()):
+        process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _ready() -> None:
