@@ -120,16 +120,18 @@ def test_one_owner_per_rule_held_then_handed_over(
     # chat ends; chat-again's incumbent (chat-v1) is not what the route serves now (chat-v2).
     assert modelgate(operator.kubeconfig, "promote", "chat", "--full", "-n", namespace).returncode == 0
     rollouts.wait_for_status("chat succeeded", settled(Phase.SUCCEEDED), name="chat")
+    # Ticks asked for at once (each would come by itself within the 10 s recheck of a held rollout).
+    ticks_without_a_write(operator.kubeconfig, api_client, rollouts, "chat-again")
     not_served = route_state_reached(rollouts, "chat-again", RouteState.INCUMBENT_NOT_SERVED)
     assert "chat-v1" in (not_served.message or "") and "spec.incumbent" in (not_served.message or "")
 
     # A newer rollout from what chat promoted takes the rule over; chat writes it no more.
     rollouts.apply(rollout("chat-next", namespace, ("chat-v2", "chat-v4"), [{"setWeight": 50}]))
     rollouts.wait_for_status("chat-next succeeded", settled(Phase.SUCCEEDED), name="chat-next")
+    ticks_without_a_write(operator.kubeconfig, api_client, rollouts, "chat")  # retired: writes nothing
     handed = route_state_reached(rollouts, "chat", RouteState.HANDED_OVER)
     assert handed.phase is Phase.SUCCEEDED and handed.route_owner is not None
     assert handed.route_owner.name == "chat-next"
-    ticks_without_a_write(operator.kubeconfig, api_client, rollouts, "chat")  # retired: writes nothing
 
     wait_for(lambda: route_history.seen[-1] == (0, 0, 0, 100), timeout=10, what="the route's last write seen")
     assert route_history.seen == [
