@@ -31,6 +31,7 @@ class OperatorProcess:
         extra_args: Sequence[str] = (),
         entry: str = MODELGATE_ENTRY,
         env: Mapping[str, str] | None = None,
+        allow_loopback: bool = True,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.namespaces = list(namespaces)  # empty: every namespace
@@ -38,6 +39,9 @@ class OperatorProcess:
         # The entry point that runs `modelgate run` (tests may wrap it), and more variables for it.
         self.entry = entry
         self.env = dict(env or {})
+        # The bed's Prometheus and model servers listen on 127.0.0.1: a local bed allows loopback (and
+        # the operator passes that on to its evaluator Jobs); False: refused, as in a real cluster.
+        self.allow_loopback = allow_loopback
         self.registry = ProcessRegistry(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_port = free_port()
@@ -52,9 +56,7 @@ class OperatorProcess:
             f"--metrics-address=127.0.0.1:{self.metrics_port}",
             f"--health-address=127.0.0.1:{self.health_port}",
             "--log-format=json",
-            # The bed's Prometheus and model servers listen on 127.0.0.1: the local bed allows
-            # loopback (and the operator passes that on to its evaluator Jobs).
-            ALLOW_LOOPBACK_FLAG,
+            *([ALLOW_LOOPBACK_FLAG] if self.allow_loopback else []),
             *(f"--namespace={namespace}" for namespace in self.namespaces),
             *self.extra_args,
         ]

@@ -35,3 +35,5 @@ LOOPBACK_FORMS = [
     "127.1",  # short
 ]
 METADATA_FORMS = [*unicode_forms("169.254.169.254"), f"{CIRCLED_16_9}.254.169.254"]
+# 127.0.0.1 behind NAT64: RFC 6052's well-known prefix, and RFC 8215's local-use one.
+NAT64_FORMS = ["[64:ff9b::7f00:1]", "[64:ff9b:1::7f00:1]"]

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import socket
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 import aiohttp
 import pytest
@@ -21,34 +18,10 @@ from modelgate.api.addresses import AddressRefused, EgressPolicy, Refusal
 from modelgate.egress import checked_session as aiohttp_session
 from modelgate.metrics.checked_session import checked_session as requests_session
 from modelgate.storage import ObjectStore, StorageCredentials, StorageError, StorageProblem, parse_object_url
-from tests.support.disguised_hosts import LOOPBACK_FORMS, METADATA_FORMS
+from tests.support.disguised_hosts import LOOPBACK_FORMS, METADATA_FORMS, NAT64_FORMS
+from tests.support.listener import Listener, listener
 
-NAT64_FORMS = ["[64:ff9b::7f00:1]", "[64:ff9b:1::7f00:1]"]  # RFC 6052's well-known prefix, RFC 8215's
-
-
-@dataclass(frozen=True)
-class Listener:
-    port: int
-    sock: socket.socket
-
-    def connections(self) -> int:
-        accepted = 0
-        while True:
-            try:
-                self.sock.accept()[0].close()
-            except BlockingIOError:
-                return accepted
-            accepted += 1
-
-
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    sock.setblocking(False)
-    yield Listener(sock.getsockname()[1], sock)
-    sock.close()
+__all__ = ["listener"]  # the fixture
 
 
 def policies(port: int) -> list[tuple[EgressPolicy, Refusal]]:
