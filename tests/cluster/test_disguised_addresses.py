@@ -1,11 +1,14 @@
-"""Issue 35's acceptance for receivers on the bed, with loopback refused as in a real cluster (an
-operator of this test's own, started without --allow-loopback): a rollout's notification receivers
-written as disguised forms of 127.0.0.1 (Unicode digits and stops, enclosed numbers, decimal, octal,
-hex and short forms, NAT64 under both prefixes; the listener they name, and the API server's port)
-and of the metadata address never get a connection. Each is a NotificationFailed Event naming the
-receiver and no address, and the rollout is promoted all the same. The URLs are in a Secret, which
-no admission rule reads: the operator's own check is what stops them (tests/unit/test_disguised_hosts
-runs the same forms through each HTTP client)."""
+"""Issue 35's acceptance on the bed, with loopback refused as in a real cluster (an operator of this
+test's own, started without --allow-loopback; its evaluator Jobs inherit that): a rollout's
+notification receivers written as disguised forms of 127.0.0.1 (Unicode digits and stops, enclosed
+numbers, decimal, octal, NAT64 under both prefixes; the listener they name, and the API server's
+port) and of the metadata address never get a connection. Each is a NotificationFailed Event naming
+the receiver and no address, and the rollout is promoted all the same. The receivers' URLs are in a
+Secret, which no admission rule reads: the operator's own check is what stops them. URLs written in
+a spec (Prometheus, a gate check's models and judge, a ModelEvaluation's model) are refused in these
+forms at admission (tests/support/bad_rollouts.py, run by test_bad_manifests.py); a NAT64 form is
+admitted but no route reaches it here, so tests/unit/test_disguised_hosts.py proves its refusal,
+with every form through each HTTP client, object storage's too."""
 
 from __future__ import annotations
 
