@@ -57,7 +57,10 @@ def test_ten_percent_server_errors_are_rolled_back_by_the_gateways_error_rate(
     reason = final.rollback_reason
     assert reason is not None and reason.metric == "errors", reason
     assert reason.query is not None and "traefik_service_requests_total" in reason.query, reason.query
-    assert reason.value is not None and 0.05 < reason.value < 0.2, reason.value
+    # 10% failing, judged on a window of at least 50 requests: the measured share's standard error
+    # there is 4.2 points, so 20% (2.4 errors) came in about one run in a hundred (20.7% seen once);
+    # 25% is 3.5 errors away.
+    assert reason.value is not None and 0.05 < reason.value < 0.25, reason.value
     record_property("error rate at the gateway when rolled back", reason.value)
 
 
