@@ -8,7 +8,9 @@ Secret, which no admission rule reads: the operator's own check is what stops th
 a spec (Prometheus, a gate check's models and judge, a ModelEvaluation's model) are refused in these
 forms at admission (tests/support/bad_rollouts.py, run by test_bad_manifests.py); a NAT64 form is
 admitted but no route reaches it here, so tests/unit/test_disguised_hosts.py proves its refusal,
-with every form through each HTTP client, object storage's too."""
+with every form through each HTTP client. A storage Secret's endpoint, which admission does not
+read either, in disguised forms of the listener's address: the check cannot read its test set, the
+gate rejects, and the listener sees no connection."""
 
 from __future__ import annotations
 
@@ -19,19 +21,21 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import Phase
+from modelgate.api.gate_status import CheckState, GateDecision
 from modelgate.core import Reason
 from testbed.localcluster import LocalCluster
 from testbed.manifests import http_route, model_deployment, model_rollout, model_service
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.disguised_hosts import LOOPBACK_FORMS, METADATA_FORMS, NAT64_FORMS
+from tests.support.gate import POLICY, check_pods, ended, gated_rollout, scenario
 from tests.support.kube import create
 from tests.support.listener import Listener, listener
 from tests.support.notifications import notifying
 from tests.support.operators import admin_operator_stopped, operator_events, running
-from tests.support.scenario import Rollouts, settled
+from tests.support.scenario import Rollouts, Scenario, settled
 
-__all__ = ["listener"]  # the fixture
+__all__ = ["check_pods", "listener", "scenario"]  # the fixtures
 
 
 @pytest.fixture
@@ -93,3 +97,38 @@ def test_receivers_at_disguised_local_addresses_get_no_connection(
         # Refused before any attempt ("its URL reaches ..."), not a connection that failed: a NAT64
         # form has no route here, so only the refusal shows that the check stopped it.
         assert "after 1 attempt(s): its URL" in note, note
+
+
+def test_a_store_at_a_disguised_loopback_endpoint_gets_no_connection(
+    api_client: client.ApiClient,
+    namespace: str,
+    strict_operator: OperatorProcess,
+    listener: Listener,
+    scenario: Scenario,
+) -> None:
+    fullwidth, _, _, _, decimal, *_ = LOOPBACK_FORMS
+    checks = []
+    for name, host in (("fullwidth", fullwidth), ("decimal", decimal)):
+        secret = {"endpoint": f"http://{host}:{listener.port}", "region": "us-east-1"}
+        secret |= {"accessKeyId": "key", "secretAccessKey": "secret"}
+        create(
+            api_client,
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": name, "namespace": namespace},
+                "stringData": secret,
+            },
+        )
+        source = {"s3": {"url": "s3://evals/qa.jsonl", "secret": name}}
+        checks.append({"name": name, "evaluator": {"testSet": source}, "timeout": "1m", "policy": POLICY})
+    scenario.apply(gated_rollout(namespace, checks, [{"setWeight": 50}]))
+    final = ended(scenario)
+
+    assert final.gate is not None and final.gate.decision is GateDecision.REJECT, final.message
+    assert {check.name: check.state for check in final.gate.checks} == {
+        "fullwidth": CheckState.ERROR,
+        "decimal": CheckState.ERROR,
+    }
+    assert scenario.recorder.candidate_weights() == [0]
+    assert listener.connections() == 0
