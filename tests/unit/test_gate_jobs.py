@@ -131,6 +131,8 @@ def test_the_evaluator_job_runs_modelgate_eval_with_the_contracts_flags() -> Non
     assert (spec["backoffLimit"], spec["activeDeadlineSeconds"]) == (0, 600)
     assert manifest["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
     assert manifest["metadata"]["labels"][CHECK_LABEL] == "quality"
+    # A mesh's injected sidecar would make the Pod not the Job's own (compared whole): none is asked.
+    assert spec["template"]["metadata"]["labels"]["sidecar.istio.io/inject"] == "false"
     (run,) = spec["template"]["spec"]["containers"]
     assert run["command"] == ["modelgate"] and run["args"][0] == "eval"
     assert "--result-file=/dev/termination-log" in run["args"]

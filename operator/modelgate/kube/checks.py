@@ -26,6 +26,8 @@ ROLLOUT_LABEL = "modelgate.io/rollout"
 EVALUATION_LABEL = "modelgate.io/evaluation"  # a ModelEvaluation's run (api/evaluation_spec.py)
 CHECK_LABEL = "modelgate.io/gate-check"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+# Istio injects no sidecar into a Pod labelled so: its check Pods must stay as their Job made them.
+NO_SIDECAR_LABEL = "sidecar.istio.io/inject"
 CONTAINER = "check"
 TERMINATION_LOG = "/dev/termination-log"
 DATA_DIR = "/var/run/modelgate/gate"
@@ -206,7 +208,8 @@ def check_job(
             "activeDeadlineSeconds": max(1, int(check.timeout_timedelta.total_seconds())),
             "ttlSecondsAfterFinished": FINISHED_TTL_SECONDS,
             "template": {
-                "metadata": {"labels": labels},
+                # No mesh sidecar: a Pod with one injected would not be its Job's own (check_pod_identity).
+                "metadata": {"labels": {**labels, NO_SIDECAR_LABEL: "false"}},
                 "spec": {
                     "restartPolicy": "Never",
                     **account,
