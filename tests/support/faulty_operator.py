@@ -20,7 +20,6 @@ from modelgate.tick_observation import TickObserver
 
 ENTRY = f"{__name__}:main"
 FAULT_FILE_ENV = "MODELGATE_TEST_FAULT_FILE"
-STAGES = ("observe", "decide", "apply")
 Call = TypeVar("Call", bound=Callable[..., Any])
 _in_tick = threading.local()
 
