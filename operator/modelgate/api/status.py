@@ -324,6 +324,11 @@ class ModelRolloutStatus(StatusModel):
         json_schema_extra=list_map("type"),
     )
 
+    @property
+    def ended(self) -> bool:
+        """Succeeded, RolledBack or Failed (Phase.ended)."""
+        return self.phase is not None and self.phase.ended
+
     def to_patch(self) -> dict[str, Any]:
         """The status as the body of a JSON merge patch of the status subresource.
 

@@ -18,7 +18,6 @@ from modelgate.api import (
     EarlierRollout,
     ModelRolloutSpec,
     ModelRolloutStatus,
-    Phase,
     parse_spec,
     parse_status,
 )
@@ -52,7 +51,6 @@ from modelgate.metrics.prometheus_http import PrometheusClient
 from modelgate.metrics.provider import AnalysisPlan
 from modelgate.metrics.recorded import RecordedSeries
 
-ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 # Status fields the charts already show; every other one is shown as it is stored.
 CHARTED = ("analysis", "rollbackReason", "conditions", "earlierRollouts", "stepStarts", "weightChanges")
 WEIGHT_SOURCE = "the rollout's status (weightChanges, stepStarts)"
@@ -146,7 +144,7 @@ def rollout_span(
     times = [datetime.fromtimestamp(e.time, UTC) for e in events]
     start = status.rollout_started_at or min([created, *times]) - timedelta(seconds=5)
     times = [t for t in times if t >= start]
-    if status.phase not in ENDED:
+    if not status.ended:
         return start, now
     ended = max([*times, *(r.time for r in [status.rollback_reason] if r is not None), start])
     return start, min(now, ended + max((ended - start) / 10, timedelta(seconds=10)))
@@ -174,7 +172,7 @@ def report_timeline(
     start, end = seconds(span[0]), seconds(span[1])
     events = [e for e in events if e.time >= start]
     weights, started = weights_from_status(status, start), steps_from_status(status)
-    if status.step_started_at is not None and status.phase not in ENDED:
+    if status.step_started_at is not None and not status.ended:
         started[status.current_step_index] = seconds(status.step_started_at)
     labels = [step_label(s) for s in body["spec"].get("steps", [])]
     marks: list[Mark] = [*step_marks(body["spec"], started, labels), *rollback_mark(status)]

@@ -24,7 +24,6 @@ from modelgate.core.query_check import check_due
 from modelgate.metrics import AnalysisPlan, MetricProvider
 
 GENERATION = 1
-ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ def simulate(
         if route.candidate_weight != weights[-1][1]:
             weights.append((now, route.candidate_weight))
         status = decision.status
-        if status.phase in ENDED and status.rolling_back is None:
+        if status.ended and status.rolling_back is None:
             break
         now += next_wakeup(spec, status, now)
     return Replay(start, min(now, end), tuple(spans.values()), tuple(weights), tuple(events), status)

@@ -34,7 +34,7 @@ def claim_hold(
         ours = route.candidate_weight == status.current_weight or observed.rollout_ref in route.owners
         return None if ours or route.incumbent_weight > 0 else _not_served(spec, route, None)
     owner = claim.owner
-    if _ended(status):
+    if status.ended:
         message = f"{owner} took the route rule over; this rollout has ended and writes it no more"
         return ClaimHold(RouteState.HANDED_OVER, Reason.ROUTE_HANDED_OVER, message, owner)
     if not claim.owner_ended:
@@ -65,15 +65,11 @@ def hold_for_claim(tick: Tick, held: ClaimHold) -> None:
         tick.event(held.event, held.message)
     tick.route_state(held.state, held.message)
     tick.update(route_owner=held.owner)
-    if not _ended(tick.status):
+    if not tick.status.ended:
         tick.pause(PauseReason.ROUTE_CLAIMED, held.message)
         tick.update(message=f"held: {held.message}")
     tick.weight = None
     tick.may_write = False
-
-
-def _ended(status: ModelRolloutStatus) -> bool:
-    return status.phase is not None and status.phase.ended
 
 
 def release_claim(tick: Tick) -> None:
