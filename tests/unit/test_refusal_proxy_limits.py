@@ -174,8 +174,8 @@ def test_a_client_sending_its_headers_a_byte_a_second_is_cut_off_within_the_time
         limits = ConnectionLimits(header_timeout=2.0)
         async with hostile_upstream() as upstream, proxied(upstream, connections=limits) as (proxy, _):
             port = int(proxy.url.rsplit(":", 1)[1])
+            started = time.monotonic()  # before the connection: the proxy's timeout starts at its accept
             reader, writer = await raw_connection(port)
-            started = time.monotonic()
             answer = b""
             for byte in b"POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nX-Slow: " + b"a" * 60:
                 writer.write(bytes([byte]))
