@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -54,11 +53,22 @@ def test_a_check_pod_runs_without_a_token_and_as_non_root_under_restricted_pod_s
 ) -> None:
     core = client.CoreV1Api(api_client)
     core.patch_namespace(namespace, {"metadata": {"labels": RESTRICTED}})
-    # The API server enforces the profile here: a Pod as Kubernetes defaults it is refused.
-    plain = {"metadata": {"name": "plain"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
-    with pytest.raises(ApiException) as refused:
-        core.create_namespaced_pod(namespace, plain)
-    assert refused.value.status == 403 and "PodSecurity" in str(refused.value.body)
+    # The API server enforces the profile here: a Pod as Kubernetes defaults it is refused, once Pod
+    # Security admission has seen the namespace's new label (its cache of namespaces follows a watch).
+    plain = {
+        "metadata": {"generateName": "plain-"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+    def plain_pod_refused() -> ApiException | None:
+        try:
+            core.create_namespaced_pod(namespace, plain)
+        except ApiException as error:
+            return error
+        return None
+
+    refused = wait_for(plain_pod_refused, timeout=10, what="Pod Security admission to refuse a plain Pod")
+    assert refused.status == 403 and "PodSecurity" in str(refused.body)
 
     release = tmp_path / "measure-now"
     check = script_check("quality", gate_result(score("math", 0.9, 0.8)), wait_for=release, policy=POLICY)
