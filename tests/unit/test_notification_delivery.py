@@ -49,6 +49,11 @@ class FakeKube:
         self.events.append((type_, reason, message))
 
 
+def delivery_ended(notifier: Notifier, key: str, *, timeout: float, what: str) -> None:
+    """Waits until the notification's delivery has ended (taken or given up on)."""
+    wait_for(lambda: bool(notifier.finished([key])) or None, timeout=timeout, what=what, interval=0.02)
+
+
 def target(name: str, kind: ReceiverKind = ReceiverKind.WEBHOOK) -> Target:
     receiver = Receiver.model_validate(
         {"name": name, "kind": kind, "urlSecretRef": {"name": "hooks", "key": name}}
@@ -100,12 +105,7 @@ def test_each_receiver_takes_it_once_after_its_retries(rollback: Notify, notifie
         with capture_logs() as logs:
             notifier.submit(rollback, targets, INVOLVED)
             notifier.submit(rollback, targets, INVOLVED)  # a later tick's: dropped
-            wait_for(
-                lambda: bool(notifier.finished([rollback.key])) or None,
-                timeout=5,
-                what="the delivery to end",
-                interval=0.02,
-            )
+            delivery_ended(notifier, rollback.key, timeout=5, what="the delivery to end")
         assert plain.requests_per_key() == {rollback.key: 1}
         assert flaky.requests_per_key() == {rollback.key: 4}  # 500, 500, 500, then 200
         assert teams.requests_per_key() == {rollback.key: 1}  # 202 is taken
@@ -137,12 +137,7 @@ def test_a_receiver_that_never_answers_is_given_up_on_without_holding_the_others
                 interval=0.02,
             )
             assert time.monotonic() - started < FAST.timeout  # not behind the silent one
-            wait_for(
-                lambda: bool(notifier.finished([rollback.key])) or None,
-                timeout=10,
-                what="the silent one given up",
-                interval=0.02,
-            )
+            delivery_ended(notifier, rollback.key, timeout=10, what="the silent one given up")
         ((type_, reason, message),) = kube.events
         assert (type_, reason) == ("Warning", "NotificationFailed")
         assert "silent" in message and silent_url not in message and silent.address not in message
@@ -163,12 +158,7 @@ def test_a_refused_address_is_never_asked(rollback: Notify, notifier_for: Any, u
     notifier = notifier_for(kube, EgressPolicy(allow_loopback=False))
     with capture_logs() as logs:
         notifier.submit(rollback, (target("evil"),), INVOLVED)
-        wait_for(
-            lambda: bool(notifier.finished([rollback.key])) or None,
-            timeout=5,
-            what="the refusal",
-            interval=0.02,
-        )
+        delivery_ended(notifier, rollback.key, timeout=5, what="the refusal")
     ((_, reason, message),) = kube.events
     assert reason == "NotificationFailed" and "1 attempt" in message and url not in message
     assert url not in repr(logs)
@@ -181,12 +171,7 @@ def test_a_disguised_loopback_receiver_is_never_asked(rollback: Notify, notifier
         kube = FakeKube({"evil": url})
         notifier = notifier_for(kube, EgressPolicy(allow_loopback=False))
         notifier.submit(rollback, (target("evil"),), INVOLVED)
-        wait_for(
-            lambda: bool(notifier.finished([rollback.key])) or None,
-            timeout=5,
-            what="the refusal",
-            interval=0.02,
-        )
+        delivery_ended(notifier, rollback.key, timeout=5, what="the refusal")
         assert receiver.taken() == {}
     ((_, reason, message),) = kube.events
     assert reason == "NotificationFailed" and "loopback" in message
@@ -213,12 +198,7 @@ def test_a_receivers_own_failure_leaves_the_others_delivered(
         notifier = notifier_for(kube)
         before = failed_total("webhook")
         notifier.submit(rollback, (target("broken"), target("plain")), INVOLVED)
-        wait_for(
-            lambda: bool(notifier.finished([rollback.key])) or None,
-            timeout=5,
-            what="the delivery",
-            interval=0.02,
-        )
+        delivery_ended(notifier, rollback.key, timeout=5, what="the delivery")
         assert plain.requests_per_key() == {rollback.key: 2}
         assert plain.taken()[rollback.key].status == 200
     ((_, reason, message),) = kube.events
@@ -230,12 +210,7 @@ def test_a_missing_secret_is_retried_and_reported_by_name(rollback: Notify, noti
     kube = FakeKube({})
     notifier = notifier_for(kube)
     notifier.submit(rollback, (target("gone"),), INVOLVED)
-    wait_for(
-        lambda: bool(notifier.finished([rollback.key])) or None,
-        timeout=5,
-        what="the delivery to end",
-        interval=0.02,
-    )
+    delivery_ended(notifier, rollback.key, timeout=5, what="the delivery to end")
     ((_, _, message),) = kube.events
     assert f"{FAST.attempts} attempt" in message and "hooks" in message
 
@@ -259,7 +234,7 @@ def test_a_receivers_error_answer_is_told_by_status_never_by_its_body_or_url(
         kube = FakeKube({"hook": f"{url}/hook"})
         notifier = notifier_for(kube)
         notifier.submit(rollback, (target("hook"),), INVOLVED)
-        wait_for(lambda: bool(notifier.finished([rollback.key])) or None, timeout=10, what="the delivery")
+        delivery_ended(notifier, rollback.key, timeout=10, what="the delivery")
     ((_, reason, message),) = kube.events
     assert reason == "NotificationFailed" and "HTTP 500" in message
     for shown in (message, repr(logs)):
@@ -273,7 +248,7 @@ def test_a_refused_name_is_told_by_its_kind_never_by_the_address_it_resolved_to(
     kube = FakeKube({"inner": "http://localhost:9/hook"})
     notifier = notifier_for(kube, EgressPolicy(allow_loopback=False))
     notifier.submit(rollback, (target("inner"),), INVOLVED)
-    wait_for(lambda: bool(notifier.finished([rollback.key])) or None, timeout=5, what="the refusal")
+    delivery_ended(notifier, rollback.key, timeout=5, what="the refusal")
     ((_, _, message),) = kube.events
     assert Refusal.LOOPBACK.value in message
     assert "127.0.0.1" not in message and "::1" not in message and "localhost" not in message

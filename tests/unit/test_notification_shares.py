@@ -14,7 +14,14 @@ from modelgate.notifications.shares import NAMESPACE_SHARE
 from testbed.notification_receiver import NotificationReceiver
 from testbed.silent_server import SilentServer
 from testbed.waiting import wait_for
-from tests.unit.test_notification_delivery import INVOLVED, FakeKube, notifier_for, rollback, target
+from tests.unit.test_notification_delivery import (
+    INVOLVED,
+    FakeKube,
+    delivery_ended,
+    notifier_for,
+    rollback,
+    target,
+)
 
 __all__ = ["notifier_for", "rollback"]  # fixtures
 
@@ -31,7 +38,7 @@ def test_another_tenants_many_notifications_keep_a_rollouts_keys_remembered(
     with NotificationReceiver.in_thread() as plain:
         notifier = notifier_for(FakeKube({"plain": plain.url}))
         notifier.submit(rollback, (target("plain"),), INVOLVED)
-        wait_for(lambda: notifier.finished([rollback.key]) or None, timeout=5, what="the delivery to end")
+        delivery_ended(notifier, rollback.key, timeout=5, what="the delivery to end")
         noisy = [of_namespace(rollback, "noisy", n) for n in range(5000)]
         for notify in noisy:
             notifier.submit(notify, (), INVOLVED)
