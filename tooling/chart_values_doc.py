@@ -1,4 +1,5 @@
-"""The values table of charts/modelgate/README.md, from the comments of the chart's values.yaml.
+"""The values table of charts/modelgate/README.md, from the comments of the chart's values.yaml, and
+the table of other charts' names for them, from files/other-charts-values.yaml.
 
 A value's description is the block of comment lines right above its key (a leading `-- ` is dropped,
 as helm-docs writes it). A mapping whose entries have no comments of their own is one row, its
@@ -94,4 +95,16 @@ def values_table(text: str) -> list[str]:
     for row in value_rows(text):
         default = f"`{_cell(row.default)}`" if row.default else ""
         lines.append(f"| `{row.path}` | {default} | {_cell(row.description)} |")
+    return lines
+
+
+def other_charts_table(text: str) -> list[str]:
+    """The markdown table of other charts' names (files/other-charts-values.yaml): each name, whose
+    it is and modelgate's value for it (or what stands instead)."""
+    lines = ["| name | in | modelgate's |", "| --- | --- | --- |"]
+    for entry in yaml.safe_load(text):
+        ours = f"`{entry['ours']}`" if "ours" in entry else _cell(entry["instead"])
+        note = f" ({_cell(entry['note'])})" if "note" in entry else ""
+        chart = entry["of"].removesuffix("'s").removesuffix("'")
+        lines.append(f"| `{entry['name']}` | {chart} | {ours}{note} |")
     return lines

@@ -29,7 +29,7 @@ import yaml
 from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryContextError
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
-from tooling.chart_values_doc import values_table
+from tooling.chart_values_doc import other_charts_table, values_table
 from tooling.presets_doc import goodput_block, preset_doc_blocks, readme_preset_table
 from tooling.verdicts_doc import verdict_effects_table, verdict_rules_table
 
@@ -43,6 +43,7 @@ PRESETS_BY_SOURCE = Path("docs/presets.md")
 README = Path("README.md")
 CHART_VALUES = Path("charts/modelgate/values.yaml")
 CHART_README = Path("charts/modelgate/README.md")
+CHART_OTHER_NAMES = Path("charts/modelgate/files/other-charts-values.yaml")
 # The source of the examples in docs/metric-presets.md (the default of spec.analysis.source).
 EXAMPLE_SOURCE = "vllm"
 COMMAND = "python -m tooling.docs_gen"
@@ -502,7 +503,10 @@ def generated_files(root: Path) -> dict[Path, str]:
     presets = (root / METRIC_PRESETS).read_text()
     by_source = (root / PRESETS_BY_SOURCE).read_text()
     readme = (root / README).read_text()
-    chart_values = {"chart-values": "\n".join(values_table((root / CHART_VALUES).read_text())) + "\n"}
+    chart_values = {
+        "chart-values": "\n".join(values_table((root / CHART_VALUES).read_text())) + "\n",
+        "chart-other-names": "\n".join(other_charts_table((root / CHART_OTHER_NAMES).read_text())) + "\n",
+    }
     return {
         API_REFERENCE: render_api_reference(crd),
         EVALUATION_API_REFERENCE: render_api_reference(

@@ -119,7 +119,7 @@ COMBINATIONS: dict[str, Object] = {
         "refusalProxy": {"enabled": True, "models": ["chat: v2"], "patterns": ["^Nope\\b"], "port": 8081},
         "image": {"tag": "0.1.1", "pullPolicy": "Always"},
         "logFormat": "console",
-        "verbose": True,
+        "logLevel": "debug",
         "env": [{"name": "TZ", "value": "UTC"}],
         "podAnnotations": {"example.com/team": "ml"},
         "priorityClassName": "system-cluster-critical",
@@ -316,7 +316,7 @@ def test_default_renders_the_operator_watching_all_namespaces() -> None:
     assert operator["command"] == ["modelgate"]
     assert operator["args"][:2] == ["run", "--all-namespaces"]
     assert "--log-format=json" in operator["args"]
-    assert "--verbose" not in operator["args"]
+    assert "--log-level=info" in operator["args"]
 
 
 def test_cluster_scope_grants_exactly_what_the_operator_uses() -> None:
@@ -469,7 +469,7 @@ def test_pod_settings_are_passed_through() -> None:
     assert operator["image"] == f"{REPOSITORY}:0.1.1"
     assert operator["imagePullPolicy"] == "Always"
     assert {"name": "TZ", "value": "UTC"} in operator["env"]
-    assert "--log-format=console" in operator["args"] and "--verbose" in operator["args"]
+    assert "--log-format=console" in operator["args"] and "--log-level=debug" in operator["args"]
 
 
 def test_metrics_service_selects_the_operator_pod() -> None:
@@ -500,7 +500,7 @@ def test_service_monitor_and_pdb_select_the_operator() -> None:
     [
         ({"rbac": {"scope": "everything"}}, "at '/rbac/scope': value must be one of 'cluster', 'namespaces'"),
         ({"image": {"tag": 5}}, "at '/image/tag': got number, want string"),
-        ({"replicaCount": 2}, "additional properties 'replicaCount' not allowed"),
+        ({"replica": 2}, "additional properties 'replica' not allowed"),
         ({"watchNamespaces": ["Team_A"]}, "at '/watchNamespaces/0'"),
         (
             {"rbac": {"prometheusSecrets": "prom-token"}},

@@ -40,14 +40,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
 {{- end }}
 {{- end }}
 
-{{/* Every image the chart renders, from {repository, tag, digest} (as `image` in values.yaml) and
-the chart's appVersion (the tag when none is given): repository@digest when a digest is given, the
-tag then ignored (a digest names the image's bytes; a tag can be moved to other bytes). */}}
+{{/* Every image the chart renders, from {registry, repository, tag, digest} (as `image` in
+values.yaml; registry optional) and the chart's appVersion (the tag when none is given):
+repository@digest when a digest is given, the tag then ignored (a digest names the image's bytes; a
+tag can be moved to other bytes). */}}
 {{- define "modelgate.imageRef" -}}
+{{- $repository := .image.repository }}
+{{- with .image.registry }}
+{{- $repository = printf "%s/%s" . $repository }}
+{{- end }}
 {{- if .image.digest }}
-{{- printf "%s@%s" .image.repository .image.digest }}
+{{- printf "%s@%s" $repository .image.digest }}
 {{- else }}
-{{- printf "%s:%s" .image.repository (default .appVersion .image.tag) }}
+{{- printf "%s:%s" $repository (default .appVersion .image.tag) }}
 {{- end }}
 {{- end }}
 
@@ -60,6 +65,8 @@ tag then ignored (a digest names the image's bytes; a tag can be moved to other 
 {{/* Fails on values that would run something other than what was asked: a scope without its
 namespaces, or several replicas that would all act. */}}
 {{- define "modelgate.validate" -}}
+{{- include "modelgate.foreignValues" . }}
+{{- include "modelgate.validatePod" . }}
 {{- if eq .Values.rbac.scope "namespaces" }}
 {{- if not .Values.watchNamespaces }}
 {{- fail "rbac.scope is namespaces: list the namespaces to watch in watchNamespaces" }}
@@ -75,6 +82,9 @@ namespaces, or several replicas that would all act. */}}
 {{- end }}
 {{- if and (gt (int .Values.replicas) 1) (not .Values.peering.enabled) }}
 {{- fail (printf "replicas is %d but peering.enabled is false: without peering every replica would act on the same rollouts; set peering.enabled=true (one acts, the others stand by) or replicas=1" (int .Values.replicas)) }}
+{{- end }}
+{{- if and .Values.serviceMonitor.enabled .Values.podMonitor.enabled }}
+{{- fail "serviceMonitor.enabled and podMonitor.enabled are both true: Prometheus would scrape the operator twice, each series under two jobs; enable one of them" }}
 {{- end }}
 {{- end }}
 

@@ -36,6 +36,10 @@ from modelgate.reconciler import Reconciler
 from modelgate.routers.watched import route_resources
 
 
+# `--log-level`'s names (the chart's logLevel) and what they filter at.
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser("run", help="start the operator")
     scope = run.add_mutually_exclusive_group()
@@ -77,7 +81,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_loopback_option(run)
     run.add_argument("--log-format", choices=["json", "console"], default="json", help=LOG_FORMAT_HELP)
-    run.add_argument("--verbose", action="store_true", help="debug logs")
+    run.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="the least severe lines logged")
+    run.add_argument("--verbose", action="store_true", help="debug logs (--log-level=debug)")
     run.set_defaults(handler=run_operator)
 
 
@@ -139,8 +144,15 @@ def startup_fields(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+def log_level(args: argparse.Namespace) -> int:
+    return logging.DEBUG if args.verbose else LOG_LEVELS[args.log_level]
+
+
 def run_operator(args: argparse.Namespace) -> int:
-    configure_logging(args.log_format, logging.DEBUG if args.verbose else logging.INFO)
+    level = log_level(args)
+    configure_logging(args.log_format, level)
+    # kopf's and the client's lines too: at error, their warnings would be the only ones left.
+    logging.getLogger().setLevel(max(level, logging.WARNING))
     structlog.get_logger("modelgate.run").info("operator starting", **startup_fields(args))
     if args.kubeconfig is not None:
         # kopf's own login reads $KUBECONFIG; the reconciler gets the same file.
