@@ -127,6 +127,13 @@ COMBINATIONS: dict[str, Object] = {
         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "ops", "effect": "NoSchedule"}],
         "affinity": {"nodeAffinity": {}},
         "imagePullSecrets": [{"name": "regcred"}],
+        "deploymentAnnotations": {"example.com/owner": "ml-platform"},
+        "extraVolumes": [{"name": "ca", "configMap": {"name": "prometheus-ca"}}],
+        "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/prometheus-ca", "readOnly": True}],
+        "livenessProbe": {"periodSeconds": 30},
+        "extraObjects": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "{{ .Release.Name }}-x"}}
+        ],
     },
 }
 

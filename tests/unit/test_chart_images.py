@@ -66,6 +66,13 @@ def test_the_refusal_proxy_image_of_its_own_goes_by_its_digest() -> None:
     assert "registry.example:5000/proxy:v2" in by_tag
 
 
+def test_a_registry_goes_before_the_repository_of_the_operators_images() -> None:
+    found = rendered_images({"image": {"registry": "ghcr.io", "repository": "my-org/modelgate"}})
+    assert found == ["ghcr.io/my-org/modelgate:0.1.0"] * 3
+    pinned = rendered_images({"image": {"registry": "registry.example:5000", "digest": OPERATOR_DIGEST}})
+    assert set(pinned) == {f"registry.example:5000/{REPOSITORY}@{OPERATOR_DIGEST}"}
+
+
 @pytest.mark.parametrize(
     ("values", "field"),
     [
@@ -74,6 +81,8 @@ def test_the_refusal_proxy_image_of_its_own_goes_by_its_digest() -> None:
         ({"image": {"digest": OPERATOR_DIGEST.upper()}}, "/image/digest"),
         ({"image": {"repository": f"ghcr.io/evil/x@{OPERATOR_DIGEST}"}}, "/image/repository"),
         ({"image": {"tag": f"x@{OPERATOR_DIGEST}"}}, "/image/tag"),
+        ({"image": {"registry": "https://ghcr.io"}}, "/image/registry"),
+        ({"image": {"registry": "ghcr.io/"}}, "/image/registry"),
         ({"refusalProxy": {"image": "ghcr.io/evil/proxy:latest"}}, "/refusalProxy/image"),
         (
             {"refusalProxy": {"image": {"repository": "", "digest": PROXY_DIGEST}}},

@@ -11,7 +11,17 @@ import pytest
 import yaml
 
 from testbed.versions import REPO_ROOT
-from tests.unit.test_chart import CHART, Object, container, helm, of_kind, render, render_error, the
+from tests.unit.test_chart import (
+    CHART,
+    NAMESPACE,
+    Object,
+    container,
+    helm,
+    of_kind,
+    render,
+    render_error,
+    the,
+)
 from tooling.chart_values_doc import UndocumentedValuesError, value_rows, values_table
 
 # Every page that gives a Helm command for the chart.
@@ -85,6 +95,29 @@ def test_pod_monitor_scrapes_the_containers_metrics_port() -> None:
     metrics_address = next(a for a in container(objects)["args"] if a.startswith("--metrics-address="))
     assert metrics_address.endswith(f":{ports[endpoint['port']]}")
     assert endpoint["honorLabels"] is True
+
+
+@pytest.mark.parametrize("monitor", ["serviceMonitor", "podMonitor"])
+def test_a_monitor_may_live_elsewhere_and_still_scrape_the_releases_namespace(monitor: str) -> None:
+    kind = monitor[0].upper() + monitor[1:]
+    default = the(render({monitor: {"enabled": True}}), kind)
+    assert default["metadata"]["namespace"] == NAMESPACE
+    moved = the(render({monitor: {"enabled": True, "namespace": "monitoring"}}), kind)
+    assert moved["metadata"]["namespace"] == "monitoring"
+    assert moved["spec"] == default["spec"]
+    assert moved["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    error = render_error({monitor: {"enabled": True, "namespace": "Monitoring"}})
+    assert f"at '/{monitor}/namespace'" in error
+
+
+def test_service_monitor_and_pod_monitor_are_one_or_the_other() -> None:
+    # Both would scrape every series twice, under two jobs.
+    error = render_error({"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}})
+    assert "serviceMonitor.enabled and podMonitor.enabled are both true" in error
+    for monitor, kind in (("serviceMonitor", "ServiceMonitor"), ("podMonitor", "PodMonitor")):
+        assert [o["kind"] for o in render({monitor: {"enabled": True}}) if o["kind"].endswith("Monitor")] == [
+            kind
+        ]
 
 
 def crd_of(objects: list[Object]) -> list[Object]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -44,6 +45,11 @@ def test_a_rollback_is_logged_at_warning() -> None:
         tick(kube)
     assert kube.rollout["status"]["phase"] == "RolledBack"
     assert ended(logs)["log_level"] == "warning"
+
+
+def test_verbose_is_the_debug_level() -> None:
+    assert run.log_level(build_parser().parse_args(["run", "--verbose"])) == logging.DEBUG
+    assert run.log_level(build_parser().parse_args(["run"])) == logging.INFO
 
 
 @pytest.fixture
