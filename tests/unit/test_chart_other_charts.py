@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.unit.test_chart import CHART, Object, render_error
+from tests.unit.test_docs_links import has_path
 
 OTHER_NAMES: list[dict[str, str]] = yaml.safe_load((CHART / "files" / "other-charts-values.yaml").read_text())
 DEFAULTS: Object = yaml.safe_load((CHART / "values.yaml").read_text())
@@ -22,15 +23,6 @@ def values_at(path: str, value: Any) -> Object:
     for key in reversed(path.split(".")):
         value = {key: value}
     return dict(value)
-
-
-def has_default(path: str) -> bool:
-    node: Any = DEFAULTS
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return False
-        node = node[key]
-    return True
 
 
 def refusal_lines(values: Object) -> list[str]:
@@ -46,7 +38,7 @@ def test_another_charts_name_is_refused_naming_modelgates(entry: dict[str, str])
     name, _, rest = line.partition(" is ")
     assert name.endswith(entry["name"]) and entry["of"] in rest
     if "ours" in entry:
-        assert has_default(entry["ours"]), f"{entry['name']} points at {entry['ours']}, no value of ours"
+        assert has_path(DEFAULTS, entry["ours"]), f"{entry['ours']}: no such value"
         assert f"modelgate's is {entry['ours']}" in rest
     else:
         assert entry["instead"] in rest

@@ -70,7 +70,7 @@ def test_link_leads_somewhere(page: str, target: str) -> None:
         assert fragment in headings(resolved), f"{page}: {target}: no heading with that anchor"
 
 
-def _has_path(values: dict[str, Any], dotted: str) -> bool:
+def has_path(values: dict[str, Any], dotted: str) -> bool:
     node: Any = values
     for key in dotted.split("."):
         if not isinstance(node, dict) or key not in node:
@@ -89,5 +89,5 @@ def test_getting_started_names_real_chart_values() -> None:
     inline = re.findall(r"`(image\.[A-Za-z]+)`", text)
     named = set(table) | set(flags) | set(inline)
     assert len(named) >= 8
-    missing = sorted(name for name in named if not _has_path(values, name))
+    missing = sorted(name for name in named if not has_path(values, name))
     assert not missing, f"docs/getting-started.md names chart values that do not exist: {missing}"
