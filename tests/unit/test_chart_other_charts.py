@@ -1,16 +1,19 @@
 """Values named as Argo Rollouts' and Flagger's charts name them (files/other-charts-values.yaml)
 are refused with a sentence naming modelgate's value, not with the schema's "additional properties
-not allowed"; the schema still refuses a name that is no one's."""
+not allowed"; the schema still refuses a name that is no one's, and admits Helm's `global` (an
+umbrella chart's values for its subcharts)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.unit.test_chart import CHART, Object, render_error
+from tests.unit.test_chart import CHART, MIN_KUBE_VERSION, Object, helm, render_error
 from tests.unit.test_docs_links import has_path
 
 OTHER_NAMES: list[dict[str, str]] = yaml.safe_load((CHART / "files" / "other-charts-values.yaml").read_text())
@@ -64,10 +67,25 @@ def test_every_name_is_named_at_once_and_a_longer_one_stands_for_its_parent() ->
 def test_other_names_and_defaults_are_all_the_schema_admits_at_the_top() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())
     heads = {entry["name"].split(".")[0] for entry in OTHER_NAMES}
-    assert set(schema["properties"]) == set(DEFAULTS) | heads
+    # `global`: Helm's own, in every subchart's values.
+    assert set(schema["properties"]) == set(DEFAULTS) | heads | {"global"}
     assert schema["additionalProperties"] is False
 
 
 def test_a_name_that_is_no_ones_is_still_the_schemas_to_refuse() -> None:
     error = render_error({"controller": {"replicas": 2}, "leaderElect": True})
     assert SCHEMA_REFUSAL in error and "'leaderElect'" in error
+
+
+def test_the_chart_renders_as_a_subchart_of_an_umbrella_chart_with_globals(tmp_path: Path) -> None:
+    umbrella = tmp_path / "umbrella"
+    shutil.copytree(CHART, umbrella / "charts" / "modelgate")
+    dependency = {"name": "modelgate", "version": ">=0.0.0"}
+    chart = {"apiVersion": "v2", "name": "umbrella", "version": "1.0.0", "dependencies": [dependency]}
+    (umbrella / "Chart.yaml").write_text(yaml.safe_dump(chart))
+    values = {"global": {"imageRegistry": "registry.example"}, "modelgate": {"image": {"repository": "mg"}}}
+    (umbrella / "values.yaml").write_text(yaml.safe_dump(values))
+    result = helm("template", "u", str(umbrella), f"--kube-version={MIN_KUBE_VERSION}")
+    assert result.returncode == 0, result.stderr
+    kinds = [doc["kind"] for doc in yaml.safe_load_all(result.stdout) if doc]
+    assert "Deployment" in kinds

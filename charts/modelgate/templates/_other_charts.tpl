@@ -17,11 +17,11 @@
 {{- end }}
 {{- end }}
 {{- with $sentences }}
-{{- fail (printf "values named as in another chart:\n%s" (join "\n" .)) }}
+{{- fail (printf "values named as another chart names them:\n%s" (join "\n" .)) }}
 {{- end }}
 {{- end }}
 
-{{/* "true" when the dotted `path` is a key in `values`, whatever its value (null, false or {}
+{{/* "true" when the dotted `path` is a key in `values`, whatever its value (false or {}
 included: the user typed it). */}}
 {{- define "modelgate.hasValue" -}}
 {{- $node := .values }}
