@@ -1,6 +1,7 @@
 """`helm install` of charts/modelgate into the bed: the API server accepts every object (the same
-validation as `kubectl apply --dry-run=server`) and the Deployment is created as rendered. The pods
-do not really run: kwok fakes them."""
+validation as `kubectl apply --dry-run=server`, extra volumes, a probe of another handler and extra
+objects included) and the Deployment is created as rendered. The pods do not really run: kwok fakes
+them."""
 
 from __future__ import annotations
 
@@ -19,6 +20,13 @@ def test_chart_installs_and_creates_the_operator_deployment(
         "rbac": {"prometheusSecrets": ["prom-token"]},
         "grafanaDashboard": {"enabled": True},
         "podDisruptionBudget": {"enabled": True},
+        "deploymentAnnotations": {"example.com/owner": "ml-platform"},
+        "extraVolumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "1Mi"}}],
+        "extraVolumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+        "livenessProbe": {"httpGet": None, "tcpSocket": {"port": "health"}},
+        "extraObjects": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "{{ .Release.Name }}-extra"}}
+        ],
     }
     with installed_chart(local_bed.kubeconfig, namespace, values) as release:
         status = json.loads(helm(local_bed.kubeconfig, "status", release.name, "-n", namespace, "-o", "json"))
@@ -34,7 +42,10 @@ def test_chart_installs_and_creates_the_operator_deployment(
         assert container.command == ["modelgate"]
         assert container.args[:2] == ["run", "--all-namespaces"]
         assert container.security_context.read_only_root_filesystem is True
-        assert container.liveness_probe.http_get.path == "/healthz"
+        assert container.liveness_probe.tcp_socket.port == "health"
+        assert container.readiness_probe.http_get.path == "/healthz"
+        assert deployment.metadata.annotations["example.com/owner"] == "ml-platform"
+        assert [m.mount_path for m in container.volume_mounts] == ["/tmp", "/scratch"]
 
         core = client.CoreV1Api(api_client)
         core.read_namespaced_service_account(release.fullname, namespace)
@@ -43,6 +54,7 @@ def test_chart_installs_and_creates_the_operator_deployment(
         dashboard = core.read_namespaced_config_map(f"{release.fullname}-dashboard", namespace)
         assert dashboard.metadata.labels["grafana_dashboard"] == "1"
         client.PolicyV1Api(api_client).read_namespaced_pod_disruption_budget(release.fullname, namespace)
+        core.read_namespaced_config_map(f"{release.name}-extra", namespace)
 
         rbac = client.RbacAuthorizationV1Api(api_client)
         binding = rbac.read_cluster_role_binding(release.fullname)
