@@ -58,6 +58,26 @@ def restored_logging() -> Iterator[None]:
     structlog.reset_defaults()
 
 
+@pytest.fixture
+def restored_root_level() -> Iterator[None]:
+    level = logging.getLogger().level
+    yield
+    logging.getLogger().setLevel(level)
+
+
+@pytest.mark.usefixtures("restored_logging", "restored_root_level")
+def test_at_error_level_neither_the_operator_nor_kopf_log_warnings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run.configure_operator_logging(build_parser().parse_args(["run", "--log-level=error"]))
+    structlog.get_logger("test").warning("a slow query")
+    structlog.get_logger("test").error("a failed query")
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["event"] for line in lines] == ["a failed query"]
+    assert not logging.getLogger("kopf.objects").isEnabledFor(logging.WARNING)
+    assert logging.getLogger("kopf.objects").isEnabledFor(logging.ERROR)
+
+
 @pytest.mark.usefixtures("restored_logging")
 def test_console_logs_to_a_file_have_no_colour_codes(tmp_path: Path) -> None:
     path = tmp_path / "operator.log"

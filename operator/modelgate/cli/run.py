@@ -152,11 +152,15 @@ def log_level(args: argparse.Namespace) -> int:
     return logging.DEBUG if args.verbose else LOG_LEVELS[args.log_level]
 
 
-def run_operator(args: argparse.Namespace) -> int:
+def configure_operator_logging(args: argparse.Namespace) -> None:
     level = log_level(args)
     configure_logging(args.log_format, level)
     # kopf's and the client's lines too: at error, their warnings would be the only ones left.
     logging.getLogger().setLevel(max(level, logging.WARNING))
+
+
+def run_operator(args: argparse.Namespace) -> int:
+    configure_operator_logging(args)
     structlog.get_logger("modelgate.run").info("operator starting", **startup_fields(args))
     if args.kubeconfig is not None:
         # kopf's own login reads $KUBECONFIG; the reconciler gets the same file.
