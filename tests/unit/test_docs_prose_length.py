@@ -84,23 +84,17 @@ def test_the_reader_finds_long_paragraphs_items_and_cells() -> None:
     assert max(cell.words for cell in cells) == MAX_CELL_WORDS + 1
 
 
+def _over(kind: str, found: list[Prose], limit: int) -> list[str]:
+    return [f"{kind} at line {p.line}: {p.words} words (at most {limit})" for p in found if p.words > limit]
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
-def test_paragraphs_are_short(page: Path) -> None:
-    paragraphs, _ = paragraphs_and_cells(page.read_text())
-    long = [f"line {p.line}: {p.words} words" for p in paragraphs if p.words > MAX_PARAGRAPH_WORDS]
-    assert not long, (
-        f"{page.relative_to(ROOT)} has paragraphs over {MAX_PARAGRAPH_WORDS} words (split them into shorter"
-        f" paragraphs, a list or subheads): {'; '.join(long)}"
-    )
-
-
-@pytest.mark.parametrize(
-    "page", [p for p in PAGES if p.name not in CELLS_EXEMPT], ids=lambda page: str(page.relative_to(ROOT))
-)
-def test_table_cells_are_short(page: Path) -> None:
-    _, cells = paragraphs_and_cells(page.read_text())
-    wide = [f"line {c.line}: {c.words} words" for c in cells if c.words > MAX_CELL_WORDS]
-    assert not wide, (
-        f"{page.relative_to(ROOT)} has table cells over {MAX_CELL_WORDS} words (move the explanation under"
-        f" the table): {'; '.join(wide)}"
+def test_paragraphs_and_table_cells_are_short(page: Path) -> None:
+    paragraphs, cells = paragraphs_and_cells(page.read_text())
+    problems = _over("paragraph", paragraphs, MAX_PARAGRAPH_WORDS)
+    if page.name not in CELLS_EXEMPT:
+        problems += _over("table cell", cells, MAX_CELL_WORDS)
+    assert not problems, (
+        f"{page.relative_to(ROOT)}: split long paragraphs (shorter paragraphs, a list or subheads) and move"
+        f" a long cell's explanation under its table: {'; '.join(problems)}"
     )
