@@ -15,7 +15,7 @@ APT_PACKAGES := prometheus shellcheck chromium
 # asserts again in each worker (collection 9.3 s of CPU against 3.5 s, four times per run).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help setup apt-deps venv bins moto bins-bed bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
+.PHONY: help setup apt-deps venv bins moto bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
 
 .DEFAULT_GOAL := help
 help: ## list the targets
@@ -46,6 +46,7 @@ venv: $(VENV)/.installed ## the .venv, exactly requirements.lock, and modelgate 
 bins: ## build the bed's binaries with Go into ~/.cache/modelgate
 	bash hack/build-bins.sh all
 
+.PHONY: bins-bed
 bins-bed: ## build only the local control plane's binaries
 	bash hack/build-bins.sh bed
 

@@ -42,10 +42,10 @@ EVALUATION_CRD_FILE = Path("crds/modelevaluations.modelgate.io.yaml")
 EVALUATION_API_REFERENCE = Path("docs/evaluation-api-reference.md")
 METRIC_PRESETS = Path("docs/metric-presets.md")
 PRESETS_BY_SOURCE = Path("docs/presets.md")
+GETTING_STARTED = Path("docs/getting-started.md")
 README = Path("README.md")
 CHART_VALUES = Path("charts/modelgate/values.yaml")
 CHART_README = Path("charts/modelgate/README.md")
-GETTING_STARTED = Path("docs/getting-started.md")
 # The source of the examples in docs/metric-presets.md (the default of spec.analysis.source).
 EXAMPLE_SOURCE = "vllm"
 COMMAND = "python -m tooling.docs_gen"
