@@ -1,5 +1,5 @@
 # modelgate: two commands for a fresh machine, `make demo` and `make test`.
-# Both install what they need: Debian packages (apt), Python packages (pip, into .venv, exactly the
+# Both install what they need: system tools (apt, only those not already on PATH), Python packages (pip, into .venv, exactly the
 # hashed requirements.lock), and the control plane's binaries (built with Go into ~/.cache/modelgate,
 # reused while they match the sha256 recorded when they were built).
 
@@ -7,7 +7,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV := .venv
 PY := $(VENV)/bin/python
-SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# System tools, each a Debian package named as the command it gives (docs/setup.md: other systems).
 # chromium: the tests render `modelgate report`'s page in it, headless.
 APT_PACKAGES := prometheus shellcheck chromium
 # Python's compiled modules are kept (__pycache__, ignored by git) even where the environment says not
@@ -22,13 +22,10 @@ help: ## list the targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 setup: apt-deps venv bins moto ## everything the tests need: apt, venv, binaries, moto
-apt-deps: ## the Debian packages the tests use
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "apt: installing$$missing"; \
-	  $(SUDO) apt-get update -qq; \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+# A tool already on PATH serves; apt runs only for what is missing, and without apt, root or sudo
+# hack/apt-deps.sh names what to install instead.
+apt-deps: ## the system tools the target uses (apt, for those not on PATH)
+	@bash hack/apt-deps.sh $(or $(firstword $(MAKECMDGOALS)),apt-deps) $(APT_PACKAGES)
 
 # The venv is exactly requirements.lock, every file checked against the lock's hashes (pip, and
 # hatchling to build the project, included), resolving nothing (hack/install-lock.sh: the lock's own
@@ -49,6 +46,10 @@ venv: $(VENV)/.installed ## the .venv, exactly requirements.lock, and modelgate 
 bins: ## build the bed's binaries with Go into ~/.cache/modelgate
 	bash hack/build-bins.sh all
 
+.PHONY: bins-bed
+bins-bed: ## build only the local control plane's binaries
+	bash hack/build-bins.sh bed
+
 bins-demo: ## build only what the demo runs
 	bash hack/build-bins.sh demo
 
@@ -60,7 +61,8 @@ moto: ## the bed's S3-compatible server in a venv of its own
 bins-traefik: ## build Traefik alone
 	bash hack/build-bins.sh traefik
 
-cluster-up: setup ## start the local bed (API server, kwok, Prometheus)
+# Only what the bed runs: no Traefik, simulator, helm, actionlint or chromium (the suite's).
+cluster-up: apt-deps venv bins-bed ## start the local bed (API server, kwok, Prometheus)
 	$(PY) -m testbed up --root .localcluster
 
 cluster-down: ## stop the local bed
@@ -123,7 +125,7 @@ generate: venv ## the CRD, the chart's RBAC and the docs from the code
 docs: generate ## same as generate
 # The demo installs only what it runs: Prometheus from apt, the control plane, Traefik and the
 # simulator (no chromium, shellcheck, helm or actionlint: those are for the tests).
-demo playground: APT_PACKAGES := prometheus
+demo playground cluster-up: APT_PACKAGES := prometheus
 demo: apt-deps venv bins-demo ## three rollouts on llm-d's simulator behind Traefik
 	$(PY) -m testbed.demo
 

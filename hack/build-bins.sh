@@ -165,9 +165,17 @@ link_bins() {  # cache-dir...
   done
 }
 
+# The local control plane's own binaries (testbed/localcluster.py starts them; Prometheus is not Go-built).
+bed_dirs=("kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION")
+build_bed() {
+  build_etcd
+  go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
+  build_kubernetes
+}
+
 link_pinned() {
-  link_bins "kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "helm-$HELM_VERSION$helm_recipe" \
-    "actionlint-$ACTIONLINT_VERSION" "traefik-$traefik_version" "inference-sim-$sim_version$sim_recipe"
+  link_bins "${bed_dirs[@]}" "helm-$HELM_VERSION$helm_recipe" "actionlint-$ACTIONLINT_VERSION" \
+    "traefik-$traefik_version" "inference-sim-$sim_version$sim_recipe"
 }
 
 case "${1:-all}" in
@@ -178,14 +186,15 @@ case "${1:-all}" in
   traefik) build_traefik; link_bins "traefik-$traefik_version" ;;
   inference-sim) build_inference_sim; link_bins "inference-sim-$sim_version$sim_recipe" ;;
   actionlint) go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint ;;
-  demo)  # what `make demo` runs: no helm, no actionlint (tests only)
-    build_etcd
-    go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
-    build_kubernetes
+  bed)  # what `make cluster-up` runs: the control plane alone
+    build_bed
+    link_bins "${bed_dirs[@]}"
+    ;;
+  demo)  # what `make demo` runs: the bed, Traefik and the simulator; no helm, no actionlint (tests only)
+    build_bed
     build_traefik
     build_inference_sim
-    link_bins "kubernetes-$kube_version" "etcd-$etcd_version" "kwok-$KWOK_VERSION" "traefik-$traefik_version" \
-      "inference-sim-$sim_version$sim_recipe"
+    link_bins "${bed_dirs[@]}" "traefik-$traefik_version" "inference-sim-$sim_version$sim_recipe"
     ;;
   all)
     build_etcd
@@ -197,5 +206,5 @@ case "${1:-all}" in
     build_inference_sim
     link_pinned
     ;;
-  *) echo "usage: build-bins.sh [all|demo|kubernetes|etcd|kwok|helm|actionlint|traefik|inference-sim]" >&2; exit 2 ;;
+  *) echo "usage: build-bins.sh [all|bed|demo|kubernetes|etcd|kwok|helm|actionlint|traefik|inference-sim]" >&2; exit 2 ;;
 esac

@@ -6,7 +6,8 @@ code that builds them.
     python -m tooling.docs_gen --check   # exit 1, naming the files, when something is out of date
 
 `docs/api-reference.md` is generated whole. `docs/metric-presets.md`, `docs/presets.md` and README's
-preset table and charts/modelgate/README.md (its values table, from values.yaml's comments) are
+preset table, charts/modelgate/README.md (its values table, from values.yaml's comments) and
+docs/getting-started.md (its `modelgate status` sample, from the CLI's renderer) are
 written by hand except for the blocks between `<!-- BEGIN GENERATED key -->` and
 `<!-- END GENERATED key -->`, which are replaced. The output depends only on the inputs (no dates,
 no versions), so the tests can compare the committed files with a fresh rendering.
@@ -30,6 +31,7 @@ from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryCon
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
 from tooling.chart_values_doc import other_charts_table, values_table
+from tooling.cli_samples_doc import status_sample
 from tooling.presets_doc import goodput_block, preset_doc_blocks, readme_preset_table
 from tooling.verdicts_doc import verdict_effects_table, verdict_rules_table
 
@@ -40,6 +42,7 @@ EVALUATION_CRD_FILE = Path("crds/modelevaluations.modelgate.io.yaml")
 EVALUATION_API_REFERENCE = Path("docs/evaluation-api-reference.md")
 METRIC_PRESETS = Path("docs/metric-presets.md")
 PRESETS_BY_SOURCE = Path("docs/presets.md")
+GETTING_STARTED = Path("docs/getting-started.md")
 README = Path("README.md")
 CHART_VALUES = Path("charts/modelgate/values.yaml")
 CHART_README = Path("charts/modelgate/README.md")
@@ -520,6 +523,11 @@ def generated_files(root: Path) -> dict[Path, str]:
         README: fill_generated_blocks(readme, readme_blocks(), str(README)),
         CHART_README: fill_generated_blocks(
             (root / CHART_README).read_text(), chart_values, str(CHART_README)
+        ),
+        GETTING_STARTED: fill_generated_blocks(
+            (root / GETTING_STARTED).read_text(),
+            {"status-sample": "\n".join(status_sample(root)) + "\n"},
+            str(GETTING_STARTED),
         ),
     }
 

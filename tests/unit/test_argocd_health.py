@@ -127,3 +127,30 @@ def test_cm_patch_is_what_the_generator_writes() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def readme_health_table() -> dict[str, str]:
+    """The first column of argocd/README.md's "What each health means" table, and its health."""
+    section = (ARGOCD / "README.md").read_text().split("## What each health means", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| ")]
+    return {cells[0].strip(): cells[1].strip() for cells in rows[2:]}  # after the header and ---
+
+
+def test_the_readme_table_gives_each_phase_the_health_its_cases_expect() -> None:
+    # The cases are what the harness runs health.lua on, so the table follows the script itself.
+    table = readme_health_table()
+    for phase in crd_phases():
+        expected = {
+            health["status"]
+            for _, health, fixture in health_cases()
+            if is_current(fixture) and fixture["status"]["phase"] == phase
+        }
+        assert phase in table, f"argocd/README.md's health table has no row for phase {phase}"
+        assert {table[phase]} == expected, (
+            f"argocd/README.md says {phase} is {table[phase]}, health.lua {expected}"
+        )
+
+
+def test_the_readme_table_names_only_healths_the_cases_reach() -> None:
+    reached = {health["status"] for _, health, _ in health_cases()}
+    assert set(readme_health_table().values()) == reached

@@ -326,7 +326,7 @@ def test_wheel_built_from_the_docker_context_has_only_the_operator_and_its_conso
         timeout=240,
     )
     assert build.returncode == 0, build.stdout + build.stderr
-    (wheel,) = out.glob("modelgate-*.whl")
+    (wheel,) = out.glob("modelgate_operator-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]

@@ -53,3 +53,10 @@ def test_check_mode_reports_and_write_mode_fixes(tmp_path: Path, capsys: pytest.
     assert f"{crd_gen.CHART_CRD_FILE} is out of date: run `make generate`" in capsys.readouterr().err
     assert crd_gen.main(root) == 0
     assert crd_gen.main(["--check", *root]) == 0
+
+
+def test_getting_started_shows_what_modelgate_status_prints() -> None:
+    # Rendered by the CLI's renderer from examples/rollout-good.yaml: a change to either makes it stale.
+    expected = docs_gen.generated_files(ROOT)[docs_gen.GETTING_STARTED]
+    committed = (ROOT / docs_gen.GETTING_STARTED).read_text()
+    assert committed == expected, f"{docs_gen.GETTING_STARTED}'s status sample is stale: {REGENERATE}"

@@ -178,8 +178,7 @@ def verdict_effects() -> tuple[VerdictEffect, ...]:
     waits = (
         "`spec.progressDeadlines.inconclusive` bounds the wait (`after`, then `pause`, `rollback` or "
         "`fail`; `wait` turns it off), counted from the step's first Inconclusive verdict; unset, a step "
-        f"does `{default.action}` after {default.after} (the watch window has no default). A preset whose "
-        "series does not exist names it and its exporter in `status.analysis[].missingSeries`"
+        f"does `{default.action}` after {default.after} (the watch window has no default)"
     )
     return (
         VerdictEffect(
