@@ -346,7 +346,7 @@ def test_durations_parse(text: str, expected: timedelta) -> None:
     ],
 )
 def test_malformed_durations_are_rejected(text: str) -> None:
-    with pytest.raises(ValueError, match="is not a duration|must be at most 876000h"):
+    with pytest.raises(ValueError, match=r"is not a duration|must be at most 876000h"):
         parse_duration(text)
 
 

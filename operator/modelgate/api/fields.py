@@ -219,6 +219,8 @@ Interval = Annotated[
     Duration,
     _at_least(MIN_INTERVAL),
     Field(
-        json_schema_extra=_duration_rules(_duration_bound(">=", MIN_INTERVAL, f"must be at least {MIN_INTERVAL}"))
+        json_schema_extra=_duration_rules(
+            _duration_bound(">=", MIN_INTERVAL, f"must be at least {MIN_INTERVAL}")
+        )
     ),
 ]
