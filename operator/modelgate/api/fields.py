@@ -16,6 +16,7 @@ from modelgate.api.duration import (
     parse_duration,
 )
 from modelgate.api.markers import CelRule, JsonDict, cel_rules
+from modelgate.api.object_url import OBJECT_URL_PATTERN, PREFIX_URL_PATTERN
 
 OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 METRIC_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -27,6 +28,15 @@ HTTP_URL_PATTERN = r"^https?://[^\s/?#]+(/[^\s]*)?$"
 MODEL_NAME_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._:/-]*$"
 # A Kubernetes quantity without exponents: 500m, 2, 1.5, 512Mi, 4G.
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+# A Kubernetes resource name: an optional DNS-1123 subdomain prefix and `/`, then a name of letters,
+# digits, `-`, `_` and `.` (nvidia.com/gpu, amd.com/gpu, google.com/tpu, cpu).
+RESOURCE_NAME_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+RELATIVE_PATH_PATTERN = r"^[^/].*$"
+RUN_ID_PATTERN = r"^[0-9]{8}T[0-9]{6}$"
 
 # What a value failing each pattern should look like instead, for error messages.
 PATTERN_HINTS = {
@@ -40,6 +50,15 @@ PATTERN_HINTS = {
     MODEL_NAME_PATTERN: "must consist of letters, digits, '.', '_', ':', '/' and '-', starting with a "
     "letter or digit",
     QUANTITY_PATTERN: "must be a Kubernetes quantity such as 500m, 2, 512Mi or 4Gi",
+    RESOURCE_NAME_PATTERN: "must be a Kubernetes resource name such as nvidia.com/gpu, amd.com/gpu or cpu",
+    ENV_NAME_PATTERN: "must be an environment variable name: letters, digits, '-', '_' and '.', "
+    "not starting with a digit",
+    RELATIVE_PATH_PATTERN: "must be a path relative to the volume's root, not starting with /",
+    RUN_ID_PATTERN: "must be a run's id, its start in UTC such as 20260501T120000",
+    OBJECT_URL_PATTERN: "must be an s3://bucket/key URL: a bucket of lowercase letters, digits, '.' and "
+    "'-', then a key of non-empty segments of letters, digits and -_.!*'()=+,:@",
+    PREFIX_URL_PATTERN: "must be an s3://bucket or s3://bucket/prefix URL: a bucket of lowercase letters, "
+    "digits, '.' and '-', then segments of letters, digits and -_.!*'()=+,:@",
 }
 
 
