@@ -6,9 +6,10 @@ from typing import Annotated, Self
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from modelgate.api.bounds import nonzero
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import RESOURCE_NAME_PATTERN, Number
-from modelgate.api.markers import CelRule, cel_rules
+from modelgate.api.markers import cel_rules
 from modelgate.api.specmodel import SpecModel
 
 DEFAULT_RESOURCE = "nvidia.com/gpu"
@@ -21,9 +22,7 @@ ResourceName = Annotated[str, StringConstraints(max_length=317, pattern=RESOURCE
 
 class SideAccelerators(SpecModel):
     model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule("!has(self.count) || self.count > 0.0", field_path=".count", message="must be positive")
-        )
+        json_schema_extra=cel_rules(nonzero("count", "must be positive", optional=True))
     )
 
     count: Annotated[Number, Field(ge=0, le=MAX_ACCELERATORS)] | None = Field(

@@ -4,10 +4,10 @@ from typing import Annotated, Any, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
-from modelgate.api.bounds import LATENCY_MAX
+from modelgate.api.bounds import LATENCY_MAX, nonzero
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import Number
-from modelgate.api.markers import CelRule, cel_rules
+from modelgate.api.markers import cel_rules
 from modelgate.api.specmodel import SpecModel
 from modelgate.api.unit_hints import Unit, refuse_text
 
@@ -16,10 +16,7 @@ class GoodputTargets(SpecModel):
     """The service level a request must meet to count towards goodput."""
 
     model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule("self.ttft > 0.0", field_path=".ttft", message="must be positive"),
-            CelRule("self.tpot > 0.0", field_path=".tpot", message="must be positive"),
-        )
+        json_schema_extra=cel_rules(nonzero("ttft", "must be positive"), nonzero("tpot", "must be positive"))
     )
 
     ttft: Annotated[Number, Field(ge=0, le=LATENCY_MAX)] = Field(
