@@ -81,6 +81,14 @@ def namespace(api_client: client.ApiClient) -> Iterator[str]:
         yield name
 
 
+@pytest.fixture(scope="module")
+def shared_namespace(api_client: client.ApiClient) -> Iterator[str]:
+    """One namespace for a whole table of a test file: refused objects leave nothing behind, and
+    the ones created each have a name of their own."""
+    with scratch_namespace(api_client) as name:
+        yield name
+
+
 @pytest.fixture(scope="session")
 def operator(cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     """`modelgate run` as a real process for the whole session; tests may kill and restart it."""

@@ -24,6 +24,8 @@ from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, evaluation_resource, resource
 from modelgate.api.evaluation_spec import ModelEvaluationSpec
 from modelgate.api.evaluation_status import ModelEvaluationStatus
+from modelgate.api.fields import PATTERN_HINTS
+from modelgate.api.markers import CelRule
 from modelgate.api.resource import PrinterColumn
 from tooling.generated_files_cli import COMMAND, generator_main
 
@@ -113,6 +115,10 @@ KEYWORD_ORDER = (
     "items",
 )
 DROPPED = ("title", "$defs")  # pydantic's, with no meaning to the API server
+# The longest value an enum of the spec takes before its CEL rule sees it (enum_as_rule).
+ENUM_MAX_LENGTH = 64
+# A CEL raw string in these takes a pattern as it is: backslashes and single quotes included.
+RAW_QUOTES = "'" * 3
 # pydantic sorts the keys of what modelgate.api.markers returns; the CRD puts the rule first.
 RULE_KEY_ORDER = ("rule", "message", "messageExpression", "fieldPath")
 
@@ -147,6 +153,10 @@ def _structural(node: Schema, defs: Mapping[str, Schema], path: str) -> Schema:
     unknown = node.keys() - set(KEYWORD_ORDER)
     if unknown:
         raise SchemaError(path, f"no CRD equivalent for {sorted(unknown)}")
+    if "enum" in node and path.startswith("spec"):
+        node = enum_as_rule(node)
+    if "pattern" in node and path.startswith("spec"):
+        node = pattern_as_rule(node, path)
     if "properties" in node:
         node["properties"] = {
             name: _structural(child, defs, f"{path}.{name}") for name, child in node["properties"].items()
@@ -161,6 +171,33 @@ def _structural(node: Schema, defs: Mapping[str, Schema], path: str) -> Schema:
             for rule in node["x-kubernetes-validations"]
         ]
     return {key: node[key] for key in KEYWORD_ORDER if key in node}
+
+
+def enum_as_rule(node: Schema) -> Schema:
+    """A string enum of the spec as a CEL rule. The API server runs no CEL rule of an object with an
+    enum refusal ("Unsupported value"), and says so in a sentence of its own beside the field's; the
+    rule's refusal is the only one. The length bounds the rule's cost, and a value few would type."""
+    values = [str(value) for value in node["enum"]]
+    rule = CelRule(
+        "self in [" + ", ".join(f"'{value}'" for value in values) + "]",
+        message="must be one of " + ", ".join(values),
+    )
+    rest = {key: value for key, value in node.items() if key != "enum"}
+    rules = [rule.to_schema(), *node.get("x-kubernetes-validations", [])]
+    return rest | {"maxLength": ENUM_MAX_LENGTH, "x-kubernetes-validations": rules}
+
+
+def pattern_as_rule(node: Schema, path: str) -> Schema:
+    """A pattern of the spec as a CEL rule whose message says what the value should look like
+    (PATTERN_HINTS): the API server's refusal of a pattern quotes the regular expression."""
+    pattern = node["pattern"]
+    if pattern not in PATTERN_HINTS:
+        raise SchemaError(path, f"pattern {pattern} has no entry in PATTERN_HINTS to say it in words")
+    if RAW_QUOTES in pattern:
+        raise SchemaError(path, f"pattern {pattern} cannot be a CEL raw string")
+    rule = CelRule(f"self.matches(r{RAW_QUOTES}{pattern}{RAW_QUOTES})", message=PATTERN_HINTS[pattern])
+    rest = {key: value for key, value in node.items() if key != "pattern"}
+    return rest | {"x-kubernetes-validations": [rule.to_schema(), *node.get("x-kubernetes-validations", [])]}
 
 
 def _resolved(node: Schema, defs: Mapping[str, Schema]) -> Schema:

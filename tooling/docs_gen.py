@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from modelgate import KIND
+from modelgate.api.unit_hints import Unit, not_a_number
 from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryContextError
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
@@ -267,6 +269,8 @@ def render_api_reference(crd: Node, source: str = str(CRD_FILE)) -> str:
         "returns when one does not hold. A message given as a CEL expression is computed from the",
         "object.",
         "",
+        *_refusals_in_words(kind),
+        "",
         "| on | rule | message | reported at |",
         "| --- | --- | --- | --- |",
     ]
@@ -281,6 +285,23 @@ def render_api_reference(crd: Node, source: str = str(CRD_FILE)) -> str:
             ]
             lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _refusals_in_words(kind: str) -> list[str]:
+    """What the API server says for each kind of check: why enums and patterns are CEL rules."""
+    lines = [
+        "The spec's enums and patterns are CEL rules as well, so that a refusal says in words what to",
+        "write. The schema keeps the types, the required fields and the bounds of strings and lists: a",
+        "value of the wrong type, a missing field or one over its bound is refused by the schema, after",
+        'which the API server checks no CEL rule and adds "some validation rules were not checked".',
+    ]
+    if kind == KIND:
+        hint = not_a_number("250ms", Unit.SECONDS)
+        lines += [
+            "`modelgate plan -f FILE` checks a file with the operator's models, which say what to write",
+            f'where the schema cannot: `max: "250ms"` on a latency is refused with `{hint}`.',
+        ]
+    return lines
 
 
 def _section_table(kind: str, schema: Node) -> list[str]:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from modelgate.api.analysis import GoodputTargets
+from modelgate.api.goodput_targets import GoodputTargets
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import PRESETS, STACKS, available, preset_query, request_count_query
 

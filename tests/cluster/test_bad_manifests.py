@@ -1,12 +1,12 @@
 """Every malformed ModelRollout of tests/support/bad_rollouts.py against a real API server: refused
-with HTTP 422 naming the field in the response's causes, or, where only the operator can see the
-problem, Failed with the field in the message and the route's weights untouched."""
+with HTTP 422 naming the field in the response's causes, in sentences (tests/support/refusals.py),
+or, where only the operator can see the problem, Failed with the field in the message and the
+route's weights untouched."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,19 +19,12 @@ from testbed.manifests import http_route
 from testbed.operator_process import OperatorProcess
 from testbed.waiting import wait_for
 from tests.support.bad_rollouts import BAD_ROLLOUTS, UNKNOWN_FIELDS, valid_rollout
-from tests.support.kube import create, create_model_routes, rollout_status, route_weights, scratch_namespace
+from tests.support.kube import create, create_model_routes, rollout_status, route_weights
+from tests.support.refusals import NOT_CHECKED, STOPS_CEL, is_readable
 
 BY_API_SERVER = {name: row for name, row in BAD_ROLLOUTS.items() if not row.by_operator}
 BY_OPERATOR = {name: row for name, row in BAD_ROLLOUTS.items() if row.by_operator}
 UNTOUCHED = {"chat-v1": 100, "chat-v2": 0}
-
-
-@pytest.fixture(scope="module")
-def shared_namespace(api_client: client.ApiClient) -> Iterator[str]:
-    """One namespace for the whole table: refused rollouts leave nothing behind, and the operator's
-    rows each have a name of their own."""
-    with scratch_namespace(api_client) as name:
-        yield name
 
 
 def refusal_causes(error: ApiException) -> list[dict[str, str]]:
@@ -71,6 +64,12 @@ def test_the_api_server_refuses_naming_the_field(
         cause.get("message", "") for cause in refusal_causes(refused.value) if cause.get("field") == field
     ]
     assert bound is None or any(bound in message for message in said), refused.value.body
+    causes = refusal_causes(refused.value)
+    # In sentences: no regular expression; metadata's refusals are the API server's own.
+    assert all(is_readable(message) for message in said) or not field.startswith("spec"), said
+    # Kubernetes' "some validation rules were not checked" only where CEL could not run.
+    if not {cause.get("reason") for cause in causes} & STOPS_CEL:
+        assert not any(NOT_CHECKED in cause.get("message", "") for cause in causes), causes
 
 
 @pytest.mark.parametrize("case", UNKNOWN_FIELDS, ids=list(UNKNOWN_FIELDS))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 from kubernetes import client
 
-from modelgate.api.analysis import GoodputTargets
+from modelgate.api.goodput_targets import GoodputTargets
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import PRESETS, STACKS, UnknownPresetError, available, preset_query
 from modelgate.metrics.presets import request_count_query as requests_query

@@ -142,6 +142,9 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         put("spec.analysis.minRequests", "many"), "spec.analysis.minRequests"
     ),
     "max as a string": BadRollout(put(f"{METRIC0}.max", "0.01"), "spec.analysis.metrics[0].max"),
+    "latency max with its unit": BadRollout(
+        put("spec.analysis.metrics.1.max", "250ms"), "spec.analysis.metrics[1].max"
+    ),
     "dryRun as a string": BadRollout(put(f"{METRIC0}.dryRun", "yes"), "spec.analysis.metrics[0].dryRun"),
     "fractional rule index": BadRollout(put(f"{ROUTE}.ruleIndex", 1.5), f"{ROUTE}.ruleIndex"),
     "incumbent as a string": BadRollout(put("spec.incumbent", "chat-v1"), "spec.incumbent"),

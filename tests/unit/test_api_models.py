@@ -188,7 +188,7 @@ INVALID_SPECS = {
     ),
     "malformed pause duration": (
         put("steps.1.pause.duration", "2 minutes"),
-        "spec.steps[1].pause.duration: must be a Go-style duration such as 30s",
+        'spec.steps[1].pause.duration: "2 minutes" is not a duration',
     ),
     # The other CEL rules and schema constraints of the CRD.
     "steps missing": (drop("steps"), "spec.steps: required"),
@@ -206,11 +206,11 @@ INVALID_SPECS = {
         "spec.steps[0].mirror.percent: must be greater than or equal to 1",
     ),
     "negative weight": (put("steps.0.setWeight", -1), "spec.steps[0].setWeight: must be greater than"),
-    "malformed interval": (put("analysis.interval", "30"), "spec.analysis.interval: must be a Go-style"),
+    "malformed interval": (put("analysis.interval", "30"), 'spec.analysis.interval: "30" is not a duration'),
     "zero interval": (put("analysis.interval", "0s"), "spec.analysis.interval: must be at least 1s"),
     "malformed timeout": (
         put("analysis.prometheus.timeout", "5sec"),
-        "spec.analysis.prometheus.timeout: must be a Go-style",
+        'spec.analysis.prometheus.timeout: "5sec" is not a duration',
     ),
     "no router": (put("trafficRouting", {}), "spec.trafficRouting: exactly one router must be set"),
     "unknown router": (put("trafficRouting.linkerd", {}), "spec.trafficRouting.linkerd: unknown field"),
@@ -346,7 +346,7 @@ def test_durations_parse(text: str, expected: timedelta) -> None:
     ],
 )
 def test_malformed_durations_are_rejected(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid duration"):
+    with pytest.raises(ValueError, match=r"is not a duration|must be at most 876000h"):
         parse_duration(text)
 
 

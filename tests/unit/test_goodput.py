@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 from modelgate.api import AnalysisSpec, BreachRule, Verdict, parse_spec
-from modelgate.api.analysis import GoodputTargets
 from modelgate.api.errors import InvalidSpecError
+from modelgate.api.goodput_targets import GoodputTargets
 from modelgate.cli.render import render_status
 from modelgate.cli.render_analysis import threshold_text
 from modelgate.cli.render_cost import cost_text

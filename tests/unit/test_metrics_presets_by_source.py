@@ -11,7 +11,8 @@ from typing import get_args
 import pytest
 
 from modelgate.api import parse_spec
-from modelgate.api.analysis import GoodputTargets, MetricPreset, MetricSource
+from modelgate.api.analysis import MetricPreset, MetricSource
+from modelgate.api.goodput_targets import GoodputTargets
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import (
     PRESETS,

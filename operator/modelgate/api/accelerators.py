@@ -6,18 +6,13 @@ from typing import Annotated, Self
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from modelgate.api.bounds import nonzero
 from modelgate.api.errors import FieldPathError
-from modelgate.api.fields import Number
-from modelgate.api.markers import CelRule, cel_rules
+from modelgate.api.fields import RESOURCE_NAME_PATTERN, Number
+from modelgate.api.markers import cel_rules
 from modelgate.api.specmodel import SpecModel
 
 DEFAULT_RESOURCE = "nvidia.com/gpu"
-# A Kubernetes resource name: an optional DNS-1123 subdomain prefix and `/`, then a name of letters,
-# digits, `-`, `_` and `.` (nvidia.com/gpu, amd.com/gpu, google.com/tpu, cpu).
-RESOURCE_NAME_PATTERN = (
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
-)
 # A million accelerators is more than any one Deployment has; a million per accelerator-hour leaves
 # room for any currency while the cost they are multiplied into stays finite (issue 34).
 MAX_ACCELERATORS = 1_000_000.0
@@ -27,9 +22,7 @@ ResourceName = Annotated[str, StringConstraints(max_length=317, pattern=RESOURCE
 
 class SideAccelerators(SpecModel):
     model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule("!has(self.count) || self.count > 0.0", field_path=".count", message="must be positive")
-        )
+        json_schema_extra=cel_rules(nonzero("count", "must be positive", optional=True))
     )
 
     count: Annotated[Number, Field(ge=0, le=MAX_ACCELERATORS)] | None = Field(

@@ -2,7 +2,7 @@
 bounds, a comparison with the incumbent in the same window, or a sequential test on counts."""
 
 from datetime import timedelta
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
@@ -21,9 +21,11 @@ from modelgate.api.fields import (
     QueryTimeout,
     SecretKey,
 )
+from modelgate.api.goodput_targets import GoodputTargets
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.specmodel import SpecModel
 from modelgate.api.statistical_tests import Comparison, SequentialTest
+from modelgate.api.unit_hints import Unit, refuse_text
 
 # Shares of requests, in [0, 1]; the sequential test works on their counts.
 RATE_PRESETS = ("errorRate", "abortRate", "refusalRate", "slowRequestRate")
@@ -51,6 +53,12 @@ MetricPreset = Literal[
     "costPerMillionTokens",
 ]
 MetricSource = Literal["vllm", "sglang", "tgi", "triton", "llm-d", "istio", "traefik"]
+
+
+# The API server refuses a bound written with its unit ("250ms") as not a number, without a hint.
+_BOUND_UNITS = (
+    "A number in the preset's unit: a share in [0, 1] for rates, seconds for latencies (0.25, not 250ms)."
+)
 
 
 def _cel_list(names: tuple[str, ...]) -> str:
@@ -81,33 +89,6 @@ class PrometheusSpec(SpecModel):
 
 
 MAX_MIN_REQUESTS = 1_000_000_000
-
-
-class GoodputTargets(SpecModel):
-    """The service level a request must meet to count towards goodput."""
-
-    model_config = ConfigDict(
-        json_schema_extra=cel_rules(
-            CelRule("self.ttft > 0.0", field_path=".ttft", message="must be positive"),
-            CelRule("self.tpot > 0.0", field_path=".tpot", message="must be positive"),
-        )
-    )
-
-    ttft: Annotated[Number, Field(ge=0, le=LATENCY_MAX)] = Field(
-        description="Time to first token, in seconds, that a request must not exceed; rounded down to "
-        "the histogram's nearest bucket bound (docs/metric-presets.md#goodput-and-cost)."
-    )
-    tpot: Annotated[Number, Field(ge=0, le=LATENCY_MAX)] = Field(
-        description="Time per output token, in seconds, that a request must not exceed; rounded down "
-        "to the histogram's nearest bucket bound."
-    )
-
-    @model_validator(mode="after")
-    def _positive(self) -> Self:
-        for name, value in (("ttft", self.ttft), ("tpot", self.tpot)):
-            if value <= 0:
-                raise FieldPathError(name, f"must be positive (got {value})")
-        return self
 
 
 class MetricSpec(SpecModel):
@@ -229,8 +210,12 @@ class MetricSpec(SpecModel):
         "`{{ target.podRegex }}` (the side being evaluated: the candidate, or the incumbent for compare), "
         "and `{{ interval }}` (the query window).",
     )
-    max: MetricBound | None = Field(None, description="The metric fails when its value is above this.")
-    min: MetricBound | None = Field(None, description="The metric fails when its value is below this.")
+    max: MetricBound | None = Field(
+        None, description=f"The metric fails when its value is above this. {_BOUND_UNITS}"
+    )
+    min: MetricBound | None = Field(
+        None, description=f"The metric fails when its value is below this. {_BOUND_UNITS}"
+    )
     compare: Comparison | None = Field(
         None,
         description="Judge the candidate against the incumbent, both queried at the same time; too little "
@@ -250,6 +235,14 @@ class MetricSpec(SpecModel):
     dry_run: Boolean = Field(
         False, description="Evaluate and show the metric, but never fail the rollout or hold a step on it."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounds_not_text(cls, data: Any) -> Any:
+        preset = data.get("preset") if isinstance(data, dict) else None
+        unit = Unit.SECONDS if preset in LATENCY_PRESETS else Unit.SHARE if preset in RATE_PRESETS else None
+        refuse_text(data, ("max", "min", "threshold"), {"max": unit, "min": unit, "threshold": Unit.SECONDS})
+        return data
 
     @property
     def counts_events(self) -> bool:

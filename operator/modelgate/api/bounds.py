@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import AllowInfNan, Field
 
 from modelgate.api.fields import Number
+from modelgate.api.markers import CelRule
 
 # What the operator measured or computed from a measurement (a query's value, a counter's total, a
 # score) has no bound of its own but that it is finite: JSON has no infinity, nor the API server.
@@ -35,3 +36,12 @@ MetricBound = Annotated[Number, Field(ge=-METRIC_BOUND, le=METRIC_BOUND)]
 Measured = Annotated[float, AllowInfNan(False), Field(ge=-FINITE_MAX, le=FINITE_MAX)]
 MeasuredAmount = Annotated[float, AllowInfNan(False), Field(ge=0, le=FINITE_MAX)]
 Counted = Annotated[int, Field(ge=0, le=EXACT_INT_MAX)]
+
+
+def nonzero(field: str, message: str, *, optional: bool = False) -> CelRule:
+    """The CEL half of `> 0` on a field whose schema minimum is 0: zero is all that is left to
+    refuse, so that a negative value gets the minimum's sentence alone rather than two."""
+    rule = f"self.{field} != 0.0"
+    return CelRule(
+        f"!has(self.{field}) || {rule}" if optional else rule, field_path=f".{field}", message=message
+    )

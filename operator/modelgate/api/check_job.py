@@ -4,13 +4,11 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from modelgate.api.fields import Quantity
+from modelgate.api.fields import ENV_NAME_PATTERN, Quantity
 from modelgate.api.markers import list_map
 from modelgate.api.specmodel import SpecModel
 
-EnvName = Annotated[
-    str, StringConstraints(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-]
+EnvName = Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=ENV_NAME_PATTERN)]
 Argument = Annotated[
     str, StringConstraints(max_length=4096), Field(description="One word of the command line.")
 ]

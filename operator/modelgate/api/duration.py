@@ -1,5 +1,6 @@
-"""Go-style durations ("30s", "5m", "1h30m", "500ms"), the subset the CRD's pattern accepts: each unit
-at most once, the largest first."""
+"""Go-style durations ("30s", "5m", "1h30m", "500ms"), the subset the CRD's CEL rule accepts: each unit
+at most once, the largest first. DURATION_PATTERN is the one definition: parse_duration matches it with
+`re`, the API server with RE2 (tests/cluster/test_readable_refusals.py checks they agree)."""
 
 import re
 from datetime import timedelta
@@ -27,6 +28,13 @@ WITHIN_GO_RANGE_PATTERN = _largest_first(
 MAX_DURATION_TEXT = "876000h"
 MAX_DURATION = timedelta(hours=876000)
 
+# What follows a malformed value, quoted, in the API server's refusal and in parse_duration's: one
+# sentence with examples, rather than the pattern.
+NOT_A_DURATION = (
+    "is not a duration; write a number and a unit (h, m, s or ms), the largest unit first, "
+    "such as 30s, 5m or 1h30m"
+)
+
 _DURATION = re.compile(DURATION_PATTERN)
 _WITHIN_GO_RANGE = re.compile(WITHIN_GO_RANGE_PATTERN)
 _PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
@@ -36,11 +44,8 @@ _TIMEDELTA_UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "
 def parse_duration(text: str) -> timedelta:
     """Parse a Go-style duration such as "1h30m", at most MAX_DURATION; raise ValueError otherwise."""
     if not _DURATION.fullmatch(text):
-        raise ValueError(
-            f"invalid duration {text!r}: use a Go-style one such as 30s, 5m, 1h30m or 500ms, "
-            "each unit at most once, the largest first"
-        )
-    too_long = f"invalid duration {text!r}: must be at most {MAX_DURATION_TEXT} (100 years)"
+        raise ValueError(f'"{text}" {NOT_A_DURATION}')
+    too_long = f'"{text}" must be at most {MAX_DURATION_TEXT} (100 years)'
     if not _WITHIN_GO_RANGE.fullmatch(text):
         raise ValueError(too_long)
     duration = sum(

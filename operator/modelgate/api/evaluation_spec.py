@@ -8,7 +8,7 @@ from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, Valid
 
 from modelgate.api.cron import SCHEDULE_HELP, SCHEDULE_PATTERN, parse_schedule
 from modelgate.api.errors import FieldPathError, InvalidSpecError
-from modelgate.api.fields import Boolean, Duration, HttpUrl, Integer, ModelName, ObjectName
+from modelgate.api.fields import RUN_ID_PATTERN, Boolean, Duration, HttpUrl, Integer, ModelName, ObjectName
 from modelgate.api.gate import MAX_CHECKS, UNIQUE_CHECK_NAMES, GateCheck, unique_check_names
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.object_storage import GateResults
@@ -16,7 +16,6 @@ from modelgate.api.specmodel import SpecModel
 
 # Runs kept in status: 20 runs of 8 checks of 32 scores stay well inside etcd's object size.
 MAX_HISTORY = 20
-RUN_ID_PATTERN = r"^[0-9]{8}T[0-9]{6}$"
 ONE_TARGET = "set exactly one of deployment, inferencePool or url (an inferencePool with its url)"
 
 

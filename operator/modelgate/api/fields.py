@@ -11,10 +11,12 @@ from modelgate.api.addresses import METADATA_ADDRESSES, AddressRefused, Refusal,
 from modelgate.api.duration import (
     DURATION_PATTERN,
     MAX_DURATION_TEXT,
+    NOT_A_DURATION,
     WITHIN_GO_RANGE_PATTERN,
     parse_duration,
 )
-from modelgate.api.markers import CelRule, cel_rules
+from modelgate.api.markers import CelRule, JsonDict, cel_rules
+from modelgate.api.object_url import OBJECT_URL_PATTERN, PREFIX_URL_PATTERN
 
 OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 METRIC_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -26,6 +28,15 @@ HTTP_URL_PATTERN = r"^https?://[^\s/?#]+(/[^\s]*)?$"
 MODEL_NAME_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9._:/-]*$"
 # A Kubernetes quantity without exponents: 500m, 2, 1.5, 512Mi, 4G.
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+# A Kubernetes resource name: an optional DNS-1123 subdomain prefix and `/`, then a name of letters,
+# digits, `-`, `_` and `.` (nvidia.com/gpu, amd.com/gpu, google.com/tpu, cpu).
+RESOURCE_NAME_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+RELATIVE_PATH_PATTERN = r"^[^/].*$"
+RUN_ID_PATTERN = r"^[0-9]{8}T[0-9]{6}$"
 
 # What a value failing each pattern should look like instead, for error messages.
 PATTERN_HINTS = {
@@ -39,8 +50,15 @@ PATTERN_HINTS = {
     MODEL_NAME_PATTERN: "must consist of letters, digits, '.', '_', ':', '/' and '-', starting with a "
     "letter or digit",
     QUANTITY_PATTERN: "must be a Kubernetes quantity such as 500m, 2, 512Mi or 4Gi",
-    DURATION_PATTERN: "must be a Go-style duration such as 30s, 5m, 1h30m or 500ms, each unit at most "
-    "once, the largest first",
+    RESOURCE_NAME_PATTERN: "must be a Kubernetes resource name such as nvidia.com/gpu, amd.com/gpu or cpu",
+    ENV_NAME_PATTERN: "must be an environment variable name: letters, digits, '-', '_' and '.', "
+    "not starting with a digit",
+    RELATIVE_PATH_PATTERN: "must be a path relative to the volume's root, not starting with /",
+    RUN_ID_PATTERN: "must be a run's id, its start in UTC such as 20260501T120000",
+    OBJECT_URL_PATTERN: "must be an s3://bucket/key URL: a bucket of lowercase letters, digits, '.' and "
+    "'-', then a key of non-empty segments of letters, digits and -_.!*'()=+,:@",
+    PREFIX_URL_PATTERN: "must be an s3://bucket or s3://bucket/prefix URL: a bucket of lowercase letters, "
+    "digits, '.' and '-', then segments of letters, digits and -_.!*'()=+,:@",
 }
 
 
@@ -143,14 +161,22 @@ HttpUrl = Annotated[
     Field(json_schema_extra=cel_rules(*_ADDRESS_RULES)),
 ]
 _IN_GO_RANGE = f"self.matches('{WITHIN_GO_RANGE_PATTERN}')"
+# A CEL rule rather than the schema's `pattern`, whose refusal quotes the 600-character pattern (the
+# API server quotes the value before the message). The rules below pass a malformed value, leaving
+# it to this one's sentence.
+_WELL_FORMED = f"self.matches('{DURATION_PATTERN}')"
+_IS_A_DURATION = CelRule(_WELL_FORMED, message=NOT_A_DURATION)
 # CEL's duration() fails to evaluate beyond Go's limit (about 2.5 million hours), which would refuse
 # the value with a type conversion error instead of the bound: it is only called on values within it.
-# A malformed value passes the rule, leaving it to the pattern's own message.
-_WELL_FORMED = f"self.matches('{DURATION_PATTERN}')"
 _AT_MOST_MAX_DURATION = CelRule(
     f"!{_WELL_FORMED} || ({_IN_GO_RANGE} && duration(self) <= duration('{MAX_DURATION_TEXT}'))",
     message=f"must be at most {MAX_DURATION_TEXT} (100 years)",
 )
+
+
+def _duration_rules(*more: CelRule) -> JsonDict:
+    """The `json_schema_extra` of a duration field: well-formed, at most MAX_DURATION, and `more`."""
+    return cel_rules(_IS_A_DURATION, _AT_MOST_MAX_DURATION, *more)
 
 
 def _duration_bound(comparison: str, bound: str, message: str) -> CelRule:
@@ -181,17 +207,17 @@ def _at_most(bound: str) -> AfterValidator:
 
 Duration = Annotated[
     str,
-    StringConstraints(max_length=32, pattern=DURATION_PATTERN),
+    StringConstraints(max_length=32),
     AfterValidator(_parses_as_duration),
-    Field(json_schema_extra=cel_rules(_AT_MOST_MAX_DURATION)),
+    Field(json_schema_extra=_duration_rules()),
 ]
 # A well-formed duration is positive exactly when it has a non-zero digit; unlike duration(), this
-# cannot fail on input the pattern already rejects.
-_POSITIVE = CelRule("self.matches('[1-9]')", message="must be greater than zero")
+# cannot fail to evaluate.
+_POSITIVE = CelRule(f"!{_WELL_FORMED} || self.matches('[1-9]')", message="must be greater than zero")
 PositiveDuration = Annotated[
     Duration,
     AfterValidator(_is_positive_duration),
-    Field(json_schema_extra=cel_rules(_AT_MOST_MAX_DURATION, _POSITIVE)),
+    Field(json_schema_extra=_duration_rules(_POSITIVE)),
 ]
 # What one tenant's Prometheus may hold one of the operator's threads for, per query: a server that
 # never answers holds it this long (the queries of one evaluation share a deadline too: metrics/).
@@ -200,10 +226,8 @@ QueryTimeout = Annotated[
     PositiveDuration,
     _at_most(MAX_QUERY_TIMEOUT),
     Field(
-        json_schema_extra=cel_rules(
-            _AT_MOST_MAX_DURATION,
-            _POSITIVE,
-            _duration_bound("<=", MAX_QUERY_TIMEOUT, f"must be at most {MAX_QUERY_TIMEOUT}"),
+        json_schema_extra=_duration_rules(
+            _POSITIVE, _duration_bound("<=", MAX_QUERY_TIMEOUT, f"must be at most {MAX_QUERY_TIMEOUT}")
         )
     ),
 ]
@@ -214,8 +238,8 @@ Interval = Annotated[
     Duration,
     _at_least(MIN_INTERVAL),
     Field(
-        json_schema_extra=cel_rules(
-            _AT_MOST_MAX_DURATION, _duration_bound(">=", MIN_INTERVAL, f"must be at least {MIN_INTERVAL}")
+        json_schema_extra=_duration_rules(
+            _duration_bound(">=", MIN_INTERVAL, f"must be at least {MIN_INTERVAL}")
         )
     ),
 ]

@@ -6,7 +6,7 @@ from typing import Annotated, Self
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
-from modelgate.api.fields import HttpUrl, Integer, ObjectName, SecretKey
+from modelgate.api.fields import RELATIVE_PATH_PATTERN, HttpUrl, Integer, ObjectName, SecretKey
 from modelgate.api.markers import CelRule, cel_rules
 from modelgate.api.object_storage import S3Object
 from modelgate.api.recorded_requests import ONE_REPLAY_SOURCE, RECORDED_NOT_SAMPLED, RecordedRequests
@@ -32,7 +32,7 @@ def _no_parent_segment(path: str) -> str:
 
 VolumePath = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=1024, pattern=r"^[^/].*$"),
+    StringConstraints(min_length=1, max_length=1024, pattern=RELATIVE_PATH_PATTERN),
     AfterValidator(_no_parent_segment),
     Field(json_schema_extra=cel_rules(CelRule("!self.matches('(^|/)[.][.](/|$)')", message=PARENT_SEGMENT))),
 ]

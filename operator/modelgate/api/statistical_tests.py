@@ -5,7 +5,7 @@ from typing import Annotated, Self
 
 from pydantic import ConfigDict, Field, model_validator
 
-from modelgate.api.bounds import METRIC_BOUND, RATIO_MAX
+from modelgate.api.bounds import METRIC_BOUND, RATIO_MAX, nonzero
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import Number
 from modelgate.api.markers import CelRule, cel_rules
@@ -13,9 +13,7 @@ from modelgate.api.specmodel import SpecModel
 
 
 def _alpha_rule() -> CelRule:
-    return CelRule(
-        "self.alpha > 0.0 && self.alpha <= 0.5", field_path=".alpha", message="must be in (0, 0.5]"
-    )
+    return nonzero("alpha", "must be in (0, 0.5]")
 
 
 def _check_alpha(alpha: float) -> None:
@@ -54,21 +52,13 @@ class Comparison(SpecModel):
                 "has(self.maxRatio) || has(self.maxIncrease) || has(self.minRatio)",
                 message="set maxRatio, maxIncrease, minRatio or several",
             ),
-            CelRule(
-                "!has(self.minRatio) || self.minRatio > 0.0",
-                field_path=".minRatio",
-                message="must be positive",
-            ),
+            nonzero("minRatio", "must be positive", optional=True),
             CelRule(
                 "!has(self.minRatio) || !has(self.confidence)",
                 field_path=".minRatio",
                 message=MIN_RATIO_WITHOUT_CONFIDENCE,
             ),
-            CelRule(
-                "!has(self.maxRatio) || self.maxRatio > 0.0",
-                field_path=".maxRatio",
-                message="must be positive",
-            ),
+            nonzero("maxRatio", "must be positive", optional=True),
             CelRule(
                 "!has(self.confidence) || !has(self.maxRatio) "
                 "|| (self.maxRatio >= 1.0 && self.maxRatio <= 10.0)",

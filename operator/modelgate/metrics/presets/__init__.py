@@ -14,7 +14,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TypeVar
 
-from modelgate.api.analysis import GoodputTargets
+from modelgate.api.goodput_targets import GoodputTargets
 from modelgate.api.series import SeriesComponent
 from modelgate.metrics.context import QueryContext, Side
 from modelgate.metrics.presets import goodput, istio_telemetry, llmd, sglang, tgi, traefik, triton, vllm

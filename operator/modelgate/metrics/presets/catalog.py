@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from modelgate.api.analysis import GoodputTargets
+from modelgate.api.goodput_targets import GoodputTargets
 from modelgate.metrics.context import QueryContext, Side
 from modelgate.metrics.presets import goodput
 from modelgate.metrics.presets.common import Counter, Histogram, Selector, Stack, by_pod, counter
