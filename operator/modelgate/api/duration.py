@@ -1,6 +1,7 @@
 """Go-style durations ("30s", "5m", "1h30m", "500ms"), the subset the CRD's pattern accepts: each unit
 at most once, the largest first."""
 
+import functools
 import re
 from datetime import timedelta
 
@@ -33,6 +34,7 @@ _PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
 _TIMEDELTA_UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}
 
 
+@functools.lru_cache(maxsize=1024)  # the engine reads the same few durations at every tick
 def parse_duration(text: str) -> timedelta:
     """Parse a Go-style duration such as "1h30m", at most MAX_DURATION; raise ValueError otherwise."""
     if not _DURATION.fullmatch(text):
