@@ -15,6 +15,7 @@ from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.core import AnalysisRun, Decision
 
 LogFormat = Literal["json", "console"]
+STANDARD_LOGS_HANDLER = "modelgate-standard-logs"
 _tick_log = structlog.get_logger("modelgate.reconciler")
 
 
@@ -22,18 +23,20 @@ def configure_logging(
     log_format: LogFormat = "json", level: int = logging.INFO, stream: TextIO | None = None
 ) -> None:
     """Logs to `stream`, standard output unless given (a command whose output is its result logs to
-    standard error); console logs are coloured only on a terminal, not in a file or a pipe."""
+    standard error); console logs are coloured only on a terminal, not in a file or a pipe. What
+    logs through the standard library (kopf, the kubernetes client, warnings) renders alike."""
     out = stream or sys.stdout
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer()
         if log_format == "json"
         else structlog.dev.ConsoleRenderer(colors=out.isatty())
     )
+    stamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            stamp,
             structlog.processors.format_exc_info,
             renderer,
         ],
@@ -43,8 +46,53 @@ def configure_logging(
         logger_factory=structlog.WriteLoggerFactory(out),
         cache_logger_on_first_use=True,
     )
-    # kopf and the kubernetes client log through the standard library; keep them quieter.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+    _route_standard_logging(out, renderer, stamp)
+
+
+def _route_standard_logging(
+    out: TextIO, renderer: structlog.types.Processor, stamp: structlog.types.Processor
+) -> None:
+    """The standard library's records through the same renderer, to the same stream, from the first
+    line (nothing has logged before: kopf configures no logging when run from code); kept quieter."""
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.contextvars.merge_contextvars,
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                stamp,
+            ],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                renderer,
+            ],
+        )
+    )
+    handler.addFilter(RetriedRequestsAreWarnings())
+    handler.set_name(STANDARD_LOGS_HANDLER)
+    root = logging.getLogger()
+    for earlier in [h for h in root.handlers if h.get_name() == STANDARD_LOGS_HANDLER]:
+        root.removeHandler(earlier)  # configured again (a test): one line per record
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # a DeprecationWarning too, not a plain line on stderr
+
+
+class RetriedRequestsAreWarnings(logging.Filter):
+    """kopf logs every failed attempt of a request to the API server at ERROR, also those it retries
+    (`networking.error_backoffs`: for ever, here); a 429 while the API server's storage initialises,
+    or a dropped connection, is then an error line in every operator's first seconds. A retried
+    attempt is a warning; one kopf gives up on ("escalating") stays an error. kopf's logs carry no
+    field that says which: its message does (kopf/_cogs/clients/api.py)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and record.name.startswith("kopf."):
+            message = record.getMessage()
+            if message.startswith("Request attempt ") and "; escalating" not in message:
+                record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+        return True
 
 
 _ROLLOUT = ("namespace", "rollout")
