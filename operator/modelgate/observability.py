@@ -15,7 +15,6 @@ from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.core import AnalysisRun, Decision
 
 LogFormat = Literal["json", "console"]
-STANDARD_LOGS_HANDLER = "modelgate-standard-logs"
 _tick_log = structlog.get_logger("modelgate.reconciler")
 
 
@@ -31,12 +30,11 @@ def configure_logging(
         if log_format == "json"
         else structlog.dev.ConsoleRenderer(colors=out.isatty())
     )
-    stamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
-            stamp,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
             renderer,
         ],
@@ -46,38 +44,34 @@ def configure_logging(
         logger_factory=structlog.WriteLoggerFactory(out),
         cache_logger_on_first_use=True,
     )
-    _route_standard_logging(out, renderer, stamp)
+    _route_standard_logging()
 
 
-def _route_standard_logging(
-    out: TextIO, renderer: structlog.types.Processor, stamp: structlog.types.Processor
-) -> None:
-    """The standard library's records through the same renderer, to the same stream, from the first
-    line (nothing has logged before: kopf configures no logging when run from code); kept quieter."""
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=[
-                structlog.contextvars.merge_contextvars,
-                structlog.stdlib.add_log_level,
-                structlog.stdlib.add_logger_name,
-                stamp,
-            ],
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.format_exc_info,
-                renderer,
-            ],
-        )
-    )
-    handler.addFilter(RetriedRequestsAreWarnings())
-    handler.set_name(STANDARD_LOGS_HANDLER)
+def _route_standard_logging() -> None:
+    """The standard library's records go to structlog, from the first (nothing logs before: kopf
+    configures no logging when run from code); kept quieter."""
     root = logging.getLogger()
-    for earlier in [h for h in root.handlers if h.get_name() == STANDARD_LOGS_HANDLER]:
+    for earlier in [h for h in root.handlers if isinstance(h, ToStructlog)]:
         root.removeHandler(earlier)  # configured again (a test): one line per record
+    handler = ToStructlog()
+    handler.addFilter(RetriedRequestsAreWarnings())
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
     logging.captureWarnings(True)  # a DeprecationWarning too, not a plain line on stderr
+
+
+class ToStructlog(logging.Handler):
+    """Hands each record to structlog: one format and one writer (one write a line) for all lines,
+    whatever stream structlog writes to when the record comes."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            fields: dict[str, object] = {"logger": record.name}
+            if record.exc_info:
+                fields["exc_info"] = record.exc_info
+            structlog.get_logger().log(record.levelno, record.getMessage(), **fields)
+        except Exception:  # as logging's own handlers: a record that cannot be written is reported
+            self.handleError(record)
 
 
 class RetriedRequestsAreWarnings(logging.Filter):
