@@ -22,7 +22,8 @@ def configure_logging(
     log_format: LogFormat = "json", level: int = logging.INFO, stream: TextIO | None = None
 ) -> None:
     """Logs to `stream`, standard output unless given (a command whose output is its result logs to
-    standard error); console logs are coloured only on a terminal, not in a file or a pipe."""
+    standard error); console logs are coloured only on a terminal, not in a file or a pipe. What
+    logs through the standard library (kopf, the kubernetes client, warnings) renders alike."""
     out = stream or sys.stdout
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer()
@@ -43,8 +44,49 @@ def configure_logging(
         logger_factory=structlog.WriteLoggerFactory(out),
         cache_logger_on_first_use=True,
     )
-    # kopf and the kubernetes client log through the standard library; keep them quieter.
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+    _route_standard_logging()
+
+
+def _route_standard_logging() -> None:
+    """The standard library's records go to structlog, from the first (nothing logs before: kopf
+    configures no logging when run from code); kept quieter."""
+    root = logging.getLogger()
+    for earlier in [h for h in root.handlers if isinstance(h, ToStructlog)]:
+        root.removeHandler(earlier)  # configured again (a test): one line per record
+    handler = ToStructlog()
+    handler.addFilter(RetriedRequestsAreWarnings())
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # a DeprecationWarning too, not a plain line on stderr
+
+
+class ToStructlog(logging.Handler):
+    """Hands each record to structlog: one format and one writer (one write a line) for all lines,
+    whatever stream structlog writes to when the record comes."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            fields: dict[str, object] = {"logger": record.name}
+            if record.exc_info:
+                fields["exc_info"] = record.exc_info
+            structlog.get_logger().log(record.levelno, record.getMessage(), **fields)
+        except Exception:  # as logging's own handlers: a record that cannot be written is reported
+            self.handleError(record)
+
+
+class RetriedRequestsAreWarnings(logging.Filter):
+    """kopf logs every failed attempt of a request to the API server at ERROR, also those it retries
+    (`networking.error_backoffs`: for ever, here); a 429 while the API server's storage initialises,
+    or a dropped connection, is then an error line in every operator's first seconds. A retried
+    attempt is a warning; one kopf gives up on ("escalating") stays an error. kopf's logs carry no
+    field that says which: its message does (kopf/_cogs/clients/api.py)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and record.name.startswith("kopf."):
+            message = record.getMessage()
+            if message.startswith("Request attempt ") and "; escalating" not in message:
+                record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+        return True
 
 
 _ROLLOUT = ("namespace", "rollout")

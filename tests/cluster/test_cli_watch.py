@@ -1,22 +1,36 @@
 """`modelgate status -w --timeout` in CI: it waits for the rollout's end and says how it ended in its
-exit code (the one that succeeds is test_cli.py's walk)."""
+exit code (the one that succeeds is test_cli.py's walk), and into a file it tells each change as it
+happens, not at the end."""
 
 from __future__ import annotations
 
+import itertools
+import subprocess
+import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from kubernetes import client
 
 from modelgate.api import Phase
 from modelgate.cli.exit_codes import ExitCode
+from modelgate.egress import ALLOW_LOOPBACK_ENV
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
+from testbed.processes import python_module_env
+from testbed.waiting import wait_for
 from tests.support.cli import modelgate
 from tests.support.scenario import serving
 
 WATCH_TIMEOUT = 300  # the 5m given to --timeout
+INTERVAL_SECONDS = 10
+# A change reaches the file within one interval, plus the watch's refresh (1 s), its reading and the
+# operator's tick on a busy machine.
+LATENESS_SECONDS = 5
 
 
 def test_watching_a_rollout_that_rolls_back_exits_non_zero(
@@ -40,3 +54,84 @@ def test_watching_a_rollout_that_rolls_back_exits_non_zero(
         assert scenario.status().phase is Phase.ROLLED_BACK
     assert watched.returncode == ExitCode.ROLLED_BACK, watched.stdout + watched.stderr
     assert waited < WATCH_TIMEOUT  # it ended on the rollback, not on its timeout
+
+
+def watching_into(path: Path, kubeconfig: Path, namespace: str) -> subprocess.Popen[bytes]:
+    """`modelgate status chat -w > path`: a process of its own, standard output a file (block-buffered
+    by Python unless the command flushes), as a CI job runs it."""
+    with path.open("wb") as output:
+        return subprocess.Popen(
+            [sys.executable, "-m", "modelgate", "status", "chat", "-n", namespace, "-w", "--timeout", "5m"],
+            stdout=output,
+            stderr=subprocess.PIPE,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "KUBECONFIG": str(kubeconfig),
+                ALLOW_LOOPBACK_ENV: "true",
+                **python_module_env(),
+            },
+        )
+
+
+def test_watching_into_a_file_tells_each_change_as_it_happens(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    tmp_path: Path,
+) -> None:
+    manifest = model_rollout(
+        "chat",
+        namespace,
+        # Each step passes on the first analysis an interval after its weight: a change an interval,
+        # whenever the watch starts.
+        steps=[{"setWeight": 20}, {"setWeight": 40}, {"setWeight": 60}],
+        prometheus=local_bed.prometheus_url,
+        metrics=SEED_METRICS,
+        interval=f"{INTERVAL_SECONDS}s",
+    )
+    output = tmp_path / "watch.log"
+    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+        scenario.apply(manifest)
+        watch = watching_into(output, operator.kubeconfig, namespace)
+        try:
+            wait_for(output.read_text, timeout=60, what="the watch's first line (the state at its start)")
+            arrivals = lines_as_they_arrive(output, watch, lambda: scenario.status().phase is Phase.SUCCEEDED)
+            ended = scenario.status().phase
+        finally:
+            if watch.poll() is None:
+                watch.kill()
+            _, errors = watch.communicate()
+    assert watch.returncode == ExitCode.OK, errors
+    assert ended is Phase.SUCCEEDED
+    # The first change (the first analysis, a step) came within an interval of the state at the
+    # start, each later one within an interval of the one before, up to the end, and most of them
+    # while the rollout ran: not one block at its end.
+    ends = next(index for index, arrival in enumerate(arrivals) if "Succeeded" in arrival.line)
+    changes = [arrival.at for arrival in arrivals[: ends + 1]]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(changes)]
+    assert gaps and max(gaps) <= INTERVAL_SECONDS + LATENESS_SECONDS, arrivals
+    assert sum(not arrival.ended for arrival in arrivals) >= 3, arrivals
+
+
+@dataclass(frozen=True)
+class Arrival:
+    at: float  # time.monotonic() when the line was first seen in the file
+    ended: bool  # whether the rollout had Succeeded by then, as the API server said
+    line: str
+
+
+def lines_as_they_arrive(
+    path: Path, watch: subprocess.Popen[bytes], ended: Callable[[], bool]
+) -> list[Arrival]:
+    """Each whole line of the file, as it was first seen, until the watch exits."""
+    seen: list[Arrival] = []
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        exited, rollout_ended = watch.poll() is not None, ended()
+        lines = path.read_text().rpartition("\n")[0].splitlines()
+        seen.extend(Arrival(time.monotonic(), rollout_ended, line) for line in lines[len(seen) :])
+        if exited:
+            return seen
+        time.sleep(0.2)
+    raise AssertionError(f"the watch did not end in 180 s: {seen}")

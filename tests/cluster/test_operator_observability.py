@@ -1,10 +1,14 @@
 """What an operator of modelgate sees: its metrics scraped by Prometheus following a rollout, an
-Event telling every transition, and JSON logs that carry rollout, namespace, step and weight."""
+Event telling every transition, and JSON logs that carry rollout, namespace, step and weight, every
+line of them JSON, kopf's too."""
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
+import yaml
 from kubernetes import client
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
@@ -14,7 +18,10 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
+from testbed.ports import free_port
 from testbed.waiting import wait_for
+from tests.support.clusters import TestCluster
+from tests.support.operators import running
 from tests.support.scenario import serving
 
 STEPS = [{"setWeight": 10}, {"setWeight": 30}, {"setWeight": 60}]
@@ -130,3 +137,34 @@ def test_metrics_events_and_logs_follow_a_rollout(
         assert {"rollout", "namespace", "step", "weight", "level", "timestamp"} <= line.keys(), line
     succeeded = next(line for line in transitions if line["reason"] == "RolloutSucceeded")
     assert (succeeded["rollout"], succeeded["weight"]) == ("chat", 100)
+
+
+def unreachable(kubeconfig: Path, path: Path) -> Path:
+    """A copy of the kubeconfig whose API server address nothing listens on."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    for entry in config["clusters"]:
+        entry["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_every_line_the_operator_logs_is_json_from_the_first(cluster: TestCluster, tmp_path: Path) -> None:
+    """kopf and the kubernetes client log through the standard library: each of their lines too,
+    from the operator's first seconds, here kopf's retries of an API server it cannot reach (the same
+    lines as an API server whose storage is still initialising answers with 429), at warning."""
+    operator = OperatorProcess(unreachable(cluster.kubeconfig, tmp_path / "kubeconfig"), tmp_path, ["t-none"])
+    with running(operator):
+        wait_for(lambda: "kopf." in operator.logs(), timeout=60, what="kopf's first log line")
+    lines = operator.logs().splitlines()
+    assert [line for line in lines if not is_leveled_json(line)] == []  # the first lines too
+    records = [json.loads(line) for line in lines]
+    retries = [record for record in records if record.get("logger", "").startswith("kopf.")]
+    assert retries and {record["level"] for record in retries} == {"warning"}, retries
+
+
+def is_leveled_json(line: str) -> bool:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and record.get("level") in ("debug", "info", "warning", "error")

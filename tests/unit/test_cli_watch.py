@@ -62,3 +62,42 @@ def test_a_watch_that_outlasts_its_timeout_exits_with_its_own_code(monkeypatch: 
 
 def views_args(*argv: str) -> argparse.Namespace:
     return build_parser().parse_args(["status", "chat", "-w", *argv])
+
+
+def stepping(phase: str, step: int, weight: int, analysed: str | None = None) -> dict[str, Any]:
+    body = rollout(phase)
+    body["spec"] = {"steps": [{"setWeight": 20}, {"setWeight": 60}]}
+    body["status"] |= {"currentStepIndex": step, "currentWeight": weight}
+    if analysed is not None:
+        verdict = {"name": "errors", "verdict": "Pass", "time": analysed, "value": 0.01}
+        body["status"] |= {"lastAnalysisAt": analysed, "analysis": [verdict]}
+    return body
+
+
+def test_with_no_terminal_the_watch_prints_a_line_per_change_as_it_happens(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Standard output is not a terminal here (as in CI): each read that changed what the rollout
+    shows prints a line then, an unchanged one prints nothing, and the end prints the whole view."""
+    reads = [
+        [stepping("Progressing", 0, 20)],
+        [stepping("Progressing", 0, 20)],  # nothing new
+        [stepping("Progressing", 0, 20, analysed="2026-01-01T00:00:10Z")],
+        [stepping("Progressing", 1, 60, analysed="2026-01-01T00:00:10Z")],
+        [stepping("Succeeded", 2, 100, analysed="2026-01-01T00:00:20Z")],
+    ]
+    printed_by_read: list[int] = []
+
+    def next_read(*_: object) -> list[dict[str, Any]]:
+        printed_by_read.append(len(capsys.readouterr().out.splitlines()))
+        return reads[len(printed_by_read) - 1]
+
+    monkeypatch.setattr(views, "connect", lambda _: (None, "serving"))
+    monkeypatch.setattr(views, "_targets", next_read)
+    monkeypatch.setattr(views, "_view", lambda *_: "(the whole view)")
+    monkeypatch.setattr(views, "REFRESH_SECONDS", 0.01)
+    assert views.show_status(views_args()) == ExitCode.OK
+    # Before each read, the lines printed since the read before it: none before the first.
+    assert printed_by_read == [0, 1, 0, 1, 1]
+    last_line, whole_view = capsys.readouterr().out.splitlines()
+    assert "Succeeded" in last_line and whole_view == "(the whole view)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from modelgate.api.series import SeriesComponent
 from modelgate.cli import main
 from modelgate.cli.plan import EXIT_OK
 from modelgate.cli.plan_assumptions import assumptions
+from modelgate.cli.plan_figures import AUTO_RUNS
 from modelgate.cli.plan_traffic import simulable
 from modelgate.cli.target import read_manifest
 from modelgate.metrics.promql_plan import analysis_plan
@@ -32,6 +34,9 @@ RUNS = 100
 MAX_FALSE_ROLLBACK = 0.05
 MIN_CAUGHT = 0.80  # of candidates failing twice as often as the incumbent (plan's default regression)
 DOCS = EXAMPLES.parent / "docs"
+# At its default number of runs, a plan takes seconds (under 10 s each on an idle machine); before the
+# default was bounded by the simulation's cost, a long example took minutes. Generous for a busy one.
+PLAN_DEADLINE_SECONDS = 30
 
 
 def example_id(path: Path) -> str:
@@ -65,6 +70,31 @@ def test_the_example_meets_the_plans_bounds_at_its_traffic_or_says_why_not(
     figures = [(f["name"], f["false_rollback"], f["caught"]) for f in plan["figures"]]
     assert code == EXIT_OK, f"a false-rollback share above {MAX_FALSE_ROLLBACK}: {figures}"
     assert together["caught"] >= MIN_CAUGHT, f"a 2x regression caught too rarely: {figures}"
+
+
+def planned_examples() -> list[Path]:
+    return [path for path in rollouts_in_examples() if "analysis" in read_manifest(path)["spec"]]
+
+
+@pytest.mark.parametrize("path", planned_examples(), ids=example_id)
+def test_the_plan_of_an_example_takes_seconds_and_says_how_sure_it_is(
+    capsys: pytest.CaptureFixture[str], path: Path
+) -> None:
+    started = time.monotonic()
+    code = main(["plan", "-f", str(path), "-o", "json"])
+    took = time.monotonic() - started
+    captured = capsys.readouterr()
+    plan = json.loads(captured.out)
+    assert code == EXIT_OK
+    assert took < PLAN_DEADLINE_SECONDS, f"{path}: {took:.1f}s"
+    for figures in plan["figures"]:
+        assert AUTO_RUNS.least <= figures["runs"] <= AUTO_RUNS.most
+        for share in ("false_rollback", "caught"):
+            low, high = figures[f"{share}_interval"]
+            assert low <= figures[share] <= high and high - low > 0
+    # Not a terminal: one progress line per table on standard error, naming it.
+    progress = captured.err.splitlines()
+    assert all(f["name"] in line for f, line in zip(plan["figures"], progress, strict=True))
 
 
 @pytest.mark.parametrize("path", rollouts_in_examples(), ids=example_id)

@@ -17,7 +17,7 @@ from modelgate.api import MetricSpec, ModelRolloutSpec
 from modelgate.cli import main
 from modelgate.cli.plan import EXIT_COIN_TOSS, EXIT_NOTHING_TO_PLAN, EXIT_OK, EXIT_USAGE
 from modelgate.cli.plan_assumptions import BASE_RATE_ANNOTATION, RPS_ANNOTATION
-from modelgate.cli.plan_figures import Figures, Traffic, figures, planned_spec
+from modelgate.cli.plan_figures import Figures, Runs, Traffic, figures, planned_spec, wilson_interval
 from tests.unit.engine_support import analysis_spec, make_spec, timed_pause, weight
 from tooling import sequential_sim
 
@@ -228,6 +228,27 @@ def test_a_step_that_cannot_pass_counts_as_waiting_not_as_promoted() -> None:
     spec = make_spec(weight(10), analysis=analysis_spec([metric], interval="30s", min_requests=1000))
     result: Figures = figures("errors", planned_spec(spec, [metric]), Traffic(1.0, 0.01, 2.0), 5, seed=1)
     assert (result.waiting, result.promoted, result.false_rollback) == (1.0, 0.0, 0.0)
+
+
+def test_a_plan_cut_short_by_its_budget_is_the_first_runs_of_a_whole_one() -> None:
+    """The budget counts the engine's ticks, not seconds: the runs it stops at, and so the figures,
+    are the same on any machine, and each run is the one a longer plan would have simulated."""
+    metric = MetricSpec.model_validate({"name": "errors", "preset": "errorRate", "max": 0.05})
+    spec = planned_spec(make_spec(weight(10), weight(50), analysis=analysis_spec([metric])), [metric])
+    traffic = Traffic(20.0, 0.01, 2.0)
+    budgeted = figures("errors", spec, traffic, Runs(most=500, least=5, ticks=300), seed=2)
+    assert 5 <= budgeted.runs < 500
+    assert budgeted == figures("errors", spec, traffic, budgeted.runs, seed=2)
+    assert figures("errors", spec, traffic, Runs(most=500, least=50, ticks=300), seed=2).runs == 50
+
+
+def test_the_interval_of_a_share_is_wilsons() -> None:
+    # None seen in n: the upper end is z^2 / (n + z^2); all seen, the mirror image.
+    z2 = 1.959964**2
+    assert wilson_interval(0, 60) == pytest.approx((0.0, z2 / (60 + z2)))
+    assert wilson_interval(60, 60) == pytest.approx((60 / (60 + z2), 1.0))
+    low, high = wilson_interval(5, 100)
+    assert 0.02 < low < 0.05 < high < 0.12  # (2.2%, 11.2%)
 
 
 def test_the_traffic_is_the_manifests_unless_the_flags_say_otherwise(

@@ -2,6 +2,7 @@
 at most once, the largest first. DURATION_PATTERN is the one definition: parse_duration matches it with
 `re`, the API server with RE2 (tests/cluster/test_readable_refusals.py checks they agree)."""
 
+import functools
 import re
 from datetime import timedelta
 
@@ -41,6 +42,7 @@ _PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
 _TIMEDELTA_UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}
 
 
+@functools.lru_cache(maxsize=1024)  # the engine reads the same few durations at every tick
 def parse_duration(text: str) -> timedelta:
     """Parse a Go-style duration such as "1h30m", at most MAX_DURATION; raise ValueError otherwise."""
     if not _DURATION.fullmatch(text):

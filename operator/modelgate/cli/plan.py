@@ -6,7 +6,9 @@ is rolled back, the chance and time to catch a worse one, and how long a good on
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn
 from rich.table import Table
 
 from modelgate.api import InvalidSpecError, MetricSpec, ModelRolloutSpec, parse_spec
@@ -26,7 +28,9 @@ from modelgate.cli.plan_assumptions import (
     assumptions,
 )
 from modelgate.cli.plan_figures import (
+    AUTO_RUNS,
     Figures,
+    Runs,
     Traffic,
     Unplanned,
     figures,
@@ -52,7 +56,8 @@ traffic: --rps and --base-rate, or the manifest's annotations
   modelgate.io/plan-rps and modelgate.io/plan-base-rate (the flags win)
 
 example:
-  modelgate plan -f examples/rollout.yaml --runs 100
+  modelgate plan -f examples/rollout.yaml
+  modelgate plan -f examples/rollout.yaml --runs 2000   # narrower intervals
 """
 
 
@@ -84,7 +89,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=2.0,
         help="the worse candidate's rate / the base rate (default: 2)",
     )
-    plan.add_argument("--runs", type=int, default=500, help="rollouts simulated per candidate (default: 500)")
+    plan.add_argument(
+        "--runs",
+        type=int,
+        help=f"rollouts simulated per candidate (default: up to {AUTO_RUNS.most}, fewer on a long rollout)",
+    )
     plan.add_argument("--seed", type=int, default=1, help="the simulation's seed (default: 1)")
     plan.add_argument("--fail-above", type=float, help="exit 3 when a false-rollback chance is above this")
     plan.add_argument("-o", "--output", choices=["table", "json"], default="table", help=OUTPUT_HELP)
@@ -106,15 +115,17 @@ def run_plan(args: argparse.Namespace) -> int:
         return EXIT_NOTHING_TO_PLAN
     planned, unplanned = split_metrics(spec)
     groups = _groups(planned)
-    results = _simulate(spec, groups, traffic, args.runs, args.seed)
+    runs = AUTO_RUNS if args.runs is None else Runs.exactly(args.runs)
+    results = _simulate(spec, groups, traffic, runs, args.seed)
     if args.output == "json":
         print(json.dumps(as_json(traffic, results, unplanned, assumed.exempt), indent=1))
     else:
-        console.print(_preamble(spec, traffic, args.runs, args.seed))
+        console.print(_preamble(spec, traffic, runs, args.seed))
         if assumed.exempt:
             console.print(f"Exempt ({EXEMPT_ANNOTATION}): {assumed.exempt}", markup=False)
         for (_, metrics), result in zip(groups, results, strict=True):
             console.print(figures_table(spec, metrics, traffic, result))
+            console.print(_intervals(result, traffic))
         for skipped in unplanned:
             console.print(f"not planned: {skipped.name}: {skipped.why}")
     if not planned:
@@ -138,7 +149,7 @@ def _traffic(args: argparse.Namespace, assumed: Assumptions) -> Traffic:
         raise ValueError(f"--base-rate ({BASE_RATE_ANNOTATION}) must be in [0, 1) (got {base_rate})")
     if not args.regression > 0 or base_rate * args.regression > 1:
         raise ValueError(f"--regression must be positive and keep the rate at most 1 (got {args.regression})")
-    if not 1 <= args.runs <= 100_000:
+    if args.runs is not None and not 1 <= args.runs <= 100_000:
         raise ValueError(f"--runs must be in [1, 100000] (got {args.runs})")
     return Traffic(rps, base_rate, args.regression)
 
@@ -155,19 +166,45 @@ def _simulate(
     spec: ModelRolloutSpec,
     groups: Sequence[tuple[str, tuple[MetricSpec, ...]]],
     traffic: Traffic,
-    runs: int,
+    runs: Runs,
     seed: int,
 ) -> list[Figures]:
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("simulated rollouts", total=runs * len(groups))
+    """Progress on standard error: a bar on a terminal; in a file or a pipe (CI), a line a rule."""
+    each = runs.shared(len(groups))
+    errors = Console(stderr=True)
+    if not errors.is_terminal:
         return [
-            figures(name, planned_spec(spec, metrics), traffic, runs, seed, lambda: progress.advance(task))
+            _logged(errors, name, planned_spec(spec, metrics), traffic, each, seed)
             for name, metrics in groups
         ]
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn())
+    with Progress(*columns, console=errors, transient=True) as progress:
+        task = progress.add_task("simulating rollouts", total=len(groups))
+        results = []
+        for done, (name, metrics) in enumerate(groups):
+            progress.update(task, description=f"simulating {name}")
+            advance = functools.partial(_advanced, progress, task, done)
+            results.append(figures(name, planned_spec(spec, metrics), traffic, each, seed, advance))
+        return results
 
 
-def _preamble(spec: ModelRolloutSpec, traffic: Traffic, runs: int, seed: int) -> str:
+def _advanced(progress: Progress, task: TaskID, groups_done: int, share: float) -> None:
+    progress.update(task, completed=groups_done + share)
+
+
+def _logged(
+    errors: Console, name: str, spec: ModelRolloutSpec, traffic: Traffic, runs: Runs, seed: int
+) -> Figures:
+    started = time.monotonic()
+    result = figures(name, spec, traffic, runs, seed)
+    took = time.monotonic() - started
+    errors.print(
+        f"modelgate plan: {name}: {result.runs} rollouts of each candidate in {took:.1f}s", markup=False
+    )
+    return result
+
+
+def _preamble(spec: ModelRolloutSpec, traffic: Traffic, runs: Runs, seed: int) -> str:
     assert spec.analysis is not None
     left_out = [
         name
@@ -178,7 +215,7 @@ def _preamble(spec: ModelRolloutSpec, traffic: Traffic, runs: int, seed: int) ->
         f"Simulated: {traffic.requests_per_second:g} requests/s in all; the incumbent fails "
         f"{_percent(traffic.base_rate)} of its requests; the worse candidate "
         f"{_percent(traffic.base_rate * traffic.regression)} ({traffic.regression:g}x).",
-        f"{runs} rollouts of each candidate, seed {seed}; analysis every {spec.analysis.interval}, "
+        f"{_runs_text(runs)}; seed {seed}. Analysis every {spec.analysis.interval}, "
         f"minRequests {spec.analysis.min_requests}; a rollout still running after "
         f"{_duration(horizon(planned_spec(spec, spec.analysis.metrics)).total_seconds())} counts as waiting.",
         "Caught after: the median time from the rollout's start; step takes: from the step's start.",
@@ -186,6 +223,23 @@ def _preamble(spec: ModelRolloutSpec, traffic: Traffic, runs: int, seed: int) ->
     if left_out:
         lines.append(f"Not simulated: {', '.join(left_out)} (the plan is of the steps and their analysis).")
     return "\n".join(lines)
+
+
+def _runs_text(runs: Runs) -> str:
+    if runs.ticks is None:
+        return f"{runs.most} rollouts of each candidate"
+    return f"Up to {runs.most} rollouts of each candidate, fewer on a long rollout"
+
+
+def _intervals(result: Figures, traffic: Traffic) -> str:
+    """How far the table's shares may be from the truth: fewer runs, wider intervals."""
+    false_low, false_high = result.false_rollback_interval
+    caught_low, caught_high = result.caught_interval
+    return (
+        f"From {result.runs} rollouts of each candidate, 95% intervals: false rollback "
+        f"{_percent(false_low)} to {_percent(false_high)}; catches {traffic.regression:g}x "
+        f"{_percent(caught_low)} to {_percent(caught_high)}.\n"
+    )
 
 
 def figures_table(

@@ -9,6 +9,7 @@ figures."""
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from modelgate.metrics.provider import AnalysisPlan
 
 START = datetime(2026, 1, 1, tzinfo=UTC)  # any moment: only durations are reported
 MIN_HORIZON = timedelta(minutes=5)
+Z95 = 1.959964  # the standard normal's 97.5% quantile
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Outcome:
     rolled_back_after: float | None  # seconds from the start
     step_seconds: tuple[float | None, ...]  # how long each step took; None: not completed
     promoted_after: float | None  # seconds from the start
+    ticks: int  # the engine's decisions it took: what it cost to simulate
 
     @classmethod
     def of(cls, replay: Replay, steps: int) -> Outcome:
@@ -57,7 +60,39 @@ class Outcome:
             (reason.time - replay.start).total_seconds() if reason is not None else None,
             tuple(durations),
             (replay.end - replay.start).total_seconds() if promoted else None,
+            replay.ticks,
         )
+
+
+@dataclass(frozen=True)
+class Runs:
+    """How many rollouts of each candidate to simulate: `most`, or fewer once their ticks (the
+    engine's decisions, what a plan's time goes to) reach `ticks`, but at least `least`. Counted in
+    ticks rather than seconds, so the same arguments give the same figures on any machine."""
+
+    most: int
+    least: int
+    ticks: int | None = None  # None: exactly `most`
+
+    @classmethod
+    def exactly(cls, runs: int) -> Runs:
+        return cls(runs, runs)
+
+    def done(self, runs: int, ticks: int) -> bool:
+        spent = self.ticks is not None and ticks >= self.ticks
+        return runs >= self.most or (runs >= self.least and spent)
+
+    def shared(self, ways: int) -> Runs:
+        """The budget of one of `ways` simulations that share this one's ticks."""
+        return self if self.ticks is None else Runs(self.most, self.least, self.ticks // ways)
+
+    def share_done(self, runs: int, ticks: int) -> float:
+        by_ticks = ticks / self.ticks if self.ticks else 0.0
+        return min(1.0, max(runs / self.most, min(by_ticks, runs / self.least)))
+
+
+# A plan's default: about TICKS of the engine's decisions in all (some seconds), shared by its rules.
+AUTO_RUNS = Runs(most=500, least=30, ticks=8_000)
 
 
 @dataclass(frozen=True)
@@ -78,7 +113,9 @@ class Figures:
     window_seconds: float  # the analysis's query window
     steps: tuple[StepFigures, ...]
     false_rollback: float
+    false_rollback_interval: tuple[float, float]  # its 95% interval, from `runs` rollouts
     caught: float
+    caught_interval: tuple[float, float]
     median_caught_after: float | None
     promoted: float  # share of as-good candidates promoted within the horizon
     median_promoted_after: float | None
@@ -138,40 +175,59 @@ def figures(
     name: str,
     spec: ModelRolloutSpec,
     traffic: Traffic,
-    runs: int,
+    runs: Runs | int,
     seed: int,
-    progress: Callable[[], None] = lambda: None,
+    progress: Callable[[float], None] = lambda share: None,
 ) -> Figures:
-    """`runs` rollouts of each candidate through `spec` (already a planned_spec)."""
+    """Rollouts of each candidate through `spec` (already a planned_spec), as many as `runs` says;
+    `progress` hears the share of them done after each pair."""
+    budget = runs if isinstance(runs, Runs) else Runs.exactly(runs)
     plan = analysis_plan(spec, "plan")
     worse = traffic.base_rate * traffic.regression
-    as_good, regressed = [], []
-    for run in range(runs):
-        as_good.append(
-            simulate_once(
-                spec, plan, traffic, (traffic.base_rate, traffic.base_rate), f"{seed}/{name}/aa/{run}"
-            )
-        )
+    as_good: list[Outcome] = []
+    regressed: list[Outcome] = []
+    ticks = 0
+    while not budget.done(len(as_good), ticks):
+        run = len(as_good)
+        good = (traffic.base_rate, traffic.base_rate)
+        as_good.append(simulate_once(spec, plan, traffic, good, f"{seed}/{name}/aa/{run}"))
         regressed.append(
             simulate_once(spec, plan, traffic, (worse, traffic.base_rate), f"{seed}/{name}/x/{run}")
         )
-        progress()
-    steps = tuple(_step(index, as_good, regressed) for index in range(len(spec.steps)))
+        ticks += as_good[-1].ticks + regressed[-1].ticks
+        progress(budget.share_done(len(as_good), ticks))
+    return _counted(name, plan.window.total_seconds(), as_good, regressed)
+
+
+def _counted(name: str, window: float, as_good: Sequence[Outcome], regressed: Sequence[Outcome]) -> Figures:
+    runs = len(as_good)
+    steps = tuple(_step(index, as_good, regressed) for index in range(len(as_good[0].step_seconds)))
     caught = [o.rolled_back_after for o in regressed if o.rolled_back_after is not None]
     promoted = [o.promoted_after for o in as_good if o.promoted_after is not None]
     false_rollbacks = sum(o.rolled_back_in is not None for o in as_good)
     return Figures(
         name,
         runs,
-        plan.window.total_seconds(),
+        window,
         steps,
         false_rollbacks / runs,
+        wilson_interval(false_rollbacks, runs),
         len(caught) / runs,
+        wilson_interval(len(caught), runs),
         _median(caught),
         len(promoted) / runs,
         _median(promoted),
         (runs - false_rollbacks - len(promoted)) / runs,
     )
+
+
+def wilson_interval(count: int, runs: int) -> tuple[float, float]:
+    """The 95% interval of a share seen `count` times in `runs` (Wilson's score interval: unlike
+    p +- 2 standard errors, it is not [0, 0] when nothing was seen)."""
+    share, z2 = count / runs, Z95**2
+    centre = (share + z2 / (2 * runs)) / (1 + z2 / runs)
+    half = Z95 * math.sqrt(share * (1 - share) / runs + z2 / (4 * runs**2)) / (1 + z2 / runs)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _step(index: int, as_good: Sequence[Outcome], regressed: Sequence[Outcome]) -> StepFigures:

@@ -48,6 +48,7 @@ class Replay:
     weights: tuple[tuple[datetime, int], ...]  # every change of the candidate's weight
     events: tuple[SimulatedEvent, ...]
     status: ModelRolloutStatus  # the last one
+    ticks: int  # how many times the engine decided: what the simulation cost
 
     @property
     def phase(self) -> Phase | None:
@@ -75,7 +76,9 @@ def simulate(
     spans: dict[int, StepSpan] = {}
     weights: list[tuple[datetime, int]] = [(start, 0)]
     events: list[SimulatedEvent] = []
+    ticks = 0
     while now <= end:
+        ticks += 1
         analysis = provider.run(plan, now) if analysis_due(spec, status, now) else None
         check = provider.run(plan, now) if check_due(spec, status, now) else None
         observed = Observations(
@@ -95,7 +98,7 @@ def simulate(
         if status.ended and status.rolling_back is None:
             break
         now += next_wakeup(spec, status, now)
-    return Replay(start, min(now, end), tuple(spans.values()), tuple(weights), tuple(events), status)
+    return Replay(start, min(now, end), tuple(spans.values()), tuple(weights), tuple(events), status, ticks)
 
 
 def _note_steps(

@@ -16,6 +16,7 @@ from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.render import render_history, render_list, render_progress, render_status
 from modelgate.cli.target import OUTPUT_HELP, add_target_arguments, connect, list_rollouts, read_rollout
 from modelgate.cli.watch_exit import timeout_argument, watch_outcome
+from modelgate.cli.watch_lines import WatchLines
 from modelgate.core import LiveRoute
 from modelgate.kube import Kube, KubeError, NotFound
 from modelgate.routers import SideKinds, router_for
@@ -33,7 +34,10 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     status = commands.add_parser("status", help="progress, weights and every metric against its threshold")
     add_target_arguments(status, name="optional")
     status.add_argument(
-        "-w", "--watch", action="store_true", help="keep the view live until every rollout ends"
+        "-w",
+        "--watch",
+        action="store_true",
+        help="keep the view live until every rollout ends (no terminal: a line per change)",
     )
     status.add_argument(
         "--timeout",
@@ -106,15 +110,47 @@ def show_status(args: argparse.Namespace) -> int:
         console.print(_view(kube, namespace, rollouts))
         return 0
     deadline = None if args.timeout is None else time.monotonic() + args.timeout.total_seconds()
+    if not console.is_terminal:
+        return _watch_in_lines(console, kube, namespace, args, rollouts, deadline)
     with Live(_view(kube, namespace, rollouts), console=console, refresh_per_second=4) as live:
         while (outcome := watch_outcome(rollouts)) is None:
             if deadline is not None and time.monotonic() >= deadline:
-                live.console.print(f"[yellow]not ended within {args.timeout.total_seconds():g}s[/yellow]")
+                live.console.print(_timed_out(args))
                 return ExitCode.TIMED_OUT
             time.sleep(REFRESH_SECONDS)  # a screen refresh
             rollouts = _targets(kube, namespace, args.name)
             live.update(_view(kube, namespace, rollouts))
     return outcome
+
+
+def _watch_in_lines(
+    console: Console,
+    kube: Kube,
+    namespace: str,
+    args: argparse.Namespace,
+    rollouts: list[dict[str, Any]],
+    deadline: float | None,
+) -> int:
+    """No terminal: a timed line per change, printed (and flushed) at once and never wrapped (a log
+    reads a line an event), then the whole view at the end."""
+    lines = WatchLines()
+    while True:
+        for line in lines.changed(rollouts):
+            console.print(
+                f"{datetime.now(UTC):%H:%M:%S} {line}", markup=False, highlight=False, soft_wrap=True
+            )
+        if (outcome := watch_outcome(rollouts)) is not None:
+            console.print(_view(kube, namespace, rollouts))
+            return outcome
+        if deadline is not None and time.monotonic() >= deadline:
+            console.print(_timed_out(args))
+            return ExitCode.TIMED_OUT
+        time.sleep(REFRESH_SECONDS)
+        rollouts = _targets(kube, namespace, args.name)
+
+
+def _timed_out(args: argparse.Namespace) -> str:
+    return f"[yellow]not ended within {args.timeout.total_seconds():g}s[/yellow]"
 
 
 def show_history(args: argparse.Namespace) -> int:
