@@ -113,13 +113,7 @@ def _header(
     header = Table.grid(padding=(0, 2))
     header.add_row("Rollout", f"{meta['namespace']}/{meta['name']}")
     header.add_row("Phase", Text(phase, style=PHASE_STYLE.get(phase, "")))
-    index = status.current_step_index
-    step = step_label(steps[index]) if index < len(steps) else "done"
-    if index < len(steps) and now is not None and status.phase in (Phase.PROGRESSING, Phase.PAUSED):
-        step += _time_left(steps[index], status.step_started_at, now)
-    if status.watch_ends_at is not None:
-        step = f"watch window until {moment(status.watch_ends_at)}"
-    header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
+    header.add_row("Step", _step_text(steps, status, now))
     ended_unrouted = status.phase is Phase.FAILED and status.live_weight is None  # no route was ever read
     if not ended_unrouted:
         header.add_row(
@@ -144,6 +138,24 @@ def _header(
         header.add_row("Paused", _pause_line(status, meta))
     header.add_row("Message", status.message or "")
     return header
+
+
+ENDED_PHASES = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+
+
+def _step_text(steps: list[dict[str, Any]], status: ModelRolloutStatus, now: datetime | None) -> str:
+    """Steps done and the step at hand; an ended rollout's view has no "now": the step it ended in."""
+    index = status.current_step_index
+    done = f"{min(index, len(steps))}/{len(steps)} completed"
+    current = step_label(steps[index]) if index < len(steps) else None
+    if status.phase in ENDED_PHASES:
+        return done if current is None else f"{done}; ended in: {current}"
+    step = current or "done"
+    if current is not None and now is not None and status.phase in (Phase.PROGRESSING, Phase.PAUSED):
+        step += _time_left(steps[index], status.step_started_at, now)
+    if status.watch_ends_at is not None:
+        step = f"watch window until {moment(status.watch_ends_at)}"
+    return f"{done}; now: {step}"
 
 
 def _time_left(step: dict[str, Any], started: datetime | None, now: datetime) -> str:
