@@ -23,6 +23,7 @@ from modelgate.api.addresses import ALLOW_LOOPBACK_FLAG
 from modelgate.api.duration import parse_duration
 from modelgate.api.internal_error_status import InternalError
 from modelgate.api.pause import RESUMABLE, PauseReason
+from modelgate.api.status import short_message
 from modelgate.cli.loopback import names_loopback
 from modelgate.cli.render_analysis import (
     AnalysisView,
@@ -281,7 +282,7 @@ def render_list(rollouts: list[dict[str, Any]], *, with_namespace: bool) -> Tabl
             side_name(spec["incumbent"]),
             side_name(spec["candidate"]),
             _age(meta.get("creationTimestamp")),
-            status.get("message") or "",
+            short_message(status.get("message")) or "",
         )
     return table
 
