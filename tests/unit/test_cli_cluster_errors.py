@@ -94,3 +94,44 @@ def test_no_rbac_is_one_line_saying_which_rights_to_ask_for(
     code, lines = said(capsys, "status", "chat", "--kubeconfig", str(kubeconfig(tmp_path, refusing_server)))
     assert code == ExitCode.ERROR
     assert len(lines) == 1 and FORBIDDEN in lines[0] and "RBAC" in lines[0], lines
+
+
+def one_sentence(line: str) -> bool:
+    """A single sentence: ends with a full stop, and no other sentence ends inside it."""
+    return line.endswith(".") and ". " not in line and "Errno" not in line
+
+
+def test_a_kubeconfig_missing_from_kubeconfig_env_is_one_sentence_naming_it_and_the_way_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "nowhere"
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    code, lines = said(capsys, "get")
+    assert code == ExitCode.ERROR
+    assert len(lines) == 1 and one_sentence(lines[0]), lines
+    assert str(missing) in lines[0] and "--kubeconfig" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["plan", "--rps", "1", "--base-rate", "0.01"], ["gate"], ["replay", "--from", "now-1h"]],
+    ids=lambda argv: argv[0],
+)
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_a_manifest_that_cannot_be_read_is_one_sentence_naming_it(
+    command: list[str],
+    kind: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # the sentence, not where a terminal would wrap it
+    path = tmp_path / "rollout.yaml"
+    if kind == "directory":
+        path.mkdir()
+    code = main([*command, "-f", str(path)])
+    output = capsys.readouterr()
+    lines = (output.err + output.out).strip().splitlines()
+    assert code != 0
+    assert len(lines) == 1 and str(path) in lines[0], lines
+    assert one_sentence(lines[0].removeprefix(f"modelgate {command[0]}: ")), lines

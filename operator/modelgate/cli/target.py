@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.cli.cluster_errors import file_problem
 from modelgate.kube import Kube, default_namespace
 
 OUTPUT_HELP = "table: for people; json: for scripts"
@@ -38,8 +39,13 @@ def list_rollouts(kube: Kube, namespace: str | None) -> list[dict[str, Any]]:
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
-    """The first ModelRollout of a YAML file (as `kubectl apply -f` would take it)."""
-    for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+    """The first ModelRollout of a YAML file (as `kubectl apply -f` would take it); a ValueError in
+    one sentence for a file that cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ValueError(file_problem(error)) from None
+    for document in yaml.safe_load_all(text):
         if isinstance(document, dict) and document.get("kind") == "ModelRollout":
             return document
     raise ValueError(f"{path}: no ModelRollout in it")

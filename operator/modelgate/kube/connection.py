@@ -16,7 +16,7 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from modelgate import EVALUATION_PLURAL, PLURAL
-from modelgate.kube.api_errors import KubeError, translated
+from modelgate.kube.api_errors import KubeconfigMissing, KubeError, translated
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.pools import INFERENCE_POOLS
 from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS
@@ -127,12 +127,14 @@ def as_object(value: Any) -> Object:
 def _load_kubeconfig(path: str | Path | None, configuration: client.Configuration) -> None:
     """The kubeconfig at `path` (None: $KUBECONFIG, else ~/.kube/config), or a KubeError saying which
     one could not be read."""
+    where = str(path or os.environ.get("KUBECONFIG") or "~/.kube/config")
+    if os.pathsep not in where and not Path(where).expanduser().exists():
+        raise KubeconfigMissing(where)
     try:
         config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=None if path is None else str(path), client_configuration=configuration
         )
     except (ConfigException, OSError, ValueError) as error:
-        where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise KubeError(None, f"cannot read the kubeconfig {where}: {error}") from None
 
 
