@@ -12,7 +12,7 @@ import pytest
 from modelgate.cli.exit_codes import EVAL_MEANINGS, EvalExitCode, ExitCode, exit_codes_markdown
 from modelgate.cli.gate_decide import EXIT_CODES as GATE_EXIT_CODES
 from modelgate.cli.help_text import CLUSTER_COMMANDS, command_names, parser_of, shows_a_default
-from modelgate.cli.main import build_parser
+from modelgate.cli.main import build_parser, main
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md"
 EVAL_DOC = DOC.with_name("gate-eval.md")
@@ -76,3 +76,22 @@ def test_a_route_recheck_that_is_not_a_positive_number_is_refused_naming_the_opt
 
 def test_a_route_recheck_in_seconds_reaches_the_operator() -> None:
     assert PARSER.parse_args(["run", "--route-recheck", "0.5"]).route_recheck == 0.5
+
+
+def slipped(word: str) -> str:
+    """The word with its last letter doubled: a typing slip."""
+    return word + word[-1]
+
+
+@pytest.mark.parametrize("command", command_names(PARSER))
+def test_a_mistyped_command_is_answered_with_the_one_meant(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([slipped(command), "x"]) == ExitCode.USAGE
+    said = capsys.readouterr().err
+    assert f"did you mean `modelgate {command}`" in said and len(said.splitlines()) == 1
+
+
+def test_a_word_near_no_command_is_pointed_at_the_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["kubernetes"]) == ExitCode.USAGE
+    assert "did you mean" not in capsys.readouterr().err

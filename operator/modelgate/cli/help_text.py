@@ -5,6 +5,8 @@ each command module only declares its arguments."""
 from __future__ import annotations
 
 import argparse
+import difflib
+from collections.abc import Sequence
 
 from modelgate.cli.exit_codes import exit_codes_help
 
@@ -86,6 +88,14 @@ def document(parser: argparse.ArgumentParser) -> None:
             sub.epilog = _join(sub.epilog, f"examples:\n{examples}")
         if command.dest in CLUSTER_COMMANDS:
             sub.epilog = _join(sub.epilog, exit_codes_help())
+
+
+def unknown_command(typed: str, commands: Sequence[str]) -> str:
+    """A mistyped command: the nearest one, if any is near."""
+    near = difflib.get_close_matches(typed, commands, n=1, cutoff=0.6)
+    if near:
+        return f"no command {typed!r}; did you mean `modelgate {near[0]}`?"
+    return f"no command {typed!r}; `modelgate --help` lists them."
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> list[argparse.Action]:
