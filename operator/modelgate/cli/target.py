@@ -45,7 +45,11 @@ def read_manifest(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ValueError(file_problem(error)) from None
-    for document in yaml.safe_load_all(text):
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path} is not YAML: {error}") from None
+    for document in documents:
         if isinstance(document, dict) and document.get("kind") == "ModelRollout":
             return document
     raise ValueError(f"{path}: no ModelRollout in it")
