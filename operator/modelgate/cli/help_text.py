@@ -44,6 +44,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "completion": (
         "modelgate completion bash > /etc/bash_completion.d/modelgate",
         "source <(modelgate completion zsh)   # in ~/.zshrc",
+        "modelgate completion fish > ~/.config/fish/completions/modelgate.fish",
     ),
 }
 

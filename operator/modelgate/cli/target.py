@@ -13,6 +13,8 @@ from modelgate.cli.cluster_errors import file_problem
 from modelgate.kube import Kube, default_namespace
 
 OUTPUT_HELP = "table: for people; json: for scripts"
+# A command parser's default `completes`: what its positional NAME is, for the shell's completion.
+COMPLETES, ROLLOUTS = "completes", "rollouts"
 LOG_FORMAT_HELP = "json: one object a line, for a log collector; console: for people (colour on a terminal)"
 
 
@@ -21,6 +23,8 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, name: str = "requir
         parser.add_argument("name", help="the ModelRollout")
     elif name == "optional":
         parser.add_argument("name", nargs="?", help="the ModelRollout (default: every one in the namespace)")
+    if name in ("required", "optional"):
+        parser.set_defaults(**{COMPLETES: ROLLOUTS})
     parser.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace")
     parser.add_argument("--kubeconfig", type=Path, help="default: $KUBECONFIG or ~/.kube/config")
 

@@ -95,22 +95,31 @@ class Connection:
         *,
         connections: int | None = None,
         reporting_host: str | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        retries: int | None = None,
     ) -> Self:
         """The kubeconfig at `path`; with None, the in-cluster service account when running in a
         pod, else the default kubeconfig ($KUBECONFIG or ~/.kube/config). `connections`: how many
         connections to keep open, at least the number of threads that use this client at once (more
         threads than connections open and close one per request)."""
         configuration = client.Configuration()
+        configuration.retries = retries  # None: urllib3's own (3); 0 where an answer is wanted soon
         if connections is not None:
             configuration.connection_pool_maxsize = connections
         if path is not None:
             _load_kubeconfig(path, configuration)
-            return cls(client.ApiClient(configuration), reporting_host=reporting_host)
+            return cls(
+                client.ApiClient(configuration),
+                reporting_host=reporting_host,
+                request_timeout=request_timeout,
+            )
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException:
             _load_kubeconfig(None, configuration)
-        return cls(client.ApiClient(configuration), reporting_host=reporting_host)
+        return cls(
+            client.ApiClient(configuration), reporting_host=reporting_host, request_timeout=request_timeout
+        )
 
     @property
     def server_url(self) -> str:
