@@ -25,6 +25,7 @@ from modelgate.api.internal_error_status import InternalError
 from modelgate.api.pause import RESUMABLE, PauseReason
 from modelgate.api.status import short_message
 from modelgate.cli.loopback import names_loopback
+from modelgate.cli.promql_wrap import PromQL
 from modelgate.cli.render_analysis import (
     AnalysisView,
     bounds_text,
@@ -79,7 +80,7 @@ def render_status(
         if reason.rule is not None:
             parts.append(Text(_breach_line(reason)))
         if reason.query:
-            parts.append(_labelled("  query:", Text(reason.query, style="dim", overflow="fold")))
+            parts.append(_labelled("  query:", PromQL(reason.query, style="dim")))
         if reason.pods:
             parts.append(_pods_table(reason.metric or "metric", reason))
         for trace in reason.traces:
@@ -230,7 +231,7 @@ def _coin_toss_line(warning: FalseRollbackWarning) -> Text:
     )
 
 
-def _labelled(label: str, text: Text) -> Table:
+def _labelled(label: str, text: RenderableType) -> Table:
     """The text beside its label, wrapping under itself rather than under the label."""
     grid = Table.grid(padding=(0, 1))
     grid.add_row(label, text)
