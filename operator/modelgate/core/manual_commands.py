@@ -75,7 +75,7 @@ def _not_applicable_message(tick: Tick, action: CommandAction) -> str:
     refused += "" if pause is None else f" ({pause.reason})"
     instead = command_that_applies(tick, action)
     if instead is None:
-        return f"{refused}: {NONE_APPLIES.get(phase, 'no command does')}"
+        return f"{refused}: {NONE_APPLIES.get(phase or Phase.PENDING, 'no command does')}"
     return f"{refused}; `modelgate {instead}` {APPLIES_BY[instead]}"
 
 
