@@ -3,18 +3,17 @@ kubeconfig, an API server nobody listens for, and one that refuses the user (no 
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.main import main
+from tests.support.json_api import json_api
 
 FORBIDDEN = 'modelrollouts.modelgate.io "chat" is forbidden: User "dev" cannot get resource "modelrollouts"'
 
@@ -47,29 +46,15 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])  # closed again when the block ends
 
 
-class Refusing(BaseHTTPRequestHandler):
+def refusing(path: str) -> tuple[int, dict[str, Any]]:
     """An API server whose RBAC grants this user nothing."""
-
-    def do_GET(self) -> None:
-        body = json.dumps({"kind": "Status", "status": "Failure", "message": FORBIDDEN, "code": 403}).encode()
-        self.send_response(403)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_: object) -> None:
-        pass
+    return 403, {"kind": "Status", "status": "Failure", "message": FORBIDDEN, "code": 403}
 
 
 @pytest.fixture
 def refusing_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with json_api(refusing) as url:
+        yield url
 
 
 def test_a_missing_kubeconfig_is_one_line_naming_it(

@@ -5,17 +5,15 @@ from an API server within a short timeout and silently without one; fish and `ku
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +22,7 @@ from modelgate.cli.completion_words import NAMES_TIMEOUT, NAMESPACES, Offer, clu
 from modelgate.cli.help_text import parser_of
 from modelgate.cli.main import build_parser
 from modelgate.cli.target import ROLLOUTS
+from tests.support.json_api import json_api
 from tests.unit.test_cli_cluster_errors import closed_port, kubeconfig
 
 PARSER = build_parser()
@@ -73,35 +72,20 @@ def test_no_names_once_the_rollout_is_given_nor_for_a_command_without_one() -> N
     assert not asked
 
 
-class ApiServer(BaseHTTPRequestHandler):
+def listed(path: str) -> tuple[int, dict[str, Any]]:
     """An API server holding two namespaces and two rollouts in `serving`."""
-
-    def do_GET(self) -> None:
-        if self.path.startswith("/api/v1/namespaces"):
-            items = [{"metadata": {"name": name}} for name in ("serving", "staging")]
-            body = {"kind": "NamespaceList", "apiVersion": "v1", "metadata": {}, "items": items}
-        elif "/namespaces/serving/modelrollouts" in self.path:
-            body = {"items": [{"metadata": {"name": "chat"}}, {"metadata": {"name": "embed"}}]}
-        else:
-            body = {"items": []}
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_: object) -> None:
-        pass
+    if path.startswith("/api/v1/namespaces"):
+        items = [{"metadata": {"name": name}} for name in ("serving", "staging")]
+        return 200, {"kind": "NamespaceList", "apiVersion": "v1", "metadata": {}, "items": items}
+    if "/namespaces/serving/modelrollouts" in path:
+        return 200, {"items": [{"metadata": {"name": "chat"}}, {"metadata": {"name": "embed"}}]}
+    return 200, {"items": []}
 
 
 @pytest.fixture
 def api_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ApiServer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with json_api(listed) as url:
+        yield url
 
 
 def test_names_are_read_from_the_api_server(tmp_path: Path, api_server: str) -> None:
