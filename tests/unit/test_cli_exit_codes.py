@@ -101,3 +101,16 @@ def test_replays_codes_tell_a_wrong_command_line_from_a_rollout_with_nothing_to_
     assert main(["replay", "-f", str(without), "--from", "now-1h"]) == ExitCode.NOTHING_TO_SIMULATE
     assert main(["replay", "-f", str(without), "--from", "now", "--to", "now-1h"]) == ExitCode.USAGE
     assert main(["replay", "-f", str(tmp_path / "absent.yaml"), "--from", "now-1h"]) == ExitCode.ERROR
+
+
+@pytest.mark.parametrize(
+    "options",
+    [[], ["--replay", "a.jsonl", "--replay-recorded", "s3://b/p"], ["--judge", "http://127.0.0.1:1/v1"]],
+    ids=["no input", "two replays", "a judge with nothing to judge"],
+)
+def test_evals_options_that_do_not_go_together_are_a_refused_command_line(
+    options: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    endpoints = ["--candidate", "http://127.0.0.1:1/v1", "--incumbent", "http://127.0.0.1:2/v1"]
+    assert main(["eval", *endpoints, *options, "--result-file", "/dev/null"]) == ExitCode.USAGE
+    assert capsys.readouterr().err.startswith("modelgate eval: ")

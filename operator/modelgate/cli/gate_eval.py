@@ -128,14 +128,9 @@ def _add_shards(parser: argparse.ArgumentParser) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    if not (args.test_set or args.replay or args.replay_recorded or args.judge):
-        raise SystemExit("modelgate eval: give at least one of --test-set, --replay, --judge")
-    if args.replay and args.replay_recorded:
-        raise SystemExit("modelgate eval: give --replay or --replay-recorded, not both")
-    if args.judge and not (args.test_set or args.replay or args.replay_recorded):
-        raise SystemExit(
-            "modelgate eval: --judge compares answers to --test-set or --replay prompts; give one"
-        )
+    if (refused := _refused(args)) is not None:
+        print(f"modelgate eval: {refused}", file=sys.stderr)
+        return ExitCode.USAGE
     configure_logging("console", logging.WARNING, stream=sys.stderr)
     plan = Plan(
         candidate=Endpoint("candidate", args.candidate, args.candidate_model),
@@ -203,6 +198,18 @@ def _run_shard(plan: Plan, result_file: Path | None, results: str | None) -> int
     _write(result_file, "--result-file", text)
     # A side silent in one shard may have answered in others: the operator judges the counts added up.
     return ExitCode.OK
+
+
+def _refused(args: argparse.Namespace) -> str | None:
+    """What is wrong with a command line argparse took (options that only go together), if anything."""
+    prompts = args.test_set or args.replay or args.replay_recorded
+    if not (prompts or args.judge):
+        return "give at least one of --test-set, --replay, --judge"
+    if args.replay and args.replay_recorded:
+        return "give --replay or --replay-recorded, not both"
+    if args.judge and not prompts:
+        return "--judge compares answers to --test-set or --replay prompts; give one"
+    return None
 
 
 def _shard(count: int) -> Shard:
