@@ -29,6 +29,7 @@ import yaml
 
 from modelgate import KIND
 from modelgate.api.unit_hints import Unit, not_a_number
+from modelgate.core.wording import how_many
 from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryContextError
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
@@ -392,7 +393,7 @@ def _example_context_block() -> list[str]:
         f"`{ctx.namespace}` with incumbent `{ctx.incumbent_deployment}`, candidate "
         f"`{ctx.candidate_deployment}` (each also the backendRef of HTTPRoute `{EXAMPLE_ROUTE}` that "
         f"reaches it) and `interval: {EXAMPLE_INTERVAL}` (window `{ctx.interval}`); the incumbent's "
-        f"Pods request {ctx.incumbent_accelerators:g} accelerator(s) in all and the candidate's "
+        f"Pods request {how_many(ctx.incumbent_accelerators, 'accelerator')} in all and the candidate's "
         f"{ctx.candidate_accelerators:g}, at a price of {ctx.incumbent_price:g} an accelerator-hour.",
     ]
 

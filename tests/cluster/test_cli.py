@@ -16,6 +16,7 @@ from kubernetes import client
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.api.status import SHORT_MESSAGE
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.commands import SKIP_RECONCILE_ANNOTATION
 from testbed.binaries import binary
@@ -246,3 +247,37 @@ def test_kubectl_finds_the_plugin(operator: OperatorProcess, namespace: str, tmp
         check=False,
     )
     assert f"ModelRollout {namespace}/nothing-here not found" in result.stdout, result.stdout + result.stderr
+
+
+def test_kubectl_gets_a_bounded_message(
+    operator: OperatorProcess, api_client: client.ApiClient, namespace: str
+) -> None:
+    """The API server keeps status.shortMessage (the schema has it) and `kubectl get` shows it in
+    its Message column, however long the message is."""
+    manifest = model_rollout("wordy", namespace, steps=[{"setWeight": 10}])
+    manifest["metadata"]["annotations"] = {SKIP_RECONCILE_ANNOTATION: "true"}
+    objects = client.CustomObjectsApi(api_client)
+    objects.create_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, manifest)
+    message = "step 0: waiting for weight 10 to be live: " + "the route answered 409; " * 40
+    status = ModelRolloutStatus(phase=Phase.PROGRESSING, message=message).to_patch()
+    objects.patch_namespaced_custom_object_status(
+        API_GROUP, API_VERSION, namespace, PLURAL, "wordy", {"status": status}
+    )
+    listed = subprocess.run(
+        [
+            str(binary("kubectl")),
+            "get",
+            PLURAL,
+            "wordy",
+            "-n",
+            namespace,
+            f"--kubeconfig={operator.kubeconfig}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    header, row = listed.stdout.splitlines()
+    shown = row[header.index("MESSAGE") :]
+    assert shown.startswith("step 0: waiting for weight 10") and len(shown) <= SHORT_MESSAGE, shown

@@ -96,7 +96,7 @@ def test_receivers_at_disguised_local_addresses_get_no_connection(
         assert not any(part in note for part in never_said), note
         # Refused before any attempt ("its URL reaches ..."), not a connection that failed: a NAT64
         # form has no route here, so only the refusal shows that the check stopped it.
-        assert "after 1 attempt(s): its URL" in note, note
+        assert "after 1 attempt: its URL" in note, note
 
 
 def test_a_store_at_a_disguised_loopback_endpoint_gets_no_connection(

@@ -344,6 +344,7 @@ def test_wheel_built_from_the_docker_context_has_only_the_operator_and_its_conso
     assert dict(parsed["console_scripts"]) == {
         "modelgate": "modelgate.cli:main",
         "kubectl-modelrollout": "modelgate.cli:main",
+        "kubectl_complete-modelrollout": "modelgate.cli.completion_words:kubectl_complete",
     }
 
 

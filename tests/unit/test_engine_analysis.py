@@ -179,7 +179,7 @@ def test_failure_limit_one_tolerates_one_fail_and_rolls_back_on_the_second() -> 
     second = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
     assert (second.status.phase, weights_set(second)) == (Phase.ROLLED_BACK, [0])
     reason = second.status.rollback_reason
-    assert reason is not None and "2 breach(es), failureLimit 1" in reason.message
+    assert reason is not None and "2 breaches, failureLimit 1" in reason.message
 
 
 def test_a_fail_never_advances_a_step_even_when_tolerated() -> None:

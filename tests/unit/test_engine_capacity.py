@@ -42,7 +42,7 @@ def test_a_step_waits_for_the_replicas_its_weight_needs() -> None:
     sim.start()  # 20% of 10 needs 2
     assert (sim.phase, sim.live_weight, sim.status.current_step_index) == (Phase.PROGRESSING, 0, 0)
     assert capacity_condition(sim) == (ConditionStatus.FALSE, Reason.INSUFFICIENT_CAPACITY)
-    assert sim.status.message is not None and "needs 2 Ready candidate replica(s)" in sim.status.message
+    assert sim.status.message is not None and "needs 2 Ready candidate replicas" in sim.status.message
     assert "has 1" in sim.status.message
     assert Reason.INSUFFICIENT_CAPACITY in event_reasons(sim.decisions[-1])
     again = sim.tick(after=RESYNC)

@@ -221,3 +221,31 @@ def test_after_an_unreadable_command_a_breach_still_rolls_back_and_a_command_sti
     sim.tick(command=decode_command({COMMAND_ANNOTATION: "{broken again"}))
     breached = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
     assert (breached.status.phase, weights_set(breached)) == (Phase.ROLLED_BACK, [0])
+
+
+POINTED_AT = [
+    # An indefinite pause is ended by promote, not resume; a rolled-back rollout by retry, not promote.
+    (Phase.PAUSED, CommandAction.RESUME, CommandAction.PROMOTE),
+    (Phase.ROLLED_BACK, CommandAction.PROMOTE, CommandAction.RETRY),
+    (Phase.FAILED, CommandAction.RESUME, CommandAction.RETRY),
+    (Phase.PROGRESSING, CommandAction.RETRY, CommandAction.ABORT),
+    (Phase.SUCCEEDED, CommandAction.PROMOTE, None),
+]
+
+
+@pytest.mark.parametrize(("phase", "refused", "applies"), POINTED_AT, ids=lambda x: str(x))
+def test_a_command_that_does_not_apply_points_at_the_one_that_does(
+    phase: Phase, refused: CommandAction, applies: CommandAction | None
+) -> None:
+    sim = in_phase(phase)
+    sim.tick(command=command(refused, "x"), after=timedelta(seconds=1))
+    handled = sim.status.last_command
+    assert handled is not None and handled.result is CommandResult.IGNORED
+    if applies is None:
+        assert "`modelgate" not in handled.message.split("does not apply")[1]
+        return
+    # The command that applies is the one that then does apply in the same state.
+    assert f"`modelgate {applies}`" in handled.message
+    sim.tick(command=command(applies, "y"), after=timedelta(seconds=1))
+    then = sim.status.last_command
+    assert then is not None and (then.id, then.result) == ("y", CommandResult.APPLIED)

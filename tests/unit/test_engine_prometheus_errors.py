@@ -144,7 +144,7 @@ def test_errors_at_the_limit_roll_back_when_the_policy_says_so() -> None:
     reason = decision.status.rollback_reason
     assert reason is not None
     assert reason.metric is None and reason.time == sim.now
-    assert "failed 2 time(s) in a row" in reason.message
+    assert "failed 2 times in a row" in reason.message
     assert "PrometheusUnavailable" in " ".join(e.message for e in decision.events)
 
 

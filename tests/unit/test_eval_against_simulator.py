@@ -27,7 +27,7 @@ import pytest
 
 from modelgate.api.gate_result import GateResult, Score
 from modelgate.cli import gate_eval
-from modelgate.cli.exit_codes import EvalExitCode
+from modelgate.cli.exit_codes import ExitCode
 from modelgate.evaluation.model_client import ChatClient, Endpoint
 from modelgate.evaluation.scoring import Reply
 from testbed.inference_sim import SimulatorFlags, start_simulator
@@ -345,7 +345,7 @@ def test_a_simulator_answering_503_to_everything_is_retried_then_scored_as_faili
             "--test-set", test_set, "--replay", replay, "--retries", "2",
         )  # fmt: skip
 
-    assert exit_code == EvalExitCode.NO_ANSWER
+    assert exit_code == ExitCode.NO_ANSWER
     assert result.summary is not None and not result.summary.startswith("could not measure")
     assert result.requests is not None and result.requests.candidate.answered == 0
     assert {name: share[:2] for name, share in capability_shares(result).items()} == {
@@ -396,7 +396,7 @@ def test_an_endpoint_without_a_model_name_fails_loudly_not_quietly(
     )  # fmt: skip
     result = GateResult.model_validate_json((tmp_path / "result.json").read_text())
 
-    assert run.returncode == EvalExitCode.NO_ANSWER, run.stderr
+    assert run.returncode == ExitCode.NO_ANSWER, run.stderr
     assert {name: share[:2] for name, share in capability_shares(result).items()} == {
         name: (0.0, 1.0) for name in CAPABILITIES
     }

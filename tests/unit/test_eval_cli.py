@@ -19,7 +19,7 @@ import pytest
 from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult, SideRequests
 from modelgate.api.gate_status import GateDecision
 from modelgate.cli import gate_eval
-from modelgate.cli.exit_codes import EvalExitCode
+from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.gate_decide import EXIT_CODES
 from modelgate.cli.main import main
 from modelgate.core.win_rate import wilson_lower_bound
@@ -222,7 +222,7 @@ def test_a_side_answered_404_to_every_request_fails_the_run_naming_it(
         "--result-file", tmp_path / "result.json",
     )  # fmt: skip
 
-    assert exit_code == EvalExitCode.NO_ANSWER != EvalExitCode.MEASURED
+    assert exit_code == ExitCode.NO_ANSWER != ExitCode.OK
     reasons = [line for line in capsys.readouterr().err.splitlines() if line.startswith("modelgate eval:")]
     assert len(reasons) == 1 and "candidate" in reasons[0] and "incumbent" not in reasons[0]
     # The result is written all the same, for the operator (or `modelgate gate`) to judge.
@@ -250,7 +250,7 @@ def test_both_sides_answering_404_fail_the_run_and_the_gate_rejects_the_result(
         "--test-set", TEST_SET, "--retries", "0", "--result-file", result_file,
     )  # fmt: skip
 
-    assert exit_code == EvalExitCode.NO_ANSWER
+    assert exit_code == ExitCode.NO_ANSWER
     reasons = [line for line in capsys.readouterr().err.splitlines() if line.startswith("modelgate eval:")]
     assert [("candidate" in line, "incumbent" in line) for line in reasons] == [(True, False), (False, True)]
     decided = modelgate(

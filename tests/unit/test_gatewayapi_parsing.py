@@ -75,7 +75,7 @@ def test_explicit_service_kind_and_core_group_match() -> None:
 def test_missing_rule() -> None:
     routing = dataclasses.replace(ROUTING, rule_index=3)
     assert locate_backends(route([ref("chat-v1"), ref("chat-v2")]), routing) == RouteProblem(
-        "RuleNotFound", "HTTPRoute serving/chat has 1 rule(s); spec.trafficRouting.gatewayAPI.ruleIndex is 3"
+        "RuleNotFound", "HTTPRoute serving/chat has 1 rule; spec.trafficRouting.gatewayAPI.ruleIndex is 3"
     )
 
 
@@ -83,7 +83,7 @@ def test_route_without_rules() -> None:
     problem = locate_backends({"metadata": {"name": "chat", "namespace": "serving"}, "spec": {}}, ROUTING)
     assert isinstance(problem, RouteProblem)
     assert problem.reason == "RuleNotFound"
-    assert "has 0 rule(s)" in problem.message
+    assert "has 0 rules" in problem.message
 
 
 def test_missing_backend_lists_what_the_rule_has() -> None:
@@ -194,7 +194,7 @@ def test_a_grpc_route_is_read_as_an_http_route_is() -> None:
     )
     assert locate_backends(route([ref("chat-v1"), ref("chat-v2")]), grpc) == RouteProblem(
         "RuleNotFound",
-        "GRPCRoute serving/chat has 1 rule(s); spec.trafficRouting.gatewayAPI.routes[1].ruleIndex is 3",
+        "GRPCRoute serving/chat has 1 rule; spec.trafficRouting.gatewayAPI.routes[1].ruleIndex is 3",
     )
 
 

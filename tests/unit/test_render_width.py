@@ -27,7 +27,7 @@ QUERY = (
     ' or vector(0)) / sum(rate(http_requests_total{namespace="demo",pod=~"chat-v3-[a-z0-9]+-[a-z0-9]+"}[1m]))'
 )
 DETAIL = "0.1012 is above the maximum 0.02; the candidate failed 41 of its 405 requests in the last minute"
-REASON = "metric error-rate: 0.1012 is above the maximum 0.02; 1 breach(es), failureLimit 0"
+REASON = "metric error-rate: 0.1012 is above the maximum 0.02; 1 breach, failureLimit 0"
 VERDICTS = {"error-rate": "Fail", "ttft-p99": "Pass", "latency-p99": "Inconclusive"}
 
 

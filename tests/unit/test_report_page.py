@@ -46,7 +46,7 @@ def _rolled_back() -> dict[str, Any]:
         "value": 0.08,
         "threshold": 0.01,
         "query": "sum(rate(x[1m]))",
-        "message": "metric error-rate: 0.08 is above the maximum 0.01; 1 breach(es), failureLimit 0",
+        "message": "metric error-rate: 0.08 is above the maximum 0.01; 1 breach, failureLimit 0",
         "traceIds": [{"traceId": "4bf92f3577b34da6", "pod": "chat-v2-abc-1"}],  # a field status may grow
     }
     body["status"] = {

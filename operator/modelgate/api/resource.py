@@ -38,5 +38,7 @@ PRINTER_COLUMNS = (
     PrinterColumn("Incumbent", "string", ".spec.incumbent.deployment", "The Deployment serving today."),
     PrinterColumn("Candidate", "string", ".spec.candidate.deployment", "The Deployment being rolled out."),
     PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Time since the ModelRollout was created."),
-    PrinterColumn("Message", "string", ".status.message", "What the operator is doing or waiting for."),
+    PrinterColumn(
+        "Message", "string", ".status.shortMessage", "What the operator is doing or waiting for, in short."
+    ),
 )

@@ -53,7 +53,7 @@ class RollbackReason(StatusModel):
     time: Timestamp = Field(description="When the rollback was decided.")
     message: Annotated[str, StringConstraints(max_length=1024)] = Field(
         description='Human-readable cause, e.g. "metric error-rate: 0.034 is above the maximum 0.01; 1 '
-        'breach(es), failureLimit 0" or "aborted by `modelgate abort`".'
+        'breach, failureLimit 0" or "aborted by `modelgate abort`".'
     )
     metric: Annotated[str, StringConstraints(max_length=63)] | None = Field(
         None, description="The metric that failed; absent for a manual abort or Prometheus errors."

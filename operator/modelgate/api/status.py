@@ -12,6 +12,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    model_validator,
 )
 
 from modelgate.api.analysis_check import AnalysisCheck
@@ -36,6 +37,22 @@ CONDITION_TYPE_PATTERN = (
     r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 )
 CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+
+
+# The Message column of `kubectl get modelrollouts`: a line of a terminal with the other columns.
+SHORT_MESSAGE = 60
+SHORT_MESSAGE_FIELD = "shortMessage"
+
+
+def _status_schema(schema: dict[str, Any]) -> None:
+    """The status's schema: atomic, and with the field to_patch derives from the message."""
+    schema.update(ATOMIC)
+    schema["properties"][SHORT_MESSAGE_FIELD] = {
+        "type": "string",
+        "maxLength": SHORT_MESSAGE,
+        "description": f"The message's first line, cut to {SHORT_MESSAGE} characters: the Message "
+        "column of `kubectl get modelrollouts` (status.message has all of it).",
+    }
 
 
 class Phase(StrEnum):
@@ -150,7 +167,7 @@ class ModelRolloutStatus(StatusModel):
     a restarted operator resumes where it was."""
 
     # Written only by the operator, whole (to_patch): one managed-fields entry, not one per field.
-    model_config = ConfigDict(json_schema_extra=ATOMIC)
+    model_config = ConfigDict(json_schema_extra=_status_schema)
 
     phase: Phase | None = Field(
         None,
@@ -336,7 +353,27 @@ class ModelRolloutStatus(StatusModel):
         mention, so leaving out e.g. a cleared rollbackReason would keep the old one. The API server
         drops nulls the schema does not allow, so none are stored.
         """
-        return self.model_dump(by_alias=True, mode="json")
+        patch = self.model_dump(by_alias=True, mode="json")
+        patch[SHORT_MESSAGE_FIELD] = short_message(self.message)  # derived where every status is written
+        return patch
+
+    @model_validator(mode="before")
+    @classmethod
+    def _without_derived_fields(cls, data: Any) -> Any:
+        """shortMessage is the message's, written by to_patch: never held apart from it."""
+        if isinstance(data, Mapping) and SHORT_MESSAGE_FIELD in data:
+            return {key: value for key, value in data.items() if key != SHORT_MESSAGE_FIELD}
+        return data
+
+
+def short_message(message: str | None) -> str | None:
+    """The message's first line within SHORT_MESSAGE characters, an ellipsis marking a cut."""
+    if message is None:
+        return None
+    line = message.strip().split("\n", 1)[0]
+    if len(line) <= SHORT_MESSAGE and line == message.strip():
+        return line
+    return f"{line[: SHORT_MESSAGE - 1].rstrip()}…"
 
 
 def parse_status(status: Mapping[str, Any]) -> ModelRolloutStatus:

@@ -1,6 +1,6 @@
 """`modelgate gate`: the gate's decision on results measured outside the cluster, by the operator's
 own policy code (core/gate_judgement.py), so that CI can run the decision before it applies the rollout. The
-exit code is the decision: 0 a full release, 3 a canary, 4 reject; 1 a file that cannot be read."""
+exit code is the decision (cli/exit_codes.py)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,17 @@ from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate import GateCheck, GateSpec
 from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision
+from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.render_gate import VERDICT_STYLE
 from modelgate.cli.target import read_manifest
 from modelgate.core.gate_judgement import decide_gate, judge_result
 
-EXIT_CODES = {GateDecision.FULL: 0, GateDecision.CANARY: 3, GateDecision.REJECT: 4}
-UNREADABLE = 1
+EXIT_CODES = {
+    GateDecision.FULL: ExitCode.OK,
+    GateDecision.CANARY: ExitCode.CANARY,
+    GateDecision.REJECT: ExitCode.REJECTED,
+}
+UNREADABLE = ExitCode.ERROR
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,8 +36,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "gate",
         help="decide a rollout's gate on check results, as the operator would (for CI)",
         description="Judges each check's GateResult (the JSON `modelgate eval` or a custom check "
-        "writes) against spec.gate of a ModelRollout manifest and prints the decision. Exit 0: a "
-        "full release; 3: a canary; 4: reject; 1: a file cannot be read.",
+        "writes) against spec.gate of a ModelRollout manifest and prints the decision, which is also "
+        "its exit code.",
     )
     parser.add_argument("-f", "--filename", type=Path, required=True, help="a ModelRollout manifest")
     parser.add_argument(

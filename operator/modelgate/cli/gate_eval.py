@@ -18,7 +18,7 @@ from modelgate.api.duration import parse_duration
 from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_shard import COMPLETION_INDEX_ENV, MAX_SHARDS
 from modelgate.api.object_url import shard_results_file
-from modelgate.cli.exit_codes import EVAL_MEANINGS, EvalExitCode, exit_codes_help
+from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.gate_eval_recorded import add_recorded_replay_options, recorded_source
 from modelgate.cli.loopback import add_loopback_option
 from modelgate.core.gate_requests import side_requests, silence_text, silent_sides
@@ -42,7 +42,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Asks two OpenAI-compatible endpoints the items of a test set and replayed "
         "requests, and a third one, the judge, which answer of each pair is better; writes a "
         "GateResult (JSON) and a summary.",
-        epilog=exit_codes_help(EVAL_MEANINGS),
     )
     parser.add_argument(
         "--candidate", required=True, metavar="URL", help="base URL, e.g. http://host:8000/v1"
@@ -129,14 +128,9 @@ def _add_shards(parser: argparse.ArgumentParser) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    if not (args.test_set or args.replay or args.replay_recorded or args.judge):
-        raise SystemExit("modelgate eval: give at least one of --test-set, --replay, --judge")
-    if args.replay and args.replay_recorded:
-        raise SystemExit("modelgate eval: give --replay or --replay-recorded, not both")
-    if args.judge and not (args.test_set or args.replay or args.replay_recorded):
-        raise SystemExit(
-            "modelgate eval: --judge compares answers to --test-set or --replay prompts; give one"
-        )
+    if (refused := _refused(args)) is not None:
+        print(f"modelgate eval: {refused}", file=sys.stderr)
+        return ExitCode.USAGE
     configure_logging("console", logging.WARNING, stream=sys.stderr)
     plan = Plan(
         candidate=Endpoint("candidate", args.candidate, args.candidate_model),
@@ -166,7 +160,7 @@ def run_eval(args: argparse.Namespace) -> int:
     except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
         print(f"modelgate eval: {error}", file=sys.stderr)
         _write(args.result_file, "--result-file", result_json(failure_result(error)))
-        return EvalExitCode.COULD_NOT_MEASURE
+        return ExitCode.ERROR
     _write(args.result_file, "--result-file", text)
     summary = summary_text(result)
     if args.summary_file is None:
@@ -180,10 +174,10 @@ def _answered_code(result: GateResult) -> int:
     every request as a wrong answer and measure its endpoint, not its model."""
     silent = silent_sides(result.requests)
     if result.requests is None or not silent:
-        return EvalExitCode.MEASURED
+        return ExitCode.OK
     for side in silent:
         print(f"modelgate eval: {silence_text(side, side_requests(result.requests, side))}", file=sys.stderr)
-    return EvalExitCode.NO_ANSWER
+    return ExitCode.NO_ANSWER
 
 
 def _run_shard(plan: Plan, result_file: Path | None, results: str | None) -> int:
@@ -200,10 +194,22 @@ def _run_shard(plan: Plan, result_file: Path | None, results: str | None) -> int
     except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
         print(f"modelgate eval: shard {plan.shard.index}: {error}", file=sys.stderr)
         _write(result_file, "--result-file", result_json(failure_result(error)))
-        return EvalExitCode.COULD_NOT_MEASURE
+        return ExitCode.ERROR
     _write(result_file, "--result-file", text)
     # A side silent in one shard may have answered in others: the operator judges the counts added up.
-    return EvalExitCode.MEASURED
+    return ExitCode.OK
+
+
+def _refused(args: argparse.Namespace) -> str | None:
+    """What is wrong with a command line argparse took (options that only go together), if anything."""
+    prompts = args.test_set or args.replay or args.replay_recorded
+    if not (prompts or args.judge):
+        return "give at least one of --test-set, --replay, --judge"
+    if args.replay and args.replay_recorded:
+        return "give --replay or --replay-recorded, not both"
+    if args.judge and not prompts:
+        return "--judge compares answers to --test-set or --replay prompts; give one"
+    return None
 
 
 def _shard(count: int) -> Shard:

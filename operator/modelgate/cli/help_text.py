@@ -1,10 +1,14 @@
 """What every sub-command's `--help` shows beside its options: a description, examples, the defaults,
-and for the commands that talk to a cluster the exit codes. Applied once the parser is built, so that
+and its exit codes. Applied once the parser is built, so that
 each command module only declares its arguments."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
+import textwrap
+from collections.abc import Sequence
 
 from modelgate.cli.exit_codes import exit_codes_help
 
@@ -40,10 +44,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "completion": (
         "modelgate completion bash > /etc/bash_completion.d/modelgate",
         "source <(modelgate completion zsh)   # in ~/.zshrc",
+        "modelgate completion fish > ~/.config/fish/completions/modelgate.fish",
     ),
 }
-# The commands whose exit codes are exit_codes.ExitCode (the others document their own).
-CLUSTER_COMMANDS = ("get", "status", "history", "promote", "abort", "resume", "retry", "report")
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -55,7 +58,7 @@ class HelpFormatter(argparse.HelpFormatter):
         return "\n\n".join(
             super(HelpFormatter, self)._fill_text(paragraph, width, indent)
             if "\n" not in paragraph.strip("\n")
-            else "\n".join(indent + line for line in paragraph.splitlines())
+            else "\n".join(indent + fitted for line in paragraph.splitlines() for fitted in fit(line, width))
             for paragraph in paragraphs
         )
 
@@ -64,6 +67,25 @@ class HelpFormatter(argparse.HelpFormatter):
         if "default" in text or not action.option_strings or not shows_a_default(action):
             return text
         return f"{text} (default: %(default)s)"
+
+
+def fit(line: str, width: int) -> list[str]:
+    """A line of a table or an example within `width`: a command to copy goes on with backslashes
+    (a shell joins the lines again) under its comment, a row of a table wraps under its own text."""
+    if len(line) <= width:
+        return [line]
+    text = line.lstrip()
+    lead = line[: len(line) - len(text)]
+    if text.startswith("modelgate "):
+        command, _, comment = text.partition("  # ")
+        above = textwrap.wrap(comment, width, initial_indent=f"{lead}# ", subsequent_indent=f"{lead}# ")
+        pieces = textwrap.wrap(
+            command.rstrip(), width - len(lead) - 2, subsequent_indent="    ", break_on_hyphens=False
+        )
+        return above + [f"{lead}{piece} \\" for piece in pieces[:-1]] + [lead + pieces[-1]]
+    row = re.match(r"\s*\S+\s+", line)
+    hang = " " * (row.end() if row else len(lead))
+    return textwrap.wrap(line, width, subsequent_indent=hang, break_on_hyphens=False)
 
 
 def shows_a_default(action: argparse.Action) -> bool:
@@ -76,7 +98,7 @@ def document(parser: argparse.ArgumentParser) -> None:
     """Gives each sub-command of the parser its description (else its one-line help), examples and
     the help formatter."""
     parser.formatter_class = HelpFormatter
-    parser.epilog = _join(parser.epilog, exit_codes_help())
+    parser.epilog = _join(parser.epilog, "Each command's --help lists its exit codes.")
     for command in _subcommands(parser):
         sub = parser_of(parser, command.dest)
         sub.formatter_class = HelpFormatter
@@ -84,8 +106,15 @@ def document(parser: argparse.ArgumentParser) -> None:
         examples = "\n".join(f"  {line}" for line in EXAMPLES.get(command.dest, ()))
         if examples:
             sub.epilog = _join(sub.epilog, f"examples:\n{examples}")
-        if command.dest in CLUSTER_COMMANDS:
-            sub.epilog = _join(sub.epilog, exit_codes_help())
+        sub.epilog = _join(sub.epilog, exit_codes_help(command.dest))
+
+
+def unknown_command(typed: str, commands: Sequence[str]) -> str:
+    """A mistyped command: the nearest one, if any is near."""
+    near = difflib.get_close_matches(typed, commands, n=1, cutoff=0.6)
+    if near:
+        return f"no command {typed!r}; did you mean `modelgate {near[0]}`?"
+    return f"no command {typed!r}; `modelgate --help` lists them."
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> list[argparse.Action]:

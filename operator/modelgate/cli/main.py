@@ -11,7 +11,7 @@ from modelgate import __version__
 from modelgate.api import InvalidSpecError
 from modelgate.cli.cluster_errors import explain
 from modelgate.cli.exit_codes import ExitCode
-from modelgate.cli.help_text import document
+from modelgate.cli.help_text import document, unknown_command
 from modelgate.cli.loopback import allow_loopback_if_asked
 from modelgate.kube import KubeError
 
@@ -31,7 +31,8 @@ COMMAND_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("evaluations", ("evaluations", "evaluate-now")),
     ("completion", ("completion",)),
 )
-ONE_MODULE_COMMANDS = frozenset(name for _, names in COMMAND_MODULES for name in names) - {"completion"}
+COMMANDS = tuple(name for _, names in COMMAND_MODULES for name in names)
+ONE_MODULE_COMMANDS = frozenset(COMMANDS) - {"completion"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -54,6 +55,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     first = argv[0] if argv else None
+    if first is not None and not first.startswith("-") and first not in COMMANDS:
+        print(f"modelgate: {unknown_command(first, COMMANDS)}", file=sys.stderr)
+        return ExitCode.USAGE
     parser = build_parser(first if first in ONE_MODULE_COMMANDS else None)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)

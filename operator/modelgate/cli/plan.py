@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextC
 from rich.table import Table
 
 from modelgate.api import InvalidSpecError, MetricSpec, ModelRolloutSpec, parse_spec
+from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.plan_assumptions import (
     BASE_RATE_ANNOTATION,
     EXEMPT_ANNOTATION,
@@ -42,16 +43,9 @@ from modelgate.cli.render import step_label
 from modelgate.cli.render_analysis import threshold_text
 from modelgate.cli.target import OUTPUT_HELP, read_manifest
 
-EXIT_OK, EXIT_NOTHING_TO_PLAN, EXIT_USAGE, EXIT_COIN_TOSS = 0, 1, 2, 3
+EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE
+EXIT_COIN_TOSS, EXIT_NOTHING_TO_PLAN = ExitCode.OVER_THE_BOUND, ExitCode.NOTHING_TO_SIMULATE
 EPILOG = """\
-exit codes:
-  0  the plan was printed
-  1  nothing to plan: no analysis, or no metric the planner can simulate
-     (each metric it cannot simulate is listed with why)
-  2  the manifest or an argument is wrong
-  3  with --fail-above P: some rule (or all together) rolls back a candidate
-     as good as the incumbent more often than P
-
 traffic: --rps and --base-rate, or the manifest's annotations
   modelgate.io/plan-rps and modelgate.io/plan-base-rate (the flags win)
 
@@ -95,7 +89,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"rollouts simulated per candidate (default: up to {AUTO_RUNS.most}, fewer on a long rollout)",
     )
     plan.add_argument("--seed", type=int, default=1, help="the simulation's seed (default: 1)")
-    plan.add_argument("--fail-above", type=float, help="exit 3 when a false-rollback chance is above this")
+    plan.add_argument(
+        "--fail-above",
+        type=float,
+        help=f"exit {ExitCode.OVER_THE_BOUND.value} when a false-rollback chance is above this",
+    )
     plan.add_argument("-o", "--output", choices=["table", "json"], default="table", help=OUTPUT_HELP)
     plan.set_defaults(handler=run_plan)
 
@@ -105,9 +103,13 @@ def run_plan(args: argparse.Namespace) -> int:
     try:
         manifest = read_manifest(args.filename)
         spec = parse_spec(manifest.get("spec") or {})
+    except (ValueError, InvalidSpecError) as error:
+        errors.print(f"[red]modelgate plan: {error}[/red]")
+        return EXIT_UNREADABLE
+    try:  # the traffic: the flags, or the manifest's annotations in their place
         assumed = assumptions(manifest)
         traffic = _traffic(args, assumed)
-    except (OSError, ValueError, InvalidSpecError) as error:
+    except ValueError as error:
         errors.print(f"[red]modelgate plan: {error}[/red]")
         return EXIT_USAGE
     if spec.analysis is None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from yarl import URL
 
 from modelgate.chat_answers import TextLimits
+from modelgate.cli.cluster_errors import file_problem
 from modelgate.cli.refusal_proxy_recording import add_recording_options, positive, recording_settings
 from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.observability import configure_logging
@@ -136,7 +137,9 @@ def _patterns(path: Path | None) -> RefusalPatterns:
         return RefusalPatterns.of(DEFAULT_PATTERNS)
     try:
         return parse_patterns(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, PatternError) as error:
+    except OSError as error:
+        raise SystemExit(f"modelgate refusal-proxy: --patterns-file: {file_problem(error)}") from None
+    except PatternError as error:
         raise SystemExit(f"modelgate refusal-proxy: --patterns-file: {error}") from None
 
 

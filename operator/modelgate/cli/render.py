@@ -23,7 +23,9 @@ from modelgate.api.addresses import ALLOW_LOOPBACK_FLAG
 from modelgate.api.duration import parse_duration
 from modelgate.api.internal_error_status import InternalError
 from modelgate.api.pause import RESUMABLE, PauseReason
+from modelgate.api.status import short_message
 from modelgate.cli.loopback import names_loopback
+from modelgate.cli.promql_wrap import PromQL
 from modelgate.cli.render_analysis import (
     AnalysisView,
     bounds_text,
@@ -78,7 +80,7 @@ def render_status(
         if reason.rule is not None:
             parts.append(Text(_breach_line(reason)))
         if reason.query:
-            parts.append(_labelled("  query:", Text(reason.query, style="dim", overflow="fold")))
+            parts.append(_labelled("  query:", PromQL(reason.query, style="dim")))
         if reason.pods:
             parts.append(_pods_table(reason.metric or "metric", reason))
         for trace in reason.traces:
@@ -113,13 +115,7 @@ def _header(
     header = Table.grid(padding=(0, 2))
     header.add_row("Rollout", f"{meta['namespace']}/{meta['name']}")
     header.add_row("Phase", Text(phase, style=PHASE_STYLE.get(phase, "")))
-    index = status.current_step_index
-    step = step_label(steps[index]) if index < len(steps) else "done"
-    if index < len(steps) and now is not None and status.phase in (Phase.PROGRESSING, Phase.PAUSED):
-        step += _time_left(steps[index], status.step_started_at, now)
-    if status.watch_ends_at is not None:
-        step = f"watch window until {moment(status.watch_ends_at)}"
-    header.add_row("Step", f"{min(index, len(steps))}/{len(steps)} completed; now: {step}")
+    header.add_row("Step", _step_text(steps, status, now))
     ended_unrouted = status.phase is Phase.FAILED and status.live_weight is None  # no route was ever read
     if not ended_unrouted:
         header.add_row(
@@ -144,6 +140,24 @@ def _header(
         header.add_row("Paused", _pause_line(status, meta))
     header.add_row("Message", status.message or "")
     return header
+
+
+ENDED_PHASES = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+
+
+def _step_text(steps: list[dict[str, Any]], status: ModelRolloutStatus, now: datetime | None) -> str:
+    """Steps done and the step at hand; an ended rollout's view has no "now": the step it ended in."""
+    index = status.current_step_index
+    done = f"{min(index, len(steps))}/{len(steps)} completed"
+    current = step_label(steps[index]) if index < len(steps) else None
+    if status.phase in ENDED_PHASES:
+        return done if current is None else f"{done}; ended in: {current}"
+    step = current or "done"
+    if current is not None and now is not None and status.phase in (Phase.PROGRESSING, Phase.PAUSED):
+        step += _time_left(steps[index], status.step_started_at, now)
+    if status.watch_ends_at is not None:
+        step = f"watch window until {moment(status.watch_ends_at)}"
+    return f"{done}; now: {step}"
 
 
 def _time_left(step: dict[str, Any], started: datetime | None, now: datetime) -> str:
@@ -217,7 +231,7 @@ def _coin_toss_line(warning: FalseRollbackWarning) -> Text:
     )
 
 
-def _labelled(label: str, text: Text) -> Table:
+def _labelled(label: str, text: RenderableType) -> Table:
     """The text beside its label, wrapping under itself rather than under the label."""
     grid = Table.grid(padding=(0, 1))
     grid.add_row(label, text)
@@ -269,7 +283,7 @@ def render_list(rollouts: list[dict[str, Any]], *, with_namespace: bool) -> Tabl
             side_name(spec["incumbent"]),
             side_name(spec["candidate"]),
             _age(meta.get("creationTimestamp")),
-            status.get("message") or "",
+            short_message(status.get("message")) or "",
         )
     return table
 

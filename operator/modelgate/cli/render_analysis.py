@@ -4,7 +4,7 @@ narrowed to the console by moving columns under it."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,18 +30,19 @@ WHOLE_COLUMNS = ("Value", "Incumbent", "Verdict", "Failures", "At")
 EMPTY_CELL = "-"
 
 
-def threshold_text(metric: Mapping[str, Any]) -> str:
-    """The metric's rule in words, from its spec as stored (camelCase)."""
+def threshold_text(metric: Mapping[str, Any], value: Callable[[float], str] = "{:g}".format) -> str:
+    """The metric's rule in words, from its spec as stored (camelCase); `value` writes a bound in
+    the metric's unit (a ratio's factors of the incumbent have none)."""
     parts = []
     if metric.get("min") is not None:
-        parts.append(f">= {metric['min']:g}")
+        parts.append(f">= {value(metric['min'])}")
     if metric.get("max") is not None:
-        parts.append(f"<= {metric['max']:g}")
+        parts.append(f"<= {value(metric['max'])}")
     compare = metric.get("compare") or {}
     if compare.get("maxRatio") is not None:
         parts.append(f"<= {compare['maxRatio']:g} x incumbent")
     if compare.get("maxIncrease") is not None:
-        parts.append(f"<= incumbent + {compare['maxIncrease']:g}")
+        parts.append(f"<= incumbent + {value(compare['maxIncrease'])}")
     if compare.get("minRatio") is not None:
         parts.append(f">= {compare['minRatio']:g} x incumbent")
     if compare.get("confidence"):

@@ -29,6 +29,7 @@ from modelgate.api import (
 )
 from modelgate.api.addresses import AddressRefused
 from modelgate.api.duration import parse_duration
+from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.loopback import add_loopback_option
 from modelgate.cli.ranges import fetch_ranges, resolution
 from modelgate.cli.render import step_label
@@ -75,21 +76,27 @@ def run_replay(args: argparse.Namespace) -> int:
     try:
         manifest = read_manifest(args.filename)
         spec = parse_spec(manifest.get("spec") or {})
-        now = datetime.now(UTC)
-        start, end = moment(args.start, now, "--from"), moment(args.end, now, "--to")
-    except (OSError, ValueError, InvalidSpecError) as error:
+    except (ValueError, InvalidSpecError) as error:
         console.print(f"[red]modelgate replay: {error}[/red]")
-        return 2
+        return ExitCode.ERROR
+    now = datetime.now(UTC)
+    try:
+        start, end = moment(args.start, now, "--from"), moment(args.end, now, "--to")
+    except ValueError as error:
+        console.print(f"[red]modelgate replay: {error}[/red]")
+        return ExitCode.USAGE
+    if end <= start:
+        console.print("[red]modelgate replay: --to must be after --from[/red]")
+        return ExitCode.USAGE
     if args.png is not None:
         try:
             check_renderer()
         except MissingRenderer as error:
             console.print(f"[red]modelgate replay: {error}[/red]")
-            return 1
-    if spec.analysis is None or end <= start:
-        why = "the rollout has no spec.analysis" if spec.analysis is None else "--to must be after --from"
-        console.print(f"[red]modelgate replay: {why}[/red]")
-        return 2
+            return ExitCode.ERROR
+    if spec.analysis is None:
+        console.print("[red]modelgate replay: the rollout has no spec.analysis[/red]")
+        return ExitCode.NOTHING_TO_SIMULATE
     namespace = args.namespace or (manifest.get("metadata") or {}).get("namespace") or "default"
     replayed = incumbent_against_itself(spec) if args.aa else spec
     provider = RecordedProvider({})
@@ -98,11 +105,11 @@ def run_replay(args: argparse.Namespace) -> int:
         history = recorded_history(args, spec.analysis, plan, start, end)
     except ValueError as error:  # an address the egress policy refuses
         console.print(f"[red]modelgate replay: {error}[/red]")
-        return 1
+        return ExitCode.ERROR
     failed = {query: series.error for query, series in history.items() if series.error is not None}
     if len(failed) == len(history):
         console.print(f"[red]modelgate replay: no history: {next(iter(failed.values()))}[/red]")
-        return 1
+        return ExitCode.ERROR
     for query, why in failed.items():  # replayed as Error results, as the operator would have had them
         console.print(f"[yellow]no history for {query}: {why}[/yellow]")
     provider = RecordedProvider(history)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from modelgate.cli.promql_wrap import promql_html
 from modelgate.cli.report_charts import chart_specs
 from modelgate.cli.report_units import suffix
 from modelgate.cli.report_vega import page_script
@@ -27,7 +28,7 @@ h1{font-size:22px;margin:0 0 6px}h2{font-size:16px;margin:14px 0 2px}
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;
 vertical-align:top}th{background:#f4f4f4}.summary td:first-child{font-weight:600}
 .Warning{color:#c62828}.rollback{background:#fdecea;border:1px solid #c62828;padding:8px 12px}
-code,pre{font:12px ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
+code,pre{font:12px ui-monospace,monospace;white-space:pre-wrap;overflow-wrap:normal;word-break:normal}
 .chart{min-height:200px}.legend{font-size:12px;color:#555}
 """
 
@@ -101,7 +102,7 @@ def _value(value: Any) -> str:
     if isinstance(value, str) and _TIMESTAMP.match(value):
         return escape(moment(datetime.fromisoformat(value)))
     if isinstance(value, str) and ("{" in value or "(" in value) and len(value) > 40:
-        return f"<code>{escape(value)}</code>"  # a query
+        return f"<code>{promql_html(value)}</code>"  # a query: broken between tokens only
     return escape(value if isinstance(value, str) else json.dumps(value))
 
 
@@ -123,7 +124,7 @@ def _metric_section(timeline: Timeline, metric: MetricTrace, spec: dict[str, Any
         f'<h2 class="metric{breached}" data-metric="{escape(metric.name)}">{escape(metric.name)}{unit}</h2>'
     )
     rule = f'<p class="legend">threshold: {escape(metric.rule or "-")}; dots: the evaluations status kept</p>'
-    query = f"<p><code>{escape(metric.query)}</code></p>"
+    query = f"<p><code>{promql_html(metric.query)}</code></p>"
     if metric.error is not None or spec is None:
         return f'{heading}{rule}<p class="Warning">no history: {escape(metric.error or "")}</p>{query}'
     empty = "" if metric.candidate else '<p class="Warning">the query returned nothing over this span</p>'

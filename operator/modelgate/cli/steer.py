@@ -72,4 +72,4 @@ def send_command(args: argparse.Namespace) -> int:
         f"[yellow]{action.value} requested, but the operator has not applied it within "
         f"{COMMAND_TIMEOUT:.0f}s: is it running?[/yellow]"
     )
-    return ExitCode.NOT_APPLIED
+    return ExitCode.NOT_CONFIRMED

@@ -9,9 +9,12 @@ from typing import Any
 import yaml
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
+from modelgate.cli.cluster_errors import file_problem
 from modelgate.kube import Kube, default_namespace
 
 OUTPUT_HELP = "table: for people; json: for scripts"
+# A command parser's default `completes`: what its positional NAME is, for the shell's completion.
+COMPLETES, ROLLOUTS = "completes", "rollouts"
 LOG_FORMAT_HELP = "json: one object a line, for a log collector; console: for people (colour on a terminal)"
 
 
@@ -20,6 +23,8 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, name: str = "requir
         parser.add_argument("name", help="the ModelRollout")
     elif name == "optional":
         parser.add_argument("name", nargs="?", help="the ModelRollout (default: every one in the namespace)")
+    if name in ("required", "optional"):
+        parser.set_defaults(**{COMPLETES: ROLLOUTS})
     parser.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace")
     parser.add_argument("--kubeconfig", type=Path, help="default: $KUBECONFIG or ~/.kube/config")
 
@@ -38,8 +43,17 @@ def list_rollouts(kube: Kube, namespace: str | None) -> list[dict[str, Any]]:
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
-    """The first ModelRollout of a YAML file (as `kubectl apply -f` would take it)."""
-    for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+    """The first ModelRollout of a YAML file (as `kubectl apply -f` would take it); a ValueError in
+    one sentence for a file that cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ValueError(file_problem(error)) from None
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path} is not YAML: {error}") from None
+    for document in documents:
         if isinstance(document, dict) and document.get("kind") == "ModelRollout":
             return document
     raise ValueError(f"{path}: no ModelRollout in it")

@@ -4,6 +4,7 @@ status fields worth reading (shown generically, so that fields added to status a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,7 +12,7 @@ from typing import Any
 
 from modelgate.api import Comparison, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.cli.render_analysis import threshold_text
-from modelgate.cli.report_units import preset_unit
+from modelgate.cli.report_units import preset_unit, shown
 
 Points = tuple[tuple[float, float], ...]  # (unix seconds, value), oldest first
 
@@ -94,6 +95,7 @@ def metric_traces(
             (seconds(s.time), s.value, str(s.verdict)) for s in (record.history if record is not None else ())
         )
         relative = _relative_limits(metric.compare, incumbent) if metric.compare is not None else ()
+        unit = preset_unit(metric.preset)
         traces.append(
             MetricTrace(
                 metric.name,
@@ -101,11 +103,12 @@ def metric_traces(
                 candidate,
                 incumbent,
                 bounds,
-                threshold_text(bodies.get(metric.name, {})),
+                # In the unit the section's chart and heading use: one unit a section.
+                threshold_text(bodies.get(metric.name, {}), functools.partial(shown, unit=unit)),
                 verdicts,
                 error,
                 relative,
-                preset_unit(metric.preset),
+                unit,
             )
         )
     return tuple(traces)

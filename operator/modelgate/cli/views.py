@@ -67,9 +67,17 @@ def show_list(args: argparse.Namespace) -> int:
     console = Console()
     if args.output == "json":
         console.print_json(json.dumps(rollouts))
+    elif not rollouts:  # on stderr, as kubectl says it: stdout stays empty for a script
+        Console(stderr=True).print(no_rollouts(args.name, None if args.all_namespaces else namespace))
     else:
         console.print(render_list(rollouts, with_namespace=args.all_namespaces))
     return 0
+
+
+def no_rollouts(name: str | None, namespace: str | None) -> str:
+    """What `get` says when it lists nothing; namespace None: all of them."""
+    what = f"No ModelRollout named {name}" if name else "No ModelRollouts"
+    return f"{what} in {'any namespace' if namespace is None else f'namespace {namespace}'}."
 
 
 def live_weights(kube: Kube, namespace: str, body: dict[str, Any]) -> tuple[int, int] | str:

@@ -12,6 +12,7 @@ from modelgate.core.intents import Hold, HoldReason, Intent, RollBack
 from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
+from modelgate.core.wording import how_many
 
 
 def analysis_verdict(tick: Tick) -> Intent:
@@ -51,7 +52,7 @@ def analysis_verdict(tick: Tick) -> Intent:
     errors = limits.one_more(tick.status.consecutive_prometheus_errors)
     tick.update(consecutive_prometheus_errors=errors)
     first_error = next(m for m in result.metrics if m.verdict is Verdict.ERROR)
-    detail = f"metric queries failed {errors} time(s) in a row: {first_error.message}"
+    detail = f"metric queries failed {how_many(errors, 'time')} in a row: {first_error.message}"
     limit = tick.spec.rollback.max_consecutive_errors
     if errors < limit and not tick.error_paused:
         tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.QUERY_ERROR, detail)

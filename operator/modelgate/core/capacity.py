@@ -20,6 +20,7 @@ from modelgate.core.deadlines import pending_deadline
 from modelgate.core.intents import Hold, HoldReason, Intent
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
+from modelgate.core.wording import how_many
 
 
 def needed_replicas(incumbent_ready: int, weight: int) -> int:
@@ -51,8 +52,8 @@ def holds_weight(tick: Tick, weight: int) -> bool:
     else:
         needed = needed_replicas(ready.incumbent, weight)
         enough = (
-            f"{weight}% needs {needed} Ready candidate replica(s) (ceil({ready.incumbent} Ready incumbent "
-            f"replica(s) x {weight} / 100)); the candidate has {ready.candidate}"
+            f"{weight}% needs {how_many(needed, 'Ready candidate replica')} (ceil({ready.incumbent} Ready "
+            f"incumbent replicas x {weight} / 100)); the candidate has {ready.candidate}"
         )
         if ready.candidate >= needed:
             tick.condition(ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, enough)

@@ -31,17 +31,52 @@ def handle_command(tick: Tick, command: Command | UnreadableCommand) -> Intent:
         return None
     applied = _apply(tick, command.action)
     if applied is None:
-        phase = tick.status.phase
-        _ignore(
-            tick,
-            command.id,
-            command.action.value,
-            f"`modelgate {command.action}` does not apply in phase {phase}",
-        )
+        _ignore(tick, command.id, command.action.value, _not_applicable_message(tick, command.action))
         return None
     intent, message = applied
     _record(tick, command.id, command.action.value, CommandResult.APPLIED, message)
     return intent
+
+
+def command_that_applies(tick: Tick, refused: CommandAction) -> CommandAction | None:
+    """The command that applies where `refused` does not, for its message; None where none does
+    (the rollout Succeeded, or is Pending and waits for its incumbent)."""
+    phase = tick.status.phase
+    if phase in (Phase.ROLLED_BACK, Phase.FAILED):
+        return CommandAction.RETRY
+    if tick.paused_by(*RESUMABLE):
+        return CommandAction.RESUME
+    if phase is Phase.PAUSED and tick.at_indefinite_pause:
+        return CommandAction.PROMOTE
+    if refused is CommandAction.RETRY and phase in (Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED):
+        return CommandAction.ABORT
+    if phase is Phase.PROGRESSING:
+        return CommandAction.PROMOTE
+    return None
+
+
+# What the command that applies does, in the message that points at it.
+APPLIES_BY = {
+    CommandAction.RETRY: "starts it again from step 0",
+    CommandAction.RESUME: "ends this pause",
+    CommandAction.PROMOTE: "finishes the current step",
+    CommandAction.ABORT: "rolls it back (retry applies after a rollback)",
+}
+NONE_APPLIES = {
+    Phase.SUCCEEDED: "the rollout has ended; apply a new spec.candidate to start another",
+    Phase.PENDING: "it waits for the incumbent to be Available; `modelgate abort` ends it",
+}
+
+
+def _not_applicable_message(tick: Tick, action: CommandAction) -> str:
+    phase = tick.status.phase
+    pause = tick.status.pause
+    refused = f"`modelgate {action}` does not apply in phase {phase}"
+    refused += "" if pause is None else f" ({pause.reason})"
+    instead = command_that_applies(tick, action)
+    if instead is None:
+        return f"{refused}: {NONE_APPLIES.get(phase or Phase.PENDING, 'no command does')}"
+    return f"{refused}; `modelgate {instead}` {APPLIES_BY[instead]}"
 
 
 def unreadable_message(command: UnreadableCommand) -> str:

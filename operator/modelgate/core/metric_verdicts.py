@@ -23,6 +23,7 @@ from modelgate.core import counted, limits
 from modelgate.core.judgement import Judgement
 from modelgate.core.missing import name_missing
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
+from modelgate.core.wording import how_many
 
 HISTORY_LENGTH = 10
 
@@ -221,7 +222,7 @@ def _rollback_reason(
         query=record.query,
         message=limits.clip(
             f"metric {metric.name}: {record.message}; "
-            f"{record.failures} breach(es), failureLimit {metric.failure_limit}",
+            f"{how_many(record.failures, 'breach', 'breaches')}, failureLimit {metric.failure_limit}",
             limits.ANALYSIS_MESSAGE,
         ),
     )

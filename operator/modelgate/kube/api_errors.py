@@ -21,6 +21,14 @@ class KubeError(Exception):
         self.message = message
 
 
+class KubeconfigMissing(KubeError):
+    """No kubeconfig file where one was looked for: `path` (as the user would type it)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(None, f"no kubeconfig at {path}")
+        self.path = path
+
+
 class NotFound(KubeError):
     """The object (or the key asked for inside it) does not exist."""
 

@@ -77,6 +77,12 @@ class Kube(Workloads, GateResources, EvaluationResources):
                 )
         return [as_object(item) for item in as_object(listed).get("items", [])]
 
+    def namespace_names(self) -> list[str]:
+        """The namespaces the user may list (for completion)."""
+        with api_request("list"):
+            listed = self._core.list_namespace(_request_timeout=self.request_timeout)
+        return [str(item.metadata.name) for item in listed.items if item.metadata is not None]
+
     def list_events(self, namespace: str, kind: str, name: str) -> list[Object]:
         """events.k8s.io Events about one object, oldest first (the API server keeps them for an
         hour by default, its --event-ttl)."""

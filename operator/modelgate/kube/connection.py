@@ -16,7 +16,7 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from modelgate import EVALUATION_PLURAL, PLURAL
-from modelgate.kube.api_errors import KubeError, translated
+from modelgate.kube.api_errors import KubeconfigMissing, KubeError, translated
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.pools import INFERENCE_POOLS
 from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS
@@ -95,22 +95,31 @@ class Connection:
         *,
         connections: int | None = None,
         reporting_host: str | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        retries: int | None = None,
     ) -> Self:
         """The kubeconfig at `path`; with None, the in-cluster service account when running in a
         pod, else the default kubeconfig ($KUBECONFIG or ~/.kube/config). `connections`: how many
         connections to keep open, at least the number of threads that use this client at once (more
         threads than connections open and close one per request)."""
         configuration = client.Configuration()
+        configuration.retries = retries  # None: urllib3's own (3); 0 where an answer is wanted soon
         if connections is not None:
             configuration.connection_pool_maxsize = connections
         if path is not None:
             _load_kubeconfig(path, configuration)
-            return cls(client.ApiClient(configuration), reporting_host=reporting_host)
+            return cls(
+                client.ApiClient(configuration),
+                reporting_host=reporting_host,
+                request_timeout=request_timeout,
+            )
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException:
             _load_kubeconfig(None, configuration)
-        return cls(client.ApiClient(configuration), reporting_host=reporting_host)
+        return cls(
+            client.ApiClient(configuration), reporting_host=reporting_host, request_timeout=request_timeout
+        )
 
     @property
     def server_url(self) -> str:
@@ -127,12 +136,14 @@ def as_object(value: Any) -> Object:
 def _load_kubeconfig(path: str | Path | None, configuration: client.Configuration) -> None:
     """The kubeconfig at `path` (None: $KUBECONFIG, else ~/.kube/config), or a KubeError saying which
     one could not be read."""
+    where = str(path or os.environ.get("KUBECONFIG") or "~/.kube/config")
+    if os.pathsep not in where and not Path(where).expanduser().exists():
+        raise KubeconfigMissing(where)
     try:
         config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=None if path is None else str(path), client_configuration=configuration
         )
     except (ConfigException, OSError, ValueError) as error:
-        where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise KubeError(None, f"cannot read the kubeconfig {where}: {error}") from None
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from modelgate.core.limits import clip
+from modelgate.core.wording import how_many
 
 REPORTING_CONTROLLER = "modelgate.io/operator"
 # events.k8s.io/v1 validation limits, in bytes (the API server measures Go string lengths).
@@ -51,9 +52,11 @@ def availability(what: str, deployment: Mapping[str, Any]) -> DeploymentAvailabi
     elif updated < wanted:
         missing = f"{updated} of {wanted} replicas run the current template"
     elif total > updated:
-        missing = f"{total - updated} replica(s) of an older template are still there"
+        older = total - updated
+        missing = f"{how_many(older, 'replica')} of an older template {_are(older)} still there"
     elif ready < updated:
-        missing = f"{updated - ready} replica(s) of the current template are not available yet"
+        unready = updated - ready
+        missing = f"{how_many(unready, 'replica')} of the current template {_are(unready)} not available yet"
     else:
         return DeploymentAvailability(exists=True, available=True, message=f"{what}: {replicas}")
     return DeploymentAvailability(exists=True, available=False, message=f"{what}: {missing}; {replicas}")
@@ -98,3 +101,7 @@ def _event_name(regarding: str) -> str:
 def _micro_time(moment: datetime) -> str:
     # metav1.MicroTime: RFC 3339 with exactly six fractional digits.
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"

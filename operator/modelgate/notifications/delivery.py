@@ -26,6 +26,7 @@ from modelgate.api.notifications import Receiver
 from modelgate.core.model import Notify
 from modelgate.core.notifying import payload
 from modelgate.core.reasons import Reason
+from modelgate.core.wording import how_many
 from modelgate.egress import checked_session
 from modelgate.kube import Kube, KubeError
 from modelgate.notifications.formats import body
@@ -148,7 +149,7 @@ class Notifier:
         observability.NOTIFICATIONS_FAILED.labels(*labels).inc()
         message = (
             f"notification {sent.transition.value} ({sent.key}) to {target.named} "
-            f"({receiver.kind.value}) failed after {attempt + 1} attempt(s): {problem}"
+            f"({receiver.kind.value}) failed after {how_many(attempt + 1, 'attempt')}: {problem}"
         )
         log.warning("notification failed", receiver=receiver.name, key=sent.key, problem=problem)
         await asyncio.to_thread(self._event, involved, message)

@@ -15,6 +15,7 @@ from typing import Any
 from modelgate.api import BackendKind, GatewayAPIRouting, GatewayRouteRef
 from modelgate.api.series import SeriesSide
 from modelgate.core import LiveRoute, Reason, RouteProblem
+from modelgate.core.wording import how_many
 from modelgate.kube import Kube
 from modelgate.kube.pools import INFERENCE_GROUP
 from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter
@@ -114,7 +115,7 @@ def locate_backends(
     if index >= len(rules):
         return RouteProblem(
             Reason.RULE_NOT_FOUND,
-            f"{route_id} has {len(rules)} rule(s); {target.field}.ruleIndex is {index}",
+            f"{route_id} has {how_many(len(rules), 'rule')}; {target.field}.ruleIndex is {index}",
         )
     refs: Sequence[Mapping[str, Any]] = rules[index].get("backendRefs") or []
     where = f"rule {index} of {route_id}"

@@ -17,6 +17,7 @@ from typing import Any
 from modelgate.api.model_rewrite_routing import InferenceModelRewriteRouting
 from modelgate.api.series import SeriesSide
 from modelgate.core import LiveRoute, Reason, RouteProblem
+from modelgate.core.wording import how_many
 from modelgate.kube import Kube
 from modelgate.kube.pools import INFERENCE_GROUP
 from modelgate.routers.base import AdapterSides, SideKinds, TrafficRouter
@@ -98,7 +99,7 @@ def locate_targets(
     if rule_index >= len(rules):
         return RouteProblem(
             Reason.RULE_NOT_FOUND,
-            f"{rewrite_id} has {len(rules)} rule(s); {SPEC_FIELD}.ruleIndex is {rule_index}",
+            f"{rewrite_id} has {how_many(len(rules), 'rule')}; {SPEC_FIELD}.ruleIndex is {rule_index}",
         )
     targets = tuple(rules[rule_index].get("targets") or [])
     where = f"rule {rule_index} of {rewrite_id}"

@@ -141,7 +141,7 @@ def prometheus_outage_rolls_back(
         rolled_back_after = time.monotonic() - stopped_at
         assert rolled_back.consecutive_prometheus_errors == size.max_consecutive_errors
         assert rolled_back.rollback_reason is not None
-        assert f"{size.max_consecutive_errors} time(s) in a row" in rolled_back.rollback_reason.message
+        assert f"failed {size.max_consecutive_errors} time" in rolled_back.rollback_reason.message
         scenario.wait_for_status("the route at 0", lambda s: scenario.recorder.candidate_weights()[-1] == 0)
         assert scenario.recorder.candidate_weights() == [0, 20, 0]
         bed.start_prometheus()
