@@ -50,7 +50,7 @@ LABEL org.opencontainers.image.title="modelgate" \
 # writing when the root filesystem is read-only.
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     python -m pip install --no-cache-dir --disable-pip-version-check --root-user-action=ignore \
-      --no-index --find-links=/wheels modelgate \
+      --no-index --find-links=/wheels modelgate-operator \
  && groupadd --system --gid 65532 nonroot \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin nonroot

@@ -233,6 +233,9 @@ def test_runtime_installs_only_the_builders_wheels(runtime: Stage) -> None:
     (install,) = runtime.all("RUN")
     assert "--mount=type=bind,from=builder,source=/wheels,target=/wheels" in install.value
     assert "--no-index" in install.value and "--find-links=/wheels" in install.value
+    # By the distribution's name: the import package's (`modelgate`) is another project's on the index.
+    distribution = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["name"]
+    assert install.value.split("&&")[0].split()[-1] == distribution
     for tool in ("apt-get", "gcc", "build-essential", "git "):
         assert tool not in install.value
 
@@ -326,7 +329,7 @@ def test_wheel_built_from_the_docker_context_has_only_the_operator_and_its_conso
         timeout=240,
     )
     assert build.returncode == 0, build.stdout + build.stderr
-    (wheel,) = out.glob("modelgate-*.whl")
+    (wheel,) = out.glob("modelgate_operator-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
