@@ -15,7 +15,7 @@ APT_PACKAGES := prometheus shellcheck chromium
 # asserts again in each worker (collection 9.3 s of CPU against 3.5 s, four times per run).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help setup apt-deps venv bins moto bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
+.PHONY: help setup apt-deps venv bins moto bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs release-check clean
 
 .DEFAULT_GOAL := help
 help: ## list the targets
@@ -129,6 +129,12 @@ demo: apt-deps venv bins-demo ## three rollouts on llm-d's simulator behind Trae
 
 bench: setup ## the long runs: speed, memory and scale (bench/REPORT.md)
 	bash hack/pytest.sh optional bench -m bench -s
+
+# Everything the release workflow (.github/workflows/release.yaml) does but the uploads, into dist/:
+# wheel and sdist (installed into a fresh venv from the lock), the stamped chart (packaged, linted,
+# rendered), the release notes, and the image where docker, podman or buildah exists.
+release-check: venv ## build and verify every release artifact, no upload
+	$(PY) -m tooling.release_check --out dist
 
 clean: cluster-down ## stop the bed and remove its state and caches
 	rm -rf .localcluster .pytest_cache .mypy_cache .ruff_cache
