@@ -4,7 +4,6 @@ points at the unrelated project's repository that the chart's metadata once name
 
 from __future__ import annotations
 
-import csv
 import re
 import subprocess
 from pathlib import Path
