@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,11 +56,18 @@ def run(command: Sequence[str | Path], cwd: Path | None = None, env: dict[str, s
     return result.stdout
 
 
+def shown(path: Path) -> str:
+    """`path` as a person at the command line reads it: relative where it is under the cwd."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
 def check_versions(release: Release) -> str:
     problems = version_mismatches(release.root, f"v{release.version}", allow_undated=True)
     if problems:
         raise ReleaseCheckError("\n".join(problems))
-    return f"v{release.version}: pyproject.toml, the chart, the Dockerfile and CHANGELOG.md agree"
+    return (
+        f"v{release.version}: pyproject.toml, the chart, the Dockerfile, the package and CHANGELOG.md agree"
+    )
 
 
 def build_python(release: Release) -> str:
@@ -71,7 +79,7 @@ def build_python(release: Release) -> str:
     built = sorted(path.name for path in out.iterdir())
     if built != [f"{stem}-py3-none-any.whl", f"{stem}.tar.gz"]:
         raise ReleaseCheckError(f"expected {stem}'s wheel and sdist in {out}, found {built}")
-    return f"{', '.join(built)} in {out}"
+    return f"{' and '.join(built)} in {shown(out)}"
 
 
 def verify_install(release: Release) -> str:
@@ -130,7 +138,7 @@ def write_notes(release: Release) -> str:
     notes = release.out / "release-notes.md"
     changelog = (release.root / "CHANGELOG.md").read_text()
     notes.write_text(release_notes(changelog, release.version, CHECK_OWNER, None))
-    return f"{notes} ({len(notes.read_text().splitlines())} lines)"
+    return f"{shown(notes)} ({len(notes.read_text().splitlines())} lines)"
 
 
 def unusable_builder(builder: str) -> str | None:
@@ -189,10 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             said = "skipped: --no-image" if step is build_image and args.no_image else step(release)
         except (ReleaseCheckError, binaries.MissingBinary, binaries.UnverifiedBinary) as error:
-            print(f"release-check: {name}: FAILED: {error}", file=sys.stderr)
+            print(f"release-check: {name} FAILED: {error}", file=sys.stderr)
             return 1
-        print(f"release-check: {name} ({time.monotonic() - step_started:.1f}s): {said}", flush=True)
-    print(f"release-check: every artifact but the uploads checked in {time.monotonic() - started:.0f}s")
+        print(f"release-check: {name} ({time.monotonic() - step_started:.1f}s)")
+        print(textwrap.fill(said, 80, initial_indent="  ", subsequent_indent="  "), flush=True)
+    print(f"release-check: all but the uploads checked in {time.monotonic() - started:.0f}s")
     return 0
 
 

@@ -50,7 +50,7 @@ def test_release_check_builds_and_verifies_every_artifact(tmp_path: Path) -> Non
     out = tmp_path / "dist"
     result = run_release_check(root, out)
     assert result.returncode == 0, result.stdout + result.stderr
-    steps = [line.split(":")[1].split()[0] for line in result.stdout.splitlines()[:-1]]
+    steps = [line.split()[1] for line in result.stdout.splitlines()[:-1] if line.startswith("release-check:")]
     assert steps == ["versions", "python", "install", "chart", "notes", "image"]
 
     stem = f"{DISTRIBUTION.replace('-', '_')}-{VERSION}"
@@ -80,7 +80,7 @@ def test_a_version_that_disagrees_stops_it_before_anything_is_built(tmp_path: Pa
     out = tmp_path / "dist"
     result = run_release_check(root, out)
     assert result.returncode == 1
-    assert "versions: FAILED" in result.stderr and "Chart.yaml version is '9.9.9'" in result.stderr
+    assert "versions FAILED" in result.stderr and "Chart.yaml version is '9.9.9'" in result.stderr
     assert not (out / "python").exists()
 
 
