@@ -9,15 +9,20 @@ from __future__ import annotations
 import importlib
 import re
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from testbed.versions import REPO_ROOT
 from tooling.release_names import chart_registry, image_repository
+from tooling.release_versions import project_version
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "release.yaml"
 RELEASE_CHECK = REPO_ROOT / "tooling" / "release_check.py"
+VERSION = project_version(REPO_ROOT)
 
 
 def workflow() -> dict[Any, Any]:
@@ -120,3 +125,20 @@ def test_the_image_is_multi_arch_and_its_digest_reaches_the_chart() -> None:
     assert jobs()["chart"]["env"]["DIGEST"] == "${{ needs.image.outputs.digest }}"
     assert '--image-digest "$DIGEST"' in text
     assert 'cosign sign --yes "$image@$digest"' in text
+
+
+def test_the_notes_need_only_the_standard_library_as_the_release_job_has_it(tmp_path: Path) -> None:
+    """The github-release job runs tooling.release_notes with setup-python's bare interpreter."""
+    notes = tmp_path / "notes.md"
+    result = subprocess.run(
+        # -S: no site-packages, so no PyYAML or anything else the lock installs.
+        [sys.executable, "-S", "-m", "tooling.release_notes", VERSION, "--owner", "o", "-o", str(notes)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"--version {VERSION}" in notes.read_text()
+    (step,) = [line for line in shell_lines() if "-m tooling.release_notes" in line]
+    assert step.split()[0] == "python"  # not .venv/bin/python: the job installs nothing
