@@ -26,7 +26,7 @@ import yaml
 from testbed import binaries
 from tooling.release_chart import stamp_chart
 from tooling.release_names import CHART_NAME, DISTRIBUTION, REPO_ROOT, image_repository
-from tooling.release_notes import release_notes
+from tooling.release_notes import Published, release_notes
 from tooling.release_versions import project_version, version_mismatches
 
 # Where a local check says the chart comes from: no real address (.invalid is reserved).
@@ -137,7 +137,7 @@ def check_chart(release: Release) -> str:
 def write_notes(release: Release) -> str:
     notes = release.out / "release-notes.md"
     changelog = (release.root / "CHANGELOG.md").read_text()
-    notes.write_text(release_notes(changelog, release.version, CHECK_OWNER, None))
+    notes.write_text(release_notes(changelog, Published(release.version, CHECK_OWNER)))
     return f"{shown(notes)} ({len(notes.read_text().splitlines())} lines)"
 
 

@@ -1,7 +1,8 @@
 """A release's notes: its version's section of CHANGELOG.md, then how to install exactly what the
 release published (the chart, the image, the Python distribution with the kubectl plugin).
 
-    python -m tooling.release_notes 0.1.0 --owner OWNER [--image-digest sha256:...] [-o FILE]"""
+    python -m tooling.release_notes 0.1.0 --owner OWNER [--image-digest sha256:...]
+        [--repository-url URL] [-o FILE]"""
 
 from __future__ import annotations
 
@@ -56,37 +57,64 @@ def changelog_section(text: str, version: str) -> Section:
     return section
 
 
-def install_block(version: str, owner: str, image_digest: str | None) -> str:
+@dataclass(frozen=True)
+class Published:
+    """What a release put where: the version, the registry owner, the image's digest once pushed,
+    and the repository whose release workflow signed it."""
+
+    version: str
+    owner: str
+    image_digest: str | None = None
+    repository_url: str | None = None
+
+
+def install_block(published: Published) -> list[str]:
     """How to install what the release published, each artifact by its exact name and version."""
-    image = f"{image_repository(owner)}:{version}"
-    if image_digest:
-        image += f"@{image_digest}"
-    return "\n".join(
-        [
-            "## Install",
-            "",
-            "The operator, from the chart (its values name the image below):",
-            "",
-            "```sh",
-            f"helm install modelgate {chart_reference(owner)} --version {version} \\",
-            "  --namespace modelgate-system --create-namespace",
-            "```",
-            "",
-            f"The image: `{image}`.",
-            "",
-            "The `modelgate` command and the kubectl plugin (`kubectl modelrollout`), with Python 3.11+:",
-            "",
-            "```sh",
-            f"pipx install '{DISTRIBUTION}=={version}'",
-            "```",
-            "",
-        ]
-    )
+    version = published.version
+    image = f"{image_repository(published.owner)}:{version}"
+    if published.image_digest:
+        image += f"@{published.image_digest}"
+    return [
+        "## Install",
+        "",
+        "The operator, from the chart (its values name the image below):",
+        "",
+        "```sh",
+        f"helm install modelgate {chart_reference(published.owner)} --version {version} \\",
+        "  --namespace modelgate-system --create-namespace",
+        "```",
+        "",
+        f"The image: `{image}`.",
+        "",
+        "The `modelgate` command and the kubectl plugin (`kubectl modelrollout`), with Python 3.11+:",
+        "",
+        "```sh",
+        f"pipx install '{DISTRIBUTION}=={version}'",
+        "```",
+        "",
+    ]
 
 
-def release_notes(changelog: str, version: str, owner: str, image_digest: str | None) -> str:
-    section = changelog_section(changelog, version)
-    return f"{section.body}\n\n{install_block(version, owner, image_digest)}"
+def verify_block(published: Published) -> list[str]:
+    """The cosign command that checks the image was signed by this repository's release workflow."""
+    if not (published.image_digest and published.repository_url):
+        return []
+    workflow = f"{published.repository_url}/.github/workflows/release.yaml@refs/tags/v{published.version}"
+    return [
+        "The image is signed by the release workflow (cosign keyless); to check it:",
+        "",
+        "```sh",
+        f"cosign verify {image_repository(published.owner)}@{published.image_digest} \\",
+        f"  --certificate-identity '{workflow}' \\",
+        "  --certificate-oidc-issuer https://token.actions.githubusercontent.com",
+        "```",
+        "",
+    ]
+
+
+def release_notes(changelog: str, published: Published) -> str:
+    section = changelog_section(changelog, published.version)
+    return "\n".join([section.body, "", *install_block(published), *verify_block(published)])
 
 
 def parser() -> argparse.ArgumentParser:
@@ -95,6 +123,7 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("version", help="the version, as in pyproject.toml (0.1.0)")
     cli.add_argument("--owner", required=True, help="the registry owner the release publishes under")
     cli.add_argument("--image-digest", help="sha256:... of the published image")
+    cli.add_argument("--repository-url", help="the repository whose release workflow signed the image")
     cli.add_argument("--changelog", type=Path, default=CHANGELOG)
     cli.add_argument("-o", "--output", type=Path, help="default: standard output")
     return cli
@@ -103,7 +132,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        notes = release_notes(args.changelog.read_text(), args.version, args.owner, args.image_digest)
+        published = Published(args.version, args.owner, args.image_digest, args.repository_url)
+        notes = release_notes(args.changelog.read_text(), published)
     except ChangelogError as error:
         print(f"release notes: {error}", file=sys.stderr)
         return 1

@@ -11,7 +11,14 @@ import pytest
 
 from testbed.versions import REPO_ROOT
 from tooling.release_names import DISTRIBUTION
-from tooling.release_notes import ChangelogError, changelog_section, changelog_sections, main
+from tooling.release_notes import (
+    ChangelogError,
+    Published,
+    changelog_section,
+    changelog_sections,
+    main,
+    release_notes,
+)
 from tooling.release_versions import project_version
 
 CHANGELOG = (REPO_ROOT / "CHANGELOG.md").read_text()
@@ -73,6 +80,8 @@ def test_the_notes_are_the_section_then_the_install_commands_of_exactly_this_rel
             "Some-Org",
             "--image-digest",
             DIGEST,
+            "--repository-url",
+            "https://github.com/Some-Org/modelgate",
             "--changelog",
             str(changelog),
             "-o",
@@ -87,6 +96,16 @@ def test_the_notes_are_the_section_then_the_install_commands_of_exactly_this_rel
     assert "oci://ghcr.io/some-org/charts/modelgate --version 1.0.0" in text
     assert f"`ghcr.io/some-org/modelgate:1.0.0@{DIGEST}`" in text
     assert f"pipx install '{DISTRIBUTION}==1.0.0'" in text
+    # The signature checked against the workflow of the tag that made it.
+    assert f"cosign verify ghcr.io/some-org/modelgate@{DIGEST}" in text
+    workflow = "https://github.com/Some-Org/modelgate/.github/workflows/release.yaml@refs/tags/v1.0.0"
+    assert f"--certificate-identity '{workflow}'" in text
+
+
+def test_without_a_pushed_image_the_notes_name_it_by_tag_and_verify_nothing() -> None:
+    notes = release_notes(SAMPLE, Published("1.0.0", "org"))
+    assert "`ghcr.io/org/modelgate:1.0.0`" in notes
+    assert "cosign" not in notes
 
 
 def test_notes_for_a_version_the_changelog_lacks_fail(

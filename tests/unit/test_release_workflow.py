@@ -87,7 +87,7 @@ def test_each_job_holds_only_the_write_rights_of_its_upload() -> None:
     assert writes == {
         "check": set(),
         "image": {"packages", "id-token"},  # the image pushed, signed keyless
-        "chart": {"packages"},
+        "chart": {"packages", "id-token"},  # the chart pushed, signed keyless
         "pypi": {"id-token"},  # trusted publishing
         "github-release": {"contents"},
     }
@@ -125,6 +125,7 @@ def test_the_image_is_multi_arch_and_its_digest_reaches_the_chart() -> None:
     assert jobs()["chart"]["env"]["DIGEST"] == "${{ needs.image.outputs.digest }}"
     assert '--image-digest "$DIGEST"' in text
     assert 'cosign sign --yes "$image@$digest"' in text
+    assert 'cosign sign --yes "ghcr.io/$owner/charts/modelgate@$chart_digest"' in text
 
 
 def test_the_notes_need_only_the_standard_library_as_the_release_job_has_it(tmp_path: Path) -> None:
