@@ -134,6 +134,7 @@ bench: setup ## the long runs: speed, memory and scale (bench/REPORT.md)
 # wheel and sdist (installed into a fresh venv from the lock), the stamped chart (packaged, linted,
 # rendered), the release notes, and the image where docker, podman or buildah exists.
 release-check: venv ## build and verify every release artifact, no upload
+	bash hack/build-bins.sh helm
 	$(PY) -m tooling.release_check --out dist
 
 clean: cluster-down ## stop the bed and remove its state and caches

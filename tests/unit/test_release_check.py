@@ -16,9 +16,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testbed import binaries
 from testbed.versions import REPO_ROOT
 from tests.unit.test_release_names import tracked_files
-from tooling.release_check import CHECK_REPOSITORY_URL, Release, build_image, unusable_builder
+from tooling.release_check import (
+    CHECK_REPOSITORY_URL,
+    Release,
+    build_image,
+    kubectl_plugin_lookup,
+    unusable_builder,
+)
 from tooling.release_names import DISTRIBUTION
 from tooling.release_notes import changelog_section
 from tooling.release_versions import project_version
@@ -92,7 +99,7 @@ def stand_in(folder: Path, name: str, failing: str | None = None) -> None:
 
 
 @pytest.fixture
-def builders_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def bare_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A PATH of stand-in programs only (sh for them to run)."""
     folder = tmp_path / "bin"
     folder.mkdir()
@@ -101,18 +108,26 @@ def builders_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_without_a_builder_the_image_is_skipped_saying_why_for_each(builders_path: Path) -> None:
-    stand_in(builders_path, "docker", failing="buildx")
+def test_without_a_builder_the_image_is_skipped_saying_why_for_each(bare_path: Path) -> None:
+    stand_in(bare_path, "docker", failing="buildx")
     said = build_image(Release(REPO_ROOT, REPO_ROOT / "dist", VERSION))
     assert said.startswith("skipped, no container builder here:")
     assert "docker is on PATH but has no buildx" in said
     assert "podman is not on PATH" in said and "buildah is not on PATH" in said
 
 
-def test_docker_whose_daemon_does_not_answer_is_no_builder(builders_path: Path) -> None:
-    stand_in(builders_path, "docker", failing="info")
+def test_docker_whose_daemon_does_not_answer_is_no_builder(bare_path: Path) -> None:
+    stand_in(bare_path, "docker", failing="info")
     assert unusable_builder("docker") == (
         "docker is on PATH but has no daemon that answers (`docker info` failed)"
     )
-    stand_in(builders_path, "docker")
+    stand_in(bare_path, "docker")
     assert unusable_builder("docker") is None
+
+
+def test_without_any_kubectl_the_plugin_lookup_is_not_tried_and_says_so(
+    bare_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(binaries, "CACHE", tmp_path / "empty-cache")
+    said = kubectl_plugin_lookup(tmp_path / "venv")
+    assert said == "`kubectl modelrollout` not tried: no kubectl here (`make bins` builds one)"
