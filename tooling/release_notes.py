@@ -81,7 +81,7 @@ def install_block(published: Published) -> list[str]:
         "",
         "```sh",
         f"helm install modelgate {chart_reference(published.owner)} --version {version} \\",
-        "  --namespace modelgate-system --create-namespace",
+        "  --namespace modelgate --create-namespace",
         "```",
         "",
         f"The image: `{image}`.",
