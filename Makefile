@@ -15,7 +15,7 @@ APT_PACKAGES := prometheus shellcheck chromium
 # asserts again in each worker (collection 9.3 s of CPU against 3.5 s, four times per run).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help setup apt-deps venv bins moto bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs release-check clean
+.PHONY: help setup apt-deps venv bins moto bins-demo bins-traefik cluster-up cluster-down cluster-status playground playground-down lint lock audit test demo bench generate docs clean
 
 .DEFAULT_GOAL := help
 help: ## list the targets
@@ -133,6 +133,7 @@ bench: setup ## the long runs: speed, memory and scale (bench/REPORT.md)
 # Everything the release workflow (.github/workflows/release.yaml) does but the uploads, into dist/:
 # wheel and sdist (installed into a fresh venv from the lock), the stamped chart (packaged, linted,
 # rendered), the release notes, and the image where docker, podman or buildah exists.
+.PHONY: release-check
 release-check: venv ## build and verify every release artifact, no upload
 	bash hack/build-bins.sh helm
 	$(PY) -m tooling.release_check --out dist
