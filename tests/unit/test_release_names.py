@@ -1,6 +1,6 @@
 """Names that are ours: the Python distribution's name is free on the package index (the package
 list this machine keeps of it), every install hint names that distribution, and no tracked file
-points at the unrelated project's repository that the chart's metadata once named."""
+points at the unrelated project's repository (the chart's metadata once did) or its registry namespace."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from tooling.requirements_lock import normalized
 
 # The package index's names, one a row (tab-separated, the name first), as this workplace keeps them.
 PACKAGE_LIST = Path("/work/.library/env/packages/pypi.tsv")
-# Written in two parts so that this file does not name it either.
-STRANGERS_REPOSITORY = "github.com/" + "modelgate"
+# Places under the name `modelgate` that are not ours: the unrelated project's repository, and its
+# owner's namespace on the registry. Written in two parts so that this file does not name them.
+STRANGERS_PLACES = ("github.com/" + "modelgate", "ghcr.io/" + "modelgate/")
 INSTALL_HINT = re.compile(r"pip install '?([A-Za-z0-9][A-Za-z0-9._-]*)\[")
 
 
@@ -70,10 +71,11 @@ def test_every_install_hint_names_the_distribution() -> None:
     assert {hint for hint in hints if hint[1] != DISTRIBUTION} == set()
 
 
-def test_no_tracked_file_names_the_unrelated_repository() -> None:
+def test_no_tracked_file_names_the_unrelated_repository_or_registry_namespace() -> None:
     naming = [
-        path.relative_to(REPO_ROOT).as_posix()
+        (path.relative_to(REPO_ROOT).as_posix(), place)
         for path, text in texts().items()
-        if STRANGERS_REPOSITORY in text
+        for place in STRANGERS_PLACES
+        if place in text
     ]
     assert naming == []
