@@ -132,5 +132,13 @@ demo: apt-deps venv bins-demo ## three rollouts on llm-d's simulator behind Trae
 bench: setup ## the long runs: speed, memory and scale (bench/REPORT.md)
 	bash hack/pytest.sh optional bench -m bench -s
 
+# Everything the release workflow (.github/workflows/release.yaml) does but the uploads, into dist/:
+# wheel and sdist (installed into a fresh venv from the lock), the stamped chart (packaged, linted,
+# rendered), the release notes, and the image where docker, podman or buildah exists.
+.PHONY: release-check
+release-check: venv ## build and verify every release artifact, no upload
+	bash hack/build-bins.sh helm
+	$(PY) -m tooling.release_check --out dist
+
 clean: cluster-down ## stop the bed and remove its state and caches
 	rm -rf .localcluster .pytest_cache .mypy_cache .ruff_cache

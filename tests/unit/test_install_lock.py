@@ -153,6 +153,25 @@ def test_install_lock_refuses_a_lock_that_pins_no_pip(index: Path, tmp_path: Pat
     assert "pip" in install.stderr
 
 
+def test_install_lock_takes_pip_from_a_second_lock_when_the_first_pins_none(
+    index: Path, tmp_path: Path
+) -> None:
+    """As release-check installs requirements-image.lock, which pins no pip, with requirements.lock's."""
+    python = _old_pip_venv(tmp_path / "venv")
+    without_pip = tmp_path / "lock.txt"
+    without_pip.write_text("\n".join((index / "lock.txt").read_text().splitlines()[:2]) + "\n")
+    install = subprocess.run(
+        ["bash", INSTALL_LOCK, tmp_path / "venv", without_pip, index / "lock.txt"],
+        env=_offline(index),
+        capture_output=True,
+        text=True,
+    )
+    assert install.returncode == 0, install.stderr
+    installed = _installed(python)
+    assert installed["pip"] == read_pins((index / "lock.txt").read_text())["pip"].version != OLD_PIP
+    assert installed["auditor"] == "1.0"
+
+
 @pytest.mark.parametrize("lock", PROJECT_LOCKS, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_every_lock_the_project_installs_pins_its_own_pip(lock: Path) -> None:
     assert normalized("pip") in read_pins(lock.read_text())

@@ -105,7 +105,7 @@ def test_without_vl_convert_the_report_says_how_to_install_it(monkeypatch: pytes
     monkeypatch.setitem(sys.modules, "vl_convert", None)  # import fails, as when not installed
     with pytest.raises(MissingRenderer) as raised:
         check_renderer()
-    assert str(raised.value) == INSTALL_HINT and "pip install 'modelgate[report]'" in INSTALL_HINT
+    assert str(raised.value) == INSTALL_HINT and "pip install 'modelgate-operator[report]'" in INSTALL_HINT
 
 
 def _drawn(vega: dict[str, Any], layer: str) -> dict[str, list[Any]]:

@@ -66,7 +66,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--aa", action="store_true", help="A/A: the incumbent against itself, from sliding start times"
     )
     replay.add_argument("--stride", help=f"A/A: time between start times (default: the range / {AA_RUNS})")
-    replay.add_argument("--png", type=Path, help="also draw the replay as a PNG (needs modelgate[report])")
+    replay.add_argument(
+        "--png", type=Path, help="also draw the replay as a PNG (needs modelgate-operator[report])"
+    )
     replay.add_argument("-o", "--output", choices=["table", "json"], default="table", help=OUTPUT_HELP)
     replay.set_defaults(handler=run_replay)
 

@@ -12,7 +12,7 @@ from typing import Any
 from modelgate.cli.report_charts import VEGA_LITE, png_chart
 from modelgate.cli.timeline import Timeline
 
-INSTALL_HINT = "drawing the report's charts needs vl-convert: pip install 'modelgate[report]'"
+INSTALL_HINT = "drawing the report's charts needs vl-convert: pip install 'modelgate-operator[report]'"
 PNG_SCALE = 2  # pixels per CSS pixel: sharp on high-density screens and in documents
 
 # Run in the page once the bundle has loaded: every element with data-spec becomes an interactive
