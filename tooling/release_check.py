@@ -120,7 +120,10 @@ def kubectl_plugin_lookup(venv: Path) -> str:
         kubectl = found
     env = os.environ | {"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     run([kubectl, "modelrollout", "--help"], env=env)
-    return "`kubectl modelrollout` runs it as a kubectl plugin"
+    offered = run([kubectl, "__complete", "modelrollout", ""], env=env).split()
+    if "status" not in offered:  # kubectl asks the wheel's kubectl_complete-modelrollout
+        raise ReleaseCheckError(f"`kubectl modelrollout <TAB>` offers {offered!r}, not the commands")
+    return "`kubectl modelrollout` runs it as a kubectl plugin, with completion"
 
 
 def check_chart(release: Release) -> str:

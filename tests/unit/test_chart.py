@@ -25,7 +25,7 @@ from testbed.versions import REPO_ROOT, pinned_versions
 CHART = REPO_ROOT / "charts" / "modelgate"
 MIN_KUBE_VERSION = "1.30.0"  # Chart.yaml's kubeVersion floor: the chart must render there
 NAMESPACE = "modelgate-system"
-# image.repository has no default (no registry publishes the image): the tests' build.
+# image.repository has no default in a checkout's chart (a release stamps it): the tests' build.
 REPOSITORY = "registry.example/modelgate"
 Object = dict[str, Any]
 # Verbs the operator never uses; the last three would let it grant itself more. It deletes one kind
