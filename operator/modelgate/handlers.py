@@ -4,7 +4,6 @@ loops; nothing is decided here."""
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -192,5 +191,3 @@ for _resource in route_resources():
         _route_handler(_resource.plural)
     )
 
-
-logging.getLogger("kopf.objects").setLevel(logging.WARNING)

@@ -4,6 +4,7 @@ info and a rollback at warning, and console logs without colour codes when they 
 from __future__ import annotations
 
 import copy
+import importlib
 import io
 import json
 import logging
@@ -70,6 +71,8 @@ def test_at_error_level_neither_the_operator_nor_kopf_log_warnings(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     run.configure_operator_logging(build_parser().parse_args(["run", "--log-level=error"]))
+    # as run_operator does after configuring: importing the handlers must not lower kopf's level
+    importlib.import_module("modelgate.handlers")
     structlog.get_logger("test").warning("a slow query")
     structlog.get_logger("test").error("a failed query")
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
