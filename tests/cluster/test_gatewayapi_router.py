@@ -149,7 +149,7 @@ PROBLEMS = {
     "missing rule": (
         {"rule_index": 3},
         "RuleNotFound",
-        "HTTPRoute {ns}/chat has 1 rule(s); spec.trafficRouting.gatewayAPI.ruleIndex is 3",
+        "HTTPRoute {ns}/chat has 1 rule; spec.trafficRouting.gatewayAPI.ruleIndex is 3",
     ),
     "missing backend": (
         {"candidate_backend": "chat-v3"},

@@ -174,7 +174,7 @@ def test_a_step_waits_for_the_candidates_ready_replicas(
         waiting = scenario.wait_for_status("the wait", lambda s: capacity(s) is not None)
         held = capacity(waiting)
         assert held.status is ConditionStatus.FALSE and held.reason == Reason.INSUFFICIENT_CAPACITY
-        assert "60% needs 3 Ready candidate replica(s)" in held.message and "has 2" in held.message
+        assert "60% needs 3 Ready candidate replicas" in held.message and "has 2" in held.message
         assert waiting.phase is Phase.PROGRESSING and waiting.current_weight == 0
         reasons = [event["reason"] for event in operator_events(api_client, namespace).get("chat", [])]
         assert Reason.INSUFFICIENT_CAPACITY in reasons
