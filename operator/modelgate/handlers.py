@@ -190,4 +190,3 @@ for _resource in route_resources():
     kopf.on.event(_resource.group, _resource.version, _resource.plural, id=f"route-{_resource.plural}")(
         _route_handler(_resource.plural)
     )
-
