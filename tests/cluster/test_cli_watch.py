@@ -27,7 +27,7 @@ from tests.support.cli import modelgate
 from tests.support.scenario import serving
 
 WATCH_TIMEOUT = 300  # the 5m given to --timeout
-INTERVAL_SECONDS = 6
+INTERVAL_SECONDS = 10
 # A change reaches the file within one interval, plus the watch's refresh (1 s), its reading and the
 # operator's tick on a busy machine.
 LATENESS_SECONDS = 5
