@@ -175,10 +175,6 @@ class CheckPolicy(SpecModel):
         json_schema_extra=list_map("name"),
     )
 
-    @property
-    def max_test_set_age_timedelta(self) -> timedelta | None:
-        return None if self.max_test_set_age is None else parse_duration(self.max_test_set_age)
-
     def bounds(self, score: str, *, lower_is_better: bool = False) -> ScoreBounds:
         """The bounds one score is held to: its own, or the defaults (minScore only for scores where
         higher is better)."""

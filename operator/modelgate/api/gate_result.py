@@ -209,6 +209,3 @@ class GateResult(ResultModel):
         if len(set(names)) != len(names):
             raise ValueError("each capability at most once")
         return tokens
-
-    def capability_tokens(self, name: str) -> CapabilityTokens | None:
-        return next((entry for entry in self.tokens if entry.name == name), None)

@@ -160,12 +160,6 @@ class PrometheusClient:
             )
             return []
 
-    def is_online(self) -> bool:
-        # A real query exercises the same endpoint, auth and proxies as the analysis does; `/-/ready`
-        # does not exist behind path-prefixed API gateways (Mimir, Cortex), and `/` answers for any
-        # web server at that address.
-        return self.query("vector(1)").value == 1.0
-
     def close(self) -> None:
         self._client.close()
 
