@@ -1,4 +1,6 @@
-"""ModelRollout.spec.gate: checks that judge the candidate before it gets any traffic, and the rule
+"""ModelRollout.spec.gate: the checks that judge the candidate before it gets any traffic.
+
+ModelRollout.spec.gate: checks that judge the candidate before it gets any traffic, and the rule
 that turns their verdicts into a decision (full release, canary, or reject). docs/gate.md explains it.
 
 A check is the built-in evaluator (`modelgate eval`, run as a Job in the operator's image) or a Job

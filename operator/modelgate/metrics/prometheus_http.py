@@ -1,4 +1,6 @@
-"""A client of the Prometheus HTTP API (and API-compatible backends): instant, range and exemplar
+"""A client of the Prometheus HTTP API: instant, range and exemplar queries.
+
+A client of the Prometheus HTTP API (and API-compatible backends): instant, range and exemplar
 queries within a timeout, without retries, their errors described without the response body."""
 
 from __future__ import annotations
