@@ -7,7 +7,8 @@ code that builds them.
 
 `docs/api-reference.md` is generated whole. `docs/metric-presets.md`, `docs/presets.md` and README's
 preset table, charts/modelgate/README.md (its values table, from values.yaml's comments) and
-docs/getting-started.md (its `modelgate status` sample, from the CLI's renderer) are
+docs/getting-started.md (its `modelgate status` sample, from the CLI's renderer) and
+docs/architecture.md (its module table, from each module's docstring: tooling.module_table_doc) are
 written by hand except for the blocks between `<!-- BEGIN GENERATED key -->` and
 `<!-- END GENERATED key -->`, which are replaced. The output depends only on the inputs (no dates,
 no versions), so the tests can compare the committed files with a fresh rendering.
@@ -35,6 +36,7 @@ from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query
 from tooling.chart_values_doc import other_charts_table, values_table
 from tooling.cli_samples_doc import status_sample
+from tooling.module_table_doc import module_tables
 from tooling.presets_doc import goodput_block, preset_doc_blocks, readme_preset_table
 from tooling.verdicts_doc import verdict_effects_table, verdict_rules_table
 
@@ -46,6 +48,7 @@ EVALUATION_API_REFERENCE = Path("docs/evaluation-api-reference.md")
 METRIC_PRESETS = Path("docs/metric-presets.md")
 PRESETS_BY_SOURCE = Path("docs/presets.md")
 GETTING_STARTED = Path("docs/getting-started.md")
+ARCHITECTURE = Path("docs/architecture.md")
 README = Path("README.md")
 CHART_VALUES = Path("charts/modelgate/values.yaml")
 CHART_README = Path("charts/modelgate/README.md")
@@ -550,6 +553,9 @@ def generated_files(root: Path) -> dict[Path, str]:
             (root / GETTING_STARTED).read_text(),
             {"status-sample": "\n".join(status_sample(root)) + "\n"},
             str(GETTING_STARTED),
+        ),
+        ARCHITECTURE: fill_generated_blocks(
+            (root / ARCHITECTURE).read_text(), _rendered({"modules": module_tables}), str(ARCHITECTURE)
         ),
     }
 

@@ -1,9 +1,9 @@
 """The generated verdict tables of docs/metric-presets.md, from the verdict rules as the code has them
-(`modelgate.core.verdict_rules`, checked against `analysis.evaluate` by tests/unit/test_verdict_rules.py)."""
+(`tooling.verdict_rules`, checked against `analysis.evaluate` by tests/unit/test_verdict_rules.py)."""
 
 from __future__ import annotations
 
-from modelgate.core.verdict_rules import VERDICT_RULES, verdict_effects
+from tooling.verdict_rules import VERDICT_RULES, verdict_effects
 
 
 def _cell(text: str) -> str:

@@ -1,4 +1,6 @@
-"""The egress policy of this process (operator, CLI or evaluator Job) from its settings, the host
+"""This process's egress policy: where its HTTP requests may go, checked as each connects.
+
+The egress policy of this process (operator, CLI or evaluator Job) from its settings, the host
 name resolution its checks need, the check of a new connection's peer that every HTTP stack's
 transport applies (requests: metrics/checked_session.py, obstore: storage/checked_tunnel.py), and
 an aiohttp session that checks what each name resolves to when it connects. The rules themselves

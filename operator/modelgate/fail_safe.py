@@ -1,4 +1,6 @@
-"""What an exception out of a tick means for its rollout, and the fail-safe it may call for (issue
+"""What an exception out of a tick means for its rollout, and when it calls for the fail-safe.
+
+What an exception out of a tick means for its rollout, and the fail-safe it may call for (issue
 34: a tick that kept raising left the candidate on its weight, unjudged, for as long as it raised).
 
 - Transient: a KubeError, the API server not answering or refusing the request for now (the object

@@ -1,4 +1,6 @@
-"""Which waiting ticks may take a worker thread now: fair shares across namespaces, so that one
+"""Which waiting ticks may take a worker thread now: fair shares across namespaces.
+
+Which waiting ticks may take a worker thread now: fair shares across namespaces, so that one
 tenant's hanging ticks (a Prometheus that never answers, say) cannot hold the threads every other
 tenant's rollbacks need. Pure bookkeeping: the caller says when ticks ask, start and end, and when.
 

@@ -1,4 +1,6 @@
-"""Where the refusal proxy's recorded requests are kept and which are the newest: the names of the
+"""The names of the objects the refusal proxy records into, and which are the newest.
+
+Where the refusal proxy's recorded requests are kept and which are the newest: the names of the
 objects it writes under a prefix, shared by the proxy (which writes them) and the evaluator (which
 replays the newest N). Pure.
 

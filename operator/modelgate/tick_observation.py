@@ -1,4 +1,6 @@
-"""What one tick observes before it decides: the live route, each side's availability (and with
+"""What one tick observes before it decides; it reads, never writes.
+
+What one tick observes before it decides: the live route, each side's availability (and with
 spec.capacity.enforce, Ready replicas), the analysis and the query check when due, the gate's check
 Jobs, the command annotation and the finalizer. Reads only: whatever is written is an action of the
 Decision (core/actions.py), applied by the reconciler."""

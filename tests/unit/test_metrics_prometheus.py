@@ -243,13 +243,11 @@ def test_connection_refused_is_an_error() -> None:
     prometheus = PrometheusClient(address, timeout=2.0)
     try:
         result = prometheus.query("one_series")
-        online = prometheus.is_online()
     finally:
         prometheus.close()
     assert result.error is not None
     assert result.error.startswith(f"cannot connect to Prometheus at {address}: ")
     assert "refused" in result.error.lower()
-    assert not online
 
 
 def test_timeout_is_an_error(fake: FakePrometheus) -> None:
@@ -274,11 +272,6 @@ def test_bearer_token_is_sent(fake: FakePrometheus) -> None:
 def test_no_authorization_header_without_token(provider: PrometheusClient, fake: FakePrometheus) -> None:
     provider.query("one_series")
     assert fake.requests == [("one_series", None)]
-
-
-def test_is_online_runs_a_query(provider: PrometheusClient, fake: FakePrometheus) -> None:
-    assert provider.is_online()
-    assert [query for query, _ in fake.requests] == ["vector(1)"]
 
 
 @pytest.mark.usefixtures("loopback_allowed")

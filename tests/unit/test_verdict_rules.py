@@ -1,4 +1,4 @@
-"""The verdict rules as data (core/verdict_rules.py), from which docs/metric-presets.md's verdict tables
+"""The verdict rules as data (tooling/verdict_rules.py), from which docs/metric-presets.md's verdict tables
 are rendered, are what core/metric_verdicts.py does: every row's situation, played through `evaluate`, gives
 the row's verdict; the row's `minRequests` column holds (with too few requests the verdict becomes
 Inconclusive, or stays); and only a Fail counts toward failureLimit."""
@@ -16,8 +16,8 @@ import pytest
 from modelgate.api import MetricAnalysis, MetricSpec, Verdict
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult, SideTotals
 from modelgate.core.metric_verdicts import evaluate
-from modelgate.core.verdict_rules import VERDICT_RULES, MinRequests, VerdictRule, verdict_effects
 from tests.unit.engine_support import analysis_spec
+from tooling.verdict_rules import VERDICT_RULES, MinRequests, VerdictRule, verdict_effects
 
 MIN_REQUESTS = 50
 PLENTY = QueryResult(value=1000.0, sample_count=1)

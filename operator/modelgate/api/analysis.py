@@ -1,4 +1,6 @@
-"""ModelRollout.spec.analysis: where metrics come from, and how each one judges the candidate: fixed
+"""ModelRollout.spec.analysis: where metrics come from, and how each judges the candidate.
+
+ModelRollout.spec.analysis: where metrics come from, and how each one judges the candidate: fixed
 bounds, a comparison with the incumbent in the same window, or a sequential test on counts."""
 
 from datetime import timedelta

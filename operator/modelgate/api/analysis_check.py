@@ -1,4 +1,6 @@
-"""ModelRollout.status.analysisCheck: whether the analysis's queries answer, checked before the
+"""ModelRollout.status.analysisCheck: whether the analysis's queries answer.
+
+ModelRollout.status.analysisCheck: whether the analysis's queries answer, checked before the
 candidate's first weight and again after a spec edit that changes the analysis. No traffic moves on
 a judge that cannot be asked."""
 

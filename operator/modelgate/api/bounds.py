@@ -1,4 +1,6 @@
-"""The bounds of the API's numbers that many fields share, each with its reason: every number in the
+"""The bounds of the API's numbers that many fields share, each with its reason.
+
+The bounds of the API's numbers that many fields share, each with its reason: every number in the
 CRDs has a maximum and a minimum the API server enforces (issue 34: a pricePerHour of 1e308 was
 admitted, overflowed the cost to infinity and failed every tick of the rollout)."""
 

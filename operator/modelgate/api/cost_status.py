@@ -1,4 +1,6 @@
-"""ModelRollout.status.cost: what a million output tokens cost on each side's accelerators over the
+"""ModelRollout.status.cost: each side's cost per million output tokens.
+
+ModelRollout.status.cost: what a million output tokens cost on each side's accelerators over the
 latest evaluation's window, at spec.analysis.accelerators' prices (docs/metric-presets.md)."""
 
 from pydantic import Field

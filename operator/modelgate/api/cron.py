@@ -1,4 +1,6 @@
-"""Cron schedules (five fields, as a CronJob's, or a macro such as @hourly), pure: the pattern the
+"""Cron schedules, pure: the admission pattern, the parse, and the next time a schedule fires.
+
+Cron schedules (five fields, as a CronJob's, or a macro such as @hourly), pure: the pattern the
 CRD checks at admission, the parse that names what is wrong, and the next time a schedule fires.
 
 Times are UTC. Fields: minute hour day-of-month month day-of-week (0 or 7 is Sunday); each is `*`,

@@ -1,4 +1,6 @@
-"""ModelEvaluation.status: the last runs (bounded by spec.historyLimit), newest first, each with its
+"""ModelEvaluation.status: the last runs, their scores beside the baseline's, and conditions.
+
+ModelEvaluation.status: the last runs (bounded by spec.historyLimit), newest first, each with its
 scores beside the baseline's, its test set, its outcome and why; the baseline in use; conditions."""
 
 from collections.abc import Mapping

@@ -1,4 +1,6 @@
-"""ModelRollout.spec.gate: checks that judge the candidate before it gets any traffic, and the rule
+"""ModelRollout.spec.gate: the checks that judge the candidate before it gets any traffic.
+
+ModelRollout.spec.gate: checks that judge the candidate before it gets any traffic, and the rule
 that turns their verdicts into a decision (full release, canary, or reject). docs/gate.md explains it.
 
 A check is the built-in evaluator (`modelgate eval`, run as a Job in the operator's image) or a Job
@@ -174,10 +176,6 @@ class CheckPolicy(SpecModel):
         "are missing or incomplete.",
         json_schema_extra=list_map("name"),
     )
-
-    @property
-    def max_test_set_age_timedelta(self) -> timedelta | None:
-        return None if self.max_test_set_age is None else parse_duration(self.max_test_set_age)
 
     def bounds(self, score: str, *, lower_is_better: bool = False) -> ScoreBounds:
         """The bounds one score is held to: its own, or the defaults (minScore only for scores where

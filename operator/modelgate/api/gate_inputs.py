@@ -1,4 +1,6 @@
-"""Where a gate check's JSONL inputs come from (spec.gate.checks[].evaluator.testSet and .replay): a
+"""Where a gate check's JSONL inputs come from: a ConfigMap, a URL, a volume, an S3 object.
+
+Where a gate check's JSONL inputs come from (spec.gate.checks[].evaluator.testSet and .replay): a
 ConfigMap key, an http(s) URL, a file on a PersistentVolumeClaim, an S3 object, or (a replay) the
 requests a refusal proxy recorded."""
 

@@ -1,4 +1,6 @@
-"""What a gate check writes when it ends: the JSON that `modelgate eval` and a user's own check Job
+"""What a gate check writes when it ends: the GateResult the operator reads back.
+
+What a gate check writes when it ends: the JSON that `modelgate eval` and a user's own check Job
 produce and the operator reads back (from the check Pod's termination message). docs/gate.md documents
 it for authors of custom checks."""
 
@@ -209,6 +211,3 @@ class GateResult(ResultModel):
         if len(set(names)) != len(names):
             raise ValueError("each capability at most once")
         return tokens
-
-    def capability_tokens(self, name: str) -> CapabilityTokens | None:
-        return next((entry for entry in self.tokens if entry.name == name), None)

@@ -1,4 +1,6 @@
-"""What one shard of a parallel evaluator check writes (`modelgate eval --shards`): counts, never
+"""What one shard of a parallel evaluator check writes: counts, never shares.
+
+What one shard of a parallel evaluator check writes (`modelgate eval --shards`): counts, never
 shares, so that the operator adds the shards' counts up and scores them exactly as one Pod that ran
 every item would have (core/gate_shards.py). Each index of the check's Indexed Job writes one to its
 termination message."""

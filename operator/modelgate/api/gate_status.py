@@ -1,4 +1,6 @@
-"""ModelRollout.status.gate: the evidence of the evaluation gate, kept on the resource: every check's
+"""ModelRollout.status.gate: the evaluation gate's evidence, kept on the resource.
+
+ModelRollout.status.gate: the evidence of the evaluation gate, kept on the resource: every check's
 scores beside the policy they were held to, each verdict and why, the test set's version, the decision."""
 
 from enum import StrEnum

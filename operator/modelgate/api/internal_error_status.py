@@ -1,4 +1,6 @@
-"""status.internalError: the exception that failed the rollout when its ticks kept raising it (a bug
+"""status.internalError: the exception that failed the rollout when its ticks kept raising it.
+
+status.internalError: the exception that failed the rollout when its ticks kept raising it (a bug
 in the operator, issue 34), for `modelgate status` and for the bug report."""
 
 from typing import Annotated

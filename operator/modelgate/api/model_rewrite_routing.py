@@ -1,4 +1,6 @@
-"""ModelRollout.spec.trafficRouting.inferenceModelRewrite: the rule of an InferenceModelRewrite
+"""spec.trafficRouting.inferenceModelRewrite: the InferenceModelRewrite rule to move.
+
+ModelRollout.spec.trafficRouting.inferenceModelRewrite: the rule of an InferenceModelRewrite
 (inference.networking.x-k8s.io/v1alpha2) whose targets carry the two adapters' weights."""
 
 from typing import Annotated

@@ -1,4 +1,6 @@
-"""spec.notifications: who is told when a rollout reaches a transition (docs/notifications.md), and
+"""spec.notifications (who is told of which transitions) and status.notifications (not yet sent).
+
+spec.notifications: who is told when a rollout reaches a transition (docs/notifications.md), and
 status.notifications: the transitions not yet delivered, kept in status so that an operator restarted
 between a transition and its delivery still delivers it (at least once; the key lets a receiver
 drop a repeat)."""

@@ -1,4 +1,6 @@
-"""Object storage in the spec (docs/object-storage.md): an object to read and a location to write
+"""Object storage in the spec, and the contract of a storage Secret with the evaluator.
+
+Object storage in the spec (docs/object-storage.md): an object to read and a location to write
 under, each with the Secret that reaches it; and the contract between such a Secret, the evaluator
 Job's environment and the evaluator: which keys the Secret holds, and the variable each becomes. The
 operator passes the values by `secretKeyRef` and never reads them."""

@@ -1,4 +1,6 @@
-"""ModelRollout.status.pause: why a rollout is held, as data (as Argo Rollouts' status.pauseConditions),
+"""ModelRollout.status.pause: why a rollout is held, as data.
+
+ModelRollout.status.pause: why a rollout is held, as data (as Argo Rollouts' status.pauseConditions),
 so that `modelgate resume`, `promote` and `abort` switch on it and a reader needs no condition reason."""
 
 from enum import StrEnum

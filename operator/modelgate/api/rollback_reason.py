@@ -1,4 +1,6 @@
-"""Why a rollout rolled back, as status.rollbackReason keeps it: the rule the value broke, the
+"""Why a rollout rolled back (status.rollbackReason): the rule, the value, the evidence.
+
+Why a rollout rolled back, as status.rollbackReason keeps it: the rule the value broke, the
 value and its bound, and the evidence behind it (the requests' traces, the value per pod)."""
 
 from enum import StrEnum

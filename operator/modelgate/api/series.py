@@ -1,4 +1,6 @@
-"""Which series a metric preset reads and which component exports each: what an Inconclusive metric
+"""Which series a metric preset reads, and which component exports each.
+
+Which series a metric preset reads and which component exports each: what an Inconclusive metric
 names when its data is missing because nobody exports a series, not because traffic is low."""
 
 from collections.abc import Mapping

@@ -1,4 +1,6 @@
-"""How a metric compares the candidate with the incumbent: a ratio or increase of the same query
+"""How a metric compares the candidate with the incumbent: a ratio, an increase, a test.
+
+How a metric compares the candidate with the incumbent: a ratio or increase of the same query
 (with optional anytime-valid bounds), or a sequential test on counts (docs/statistics.md)."""
 
 from typing import Annotated, Self

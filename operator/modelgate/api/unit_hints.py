@@ -1,4 +1,6 @@
-"""What a number written with its unit should have been: `max: "250ms"` on a latency is refused
+"""What a number written with its unit should have been ("250ms" on a latency: 0.25).
+
+What a number written with its unit should have been: `max: "250ms"` on a latency is refused
 with `"250ms" is not a number; latencies are in seconds, so write 0.25`. The API server cannot say
 this (a string where the schema types a number fails its type check before any CEL rule runs, see
 docs/api-reference.md); parse_spec, and so `modelgate plan` and the operator, can."""

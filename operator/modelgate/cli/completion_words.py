@@ -1,4 +1,6 @@
-"""What to offer for the word being typed on a `modelgate` command line: the commands, a command's
+"""What to offer for the word being typed on a `modelgate` command line.
+
+What to offer for the word being typed on a `modelgate` command line: the commands, a command's
 options, an option's choices, and names read from the cluster (namespaces after -n, the namespace's
 ModelRollouts where a command takes one). One answer for every shell: fish asks it for every word,
 bash and zsh for the names, and kubectl (`kubectl modelrollout <TAB>`, kubectl 1.26 or later) runs

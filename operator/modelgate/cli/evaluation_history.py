@@ -1,4 +1,6 @@
-"""A ModelEvaluation's history as one JSON document (`modelgate evaluations NAME -o json|s3://...`):
+"""A ModelEvaluation's history as one JSON document (`modelgate evaluations NAME -o`).
+
+A ModelEvaluation's history as one JSON document (`modelgate evaluations NAME -o json|s3://...`):
 its runs as status keeps them (newest first), each check's scores per run oldest first, and the
 baseline in use. Pure: the status in, the document out."""
 

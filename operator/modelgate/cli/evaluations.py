@@ -1,4 +1,6 @@
-"""`modelgate evaluations` (the score trend of each ModelEvaluation) and `modelgate evaluate-now`
+"""`modelgate evaluations` (each ModelEvaluation's score trend) and `modelgate evaluate-now`.
+
+`modelgate evaluations` (the score trend of each ModelEvaluation) and `modelgate evaluate-now`
 (a run now, through the modelgate.io/run-now annotation)."""
 
 from __future__ import annotations

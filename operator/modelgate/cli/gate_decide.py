@@ -1,4 +1,6 @@
-"""`modelgate gate`: the gate's decision on results measured outside the cluster, by the operator's
+"""`modelgate gate`: the gate's decision on results measured outside the cluster.
+
+`modelgate gate`: the gate's decision on results measured outside the cluster, by the operator's
 own policy code (core/gate_judgement.py), so that CI can run the decision before it applies the rollout. The
 exit code is the decision (cli/exit_codes.py)."""
 

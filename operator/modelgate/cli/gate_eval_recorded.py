@@ -1,4 +1,6 @@
-"""`modelgate eval --replay-recorded s3://bucket/prefix --replay-last N`: replay the newest N
+"""`modelgate eval --replay-recorded`: replay the newest requests a refusal proxy recorded.
+
+`modelgate eval --replay-recorded s3://bucket/prefix --replay-last N`: replay the newest N
 requests a refusal proxy recorded there (docs/gate-eval.md, "Replaying recorded requests")."""
 
 from __future__ import annotations

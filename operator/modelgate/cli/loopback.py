@@ -1,4 +1,6 @@
-"""--allow-loopback: the one switch, on every command whose URLs the egress policy holds (run,
+"""--allow-loopback: the one switch that lets a command's URLs reach loopback addresses.
+
+--allow-loopback: the one switch, on every command whose URLs the egress policy holds (run,
 report, replay, eval, evaluations), that lets them reach loopback addresses: a local bed, a
 port-forwarded Prometheus, a MinIO on this machine. It sets $MODELGATE_ALLOW_LOOPBACK for the
 process, so that every client the command makes builds its policy from the same setting

@@ -1,4 +1,6 @@
-"""What a manifest says about the traffic it is sized for, in annotations `modelgate plan` reads, so
+"""The traffic a manifest says it is sized for, in annotations `modelgate plan` reads.
+
+What a manifest says about the traffic it is sized for, in annotations `modelgate plan` reads, so
 that the plan of a rollout needs no numbers beside it:
 
     metadata:

@@ -1,4 +1,6 @@
-"""The figures of `modelgate plan`: rollouts simulated with the operator's own engine (`decide`, and
+"""The figures of `modelgate plan`: the operator's own engine over simulated traffic, counted.
+
+The figures of `modelgate plan`: rollouts simulated with the operator's own engine (`decide`, and
 in it `core.metric_verdicts.evaluate`) over simulated traffic, counted. Nothing here judges a value: every
 verdict, every step's end and every rollback is the engine's, so the figures cannot disagree with
 the operator on what a rule does.

@@ -1,4 +1,6 @@
-"""Simulated traffic for `modelgate plan`: steady requests split between the sides by the route's
+"""Simulated traffic for `modelgate plan`, answered as Prometheus would answer the analysis.
+
+Simulated traffic for `modelgate plan`: steady requests split between the sides by the route's
 weight, each failing (an error, an abort, a refusal, a slow request) independently with its side's
 rate; answered to the operator's analysis as Prometheus would answer its queries.
 

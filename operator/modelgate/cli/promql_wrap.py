@@ -1,4 +1,6 @@
-"""PromQL broken into lines only between its tokens: a metric or label name, a quoted string, a
+"""PromQL broken into lines only between its tokens, so a wrapped query still runs.
+
+PromQL broken into lines only between its tokens: a metric or label name, a quoted string, a
 number or a duration is never cut, so a query copied from a wrapped terminal or report still runs
 (once its line breaks are removed). In the terminal a renderable that fills each line to the width
 given; in the HTML report a <wbr> between tokens where the browser may break."""

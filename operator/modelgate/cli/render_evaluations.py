@@ -1,4 +1,6 @@
-"""A ModelEvaluation's score trend in a terminal, pure: one row per check and score, the baseline,
+"""A ModelEvaluation's score trend in a terminal, at 80 columns; pure.
+
+A ModelEvaluation's score trend in a terminal, pure: one row per check and score, the baseline,
 then the last runs oldest to newest, at most as many as fit 80 columns."""
 
 from __future__ import annotations

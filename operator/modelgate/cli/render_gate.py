@@ -1,4 +1,6 @@
-"""How a rollout's evaluation gate looks in a terminal: each check, its test set, every score beside
+"""How a rollout's evaluation gate looks in a terminal.
+
+How a rollout's evaluation gate looks in a terminal: each check, its test set, every score beside
 the policy it was held to, the win rate's bound, the verdicts and the decision."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""`modelgate status` lines from status data on the judge: the analysis's queries that do not answer
+"""`modelgate status` lines on the judge: queries that do not answer, series nobody exports.
+
+`modelgate status` lines from status data on the judge: the analysis's queries that do not answer
 (status.analysisCheck), and the series a metric reads that nobody exports (analysis[].missingSeries)."""
 
 from __future__ import annotations

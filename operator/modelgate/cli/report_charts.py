@@ -1,4 +1,6 @@
-"""A Timeline's charts as Vega-Lite specs (plain dicts): one description per chart, drawn as an
+"""A Timeline's charts as Vega-Lite specs (plain dicts).
+
+A Timeline's charts as Vega-Lite specs (plain dicts): one description per chart, drawn as an
 interactive view on the report's page and as the PNG, both by Vega's own renderer.
 
 Values stay in the metric's own unit (a ratio as 0.01); axes and tooltips show them in the report's

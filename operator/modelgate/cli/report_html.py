@@ -1,4 +1,6 @@
-"""A Timeline as one self-contained HTML page: inline CSS, and Vega's JavaScript inline with each
+"""A Timeline as one self-contained HTML page, its charts drawn by Vega in the browser.
+
+A Timeline as one self-contained HTML page: inline CSS, and Vega's JavaScript inline with each
 chart's Vega-Lite spec (report_charts.py), drawn as interactive SVG views in the browser. Nothing
 comes from anywhere else, so that the file can be mailed, attached to an incident or opened offline."""
 

@@ -1,4 +1,6 @@
-"""Where `modelgate report` writes its page (and `modelgate evaluations -o` a history): a file, or
+"""Where `modelgate report` writes its page: a file, or an object in S3-compatible storage.
+
+Where `modelgate report` writes its page (and `modelgate evaluations -o` a history): a file, or
 an object in S3-compatible storage (`--output s3://bucket/key`, credentials from $AWS_ENDPOINT_URL,
 $AWS_REGION, $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY and $AWS_SESSION_TOKEN;
 docs/object-storage.md)."""

@@ -1,4 +1,6 @@
-"""How the report writes a metric's values: in its preset's unit (a share as %, seconds as s),
+"""How the report writes a metric's values: in its preset's unit, to 3 significant digits.
+
+How the report writes a metric's values: in its preset's unit (a share as %, seconds as s),
 rounded to 3 significant digits, and its y axis ticked at round numbers."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""A rollout's timeline as data, for the pictures of `modelgate report` and `modelgate replay`: the
+"""A rollout's timeline as data, for the pictures of `modelgate report` and `modelgate replay`.
+
+A rollout's timeline as data, for the pictures of `modelgate report` and `modelgate replay`: the
 candidate's weight over time, the step starts, every metric against its bounds, the Events, and the
 status fields worth reading (shown generically, so that fields added to status appear unchanged)."""
 

@@ -1,4 +1,6 @@
-"""`modelgate status -w` with no terminal (a CI log, a file): a line for a rollout each time what it
+"""`modelgate status -w` with no terminal: a line for a rollout each time what it shows changes.
+
+`modelgate status -w` with no terminal (a CI log, a file): a line for a rollout each time what it
 shows changes (phase, step, weight, message, an analysis run), as it happens. A live view rewrites
 the screen; in a file it would print nothing until the end, and a CI system may kill a job that is
 silent for the hours a rollout takes."""

@@ -1,4 +1,6 @@
-"""Every effect of a tick as an action in its Decision, in the order the reconciler applies them:
+"""Every effect of a tick as an action in its Decision, in the order it is applied.
+
+Every effect of a tick as an action in its Decision, in the order the reconciler applies them:
 the finalizer first when the rollout needs one (nothing is written before it); a rollback's weight
 before anything else, any other weight after the status that names its step; a breach's evidence;
 the Events; the status; the gate's Jobs; the incumbent scaled down; the command cleared; the

@@ -1,4 +1,6 @@
-"""The full per-item results of a run (docs/object-storage.md): a JSONL whose first line is the
+"""The full per-item results of a run, as JSONL, both sides' answers included.
+
+The full per-item results of a run (docs/object-storage.md): a JSONL whose first line is the
 GateResult and the inputs' content hashes, then one line per test-set item and per replayed
 request, with both sides' answers. Pure: the runner adds to it, the CLI writes it out."""
 

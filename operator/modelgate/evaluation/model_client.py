@@ -1,4 +1,6 @@
-"""The HTTP side of `modelgate eval`: OpenAI-compatible chat completions, whole or streamed, with
+"""The HTTP side of `modelgate eval`: chat completions with bounded concurrency and retries.
+
+The HTTP side of `modelgate eval`: OpenAI-compatible chat completions, whole or streamed, with
 bounded concurrency per endpoint, a timeout per attempt and retries with exponential backoff; and
 reading a test set or replay file from a path or an http(s) URL.
 

@@ -1,4 +1,6 @@
-"""The newest N requests the refusal proxy recorded under an s3:// prefix (`--record`,
+"""The newest N requests the refusal proxy recorded under an s3:// prefix, as a replay set.
+
+The newest N requests the refusal proxy recorded under an s3:// prefix (`--record`,
 docs/refusal-sidecar.md), as a replay set: the prefix is listed, its objects read newest first until
 no older one can hold any of the newest N, and those N are replayed oldest first.
 

@@ -1,4 +1,6 @@
-"""Recorded production requests to replay: JSONL, one request per line, `{"messages": [...]}` or
+"""Recorded production requests to replay: JSONL, one request per line.
+
+Recorded production requests to replay: JSONL, one request per line, `{"messages": [...]}` or
 `{"prompt": "..."}`, optionally with `model`, `max_tokens` and `stream` (a request sent streaming is
 replayed streaming); other recorded fields are ignored."""
 

@@ -1,4 +1,6 @@
-"""A stored input or output that `modelgate eval` could not read or write, saying which one, so that
+"""A stored input or output that `modelgate eval` could not read or write, saying which.
+
+A stored input or output that `modelgate eval` could not read or write, saying which one, so that
 the operator can name the field of the spec that points at it (api/gate_result.py StoredData)."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""`modelgate eval`'s inputs read from, and full results written to, S3-compatible storage, with the
+"""`modelgate eval`'s inputs read from, and full results written to, S3-compatible storage.
+
+`modelgate eval`'s inputs read from, and full results written to, S3-compatible storage, with the
 credentials of each option's variables (api/object_storage.py). Errors name the option and the key."""
 
 from __future__ import annotations

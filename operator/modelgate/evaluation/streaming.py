@@ -1,4 +1,6 @@
-"""Reading a streamed chat completion (`"stream": true`), as OpenAI-compatible servers send it:
+"""Reading a streamed chat completion (`"stream": true`) as OpenAI-compatible servers send it.
+
+Reading a streamed chat completion (`"stream": true`), as OpenAI-compatible servers send it:
 server-sent events whose data are JSON chunks carrying the answer in pieces, in
 `choices[].delta.content`, then `data: [DONE]`. Pure: bytes in, the answer or a StreamError out; the
 client feeds it and times it.

@@ -1,4 +1,6 @@
-"""An answer's output tokens, as OpenAI-compatible servers report them: `usage.completion_tokens` of a
+"""An answer's output tokens, as OpenAI-compatible servers report them.
+
+An answer's output tokens, as OpenAI-compatible servers report them: `usage.completion_tokens` of a
 whole answer, or of a stream's usage chunk (sent when the request asks
 `stream_options.include_usage`). Pure. A count the server did not report is None, never 0: pieces
 of a stream are not tokens (a chunk may carry several, or none), so they are not counted instead."""

@@ -1,4 +1,6 @@
-"""The only caller of the `kubernetes` client (`client.py` and the modules its `Kube` is built
+"""The only caller of the `kubernetes` client, its errors, and pure helpers over its objects.
+
+The only caller of the `kubernetes` client (`client.py` and the modules its `Kube` is built
 from), its errors, and pure helpers over the objects it reads and writes."""
 
 from modelgate.kube.api_errors import Conflict, KubeconfigMissing, KubeError, NotFound, PatchNotApplied

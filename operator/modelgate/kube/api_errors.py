@@ -1,4 +1,6 @@
-"""The only errors modelgate.kube raises: callers can tell "the object is not there" from "the API
+"""The only errors modelgate.kube raises: not there, or the API server cannot be asked.
+
+The only errors modelgate.kube raises: callers can tell "the object is not there" from "the API
 server cannot be asked right now" without knowing the client library."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Watch-fed caches: the latest copy of each object the operator reads every tick (its rollouts, their
+"""Watch-fed caches of what the operator reads every tick, so a tick reads memory.
+
+Watch-fed caches: the latest copy of each object the operator reads every tick (its rollouts, their
 routes, their Deployments), so a tick reads memory, not the API server.
 
 Fed from two sides: kopf's watch events, and the objects the API server returns for the operator's

@@ -1,4 +1,6 @@
-"""What the operator lets a gate check's Pod be, as the chart configures it (environment variables
+"""What the operator lets a gate check's Pod be, as the chart configures it.
+
+What the operator lets a gate check's Pod be, as the chart configures it (environment variables
 of the operator's container): which custom images may run, the ServiceAccount the Pods run as, and
 their resources, filled from defaults and held under maxima. Pure: no client calls."""
 

@@ -1,4 +1,6 @@
-"""A parallel evaluator check (spec.gate.checks[].parallelism) runs as an Indexed Job: which index a
+"""A parallel evaluator check as an Indexed Job: a Pod's index, and its shards added up.
+
+A parallel evaluator check (spec.gate.checks[].parallelism) runs as an Indexed Job: which index a
 Pod is, and the result of the shards' termination messages added up. Pure: no client calls."""
 
 from __future__ import annotations

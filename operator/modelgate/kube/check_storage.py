@@ -1,4 +1,6 @@
-"""A gate check's object storage (docs/object-storage.md): where the evaluator keeps a check's full
+"""A gate check's object storage: results' locations, Secrets by reference, result pointers.
+
+A gate check's object storage (docs/object-storage.md): where the evaluator keeps a check's full
 results, the variables that take each storage Secret's values by reference, the fields that name
 those Secrets, and the pointers to results the operator keeps. Pure: no client calls."""
 

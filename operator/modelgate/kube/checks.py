@@ -1,4 +1,6 @@
-"""Pure helpers for the gate's check Jobs: the Job a check runs as, and what a Job and its Pods say
+"""Pure helpers for the gate's check Jobs: the Job a check runs as, and what it says.
+
+Pure helpers for the gate's check Jobs: the Job a check runs as, and what a Job and its Pods say
 about the check (running, measured with a result, or failed and why). No client calls here."""
 
 from __future__ import annotations

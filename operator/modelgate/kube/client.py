@@ -1,4 +1,6 @@
-"""The only caller of the `kubernetes` client, with the modules its `Kube` is built from
+"""`Kube`, the only caller of the `kubernetes` client: typed, synchronous, plain dicts.
+
+The only caller of the `kubernetes` client, with the modules its `Kube` is built from
 (`connection`, `workloads`, `gate_resources`): typed, synchronous, plain dicts in and out.
 
 The operator calls these methods from worker threads. Every failure surfaces as a `KubeError`

@@ -1,4 +1,6 @@
-"""The connection to the API server that every part of the client shares: the kubernetes client's
+"""The connection to the API server that every part of the client shares.
+
+The connection to the API server that every part of the client shares: the kubernetes client's
 APIs, the request timeout, the watch caches, and how one request is counted and its errors
 translated."""
 

@@ -1,4 +1,6 @@
-"""A ModelEvaluation run's check Jobs: the gate's Jobs (kube/gate_jobs.py, kube/checks.py) with the
+"""A ModelEvaluation run's check Jobs: the gate's, the serving model answering as both sides.
+
+A ModelEvaluation run's check Jobs: the gate's Jobs (kube/gate_jobs.py, kube/checks.py) with the
 serving model answering as both candidate and incumbent, owned by the evaluation."""
 
 from __future__ import annotations

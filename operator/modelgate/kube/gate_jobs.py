@@ -1,4 +1,6 @@
-"""The gate's check Jobs in the cluster: what each shows (read fresh every tick of a Gating rollout),
+"""The gate's check Jobs in the cluster: read, started and deleted.
+
+The gate's check Jobs in the cluster: what each shows (read fresh every tick of a Gating rollout),
 starting those not started, and deleting them once the gate has decided."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Pure helpers over InferencePools (inference.networking.k8s.io/v1) and the Pods they select: the
+"""Pure helpers over InferencePools and the Pods they select.
+
+Pure helpers over InferencePools (inference.networking.k8s.io/v1) and the Pods they select: the
 selector as a label query, and whether the selected Pods can take traffic. No client calls here."""
 
 from __future__ import annotations

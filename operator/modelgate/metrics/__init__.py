@@ -2,9 +2,9 @@
 `spec.analysis` (today `prometheus`).
 
 Adding a provider: a module with a class taking a `Kube` and implementing `MetricProvider`
-(`base.py`), plus one line in PROVIDERS (and its field in AnalysisSpec, then `make generate`).
-Each provider's presets and query language stay beside it (`presets.py`, `context.py` and
-`template.py` are Prometheus's).
+(`provider.py`), plus one line in PROVIDERS (and its field in AnalysisSpec, then `make generate`).
+Each provider's presets and query language stay beside it (`presets/`, `promql_plan.py`,
+`context.py` and `template.py` are Prometheus's).
 """
 
 from __future__ import annotations

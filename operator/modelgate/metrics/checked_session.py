@@ -1,4 +1,6 @@
-"""A requests session for a tenant's address: it checks the address each new connection reached
+"""A requests session for a tenant's address, its every connection checked by the egress policy.
+
+A requests session for a tenant's address: it checks the address each new connection reached
 against an EgressPolicy before sending anything on it, so a name that resolves to a metadata or
 loopback address (at the time of the connection, not of an earlier lookup) or an IP in a disguised
 form is refused; it follows no redirect (the request's credentials would go along), and it

@@ -1,4 +1,6 @@
-"""A breach's evidence from Prometheus's answers: exemplars (`/api/v1/query_exemplars`) as trace IDs
+"""A breach's evidence from Prometheus: exemplar trace IDs, and the metric per pod.
+
+A breach's evidence from Prometheus's answers: exemplars (`/api/v1/query_exemplars`) as trace IDs
 with their pods, and the breaching metric's value per pod, each ranked worst first."""
 
 from __future__ import annotations

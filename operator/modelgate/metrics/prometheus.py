@@ -1,4 +1,6 @@
-"""The Prometheus metric provider (and API-compatible backends: Thanos, Mimir, ...): PromQL from the
+"""The Prometheus metric provider (and API-compatible backends: Thanos, Mimir).
+
+The Prometheus metric provider (and API-compatible backends: Thanos, Mimir, ...): PromQL from the
 presets and user templates, run as instant queries over the HTTP API."""
 
 from __future__ import annotations

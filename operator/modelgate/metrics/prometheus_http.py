@@ -1,4 +1,6 @@
-"""A client of the Prometheus HTTP API (and API-compatible backends): instant, range and exemplar
+"""A client of the Prometheus HTTP API: instant, range and exemplar queries.
+
+A client of the Prometheus HTTP API (and API-compatible backends): instant, range and exemplar
 queries within a timeout, without retries, their errors described without the response body."""
 
 from __future__ import annotations
@@ -159,12 +161,6 @@ class PrometheusClient:
                 "exemplars could not be read", query=promql, status=status, error=type(error).__name__
             )
             return []
-
-    def is_online(self) -> bool:
-        # A real query exercises the same endpoint, auth and proxies as the analysis does; `/-/ready`
-        # does not exist behind path-prefixed API gateways (Mimir, Cortex), and `/` answers for any
-        # web server at that address.
-        return self.query("vector(1)").value == 1.0
 
     def close(self) -> None:
         self._client.close()

@@ -1,4 +1,6 @@
-"""A rollout's analysis as PromQL: every metric's query for the candidate and, where the metric
+"""A rollout's analysis as PromQL: every metric's queries, for one side or both.
+
+A rollout's analysis as PromQL: every metric's query for the candidate and, where the metric
 compares, for the incumbent; for a sequential test, the total counts of both sides. Presets
 read the series of the metric's source, or of `spec.analysis.source`."""
 

@@ -1,4 +1,6 @@
-"""A metric provider over recorded history: every query answered at a moment from the values a
+"""A metric provider over recorded history, answering as an instant query would have then.
+
+A metric provider over recorded history: every query answered at a moment from the values a
 range query returned for it, as an instant query would have answered then. It does no I/O; the
 ranges are fetched beforehand (`PrometheusClient.query_range`), so a replay of a rollout's analysis
 runs the same engine over the past with a simulated clock."""

@@ -1,4 +1,6 @@
-"""The operator's notification queue: an asyncio loop in a thread of its own takes each Notify the
+"""The notification queue: an asyncio loop of its own that posts each Notify, with retries.
+
+The operator's notification queue: an asyncio loop in a thread of its own takes each Notify the
 reconciler submits (submitting never waits) and posts it to every receiver at once, each with its
 own retries and exponential backoff, so a receiver that hangs delays neither the others nor any
 tick. A key is delivered once per process; a restart delivers what status still lists again (at

@@ -1,4 +1,6 @@
-"""What each kind of receiver is sent for one notification: the payload as it is (webhook), a Slack
+"""What each kind of receiver is sent: a webhook's payload, Slack's, MS Teams'.
+
+What each kind of receiver is sent for one notification: the payload as it is (webhook), a Slack
 incoming webhook's text and blocks, an MS Teams MessageCard. Pure."""
 
 from __future__ import annotations

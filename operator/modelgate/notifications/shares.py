@@ -1,4 +1,6 @@
-"""What the notification queue holds for every tenant at once, split so that none takes another's
+"""Each tenant's share of the notification queue: remembered keys and posts in flight.
+
+What the notification queue holds for every tenant at once, split so that none takes another's
 part: the keys it remembers (per rollout, within each namespace's bound), and the posts in flight
 (at most a share per namespace).
 

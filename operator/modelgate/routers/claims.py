@@ -1,4 +1,6 @@
-"""A rollout's claim on the route rules it steers: one annotation per rule on the route object,
+"""A rollout's claim on the route rules it steers: one annotation per rule.
+
+A rollout's claim on the route rules it steers: one annotation per rule on the route object,
 `modelgate.io/owner.<list>.<index>` (`owner.rules.0`: rule 0 of an HTTPRoute), whose value names the
 rollout ({"namespace", "name", "uid"} as JSON). Written in the same patch as the weights, guarded by
 the resourceVersion that was read, so two rollouts never both claim a rule; kept on the object, so

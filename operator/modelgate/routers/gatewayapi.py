@@ -1,4 +1,6 @@
-"""Traffic splitting through the backend weights of rules of Gateway API HTTPRoutes and GRPCRoutes
+"""Traffic splitting through the backend weights of Gateway API HTTPRoutes and GRPCRoutes.
+
+Traffic splitting through the backend weights of rules of Gateway API HTTPRoutes and GRPCRoutes
 (both kinds hold them the same way: spec.rules[].backendRefs[]).
 
 Only the `weight` of the two named backendRefs (and, for a mirror step, the rule's RequestMirror filter

@@ -1,4 +1,6 @@
-"""Traffic splitting through the weights of two destinations in HTTP routes of Istio VirtualServices
+"""Traffic splitting through the weights of two destinations in Istio VirtualServices.
+
+Traffic splitting through the weights of two destinations in HTTP routes of Istio VirtualServices
 (networking.istio.io/v1): spec.http[].route[].{destination: {host, subset}, weight}.
 
 Only those weights (and, for a mirror step, the http route's mirror to the candidate: istio_mirror.py)

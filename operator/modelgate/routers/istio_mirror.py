@@ -1,4 +1,6 @@
-"""The candidate's mirror in one http route of an Istio VirtualService: reading it, and the JSON patch
+"""The candidate's mirror in an Istio VirtualService route: read, set or removed.
+
+The candidate's mirror in one http route of an Istio VirtualService: reading it, and the JSON patch
 operations that set or remove it (made part of the weight patch, under its resourceVersion test), as
 mirror_filter.py does for a Gateway API rule.
 

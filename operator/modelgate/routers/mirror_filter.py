@@ -1,4 +1,6 @@
-"""The candidate's RequestMirror filter in one Gateway API route rule: reading it, and the JSON patch
+"""The candidate's RequestMirror filter in a Gateway API route rule: read, set or removed.
+
+The candidate's RequestMirror filter in one Gateway API route rule: reading it, and the JSON patch
 operations that set or remove it (made part of the weight patch, under its resourceVersion test).
 
 The operator owns at most one filter per rule: a RequestMirror whose backendRef is the candidate's

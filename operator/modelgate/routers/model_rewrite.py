@@ -1,4 +1,6 @@
-"""Traffic splitting between two LoRA adapters (model names) of one InferencePool through the target
+"""Traffic splitting between two LoRA adapters of an InferencePool (InferenceModelRewrite).
+
+Traffic splitting between two LoRA adapters (model names) of one InferencePool through the target
 weights of one rule of an InferenceModelRewrite (inference.networking.x-k8s.io/v1alpha2):
 spec.rules[ruleIndex].targets[] of {modelRewrite, weight}.
 

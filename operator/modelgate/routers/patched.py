@@ -1,4 +1,6 @@
-"""What the routers of one Kubernetes object share: read it (from the watch cache), find the two
+"""What the routers of one Kubernetes object share: the cached read and the guarded patch.
+
+What the routers of one Kubernetes object share: read it (from the watch cache), find the two
 weights in it, and write them with a JSON patch guarded by a `test` of the resourceVersion that was
 read, so that every other field stays as its owner left it and a write that raced with another writer
 is redone on the fresh object. Which writer last changed the weights comes from managedFields; which

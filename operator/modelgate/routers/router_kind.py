@@ -1,4 +1,6 @@
-"""One kind of traffic router as one record: everything that differs from one router to the next
+"""One kind of traffic router as one record, read instead of branching on the router's key.
+
+One kind of traffic router as one record: everything that differs from one router to the next
 (which objects it watches, the Service a gate check calls by default, its RBAC, how it is built) is
 read from here, never by branching on the router's key."""
 

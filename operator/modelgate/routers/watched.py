@@ -1,4 +1,6 @@
-"""Which objects a rollout's router reads, from the spec of a watch event, so that a change to any of
+"""Which objects a rollout's router reads, so that a change to any of them wakes it.
+
+Which objects a rollout's router reads, from the spec of a watch event, so that a change to any of
 them wakes the rollout; and every kind of object the registered routers read, which the operator
 watches and caches. Both from the routers' records (routers/__init__.py:ROUTERS)."""
 

@@ -1,4 +1,6 @@
-"""The proxy's listening sockets, guarded against clients that hold connections: at most
+"""The proxy's listening sockets, guarded against clients that hold connections.
+
+The proxy's listening sockets, guarded against clients that hold connections: at most
 `max_connections` at once (the next are answered 503 and closed), a request's headers complete
 within `header_timeout` of its first byte (of connecting, for a connection's first request; the
 client is answered 408 and closed otherwise), and an idle keep-alive connection closed after

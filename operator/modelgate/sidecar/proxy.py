@@ -1,7 +1,8 @@
-"""The refusal proxy's I/O: every request goes to the upstream server and every response comes back
-byte for byte, as it arrives; the answers of the completion endpoints are read on the way (see
-`answers`) and counted in `llm_requests_total` and `llm_refusals_total`, served on a port of their
-own so that the server's own /metrics stays reachable through the proxy.
+"""The refusal proxy's I/O: requests and responses passed through, answers counted.
+
+Every request goes upstream and every response comes back byte for byte, as it arrives; the completion
+endpoints' answers are read on the way (see `answers`) and counted in `llm_requests_total` and
+`llm_refusals_total`, served on a port of their own so that the server's /metrics stays reachable.
 
 Bounded whatever clients and the server do: memory (`chat_answers` keeps a bounded part of each answer,
 JSON answers share one `ByteBudget`), the `model` label's values (`ModelLabels`), connections and

@@ -1,4 +1,6 @@
-"""The refusal proxy's recording of sampled requests (`--record`, docs/refusal-sidecar.md): a
+"""The refusal proxy's recording of sampled requests, batched and written in the background.
+
+The refusal proxy's recording of sampled requests (`--record`, docs/refusal-sidecar.md): a
 per-request draw, records batched into objects (one per `batch_requests` records, `batch_seconds` or
 `object_bytes`, whichever comes first) and written one after another, in the background, to a
 `RecordSink`.

@@ -1,4 +1,6 @@
-"""How to reach an S3-compatible store: endpoint, region and credentials, from the environment (an
+"""How to reach an S3-compatible store: endpoint, region and credentials, from the environment.
+
+How to reach an S3-compatible store: endpoint, region and credentials, from the environment (an
 evaluator Job gets them from a Secret through `secretKeyRef`; the operator never reads them)."""
 
 from __future__ import annotations

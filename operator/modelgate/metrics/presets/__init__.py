@@ -1,4 +1,6 @@
-"""Named PromQL queries over the series of a serving stack (the metric's `source`): shares of
+"""Named PromQL queries over the series of a serving stack (the metric's `source`).
+
+Named PromQL queries over the series of a serving stack (the metric's `source`): shares of
 requests (errorRate, abortRate, refusalRate, slowRequestRate), latency quantiles (ttftP50, ttftP99,
 tpotP99, latencyP99), tokensPerSecond and queueDepth. One module per stack names its series; the
 presets (`catalog.py`) are built the same way from each. A stack that lacks a preset's series has

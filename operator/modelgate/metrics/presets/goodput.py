@@ -1,4 +1,6 @@
-"""Goodput per accelerator and cost per million output tokens, each side's own: built from its
+"""Goodput per accelerator and cost per million output tokens, each side's own.
+
+Goodput per accelerator and cost per million output tokens, each side's own: built from its
 histograms and token counter, its accelerators and their price (docs/metric-presets.md#goodput-and-cost).
 
 Histograms give each target's share on its own, never the requests that met both. With A the

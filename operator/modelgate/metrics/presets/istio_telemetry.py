@@ -1,4 +1,6 @@
-"""Istio's standard metrics, as the destination workload's sidecar reports them (names from
+"""Istio's standard metrics, as the destination workload's sidecar reports them.
+
+Istio's standard metrics, as the destination workload's sidecar reports them (names from
 istio/proxy at c0655e1: source/extensions/filters/http/istio_stats/istio_stats.cc; docs/presets.md)."""
 
 from modelgate.api.series import SeriesComponent

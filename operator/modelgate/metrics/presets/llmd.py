@@ -1,4 +1,6 @@
-"""The endpoint picker's series, by target model (names from llm-d/llm-d-inference-scheduler at
+"""The llm-d endpoint picker's series, by target model.
+
+The endpoint picker's series, by target model (names from llm-d/llm-d-inference-scheduler at
 520af47 (main, 2026-05-17), pkg/epp/metrics/metrics.go, into which the Gateway API Inference
 Extension moved its endpoint picker after v1.5.0; docs/presets.md).
 

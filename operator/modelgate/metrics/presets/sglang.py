@@ -1,4 +1,6 @@
-"""SGLang's series, exported only with `--enable-metrics` (names from sglang 0.5.10.post1:
+"""SGLang's series (exported only with `--enable-metrics`).
+
+SGLang's series, exported only with `--enable-metrics` (names from sglang 0.5.10.post1:
 sglang/srt/observability/metrics_collector.py, sglang/srt/utils/common.py; docs/presets.md)."""
 
 from modelgate.api.series import SeriesComponent

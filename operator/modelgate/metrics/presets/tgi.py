@@ -1,4 +1,6 @@
-"""Text Generation Inference's series (names from text-generation-inference v3.3.7:
+"""Text Generation Inference's series.
+
+Text Generation Inference's series (names from text-generation-inference v3.3.7:
 router/src/server.rs, router/src/infer/mod.rs, backends/v3/src/{backend,queue}.rs; docs/presets.md).
 Its exporter (metrics-exporter-prometheus) adds no `_total` suffix to counters."""
 

@@ -1,4 +1,6 @@
-"""Traefik's service metrics, as its Kubernetes Gateway provider names a weighted HTTPRoute rule's
+"""Traefik's service metrics for the backends of a weighted HTTPRoute rule.
+
+Traefik's service metrics, as its Kubernetes Gateway provider names a weighted HTTPRoute rule's
 backends (names from traefik v3.7.13: pkg/metrics/prometheus.go; the service names from
 pkg/provider/kubernetes/gateway/httproute.go and kubernetes.go; docs/presets.md).
 

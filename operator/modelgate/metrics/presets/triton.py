@@ -1,4 +1,6 @@
-"""Triton Inference Server's series (names from triton-inference-server/core r25.12: src/metrics.cc,
+"""Triton Inference Server's series.
+
+Triton Inference Server's series (names from triton-inference-server/core r25.12: src/metrics.cc,
 src/metric_model_reporter.{h,cc}, src/infer_stats.cc; docs/presets.md). prometheus-cpp adds no
 `_total` suffix to counters."""
 

@@ -1,4 +1,6 @@
-"""vLLM's series (names from vllm 0.34.0, also in 0.11.0: vllm/v1/metrics/loggers.py,
+"""vLLM's series, read the same on llm-d's vLLM simulator.
+
+vLLM's series (names from vllm 0.34.0, also in 0.11.0: vllm/v1/metrics/loggers.py,
 vllm/entrypoints/serve/instrumentator/metrics.py), read the same on llm-d's vLLM simulator
 (llm-d-inference-sim v0.10.2: pkg/llm-d-inference-sim/metrics.go); docs/presets.md cites each."""
 

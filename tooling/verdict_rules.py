@@ -1,7 +1,10 @@
-"""The verdict rules of core/metric_verdicts.py as data: in which situation a metric gets which verdict, and
-what each verdict does to the rollout. docs/metric-presets.md's verdict tables are rendered from
-these (tooling/verdicts_doc.py), and tests/unit/test_verdict_rules.py runs every row's situation
-through `analysis.evaluate`, so neither the page nor this table can drift from the code.
+"""The verdict rules of core/metric_verdicts.py as data, for the docs: which verdict, and what it does.
+
+In which situation a metric gets which verdict, and what each verdict does to the rollout.
+docs/metric-presets.md's verdict tables are rendered from these (tooling/verdicts_doc.py), and
+tests/unit/test_verdict_rules.py runs every row's situation through `analysis.evaluate`, so neither
+the page nor this table can drift from the code. They live in tooling/, not in the runtime: each
+row's `when` is prose for the docs, which the code would have to turn into a predicate to run.
 
 A new rule is one more VerdictRule, at its place in the order (the first row that applies gives the
 verdict), and one more situation in the test, which fails until it has one."""
