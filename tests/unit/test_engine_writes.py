@@ -107,14 +107,15 @@ def test_an_applied_command_says_what_it_did() -> None:
     sim = simulator_in(Phase.PAUSED)
     decision = sim.tick(command=command(CommandAction.PROMOTE, "p-1"))
     handled = decision.status.last_command
-    assert decision.command_handled
     assert handled is not None and (handled.id, handled.name, handled.result) == (
         "p-1",
         "promote",
         CommandResult.APPLIED,
     )
     assert "step 1 finished by hand" in handled.message
-    assert not sim.tick(command=command(CommandAction.PROMOTE, "p-1")).command_handled
+    again = sim.tick(command=command(CommandAction.PROMOTE, "p-1"))
+    assert again.status.last_command == handled, "a command is handled once"
+    assert again.status.current_step_index == decision.status.current_step_index
 
 
 def test_an_unusable_spec_fails_the_rollout_once_and_leaves_the_route_alone() -> None:

@@ -8,7 +8,7 @@ from modelgate.api import PauseReason, Phase, RollbackReason, Verdict
 from modelgate.core import false_rollback, limits
 from modelgate.core.cost import cost_status
 from modelgate.core.deadlines import deadline_paused
-from modelgate.core.intents import Hold, HoldReason, Intent, RollBack
+from modelgate.core.intents import Hold, Intent, RollBack
 from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
@@ -72,4 +72,4 @@ def analysis_verdict(tick: Tick) -> Intent:
 
 def errors_hold(tick: Tick) -> Intent:
     """Paused on failed queries: held until `modelgate resume`, even once they succeed again."""
-    return Hold(HoldReason.PROMETHEUS_ERRORS) if tick.error_paused else None
+    return Hold(pause=PauseReason.PROMETHEUS_ERRORS) if tick.error_paused else None

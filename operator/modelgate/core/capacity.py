@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from modelgate.api import Phase
 from modelgate.core.deadlines import pending_deadline
-from modelgate.core.intents import Hold, HoldReason, Intent
+from modelgate.core.intents import Hold, Intent
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
 from modelgate.core.wording import how_many
@@ -84,7 +84,7 @@ def capacity_wait(tick: Tick) -> Intent:
     weight = tick.step.set_weight
     assert weight is not None
     if holds_weight(tick, weight):
-        return pending_deadline(tick) or Hold(HoldReason.CAPACITY)
+        return pending_deadline(tick) or Hold()
     index = tick.status.current_step_index
     # The step's clock (its analysis window, a deadline) starts when its weight does.
     tick.set_weight(weight)

@@ -6,7 +6,7 @@ instead of fighting. Holding: no weight writes and no step advances (a rollback 
 from __future__ import annotations
 
 from modelgate.api import PauseReason, Phase, RouteState
-from modelgate.core.intents import Hold, HoldReason, Intent
+from modelgate.core.intents import Hold, Intent
 from modelgate.core.model import LiveRoute
 from modelgate.core.reasons import Reason
 from modelgate.core.tick import Tick
@@ -35,7 +35,7 @@ def route_conflict_held(tick: Tick) -> bool:
 
 def conflict_hold(tick: Tick) -> Intent:
     """The other writer's weight stays; only a rollback writes."""
-    return Hold(HoldReason.ROUTE_CONFLICT) if route_conflict_held(tick) else None
+    return Hold(pause=PauseReason.ROUTE_CONFLICT) if route_conflict_held(tick) else None
 
 
 def note_overwrite(tick: Tick, route: LiveRoute, writer: str) -> None:

@@ -16,7 +16,7 @@ from modelgate.api import (
     Verdict,
 )
 from modelgate.api.progress_deadlines import DEFAULT_INCONCLUSIVE_DEADLINE, DEFAULT_PENDING_DEADLINE
-from modelgate.core.intents import Fail, Hold, HoldReason, Intent, RollBack
+from modelgate.core.intents import Fail, Hold, Intent, RollBack
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
 from modelgate.core.tick import Tick
@@ -78,7 +78,8 @@ def deadline_paused(tick: Tick) -> bool:
 
 def deadline_hold(tick: Tick) -> Intent:
     """Paused at its deadline: held, with the message saying why, until `modelgate resume`."""
-    return Hold(HoldReason.DEADLINE) if deadline_paused(tick) else None
+    pause = tick.status.pause
+    return Hold(pause=pause.reason) if pause is not None and pause.reason.deadline else None
 
 
 def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> Intent:
@@ -97,4 +98,4 @@ def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, wh
     tick.pause(pause, message)
     if tick.status.phase is not Phase.PENDING:
         tick.update(phase=Phase.PAUSED)
-    return Hold(HoldReason.DEADLINE)
+    return Hold(pause=pause)

@@ -70,7 +70,6 @@ class _Tick(Tick):
         handled = self.status.last_command
         if command is not None and (handled is None or command.id != handled.id):
             self.apply(handle_command(self, command))
-            self.command_handled = True
         route = self.observed.route
         if isinstance(route, RouteProblem):
             if self.status.phase is not Phase.FAILED:  # Failed said why; its 0 waits for the route

@@ -4,33 +4,19 @@ phase in one ordered list, and the first that returns an intent (not None) decid
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from enum import StrEnum
 
-from modelgate.api import RollbackReason
+from modelgate.api import PauseReason, RollbackReason
 from modelgate.core.reasons import Reason
-
-
-class HoldReason(StrEnum):
-    """Why the rollout stays where it is this tick."""
-
-    ROUTE_CONFLICT = "RouteConflict"  # another writer's weight stays until `modelgate resume`
-    DEADLINE = "Deadline"  # a progress deadline paused it (its pause is new or goes on)
-    CANDIDATE_UNAVAILABLE = "CandidateUnavailable"
-    QUERIES_UNANSWERED = "QueriesUnanswered"  # no traffic moves before the analysis's queries answer
-    PROMETHEUS_ERRORS = "PrometheusErrors"  # paused on failed queries until `modelgate resume`
-    CAPACITY = "Capacity"  # the step's weight waits for Ready candidate replicas
-    WATCHING = "Watching"  # the watch window has not passed
-    ROLLBACK_HELD = "RollbackHeld"  # a rollback in the watch window waits for the incumbent
 
 
 @dataclass(frozen=True)
 class Hold:
-    """No step advances this tick; `message` (when set) becomes the status message."""
+    """No step advances this tick; `message` (when set) becomes the status message. `pause`: the
+    pause that holds the rollout (status.pause), when one does; a wait (for the candidate, its
+    capacity, the queries, the watch window's end) has none, and ends by itself."""
 
-    reason: HoldReason
-    wake_at: datetime | None = None  # when the hold ends by itself, if it does
     message: str | None = None
+    pause: PauseReason | None = None
 
 
 @dataclass(frozen=True)

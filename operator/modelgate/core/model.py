@@ -278,13 +278,12 @@ Action = (
 class Decision:
     """One tick's result. `weight` is the candidate weight to write (the incumbent gets the rest), or
     None to leave the route alone; a write also sets the mirror to `mirror_percent` (0: none). The
-    command handled in this tick, if any, is in `status.last_command` and `command_handled`."""
+    command handled in this tick, if any, is in `status.last_command`."""
 
     status: ModelRolloutStatus
     weight: int | None = None
     events: tuple[Event, ...] = ()
     outcome: Outcome | None = None
-    command_handled: bool = False
     mirror_percent: int = 0
     scale_down_incumbent: bool = False  # the watch window passed: scale the incumbent Deployment to 0
     # Every effect of the tick, in order (core/actions.py); `deleting`: those of a rollout being deleted.

@@ -11,7 +11,7 @@ from modelgate.core.analysis_run import analysis_verdict, errors_hold
 from modelgate.core.capacity import capacity_wait
 from modelgate.core.conflicts import conflict_hold
 from modelgate.core.deadlines import deadline_hold, inconclusive_deadline, pending_deadline
-from modelgate.core.intents import Advance, Hold, HoldReason, Intent
+from modelgate.core.intents import Advance, Hold, Intent
 from modelgate.core.query_check import queries_hold
 from modelgate.core.tick import Tick
 from modelgate.core.watch_window import window_verdict
@@ -31,7 +31,7 @@ def candidate_wait(tick: Tick) -> Intent:
     if tick.observed.candidate_available:
         return None
     message = f"waiting for the candidate: {tick.observed.candidate_message}"
-    return pending_deadline(tick) or Hold(HoldReason.CANDIDATE_UNAVAILABLE, message=message)
+    return pending_deadline(tick) or Hold(message)
 
 
 def reassert_weight(tick: Tick) -> Intent:

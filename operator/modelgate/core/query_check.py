@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from modelgate.api import AnalysisSpec, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.api.analysis_check import AnalysisCheck, UnansweredQuery
 from modelgate.core import limits
-from modelgate.core.intents import Hold, HoldReason, Intent
+from modelgate.core.intents import Hold, Intent
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.stage import watching
@@ -114,7 +114,7 @@ def queries_hold(tick: Tick) -> Intent:
         message = f"{holding} until the analysis's queries answer: checking them"
     else:
         message = f"{holding}: {_problem(check, analysis.interval)}"
-    return Hold(HoldReason.QUERIES_UNANSWERED, next_check_at(tick.spec, tick.status), message)
+    return Hold(message)
 
 
 def _problem(check: AnalysisCheck, interval: str) -> str:

@@ -37,7 +37,6 @@ class Tick:
         self.may_write = False  # whether this tick may write the route (set_weight says)
         self.events: list[Event] = []
         self.outcome: Outcome | None = None
-        self.command_handled = False
         self.scale_down_incumbent = False  # set when the watch window passed and spec.watch asks for it
 
     @property
@@ -47,7 +46,6 @@ class Tick:
             self.weight,
             tuple(self.events),
             self.outcome,
-            self.command_handled,
             self.status.current_mirror_percent,
             self.scale_down_incumbent,
         )

@@ -16,7 +16,7 @@ at once.
 from __future__ import annotations
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason
-from modelgate.core.intents import Advance, Hold, HoldReason, Intent, RollBack
+from modelgate.core.intents import Advance, Hold, Intent, RollBack
 from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
@@ -65,10 +65,10 @@ def window_verdict(tick: Tick) -> Intent:
         if tick.observed.incumbent_available:
             cause = Reason.METRIC_BREACH if held.metric is not None else Reason.PROMETHEUS_UNAVAILABLE
             return RollBack(held, cause)
-        return Hold(HoldReason.ROLLBACK_HELD)
+        return Hold(pause=PauseReason.ROLLBACK_HELD)
     if tick.now < status.watch_ends_at:
         message = f"watching until {moment(status.watch_ends_at)}"
-        return Hold(HoldReason.WATCHING, status.watch_ends_at, message)
+        return Hold(message)
     return Advance()
 
 
