@@ -9,6 +9,7 @@ This module reads as the rollout's life: start, pending, gating, steps, the end.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason, RouteState
@@ -26,12 +27,14 @@ from modelgate.core.policy import PENDING, STEPPING, first_intent
 from modelgate.core.query_check import note_check
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.route_claims import claim_hold, hold_for_claim, release_claim
+from modelgate.core.schedule import next_wakeup
 from modelgate.core.stage import watching
 from modelgate.core.status_upgrade import with_state_from_conditions
 from modelgate.core.step_completion import failures_for_new_step, step_complete
 from modelgate.core.tick import Tick
 from modelgate.core.tick_history import note_history
 from modelgate.core.unusable import decide_unusable
+from modelgate.core.writes import as_if_taken
 
 __all__ = ["decide", "decide_unusable"]
 
@@ -44,7 +47,9 @@ def decide(
     tick.run()
     tick.status = note_history(status, tick.status, now)
     tick.status = note_notifications(tick.spec, status, tick.status, tick.outcome, observed, now)
-    return tick.decision
+    decision = tick.decision
+    # The one wake-up, as if the write takes; `settle` brings it forward when it does not.
+    return replace(decision, wake_at=now + next_wakeup(spec, as_if_taken(decision), now))
 
 
 class _Tick(Tick):

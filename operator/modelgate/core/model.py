@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason, RolloutRef
@@ -289,3 +290,6 @@ class Decision:
     # Every effect of the tick, in order (core/actions.py); `deleting`: those of a rollout being deleted.
     actions: tuple[Action, ...] = ()
     deleting: bool = False
+    # When the rollout is looked at again (core/schedule.py's next_wakeup, over the status once its
+    # write settled); None for the decisions that wake at the operator's resync.
+    wake_at: datetime | None = None
