@@ -14,8 +14,10 @@ from datetime import datetime
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason, RouteState
 from modelgate.core import capacity, gradual, intents, watch_window
-from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by
+from modelgate.core.analysis_run import judged
+from modelgate.core.conflicts import overwrite_noted, overwrite_noticed, overwritten_by
 from modelgate.core.deadlines import deadline_paused
+from modelgate.core.fold import fold, fold_hold
 from modelgate.core.fresh_status import fresh_status
 from modelgate.core.gating import gate_pending, gating, start_gate
 from modelgate.core.manual_commands import handle_command
@@ -23,8 +25,8 @@ from modelgate.core.mirror import settle_mirror
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
 from modelgate.core.notifying import note_notifications
-from modelgate.core.policy import PENDING, STEPPING, first_intent
-from modelgate.core.query_check import note_check
+from modelgate.core.policy import PENDING, PENDING_BOOKKEEPING, STEPPING, STEPPING_BOOKKEEPING, Rule
+from modelgate.core.query_check import check_noted
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.route_claims import claim_hold, hold_for_claim, release_claim
 from modelgate.core.schedule import next_wakeup
@@ -70,7 +72,7 @@ class _Tick(Tick):
                 Reason.SPEC_CHANGED, f"step {removed} was removed from the spec; starting again from step 0"
             )
         self.update(observed_generation=self.observed.generation)
-        note_check(self)
+        fold(self, check_noted(self))
         command = self.observed.command
         handled = self.status.last_command
         if command is not None and (handled is None or command.id != handled.id):
@@ -88,7 +90,7 @@ class _Tick(Tick):
             return
         release_claim(self)
         if writer is not None:
-            note_overwrite(self, route, writer)
+            fold(self, overwrite_noted(self, route, writer))
         phase = self.status.phase
         problem = self.observed.query_problem
         if problem is not None and phase is Phase.PENDING:
@@ -103,11 +105,12 @@ class _Tick(Tick):
         elif phase is Phase.ROLLED_BACK:
             self.apply(gradual.continue_rollback(self))
         elif phase is Phase.PENDING:
-            self.apply(first_intent(self, PENDING))
+            self.apply(self.first_intent(PENDING_BOOKKEEPING, PENDING))
         elif phase is Phase.GATING:
             self.apply(gating(self))
         else:
-            self.apply(first_intent(self, STEPPING))
+            self.analysed = judged(self)
+            self.apply(self.first_intent(STEPPING_BOOKKEEPING, STEPPING))
 
     def note_route(self, route: LiveRoute) -> None:
         """RouteReady, and the weight the route carries; a write that has not taken (reported when
@@ -124,15 +127,36 @@ class _Tick(Tick):
         self.status = fresh_status(self.status, self.spec.candidate.identity, self.now, message)
         self.event(reason, message)
 
+    def first_intent(self, bookkeeping: tuple[Rule, ...], rules: tuple[Rule, ...]) -> intents.Intent:
+        """Records what the bookkeeping saw, then asks the rules in order: the first intent decides;
+        what a rule noted on the way is recorded before the next is asked."""
+        for rule in (*bookkeeping, *rules):
+            match rule(self):
+                case intents.Noted(effects=effects):
+                    fold(self, effects)
+                case None:
+                    pass
+                case intent:
+                    return intent
+        return None
+
     def apply(self, intent: intents.Intent) -> None:
         """Carries out the intent the policy (core/policy.py) decided on."""
         match intent:
-            case intents.Hold(message=str() as message):
-                self.update(message=message)
+            case intents.Hold() as hold:
+                fold_hold(self, hold)
             case intents.RollBack(reason=reason, cause=cause):
                 self.rollback(reason, cause)
-            case intents.Fail(reason=reason, message=message):
+            case intents.Fail(reason=reason, message=message, event=event):
+                if event is not None:
+                    self.events.append(event)
                 self.fail(reason, message)
+            case intents.RaiseWeight(index=index, weight=weight):
+                self.set_weight(weight)
+                self.update(step_started_at=self.now, inconclusive_since=None)
+                self.update(message=f"step {index}: candidate weight {weight}")
+                self.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {weight}%")
+                self.advance_while_complete()  # the step's clock starts when its weight does
             case intents.SetWeight(weight=weight):
                 self.set_weight(weight)
             case intents.EnterStep(index=index, through_complete=through):
@@ -171,8 +195,11 @@ class _Tick(Tick):
     def enter_step(self, index: int) -> None:
         self.unpause(PauseReason.INDEFINITE_STEP)
         if index >= len(self.spec.steps):
-            if not watch_window.start(self):
+            opening = watch_window.opening(self)
+            if opening is None:
                 self.succeed()
+            else:
+                fold(self, opening)
             return
         self.update(
             current_step_index=index,
@@ -184,8 +211,10 @@ class _Tick(Tick):
             self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, f"step {index} started")
             self.unpause(PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
         step = self.step
-        if step.set_weight is not None and capacity.holds_weight(self, step.set_weight):
-            return
+        if step.set_weight is not None:
+            fold(self, capacity.weight_check(self, step.set_weight))
+            if capacity.short(self, step.set_weight):
+                return
         if step.set_weight is not None:
             self.set_weight(step.set_weight)
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: candidate weight {step.set_weight}")
@@ -211,15 +240,20 @@ class _Tick(Tick):
             message=f"{self.spec.candidate.name} takes all traffic",
         )
         self.end_pauses()
-        watch_window.stop(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
+        fold(
+            self, watch_window.closing(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
+        )
         self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
         self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.name} promoted to 100%")
         self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
     def rollback(self, reason: RollbackReason, cause: Reason) -> None:
-        if cause is not Reason.ABORTED and watch_window.rollback_held(self, reason):
-            return
-        watch_window.stop(self, Reason.ROLLED_BACK, reason.message)
+        if cause is not Reason.ABORTED:
+            held, noted = watch_window.held_rollback(self, reason)
+            fold(self, noted)
+            if held:
+                return
+        fold(self, watch_window.closing(self, Reason.ROLLED_BACK, reason.message))
         rolling = gradual.gradual_start(self.spec, self.status, cause, self.now)
         message = f"rolled back: {reason.message}"
         if rolling is None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from modelgate.api import CommandResult, LastCommand, PauseReason, Phase, RollbackReason
 from modelgate.api.pause import RESUMABLE
 from modelgate.core import limits
-from modelgate.core.conflicts import release_route
+from modelgate.core.conflicts import releasing
+from modelgate.core.fold import fold
 from modelgate.core.gating import gate_command
 from modelgate.core.gradual import gradual_start
 from modelgate.core.intents import EnterStep, Intent, RollBack, StartOver, Succeed
@@ -124,11 +125,11 @@ def _apply(tick: Tick, action: CommandAction) -> tuple[Intent, str] | None:
     if action is CommandAction.RESUME and tick.paused_by(*RESUMABLE):
         return None, _resume(tick)
     if action is CommandAction.PROMOTE_FULL and active:
-        release_route(tick, "`modelgate promote --full`")
+        fold(tick, releasing(tick, "`modelgate promote --full`"))
         tick.event(Reason.PROMOTED, "`modelgate promote --full`: skipping the remaining steps")
         return Succeed(), "skipped the remaining steps: the candidate takes all traffic"
     if action is CommandAction.PROMOTE and active and not tick.error_paused:
-        release_route(tick, "`modelgate promote`")
+        fold(tick, releasing(tick, "`modelgate promote`"))
         index = tick.status.current_step_index
         tick.event(Reason.PROMOTED, f"`modelgate promote`: step {index} finished by hand")
         return EnterStep(index + 1, through_complete=False), f"step {index} finished by hand"
@@ -152,10 +153,10 @@ def _resume(tick: Tick) -> str:
     phase = tick.status.phase
     if phase not in (Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED):
         # A finished rollout held for another writer: its weight is written again.
-        release_route(tick, "`modelgate resume`")
+        fold(tick, releasing(tick, "`modelgate resume`"))
         tick.event(Reason.RESUMED, "resumed by `modelgate resume`: writing the weight again")
         return "writing the weight again"
-    release_route(tick, "`modelgate resume`")
+    fold(tick, releasing(tick, "`modelgate resume`"))
     tick.unpause(*RESUMABLE)
     # An indefinite pause still waits for `modelgate promote`; the progress deadlines count again from now.
     pending = phase is Phase.PENDING
