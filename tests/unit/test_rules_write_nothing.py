@@ -38,9 +38,6 @@ NOT_YET_CONVERTED = {
     "gating.py": 15,
     "gradual.py": 6,
     "manual_commands.py": 16,
-    "mirror.py": 4,
-    "route_claims.py": 9,
-    "step_completion.py": 4,
 }
 
 

@@ -21,18 +21,18 @@ from modelgate.core.fold import fold, fold_hold
 from modelgate.core.fresh_status import fresh_status
 from modelgate.core.gating import gate_pending, gating, start_gate
 from modelgate.core.manual_commands import handle_command
-from modelgate.core.mirror import settle_mirror
+from modelgate.core.mirror import mirror_noted
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
 from modelgate.core.notifying import note_notifications
 from modelgate.core.policy import PENDING, PENDING_BOOKKEEPING, STEPPING, STEPPING_BOOKKEEPING, Rule
 from modelgate.core.query_check import check_noted
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.route_claims import claim_hold, hold_for_claim, release_claim
+from modelgate.core.route_claims import CLAIM_RELEASED, claim_hold, claim_noted
 from modelgate.core.schedule import next_wakeup
 from modelgate.core.stage import watching
 from modelgate.core.status_upgrade import with_state_from_conditions
-from modelgate.core.step_completion import failures_for_new_step, step_complete
+from modelgate.core.step_completion import failures_for_new_step, unmet_need
 from modelgate.core.tick import Tick
 from modelgate.core.tick_history import note_history
 from modelgate.core.unusable import decide_unusable
@@ -57,7 +57,10 @@ def decide(
 class _Tick(Tick):
     def run(self) -> None:
         self.transition()
-        settle_mirror(self)  # the mirror follows the step the tick ended at
+        noted, rewrite = mirror_noted(self)  # the mirror follows the step the tick ended at
+        fold(self, noted)
+        if rewrite:
+            self.weight = self.status.current_weight
 
     def transition(self) -> None:
         generation_changed = self.status.observed_generation != self.observed.generation
@@ -86,9 +89,10 @@ class _Tick(Tick):
         self.note_route(route)
         held = claim_hold(self.spec, self.status, self.observed, route)
         if held is not None:
-            hold_for_claim(self, held)
+            fold(self, claim_noted(self, held))
+            self.weight, self.may_write = None, False
             return
-        release_claim(self)
+        fold(self, CLAIM_RELEASED)
         if writer is not None:
             fold(self, overwrite_noted(self, route, writer))
         phase = self.status.phase
@@ -188,7 +192,12 @@ class _Tick(Tick):
         self.apply(intents.EnterStep(0))
 
     def advance_while_complete(self) -> None:
-        while self.stepping and step_complete(self):
+        while self.stepping:
+            unmet = unmet_need(self)
+            if unmet is not None:
+                if unmet.note is not None:
+                    self.note(unmet.note)  # what the step waits for
+                return
             self.event(Reason.STEP_COMPLETED, f"step {self.status.current_step_index} completed")
             self.enter_step(self.status.current_step_index + 1)
 
@@ -220,7 +229,7 @@ class _Tick(Tick):
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: candidate weight {step.set_weight}")
             self.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {step.set_weight}%")
         elif step.mirror is not None:
-            # The weight stays; the mirror is written at the end of the tick (settle_mirror).
+            # The weight stays; the mirror is written at the end of the tick (mirror_noted).
             message = f"step {index}: mirroring {step.mirror.percent}% for {step.mirror.duration}"
             self.update(phase=Phase.PROGRESSING, message=message)
         elif step.pause is not None and step.pause.duration is None:
