@@ -15,6 +15,7 @@ from modelgate.api import (
     PauseReason,
     Phase,
     RollbackReason,
+    RollingBack,
     RolloutPause,
 )
 from modelgate.core import Reason
@@ -22,6 +23,7 @@ from modelgate.core.analysis_run import analysis_verdict, errors_hold, judged
 from modelgate.core.capacity import capacity_deadline, capacity_wait
 from modelgate.core.conflicts import conflict_hold
 from modelgate.core.deadlines import candidate_deadline, deadline_hold
+from modelgate.core.gradual import rollback_verdict, step_down
 from modelgate.core.intents import AskWeight, Intent, Noted, SetCondition
 from modelgate.core.model import Observations, ReadyReplicas
 from modelgate.core.policy import Rule, candidate_wait, no_traffic_yet
@@ -91,6 +93,10 @@ ROLLBACK = _with(SPEC, rollback={"onPrometheusError": "rollback", "maxConsecutiv
 CAPACITY = _with(SPEC, capacity={"enforce": True})
 WATCHING = _status(current_step_index=2, current_weight=100, watch_ends_at=NOW + timedelta(minutes=5))
 HELD_ROLLBACK = RollbackReason(time=RECENT, message="error-rate breached")
+STEPPING_DOWN = _status(
+    phase=Phase.ROLLED_BACK,
+    rolling_back=RollingBack(started_at=RECENT, from_weight=20, ends_at=NOW + timedelta(minutes=4)),
+)
 
 TABLE: list[tuple[str, Rule, ModelRolloutSpec, ModelRolloutStatus, Observations, tuple[object, ...]]] = [
     # analysis_verdict: a breach, or errors past the limit with onPrometheusError rollback
@@ -271,6 +277,25 @@ TABLE: list[tuple[str, Rule, ModelRolloutSpec, ModelRolloutStatus, Observations,
         _status(current_weight=0, pending_since=RECENT),
         replace(observe(), ready_replicas=ReadyReplicas(1, 10)),
         (None,),
+    ),
+    # a gradual rollback: a breach sets 0 at once; otherwise the step-down's weight now
+    (
+        "stepping down, a breach",
+        rollback_verdict,
+        SPEC,
+        STEPPING_DOWN,
+        _run(Outcome.FAIL),
+        ("RollBack", None, Reason.METRIC_BREACH, None),
+    ),
+    ("stepping down, passing", rollback_verdict, SPEC, STEPPING_DOWN, _run(Outcome.PASS), (None,)),
+    ("stepping down", step_down, SPEC, STEPPING_DOWN, observe(live(20)), ("Noted", None, None, None)),
+    (
+        "rolled back to 0",
+        step_down,
+        SPEC,
+        _status(phase=Phase.ROLLED_BACK),
+        observe(),
+        ("SetWeight", None, None, None),
     ),
     # window_verdict: the watch window's wait, its end, a held rollback
     ("not watching", window_verdict, SPEC, _status(), observe(), (None,)),

@@ -25,7 +25,15 @@ from modelgate.core.mirror import mirror_noted
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
 from modelgate.core.notifying import note_notifications
-from modelgate.core.policy import PENDING, PENDING_BOOKKEEPING, STEPPING, STEPPING_BOOKKEEPING, Rule
+from modelgate.core.policy import (
+    PENDING,
+    PENDING_BOOKKEEPING,
+    ROLLED_BACK,
+    ROLLED_BACK_BOOKKEEPING,
+    STEPPING,
+    STEPPING_BOOKKEEPING,
+    Rule,
+)
 from modelgate.core.query_check import check_noted
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.route_claims import CLAIM_RELEASED, claim_hold, claim_noted
@@ -107,7 +115,9 @@ class _Tick(Tick):
         elif phase is Phase.FAILED:
             self.apply(intents.SetWeight(0))  # Failed never strands traffic: the incumbent takes it all
         elif phase is Phase.ROLLED_BACK:
-            self.apply(gradual.continue_rollback(self))
+            # A gradual rollback is watched: its run judged (none is, once it has reached 0)
+            self.analysed = None if self.status.rolling_back is None else judged(self)
+            self.apply(self.first_intent(ROLLED_BACK_BOOKKEEPING, ROLLED_BACK))
         elif phase is Phase.PENDING:
             self.apply(self.first_intent(PENDING_BOOKKEEPING, PENDING))
         elif phase is Phase.GATING:

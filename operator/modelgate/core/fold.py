@@ -38,8 +38,8 @@ def fold(tick: Tick, effects: Iterable[Effect]) -> None:
                 tick.unpause(*reasons)
             case SetRouteState(state=state, message=message):
                 tick.route_state(state, message)
-            case AskWeight(weight=weight):
-                tick.set_weight(weight)
+            case AskWeight(weight=weight, even_when_held=even_when_held):
+                tick.set_weight(weight, even_when_held=even_when_held)
             case StepNote(text=text):
                 tick.note(text)
 

@@ -140,9 +140,11 @@ class SetRouteState:
 
 @dataclass(frozen=True)
 class AskWeight:
-    """The candidate weight to write (unless live, or the route is held for another writer)."""
+    """The candidate weight to write (unless live, or the route is held for another writer and
+    this is not a rollback's: `even_when_held`)."""
 
     weight: int
+    even_when_held: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from modelgate.core.analysis_run import analysis_verdict, errors_hold, record_an
 from modelgate.core.capacity import capacity_deadline, capacity_note, capacity_wait
 from modelgate.core.conflicts import conflict_hold
 from modelgate.core.deadlines import candidate_deadline, deadline_hold, inconclusive_deadline
+from modelgate.core.gradual import record_rollback_run, rollback_verdict, step_down
 from modelgate.core.intents import Advance, AskWeight, Effect, Hold, Intent, Noted, SetCondition, fields
 from modelgate.core.query_check import queries_hold
 from modelgate.core.reasons import ConditionType, Reason
@@ -77,4 +78,10 @@ STEPPING: tuple[Rule, ...] = (  # Progressing or Paused, in a step or in the wat
     capacity_deadline,  # a step waiting for capacity counts against the pending deadline
     capacity_wait,
     advance,  # through the completed steps
+)
+
+ROLLED_BACK_BOOKKEEPING: tuple[Rule, ...] = (record_rollback_run,)  # a gradual rollback is watched
+ROLLED_BACK: tuple[Rule, ...] = (
+    rollback_verdict,  # a breach during the step-down sets 0 at once
+    step_down,  # 0, or the step-down's weight now
 )
