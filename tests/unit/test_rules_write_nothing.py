@@ -36,7 +36,6 @@ FOLDS = frozenset({"fold", "fold_hold"})
 # The engine's own transitions, not the policy's rules: still to be turned into returned effects.
 NOT_YET_CONVERTED = {
     "gating.py": 15,
-    "manual_commands.py": 16,
 }
 
 

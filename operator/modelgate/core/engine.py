@@ -87,7 +87,9 @@ class _Tick(Tick):
         command = self.observed.command
         handled = self.status.last_command
         if command is not None and (handled is None or command.id != handled.id):
-            self.apply(handle_command(self, command))
+            intent, noted = handle_command(self, command)
+            fold(self, noted)
+            self.apply(intent)
         route = self.observed.route
         if isinstance(route, RouteProblem):
             if self.status.phase is not Phase.FAILED:  # Failed said why; its 0 waits for the route
