@@ -19,7 +19,7 @@ from modelgate.core.conflicts import overwrite_noted, overwrite_noticed, overwri
 from modelgate.core.deadlines import deadline_paused
 from modelgate.core.fold import fold, fold_hold
 from modelgate.core.fresh_status import fresh_status
-from modelgate.core.gating import gate_pending, gating, start_gate
+from modelgate.core.gating import gate_pending, gate_start, gating
 from modelgate.core.manual_commands import handle_command
 from modelgate.core.mirror import mirror_noted
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
@@ -123,7 +123,9 @@ class _Tick(Tick):
         elif phase is Phase.PENDING:
             self.apply(self.first_intent(PENDING_BOOKKEEPING, PENDING))
         elif phase is Phase.GATING:
-            self.apply(gating(self))
+            intent, noted = gating(self)
+            fold(self, noted)
+            self.apply(intent)
         else:
             self.analysed = judged(self)
             self.apply(self.first_intent(STEPPING_BOOKKEEPING, STEPPING))
@@ -197,7 +199,7 @@ class _Tick(Tick):
 
     def leave_pending(self) -> None:
         if gate_pending(self):
-            start_gate(self)
+            fold(self, gate_start(self))
             return
         self.update(phase=Phase.PROGRESSING, pending_since=None)
         self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.name} is Available")

@@ -124,8 +124,7 @@ def _apply(tick: Tick, action: CommandAction) -> tuple[Intent, str, tuple[Effect
     apply in the rollout's phase."""
     phase = tick.status.phase
     if phase is Phase.GATING:
-        gated = gate_command(tick, action)
-        return None if gated is None else (*gated, ())
+        return gate_command(tick, action)
     active = phase in (Phase.PROGRESSING, Phase.PAUSED)
     if action is CommandAction.ABORT and tick.status.rolling_back is not None:
         # A second abort ends a gradual rollback: all traffic to the incumbent now.
