@@ -35,9 +35,8 @@ def record_analysis(tick: Tick) -> Noted | None:
     effects: list[Effect] = [fields(**recorded)]
     if result.breach is not None:
         return Noted(tuple(effects))  # analysis_verdict rolls back
-    status = tick.status.model_copy(update=recorded)
-    warnings = status.false_rollback_warnings
-    for toss in false_rollback.new_warnings(tick.spec, status, run):
+    warnings = tick.status.false_rollback_warnings
+    for toss in false_rollback.new_warnings(tick.spec, tick.status, run, result.metrics):
         effects.append(Say(Reason.FALSE_ROLLBACK_LIKELY, false_rollback.warning_message(toss)))
         warnings = false_rollback.remember(warnings, toss)
         effects.append(fields(false_rollback_warnings=warnings))
