@@ -36,7 +36,6 @@ from modelgate.core import (
     decide,
     decide_unusable,
     may_hold,
-    next_wakeup,
 )
 from modelgate.core.actions import after_write, scale_down_event
 from modelgate.core.deletion import FINALIZER, decide_deletion
@@ -211,8 +210,8 @@ class Reconciler:
             # Nothing is written before the finalizer that would return the traffic is there.
             return TickResult(None, WRITE_RETRY)
         observability.export(namespace, name, decision, observed.analysis)
-        # Timed from the decision's `now`, less the time the tick has taken since.
-        wake_after = next_wakeup(spec, decision.status, now) - (self.clock() - now)
+        assert decision.wake_at is not None, "decide says when to look again"
+        wake_after = decision.wake_at - self.clock()
         if not finalized:
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))

@@ -266,7 +266,7 @@ def _without_conditions(decision: Decision) -> tuple[object, ...]:
     """What a tick decided, but the conditions it wrote."""
     status = decision.status.model_copy(update={"conditions": ()})
     kinds = tuple(type(action).__name__ for action in decision.actions)
-    return (status, decision.weight, decision.events, decision.outcome, decision.command_handled, kinds)
+    return (status, decision.weight, decision.events, decision.outcome, kinds)
 
 
 # -- the simulator ------------------------------------------------------------------------------------

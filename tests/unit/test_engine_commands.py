@@ -20,6 +20,7 @@ from modelgate.core import (
     UnreadableCommand,
     decide,
 )
+from modelgate.core.model import ClearCommand
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
@@ -202,7 +203,7 @@ def test_an_annotation_that_is_not_a_command_is_ignored_with_a_warning(value: st
         before.phase,
         before.current_step_index,
     )
-    assert ignored.weight is None and ignored.command_handled  # handled: the reconciler removes it
+    assert ignored.weight is None and ClearCommand(unreadable.id) in ignored.actions  # handled: removed
     last = ignored.status.last_command
     assert last is not None and (last.id, last.result) == (unreadable.id, CommandResult.IGNORED)
     (warning,) = [e for e in ignored.events if e.reason is Reason.COMMAND_IGNORED]

@@ -50,6 +50,8 @@ def test_a_write_that_took_records_the_live_weight() -> None:
     assert settled.status.live_weight == 20
     assert settled.events == decision.events
     assert next_wakeup(sim.spec, settled.status, sim.now) <= RESYNC
+    # the decision's one wake-up is the schedule's over the settled status
+    assert settled.wake_at == sim.now + next_wakeup(sim.spec, settled.status, sim.now)
 
 
 def test_a_write_that_did_not_take_is_a_warning_once_and_a_quick_retry() -> None:
@@ -65,6 +67,8 @@ def test_a_write_that_did_not_take_is_a_warning_once_and_a_quick_retry() -> None
     assert first.status.live_weight == 7
     assert event_reasons(first)[-1] is Reason.WEIGHT_NOT_APPLIED
     assert next_wakeup(sim.spec, first.status, sim.now) == WRITE_RETRY
+    assert decision.wake_at is not None and decision.wake_at > sim.now + WRITE_RETRY
+    assert first.wake_at == sim.now + WRITE_RETRY, "settling brings the wake-up forward"
 
     # The next tick still sees 7: it writes again, and the problem is not reported a second time.
     again = decide(sim.spec, first.status, observe(live(7)), sim.now + WRITE_RETRY)
@@ -107,14 +111,15 @@ def test_an_applied_command_says_what_it_did() -> None:
     sim = simulator_in(Phase.PAUSED)
     decision = sim.tick(command=command(CommandAction.PROMOTE, "p-1"))
     handled = decision.status.last_command
-    assert decision.command_handled
     assert handled is not None and (handled.id, handled.name, handled.result) == (
         "p-1",
         "promote",
         CommandResult.APPLIED,
     )
     assert "step 1 finished by hand" in handled.message
-    assert not sim.tick(command=command(CommandAction.PROMOTE, "p-1")).command_handled
+    again = sim.tick(command=command(CommandAction.PROMOTE, "p-1"))
+    assert again.status.last_command == handled, "a command is handled once"
+    assert again.status.current_step_index == decision.status.current_step_index
 
 
 def test_an_unusable_spec_fails_the_rollout_once_and_leaves_the_route_alone() -> None:

@@ -17,7 +17,6 @@ from modelgate.core import (
     Observations,
     analysis_due,
     decide,
-    next_wakeup,
     settle_write,
 )
 from modelgate.core.query_check import check_due
@@ -67,9 +66,9 @@ def simulate(
     end: datetime,
     route_changed: Callable[[datetime, LiveRoute], None] | None = None,
 ) -> Replay:
-    """Ticks from `start` as the operator's loop would (at `next_wakeup`) until the rollout ends, or
-    its gradual rollback reaches 0, or `end`. `route_changed` hears of each write as it goes live (a
-    simulated provider sends its traffic by it)."""
+    """Ticks from `start` as the operator's loop would (at each decision's `wake_at`) until the
+    rollout ends, or its gradual rollback reaches 0, or `end`. `route_changed` hears of each write
+    as it goes live (a simulated provider sends its traffic by it)."""
     status = ModelRolloutStatus()
     route = LiveRoute(100, 0)
     now = start
@@ -97,7 +96,8 @@ def simulate(
         status = decision.status
         if status.ended and status.rolling_back is None:
             break
-        now += next_wakeup(spec, status, now)
+        assert decision.wake_at is not None, "decide says when to look again"
+        now = decision.wake_at
     return Replay(start, min(now, end), tuple(spans.values()), tuple(weights), tuple(events), status, ticks)
 
 

@@ -17,7 +17,17 @@ from __future__ import annotations
 
 from modelgate.api import Phase
 from modelgate.core.deadlines import pending_deadline
-from modelgate.core.intents import Hold, HoldReason, Intent
+from modelgate.core.intents import (
+    Effect,
+    Hold,
+    Intent,
+    Noted,
+    RaiseWeight,
+    Say,
+    SetCondition,
+    StepNote,
+    fields,
+)
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
 from modelgate.core.wording import how_many
@@ -40,11 +50,19 @@ def step_waits(tick: Tick) -> bool:
     return wanted is not None and wanted != tick.status.current_weight
 
 
-def holds_weight(tick: Tick, weight: int) -> bool:
-    """Whether raising the candidate's weight to `weight` waits for its Ready replicas. Says so while
-    it does (message, condition, pendingSince, an Event when the wait begins) and when it ends."""
+def short(tick: Tick, weight: int) -> bool:
+    """Whether raising the candidate's weight to `weight` waits for its Ready replicas."""
     if not enforced(tick) or weight <= tick.status.current_weight:
         return False
+    ready = tick.observed.ready_replicas
+    return ready is None or ready.candidate < needed_replicas(ready.incumbent, weight)
+
+
+def weight_check(tick: Tick, weight: int) -> tuple[Effect, ...]:
+    """What the capacity for `weight` says while the weight waits (message, condition, pendingSince,
+    an Event when the wait begins) and when the wait ends."""
+    if not enforced(tick) or weight <= tick.status.current_weight:
+        return ()
     ready = tick.observed.ready_replicas
     waiting = tick.status.capacity_wait_since is not None
     if ready is None:
@@ -56,46 +74,56 @@ def holds_weight(tick: Tick, weight: int) -> bool:
             f"incumbent replicas x {weight} / 100)); the candidate has {ready.candidate}"
         )
         if ready.candidate >= needed:
-            tick.condition(ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, enough)
-            if waiting:
-                tick.event(Reason.CAPACITY_AVAILABLE, f"raising the candidate's weight: {enough}")
-                tick.update(pending_since=None, capacity_wait_since=None)
-            return False
+            available = SetCondition(
+                ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, enough
+            )
+            if not waiting:
+                return (available,)
+            said = Say(Reason.CAPACITY_AVAILABLE, f"raising the candidate's weight: {enough}")
+            return available, said, fields(pending_since=None, capacity_wait_since=None)
         shortfall = enough
     message = f"holding the candidate's weight at {tick.status.current_weight}: {shortfall}"
-    if not waiting:
-        tick.event(Reason.INSUFFICIENT_CAPACITY, message)
-    tick.condition(ConditionType.CANDIDATE_CAPACITY, False, Reason.INSUFFICIENT_CAPACITY, message)
-    tick.update(
-        phase=Phase.PROGRESSING,
-        pending_since=tick.status.pending_since or tick.now,
-        capacity_wait_since=tick.status.capacity_wait_since or tick.now,
+    began = () if waiting else (Say(Reason.INSUFFICIENT_CAPACITY, message),)
+    return (
+        *began,
+        SetCondition(ConditionType.CANDIDATE_CAPACITY, False, Reason.INSUFFICIENT_CAPACITY, message),
+        fields(
+            phase=Phase.PROGRESSING,
+            pending_since=tick.status.pending_since or tick.now,
+            capacity_wait_since=tick.status.capacity_wait_since or tick.now,
+        ),
+        StepNote(message),
     )
-    tick.note(message)
-    return True
+
+
+def capacity_note(tick: Tick) -> Noted | None:
+    """Records how the capacity of a waiting step stands; a wait that ended otherwise (`modelgate
+    promote` past it, a spec edit) is no longer reported."""
+    if step_waits(tick):
+        weight = tick.step.set_weight
+        assert weight is not None
+        return Noted(weight_check(tick, weight))
+    if tick.status.capacity_wait_since is None:
+        return None
+    no_wait = SetCondition(ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, "no step waits")
+    return Noted((no_wait, fields(pending_since=None, capacity_wait_since=None)))
+
+
+def capacity_deadline(tick: Tick) -> Intent:
+    """A step waiting for capacity counts against the pending deadline."""
+    weight = _waiting_weight(tick)
+    return pending_deadline(tick) if weight is not None and short(tick, weight) else None
 
 
 def capacity_wait(tick: Tick) -> Intent:
-    """A waiting step raises its weight once the capacity is there (and the step goes on); while it
-    still waits it holds, unless its progress deadline acts."""
-    if not step_waits(tick):
-        _no_wait(tick)
+    """A waiting step raises its weight once the capacity is there (and the step goes on); until
+    then it holds."""
+    weight = _waiting_weight(tick)
+    if weight is None:
         return None
-    weight = tick.step.set_weight
-    assert weight is not None
-    if holds_weight(tick, weight):
-        return pending_deadline(tick) or Hold(HoldReason.CAPACITY)
-    index = tick.status.current_step_index
-    # The step's clock (its analysis window, a deadline) starts when its weight does.
-    tick.set_weight(weight)
-    message = f"step {index}: candidate weight {weight}"
-    tick.update(step_started_at=tick.now, inconclusive_since=None, message=message)
-    tick.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {weight}%")
-    return None
+    return Hold() if short(tick, weight) else RaiseWeight(tick.status.current_step_index, weight)
 
 
-def _no_wait(tick: Tick) -> None:
-    """A wait that ended otherwise (`modelgate promote` past it, a spec edit) is no longer reported."""
-    if tick.status.capacity_wait_since is not None:
-        tick.condition(ConditionType.CANDIDATE_CAPACITY, True, Reason.CAPACITY_AVAILABLE, "no step waits")
-        tick.update(pending_since=None, capacity_wait_since=None)
+def _waiting_weight(tick: Tick) -> int | None:
+    """The weight the current step waits to raise, if it waits."""
+    return tick.step.set_weight if step_waits(tick) else None

@@ -6,7 +6,7 @@ instead of fighting. Holding: no weight writes and no step advances (a rollback 
 from __future__ import annotations
 
 from modelgate.api import PauseReason, Phase, RouteState
-from modelgate.core.intents import Hold, HoldReason, Intent
+from modelgate.core.intents import BeginPause, Effect, EndPause, Hold, Intent, Say, SetRouteState, fields
 from modelgate.core.model import LiveRoute
 from modelgate.core.reasons import Reason
 from modelgate.core.tick import Tick
@@ -35,12 +35,13 @@ def route_conflict_held(tick: Tick) -> bool:
 
 def conflict_hold(tick: Tick) -> Intent:
     """The other writer's weight stays; only a rollback writes."""
-    return Hold(HoldReason.ROUTE_CONFLICT) if route_conflict_held(tick) else None
+    return Hold(pause=PauseReason.ROUTE_CONFLICT) if route_conflict_held(tick) else None
 
 
-def note_overwrite(tick: Tick, route: LiveRoute, writer: str) -> None:
+def overwrite_noted(tick: Tick, route: LiveRoute, writer: str) -> tuple[Effect, ...]:
+    """What another writer's change says: the first is written back once, a second holds the rollout."""
     if route_conflict_held(tick):
-        return  # already holding, and said so
+        return ()  # already holding, and said so
     what = (
         f"field manager {writer!r} changed the route's candidate weight from {tick.status.live_weight}"
         f" to {route.candidate_weight}"
@@ -49,24 +50,26 @@ def note_overwrite(tick: Tick, route: LiveRoute, writer: str) -> None:
         message = (
             f"{what}; writing {tick.status.current_weight} back once (a second change holds the rollout)"
         )
-        tick.event(Reason.ROUTE_OVERWRITTEN, message)
-        tick.route_state(RouteState.OVERWRITTEN, message)
-        return
+        return Say(Reason.ROUTE_OVERWRITTEN, message), SetRouteState(RouteState.OVERWRITTEN, message)
     message = (
         f"{what} again after the operator wrote its weight back; holding, with no more writes, until"
         " `modelgate resume`: stop the other writer first"
     )
-    tick.event(Reason.ROUTE_CONFLICT, message)
-    tick.route_state(RouteState.CONFLICT, message)
-    tick.pause(PauseReason.ROUTE_CONFLICT, message)
-    if tick.status.phase is Phase.PROGRESSING:
-        tick.update(phase=Phase.PAUSED)
-    if tick.status.phase in (Phase.PENDING, Phase.PAUSED):
-        tick.update(message=f"paused: {message}")
+    effects: list[Effect] = [
+        Say(Reason.ROUTE_CONFLICT, message),
+        SetRouteState(RouteState.CONFLICT, message),
+        BeginPause(PauseReason.ROUTE_CONFLICT, message),
+    ]
+    phase = tick.status.phase
+    if phase is Phase.PROGRESSING:
+        phase = Phase.PAUSED
+        effects.append(fields(phase=phase))
+    if phase in (Phase.PENDING, Phase.PAUSED):
+        effects.append(fields(message=f"paused: {message}"))
+    return tuple(effects)
 
 
-def release_route(tick: Tick, by: str) -> None:
+def releasing(tick: Tick, by: str) -> tuple[Effect, ...]:
     """A command ends a hold and forgets the overwrite: the weight is written again this tick."""
-    if overwrite_noticed(tick):
-        tick.route_state(RouteState.FOUND, f"writing weights again after {by}")
-    tick.unpause(PauseReason.ROUTE_CONFLICT)
+    written_again = (SetRouteState(RouteState.FOUND, f"writing weights again after {by}"),)
+    return (*(written_again if overwrite_noticed(tick) else ()), EndPause((PauseReason.ROUTE_CONFLICT,)))

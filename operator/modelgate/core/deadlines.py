@@ -11,21 +11,26 @@ from modelgate.api import (
     ModelRolloutSpec,
     ModelRolloutStatus,
     PauseReason,
-    Phase,
     RollbackReason,
     Verdict,
 )
 from modelgate.api.progress_deadlines import DEFAULT_INCONCLUSIVE_DEADLINE, DEFAULT_PENDING_DEADLINE
-from modelgate.core.intents import Fail, Hold, HoldReason, Intent, RollBack
-from modelgate.core.reasons import ConditionType, Reason
+from modelgate.core.intents import Fail, Hold, Intent, RollBack
+from modelgate.core.model import Event
+from modelgate.core.reasons import Reason
 from modelgate.core.stage import watching
 from modelgate.core.tick import Tick
 
 
 def pending_deadline(tick: Tick) -> Intent:
-    """The pending deadline's action once it has passed (a pause is recorded and holds)."""
+    """The pending deadline's action once it has passed (a pause that begins holds)."""
     since, what = tick.status.pending_since, "the candidate has not become Available within"
     return _check(tick, PauseReason.PENDING_DEADLINE, pending_limit(tick.spec), since, what)
+
+
+def candidate_deadline(tick: Tick) -> Intent:
+    """While the candidate is not Available: the pending deadline's action once it has passed."""
+    return None if tick.observed.candidate_available else pending_deadline(tick)
 
 
 def pending_limit(spec: ModelRolloutSpec) -> Deadline:
@@ -37,7 +42,7 @@ def pending_limit(spec: ModelRolloutSpec) -> Deadline:
 
 
 def inconclusive_deadline(tick: Tick) -> Intent:
-    """The inconclusive deadline's action once it has passed (a pause is recorded and holds)."""
+    """The inconclusive deadline's action once it has passed (a pause that begins holds)."""
     deadline = inconclusive_limit(tick.spec, tick.status)
     since = tick.status.inconclusive_since
     what = "the analysis has been Inconclusive for"
@@ -78,7 +83,8 @@ def deadline_paused(tick: Tick) -> bool:
 
 def deadline_hold(tick: Tick) -> Intent:
     """Paused at its deadline: held, with the message saying why, until `modelgate resume`."""
-    return Hold(HoldReason.DEADLINE) if deadline_paused(tick) else None
+    pause = tick.status.pause
+    return Hold(pause=pause.reason) if pause is not None and pause.reason.deadline else None
 
 
 def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> Intent:
@@ -88,13 +94,9 @@ def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, wh
     message = f"{what}; {deadline.action} per spec.progressDeadlines{' (its default)' if unset else ''}"
     if deadline.action == "rollback":
         return RollBack(RollbackReason(time=tick.now, message=message), Reason.PROGRESS_DEADLINE_EXCEEDED)
-    tick.event(Reason.PROGRESS_DEADLINE_EXCEEDED, message)
+    exceeded = Event(Reason.PROGRESS_DEADLINE_EXCEEDED, message)
     if deadline.action == "fail":
-        return Fail(Reason.PROGRESS_DEADLINE_EXCEEDED, message)
+        return Fail(Reason.PROGRESS_DEADLINE_EXCEEDED, message, exceeded)
     # pause: the weights stay; `modelgate resume` (or `promote`) restarts the clock.
-    tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.PROGRESS_DEADLINE_EXCEEDED, message)
-    tick.update(message=f"paused: {message}; run `modelgate resume` to continue")
-    tick.pause(pause, message)
-    if tick.status.phase is not Phase.PENDING:
-        tick.update(phase=Phase.PAUSED)
-    return Hold(HoldReason.DEADLINE)
+    paused = f"paused: {message}; run `modelgate resume` to continue"
+    return Hold(paused, pause, Reason.PROGRESS_DEADLINE_EXCEEDED, message, exceeded)

@@ -9,29 +9,42 @@ This module reads as the rollout's life: start, pending, gating, steps, the end.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason, RouteState
 from modelgate.core import capacity, gradual, intents, watch_window
-from modelgate.core.conflicts import note_overwrite, overwrite_noticed, overwritten_by
+from modelgate.core.analysis_run import judged
+from modelgate.core.conflicts import overwrite_noted, overwrite_noticed, overwritten_by
 from modelgate.core.deadlines import deadline_paused
+from modelgate.core.fold import fold, fold_hold
 from modelgate.core.fresh_status import fresh_status
-from modelgate.core.gating import gate_pending, gating, start_gate
+from modelgate.core.gating import gate_pending, gate_start, gating
 from modelgate.core.manual_commands import handle_command
-from modelgate.core.mirror import settle_mirror
+from modelgate.core.mirror import mirror_noted
 from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
 from modelgate.core.moments import moment
 from modelgate.core.notifying import note_notifications
-from modelgate.core.policy import PENDING, STEPPING, first_intent
-from modelgate.core.query_check import note_check
+from modelgate.core.policy import (
+    PENDING,
+    PENDING_BOOKKEEPING,
+    ROLLED_BACK,
+    ROLLED_BACK_BOOKKEEPING,
+    STEPPING,
+    STEPPING_BOOKKEEPING,
+    Rule,
+)
+from modelgate.core.query_check import check_noted
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.route_claims import claim_hold, hold_for_claim, release_claim
+from modelgate.core.route_claims import CLAIM_RELEASED, claim_hold, claim_noted
+from modelgate.core.schedule import next_wakeup
 from modelgate.core.stage import watching
 from modelgate.core.status_upgrade import with_state_from_conditions
-from modelgate.core.step_completion import failures_for_new_step, step_complete
+from modelgate.core.step_completion import failures_for_new_step, unmet_need
 from modelgate.core.tick import Tick
 from modelgate.core.tick_history import note_history
 from modelgate.core.unusable import decide_unusable
+from modelgate.core.writes import as_if_taken
 
 __all__ = ["decide", "decide_unusable"]
 
@@ -44,13 +57,18 @@ def decide(
     tick.run()
     tick.status = note_history(status, tick.status, now)
     tick.status = note_notifications(tick.spec, status, tick.status, tick.outcome, observed, now)
-    return tick.decision
+    decision = tick.decision
+    # The one wake-up, as if the write takes; `settle` brings it forward when it does not.
+    return replace(decision, wake_at=now + next_wakeup(spec, as_if_taken(decision), now))
 
 
 class _Tick(Tick):
     def run(self) -> None:
         self.transition()
-        settle_mirror(self)  # the mirror follows the step the tick ended at
+        noted, rewrite = mirror_noted(self)  # the mirror follows the step the tick ended at
+        fold(self, noted)
+        if rewrite:
+            self.weight = self.status.current_weight
 
     def transition(self) -> None:
         generation_changed = self.status.observed_generation != self.observed.generation
@@ -65,12 +83,13 @@ class _Tick(Tick):
                 Reason.SPEC_CHANGED, f"step {removed} was removed from the spec; starting again from step 0"
             )
         self.update(observed_generation=self.observed.generation)
-        note_check(self)
+        fold(self, check_noted(self))
         command = self.observed.command
         handled = self.status.last_command
         if command is not None and (handled is None or command.id != handled.id):
-            self.apply(handle_command(self, command))
-            self.command_handled = True
+            intent, noted = handle_command(self, command)
+            fold(self, noted)
+            self.apply(intent)
         route = self.observed.route
         if isinstance(route, RouteProblem):
             if self.status.phase is not Phase.FAILED:  # Failed said why; its 0 waits for the route
@@ -80,11 +99,12 @@ class _Tick(Tick):
         self.note_route(route)
         held = claim_hold(self.spec, self.status, self.observed, route)
         if held is not None:
-            hold_for_claim(self, held)
+            fold(self, claim_noted(self, held))
+            self.weight, self.may_write = None, False
             return
-        release_claim(self)
+        fold(self, CLAIM_RELEASED)
         if writer is not None:
-            note_overwrite(self, route, writer)
+            fold(self, overwrite_noted(self, route, writer))
         phase = self.status.phase
         problem = self.observed.query_problem
         if problem is not None and phase is Phase.PENDING:
@@ -97,13 +117,18 @@ class _Tick(Tick):
         elif phase is Phase.FAILED:
             self.apply(intents.SetWeight(0))  # Failed never strands traffic: the incumbent takes it all
         elif phase is Phase.ROLLED_BACK:
-            self.apply(gradual.continue_rollback(self))
+            # A gradual rollback is watched: its run judged (none is, once it has reached 0)
+            self.analysed = None if self.status.rolling_back is None else judged(self)
+            self.apply(self.first_intent(ROLLED_BACK_BOOKKEEPING, ROLLED_BACK))
         elif phase is Phase.PENDING:
-            self.apply(first_intent(self, PENDING))
+            self.apply(self.first_intent(PENDING_BOOKKEEPING, PENDING))
         elif phase is Phase.GATING:
-            self.apply(gating(self))
+            intent, noted = gating(self)
+            fold(self, noted)
+            self.apply(intent)
         else:
-            self.apply(first_intent(self, STEPPING))
+            self.analysed = judged(self)
+            self.apply(self.first_intent(STEPPING_BOOKKEEPING, STEPPING))
 
     def note_route(self, route: LiveRoute) -> None:
         """RouteReady, and the weight the route carries; a write that has not taken (reported when
@@ -120,15 +145,36 @@ class _Tick(Tick):
         self.status = fresh_status(self.status, self.spec.candidate.identity, self.now, message)
         self.event(reason, message)
 
+    def first_intent(self, bookkeeping: tuple[Rule, ...], rules: tuple[Rule, ...]) -> intents.Intent:
+        """Records what the bookkeeping saw, then asks the rules in order: the first intent decides;
+        what a rule noted on the way is recorded before the next is asked."""
+        for rule in (*bookkeeping, *rules):
+            match rule(self):
+                case intents.Noted(effects=effects):
+                    fold(self, effects)
+                case None:
+                    pass
+                case intent:
+                    return intent
+        return None
+
     def apply(self, intent: intents.Intent) -> None:
         """Carries out the intent the policy (core/policy.py) decided on."""
         match intent:
-            case intents.Hold(message=str() as message):
-                self.update(message=message)
+            case intents.Hold() as hold:
+                fold_hold(self, hold)
             case intents.RollBack(reason=reason, cause=cause):
                 self.rollback(reason, cause)
-            case intents.Fail(reason=reason, message=message):
+            case intents.Fail(reason=reason, message=message, event=event):
+                if event is not None:
+                    self.events.append(event)
                 self.fail(reason, message)
+            case intents.RaiseWeight(index=index, weight=weight):
+                self.set_weight(weight)
+                self.update(step_started_at=self.now, inconclusive_since=None)
+                self.update(message=f"step {index}: candidate weight {weight}")
+                self.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {weight}%")
+                self.advance_while_complete()  # the step's clock starts when its weight does
             case intents.SetWeight(weight=weight):
                 self.set_weight(weight)
             case intents.EnterStep(index=index, through_complete=through):
@@ -153,22 +199,30 @@ class _Tick(Tick):
 
     def leave_pending(self) -> None:
         if gate_pending(self):
-            start_gate(self)
+            fold(self, gate_start(self))
             return
         self.update(phase=Phase.PROGRESSING, pending_since=None)
         self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.name} is Available")
         self.apply(intents.EnterStep(0))
 
     def advance_while_complete(self) -> None:
-        while self.stepping and step_complete(self):
+        while self.stepping:
+            unmet = unmet_need(self)
+            if unmet is not None:
+                if unmet.note is not None:
+                    self.note(unmet.note)  # what the step waits for
+                return
             self.event(Reason.STEP_COMPLETED, f"step {self.status.current_step_index} completed")
             self.enter_step(self.status.current_step_index + 1)
 
     def enter_step(self, index: int) -> None:
         self.unpause(PauseReason.INDEFINITE_STEP)
         if index >= len(self.spec.steps):
-            if not watch_window.start(self):
+            opening = watch_window.opening(self)
+            if opening is None:
                 self.succeed()
+            else:
+                fold(self, opening)
             return
         self.update(
             current_step_index=index,
@@ -180,14 +234,16 @@ class _Tick(Tick):
             self.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, f"step {index} started")
             self.unpause(PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
         step = self.step
-        if step.set_weight is not None and capacity.holds_weight(self, step.set_weight):
-            return
+        if step.set_weight is not None:
+            fold(self, capacity.weight_check(self, step.set_weight))
+            if capacity.short(self, step.set_weight):
+                return
         if step.set_weight is not None:
             self.set_weight(step.set_weight)
             self.update(phase=Phase.PROGRESSING, message=f"step {index}: candidate weight {step.set_weight}")
             self.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {step.set_weight}%")
         elif step.mirror is not None:
-            # The weight stays; the mirror is written at the end of the tick (settle_mirror).
+            # The weight stays; the mirror is written at the end of the tick (mirror_noted).
             message = f"step {index}: mirroring {step.mirror.percent}% for {step.mirror.duration}"
             self.update(phase=Phase.PROGRESSING, message=message)
         elif step.pause is not None and step.pause.duration is None:
@@ -207,15 +263,20 @@ class _Tick(Tick):
             message=f"{self.spec.candidate.name} takes all traffic",
         )
         self.end_pauses()
-        watch_window.stop(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
+        fold(
+            self, watch_window.closing(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
+        )
         self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
         self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.name} promoted to 100%")
         self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
     def rollback(self, reason: RollbackReason, cause: Reason) -> None:
-        if cause is not Reason.ABORTED and watch_window.rollback_held(self, reason):
-            return
-        watch_window.stop(self, Reason.ROLLED_BACK, reason.message)
+        if cause is not Reason.ABORTED:
+            held, noted = watch_window.held_rollback(self, reason)
+            fold(self, noted)
+            if held:
+                return
+        fold(self, watch_window.closing(self, Reason.ROLLED_BACK, reason.message))
         rolling = gradual.gradual_start(self.spec, self.status, cause, self.now)
         message = f"rolled back: {reason.message}"
         if rolling is None:

@@ -198,15 +198,16 @@ def _count(value: float | None) -> int | None:
 
 
 def new_warnings(
-    spec: ModelRolloutSpec, status: ModelRolloutStatus, run: AnalysisRun
+    spec: ModelRolloutSpec, status: ModelRolloutStatus, run: AnalysisRun, recorded: tuple[MetricAnalysis, ...]
 ) -> tuple[CoinToss, ...]:
-    """The coin tosses of the current step not yet warned of, after the run was recorded in status."""
+    """The coin tosses of the current step not yet warned of, once the run is `recorded` (the
+    metrics' analysis it leaves in status)."""
     index = status.current_step_index
     if spec.analysis is None or index >= len(spec.steps):
         return ()  # the watch window: no step to warn of
     window = run.window or spec.analysis.interval_timedelta
     warned = {(w.metric, w.step) for w in status.false_rollback_warnings}
-    tosses = coin_tosses(spec.analysis, spec.steps[index], index, run, status.analysis, window)
+    tosses = coin_tosses(spec.analysis, spec.steps[index], index, run, recorded, window)
     return tuple(t for t in tosses if (t.metric, t.step) not in warned)
 
 

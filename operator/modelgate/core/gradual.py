@@ -16,8 +16,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollingBack
-from modelgate.core.intents import Intent, RollBack, SetWeight
-from modelgate.core.metric_verdicts import evaluate
+from modelgate.core.intents import AskWeight, Intent, Noted, RollBack, Say, SetWeight, fields
 from modelgate.core.moments import moment
 from modelgate.core.reasons import Reason
 from modelgate.core.tick import Tick
@@ -62,26 +61,38 @@ def next_step_at(status: ModelRolloutStatus, now: datetime) -> datetime | None:
     return min(max(falls_at, now + STEP_INTERVAL), max(rolling.ends_at, now))
 
 
-def continue_rollback(tick: Tick) -> Intent:
-    """A RolledBack rollout's tick: 0, or the step-down's weight now; a breach during it sets 0."""
+def record_rollback_run(tick: Tick) -> Noted | None:
+    """Bookkeeping of a gradual rollback's tick: the analysis run that watched it, if one ran (a
+    breach ends the step-down: rollback_verdict sets 0)."""
+    run, result = tick.observed.analysis, tick.analysed
+    if tick.status.rolling_back is None or run is None or result is None:
+        return None
+    ended = {"rolling_back": None} if result.breach is not None else {}
+    return Noted((fields(analysis=result.metrics, last_analysis_at=run.at, **ended),))
+
+
+def rollback_verdict(tick: Tick) -> Intent:
+    """A breach during a gradual rollback sets 0 at once (the engine judges a run only while the
+    rollout steps down)."""
+    result = tick.analysed
+    if tick.observed.analysis is None or result is None or result.breach is None:
+        return None
+    return RollBack(result.breach, Reason.METRIC_BREACH)
+
+
+def step_down(tick: Tick) -> Intent | Noted:
+    """A RolledBack rollout's tick: 0, or the step-down's weight now (written even over another
+    writer's, as a rollback is)."""
     rolling = tick.status.rolling_back
     if rolling is None:
         return SetWeight(0)
-    analysis, run = tick.spec.analysis, tick.observed.analysis
-    if analysis is not None and run is not None:
-        result = evaluate(analysis, run, tick.status.analysis)
-        tick.update(analysis=result.metrics, last_analysis_at=run.at)
-        if result.breach is not None:
-            tick.update(rolling_back=None)
-            return RollBack(result.breach, Reason.METRIC_BREACH)
     weight = weight_at(rolling, tick.now)
-    tick.set_weight(weight, even_when_held=True)
     if weight == 0:
-        tick.update(rolling_back=None, message=f"rolled back: {_reason(tick)}")
-        tick.event(Reason.ROLLBACK_COMPLETED, "the gradual rollback is complete: the candidate's weight is 0")
-        return None
-    tick.update(message=step_down_message(weight, rolling, _reason(tick)))
-    return None
+        complete = "the gradual rollback is complete: the candidate's weight is 0"
+        done = fields(rolling_back=None, message=f"rolled back: {_reason(tick)}")
+        return Noted((AskWeight(0, even_when_held=True), done, Say(Reason.ROLLBACK_COMPLETED, complete)))
+    message = fields(message=step_down_message(weight, rolling, _reason(tick)))
+    return Noted((AskWeight(weight, even_when_held=True), message))
 
 
 def step_down_message(weight: int, rolling: RollingBack, reason: str) -> str:

@@ -6,10 +6,24 @@ from __future__ import annotations
 from modelgate.api import CommandResult, LastCommand, PauseReason, Phase, RollbackReason
 from modelgate.api.pause import RESUMABLE
 from modelgate.core import limits
-from modelgate.core.conflicts import release_route
+from modelgate.core.conflicts import releasing
 from modelgate.core.gating import gate_command
 from modelgate.core.gradual import gradual_start
-from modelgate.core.intents import EnterStep, Intent, RollBack, StartOver, Succeed
+from modelgate.core.intents import (
+    BeginPause,
+    Effect,
+    EndPause,
+    EnterStep,
+    Fields,
+    Intent,
+    RollBack,
+    Say,
+    SetCondition,
+    StartOver,
+    StepNote,
+    Succeed,
+    fields,
+)
 from modelgate.core.model import (
     COMMAND_ANNOTATION,
     COMMAND_SHAPE,
@@ -24,18 +38,17 @@ from modelgate.core.tick import Tick
 UNREADABLE = "unreadable"  # status.lastCommand.name of an annotation that is not a command
 
 
-def handle_command(tick: Tick, command: Command | UnreadableCommand) -> Intent:
-    """Records the command in status.lastCommand; returns the transition it asks for, if any."""
+def handle_command(tick: Tick, command: Command | UnreadableCommand) -> tuple[Intent, tuple[Effect, ...]]:
+    """The transition the command asks for, if any, and what it records (status.lastCommand first
+    among them), for the engine to fold before it carries the transition out."""
     if isinstance(command, UnreadableCommand):
-        _ignore(tick, command.id, UNREADABLE, unreadable_message(command))
-        return None
+        return None, _ignore(tick, command.id, UNREADABLE, unreadable_message(command))
     applied = _apply(tick, command.action)
     if applied is None:
-        _ignore(tick, command.id, command.action.value, _not_applicable_message(tick, command.action))
-        return None
-    intent, message = applied
-    _record(tick, command.id, command.action.value, CommandResult.APPLIED, message)
-    return intent
+        message = _not_applicable_message(tick, command.action)
+        return None, _ignore(tick, command.id, command.action.value, message)
+    intent, message, effects = applied
+    return intent, (*effects, _record(tick, command.id, command.action.value, CommandResult.APPLIED, message))
 
 
 def command_that_applies(tick: Tick, refused: CommandAction) -> CommandAction | None:
@@ -88,13 +101,14 @@ def unreadable_message(command: UnreadableCommand) -> str:
     )
 
 
-def _ignore(tick: Tick, command_id: str, name: str, message: str) -> None:
-    tick.event(Reason.COMMAND_IGNORED, message)
-    _record(tick, command_id, name, CommandResult.IGNORED, message)
+def _ignore(tick: Tick, command_id: str, name: str, message: str) -> tuple[Effect, ...]:
+    return Say(Reason.COMMAND_IGNORED, message), _record(
+        tick, command_id, name, CommandResult.IGNORED, message
+    )
 
 
-def _record(tick: Tick, command_id: str, name: str, result: CommandResult, message: str) -> None:
-    tick.update(
+def _record(tick: Tick, command_id: str, name: str, result: CommandResult, message: str) -> Fields:
+    return fields(
         last_command=LastCommand(
             id=command_id,
             name=name,
@@ -105,33 +119,37 @@ def _record(tick: Tick, command_id: str, name: str, result: CommandResult, messa
     )
 
 
-def _apply(tick: Tick, action: CommandAction) -> tuple[Intent, str] | None:
-    """What the command asks of the tick and what it did, or None when it does not apply in the
-    rollout's phase."""
+def _apply(tick: Tick, action: CommandAction) -> tuple[Intent, str, tuple[Effect, ...]] | None:
+    """What the command asks of the tick, what it did and what it records, or None when it does not
+    apply in the rollout's phase."""
     phase = tick.status.phase
     if phase is Phase.GATING:
         return gate_command(tick, action)
     active = phase in (Phase.PROGRESSING, Phase.PAUSED)
     if action is CommandAction.ABORT and tick.status.rolling_back is not None:
         # A second abort ends a gradual rollback: all traffic to the incumbent now.
-        tick.update(rolling_back=None)
-        return RollBack(_aborted(tick), Reason.ABORTED), "rolled back at once: all traffic to the incumbent"
+        at_once = "rolled back at once: all traffic to the incumbent"
+        return RollBack(_aborted(tick), Reason.ABORTED), at_once, (fields(rolling_back=None),)
     if action is CommandAction.ABORT and (active or phase in (Phase.PENDING, Phase.FAILED)):
-        return RollBack(_aborted(tick), Reason.ABORTED), _abort_message(tick)
+        return RollBack(_aborted(tick), Reason.ABORTED), _abort_message(tick), ()
     if action is CommandAction.RETRY and phase in (Phase.ROLLED_BACK, Phase.FAILED):
         retrying = f"retrying {tick.spec.candidate.name} from step 0"
-        return StartOver(Reason.RETRY, retrying), "started again from step 0"
+        return StartOver(Reason.RETRY, retrying), "started again from step 0", ()
     if action is CommandAction.RESUME and tick.paused_by(*RESUMABLE):
-        return None, _resume(tick)
+        return None, *_resume(tick)
     if action is CommandAction.PROMOTE_FULL and active:
-        release_route(tick, "`modelgate promote --full`")
-        tick.event(Reason.PROMOTED, "`modelgate promote --full`: skipping the remaining steps")
-        return Succeed(), "skipped the remaining steps: the candidate takes all traffic"
+        said = Say(Reason.PROMOTED, "`modelgate promote --full`: skipping the remaining steps")
+        released = releasing(tick, "`modelgate promote --full`")
+        return Succeed(), "skipped the remaining steps: the candidate takes all traffic", (*released, said)
     if action is CommandAction.PROMOTE and active and not tick.error_paused:
-        release_route(tick, "`modelgate promote`")
         index = tick.status.current_step_index
-        tick.event(Reason.PROMOTED, f"`modelgate promote`: step {index} finished by hand")
-        return EnterStep(index + 1, through_complete=False), f"step {index} finished by hand"
+        said = Say(Reason.PROMOTED, f"`modelgate promote`: step {index} finished by hand")
+        released = releasing(tick, "`modelgate promote`")
+        return (
+            EnterStep(index + 1, through_complete=False),
+            f"step {index} finished by hand",
+            (*released, said),
+        )
     return None
 
 
@@ -147,31 +165,36 @@ def _abort_message(tick: Tick) -> str:
     return "rolled back: all traffic to the incumbent"
 
 
-def _resume(tick: Tick) -> str:
+def _resume(tick: Tick) -> tuple[str, tuple[Effect, ...]]:
     """Ends a pause `modelgate resume` ends (status.pause): back to what the step itself does."""
     phase = tick.status.phase
+    released = releasing(tick, "`modelgate resume`")
     if phase not in (Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED):
         # A finished rollout held for another writer: its weight is written again.
-        release_route(tick, "`modelgate resume`")
-        tick.event(Reason.RESUMED, "resumed by `modelgate resume`: writing the weight again")
-        return "writing the weight again"
-    release_route(tick, "`modelgate resume`")
-    tick.unpause(*RESUMABLE)
+        said = Say(Reason.RESUMED, "resumed by `modelgate resume`: writing the weight again")
+        return "writing the weight again", (*released, said)
     # An indefinite pause still waits for `modelgate promote`; the progress deadlines count again from now.
     pending = phase is Phase.PENDING
     indefinite = tick.at_indefinite_pause and not pending
-    tick.update(
-        phase=phase if pending else Phase.PAUSED if indefinite else Phase.PROGRESSING,
-        consecutive_prometheus_errors=0,
-        pending_since=tick.now if pending else None,
-        inconclusive_since=None,
-    )
+    resumed: list[Effect] = [
+        *released,
+        EndPause(tuple(RESUMABLE)),
+        fields(
+            phase=phase if pending else Phase.PAUSED if indefinite else Phase.PROGRESSING,
+            consecutive_prometheus_errors=0,
+            pending_since=tick.now if pending else None,
+            inconclusive_since=None,
+        ),
+    ]
     if indefinite:
-        tick.note("paused until `modelgate promote`")
-        tick.pause(
-            PauseReason.INDEFINITE_STEP,
-            f"step {tick.status.current_step_index} pauses until `modelgate promote`",
-        )
-    tick.condition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, "resumed by `modelgate resume`")
-    tick.event(Reason.RESUMED, "resumed by `modelgate resume`")
-    return "resumed"
+        index = tick.status.current_step_index
+        resumed += [
+            StepNote("paused until `modelgate promote`"),
+            BeginPause(PauseReason.INDEFINITE_STEP, f"step {index} pauses until `modelgate promote`"),
+        ]
+    message = "resumed by `modelgate resume`"
+    resumed += [
+        SetCondition(ConditionType.ANALYSIS_HEALTHY, False, Reason.RESUMED, message),
+        Say(Reason.RESUMED, message),
+    ]
+    return "resumed", tuple(resumed)

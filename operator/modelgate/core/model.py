@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason, RolloutRef
@@ -278,15 +279,17 @@ Action = (
 class Decision:
     """One tick's result. `weight` is the candidate weight to write (the incumbent gets the rest), or
     None to leave the route alone; a write also sets the mirror to `mirror_percent` (0: none). The
-    command handled in this tick, if any, is in `status.last_command` and `command_handled`."""
+    command handled in this tick, if any, is in `status.last_command`."""
 
     status: ModelRolloutStatus
     weight: int | None = None
     events: tuple[Event, ...] = ()
     outcome: Outcome | None = None
-    command_handled: bool = False
     mirror_percent: int = 0
     scale_down_incumbent: bool = False  # the watch window passed: scale the incumbent Deployment to 0
     # Every effect of the tick, in order (core/actions.py); `deleting`: those of a rollout being deleted.
     actions: tuple[Action, ...] = ()
     deleting: bool = False
+    # When the rollout is looked at again (core/schedule.py's next_wakeup, over the status once its
+    # write settled); None for the decisions that wake at the operator's resync.
+    wake_at: datetime | None = None

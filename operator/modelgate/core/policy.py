@@ -1,60 +1,69 @@
-"""The rollout's policy, top to bottom: the rules of a phase in the order the engine evaluates them.
-Each rule reads the tick (spec, status, observations, now) and returns an intent
-(core/intents.py); the first that is not None decides the tick. A rule may record what it observed
-(a condition, a message, an analysis run) and then return None: the next rule reads it."""
+"""The rollout's policy, top to bottom: what a tick records before the policy (bookkeeping), then
+the rules of a phase in the order the engine evaluates them. Each rule reads the tick (spec, status,
+observations, now) and returns an intent (core/intents.py); the first that is not None decides the
+tick. A rule that saw something to record returns it as `Noted` effects, which the engine folds
+(core/fold.py) before it asks the next rule: no rule writes, and no rule calls another."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from modelgate.core.analysis_run import analysis_verdict, errors_hold
-from modelgate.core.capacity import capacity_wait
+from modelgate.core.analysis_run import analysis_verdict, errors_hold, record_analysis
+from modelgate.core.capacity import capacity_deadline, capacity_note, capacity_wait
 from modelgate.core.conflicts import conflict_hold
-from modelgate.core.deadlines import deadline_hold, inconclusive_deadline, pending_deadline
-from modelgate.core.intents import Advance, Hold, HoldReason, Intent
+from modelgate.core.deadlines import candidate_deadline, deadline_hold, inconclusive_deadline
+from modelgate.core.gradual import record_rollback_run, rollback_verdict, step_down
+from modelgate.core.intents import Advance, AskWeight, Effect, Hold, Intent, Noted, SetCondition, fields
 from modelgate.core.query_check import queries_hold
+from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import Tick
-from modelgate.core.watch_window import window_verdict
+from modelgate.core.watch_window import window_note, window_verdict
 
-Rule = Callable[[Tick], Intent]
+Rule = Callable[[Tick], Intent | Noted]
 
 
-def no_traffic_yet(tick: Tick) -> Intent:
-    """Records: a Pending candidate gets weight 0, and whether it is Available."""
-    tick.set_weight(0)
-    tick.note_candidate_availability()
-    return None
+def no_traffic_yet(tick: Tick) -> Noted:
+    """Bookkeeping: a Pending candidate gets weight 0, and whether it is Available."""
+    return Noted((AskWeight(0), *candidate_availability(tick)))
 
 
 def candidate_wait(tick: Tick) -> Intent:
-    """Waits for the candidate to be Available, until the pending deadline acts."""
+    """Waits for the candidate to be Available (candidate_deadline, before, acts on its deadline)."""
     if tick.observed.candidate_available:
         return None
-    message = f"waiting for the candidate: {tick.observed.candidate_message}"
-    return pending_deadline(tick) or Hold(HoldReason.CANDIDATE_UNAVAILABLE, message=message)
+    return Hold(f"waiting for the candidate: {tick.observed.candidate_message}")
 
 
-def reassert_weight(tick: Tick) -> Intent:
+def reassert_weight(tick: Tick) -> Noted:
     """Records: the weight this step wrote is asked again (should it have drifted), and whether the
     candidate is Available."""
-    tick.set_weight(tick.status.current_weight)
-    tick.note_candidate_availability()
-    return None
+    return Noted((AskWeight(tick.status.current_weight), *candidate_availability(tick)))
 
 
 def advance(tick: Tick) -> Intent:
     return Advance()
 
 
+def candidate_availability(tick: Tick) -> tuple[Effect, ...]:
+    available = tick.observed.candidate_available
+    reason = Reason.AVAILABLE if available else Reason.NOT_AVAILABLE
+    return (
+        fields(candidate_available=available),
+        SetCondition(ConditionType.CANDIDATE_AVAILABLE, available, reason, tick.observed.candidate_message),
+    )
+
+
+PENDING_BOOKKEEPING: tuple[Rule, ...] = (no_traffic_yet,)
 PENDING: tuple[Rule, ...] = (
-    no_traffic_yet,
     conflict_hold,
     deadline_hold,
+    candidate_deadline,  # the candidate not Available past spec.progressDeadlines.pending
     candidate_wait,
     queries_hold,  # no weight before every query of the analysis answers
     advance,  # to the gate, or to step 0
 )
 
+STEPPING_BOOKKEEPING: tuple[Rule, ...] = (record_analysis,)  # the analysis run, judged before
 STEPPING: tuple[Rule, ...] = (  # Progressing or Paused, in a step or in the watch window
     analysis_verdict,  # a breach rolls back before anything else
     conflict_hold,
@@ -63,14 +72,16 @@ STEPPING: tuple[Rule, ...] = (  # Progressing or Paused, in a step or in the wat
     deadline_hold,
     inconclusive_deadline,
     queries_hold,
+    window_note,
     window_verdict,
+    capacity_note,
+    capacity_deadline,  # a step waiting for capacity counts against the pending deadline
     capacity_wait,
     advance,  # through the completed steps
 )
 
-
-def first_intent(tick: Tick, rules: tuple[Rule, ...]) -> Intent:
-    for rule in rules:
-        if (intent := rule(tick)) is not None:
-            return intent
-    return None
+ROLLED_BACK_BOOKKEEPING: tuple[Rule, ...] = (record_rollback_run,)  # a gradual rollback is watched
+ROLLED_BACK: tuple[Rule, ...] = (
+    rollback_verdict,  # a breach during the step-down sets 0 at once
+    step_down,  # 0, or the step-down's weight now
+)

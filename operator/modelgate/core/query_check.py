@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from modelgate.api import AnalysisSpec, ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.api.analysis_check import AnalysisCheck, UnansweredQuery
 from modelgate.core import limits
-from modelgate.core.intents import Hold, HoldReason, Intent
+from modelgate.core.intents import Effect, Hold, Intent, Say, SetCondition, fields
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.stage import watching
@@ -82,24 +82,22 @@ def _results(measured: MetricQuery) -> list[QueryResult]:
     return results
 
 
-def note_check(tick: Tick) -> None:
-    """Records the check run in this tick, if any, in status.analysisCheck and condition AnalysisReady;
-    a Warning Event when the queries stop answering."""
+def check_noted(tick: Tick) -> tuple[Effect, ...]:
+    """The check run in this tick, if any, for status.analysisCheck and condition AnalysisReady; a
+    Warning Event when the queries stop answering."""
     run, analysis = tick.observed.analysis_check, tick.spec.analysis
     if run is None or analysis is None:
-        return
+        return ()
     address = analysis.prometheus.address
     check = AnalysisCheck(analysis=digest(analysis), at=run.at, address=address, unanswered=unanswered(run))
-    said = _unanswered_said(tick.status)
-    tick.update(analysis_check=check)
     if check.answered:
         message = f"every query of the analysis answered (Prometheus at {address})"
-        tick.condition(ConditionType.ANALYSIS_READY, True, Reason.QUERIES_ANSWERED, message)
-        return
+        answered = SetCondition(ConditionType.ANALYSIS_READY, True, Reason.QUERIES_ANSWERED, message)
+        return fields(analysis_check=check), answered
     message = _problem(check, analysis.interval)
-    if not said:
-        tick.event(Reason.QUERY_UNANSWERED, message)
-    tick.condition(ConditionType.ANALYSIS_READY, False, Reason.QUERY_UNANSWERED, message)
+    said = () if _unanswered_said(tick.status) else (Say(Reason.QUERY_UNANSWERED, message),)
+    not_ready = SetCondition(ConditionType.ANALYSIS_READY, False, Reason.QUERY_UNANSWERED, message)
+    return fields(analysis_check=check), *said, not_ready
 
 
 def queries_hold(tick: Tick) -> Intent:
@@ -114,7 +112,7 @@ def queries_hold(tick: Tick) -> Intent:
         message = f"{holding} until the analysis's queries answer: checking them"
     else:
         message = f"{holding}: {_problem(check, analysis.interval)}"
-    return Hold(HoldReason.QUERIES_UNANSWERED, next_check_at(tick.spec, tick.status), message)
+    return Hold(message)
 
 
 def _problem(check: AnalysisCheck, interval: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, RolloutRef, RouteState
+from modelgate.core.intents import BeginPause, Effect, EndPause, Say, SetRouteState, fields
 from modelgate.core.model import LiveRoute, Observations
 from modelgate.core.reasons import Reason
 from modelgate.core.tick import Tick
@@ -59,20 +60,19 @@ def _not_served(spec: ModelRolloutSpec, route: LiveRoute, owner: RolloutRef | No
     return ClaimHold(RouteState.INCUMBENT_NOT_SERVED, Reason.INCUMBENT_NOT_SERVED, message, owner)
 
 
-def hold_for_claim(tick: Tick, held: ClaimHold) -> None:
-    """Nothing is written this tick; the hold is said once (an Event), and kept in status."""
-    if tick.before.route_state is not held.state or tick.before.route_owner != held.owner:
-        tick.event(held.event, held.message)
-    tick.route_state(held.state, held.message)
-    tick.update(route_owner=held.owner)
+def claim_noted(tick: Tick, held: ClaimHold) -> tuple[Effect, ...]:
+    """What a claim hold records (nothing is written this tick): said once (an Event), kept in
+    status, and a pause while the rollout is active."""
+    said = tick.before.route_state is not held.state or tick.before.route_owner != held.owner
+    noted: list[Effect] = [Say(held.event, held.message)] if said else []
+    noted += [SetRouteState(held.state, held.message), fields(route_owner=held.owner)]
     if not tick.status.ended:
-        tick.pause(PauseReason.ROUTE_CLAIMED, held.message)
-        tick.update(message=f"held: {held.message}")
-    tick.weight = None
-    tick.may_write = False
+        noted += [
+            BeginPause(PauseReason.ROUTE_CLAIMED, held.message),
+            fields(message=f"held: {held.message}"),
+        ]
+    return tuple(noted)
 
 
-def release_claim(tick: Tick) -> None:
-    """The rule may be written: a claim hold ends."""
-    tick.unpause(PauseReason.ROUTE_CLAIMED)
-    tick.update(route_owner=None)
+CLAIM_RELEASED: tuple[Effect, ...] = (EndPause((PauseReason.ROUTE_CLAIMED,)), fields(route_owner=None))
+"""The rule may be written: a claim hold ends."""

@@ -9,6 +9,7 @@ from modelgate.core.deadlines import inconclusive_limit, pending_limit
 from modelgate.core.gradual import next_step_at
 from modelgate.core.query_check import next_check_at
 from modelgate.core.stage import candidate_served
+from modelgate.core.writes import WRITE_RETRY as WRITE_RETRY  # re-exported: every wait is named here
 
 ACTIVE_PHASES = frozenset({Phase.PENDING, Phase.GATING, Phase.PROGRESSING, Phase.PAUSED})
 # How often an active rollout with nothing scheduled is looked at again: a waiting one notices a
@@ -19,8 +20,6 @@ RESYNC = timedelta(seconds=10)
 # rollouts cost next to nothing.
 FINISHED_RESYNC = timedelta(minutes=5)
 MIN_WAKEUP = timedelta(milliseconds=200)
-# A weight write that did not take is tried again this soon, not at the next resync.
-WRITE_RETRY = timedelta(seconds=1)
 # How often a gate's checks are looked at: a finished Job wakes its rollout at once, but a Pod whose
 # container cannot start changes no Job.
 GATE_POLL = timedelta(seconds=2)

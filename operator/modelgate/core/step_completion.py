@@ -4,6 +4,8 @@ from. Each unmet need is said in the status message."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from modelgate.api import MetricAnalysis, ModelRolloutSpec, ModelRolloutStatus, Verdict
 from modelgate.core import capacity
 from modelgate.core.moments import moment
@@ -12,35 +14,40 @@ from modelgate.core.stage import candidate_served, mirror_wanted
 from modelgate.core.tick import Tick
 
 
-def step_complete(tick: Tick) -> bool:
+@dataclass(frozen=True)
+class Unmet:
+    """What keeps the current step from completing; `note`, when set, says so in the status message."""
+
+    note: str | None = None
+
+
+def unmet_need(tick: Tick) -> Unmet | None:
+    """None when the current step is complete."""
     step = tick.step
     if capacity.step_waits(tick):
-        return False  # its weight is not raised yet; the message says why
+        return Unmet()  # its weight is not raised yet; the message says why
     if not tick.weights_live:
         mirror = mirror_wanted(tick.spec, tick.status)
         copies = f" and a {mirror}% mirror" if mirror else ""
-        tick.note(f"waiting for weight {tick.status.current_weight}{copies} to be live")
-        return False
+        return Unmet(f"waiting for weight {tick.status.current_weight}{copies} to be live")
     if not tick.observed.candidate_available:
         # As Flagger halts: no step is finished while the candidate is not Available; its
         # traffic stays as it is, and the metrics decide whether that is a rollback.
-        tick.note(f"holding: the candidate is not Available ({tick.observed.candidate_message})")
-        return False
+        return Unmet(f"holding: the candidate is not Available ({tick.observed.candidate_message})")
     if step.pause is not None or step.mirror is not None:
         ends_at = pause_ends_at(tick.spec, tick.status)
         if ends_at is None:
-            return False  # indefinite: until `modelgate promote`
+            return Unmet()  # indefinite: until `modelgate promote`
         if tick.now < ends_at:
-            tick.note(f"{'mirroring' if step.mirror else 'paused'} until {moment(ends_at)}")
-            return False
-    return analysis_passed(tick)
+            return Unmet(f"{'mirroring' if step.mirror else 'paused'} until {moment(ends_at)}")
+    return analysis_unmet(tick)
 
 
-def analysis_passed(tick: Tick) -> bool:
-    """A passing run of every metric, taken at least one interval after the step started."""
+def analysis_unmet(tick: Tick) -> Unmet | None:
+    """None once every metric has a passing run taken at least one interval after the step started."""
     analysis = tick.spec.analysis
     if analysis is None or not candidate_served(tick.spec, tick.status):
-        return True
+        return None
     settled = step_settles_at(tick.spec, tick.status)
     assert settled is not None
     latest = {m.name: m for m in tick.status.analysis}
@@ -48,9 +55,8 @@ def analysis_passed(tick: Tick) -> bool:
         record = latest.get(metric.name)
         if record is None or record.time < settled or record.verdict is not Verdict.PASS:
             state = "no analysis yet" if record is None or record.time < settled else record.message
-            tick.note(f"waiting for {metric.name} to pass ({state})")
-            return False
-    return True
+            return Unmet(f"waiting for {metric.name} to pass ({state})")
+    return None
 
 
 def failures_for_new_step(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> tuple[MetricAnalysis, ...]:

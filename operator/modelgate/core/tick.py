@@ -1,8 +1,7 @@
 """The accumulator of one tick: the status being decided, the weight to write, the Events and the
-outcome, with the small state changes every rule makes (update, note, event, condition, pause, set a
-weight). The feature rules import it downward and ask for the transitions (enter a step, succeed,
-roll back, fail, start over) as intents (core/intents.py), which the engine (core/engine.py) carries
-out; no rule imports the engine nor changes the phase's course itself."""
+outcome, with the small state changes (update, note, event, condition, pause, set a weight) that the
+engine (core/engine.py) and its fold (core/fold.py) make. The feature rules read it (spec, status,
+observations, now) and return intents and effects (core/intents.py); they never write it."""
 
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ from modelgate.api import (
 from modelgate.core import conditions as cond
 from modelgate.core import limits
 from modelgate.core.actions import tick_actions
+from modelgate.core.metric_verdicts import Evaluation
 from modelgate.core.model import Decision, Event, LiveRoute, Observations, Outcome
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import STEPPING_PHASES, mirror_wanted, watching
@@ -37,8 +37,8 @@ class Tick:
         self.may_write = False  # whether this tick may write the route (set_weight says)
         self.events: list[Event] = []
         self.outcome: Outcome | None = None
-        self.command_handled = False
         self.scale_down_incumbent = False  # set when the watch window passed and spec.watch asks for it
+        self.analysed: Evaluation | None = None  # this tick's analysis run, judged before the policy
 
     @property
     def decision(self) -> Decision:
@@ -47,7 +47,6 @@ class Tick:
             self.weight,
             tuple(self.events),
             self.outcome,
-            self.command_handled,
             self.status.current_mirror_percent,
             self.scale_down_incumbent,
         )
@@ -156,13 +155,3 @@ class Tick:
     def end_pauses(self) -> None:
         """The rollout ended: only a route held for another writer stays held."""
         self.unpause(*(reason for reason in PauseReason if reason is not PauseReason.ROUTE_CONFLICT))
-
-    def note_candidate_availability(self) -> None:
-        available = self.observed.candidate_available
-        self.update(candidate_available=available)
-        self.condition(
-            ConditionType.CANDIDATE_AVAILABLE,
-            available,
-            Reason.AVAILABLE if available else Reason.NOT_AVAILABLE,
-            self.observed.candidate_message,
-        )

@@ -16,7 +16,19 @@ at once.
 from __future__ import annotations
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason
-from modelgate.core.intents import Advance, Hold, HoldReason, Intent, RollBack
+from modelgate.core.intents import (
+    Advance,
+    AskWeight,
+    BeginPause,
+    Effect,
+    Hold,
+    Intent,
+    Noted,
+    RollBack,
+    Say,
+    SetCondition,
+    fields,
+)
 from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
@@ -31,25 +43,31 @@ def in_force(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> ModelRollout
     return spec.model_copy(update={"analysis": analysis.model_copy(update={"metrics": watch.metrics})})
 
 
-def start(tick: Tick) -> bool:
-    """After the last step: opens the window when the spec asks for one and it is not open yet; False
-    when the rollout is to Succeed now."""
+def opening(tick: Tick) -> tuple[Effect, ...] | None:
+    """After the last step: what opens the window when the spec asks for one and it is not open yet;
+    None when the rollout is to Succeed now."""
     watch = tick.spec.watch
     if watch is None or tick.status.watch_ends_at is not None:
-        return False
+        return None
     ends_at = tick.now + watch.duration_timedelta
     message = f"every step completed; watching until {moment(ends_at)}"
-    tick.set_weight(100)
-    tick.update(
-        phase=Phase.PROGRESSING,
-        current_step_index=len(tick.spec.steps),
-        step_started_at=tick.now,
-        watch_ends_at=ends_at,
-        message=message,
+    return (
+        AskWeight(100),
+        fields(
+            phase=Phase.PROGRESSING,
+            current_step_index=len(tick.spec.steps),
+            step_started_at=tick.now,
+            watch_ends_at=ends_at,
+            message=message,
+        ),
+        SetCondition(ConditionType.WATCHING, True, Reason.WATCH_STARTED, message),
+        Say(Reason.WATCH_STARTED, f"{tick.spec.candidate.name} takes all traffic; {message}"),
     )
-    tick.condition(ConditionType.WATCHING, True, Reason.WATCH_STARTED, message)
-    tick.event(Reason.WATCH_STARTED, f"{tick.spec.candidate.name} takes all traffic; {message}")
-    return True
+
+
+def window_note(tick: Tick) -> Noted | None:
+    """In the window, records whether the incumbent is Available (a rollback would need it)."""
+    return Noted((incumbent_condition(tick),)) if watching(tick.status) else None
 
 
 def window_verdict(tick: Tick) -> Intent:
@@ -59,16 +77,14 @@ def window_verdict(tick: Tick) -> Intent:
     if not watching(status):
         return None
     assert status.watch_ends_at is not None
-    note_incumbent(tick)
     held = status.rollback_reason
     if status.phase is Phase.PAUSED and held is not None:
         if tick.observed.incumbent_available:
             cause = Reason.METRIC_BREACH if held.metric is not None else Reason.PROMETHEUS_UNAVAILABLE
             return RollBack(held, cause)
-        return Hold(HoldReason.ROLLBACK_HELD)
+        return Hold(pause=PauseReason.ROLLBACK_HELD)
     if tick.now < status.watch_ends_at:
-        message = f"watching until {moment(status.watch_ends_at)}"
-        return Hold(HoldReason.WATCHING, status.watch_ends_at, message)
+        return Hold(f"watching until {moment(status.watch_ends_at)}")
     return Advance()
 
 
@@ -77,39 +93,32 @@ def scales_down_incumbent(spec: ModelRolloutSpec) -> bool:
     return spec.watch is not None and spec.watch.scale_down_incumbent
 
 
-def stop(tick: Tick, reason: Reason, message: str) -> None:
-    """Closes the window (a success or a rollback); nothing to do when none is open."""
+def closing(tick: Tick, reason: Reason, message: str) -> tuple[Effect, ...]:
+    """What closes the window (a success or a rollback); nothing when none is open."""
     if tick.status.watch_ends_at is None:
-        return
-    tick.update(watch_ends_at=None)
-    tick.condition(ConditionType.WATCHING, False, reason, message)
+        return ()
+    return fields(watch_ends_at=None), SetCondition(ConditionType.WATCHING, False, reason, message)
 
 
-def rollback_held(tick: Tick, reason: RollbackReason) -> bool:
-    """Holds a rollback decided in the window while the incumbent is not Available (see the module's
-    docstring); True when held."""
+def held_rollback(tick: Tick, reason: RollbackReason) -> tuple[bool, tuple[Effect, ...]]:
+    """Whether a rollback decided in the window is held while the incumbent is not Available (see
+    the module's docstring), and what the window records of it."""
     if not watching(tick.status):
-        return False
-    note_incumbent(tick)
+        return False, ()
+    incumbent = incumbent_condition(tick)
     if tick.observed.incumbent_available is not False:
-        return False
+        return False, (incumbent,)
     message = (
         f"rollback held: {reason.message}; the incumbent is not Available "
         f"({tick.observed.incumbent_message}), so the candidate keeps its traffic until it is "
         "(or `modelgate abort`)"
     )
-    if tick.status.rollback_reason is None:
-        tick.event(Reason.ROLLBACK_HELD, message)
-    tick.update(phase=Phase.PAUSED, rollback_reason=reason, message=message)
-    tick.pause(PauseReason.ROLLBACK_HELD, message)
-    return True
+    said = (Say(Reason.ROLLBACK_HELD, message),) if tick.status.rollback_reason is None else ()
+    held = fields(phase=Phase.PAUSED, rollback_reason=reason, message=message)
+    return True, (incumbent, *said, held, BeginPause(PauseReason.ROLLBACK_HELD, message))
 
 
-def note_incumbent(tick: Tick) -> None:
+def incumbent_condition(tick: Tick) -> SetCondition:
     available = bool(tick.observed.incumbent_available)
-    tick.condition(
-        ConditionType.INCUMBENT_AVAILABLE,
-        available,
-        Reason.AVAILABLE if available else Reason.NOT_AVAILABLE,
-        tick.observed.incumbent_message,
-    )
+    reason = Reason.AVAILABLE if available else Reason.NOT_AVAILABLE
+    return SetCondition(ConditionType.INCUMBENT_AVAILABLE, available, reason, tick.observed.incumbent_message)

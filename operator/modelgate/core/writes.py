@@ -5,13 +5,16 @@ Warning (once, until it takes) and a retry."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from modelgate.api import ModelRolloutStatus, RouteState
+from modelgate.api import ModelRolloutStatus, Phase, RouteState
 from modelgate.core import conditions as cond
 from modelgate.core import limits
 from modelgate.core.model import Decision, Event, LiveRoute, WriteResult
 from modelgate.core.reasons import Reason
+
+# A weight write that did not take is tried again this soon, not at the next resync.
+WRITE_RETRY = timedelta(seconds=1)
 
 
 def settle_write(
@@ -50,7 +53,19 @@ def settle(
     events = decision.events
     if not warned:
         events = (*events, Event(Reason.WEIGHT_NOT_APPLIED, message))
-    return dataclasses.replace(decision, status=status, events=events)
+    wake_at = decision.wake_at
+    if wake_at is not None and status.phase is not Phase.FAILED:  # Failed waits for the route to be read
+        wake_at = min(wake_at, now + WRITE_RETRY)
+    return dataclasses.replace(decision, status=status, events=events, wake_at=wake_at)
+
+
+def as_if_taken(decision: Decision) -> ModelRolloutStatus:
+    """The decision's status once the route carries the weight and mirror it writes (what `settle`
+    makes of a write that took); the status itself when it writes none."""
+    if decision.weight is None:
+        return decision.status
+    taken = {"live_weight": decision.weight, "live_mirror_percent": decision.mirror_percent}
+    return decision.status.model_copy(update=taken)
 
 
 def _mirror(percent: int) -> str:
