@@ -131,7 +131,7 @@ CLAIMS = (
     ImportsOnly("`reevaluation/` imports `api/`, `core/` and the standard library only"),
     ImportsOnly(
         "`core/tick.py` imports `api/`, `core/actions.py`, `core/conditions.py`, `core/limits.py`, "
-        "`core/model.py`, `core/reasons.py` and `core/stage.py` only"
+        "`core/metric_verdicts.py`, `core/model.py`, `core/reasons.py` and `core/stage.py` only"
     ),
 )
 # What the page once said (the accumulator "imported downward", below everything it serves), and the
