@@ -32,6 +32,7 @@ from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core.schedule import RESYNC, scheduled_at
 from modelgate.fail_safe import transient
 from modelgate.fair_share import FairShare
+from modelgate.kube import NamespaceTerminating
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
 from modelgate.routers.router_kind import RouteKey
 from modelgate.routers.watched import watched_routes
@@ -47,6 +48,9 @@ MAX_UNEXPECTED_BACKOFF = timedelta(seconds=4)
 # A tick still running after this is logged (again each time this passes) with the stack of its
 # thread: every request a tick makes has a timeout, so one this slow is stuck somewhere it should not.
 SLOW_TICK = timedelta(seconds=120)
+# When the operator stops, how long its loops wait for their ticks still running (`modelgate run`
+# then gives their threads a grace of its own).
+STOP_WAIT = timedelta(seconds=2)
 # Measured with bench/test_scale (bench/REPORT.md): a tick mostly waits on the API server, so the
 # threads must cover the ticks due at once times their round trips; 16 left 500 rollouts queued.
 DEFAULT_WORKERS = 64
@@ -145,7 +149,11 @@ class TickThreads:
             raise
         running = loop.run_in_executor(None, call)
         running.add_done_callback(lambda _: self._end(namespace, ticket))
-        return await asyncio.shield(running)
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            await outlast(running)
+            raise
 
     def _start(self) -> None:
         now = time.monotonic()
@@ -234,8 +242,12 @@ class RolloutLoops:
                 rollout.wake.set()
 
     async def stop(self) -> None:
+        """Cancels every loop; waits up to STOP_WAIT for the ticks still running to end."""
+        tasks = [rollout.task for rollout in self._rollouts.values() if rollout.task is not None]
         for key in list(self._rollouts):
             self._forget(key)
+        if tasks:
+            await asyncio.wait(tasks, timeout=STOP_WAIT.total_seconds())
 
     def _forget(self, key: Key) -> None:
         rollout = self._rollouts.pop(key, None)
@@ -270,7 +282,8 @@ class RolloutLoops:
                     stack=_stack(rollout.thread),
                 )
         except asyncio.CancelledError:
-            tick.cancel()  # the thread runs on; its result is dropped
+            tick.cancel()  # it ends once its thread does (TickThreads.run)
+            await outlast(tick)
             raise
         return tick.result()
 
@@ -286,6 +299,12 @@ class RolloutLoops:
             except RolloutGone:
                 log.info("rollout gone", namespace=namespace, rollout=name)
                 return
+            except NamespaceTerminating:
+                # Not a failure: the rollout goes with its namespace, and its loop once it is gone.
+                log.info("namespace being deleted", namespace=namespace, rollout=name)
+                ended = time.monotonic()
+                deadline = ended + backoff.total_seconds()
+                backoff = min(backoff * 2, MAX_ERROR_BACKOFF)
             except Exception as error:  # a failed tick is retried; the loop must outlive it
                 log.exception("tick failed; retrying", namespace=namespace, rollout=name, error=str(error))
                 ended = time.monotonic()
@@ -309,6 +328,17 @@ class RolloutLoops:
                 return min(deadline, time.monotonic())  # woken early by a change: due at once
             rollout.wake.clear()  # the route changed
             deadline = min(deadline, ended + self.route_recheck)
+
+
+async def outlast(future: asyncio.Future[Any]) -> None:
+    """Waits for `future` to end, through any cancellation of the caller's, and reads its outcome:
+    a cancelled tick's thread runs on, and its loop must not end before it (a loop started again
+    for the same object would tick beside it), nor leave its exception unread."""
+    while not future.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({future})
+    if not future.cancelled() and future.exception() is not None:
+        log.debug("a cancelled tick ended with an exception", error=str(future.exception()))
 
 
 def _stack(thread: int | None) -> str | None:

@@ -5,6 +5,7 @@ its thread's stack, and a loop that ended is started again by the rollout's next
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -285,3 +286,43 @@ def test_a_rollout_its_watch_delivered_is_read_from_the_cache() -> None:
 
     asyncio.run(run())
     assert reconciler.fresh == [False]
+
+
+class GoneAfterCancellationReconciler(FakeReconciler):
+    """Its tick blocks until released, then finds the rollout gone: deleted while the tick ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.ended = threading.Event()
+
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
+        self.started.set()
+        self.release.wait(timeout=30)
+        self.ended.set()
+        raise RolloutGone(name)
+
+
+def test_a_cancelled_tick_ends_with_its_loop_and_its_exception_is_read() -> None:
+    reconciler = GoneAfterCancellationReconciler()
+    loops = RolloutLoops(reconciler)  # type: ignore[arg-type]
+    unhandled: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: unhandled.append(context))
+        loops.notice("ADDED", _rollout("chat"))
+        task = loops._rollouts["ns", "chat"].task
+        assert task is not None
+        await _until(reconciler.started.is_set, "the tick to start")
+        loops.notice("DELETED", _rollout("chat"))
+        await asyncio.sleep(0.05)
+        assert not task.done()  # its tick still runs
+        reconciler.release.set()
+        await asyncio.wait_for(asyncio.wait({task}), timeout=30)
+        assert reconciler.ended.is_set() and task.cancelled()
+        gc.collect()  # an exception never retrieved is reported when its future is collected
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+    assert unhandled == []

@@ -1,7 +1,14 @@
 """The only caller of the `kubernetes` client (`client.py` and the modules its `Kube` is built
 from), its errors, and pure helpers over the objects it reads and writes."""
 
-from modelgate.kube.api_errors import Conflict, KubeconfigMissing, KubeError, NotFound, PatchNotApplied
+from modelgate.kube.api_errors import (
+    Conflict,
+    KubeconfigMissing,
+    KubeError,
+    NamespaceTerminating,
+    NotFound,
+    PatchNotApplied,
+)
 from modelgate.kube.client import Kube
 from modelgate.kube.connection import FIELD_MANAGER, Object, default_namespace
 from modelgate.kube.objects import DeploymentAvailability
@@ -13,6 +20,7 @@ __all__ = [
     "Kube",
     "KubeError",
     "KubeconfigMissing",
+    "NamespaceTerminating",
     "NotFound",
     "Object",
     "PatchNotApplied",
