@@ -1,4 +1,5 @@
-"""One asyncio task per ModelEvaluation: tick in a worker thread, then sleep until the decision's
+"""One asyncio task per ModelEvaluation: tick in a worker thread (tick_threads.py, shared with the
+rollouts' loops), then sleep until the decision's
 wake-up (the next scheduled run; 2 s while a run runs) or until something that matters changes: a
 new generation or run-now annotation, or one of its check Jobs."""
 
@@ -6,16 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import structlog
 
 from modelgate import observability
+from modelgate.clock import Clock, utc_now
 from modelgate.evaluation_reconciler import EvaluationGone, EvaluationReconciler
 from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
+from modelgate.tick_threads import DEFAULT_WORKERS, TickThreads
 
 log = structlog.get_logger("modelgate.evaluations")
 Key = tuple[str, str]  # namespace, name
@@ -38,8 +42,12 @@ def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 class EvaluationLoops:
-    def __init__(self, reconciler: EvaluationReconciler) -> None:
+    def __init__(
+        self, reconciler: EvaluationReconciler, threads: TickThreads | None = None, clock: Clock = utc_now
+    ) -> None:
         self.reconciler = reconciler
+        self.threads = threads or TickThreads(DEFAULT_WORKERS)
+        self.clock = clock
         self._evaluations: dict[Key, _Evaluation] = {}
 
     def notice(self, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -83,7 +91,7 @@ class EvaluationLoops:
         while True:
             evaluation.wake.clear()
             try:
-                wake_at = await asyncio.to_thread(self.reconciler.tick, *key)
+                wake_at = await self.threads.run(key[0], functools.partial(self.reconciler.tick, *key))
             except EvaluationGone:
                 log.info("evaluation gone", namespace=key[0], evaluation=key[1])
                 return
@@ -95,7 +103,7 @@ class EvaluationLoops:
                 backoff = min(backoff * 2, MAX_ERROR_BACKOFF)
             else:
                 backoff = ERROR_BACKOFF
-                now = datetime.now(UTC)
+                now = self.clock()
                 sleep = MAX_SLEEP if wake_at is None else min(max(wake_at - now, timedelta(0)), MAX_SLEEP)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(evaluation.wake.wait(), timeout=sleep.total_seconds())

@@ -5,7 +5,7 @@ the regressed metric)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -20,6 +20,7 @@ from modelgate.api.evaluation_status import (
     RunOutcome,
     parse_evaluation_status,
 )
+from modelgate.clock import Clock, utc_now
 from modelgate.kube import Kube, NotFound
 from modelgate.kube.evaluation_jobs import EvaluationJobs
 from modelgate.observability import export_regressed
@@ -46,10 +47,13 @@ class EvaluationGone(Exception):
 
 
 class EvaluationReconciler:
-    def __init__(self, kube: Kube, jobs: EvaluationJobs, standby: StandbyReason | None = None) -> None:
+    def __init__(
+        self, kube: Kube, jobs: EvaluationJobs, standby: StandbyReason | None = None, clock: Clock = utc_now
+    ) -> None:
         self.kube = kube
         self.jobs = jobs
         self.standby = standby
+        self.clock = clock
 
     def tick(self, namespace: str, name: str) -> datetime | None:
         """Returns when the evaluation wants its next tick (None: only when something changes)."""
@@ -63,13 +67,13 @@ class EvaluationReconciler:
         reason = None if self.standby is None else self.standby(namespace)
         if reason is not None:
             log.info("standing by", reason=reason)
-            return datetime.now(UTC) + STANDBY_RECHECK
+            return self.clock() + STANDBY_RECHECK
         try:
             body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, EVALUATION_PLURAL, name)
         except NotFound:
             raise EvaluationGone(f"{namespace}/{name}") from None
         meta = body["metadata"]
-        now = datetime.now(UTC)
+        now = self.clock()
         before = _status(body)
         generation = int(meta.get("generation") or 0)
         try:

@@ -14,15 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import structlog
 
@@ -31,11 +30,11 @@ from modelgate.api import parse_spec, parse_status
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core.schedule import RESYNC, scheduled_at
 from modelgate.fail_safe import transient
-from modelgate.fair_share import FairShare
 from modelgate.kube import NamespaceTerminating
 from modelgate.reconciler import Reconciler, RolloutGone, TickResult
 from modelgate.routers.router_kind import RouteKey
 from modelgate.routers.watched import watched_routes
+from modelgate.tick_threads import DEFAULT_WORKERS, TickThreads, outlast
 
 log = structlog.get_logger("modelgate.loops")
 Key = tuple[str, str]  # namespace, name
@@ -51,17 +50,6 @@ SLOW_TICK = timedelta(seconds=120)
 # When the operator stops, how long its loops wait for their ticks still running (`modelgate run`
 # then gives their threads a grace of its own).
 STOP_WAIT = timedelta(seconds=2)
-# Measured with bench/test_scale (bench/REPORT.md): a tick mostly waits on the API server, so the
-# threads must cover the ticks due at once times their round trips; 16 left 500 rollouts queued.
-DEFAULT_WORKERS = 64
-# A tick running this long is parked: it keeps its thread but no longer counts as a worker, and its
-# namespace is slow for SLOW_NAMESPACE_MEMORY (fair_share.py). Most ticks take milliseconds (reads
-# from caches, a few queries, one write); an ordinary tick waits for a worker at most this long.
-SLOW_NAMESPACE_TICK = timedelta(seconds=2)
-SLOW_NAMESPACE_MEMORY = timedelta(minutes=5)
-# Threads for ticks, per worker: the busy ones, and those parked on a server that does not answer.
-THREADS_PER_WORKER = 4
-Result = TypeVar("Result")
 
 
 @dataclass
@@ -114,76 +102,18 @@ def _due(body: Mapping[str, Any]) -> datetime:
     return due if due is not None else datetime.max.replace(tzinfo=UTC)
 
 
-class TickThreads:
-    """The event loop's executor threads (THREADS_PER_WORKER x `workers`), handed out fairly across
-    namespaces: a tenant whose ticks hang (a Prometheus that never answers) holds no more than its
-    share, and the others' ticks find a worker (fair_share.py)."""
-
-    def __init__(self, workers: int) -> None:
-        self.fair: FairShare[int] = FairShare(
-            workers,
-            threads=workers * THREADS_PER_WORKER,
-            slow_after=SLOW_NAMESPACE_TICK.total_seconds(),
-            slow_memory=SLOW_NAMESPACE_MEMORY.total_seconds(),
-        )
-        self._waiting: dict[int, asyncio.Future[None]] = {}
-        self._tickets = itertools.count()
-        self._wake: asyncio.TimerHandle | None = None
-
-    async def run(self, namespace: str, call: Callable[[], Result]) -> Result:
-        """`call` in a worker thread of the event loop's executor, once `namespace` may have one.
-        Its thread counts against the namespace until `call` returns, even when the caller stops
-        waiting for it."""
-        loop = asyncio.get_running_loop()
-        ticket = next(self._tickets)
-        granted = self._waiting[ticket] = loop.create_future()
-        self.fair.ask(namespace, ticket)
-        self._start()
-        try:
-            await granted
-        except asyncio.CancelledError:
-            if self._waiting.pop(ticket, None) is not None:
-                self.fair.withdraw(namespace, ticket)
-            else:  # started as it was cancelled
-                self._end(namespace, ticket)
-            raise
-        running = loop.run_in_executor(None, call)
-        running.add_done_callback(lambda _: self._end(namespace, ticket))
-        try:
-            return await asyncio.shield(running)
-        except asyncio.CancelledError:
-            await outlast(running)
-            raise
-
-    def _start(self) -> None:
-        now = time.monotonic()
-        for _, ticket in self.fair.start(now):
-            granted = self._waiting.pop(ticket)
-            if not granted.done():
-                granted.set_result(None)
-        if self._wake is not None:
-            self._wake.cancel()
-        wake_at = self.fair.wake_at(now)
-        loop = asyncio.get_running_loop()
-        self._wake = None if wake_at is None else loop.call_later(wake_at - now, self._start)
-
-    def _end(self, namespace: str, ticket: int) -> None:
-        self.fair.end(namespace, ticket, time.monotonic())
-        self._start()
-
-
 class RolloutLoops:
     def __init__(
         self,
         reconciler: Reconciler,
         route_recheck: timedelta = RESYNC,
         slow_tick: timedelta = SLOW_TICK,
-        workers: int = DEFAULT_WORKERS,
+        threads: TickThreads | None = None,
     ) -> None:
         self.reconciler = reconciler
         self.route_recheck = route_recheck.total_seconds()
         self.slow_tick = slow_tick
-        self.threads = TickThreads(workers)
+        self.threads = threads or TickThreads(DEFAULT_WORKERS)
         self._rollouts: dict[Key, _Rollout] = {}
 
     def notice(self, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -328,17 +258,6 @@ class RolloutLoops:
                 return min(deadline, time.monotonic())  # woken early by a change: due at once
             rollout.wake.clear()  # the route changed
             deadline = min(deadline, ended + self.route_recheck)
-
-
-async def outlast(future: asyncio.Future[Any]) -> None:
-    """Waits for `future` to end, through any cancellation of the caller's, and reads its outcome:
-    a cancelled tick's thread runs on, and its loop must not end before it (a loop started again
-    for the same object would tick beside it), nor leave its exception unread."""
-    while not future.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait({future})
-    if not future.cancelled() and future.exception() is not None:
-        log.debug("a cancelled tick ended with an exception", error=str(future.exception()))
 
 
 def _stack(thread: int | None) -> str | None:

@@ -19,9 +19,10 @@ from typing import Any
 
 import structlog
 
+from modelgate.clock import Clock, utc_now
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.kube import Kube, NotFound
-from modelgate.reconciler import Clock, Reconciler, TickResult, utc_now
+from modelgate.reconciler import Reconciler, TickResult
 
 log = structlog.get_logger("modelgate.peering")
 PEERING_GROUP = "kopf.dev"

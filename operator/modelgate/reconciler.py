@@ -10,9 +10,9 @@ held in memory and written with the next one that may not, or after core.holding
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -27,6 +27,7 @@ from modelgate.api import (
     parse_spec,
     parse_status,
 )
+from modelgate.clock import Clock, utc_now
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core import (
     Decision,
@@ -69,11 +70,6 @@ from modelgate.routers import SideKinds, TrafficRouter, backend_service, router_
 from modelgate.tick_observation import TickObserver
 
 log = structlog.get_logger("modelgate.reconciler")
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class RolloutGone(Exception):

@@ -11,6 +11,7 @@ from typing import Any, cast
 from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.evaluation_reconciler import EvaluationGone, EvaluationReconciler
 from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
+from modelgate.tick_threads import TickThreads
 
 
 class CountingReconciler:
@@ -81,3 +82,30 @@ def test_the_loop_ticks_again_at_the_decisions_wake_up_and_ends_when_gone() -> N
         await loops.stop()
 
     asyncio.run(scenario())
+
+
+class SharingReconciler:
+    """Records how many ticks its namespace runs in the shared threads while it ticks."""
+
+    def __init__(self, threads: TickThreads) -> None:
+        self.threads = threads
+        self.running: list[int] = []
+
+    def tick(self, namespace: str, name: str) -> datetime | None:
+        self.running.append(self.threads.fair.running(namespace))
+        return None
+
+
+def test_its_ticks_take_their_threads_from_the_share_the_rollouts_loops_use() -> None:
+    threads = TickThreads(workers=2)
+    reconciler = SharingReconciler(threads)
+
+    async def scenario() -> None:
+        loops = EvaluationLoops(cast(EvaluationReconciler, reconciler), threads)
+        loops.notice("ADDED", evaluation())
+        await settle()
+        await loops.stop()
+
+    asyncio.run(scenario())
+    assert reconciler.running == [1]
+    assert threads.fair.running("ns") == 0  # its thread given back

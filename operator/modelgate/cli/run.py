@@ -29,11 +29,12 @@ from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.evaluation_reconciler import EvaluationReconciler
 from modelgate.kube import Kube, KubeError, Object
 from modelgate.kube.evaluation_jobs import EvaluationJobs
-from modelgate.loops import DEFAULT_WORKERS, THREADS_PER_WORKER, RolloutLoops
+from modelgate.loops import RolloutLoops
 from modelgate.observability import configure_logging
 from modelgate.peering import PeeredReconciler, Peering, seniority_priority
 from modelgate.reconciler import Reconciler
 from modelgate.routers.watched import route_resources
+from modelgate.tick_threads import DEFAULT_WORKERS, THREADS_PER_WORKER, TickThreads
 
 # `--log-level`'s names (the chart's logLevel) and what they filter at.
 LOG_LEVELS = {
@@ -187,7 +188,7 @@ def run_operator(args: argparse.Namespace) -> int:
         logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
         peering = Peering(args.peering, args.identity, priority, clusterwide=not args.namespace)
         reconciler = PeeredReconciler(kube, peering, status_hold=status_hold)
-    # Ticks run in these threads, handed out by the loops (loops.TickThreads).
+    # Ticks of both kinds run in these threads, handed out by tick_threads.TickThreads.
     executor = ThreadPoolExecutor(max_workers=args.workers * THREADS_PER_WORKER, thread_name_prefix="tick")
     code = 1
     try:
@@ -209,6 +210,7 @@ def _run_kopf(
     executor: ThreadPoolExecutor,
 ) -> None:
     health_host, health_port = _split(args.health_address)
+    threads = TickThreads(args.workers)  # one fair share for the ticks of both kinds
     # A loop of our own: asyncio.run would wait, without end, for the threads of ticks still running.
     kopf.run(
         loop=asyncio.new_event_loop(),
@@ -222,14 +224,17 @@ def _run_kopf(
         liveness_endpoint=f"http://{health_host}:{health_port}/healthz",
         memo=kopf.Memo(
             loops=RolloutLoops(
-                reconciler, route_recheck=timedelta(seconds=args.route_recheck), workers=args.workers
+                reconciler, route_recheck=timedelta(seconds=args.route_recheck), threads=threads
             ),
             evaluations=EvaluationLoops(
                 EvaluationReconciler(
                     kube,
                     EvaluationJobs(reconciler.gate_jobs),
                     reconciler.standby_reason if isinstance(reconciler, PeeredReconciler) else None,
-                )
+                    reconciler.clock,
+                ),
+                threads,
+                reconciler.clock,
             ),
             kube=kube,
             executor=executor,
