@@ -4,8 +4,8 @@ the regressed metric)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -21,7 +21,7 @@ from modelgate.api.evaluation_status import (
     parse_evaluation_status,
 )
 from modelgate.clock import Clock, utc_now
-from modelgate.kube import Kube, NotFound
+from modelgate.kube import Kube, NotFound, ObjectGone
 from modelgate.kube.evaluation_jobs import EvaluationJobs
 from modelgate.observability import export_regressed
 from modelgate.reevaluation import (
@@ -37,22 +37,16 @@ from modelgate.reevaluation import (
 from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
 
 log = structlog.get_logger("modelgate.evaluations")
-# Why this replica must not act in a namespace now (peering.py: another replica acts), or None.
-StandbyReason = Callable[[str], str | None]
-STANDBY_RECHECK = timedelta(seconds=5)
 
 
-class EvaluationGone(Exception):
+class EvaluationGone(ObjectGone):
     """The ModelEvaluation no longer exists: its loop ends."""
 
 
 class EvaluationReconciler:
-    def __init__(
-        self, kube: Kube, jobs: EvaluationJobs, standby: StandbyReason | None = None, clock: Clock = utc_now
-    ) -> None:
+    def __init__(self, kube: Kube, jobs: EvaluationJobs, clock: Clock = utc_now) -> None:
         self.kube = kube
         self.jobs = jobs
-        self.standby = standby
         self.clock = clock
 
     def tick(self, namespace: str, name: str) -> datetime | None:
@@ -64,10 +58,6 @@ class EvaluationReconciler:
             structlog.contextvars.unbind_contextvars("namespace", "evaluation")
 
     def _tick(self, namespace: str, name: str) -> datetime | None:
-        reason = None if self.standby is None else self.standby(namespace)
-        if reason is not None:
-            log.info("standing by", reason=reason)
-            return self.clock() + STANDBY_RECHECK
         try:
             body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, EVALUATION_PLURAL, name)
         except NotFound:

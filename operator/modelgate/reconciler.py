@@ -61,7 +61,7 @@ from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch_window import in_force
 from modelgate.egress import policy_from_environment
 from modelgate.fail_safe import TickFailures, fail_safe_decision, forgotten_status
-from modelgate.kube import Conflict, Kube, KubeError, NotFound
+from modelgate.kube import Conflict, Kube, KubeError, NotFound, ObjectGone
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
 from modelgate.metrics import BreachExplainer, MetricProviders
@@ -72,7 +72,7 @@ from modelgate.tick_observation import TickObserver
 log = structlog.get_logger("modelgate.reconciler")
 
 
-class RolloutGone(Exception):
+class RolloutGone(ObjectGone):
     """The ModelRollout was deleted; its loop ends."""
 
 

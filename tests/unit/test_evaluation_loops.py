@@ -55,7 +55,7 @@ def test_status_writes_wake_nothing_and_a_run_now_value_wakes_at_once() -> None:
         loops.notice("MODIFIED", evaluation(run_now="now"))
         await settle()
         assert reconciler.ticks == 2
-        loops.notice_evaluation("ns", "e")  # a check Job changed
+        loops.wake_at_once("ns", "e")  # a check Job changed
         await settle()
         assert reconciler.ticks == 3
         await loops.stop()
@@ -109,3 +109,22 @@ def test_its_ticks_take_their_threads_from_the_share_the_rollouts_loops_use() ->
     asyncio.run(scenario())
     assert reconciler.running == [1]
     assert threads.fair.running("ns") == 0  # its thread given back
+
+
+def test_a_replica_standing_by_ticks_no_evaluation_until_it_may_act() -> None:
+    reconciler = CountingReconciler(wake_after=None)
+    acting = [False]
+
+    async def scenario() -> None:
+        standby = lambda namespace: None if acting[0] else "peer pod-a is alive"  # noqa: E731
+        loops = EvaluationLoops(cast(EvaluationReconciler, reconciler), standby=standby)
+        loops.notice("ADDED", evaluation())
+        await settle()
+        assert reconciler.ticks == 0
+        acting[0] = True
+        loops.wake_at_once("ns", "e")
+        await settle()
+        assert reconciler.ticks == 1
+        await loops.stop()
+
+    asyncio.run(scenario())

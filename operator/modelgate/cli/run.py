@@ -29,10 +29,10 @@ from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.evaluation_reconciler import EvaluationReconciler
 from modelgate.kube import Kube, KubeError, Object
 from modelgate.kube.evaluation_jobs import EvaluationJobs
-from modelgate.loops import RolloutLoops
 from modelgate.observability import configure_logging
-from modelgate.peering import PeeredReconciler, Peering, seniority_priority
+from modelgate.peering import Peering, PeeringStandby, StandbyReason, seniority_priority
 from modelgate.reconciler import Reconciler
+from modelgate.rollout_loops import RolloutLoops
 from modelgate.routers.watched import route_resources
 from modelgate.tick_threads import DEFAULT_WORKERS, THREADS_PER_WORKER, TickThreads
 
@@ -180,19 +180,19 @@ def run_operator(args: argparse.Namespace) -> int:
         settings.watching.label_selectors[API_GROUP, API_VERSION, PLURAL] = args.selector
     status_hold = timedelta(seconds=args.status_hold)
     reconciler = Reconciler(kube, status_hold=status_hold)
-    priority = None
+    priority = standby = None
     if args.peering:
         priority = seniority_priority(datetime.now(UTC))
         settings.peering.lifetime = args.peering_lifetime
         # Pausing and resuming is the one thing an operator of a standby needs to see in its logs.
         logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
         peering = Peering(args.peering, args.identity, priority, clusterwide=not args.namespace)
-        reconciler = PeeredReconciler(kube, peering, status_hold=status_hold)
+        standby = PeeringStandby(kube, peering, reconciler.clock).standby_reason
     # Ticks of both kinds run in these threads, handed out by tick_threads.TickThreads.
     executor = ThreadPoolExecutor(max_workers=args.workers * THREADS_PER_WORKER, thread_name_prefix="tick")
     code = 1
     try:
-        _run_kopf(args, kube, settings, reconciler, priority, executor)
+        _run_kopf(args, kube, settings, reconciler, (priority, standby), executor)
         code = 0
     finally:
         # kopf's executor (its synchronous handlers) too: left open, its idle threads held every
@@ -206,10 +206,13 @@ def _run_kopf(
     kube: Kube,
     settings: kopf.OperatorSettings,
     reconciler: Reconciler,
-    priority: int | None,
+    peering: tuple[int | None, StandbyReason | None],
     executor: ThreadPoolExecutor,
 ) -> None:
+    """`peering`: this replica's priority and why it must stand by, with --peering."""
     health_host, health_port = _split(args.health_address)
+    priority, standby = peering
+    clock = reconciler.clock
     threads = TickThreads(args.workers)  # one fair share for the ticks of both kinds
     # A loop of our own: asyncio.run would wait, without end, for the threads of ticks still running.
     kopf.run(
@@ -224,17 +227,17 @@ def _run_kopf(
         liveness_endpoint=f"http://{health_host}:{health_port}/healthz",
         memo=kopf.Memo(
             loops=RolloutLoops(
-                reconciler, route_recheck=timedelta(seconds=args.route_recheck), threads=threads
+                reconciler,
+                route_recheck=timedelta(seconds=args.route_recheck),
+                threads=threads,
+                standby=standby,
+                clock=clock,
             ),
             evaluations=EvaluationLoops(
-                EvaluationReconciler(
-                    kube,
-                    EvaluationJobs(reconciler.gate_jobs),
-                    reconciler.standby_reason if isinstance(reconciler, PeeredReconciler) else None,
-                    reconciler.clock,
-                ),
+                EvaluationReconciler(kube, EvaluationJobs(reconciler.gate_jobs), clock),
                 threads,
-                reconciler.clock,
+                clock,
+                standby,
             ),
             kube=kube,
             executor=executor,

@@ -7,6 +7,7 @@ from modelgate.kube.api_errors import (
     KubeError,
     NamespaceTerminating,
     NotFound,
+    ObjectGone,
     PatchNotApplied,
 )
 from modelgate.kube.client import Kube
@@ -23,6 +24,7 @@ __all__ = [
     "NamespaceTerminating",
     "NotFound",
     "Object",
+    "ObjectGone",
     "PatchNotApplied",
     "default_namespace",
 ]

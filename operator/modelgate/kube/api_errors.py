@@ -15,6 +15,10 @@ from kubernetes.client.exceptions import ApiException
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 
 
+class ObjectGone(Exception):
+    """The object a loop ticks no longer exists: its loop ends (loops.py)."""
+
+
 class KubeError(Exception):
     """A request failed. `status` is the HTTP status, or None when no response arrived."""
 
