@@ -11,6 +11,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,12 +25,16 @@ from modelgate.cli.loopback import add_loopback_option
 from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.schedule import RESYNC
-from modelgate.egress import loopback_allowed
+from modelgate.egress import evaluator_environment, loopback_allowed, policy_from_environment, token_allowlist
 from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.evaluation_reconciler import EvaluationReconciler
 from modelgate.kube import Kube, KubeError, Object
+from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.evaluation_jobs import EvaluationJobs
+from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
+from modelgate.notifications import NotificationDefaults
 from modelgate.observability import configure_logging
+from modelgate.operator_config import OperatorConfig
 from modelgate.peering import Peering, PeeringStandby, StandbyReason, seniority_priority
 from modelgate.reconciler import Reconciler
 from modelgate.rollout_loops import RolloutLoops
@@ -179,7 +184,9 @@ def run_operator(args: argparse.Namespace) -> int:
         # Server-side: rollouts outside the selector never reach this operator.
         settings.watching.label_selectors[API_GROUP, API_VERSION, PLURAL] = args.selector
     status_hold = timedelta(seconds=args.status_hold)
-    reconciler = Reconciler(kube, status_hold=status_hold)
+    reconciler = Reconciler(
+        kube, status_hold=status_hold, config=operator_config(kube.server_url, os.environ)
+    )
     priority = standby = None
     if args.peering:
         priority = seniority_priority(datetime.now(UTC))
@@ -199,6 +206,18 @@ def run_operator(args: argparse.Namespace) -> int:
         # stop for the whole grace.
         _exit_without_stuck_ticks([executor, settings.execution.executor], code)
     return code
+
+
+def operator_config(api_server_url: str, environ: Mapping[str, str]) -> OperatorConfig:
+    """The operator's settings from its environment (its flags set their variables before this)."""
+    return OperatorConfig(
+        egress=policy_from_environment([api_server_url], environ),
+        token_allowlist=token_allowlist(environ),
+        evaluator_image=environ.get(EVALUATOR_IMAGE_ENV),
+        evaluator_env=evaluator_environment(api_server_url, environ),
+        check_pod_policy=CheckPodPolicy.from_env(environ),
+        notification_defaults=NotificationDefaults.from_environment(environ),
+    )
 
 
 def _run_kopf(
