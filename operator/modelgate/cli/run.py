@@ -150,7 +150,7 @@ def startup_fields(args: argparse.Namespace) -> dict[str, object]:
         "workers": args.workers,
         "route_recheck_seconds": args.route_recheck,
         "peering": args.peering or None,
-        "allow_loopback": loopback_allowed(),  # the flag or the environment's setting
+        "allow_loopback": loopback_allowed(os.environ),  # the flag or the environment's setting
     }
 
 
@@ -176,7 +176,12 @@ def run_operator(args: argparse.Namespace) -> int:
     metrics_host, metrics_port = _split(args.metrics_address)
     if metrics_port:
         start_http_server(metrics_port, metrics_host)
-    kube = Kube.from_kubeconfig(args.kubeconfig, connections=args.workers, reporting_host=args.identity)
+    kube = Kube.from_kubeconfig(
+        args.kubeconfig,
+        connections=args.workers,
+        reporting_host=args.identity,
+        default_kubeconfig=os.environ.get("KUBECONFIG"),
+    )
     kube.watch_caches(resource.plural for resource in route_resources())  # fed by the handlers' watches
     settings = kopf.OperatorSettings()
     if args.selector:
