@@ -43,9 +43,6 @@ MAX_UNEXPECTED_BACKOFF = timedelta(seconds=4)
 # A tick still running after this is logged (again each time this passes) with the stack of its
 # thread: every request a tick makes has a timeout, so one this slow is stuck somewhere it should not.
 SLOW_TICK = timedelta(seconds=120)
-# When the operator stops, how long its loops wait for their ticks still running (`modelgate run`
-# then gives their threads a grace of its own).
-STOP_WAIT = timedelta(seconds=2)
 Watches = TypeVar("Watches")
 WatchesOut = TypeVar("WatchesOut", covariant=True)
 
@@ -150,12 +147,9 @@ class ObjectLoops(Generic[Watches]):
         return [loop for (loop_namespace, _), loop in self._loops.items() if loop_namespace == namespace]
 
     async def stop(self) -> None:
-        """Cancels every loop; waits up to STOP_WAIT for the ticks still running to end."""
-        tasks = [loop.task for loop in self._loops.values() if loop.task is not None]
+        """Cancels every loop (`modelgate run` gives the threads of ticks still running a grace)."""
         for key in list(self._loops):
             self._forget(key)
-        if tasks:
-            await asyncio.wait(tasks, timeout=STOP_WAIT.total_seconds())
 
     def _forget(self, key: Key) -> None:
         loop = self._loops.pop(key, None)

@@ -5,7 +5,6 @@ dropped."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import time
 from collections.abc import Callable
@@ -89,11 +88,18 @@ class TickThreads:
 
 
 async def outlast(future: asyncio.Future[Any]) -> None:
-    """Waits for `future` to end, through any cancellation of the caller's, and reads its outcome:
-    a cancelled tick's thread runs on, and its loop must not end before it (a loop started again
-    for the same object would tick beside it), nor leave its exception unread."""
-    while not future.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait({future})
+    """Waits for `future` to end after the caller was cancelled, and reads its outcome: a cancelled
+    tick's thread runs on, and its loop must not end before it (a loop started again for the same
+    object would tick beside it), nor leave its exception unread. A second cancellation (the
+    operator stopping) ends the wait; the outcome is still read when it comes."""
+    try:
+        await asyncio.wait({future})
+    except asyncio.CancelledError:
+        future.add_done_callback(_read_outcome)
+        raise
+    _read_outcome(future)
+
+
+def _read_outcome(future: asyncio.Future[Any]) -> None:
     if not future.cancelled() and future.exception() is not None:
         log.debug("a cancelled tick ended with an exception", error=str(future.exception()))
