@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 
 from bench.report import record, summary
-from modelgate.loops import DEFAULT_WORKERS, SLOW_NAMESPACE_TICK
+from modelgate.tick_threads import DEFAULT_WORKERS, SLOW_NAMESPACE_TICK
 from testbed.localcluster import LocalCluster
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess

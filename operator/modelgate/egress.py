@@ -9,7 +9,6 @@ are pure: modelgate.api.addresses."""
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 from collections.abc import Iterable, Mapping
 
@@ -32,9 +31,7 @@ TOKEN_ADDRESSES_ENV = "MODELGATE_TOKEN_ADDRESSES"
 API_SERVER_ENV = "MODELGATE_API_SERVER"
 
 
-def policy_from_environment(
-    api_server_urls: Iterable[str] = (), environ: Mapping[str, str] = os.environ
-) -> EgressPolicy:
+def policy_from_environment(api_server_urls: Iterable[str], environ: Mapping[str, str]) -> EgressPolicy:
     """This process's policy: loopback as the environment says, and the API server at every URL
     given, at $MODELGATE_API_SERVER and at the in-cluster Service address."""
     urls = [*api_server_urls, environ.get(API_SERVER_ENV, "")]
@@ -52,18 +49,18 @@ def policy_from_environment(
     return EgressPolicy(allow_loopback=loopback_allowed(environ), api_server=frozenset(servers))
 
 
-def loopback_allowed(environ: Mapping[str, str] = os.environ) -> bool:
+def loopback_allowed(environ: Mapping[str, str]) -> bool:
     """$MODELGATE_ALLOW_LOOPBACK, which a command's --allow-loopback sets (modelgate.cli.loopback)."""
     return (environ.get(ALLOW_LOOPBACK_ENV) or "").strip().lower() in ("1", "true", "yes")
 
 
-def evaluator_environment(api_server_url: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+def evaluator_environment(api_server_url: str, environ: Mapping[str, str]) -> dict[str, str]:
     """What an evaluator Job needs to hold its URLs to this operator's policy."""
     loopback = {ALLOW_LOOPBACK_ENV: "true"} if loopback_allowed(environ) else {}
     return {API_SERVER_ENV: api_server_url, **loopback}
 
 
-def token_allowlist(environ: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+def token_allowlist(environ: Mapping[str, str]) -> tuple[str, ...]:
     return allowed_addresses(environ.get(TOKEN_ADDRESSES_ENV))
 
 

@@ -4,8 +4,8 @@ the regressed metric)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -20,7 +20,8 @@ from modelgate.api.evaluation_status import (
     RunOutcome,
     parse_evaluation_status,
 )
-from modelgate.kube import Kube, NotFound
+from modelgate.clock import Clock, utc_now
+from modelgate.kube import Kube, NotFound, ObjectGone
 from modelgate.kube.evaluation_jobs import EvaluationJobs
 from modelgate.observability import export_regressed
 from modelgate.reevaluation import (
@@ -36,20 +37,17 @@ from modelgate.reevaluation import (
 from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
 
 log = structlog.get_logger("modelgate.evaluations")
-# Why this replica must not act in a namespace now (peering.py: another replica acts), or None.
-StandbyReason = Callable[[str], str | None]
-STANDBY_RECHECK = timedelta(seconds=5)
 
 
-class EvaluationGone(Exception):
+class EvaluationGone(ObjectGone):
     """The ModelEvaluation no longer exists: its loop ends."""
 
 
 class EvaluationReconciler:
-    def __init__(self, kube: Kube, jobs: EvaluationJobs, standby: StandbyReason | None = None) -> None:
+    def __init__(self, kube: Kube, jobs: EvaluationJobs, clock: Clock = utc_now) -> None:
         self.kube = kube
         self.jobs = jobs
-        self.standby = standby
+        self.clock = clock
 
     def tick(self, namespace: str, name: str) -> datetime | None:
         """Returns when the evaluation wants its next tick (None: only when something changes)."""
@@ -60,16 +58,12 @@ class EvaluationReconciler:
             structlog.contextvars.unbind_contextvars("namespace", "evaluation")
 
     def _tick(self, namespace: str, name: str) -> datetime | None:
-        reason = None if self.standby is None else self.standby(namespace)
-        if reason is not None:
-            log.info("standing by", reason=reason)
-            return datetime.now(UTC) + STANDBY_RECHECK
         try:
             body = self.kube.get_custom(API_GROUP, API_VERSION, namespace, EVALUATION_PLURAL, name)
         except NotFound:
             raise EvaluationGone(f"{namespace}/{name}") from None
         meta = body["metadata"]
-        now = datetime.now(UTC)
+        now = self.clock()
         before = _status(body)
         generation = int(meta.get("generation") or 0)
         try:

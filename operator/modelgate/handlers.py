@@ -1,4 +1,4 @@
-"""kopf registrations only: watch events feed the caches a tick reads and wake the per-rollout
+"""kopf registrations only: watch events feed the caches a tick reads and wake the per-object
 loops; nothing is decided here."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.kube import Kube, KubeError
 from modelgate.kube.checks import CHECK_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
-from modelgate.loops import RolloutLoops
+from modelgate.rollout_loops import RolloutLoops
 from modelgate.routers.watched import route_resources
 
 log = structlog.get_logger("modelgate.handlers")
@@ -166,10 +166,10 @@ async def check_job_event(body: kopf.Body, namespace: str | None, memo: kopf.Mem
         return
     if owner.get("kind") == KIND:
         loops: RolloutLoops = memo.loops
-        loops.notice_rollout(namespace, owner["name"])
+        loops.wake_at_once(namespace, owner["name"])
     elif owner.get("kind") == EVALUATION_KIND:
         evaluations: EvaluationLoops = memo.evaluations
-        evaluations.notice_evaluation(namespace, owner["name"])
+        evaluations.wake_at_once(namespace, owner["name"])
 
 
 def _route_handler(plural: str) -> Callable[..., Awaitable[None]]:

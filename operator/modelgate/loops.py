@@ -1,12 +1,12 @@
-"""One asyncio task per ModelRollout: tick, then sleep until the engine's next wake-up or until
-something that matters changes (the spec, a command, the candidate Deployment or InferencePool: at
-once; its routes: no sooner than RESYNC after the last tick, so that two writers of the route do not
-fight at the speed of the watch).
+"""The controller runtime, one for every kind the operator reconciles: one asyncio task per object,
+which ticks in a worker thread (tick_threads.py), then sleeps until the wake-up its tick asked for
+or until something that matters changes (`Loop.wake_at_once`: at once; `Loop.wake`: no sooner than
+`recheck` after the last tick, so that two writers of one object do not fight at the speed of the
+watch). A kind brings its shape, a `Ticker`: what wakes an object, its tick, what to forget when
+it goes (rollout_loops.py, evaluation_loops.py).
 
-kopf's own daemons and timers would add a finalizer to every ModelRollout, and a finalizer makes
-deletion hang while the operator is down; watch events plus these tasks need none. Only a rollout
-with spec.rollback.onDelete ReturnTraffic gets one, modelgate's own: its deletion wakes its loop,
-whose tick returns the traffic and removes it (reconciler.py).
+kopf's own daemons and timers would add a finalizer to every object, and a finalizer makes deletion
+hang while the operator is down; watch events plus these tasks need none.
 """
 
 from __future__ import annotations
@@ -14,27 +14,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from datetime import datetime, timedelta
+from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
 from modelgate import observability
-from modelgate.api import parse_spec, parse_status
-from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
-from modelgate.core.schedule import RESYNC, scheduled_at
+from modelgate.clock import Clock, utc_now
 from modelgate.fail_safe import transient
-from modelgate.fair_share import FairShare
-from modelgate.reconciler import Reconciler, RolloutGone, TickResult
-from modelgate.routers.router_kind import RouteKey
-from modelgate.routers.watched import watched_routes
+from modelgate.kube import NamespaceTerminating, ObjectGone
+from modelgate.peering import STANDBY_RECHECK, StandbyReason
+from modelgate.tick_threads import DEFAULT_WORKERS, TickThreads, outlast
 
 log = structlog.get_logger("modelgate.loops")
 Key = tuple[str, str]  # namespace, name
@@ -47,26 +43,39 @@ MAX_UNEXPECTED_BACKOFF = timedelta(seconds=4)
 # A tick still running after this is logged (again each time this passes) with the stack of its
 # thread: every request a tick makes has a timeout, so one this slow is stuck somewhere it should not.
 SLOW_TICK = timedelta(seconds=120)
-# Measured with bench/test_scale (bench/REPORT.md): a tick mostly waits on the API server, so the
-# threads must cover the ticks due at once times their round trips; 16 left 500 rollouts queued.
-DEFAULT_WORKERS = 64
-# A tick running this long is parked: it keeps its thread but no longer counts as a worker, and its
-# namespace is slow for SLOW_NAMESPACE_MEMORY (fair_share.py). Most ticks take milliseconds (reads
-# from caches, a few queries, one write); an ordinary tick waits for a worker at most this long.
-SLOW_NAMESPACE_TICK = timedelta(seconds=2)
-SLOW_NAMESPACE_MEMORY = timedelta(minutes=5)
-# Threads for ticks, per worker: the busy ones, and those parked on a server that does not answer.
-THREADS_PER_WORKER = 4
-Result = TypeVar("Result")
+Watches = TypeVar("Watches")
+WatchesOut = TypeVar("WatchesOut", covariant=True)
+
+
+class Ticker(Protocol[WatchesOut]):
+    """A kind's shape. `noun` names the object in log lines ("rollout": rollout=<name>)."""
+
+    noun: str
+
+    def trigger(self, body: Mapping[str, Any]) -> tuple[Any, ...]:
+        """What wakes the object at once when it changes (its generation, say; not its status)."""
+        ...
+
+    def watches(self, body: Mapping[str, Any]) -> WatchesOut:
+        """What else the object's loop is woken by (the kind's loops look it up)."""
+        ...
+
+    def tick(self, namespace: str, name: str, *, fresh: bool) -> datetime:
+        """One tick, in a worker thread; when the next is due. Raises ObjectGone when the object
+        no longer exists. `fresh`: read it from the API server, not the watch cache."""
+        ...
+
+    def forget(self, namespace: str, name: str) -> None:
+        """The object is gone: whatever is kept about it goes too."""
+        ...
 
 
 @dataclass
-class _Rollout:
+class Loop(Generic[Watches]):
     trigger: tuple[Any, ...]
-    candidate: str
-    routes: frozenset[RouteKey]
+    watches: Watches
     wake: asyncio.Event = field(default_factory=asyncio.Event)
-    # Whether what set `wake` asks for a tick at once (not only a route change).
+    # Whether what set `wake` asks for a tick at once (not only a recheck).
     wake_now: bool = False
     task: asyncio.Task[None] | None = None
     thread: int | None = None  # the worker thread running its tick, while one runs
@@ -79,236 +88,150 @@ class _Rollout:
         self.wake.set()
 
 
-def _trigger(body: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What wakes a rollout at once when it changes: its spec (generation), a pending command, the
-    skip-reconcile annotation, and its deletion (a finalizer of ours to act on)."""
-    meta = body["metadata"]
-    annotations = meta.get("annotations") or {}
-    return (
-        meta.get("generation"),
-        annotations.get(COMMAND_ANNOTATION),
-        skips_reconcile(annotations),
-        meta.get("deletionTimestamp"),
-    )
-
-
-def _candidate_and_routes(body: Mapping[str, Any]) -> tuple[str, frozenset[RouteKey]]:
-    spec = body.get("spec") or {}
-    routes = watched_routes(spec.get("trafficRouting") or {})
-    candidate = spec.get("candidate") or {}
-    name = candidate.get("deployment") or candidate.get("inferencePool") or ""
-    return str(name), routes
-
-
-def _due(body: Mapping[str, Any]) -> datetime:
-    """When the rollout's next tick is due by its status: overdue ones first, then the soonest; those
-    waiting for nothing timed, and those the operator cannot read (its tick marks them Failed), last."""
-    try:
-        due = scheduled_at(parse_spec(body.get("spec") or {}), parse_status(body.get("status") or {}))
-    except ValueError:
-        return datetime.max.replace(tzinfo=UTC)
-    return due if due is not None else datetime.max.replace(tzinfo=UTC)
-
-
-class TickThreads:
-    """The event loop's executor threads (THREADS_PER_WORKER x `workers`), handed out fairly across
-    namespaces: a tenant whose ticks hang (a Prometheus that never answers) holds no more than its
-    share, and the others' ticks find a worker (fair_share.py)."""
-
-    def __init__(self, workers: int) -> None:
-        self.fair: FairShare[int] = FairShare(
-            workers,
-            threads=workers * THREADS_PER_WORKER,
-            slow_after=SLOW_NAMESPACE_TICK.total_seconds(),
-            slow_memory=SLOW_NAMESPACE_MEMORY.total_seconds(),
-        )
-        self._waiting: dict[int, asyncio.Future[None]] = {}
-        self._tickets = itertools.count()
-        self._wake: asyncio.TimerHandle | None = None
-
-    async def run(self, namespace: str, call: Callable[[], Result]) -> Result:
-        """`call` in a worker thread of the event loop's executor, once `namespace` may have one.
-        Its thread counts against the namespace until `call` returns, even when the caller stops
-        waiting for it."""
-        loop = asyncio.get_running_loop()
-        ticket = next(self._tickets)
-        granted = self._waiting[ticket] = loop.create_future()
-        self.fair.ask(namespace, ticket)
-        self._start()
-        try:
-            await granted
-        except asyncio.CancelledError:
-            if self._waiting.pop(ticket, None) is not None:
-                self.fair.withdraw(namespace, ticket)
-            else:  # started as it was cancelled
-                self._end(namespace, ticket)
-            raise
-        running = loop.run_in_executor(None, call)
-        running.add_done_callback(lambda _: self._end(namespace, ticket))
-        return await asyncio.shield(running)
-
-    def _start(self) -> None:
-        now = time.monotonic()
-        for _, ticket in self.fair.start(now):
-            granted = self._waiting.pop(ticket)
-            if not granted.done():
-                granted.set_result(None)
-        if self._wake is not None:
-            self._wake.cancel()
-        wake_at = self.fair.wake_at(now)
-        loop = asyncio.get_running_loop()
-        self._wake = None if wake_at is None else loop.call_later(wake_at - now, self._start)
-
-    def _end(self, namespace: str, ticket: int) -> None:
-        self.fair.end(namespace, ticket, time.monotonic())
-        self._start()
-
-
-class RolloutLoops:
+class ObjectLoops(Generic[Watches]):
     def __init__(
         self,
-        reconciler: Reconciler,
-        route_recheck: timedelta = RESYNC,
+        ticker: Ticker[Watches],
+        *,
+        recheck: timedelta,
         slow_tick: timedelta = SLOW_TICK,
-        workers: int = DEFAULT_WORKERS,
+        threads: TickThreads | None = None,
+        clock: Clock = utc_now,
+        standby: StandbyReason | None = None,
     ) -> None:
-        self.reconciler = reconciler
-        self.route_recheck = route_recheck.total_seconds()
+        self.ticker = ticker
+        self.recheck = recheck.total_seconds()
         self.slow_tick = slow_tick
-        self.threads = TickThreads(workers)
-        self._rollouts: dict[Key, _Rollout] = {}
+        self.threads = threads or TickThreads(DEFAULT_WORKERS)
+        self.clock = clock
+        self.standby = standby  # peering.py: why this replica must not act in a namespace now
+        self._loops: dict[Key, Loop[Watches]] = {}
 
-    def notice(self, event_type: str | None, body: Mapping[str, Any]) -> None:
-        """Called for every watch event of a ModelRollout."""
-        self._notice(event_type, body, watched=True)
-
-    def resume(self, bodies: Iterable[Mapping[str, Any]]) -> None:
-        """Starts the loops of the rollouts listed when the operator starts, the longest overdue first:
-        their first ticks reach the worker threads in this order. kopf's own listing, which comes
-        later, finds them running."""
-        for body in sorted(bodies, key=_due):
-            self._notice(None, body, watched=False)
-
-    def _notice(self, event_type: str | None, body: Mapping[str, Any], *, watched: bool) -> None:
+    def notice(self, event_type: str | None, body: Mapping[str, Any], *, watched: bool = True) -> None:
+        """Called for every watch event of the kind (`watched`), and for objects listed at startup."""
         meta = body["metadata"]
         key = (meta["namespace"], meta["name"])
         if event_type == "DELETED":
             self._forget(key)
             return
-        candidate, routes = _candidate_and_routes(body)
-        rollout = self._rollouts.get(key)
-        if rollout is None or rollout.task is None or rollout.task.done():
-            # New, or its loop ended (it found the rollout gone, or failed): an event says it exists.
-            if rollout is not None:
-                log.info("restarting the rollout's loop", namespace=key[0], rollout=key[1])
-            rollout = _Rollout(_trigger(body), candidate, routes, watched=watched)
-            self._rollouts[key] = rollout
-            rollout.task = asyncio.create_task(self._run(key, rollout), name=f"rollout {key[0]}/{key[1]}")
+        watches = self.ticker.watches(body)
+        loop = self._loops.get(key)
+        if loop is None or loop.task is None or loop.task.done():
+            # New, or its loop ended (it found the object gone, or failed): an event says it exists.
+            if loop is not None:
+                log.info(
+                    f"restarting the {self.ticker.noun}'s loop",
+                    namespace=key[0],
+                    **{self.ticker.noun: key[1]},
+                )
+            loop = Loop(self.ticker.trigger(body), watches, watched=watched)
+            self._loops[key] = loop
+            loop.task = asyncio.create_task(
+                self._run(key, loop), name=f"{self.ticker.noun} {key[0]}/{key[1]}"
+            )
             return
-        rollout.candidate, rollout.routes = candidate, routes
-        rollout.watched = rollout.watched or watched
-        trigger = _trigger(body)
-        if trigger != rollout.trigger:
-            rollout.trigger = trigger
-            rollout.wake_at_once()
+        loop.watches = watches
+        loop.watched = loop.watched or watched
+        trigger = self.ticker.trigger(body)
+        if trigger != loop.trigger:
+            loop.trigger = trigger
+            loop.wake_at_once()
 
-    def notice_candidate(self, namespace: str, name: str) -> None:
-        """A Deployment or an InferencePool changed: rollouts waiting for it as their candidate look
-        again now."""
-        for (rollout_namespace, _), rollout in self._rollouts.items():
-            if rollout_namespace == namespace and rollout.candidate == name:
-                rollout.wake_at_once()
+    def wake_at_once(self, namespace: str, name: str) -> None:
+        """Something the object waits for (a check's Job) changed: it looks again now."""
+        loop = self._loops.get((namespace, name))
+        if loop is not None:
+            loop.wake_at_once()
 
-    def notice_rollout(self, namespace: str, name: str) -> None:
-        """Something the rollout waits for (a gate check's Job) changed: it looks again now."""
-        rollout = self._rollouts.get((namespace, name))
-        if rollout is not None:
-            rollout.wake_at_once()
-
-    def notice_route(self, plural: str, namespace: str, name: str) -> None:
-        """A route (an object of kind `plural`) changed or went: its rollouts look again
-        `route_recheck` after their last tick, at the latest; this is what sets a finished rollout's
-        weights right, which otherwise sleeps long."""
-        for (rollout_namespace, _), rollout in self._rollouts.items():
-            if rollout_namespace == namespace and (plural, name) in rollout.routes:
-                rollout.wake.set()
+    def loops_in(self, namespace: str) -> list[Loop[Watches]]:
+        return [loop for (loop_namespace, _), loop in self._loops.items() if loop_namespace == namespace]
 
     async def stop(self) -> None:
-        for key in list(self._rollouts):
+        """Cancels every loop (`modelgate run` gives the threads of ticks still running a grace)."""
+        for key in list(self._loops):
             self._forget(key)
 
     def _forget(self, key: Key) -> None:
-        rollout = self._rollouts.pop(key, None)
-        if rollout is not None and rollout.task is not None:
-            rollout.task.cancel()
-        self.reconciler.forget(*key)
-        observability.forget_rollout(*key)
+        loop = self._loops.pop(key, None)
+        if loop is not None and loop.task is not None:
+            loop.task.cancel()
+        self.ticker.forget(*key)
 
-    def _tick(self, key: Key, rollout: _Rollout, due: float) -> tuple[TickResult, float]:
+    def _tick(self, key: Key, loop: Loop[Watches], due: float) -> tuple[float, float]:
         """In a worker thread; `due` is the time.monotonic() at which the tick should have started.
-        Returns the result and when the tick ended, from which its next wake-up counts."""
+        Returns when the tick ended and when the next is due (both time.monotonic())."""
         observability.TICK_WAIT_SECONDS.observe(max(time.monotonic() - due, 0.0))
-        rollout.thread = threading.get_ident()
+        loop.thread = threading.get_ident()
         try:
-            return self.reconciler.tick_by_name(*key, fresh=not rollout.watched), time.monotonic()
+            reason = None if self.standby is None else self.standby(key[0])
+            if reason is not None:
+                log.info("standing by", namespace=key[0], reason=reason, **{self.ticker.noun: key[1]})
+                wake_at = self.clock() + STANDBY_RECHECK
+            else:
+                wake_at = self.ticker.tick(*key, fresh=not loop.watched)
+            ended = time.monotonic()
+            return ended, ended + max((wake_at - self.clock()).total_seconds(), 0.0)
         finally:
-            rollout.thread = None
+            loop.thread = None
 
-    async def _watched_tick(self, key: Key, rollout: _Rollout, due: float) -> tuple[TickResult, float]:
+    async def _watched_tick(self, key: Key, loop: Loop[Watches], due: float) -> tuple[float, float]:
         """The tick, logged with its thread's stack each time it has run another `slow_tick`."""
-        tick = asyncio.ensure_future(
-            self.threads.run(key[0], functools.partial(self._tick, key, rollout, due))
-        )
+        tick = asyncio.ensure_future(self.threads.run(key[0], functools.partial(self._tick, key, loop, due)))
         started = time.monotonic()
         try:
             while not (await asyncio.wait({tick}, timeout=self.slow_tick.total_seconds()))[0]:
                 log.warning(
                     "tick still running",
                     namespace=key[0],
-                    rollout=key[1],
                     seconds=round(time.monotonic() - started, 1),
-                    stack=_stack(rollout.thread),
+                    stack=_stack(loop.thread),
+                    **{self.ticker.noun: key[1]},
                 )
         except asyncio.CancelledError:
-            tick.cancel()  # the thread runs on; its result is dropped
+            tick.cancel()  # it ends once its thread does (TickThreads.run)
+            await outlast(tick)
             raise
         return tick.result()
 
-    async def _run(self, key: Key, rollout: _Rollout) -> None:
-        namespace, name = key
+    async def _run(self, key: Key, loop: Loop[Watches]) -> None:
+        namespace, named = key[0], {self.ticker.noun: key[1]}
         backoff = ERROR_BACKOFF
         due = time.monotonic()
         while True:
-            rollout.wake.clear()
-            rollout.wake_now = False
+            loop.wake.clear()
+            loop.wake_now = False
             try:
-                result, ended = await self._watched_tick(key, rollout, due)
-            except RolloutGone:
-                log.info("rollout gone", namespace=namespace, rollout=name)
+                # From the tick's end, not from when this loop resumed: a busy event loop does not
+                # push the next tick later.
+                ended, deadline = await self._watched_tick(key, loop, due)
+                backoff = ERROR_BACKOFF
+            except ObjectGone:
+                log.info(f"{self.ticker.noun} gone", namespace=namespace, **named)
                 return
+            except NamespaceTerminating:
+                # Not a failure: the object goes with its namespace, and its loop once it is gone.
+                log.info("namespace being deleted", namespace=namespace, **named)
+                ended = time.monotonic()
+                deadline = ended + backoff.total_seconds()
+                backoff = min(backoff * 2, MAX_ERROR_BACKOFF)
             except Exception as error:  # a failed tick is retried; the loop must outlive it
-                log.exception("tick failed; retrying", namespace=namespace, rollout=name, error=str(error))
+                log.exception("tick failed; retrying", namespace=namespace, error=str(error), **named)
                 ended = time.monotonic()
                 wait = backoff if transient(error) else min(backoff, MAX_UNEXPECTED_BACKOFF)
                 deadline = ended + wait.total_seconds()
                 backoff = min(backoff * 2, MAX_ERROR_BACKOFF)
-            else:
-                # From the tick's end, not from when this loop resumed: a busy event loop does not
-                # push the next tick later.
-                deadline = ended + result.wake_after.total_seconds()
-                backoff = ERROR_BACKOFF
-            due = await self._sleep(rollout, deadline, ended)
+            due = await self._sleep(loop, deadline, ended)
 
-    async def _sleep(self, rollout: _Rollout, deadline: float, ended: float) -> float:
-        """Until `deadline`, a change that wakes the rollout at once, or `route_recheck` after the
-        tick that ended at `ended` if its route changed; returns when the next tick is due."""
+    async def _sleep(self, loop: Loop[Watches], deadline: float, ended: float) -> float:
+        """Until `deadline`, a change that wakes the object at once, or `recheck` after the tick that
+        ended at `ended` if it was woken otherwise; returns when the next tick is due."""
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(rollout.wake.wait(), timeout=max(deadline - time.monotonic(), 0.0))
-            if not rollout.wake.is_set() or rollout.wake_now:
+                await asyncio.wait_for(loop.wake.wait(), timeout=max(deadline - time.monotonic(), 0.0))
+            if not loop.wake.is_set() or loop.wake_now:
                 return min(deadline, time.monotonic())  # woken early by a change: due at once
-            rollout.wake.clear()  # the route changed
-            deadline = min(deadline, ended + self.route_recheck)
+            loop.wake.clear()  # a recheck
+            deadline = min(deadline, ended + self.recheck)
 
 
 def _stack(thread: int | None) -> str | None:

@@ -2,8 +2,8 @@
 
 Every replica keeps its record (priority, lifetime, last seen) in a kopf.dev peering object; kopf
 pauses a replica's watch streams while another live replica has a priority not lower than its own.
-The per-rollout loops (loops.py) are modelgate's, not kopf's handlers, so kopf's pause does not
-reach them: before every tick they apply kopf's rule to the same object themselves, and a replica
+The per-object loops (loops.py, for every kind) are modelgate's, not kopf's handlers, so kopf's pause
+does not reach them: before every tick they apply kopf's rule to the same object themselves, and a replica
 that kopf paused after it had started loops stands by as well. The object is read at most once per
 PEERING_REFRESH and namespace, not once per tick: with 1,000 rollouts, a read per tick would be
 100 GETs a second for one record that changes every few seconds.
@@ -12,16 +12,15 @@ PEERING_REFRESH and namespace, not once per tick: with 1,000 rollouts, a read pe
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
 
-from modelgate.core.holding import MAX_STATUS_HOLD
+from modelgate.clock import Clock, utc_now
 from modelgate.kube import Kube, NotFound
-from modelgate.reconciler import Clock, Reconciler, TickResult, utc_now
 
 log = structlog.get_logger("modelgate.peering")
 PEERING_GROUP = "kopf.dev"
@@ -32,6 +31,8 @@ DEFAULT_LIFETIME = 60
 STANDBY_RECHECK = timedelta(seconds=5)
 # How old a read of the peering object may be when a tick uses it; far below kopf's lifetimes.
 PEERING_REFRESH = timedelta(seconds=1)
+# Why this replica must not act in a namespace now, or None.
+StandbyReason = Callable[[str], str | None]
 
 
 @dataclass(frozen=True)
@@ -62,23 +63,16 @@ def blocking_peer(records: Mapping[str, Any], peering: Peering, now: datetime) -
     return None
 
 
-class PeeredReconciler(Reconciler):
-    """A Reconciler that ticks only while this replica is the one kopf lets act."""
+class PeeringStandby:
+    """Whether this replica is the one kopf lets act, asked by the loops of every kind before each
+    tick (loops.py)."""
 
-    def __init__(
-        self, kube: Kube, peering: Peering, clock: Clock = utc_now, status_hold: timedelta = MAX_STATUS_HOLD
-    ) -> None:
-        super().__init__(kube, clock, status_hold=status_hold)
+    def __init__(self, kube: Kube, peering: Peering, clock: Clock = utc_now) -> None:
+        self.kube = kube
         self.peering = peering
+        self.clock = clock
         self._records: dict[str, tuple[datetime, Mapping[str, Any] | None]] = {}  # by namespace
         self._lock = threading.Lock()  # one read per namespace at a time, shared by every tick
-
-    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
-        reason = self.standby_reason(namespace)
-        if reason is not None:
-            log.info("standing by", namespace=namespace, rollout=name, reason=reason)
-            return TickResult(None, STANDBY_RECHECK)
-        return super().tick_by_name(namespace, name, fresh=fresh)
 
     def standby_reason(self, namespace: str) -> str | None:
         """Why this replica must not act in `namespace` now, or None."""

@@ -9,10 +9,9 @@ held in memory and written with the next one that may not, or after core.holding
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -27,6 +26,7 @@ from modelgate.api import (
     parse_spec,
     parse_status,
 )
+from modelgate.clock import Clock, utc_now
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core import (
     Decision,
@@ -57,25 +57,19 @@ from modelgate.core.model import (
 )
 from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.core.watch_window import in_force
-from modelgate.egress import policy_from_environment
 from modelgate.fail_safe import TickFailures, fail_safe_decision, forgotten_status
-from modelgate.kube import Conflict, Kube, KubeError, NotFound
-from modelgate.kube.check_pod_policy import CheckPodPolicy
-from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV, GateJobs
+from modelgate.kube import Conflict, Kube, KubeError, NotFound, ObjectGone
+from modelgate.kube.gate_jobs import GateJobs
 from modelgate.metrics import BreachExplainer, MetricProviders
-from modelgate.notifications import NotificationDefaults, Notifier
+from modelgate.notifications import Notifier
+from modelgate.operator_config import OperatorConfig
 from modelgate.routers import SideKinds, TrafficRouter, backend_service, router_for
 from modelgate.tick_observation import TickObserver
 
 log = structlog.get_logger("modelgate.reconciler")
-Clock = Callable[[], datetime]
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-class RolloutGone(Exception):
+class RolloutGone(ObjectGone):
     """The ModelRollout was deleted; its loop ends."""
 
 
@@ -119,20 +113,24 @@ class Reconciler:
         evaluator_image: str | None = None,
         status_hold: timedelta = MAX_STATUS_HOLD,
         notifier: Notifier | None = None,
+        config: OperatorConfig | None = None,
     ) -> None:
+        config = config or OperatorConfig()
         self.kube = kube
         self.clock = clock
         self.status_hold = status_hold  # how long a status change may wait in memory (core/holding.py)
-        self.providers = MetricProviders(kube)
+        self.providers = MetricProviders(kube, config.egress, config.token_allowlist)
         self.gate_jobs = GateJobs(
             kube,
-            evaluator_image or os.environ.get(EVALUATOR_IMAGE_ENV),
-            CheckPodPolicy.from_env(os.environ),
+            evaluator_image or config.evaluator_image,
+            config.check_pod_policy,
             backend_service,
+            config.egress,
+            config.evaluator_env,
         )
         self.observer = TickObserver(kube, self.gate_jobs, clock)
-        self.notifier = notifier or Notifier(kube, policy_from_environment([kube.server_url]))
-        self.notification_defaults = NotificationDefaults.from_environment()
+        self.notifier = notifier or Notifier(kube, config.egress)
+        self.notification_defaults = config.notification_defaults
         # Per rollout; each is touched only by its rollout's tick, one at a time.
         self._held: dict[tuple[str, str], _Held] = {}
         self.failures = TickFailures()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-from modelgate.loops import SLOW_NAMESPACE_TICK
+from modelgate.tick_threads import SLOW_NAMESPACE_TICK
 from testbed.localcluster import LocalCluster
 from testbed.operator_process import OperatorProcess
 from testbed.processes import wait_exited

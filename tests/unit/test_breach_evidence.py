@@ -15,6 +15,7 @@ from kubernetes import client
 from rich.console import Console
 
 from modelgate.api import BreachTrace, ModelRolloutStatus, Phase, PodValue, RollbackReason, parse_spec
+from modelgate.api.addresses import EgressPolicy
 from modelgate.cli.render import render_status
 from modelgate.core import Decision, Event, Reason
 from modelgate.core.evidence import with_evidence
@@ -166,7 +167,7 @@ def explain(address: str) -> tuple[tuple[BreachTrace, ...], tuple[PodValue, ...]
         "chat", "serving", steps=[{"setWeight": 50}], prometheus=address, metrics=[error_rate]
     )
     spec = parse_spec(manifest["spec"])
-    provider: BreachExplainer = PrometheusProvider(TwoPods())
+    provider: BreachExplainer = PrometheusProvider(TwoPods(), EgressPolicy(allow_loopback=True))
     reason = RollbackReason(time=AT, message="breach", metric="error-rate")
     evidence = provider.explain(spec, "serving", reason)
     return evidence.traces, evidence.pods

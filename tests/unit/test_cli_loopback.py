@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,9 +22,8 @@ import yaml
 from modelgate.api.addresses import ALLOW_LOOPBACK_ENV, ALLOW_LOOPBACK_FLAG, Refusal
 from modelgate.cli import evaluations, gate_eval, report, run
 from modelgate.cli.main import main
-from modelgate.egress import API_SERVER_ENV, evaluator_environment
+from modelgate.egress import API_SERVER_ENV
 from modelgate.kube import Kube
-from modelgate.metrics import PrometheusProvider
 from testbed.manifests import SEED_METRICS, model_rollout
 
 METADATA = "http://169.254.169.254"
@@ -192,9 +192,9 @@ def test_runs_switch_reaches_the_operators_policies_and_its_evaluator_jobs(
     seen: list[tuple[Refusal | None, dict[str, str]]] = []
 
     def operator(args: object) -> int:
-        provider = PrometheusProvider(cast(Kube, RolloutOnly({})))
-        refusal = provider.egress.refusal(ipaddress.ip_address("::1"), 9090)
-        seen.append((refusal, evaluator_environment(RolloutOnly.server_url)))
+        config = run.operator_config(RolloutOnly.server_url, os.environ)
+        refusal = config.egress.refusal(ipaddress.ip_address("::1"), 9090)
+        seen.append((refusal, dict(config.evaluator_env or {})))
         return 0
 
     monkeypatch.setattr(run, "run_operator", operator)

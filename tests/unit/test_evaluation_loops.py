@@ -11,6 +11,7 @@ from typing import Any, cast
 from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.evaluation_reconciler import EvaluationGone, EvaluationReconciler
 from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
+from modelgate.tick_threads import TickThreads
 
 
 class CountingReconciler:
@@ -54,7 +55,7 @@ def test_status_writes_wake_nothing_and_a_run_now_value_wakes_at_once() -> None:
         loops.notice("MODIFIED", evaluation(run_now="now"))
         await settle()
         assert reconciler.ticks == 2
-        loops.notice_evaluation("ns", "e")  # a check Job changed
+        loops.wake_at_once("ns", "e")  # a check Job changed
         await settle()
         assert reconciler.ticks == 3
         await loops.stop()
@@ -78,6 +79,52 @@ def test_the_loop_ticks_again_at_the_decisions_wake_up_and_ends_when_gone() -> N
         reconciler.gone = False
         await settle()
         assert reconciler.ticks > ticks
+        await loops.stop()
+
+    asyncio.run(scenario())
+
+
+class SharingReconciler:
+    """Records how many ticks its namespace runs in the shared threads while it ticks."""
+
+    def __init__(self, threads: TickThreads) -> None:
+        self.threads = threads
+        self.running: list[int] = []
+
+    def tick(self, namespace: str, name: str) -> datetime | None:
+        self.running.append(self.threads.fair.running(namespace))
+        return None
+
+
+def test_its_ticks_take_their_threads_from_the_share_the_rollouts_loops_use() -> None:
+    threads = TickThreads(workers=2)
+    reconciler = SharingReconciler(threads)
+
+    async def scenario() -> None:
+        loops = EvaluationLoops(cast(EvaluationReconciler, reconciler), threads)
+        loops.notice("ADDED", evaluation())
+        await settle()
+        await loops.stop()
+
+    asyncio.run(scenario())
+    assert reconciler.running == [1]
+    assert threads.fair.running("ns") == 0  # its thread given back
+
+
+def test_a_replica_standing_by_ticks_no_evaluation_until_it_may_act() -> None:
+    reconciler = CountingReconciler(wake_after=None)
+    acting = [False]
+
+    async def scenario() -> None:
+        standby = lambda namespace: None if acting[0] else "peer pod-a is alive"  # noqa: E731
+        loops = EvaluationLoops(cast(EvaluationReconciler, reconciler), standby=standby)
+        loops.notice("ADDED", evaluation())
+        await settle()
+        assert reconciler.ticks == 0
+        acting[0] = True
+        loops.wake_at_once("ns", "e")
+        await settle()
+        assert reconciler.ticks == 1
         await loops.stop()
 
     asyncio.run(scenario())

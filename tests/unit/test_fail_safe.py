@@ -22,8 +22,8 @@ from modelgate.core.conditions import condition
 from modelgate.core.internal_error import TickError, decide_internal_error
 from modelgate.fail_safe import FAIL_SAFE_AFTER, TickFailures, transient
 from modelgate.kube import Conflict, Kube, KubeError
-from modelgate.loops import RolloutLoops
 from modelgate.reconciler import Reconciler, TickResult
+from modelgate.rollout_loops import RolloutLoops
 from testbed.traffic_driver import parse_backend_weights
 from tests.unit.engine_support import (
     T0,

@@ -11,7 +11,7 @@ from kubernetes.client.exceptions import ApiException
 
 from modelgate.api import GatewayAPIRouting, TrafficRouting
 from modelgate.core.limits import clip
-from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied
+from modelgate.kube import Conflict, Kube, KubeError, NamespaceTerminating, NotFound, PatchNotApplied
 from modelgate.kube.api_errors import translated
 from modelgate.routers import GatewayAPIRouter, UnknownRouterError, router_for
 
@@ -81,3 +81,10 @@ def test_router_for_rejects_an_unregistered_key() -> None:
     routing = FutureRouting(future_mesh=GATEWAY)
     with pytest.raises(UnknownRouterError, match=r"spec.trafficRouting.futureMesh; registered: gatewayAPI"):
         router_for(routing, Kube(client.ApiClient()), "serving")
+
+
+def test_a_creation_refused_in_a_namespace_being_deleted_is_told_by_its_status_cause() -> None:
+    cause = {"reason": "NamespaceTerminating", "field": "metadata.namespace", "message": "being deleted"}
+    body = json.dumps({"kind": "Status", "code": 403, "message": "forbidden", "details": {"causes": [cause]}})
+    with pytest.raises(NamespaceTerminating), translated():
+        raise ApiException(status=403, reason="Forbidden", body=body)

@@ -5,6 +5,7 @@ its thread's stack, and a loop that ended is started again by the rollout's next
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -15,8 +16,8 @@ from typing import Any
 from structlog.testing import capture_logs
 
 from modelgate import observability
-from modelgate.loops import RolloutLoops
 from modelgate.reconciler import RolloutGone, TickResult
+from modelgate.rollout_loops import RolloutLoops
 from testbed.manifests import model_rollout
 
 WAKE_AFTER = timedelta(milliseconds=30)
@@ -69,7 +70,7 @@ def test_each_tick_is_due_one_wake_up_after_the_previous_one_ended_and_its_wait_
 
     async def run() -> None:
         loops.notice("ADDED", _rollout("chat"))
-        task = loops._rollouts["ns", "chat"].task
+        task = loops._loops["ns", "chat"].task
         assert task is not None
         await asyncio.wait_for(task, timeout=30)
 
@@ -109,7 +110,7 @@ def _tick_then_wake(
 
     async def run() -> None:
         loops.notice("ADDED", body)
-        task = loops._rollouts["ns", "chat"].task
+        task = loops._loops["ns", "chat"].task
         assert task is not None
         assert await asyncio.to_thread(reconciler.ticked.wait, 30)
         wake()
@@ -169,7 +170,7 @@ def test_a_tick_that_runs_too_long_is_logged_with_where_its_thread_is_stuck() ->
             loops.notice("ADDED", _rollout("chat"))
             await _until(lambda: any(e["event"] == "tick still running" for e in logs), "a slow-tick log")
             reconciler.release.set()
-            task = loops._rollouts["ns", "chat"].task
+            task = loops._loops["ns", "chat"].task
             assert task is not None
             await asyncio.wait_for(task, timeout=30)
         return logs
@@ -199,7 +200,7 @@ def test_an_event_for_a_rollout_whose_loop_ended_starts_a_new_loop() -> None:
 
     async def run() -> None:
         loops.notice("ADDED", _rollout("chat"))
-        ended = loops._rollouts["ns", "chat"].task
+        ended = loops._loops["ns", "chat"].task
         assert ended is not None
         await asyncio.wait_for(ended, timeout=30)
         loops.notice("MODIFIED", _rollout("chat"))
@@ -263,7 +264,7 @@ def test_rollouts_listed_at_startup_tick_the_longest_overdue_first() -> None:
         # One worker thread: the ticks run in the order they were queued.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
         loops.resume(listed)
-        tasks = [rollout.task for rollout in loops._rollouts.values() if rollout.task is not None]
+        tasks = [rollout.task for rollout in loops._loops.values() if rollout.task is not None]
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
 
     asyncio.run(run())
@@ -279,9 +280,49 @@ def test_a_rollout_its_watch_delivered_is_read_from_the_cache() -> None:
 
     async def run() -> None:
         loops.notice("ADDED", _paused_since("chat", None))
-        task = loops._rollouts["ns", "chat"].task
+        task = loops._loops["ns", "chat"].task
         assert task is not None
         await asyncio.wait_for(task, timeout=30)
 
     asyncio.run(run())
     assert reconciler.fresh == [False]
+
+
+class GoneAfterCancellationReconciler(FakeReconciler):
+    """Its tick blocks until released, then finds the rollout gone: deleted while the tick ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.ended = threading.Event()
+
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
+        self.started.set()
+        self.release.wait(timeout=30)
+        self.ended.set()
+        raise RolloutGone(name)
+
+
+def test_a_cancelled_tick_ends_with_its_loop_and_its_exception_is_read() -> None:
+    reconciler = GoneAfterCancellationReconciler()
+    loops = RolloutLoops(reconciler)  # type: ignore[arg-type]
+    unhandled: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: unhandled.append(context))
+        loops.notice("ADDED", _rollout("chat"))
+        task = loops._loops["ns", "chat"].task
+        assert task is not None
+        await _until(reconciler.started.is_set, "the tick to start")
+        loops.notice("DELETED", _rollout("chat"))
+        await asyncio.sleep(0.05)
+        assert not task.done()  # its tick still runs
+        reconciler.release.set()
+        await asyncio.wait_for(asyncio.wait({task}), timeout=30)
+        assert reconciler.ended.is_set() and task.cancelled()
+        gc.collect()  # an exception never retrieved is reported when its future is collected
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+    assert unhandled == []

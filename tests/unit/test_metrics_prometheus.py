@@ -18,14 +18,15 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import AnalysisSpec
-from modelgate.api.addresses import ALLOWED_ADDRESSES_ANNOTATION, EgressPolicy, Refusal
+from modelgate.api.addresses import ALLOWED_ADDRESSES_ANNOTATION, EgressPolicy, Refusal, allowed_addresses
 from modelgate.core import QueryResult
-from modelgate.egress import TOKEN_ADDRESSES_ENV
 from modelgate.kube import Kube
 from modelgate.kube.client import SecretKeyValue
 from modelgate.metrics import AnalysisPlan, CountQueries, MetricPlan, MetricProvider
 from modelgate.metrics.prometheus import PrometheusProvider
 from modelgate.metrics.prometheus_http import PrometheusClient
+
+LOOPBACK = EgressPolicy(allow_loopback=True)  # the tests' servers listen on 127.0.0.1
 
 
 def vector(*values: str) -> tuple[int, str]:
@@ -282,7 +283,7 @@ def test_provider_runs_every_query_of_a_plan_through_one_client(fake: FakePromet
     totals = CountQueries("scalar", "one_series"), CountQueries("scalar", "empty")
     metrics = {"m": MetricPlan("one_series", "scalar", totals), "gone": MetricPlan("unavailable")}
     plan = AnalysisPlan("serving", analysis, "scalar", "one_series", metrics)
-    provider: MetricProvider = PrometheusProvider(Kube(client.ApiClient()))
+    provider: MetricProvider = PrometheusProvider(Kube(client.ApiClient()), LOOPBACK)
     at = datetime(2026, 1, 1, tzinfo=UTC)
     run = provider.run(plan, at)
     measured = run.metrics["m"]
@@ -369,12 +370,11 @@ def test_a_token_goes_only_where_the_secret_or_the_allowlist_names(
     allowlist: str | None,
     sent: bool,
 ) -> None:
-    if allowlist is not None:
-        monkeypatch.setenv(TOKEN_ADDRESSES_ENV, allowlist.format(address=fake.address))
+    allowed = () if allowlist is None else allowed_addresses(allowlist.format(address=fake.address))
     annotations = (
         {} if annotation is None else {ALLOWED_ADDRESSES_ANNOTATION: annotation.format(address=fake.address)}
     )
-    provider = PrometheusProvider(SecretHolder("s3cret", annotations))
+    provider = PrometheusProvider(SecretHolder("s3cret", annotations), LOOPBACK, allowed)
     run = provider.run(token_plan(fake.address), datetime(2026, 1, 1, tzinfo=UTC))
     tokens = [authorization for _, authorization in fake.requests]
     if sent:
@@ -433,7 +433,7 @@ def test_malformed_token_fails_the_run_naming_the_secret_key_not_the_token(token
         }
     )
     plan = AnalysisPlan("serving", analysis, "up", None, {"m": MetricPlan("q")})
-    run = PrometheusProvider(SecretHolder(token)).run(plan, datetime(2026, 1, 1, tzinfo=UTC))
+    run = PrometheusProvider(SecretHolder(token), LOOPBACK).run(plan, datetime(2026, 1, 1, tzinfo=UTC))
     error = run.metrics["m"].result.error
     assert error is not None and run.error_count == 1
     assert "bearerTokenSecretRef: Secret serving/prom-token key token: " in error

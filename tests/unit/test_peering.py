@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from modelgate.peering import PEERING_REFRESH, PeeredReconciler, Peering, blocking_peer, seniority_priority
+from modelgate.peering import PEERING_REFRESH, Peering, PeeringStandby, blocking_peer, seniority_priority
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 ME = Peering("modelgate", "pod-b", priority=-200, clusterwide=True)
@@ -67,7 +67,7 @@ class PeeringObjects:
 def test_ticks_share_one_read_of_the_peering_object_until_it_is_a_refresh_old() -> None:
     kube = PeeringObjects({"pod-a": record(-100, 1)})
     now = [NOW]
-    peered = PeeredReconciler(kube, Peering("modelgate", "pod-b", -200, clusterwide=False), lambda: now[0])  # type: ignore[arg-type]
+    peered = PeeringStandby(kube, Peering("modelgate", "pod-b", -200, clusterwide=False), lambda: now[0])  # type: ignore[arg-type]
     for _ in range(100):
         assert peered.standby_reason("ns") is not None
     assert kube.reads == 1

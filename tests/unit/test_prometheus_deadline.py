@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 
 from modelgate.api import AnalysisSpec
+from modelgate.api.addresses import EgressPolicy
 from modelgate.kube import Kube
 from modelgate.metrics import AnalysisPlan, MetricPlan
 from modelgate.metrics import prometheus as prometheus_module
@@ -20,6 +21,7 @@ from modelgate.metrics.prometheus import PrometheusProvider
 from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.silent_server import SilentServer
 
+LOOPBACK = EgressPolicy(allow_loopback=True)  # the tests' servers listen on 127.0.0.1
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 METRICS = 10
 
@@ -47,7 +49,7 @@ def silent(loopback_allowed: None) -> Iterator[SilentServer]:
 
 
 def test_a_prometheus_that_never_answers_costs_one_timeout_per_evaluation(silent: SilentServer) -> None:
-    provider = PrometheusProvider(Kube(client.ApiClient()))  # no token: no Secret read
+    provider = PrometheusProvider(Kube(client.ApiClient()), LOOPBACK)  # no token: no Secret read
     started = time.monotonic()
     run = provider.run(plan(silent.address, "1s"), AT)
     took = time.monotonic() - started
@@ -60,7 +62,7 @@ def test_the_evaluation_deadline_cuts_a_trickling_answer(
     monkeypatch: pytest.MonkeyPatch, loopback_allowed: None
 ) -> None:
     monkeypatch.setattr(prometheus_module, "EVALUATION_DEADLINE", 2.0)
-    provider = PrometheusProvider(Kube(client.ApiClient()))
+    provider = PrometheusProvider(Kube(client.ApiClient()), LOOPBACK)
     with SilentServer.in_thread(trickle=0.2) as trickling:
         started = time.monotonic()
         run = provider.run(plan(trickling.address, "1s"), AT)  # each byte comes within the timeout

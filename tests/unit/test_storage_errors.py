@@ -85,7 +85,7 @@ def test_credentials_from_the_environment_by_prefix() -> None:
         "MODELGATE_TEST_SET_S3_ACCESS_KEY_ID": "AKIAEXAMPLE",
         "MODELGATE_TEST_SET_S3_SECRET_ACCESS_KEY": SECRET,
     }
-    read = StorageCredentials.from_environment("MODELGATE_TEST_SET_S3_", environ)
+    read = StorageCredentials.from_environment(environ, "MODELGATE_TEST_SET_S3_")
     assert (read.endpoint, read.region, read.session_token) == ("https://s3.example", "us-east-1", None)
     aws = StorageCredentials.from_environment(
         environ={"AWS_ACCESS_KEY_ID": "A", "AWS_SECRET_ACCESS_KEY": "S"}
@@ -95,7 +95,7 @@ def test_credentials_from_the_environment_by_prefix() -> None:
 
 def test_missing_credentials_name_the_variable() -> None:
     with pytest.raises(MissingCredentials, match=r"\$X_SECRET_ACCESS_KEY"):
-        StorageCredentials.from_environment("X_", {"X_ACCESS_KEY_ID": "A"})
+        StorageCredentials.from_environment({"X_ACCESS_KEY_ID": "A"}, "X_")
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ from datetime import timedelta
 
 import pytest
 
-from modelgate import loops
-from modelgate.loops import TickThreads
+from modelgate import tick_threads
+from modelgate.tick_threads import TickThreads
 
 WORKERS = 4
 HOSTILE = 8
@@ -28,7 +28,7 @@ def hostile_running(threads: TickThreads) -> int:
 
 
 async def _ordinary_beside_hung_ticks(threads: TickThreads, hang: threading.Event) -> float:
-    executor = ThreadPoolExecutor(max_workers=WORKERS * loops.THREADS_PER_WORKER)
+    executor = ThreadPoolExecutor(max_workers=WORKERS * tick_threads.THREADS_PER_WORKER)
     asyncio.get_running_loop().set_default_executor(executor)
     try:
         hung = [asyncio.ensure_future(threads.run(f"hostile-{index}", hang.wait)) for index in range(HOSTILE)]
@@ -51,7 +51,7 @@ async def _ordinary_beside_hung_ticks(threads: TickThreads, hang: threading.Even
 def test_hung_ticks_of_other_namespaces_leave_a_thread_to_an_ordinary_tick(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(loops, "SLOW_NAMESPACE_TICK", timedelta(seconds=0.2))
+    monkeypatch.setattr(tick_threads, "SLOW_NAMESPACE_TICK", timedelta(seconds=0.2))
     hang = threading.Event()
     try:
         took = asyncio.run(_ordinary_beside_hung_ticks(TickThreads(WORKERS), hang))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -66,7 +67,12 @@ def offer(words: Sequence[str], parser_for: Callable[[str], argparse.ArgumentPar
 def cluster_names(kind: str, namespace: str | None, kubeconfig: Path | None) -> list[str]:
     """The names from the cluster; none when it cannot be asked within NAMES_TIMEOUT."""
     try:
-        kube = Kube.from_kubeconfig(kubeconfig, request_timeout=NAMES_TIMEOUT, retries=0)
+        kube = Kube.from_kubeconfig(
+            kubeconfig,
+            request_timeout=NAMES_TIMEOUT,
+            retries=0,
+            default_kubeconfig=os.environ.get("KUBECONFIG"),
+        )
         if kind == NAMESPACES:
             return kube.namespace_names()
         listed = list_rollouts(kube, namespace or default_namespace(kubeconfig))

@@ -137,7 +137,7 @@ def run_eval(args: argparse.Namespace) -> int:
         incumbent=Endpoint("incumbent", args.incumbent, args.incumbent_model),
         policy=RequestPolicy(args.concurrency, args.timeout, args.retries),
         # Loopback only with --allow-loopback or $MODELGATE_ALLOW_LOOPBACK (a local bed, a run by hand).
-        sources=Sources(policy_from_environment(), tuple(args.inputs_within)),
+        sources=Sources(policy_from_environment([], os.environ), tuple(args.inputs_within), os.environ),
         test_set=args.test_set,
         replay=args.replay,
         replay_sample=args.replay_sample,
@@ -154,7 +154,7 @@ def run_eval(args: argparse.Namespace) -> int:
             items = ItemResults()
             result = asyncio.run(evaluate(plan, progress, items))
         if args.results:
-            stored = write_results(args.results, items, result, plan.sources.egress)
+            stored = write_results(args.results, items, result, plan.sources.egress, environ=os.environ)
             result = result.model_copy(update={"results_url": asyncio.run(stored)})
         text = result_json(result)
     except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:
@@ -188,7 +188,7 @@ def _run_shard(plan: Plan, result_file: Path | None, results: str | None) -> int
         counted = asyncio.run(evaluate_shard(plan, NoProgress(), items))
         if results:
             file = shard_results_file(plan.shard.index, plan.shard.count)
-            stored = write_results(results, items, counted, plan.sources.egress, file)
+            stored = write_results(results, items, counted, plan.sources.egress, file, environ=os.environ)
             counted = counted.model_copy(update={"results_url": asyncio.run(stored)})
         text = shard_json(counted)
     except (InputError, Unreachable, ResultTooLarge, ResultsNotStored) as error:

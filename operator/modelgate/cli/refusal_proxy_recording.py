@@ -107,10 +107,10 @@ def _sink(url: str) -> RecordSink:
         return DirectorySink(path)
     try:
         prefix = parse_prefix_url(url)
-        credentials = StorageCredentials.from_environment()
+        credentials = StorageCredentials.from_environment(os.environ)
     except (ObjectUrlError, MissingCredentials) as error:
         raise SystemExit(f"modelgate refusal-proxy: --record {url!r}: {error}") from None
-    return ObjectStoreSink(ObjectStore(credentials, policy_from_environment()), prefix)
+    return ObjectStoreSink(ObjectStore(credentials, policy_from_environment([], os.environ)), prefix)
 
 
 def _rate(text: str) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -140,7 +141,7 @@ def recorded_history(
     """One range query per query of the plan (and per incumbent line of the PNG), from the
     Prometheus held to the egress policy, as by `report` and the operator. Raises ValueError for an
     address the policy refuses."""
-    address, egress = args.prometheus or analysis.prometheus.address, policy_from_environment()
+    address, egress = args.prometheus or analysis.prometheus.address, policy_from_environment([], os.environ)
     try:
         egress.check_url(address)  # a literal IP now; the address each connection reaches when made
     except AddressRefused as refused:

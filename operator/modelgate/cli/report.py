@@ -7,6 +7,7 @@ starts are the status's own record (stepStarts, weightChanges), exact and kept a
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,6 +45,7 @@ from modelgate.cli.timeline import (
     weights_from_status,
 )
 from modelgate.core.moments import moment
+from modelgate.egress import policy_from_environment, token_allowlist
 from modelgate.kube import NotFound
 from modelgate.metrics import PrometheusProvider
 from modelgate.metrics.prometheus import TokenUnavailable
@@ -98,7 +100,8 @@ def write_report(args: argparse.Namespace) -> int:
     plan = None
     address = args.prometheus or (spec.analysis.prometheus.address if spec.analysis else None)
     if address is not None:
-        provider = PrometheusProvider(kube)
+        egress = policy_from_environment([kube.server_url], os.environ)
+        provider = PrometheusProvider(kube, egress, token_allowlist(os.environ))
         plan = provider.plan(spec, namespace) if spec.analysis is not None else None
         try:
             client = _client(provider, plan, address, console)

@@ -8,6 +8,7 @@ docs/object-storage.md)."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 from modelgate.egress import policy_from_environment
@@ -34,7 +35,9 @@ def write_output(output: str, page: str) -> str:
         return output
     try:
         url = parse_object_url(output)
-        store = ObjectStore(StorageCredentials.from_environment(), policy_from_environment())
+        store = ObjectStore(
+            StorageCredentials.from_environment(os.environ), policy_from_environment([], os.environ)
+        )
         version = asyncio.run(store.write(url, page.encode()))
     except (ObjectUrlError, MissingCredentials) as error:
         raise OutputFailed(f"--output {output}: {error}") from None

@@ -11,6 +11,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,16 +25,21 @@ from modelgate.cli.loopback import add_loopback_option
 from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.schedule import RESYNC
-from modelgate.egress import loopback_allowed
+from modelgate.egress import evaluator_environment, loopback_allowed, policy_from_environment, token_allowlist
 from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.evaluation_reconciler import EvaluationReconciler
 from modelgate.kube import Kube, KubeError, Object
+from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.evaluation_jobs import EvaluationJobs
-from modelgate.loops import DEFAULT_WORKERS, THREADS_PER_WORKER, RolloutLoops
+from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
+from modelgate.notifications import NotificationDefaults
 from modelgate.observability import configure_logging
-from modelgate.peering import PeeredReconciler, Peering, seniority_priority
+from modelgate.operator_config import OperatorConfig
+from modelgate.peering import Peering, PeeringStandby, StandbyReason, seniority_priority
 from modelgate.reconciler import Reconciler
+from modelgate.rollout_loops import RolloutLoops
 from modelgate.routers.watched import route_resources
+from modelgate.tick_threads import DEFAULT_WORKERS, THREADS_PER_WORKER, TickThreads
 
 # `--log-level`'s names (the chart's logLevel) and what they filter at.
 LOG_LEVELS = {
@@ -144,7 +150,7 @@ def startup_fields(args: argparse.Namespace) -> dict[str, object]:
         "workers": args.workers,
         "route_recheck_seconds": args.route_recheck,
         "peering": args.peering or None,
-        "allow_loopback": loopback_allowed(),  # the flag or the environment's setting
+        "allow_loopback": loopback_allowed(os.environ),  # the flag or the environment's setting
     }
 
 
@@ -170,7 +176,12 @@ def run_operator(args: argparse.Namespace) -> int:
     metrics_host, metrics_port = _split(args.metrics_address)
     if metrics_port:
         start_http_server(metrics_port, metrics_host)
-    kube = Kube.from_kubeconfig(args.kubeconfig, connections=args.workers, reporting_host=args.identity)
+    kube = Kube.from_kubeconfig(
+        args.kubeconfig,
+        connections=args.workers,
+        reporting_host=args.identity,
+        default_kubeconfig=os.environ.get("KUBECONFIG"),
+    )
     kube.watch_caches(resource.plural for resource in route_resources())  # fed by the handlers' watches
     settings = kopf.OperatorSettings()
     if args.selector:
@@ -178,20 +189,22 @@ def run_operator(args: argparse.Namespace) -> int:
         # Server-side: rollouts outside the selector never reach this operator.
         settings.watching.label_selectors[API_GROUP, API_VERSION, PLURAL] = args.selector
     status_hold = timedelta(seconds=args.status_hold)
-    reconciler = Reconciler(kube, status_hold=status_hold)
-    priority = None
+    reconciler = Reconciler(
+        kube, status_hold=status_hold, config=operator_config(kube.server_url, os.environ)
+    )
+    priority = standby = None
     if args.peering:
         priority = seniority_priority(datetime.now(UTC))
         settings.peering.lifetime = args.peering_lifetime
         # Pausing and resuming is the one thing an operator of a standby needs to see in its logs.
         logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
         peering = Peering(args.peering, args.identity, priority, clusterwide=not args.namespace)
-        reconciler = PeeredReconciler(kube, peering, status_hold=status_hold)
-    # Ticks run in these threads, handed out by the loops (loops.TickThreads).
+        standby = PeeringStandby(kube, peering, reconciler.clock).standby_reason
+    # Ticks of both kinds run in these threads, handed out by tick_threads.TickThreads.
     executor = ThreadPoolExecutor(max_workers=args.workers * THREADS_PER_WORKER, thread_name_prefix="tick")
     code = 1
     try:
-        _run_kopf(args, kube, settings, reconciler, priority, executor)
+        _run_kopf(args, kube, settings, reconciler, (priority, standby), executor)
         code = 0
     finally:
         # kopf's executor (its synchronous handlers) too: left open, its idle threads held every
@@ -200,15 +213,31 @@ def run_operator(args: argparse.Namespace) -> int:
     return code
 
 
+def operator_config(api_server_url: str, environ: Mapping[str, str]) -> OperatorConfig:
+    """The operator's settings from its environment (its flags set their variables before this)."""
+    return OperatorConfig(
+        egress=policy_from_environment([api_server_url], environ),
+        token_allowlist=token_allowlist(environ),
+        evaluator_image=environ.get(EVALUATOR_IMAGE_ENV),
+        evaluator_env=evaluator_environment(api_server_url, environ),
+        check_pod_policy=CheckPodPolicy.from_env(environ),
+        notification_defaults=NotificationDefaults.from_environment(environ),
+    )
+
+
 def _run_kopf(
     args: argparse.Namespace,
     kube: Kube,
     settings: kopf.OperatorSettings,
     reconciler: Reconciler,
-    priority: int | None,
+    peering: tuple[int | None, StandbyReason | None],
     executor: ThreadPoolExecutor,
 ) -> None:
+    """`peering`: this replica's priority and why it must stand by, with --peering."""
     health_host, health_port = _split(args.health_address)
+    priority, standby = peering
+    clock = reconciler.clock
+    threads = TickThreads(args.workers)  # one fair share for the ticks of both kinds
     # A loop of our own: asyncio.run would wait, without end, for the threads of ticks still running.
     kopf.run(
         loop=asyncio.new_event_loop(),
@@ -222,14 +251,17 @@ def _run_kopf(
         liveness_endpoint=f"http://{health_host}:{health_port}/healthz",
         memo=kopf.Memo(
             loops=RolloutLoops(
-                reconciler, route_recheck=timedelta(seconds=args.route_recheck), workers=args.workers
+                reconciler,
+                route_recheck=timedelta(seconds=args.route_recheck),
+                threads=threads,
+                standby=standby,
+                clock=clock,
             ),
             evaluations=EvaluationLoops(
-                EvaluationReconciler(
-                    kube,
-                    EvaluationJobs(reconciler.gate_jobs),
-                    reconciler.standby_reason if isinstance(reconciler, PeeredReconciler) else None,
-                )
+                EvaluationReconciler(kube, EvaluationJobs(reconciler.gate_jobs), clock),
+                threads,
+                clock,
+                standby,
             ),
             kube=kube,
             executor=executor,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, name: str = "requir
 
 def connect(args: argparse.Namespace) -> tuple[Kube, str]:
     namespace = args.namespace or default_namespace(args.kubeconfig)
-    return Kube.from_kubeconfig(args.kubeconfig), namespace
+    return Kube.from_kubeconfig(args.kubeconfig, default_kubeconfig=os.environ.get("KUBECONFIG")), namespace
 
 
 def read_rollout(kube: Kube, namespace: str, name: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +186,8 @@ class Sources:
 
     egress: EgressPolicy
     within: tuple[Path, ...] = ()
+    # Where object storage credentials come from: the evaluator Job's environment, read by the CLI.
+    environ: Mapping[str, str] = field(default_factory=dict)
 
     def local_file(self, source: str, option: str) -> Path:
         path = Path(source).resolve()  # symbolic links and '..' followed
@@ -200,7 +202,7 @@ async def read_source(
     """The text of a file path, an http(s) URL (a ConfigMap mounted as a volume is a file) or an
     s3:// object."""
     if is_stored(source):
-        return await read_stored(source, option, sources.egress)
+        return await read_stored(source, option, sources.egress, sources.environ)
     if source.startswith(("http://", "https://")):
         return await _download(session, source, option, timeout_seconds, sources.egress)
     path = sources.local_file(source, option)

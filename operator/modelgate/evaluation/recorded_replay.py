@@ -10,7 +10,7 @@ are at least as new as the next object's name, no older object can change the an
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -36,10 +36,12 @@ class RecordedSource:
     last: int
 
 
-async def read_recorded(source: RecordedSource, egress: EgressPolicy) -> list[RecordedRequest]:
+async def read_recorded(
+    source: RecordedSource, egress: EgressPolicy, environ: Mapping[str, str]
+) -> list[RecordedRequest]:
     """The source's requests; InputError naming the prefix (or the object) when they cannot be read."""
     try:
-        store = ObjectStore(StorageCredentials.for_option(CREDENTIALS_OPTION), egress)
+        store = ObjectStore(StorageCredentials.for_option(CREDENTIALS_OPTION, environ), egress)
         return await recorded_replay(store, source.prefix, source.last)
     except (MissingCredentials, StorageError) as error:
         raise StoredInputError(f"--replay-recorded {source.prefix}: {error}", StoredData.RECORDED) from None

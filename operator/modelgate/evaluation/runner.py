@@ -149,7 +149,7 @@ async def _inputs(
         recorded = parse_replay(text, plan.replay)
         replay = seeded_sample(recorded, plan.replay_sample, plan.seed)
     if plan.replay_recorded is not None:
-        replay = await read_recorded(plan.replay_recorded, plan.sources.egress)
+        replay = await read_recorded(plan.replay_recorded, plan.sources.egress, plan.sources.environ)
     return test_set, replay or []
 
 

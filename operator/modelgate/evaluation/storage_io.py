@@ -5,7 +5,6 @@ credentials of each option's variables (api/object_storage.py). Errors name the 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from modelgate.api.addresses import EgressPolicy
@@ -31,9 +30,7 @@ def is_stored(source: str) -> bool:
     return source.startswith(SCHEME)
 
 
-async def read_stored(
-    source: str, option: str, egress: EgressPolicy, environ: Mapping[str, str] = os.environ
-) -> str:
+async def read_stored(source: str, option: str, egress: EgressPolicy, environ: Mapping[str, str]) -> str:
     """The text of an s3:// object; StoredInputError naming the option and the key otherwise."""
     read = READ_BY_OPTION[option]
     try:
@@ -55,7 +52,8 @@ async def write_results(
     result: GateResult | ShardResult,
     egress: EgressPolicy,
     file: str = RESULTS_FILE,
-    environ: Mapping[str, str] = os.environ,
+    *,
+    environ: Mapping[str, str],
 ) -> str:
     """Writes the full results (a shard's: its counts and its own items) under `location`, as
     `<location>/<version>/<file>`; their URL."""

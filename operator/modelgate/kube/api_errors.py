@@ -13,6 +13,13 @@ from typing import Any, NoReturn
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+# The status cause the API server gives a request refused because its namespace is being deleted.
+NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
+
+
+class ObjectGone(Exception):
+    """The object a loop ticks no longer exists: its loop ends (loops.py)."""
+
 
 class KubeError(Exception):
     """A request failed. `status` is the HTTP status, or None when no response arrived."""
@@ -40,6 +47,11 @@ class Conflict(KubeError):
     exists), or status None from a read-modify-write that kept losing the race to other writers."""
 
 
+class NamespaceTerminating(KubeError):
+    """403 from creating something in a namespace that is being deleted (the API server's status cause
+    NamespaceTerminating): everything in it goes with it."""
+
+
 class PatchNotApplied(KubeError):
     """422 from a JSON patch that could not be applied: a `test` op did not hold, or an op's path
     does not exist. The API server answers both with the same generic 422 (reason Invalid, message
@@ -60,6 +72,11 @@ def translated(*, json_patch: bool = False) -> Iterator[None]:
         raise KubeError(None, f"cannot reach the Kubernetes API server: {cause}") from None
 
 
+def _causes(status: dict[str, Any]) -> list[dict[str, Any]]:
+    causes = (status.get("details") or {}).get("causes") or []
+    return [cause for cause in causes if isinstance(cause, dict)]
+
+
 def _raise_translated(error: ApiException, *, json_patch: bool) -> NoReturn:
     status: dict[str, Any] = {}
     try:
@@ -74,6 +91,8 @@ def _raise_translated(error: ApiException, *, json_patch: bool) -> NoReturn:
         raise NotFound(code, message) from None
     if code == 409:
         raise Conflict(code, message) from None
+    if code == 403 and any(cause.get("reason") == NAMESPACE_TERMINATING_CAUSE for cause in _causes(status)):
+        raise NamespaceTerminating(code, message) from None
     if code == 422 and json_patch and not (status.get("details") or {}).get("causes"):
         raise PatchNotApplied(code, message) from None
     raise KubeError(code, message) from None

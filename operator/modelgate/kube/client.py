@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
-from modelgate.kube.api_errors import Conflict, KubeError, NotFound, PatchNotApplied
+from modelgate.kube.api_errors import Conflict, KubeError, NamespaceTerminating, NotFound, PatchNotApplied
 from modelgate.kube.connection import (
     FIELD_MANAGER,
     JSON_PATCH,
@@ -217,7 +218,8 @@ class Kube(Workloads, GateResources, EvaluationResources):
     ) -> None:
         """Records an events.k8s.io/v1 Event about `involved`. The API server stores these as the same
         resource as core/v1 Events, so `kubectl describe` and `kubectl events` show them. `action` is
-        the machine-readable thing being done."""
+        the machine-readable thing being done. In a namespace being deleted no Event can be stored,
+        and none is needed: `involved` goes with its namespace; the caller's work goes on."""
         # As client-go's event recorder does: the component, then the host (the operator's pod).
         instance = f"{component}-{self.reporting_host}"
         body = event_body(involved, type_, reason, message, action=action, instance=instance)
@@ -225,7 +227,7 @@ class Kube(Workloads, GateResources, EvaluationResources):
         # datetime.isoformat(), which drops the microseconds the MicroTime format requires when they
         # happen to be zero.
         # The Event as stored is not needed: its response is read, not parsed.
-        with api_request("create"):
+        with contextlib.suppress(NamespaceTerminating), api_request("create"):
             response: Any = self._custom.create_namespaced_custom_object(
                 "events.k8s.io",
                 "v1",

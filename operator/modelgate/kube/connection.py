@@ -99,9 +99,11 @@ class Connection:
         reporting_host: str | None = None,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         retries: int | None = None,
+        default_kubeconfig: str | None = None,
     ) -> Self:
         """The kubeconfig at `path`; with None, the in-cluster service account when running in a
-        pod, else the default kubeconfig ($KUBECONFIG or ~/.kube/config). `connections`: how many
+        pod, else the default kubeconfig (`default_kubeconfig`, $KUBECONFIG as the CLI read it, or
+        ~/.kube/config). `connections`: how many
         connections to keep open, at least the number of threads that use this client at once (more
         threads than connections open and close one per request)."""
         configuration = client.Configuration()
@@ -109,7 +111,7 @@ class Connection:
         if connections is not None:
             configuration.connection_pool_maxsize = connections
         if path is not None:
-            _load_kubeconfig(path, configuration)
+            _load_kubeconfig(path, None, configuration)
             return cls(
                 client.ApiClient(configuration),
                 reporting_host=reporting_host,
@@ -118,7 +120,7 @@ class Connection:
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except ConfigException:
-            _load_kubeconfig(None, configuration)
+            _load_kubeconfig(None, default_kubeconfig, configuration)
         return cls(
             client.ApiClient(configuration), reporting_host=reporting_host, request_timeout=request_timeout
         )
@@ -135,10 +137,12 @@ def as_object(value: Any) -> Object:
     return value
 
 
-def _load_kubeconfig(path: str | Path | None, configuration: client.Configuration) -> None:
-    """The kubeconfig at `path` (None: $KUBECONFIG, else ~/.kube/config), or a KubeError saying which
-    one could not be read."""
-    where = str(path or os.environ.get("KUBECONFIG") or "~/.kube/config")
+def _load_kubeconfig(
+    path: str | Path | None, default: str | None, configuration: client.Configuration
+) -> None:
+    """The kubeconfig at `path` (None: `default`, $KUBECONFIG as the CLI read it, else ~/.kube/config),
+    or a KubeError saying which one could not be read."""
+    where = str(path or default or "~/.kube/config")
     if os.pathsep not in where and not Path(where).expanduser().exists():
         raise KubeconfigMissing(where)
     try:

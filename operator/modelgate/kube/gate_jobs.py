@@ -9,12 +9,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from modelgate.api import ModelRolloutSpec
-from modelgate.api.addresses import AddressRefused
+from modelgate.api.addresses import AddressRefused, EgressPolicy
 from modelgate.api.gate import Endpoint, Evaluator, GateCheck
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.series import SeriesSide
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation
-from modelgate.egress import evaluator_environment, policy_from_environment
+from modelgate.egress import evaluator_environment
 from modelgate.kube.api_errors import KubeError
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.check_storage import (
@@ -50,15 +50,20 @@ class GateJobs:
         evaluator_image: str | None,
         policy: CheckPodPolicy,
         backend_service: BackendService,
+        egress: EgressPolicy | None = None,
+        evaluator_env: Mapping[str, str] | None = None,
     ) -> None:
         self.kube = kube
         self.backend_service = backend_service
         self.evaluator_image = evaluator_image
         self.policy = policy
-        # The evaluator holds every URL to the operator's own policy, and resolves names; the
-        # operator refuses beforehand what the URLs themselves show.
-        self.egress = policy_from_environment([kube.server_url])
-        self.evaluator_env = evaluator_environment(kube.server_url)
+        # The evaluator holds every URL to the operator's own policy (`evaluator_env`, which
+        # egress.evaluator_environment makes), and resolves names; the operator refuses beforehand
+        # what the URLs themselves show.
+        self.egress = egress or EgressPolicy()
+        self.evaluator_env = (
+            evaluator_environment(kube.server_url, {}) if evaluator_env is None else dict(evaluator_env)
+        )
         # Jobs the API server refused to create (by namespace and name), and why: the next observe
         # reports them as failed checks. A restarted operator tries once more.
         self.refused: dict[tuple[str, str], str] = {}

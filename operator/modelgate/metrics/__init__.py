@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from modelgate.api import AnalysisSpec
+from modelgate.api.addresses import EgressPolicy
 from modelgate.core.evidence import BreachEvidence
 from modelgate.kube import Kube
 from modelgate.metrics.prometheus import PrometheusProvider
@@ -23,7 +24,8 @@ from modelgate.metrics.provider import (
     MetricProvider,
 )
 
-ProviderFactory = Callable[[Kube], MetricProvider]
+# A provider from the kube client, the egress policy and the bearer tokens' address allowlist.
+ProviderFactory = Callable[[Kube, EgressPolicy, tuple[str, ...]], MetricProvider]
 
 PROVIDERS: dict[str, ProviderFactory] = {
     "prometheus": PrometheusProvider,
@@ -33,8 +35,10 @@ PROVIDERS: dict[str, ProviderFactory] = {
 class MetricProviders:
     """The operator's providers, made on first use and kept (with their connections)."""
 
-    def __init__(self, kube: Kube) -> None:
+    def __init__(self, kube: Kube, egress: EgressPolicy, token_allowlist: tuple[str, ...]) -> None:
         self.kube = kube
+        self.egress = egress
+        self.token_allowlist = token_allowlist
         self._made: dict[str, MetricProvider] = {}
 
     def for_analysis(self, analysis: AnalysisSpec) -> MetricProvider:
@@ -46,7 +50,7 @@ class MetricProviders:
                 raise ValueError(
                     f"no metric provider is registered for spec.analysis.{key}; registered: {registered}"
                 )
-            self._made[key] = factory(self.kube)
+            self._made[key] = factory(self.kube, self.egress, self.token_allowlist)
         return self._made[key]
 
 

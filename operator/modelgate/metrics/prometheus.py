@@ -20,6 +20,7 @@ from modelgate.api import (
 from modelgate.api.addresses import (
     ALLOWED_ADDRESSES_ANNOTATION,
     AddressRefused,
+    EgressPolicy,
     allowed_addresses,
     token_may_go,
 )
@@ -28,7 +29,7 @@ from modelgate.api.duration import parse_duration
 from modelgate.api.fields import MAX_QUERY_TIMEOUT
 from modelgate.core import AnalysisRun, QueryResult
 from modelgate.core.evidence import BreachEvidence
-from modelgate.egress import TOKEN_ADDRESSES_ENV, policy_from_environment, token_allowlist
+from modelgate.egress import TOKEN_ADDRESSES_ENV
 from modelgate.kube import Kube, KubeError
 from modelgate.metrics.context import Side
 from modelgate.metrics.deadline import Deadline
@@ -53,10 +54,12 @@ class PrometheusProvider:
     A tenant's address is held to the process's egress policy, and a Secret's token goes only to an
     address the Secret's annotation or the operator's allowlist names."""
 
-    def __init__(self, kube: Kube) -> None:
+    def __init__(
+        self, kube: Kube, egress: EgressPolicy | None = None, token_allowlist: tuple[str, ...] = ()
+    ) -> None:
         self.kube = kube
-        self.egress = policy_from_environment([kube.server_url])
-        self.token_allowlist = token_allowlist()
+        self.egress = egress or EgressPolicy()
+        self.token_allowlist = token_allowlist
         self._clients: dict[tuple[str, float, str | None], PrometheusClient] = {}
 
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:

@@ -6,7 +6,6 @@ operator's namespace, a rollout's own in the rollout's namespace only."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +26,7 @@ class NotificationDefaults:
     namespace: str = ""
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> NotificationDefaults:
+    def from_environment(cls, environ: Mapping[str, str]) -> NotificationDefaults:
         """Raises ValueError naming the setting when it is not a valid notifications object."""
         text = (environ.get(DEFAULTS_ENV) or "").strip()
         if not text:

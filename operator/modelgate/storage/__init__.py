@@ -1,7 +1,7 @@
 """S3-compatible object storage for the evaluator, the refusal proxy and the CLI (never the operator:
 it does not read credentials). docs/object-storage.md.
 
-    store = ObjectStore(StorageCredentials.from_environment(), policy_from_environment())
+    store = ObjectStore(StorageCredentials.from_environment(environ), egress)
     stored = await store.read(parse_object_url("s3://bucket/sets/qa.jsonl"))
     again = await store.read(url, version=stored.version)   # StorageError CHANGED if it changed
     version = await store.write(url, b"...")

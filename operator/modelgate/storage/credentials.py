@@ -5,7 +5,6 @@ evaluator Job gets them from a Secret through `secretKeyRef`; the operator never
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -35,9 +34,7 @@ class StorageCredentials:
         return self.endpoint or f"https://s3.{self.region}.amazonaws.com"
 
     @classmethod
-    def from_environment(
-        cls, prefix: str = AWS_PREFIX, environ: Mapping[str, str] = os.environ
-    ) -> StorageCredentials:
+    def from_environment(cls, environ: Mapping[str, str], prefix: str = AWS_PREFIX) -> StorageCredentials:
         """From `<prefix>ENDPOINT_URL`, `<prefix>REGION`, `<prefix>ACCESS_KEY_ID`,
         `<prefix>SECRET_ACCESS_KEY` and `<prefix>SESSION_TOKEN`; the access key and secret are
         required (without them a client would ask the cloud's metadata service)."""
@@ -59,9 +56,9 @@ class StorageCredentials:
         )
 
     @classmethod
-    def for_option(cls, option: str, environ: Mapping[str, str] = os.environ) -> StorageCredentials:
+    def for_option(cls, option: str, environ: Mapping[str, str]) -> StorageCredentials:
         """For one of `modelgate eval`'s options (--test-set, ...): its own variables
         (MODELGATE_TEST_SET_S3_*, ...) when its access key is set, else the AWS_* ones."""
         prefix = ROLE_PREFIXES[option]
         own = bool((environ.get(prefix + ACCESS_KEY_ID) or "").strip())
-        return cls.from_environment(prefix if own else AWS_PREFIX, environ)
+        return cls.from_environment(environ, prefix if own else AWS_PREFIX)
