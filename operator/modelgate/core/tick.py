@@ -57,6 +57,8 @@ class Tick:
         # model_copy does not validate, so the message is kept within the schema's length here.
         if isinstance(message := fields.get("message"), str):
             fields["message"] = limits.clip(message, limits.STATUS_MESSAGE)
+        if all(getattr(self.status, name) is value for name, value in fields.items()):
+            return  # nothing changes (most ticks rewrite the generation, the weight, ...): no copy
         self.status = self.status.model_copy(update=fields)
 
     def note(self, text: str) -> None:
