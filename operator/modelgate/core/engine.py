@@ -9,7 +9,6 @@ This module reads as the rollout's life: start, pending, gating, steps, the end.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason, RouteState
@@ -57,9 +56,8 @@ def decide(
     tick.run()
     tick.status = note_history(status, tick.status, now)
     tick.status = note_notifications(tick.spec, status, tick.status, tick.outcome, observed, now)
-    decision = tick.decision
     # The one wake-up, as if the write takes; `settle` brings it forward when it does not.
-    return replace(decision, wake_at=now + next_wakeup(spec, as_if_taken(decision), now))
+    return tick.decision(lambda decided: now + next_wakeup(spec, as_if_taken(decided), now))
 
 
 class _Tick(Tick):

@@ -4,7 +4,7 @@ a rule or a bookkeeping step returned (core/intents.py), and the pause a Hold be
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from modelgate.api import Phase
 from modelgate.core.intents import (
@@ -24,7 +24,7 @@ from modelgate.core.tick import Tick
 
 
 def fold(tick: Tick, effects: Iterable[Effect]) -> None:
-    for effect in effects:
+    for effect in _merged(effects):
         match effect:
             case Fields(values=values):
                 tick.update(**values)
@@ -42,6 +42,22 @@ def fold(tick: Tick, effects: Iterable[Effect]) -> None:
                 tick.set_weight(weight, even_when_held=even_when_held)
             case StepNote(text=text):
                 tick.note(text)
+
+
+def _merged(effects: Iterable[Effect]) -> Iterator[Effect]:
+    """The effects, with consecutive Fields as one (the later value of a field wins, as it would
+    written one after the other): one status copy instead of several."""
+    values: dict[str, object] = {}
+    for effect in effects:
+        if isinstance(effect, Fields):
+            values.update(effect.values)
+            continue
+        if values:
+            yield Fields(values)
+            values = {}
+        yield effect
+    if values:
+        yield Fields(values)
 
 
 def fold_hold(tick: Tick, hold: Hold) -> None:

@@ -25,8 +25,22 @@ _CHECKED_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
 _SHOWN = 3  # unanswered metrics spelled out in the message; status.analysisCheck lists them all
 
 
+# Digests by the identity of the analysis they were taken of (kept alive here, so that an id is not
+# reused while cached): a tick asks up to three times (check, hold, wake-up), and an analysis is never
+# edited in place (an edited spec is a new object).
+_DIGESTS: dict[int, tuple[AnalysisSpec, str]] = {}
+_DIGESTS_KEPT = 64
+
+
 def digest(analysis: AnalysisSpec) -> str:
-    return hashlib.sha256(analysis.model_dump_json(by_alias=True).encode()).hexdigest()[:16]
+    known = _DIGESTS.get(id(analysis))
+    if known is not None and known[0] is analysis:
+        return known[1]
+    value = hashlib.sha256(analysis.model_dump_json(by_alias=True).encode()).hexdigest()[:16]
+    if len(_DIGESTS) >= _DIGESTS_KEPT:
+        _DIGESTS.clear()
+    _DIGESTS[id(analysis)] = (analysis, value)
+    return value
 
 
 def unchecked(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> bool:

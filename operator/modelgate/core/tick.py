@@ -5,6 +5,8 @@ observations, now) and return intents and effects (core/intents.py); they never 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from modelgate.api import (
@@ -40,9 +42,9 @@ class Tick:
         self.scale_down_incumbent = False  # set when the watch window passed and spec.watch asks for it
         self.analysed: Evaluation | None = None  # this tick's analysis run, judged before the policy
 
-    @property
-    def decision(self) -> Decision:
-        fields = (
+    def decision(self, wake_at: Callable[[Decision], datetime]) -> Decision:
+        """The tick's decision, its actions and `wake_at` (of the decision without them) with it."""
+        decided = Decision(
             self.status,
             self.weight,
             tuple(self.events),
@@ -50,14 +52,18 @@ class Tick:
             self.status.current_mirror_percent,
             self.scale_down_incumbent,
         )
-        actions = tick_actions(Decision(*fields), self.spec, self.before, self.observed)
-        return Decision(*fields, actions=actions)
+        actions = tick_actions(decided, self.spec, self.before, self.observed)
+        return replace(decided, actions=actions, wake_at=wake_at(decided))
 
     def update(self, **fields: object) -> None:
         # model_copy does not validate, so the message is kept within the schema's length here.
         if isinstance(message := fields.get("message"), str):
             fields["message"] = limits.clip(message, limits.STATUS_MESSAGE)
-        self.status = self.status.model_copy(update=fields)
+        # Most ticks write again what is there (the generation, the weight, ...): then no copy.
+        for name, value in fields.items():
+            if getattr(self.status, name) is not value:
+                self.status = self.status.model_copy(update=fields)
+                return
 
     def note(self, text: str) -> None:
         """What the current step waits for, as the status message."""
