@@ -285,4 +285,10 @@ class CheckPods:
                 }
             ],
         }
-        self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, {"status": status})
+        try:
+            self.core.patch_namespaced_pod_status(pod.metadata.name, self.namespace, {"status": status})
+        except client.ApiException as error:
+            # Deleted since the list (its Job ended, a failed shard ended the check): as a kubelet,
+            # nothing is left to report on.
+            if error.status != 404:
+                raise
