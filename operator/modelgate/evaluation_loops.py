@@ -23,6 +23,7 @@ MAX_SLEEP = timedelta(minutes=5)
 
 class EvaluationTicker:
     noun = "evaluation"
+    fail_safe = False  # no traffic to return: a bug's retries back off like an outage's
 
     def __init__(self, reconciler: EvaluationReconciler, clock: Clock) -> None:
         self.reconciler = reconciler

@@ -36,8 +36,8 @@ from modelgate.tick_threads import DEFAULT_WORKERS, TickThreads, outlast
 log = structlog.get_logger("modelgate.loops")
 Key = tuple[str, str]  # namespace, name
 # After a failed tick (API server unreachable, ...) the tick is retried after this, doubled each time
-# up to the maximum; after an unexpected exception (a bug, fail_safe.py) no later than the short
-# maximum: its retry is what runs the fail-safe, and the fail-safe again while that fails.
+# up to the maximum; after an unexpected exception (a bug, fail_safe.py), for a kind whose retry runs
+# a fail-safe (`Ticker.fail_safe`), no later than the short maximum, and again while that fails.
 ERROR_BACKOFF = timedelta(seconds=1)
 MAX_ERROR_BACKOFF = timedelta(seconds=30)
 MAX_UNEXPECTED_BACKOFF = timedelta(seconds=4)
@@ -52,6 +52,7 @@ class Ticker(Protocol[WatchesOut]):
     """A kind's shape. `noun` names the object in log lines ("rollout": rollout=<name>)."""
 
     noun: str
+    fail_safe: bool  # its retry after an unexpected exception runs a fail-safe: retried soon
 
     def trigger(self, body: Mapping[str, Any]) -> tuple[Any, ...]:
         """What wakes the object at once when it changes (its generation, say; not its status)."""
@@ -218,7 +219,8 @@ class ObjectLoops(Generic[Watches]):
             except Exception as error:  # a failed tick is retried; the loop must outlive it
                 log.exception("tick failed; retrying", namespace=namespace, error=str(error), **named)
                 ended = time.monotonic()
-                wait = backoff if transient(error) else min(backoff, MAX_UNEXPECTED_BACKOFF)
+                soon = self.ticker.fail_safe and not transient(error)
+                wait = min(backoff, MAX_UNEXPECTED_BACKOFF) if soon else backoff
                 deadline = ended + wait.total_seconds()
                 backoff = min(backoff * 2, MAX_ERROR_BACKOFF)
             due = await self._sleep(loop, deadline, ended)

@@ -39,6 +39,7 @@ def _due(body: Mapping[str, Any]) -> datetime:
 
 class RolloutTicker:
     noun = "rollout"
+    fail_safe = True  # the retry puts the traffic back on the incumbent (fail_safe.py)
 
     def __init__(self, reconciler: Reconciler, clock: Clock) -> None:
         self.reconciler = reconciler

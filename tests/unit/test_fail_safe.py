@@ -20,10 +20,11 @@ from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.core import ConditionType, Reason
 from modelgate.core.conditions import condition
 from modelgate.core.internal_error import TickError, decide_internal_error
+from modelgate.evaluation_loops import EvaluationTicker
 from modelgate.fail_safe import FAIL_SAFE_AFTER, TickFailures, transient
 from modelgate.kube import Conflict, Kube, KubeError
 from modelgate.reconciler import Reconciler, TickResult
-from modelgate.rollout_loops import RolloutLoops
+from modelgate.rollout_loops import RolloutLoops, RolloutTicker
 from testbed.traffic_driver import parse_backend_weights
 from tests.unit.engine_support import (
     T0,
@@ -158,11 +159,12 @@ class FailingTicks:
         pass
 
 
-def retry_gaps(error: Callable[[], Exception], count: int) -> list[float]:
+def retry_gaps(error: Callable[[], Exception], count: int, *, fail_safe: bool = True) -> list[float]:
     ticks = FailingTicks(error, count)
 
     async def run() -> None:
         rollout_loops = RolloutLoops(cast(Reconciler, ticks))
+        rollout_loops.ticker.fail_safe = fail_safe
         rollout_loops.notice(None, {"metadata": {"namespace": "serving", "name": "chat"}, "spec": {}})
         await asyncio.to_thread(ticks.passed.wait, 30)
         await rollout_loops.stop()
@@ -183,3 +185,7 @@ def test_after_an_unexpected_error_the_loop_retries_within_the_short_bound(
     assert len(bug) == 4 and bug[0] < 0.2 and all(gap < 0.3 for gap in bug), bug
     outage = retry_gaps(lambda: KubeError(None, "cannot reach the Kubernetes API server"), 4)
     assert len(outage) == 4 and outage[3] > 0.7, outage
+    # A kind with no fail-safe (ModelEvaluation) backs off from a bug as from an outage.
+    assert not EvaluationTicker.fail_safe and RolloutTicker.fail_safe
+    no_fail_safe = retry_gaps(lambda: OverflowError("bug"), 4, fail_safe=False)
+    assert len(no_fail_safe) == 4 and no_fail_safe[3] > 0.7, no_fail_safe
