@@ -108,6 +108,9 @@ class ObjectLoops(Generic[Watches]):
         self.clock = clock
         self.standby = standby  # peering.py: why this replica must not act in a namespace now
         self._loops: dict[Key, Loop[Watches]] = {}
+        # Loops cancelled while their tick's thread runs on: one started again for the same object
+        # (deleted and created again) waits for it, so two ticks of one object never overlap.
+        self._ending: dict[Key, asyncio.Task[None]] = {}
 
     def notice(self, event_type: str | None, body: Mapping[str, Any], *, watched: bool = True) -> None:
         """Called for every watch event of the kind (`watched`), and for objects listed at startup."""
@@ -129,7 +132,8 @@ class ObjectLoops(Generic[Watches]):
             loop = Loop(self.ticker.trigger(body), watches, watched=watched)
             self._loops[key] = loop
             loop.task = asyncio.create_task(
-                self._run(key, loop), name=f"{self.ticker.noun} {key[0]}/{key[1]}"
+                self._run(key, loop, after=self._ending.get(key)),
+                name=f"{self.ticker.noun} {key[0]}/{key[1]}",
             )
             return
         loop.watches = watches
@@ -155,9 +159,15 @@ class ObjectLoops(Generic[Watches]):
 
     def _forget(self, key: Key) -> None:
         loop = self._loops.pop(key, None)
-        if loop is not None and loop.task is not None:
+        if loop is not None and loop.task is not None and not loop.task.done():
             loop.task.cancel()
+            self._ending[key] = loop.task
+            loop.task.add_done_callback(functools.partial(self._ended, key))
         self.ticker.forget(*key)
+
+    def _ended(self, key: Key, task: asyncio.Task[None]) -> None:
+        if self._ending.get(key) is task:
+            del self._ending[key]
 
     def _tick(self, key: Key, loop: Loop[Watches], due: float) -> tuple[float, float]:
         """In a worker thread; `due` is the time.monotonic() at which the tick should have started.
@@ -195,8 +205,10 @@ class ObjectLoops(Generic[Watches]):
             raise
         return tick.result()
 
-    async def _run(self, key: Key, loop: Loop[Watches]) -> None:
+    async def _run(self, key: Key, loop: Loop[Watches], after: asyncio.Task[None] | None) -> None:
         namespace, named = key[0], {self.ticker.noun: key[1]}
+        if after is not None:
+            await asyncio.wait({after})  # the previous loop of this object, its tick still running
         backoff = ERROR_BACKOFF
         due = time.monotonic()
         while True:

@@ -326,3 +326,46 @@ def test_a_cancelled_tick_ends_with_its_loop_and_its_exception_is_read() -> None
 
     asyncio.run(run())
     assert unhandled == []
+
+
+class OverlapReconciler(FakeReconciler):
+    """Its first tick blocks until released; records how many ticks ever ran at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.running = 0
+        self.most_at_once = 0
+        self.ticks = 0
+        self.lock = threading.Lock()
+
+    def tick_by_name(self, namespace: str, name: str, *, fresh: bool = False) -> TickResult:
+        with self.lock:
+            self.ticks += 1
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+            first = self.ticks == 1
+        if first:
+            self.release.wait(timeout=30)
+        with self.lock:
+            self.running -= 1
+        return TickResult(None, timedelta(hours=1))
+
+
+def test_an_object_deleted_and_created_again_is_not_ticked_beside_its_previous_tick() -> None:
+    reconciler = OverlapReconciler()
+    loops = RolloutLoops(reconciler)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        loops.notice("ADDED", _rollout("chat"))
+        await _until(lambda: reconciler.running == 1, "the first tick to start")
+        loops.notice("DELETED", _rollout("chat"))
+        loops.notice("ADDED", _rollout("chat"))
+        await asyncio.sleep(0.1)
+        assert reconciler.ticks == 1  # the new loop waits for the previous tick's thread
+        reconciler.release.set()
+        await _until(lambda: reconciler.ticks == 2, "the new loop's tick")
+        await loops.stop()
+
+    asyncio.run(run())
+    assert reconciler.most_at_once == 1
