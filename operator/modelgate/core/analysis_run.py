@@ -14,18 +14,18 @@ from modelgate.core.intents import Effect, Hold, Intent, Noted, RollBack, Say, S
 from modelgate.core.metric_verdicts import Evaluation, evaluate
 from modelgate.core.model import Event
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 from modelgate.core.wording import how_many
 
 
-def judged(tick: Tick) -> Evaluation | None:
+def judged(tick: TickView) -> Evaluation | None:
     """This tick's analysis run judged against the metrics, if one ran."""
     if tick.observed.analysis is None or tick.spec.analysis is None:
         return None
     return evaluate(tick.spec.analysis, tick.observed.analysis, tick.status.analysis)
 
 
-def record_analysis(tick: Tick) -> Noted | None:
+def record_analysis(tick: TickView) -> Noted | None:
     """Bookkeeping: this tick's run in status (its verdicts, cost, the false rollbacks it makes
     likely, the failed runs in a row) and condition AnalysisHealthy, where no rule below speaks."""
     run, result, analysis = tick.observed.analysis, tick.analysed, tick.spec.analysis
@@ -52,7 +52,7 @@ def record_analysis(tick: Tick) -> Noted | None:
     return Noted(tuple(effects))
 
 
-def _health(tick: Tick, result: Evaluation, at: object) -> list[Effect]:
+def _health(tick: TickView, result: Evaluation, at: object) -> list[Effect]:
     """How a run whose queries all answered stands: Passing or Inconclusive (its deadline's clock)."""
     verdicts = ", ".join(f"{m.name}={m.verdict}" for m in result.metrics)
     if tick.error_paused:
@@ -73,7 +73,7 @@ def _health(tick: Tick, result: Evaluation, at: object) -> list[Effect]:
     return effects
 
 
-def analysis_verdict(tick: Tick) -> Intent:
+def analysis_verdict(tick: TickView) -> Intent:
     """A breach rolls back; so do failed queries past spec.rollback's limit with onPrometheusError
     rollback."""
     run, result = tick.observed.analysis, tick.analysed
@@ -94,7 +94,7 @@ def analysis_verdict(tick: Tick) -> Intent:
     return None
 
 
-def errors_hold(tick: Tick) -> Intent:
+def errors_hold(tick: TickView) -> Intent:
     """Failed queries past the limit (onPrometheusError pause) pause the rollout until `modelgate
     resume`, and so do failed queries while it is paused on them; the pause holds even once they
     succeed again."""

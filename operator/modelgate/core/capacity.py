@@ -29,7 +29,7 @@ from modelgate.core.intents import (
     fields,
 )
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 from modelgate.core.wording import how_many
 
 
@@ -38,11 +38,11 @@ def needed_replicas(incumbent_ready: int, weight: int) -> int:
     return -(-incumbent_ready * weight // 100)
 
 
-def enforced(tick: Tick) -> bool:
+def enforced(tick: TickView) -> bool:
     return tick.spec.capacity is not None and tick.spec.capacity.enforce
 
 
-def step_waits(tick: Tick) -> bool:
+def step_waits(tick: TickView) -> bool:
     """The current setWeight step has not raised its weight yet (it waits for capacity)."""
     if not enforced(tick) or tick.status.current_step_index >= len(tick.spec.steps):
         return False
@@ -50,7 +50,7 @@ def step_waits(tick: Tick) -> bool:
     return wanted is not None and wanted != tick.status.current_weight
 
 
-def short(tick: Tick, weight: int) -> bool:
+def short(tick: TickView, weight: int) -> bool:
     """Whether raising the candidate's weight to `weight` waits for its Ready replicas."""
     if not enforced(tick) or weight <= tick.status.current_weight:
         return False
@@ -58,7 +58,7 @@ def short(tick: Tick, weight: int) -> bool:
     return ready is None or ready.candidate < needed_replicas(ready.incumbent, weight)
 
 
-def weight_check(tick: Tick, weight: int) -> tuple[Effect, ...]:
+def weight_check(tick: TickView, weight: int) -> tuple[Effect, ...]:
     """What the capacity for `weight` says while the weight waits (message, condition, pendingSince,
     an Event when the wait begins) and when the wait ends."""
     if not enforced(tick) or weight <= tick.status.current_weight:
@@ -96,7 +96,7 @@ def weight_check(tick: Tick, weight: int) -> tuple[Effect, ...]:
     )
 
 
-def capacity_note(tick: Tick) -> Noted | None:
+def capacity_note(tick: TickView) -> Noted | None:
     """Records how the capacity of a waiting step stands; a wait that ended otherwise (`modelgate
     promote` past it, a spec edit) is no longer reported."""
     if step_waits(tick):
@@ -109,13 +109,13 @@ def capacity_note(tick: Tick) -> Noted | None:
     return Noted((no_wait, fields(pending_since=None, capacity_wait_since=None)))
 
 
-def capacity_deadline(tick: Tick) -> Intent:
+def capacity_deadline(tick: TickView) -> Intent:
     """A step waiting for capacity counts against the pending deadline."""
     weight = _waiting_weight(tick)
     return pending_deadline(tick) if weight is not None and short(tick, weight) else None
 
 
-def capacity_wait(tick: Tick) -> Intent:
+def capacity_wait(tick: TickView) -> Intent:
     """A waiting step raises its weight once the capacity is there (and the step goes on); until
     then it holds."""
     weight = _waiting_weight(tick)
@@ -124,6 +124,6 @@ def capacity_wait(tick: Tick) -> Intent:
     return Hold() if short(tick, weight) else RaiseWeight(tick.status.current_step_index, weight)
 
 
-def _waiting_weight(tick: Tick) -> int | None:
+def _waiting_weight(tick: TickView) -> int | None:
     """The weight the current step waits to raise, if it waits."""
     return tick.step.set_weight if step_waits(tick) else None

@@ -9,10 +9,10 @@ from modelgate.api import PauseReason, Phase, RouteState
 from modelgate.core.intents import BeginPause, Effect, EndPause, Hold, Intent, Say, SetRouteState, fields
 from modelgate.core.model import LiveRoute
 from modelgate.core.reasons import Reason
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 
-def overwritten_by(tick: Tick, route: LiveRoute) -> str | None:
+def overwritten_by(tick: TickView, route: LiveRoute) -> str | None:
     """The other writer, when the route carries a weight that neither the operator left there (at its
     previous tick) nor wants now, and the route names a writer other than the operator."""
     left = tick.status.live_weight
@@ -23,22 +23,22 @@ def overwritten_by(tick: Tick, route: LiveRoute) -> str | None:
     return route.other_writer
 
 
-def overwrite_noticed(tick: Tick) -> bool:
+def overwrite_noticed(tick: TickView) -> bool:
     """The route was overwritten in this rollout (said once; kept until a command or a new rollout)."""
     state = tick.status.route_state
     return state is not None and state.overwrite_noticed
 
 
-def route_conflict_held(tick: Tick) -> bool:
+def route_conflict_held(tick: TickView) -> bool:
     return tick.paused_by(PauseReason.ROUTE_CONFLICT)
 
 
-def conflict_hold(tick: Tick) -> Intent:
+def conflict_hold(tick: TickView) -> Intent:
     """The other writer's weight stays; only a rollback writes."""
     return Hold(pause=PauseReason.ROUTE_CONFLICT) if route_conflict_held(tick) else None
 
 
-def overwrite_noted(tick: Tick, route: LiveRoute, writer: str) -> tuple[Effect, ...]:
+def overwrite_noted(tick: TickView, route: LiveRoute, writer: str) -> tuple[Effect, ...]:
     """What another writer's change says: the first is written back once, a second holds the rollout."""
     if route_conflict_held(tick):
         return ()  # already holding, and said so
@@ -69,7 +69,7 @@ def overwrite_noted(tick: Tick, route: LiveRoute, writer: str) -> tuple[Effect, 
     return tuple(effects)
 
 
-def releasing(tick: Tick, by: str) -> tuple[Effect, ...]:
+def releasing(tick: TickView, by: str) -> tuple[Effect, ...]:
     """A command ends a hold and forgets the overwrite: the weight is written again this tick."""
     written_again = (SetRouteState(RouteState.FOUND, f"writing weights again after {by}"),)
     return (*(written_again if overwrite_noticed(tick) else ()), EndPause((PauseReason.ROUTE_CONFLICT,)))

@@ -19,16 +19,16 @@ from modelgate.core.intents import Fail, Hold, Intent, RollBack
 from modelgate.core.model import Event
 from modelgate.core.reasons import Reason
 from modelgate.core.stage import watching
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 
-def pending_deadline(tick: Tick) -> Intent:
+def pending_deadline(tick: TickView) -> Intent:
     """The pending deadline's action once it has passed (a pause that begins holds)."""
     since, what = tick.status.pending_since, "the candidate has not become Available within"
     return _check(tick, PauseReason.PENDING_DEADLINE, pending_limit(tick.spec), since, what)
 
 
-def candidate_deadline(tick: Tick) -> Intent:
+def candidate_deadline(tick: TickView) -> Intent:
     """While the candidate is not Available: the pending deadline's action once it has passed."""
     return None if tick.observed.candidate_available else pending_deadline(tick)
 
@@ -41,7 +41,7 @@ def pending_limit(spec: ModelRolloutSpec) -> Deadline:
     return DEFAULT_PENDING_DEADLINE
 
 
-def inconclusive_deadline(tick: Tick) -> Intent:
+def inconclusive_deadline(tick: TickView) -> Intent:
     """The inconclusive deadline's action once it has passed (a pause that begins holds)."""
     deadline = inconclusive_limit(tick.spec, tick.status)
     since = tick.status.inconclusive_since
@@ -58,14 +58,14 @@ def inconclusive_limit(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> De
     return None if watching(status) else DEFAULT_INCONCLUSIVE_DEADLINE
 
 
-def _inconclusive(tick: Tick) -> str:
+def _inconclusive(tick: TickView) -> str:
     """The Inconclusive metrics and why, for the deadline's message."""
     why = [f"{m.name}: {m.message}" for m in tick.status.analysis if m.verdict is Verdict.INCONCLUSIVE]
     return f" ({'; '.join(why)})" if why else ""
 
 
 def _check(
-    tick: Tick,
+    tick: TickView,
     pause: PauseReason,
     deadline: Deadline | None,
     since: datetime | None,
@@ -77,17 +77,17 @@ def _check(
     return _act(tick, pause, deadline, since, f"{what} {deadline.after}{detail}")
 
 
-def deadline_paused(tick: Tick) -> bool:
+def deadline_paused(tick: TickView) -> bool:
     return tick.paused_by(PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
 
 
-def deadline_hold(tick: Tick) -> Intent:
+def deadline_hold(tick: TickView) -> Intent:
     """Paused at its deadline: held, with the message saying why, until `modelgate resume`."""
     pause = tick.status.pause
     return Hold(pause=pause.reason) if pause is not None and pause.reason.deadline else None
 
 
-def _act(tick: Tick, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> Intent:
+def _act(tick: TickView, pause: PauseReason, deadline: Deadline, since: datetime, what: str) -> Intent:
     if tick.now - since < deadline.after_timedelta or deadline_paused(tick):
         return None
     unset = deadline in (DEFAULT_PENDING_DEADLINE, DEFAULT_INCONCLUSIVE_DEADLINE)

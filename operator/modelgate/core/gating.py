@@ -21,7 +21,7 @@ from modelgate.core.intents import (
 )
 from modelgate.core.model import CommandAction
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 _CHECK_REASONS = {
     Verdict.PASS: Reason.GATE_CHECK_PASSED,
@@ -30,13 +30,13 @@ _CHECK_REASONS = {
 }
 
 
-def _starting(tick: Tick, run: str, check: str) -> CheckStatus:
+def _starting(tick: TickView, run: str, check: str) -> CheckStatus:
     """A check whose Job the reconciler is about to create."""
     job = job_name(tick.observed.rollout, tick.observed.uid, run, check)
     return CheckStatus(name=check, job=job, state=CheckState.RUNNING, message="starting its Job")
 
 
-def gate_start(tick: Tick) -> tuple[Effect, ...]:
+def gate_start(tick: TickView) -> tuple[Effect, ...]:
     """What starts the checks: their Jobs are named in status, and the reconciler creates them."""
     gate = tick.spec.gate
     assert gate is not None
@@ -53,7 +53,7 @@ def gate_start(tick: Tick) -> tuple[Effect, ...]:
     return started, Say(Reason.GATE_STARTED, running)
 
 
-def gating(tick: Tick) -> tuple[Intent, tuple[Effect, ...]]:
+def gating(tick: TickView) -> tuple[Intent, tuple[Effect, ...]]:
     """Reads what the checks' Jobs showed, judges those that ended, and decides once all have; with
     what that records."""
     spec, gate = tick.spec.gate, tick.status.gate
@@ -83,7 +83,7 @@ def gating(tick: Tick) -> tuple[Intent, tuple[Effect, ...]]:
     return intent, (*noted, *decided)
 
 
-def act_on(tick: Tick, outcome: GateOutcome, gate: GateStatus) -> tuple[Intent, tuple[Effect, ...]]:
+def act_on(tick: TickView, outcome: GateOutcome, gate: GateStatus) -> tuple[Intent, tuple[Effect, ...]]:
     """Acts on the gate's decision: a rejection ends the rollout Failed at weight 0; a canary starts
     the steps; a full release skips them, or starts at spec.gate.full.startAtStep."""
     assert tick.spec.gate is not None
@@ -109,7 +109,9 @@ def act_on(tick: Tick, outcome: GateOutcome, gate: GateStatus) -> tuple[Intent, 
     return EnterStep(first), (*passed, *said)
 
 
-def _first_step(tick: Tick, decision: GateDecision, start_at: int | None) -> tuple[int, tuple[Effect, ...]]:
+def _first_step(
+    tick: TickView, decision: GateDecision, start_at: int | None
+) -> tuple[int, tuple[Effect, ...]]:
     """Where the steps start: startAtStep for a full release, else 0. A startAtStep past the steps
     (the CRD refuses it; a spec that never passed it) starts at 0 rather than skip the canary."""
     if decision is not GateDecision.FULL or start_at is None:
@@ -120,12 +122,12 @@ def _first_step(tick: Tick, decision: GateDecision, start_at: int | None) -> tup
     return start_at, ()
 
 
-def gate_pending(tick: Tick) -> bool:
+def gate_pending(tick: TickView) -> bool:
     """Whether the rollout still owes its gate a run (set, and not decided for this rollout)."""
     return tick.spec.gate is not None and (tick.status.gate is None or tick.status.gate.decision is None)
 
 
-def gate_command(tick: Tick, action: CommandAction) -> tuple[Intent, str, tuple[Effect, ...]] | None:
+def gate_command(tick: TickView, action: CommandAction) -> tuple[Intent, str, tuple[Effect, ...]] | None:
     """On the gate, `promote` accepts it as passed (a canary; `--full`, a full release where
     spec.gate.full allows one) and `abort` rejects it; None for a command that does not apply."""
     spec, gate = tick.spec.gate, tick.status.gate

@@ -19,7 +19,7 @@ from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollingBa
 from modelgate.core.intents import AskWeight, Intent, Noted, RollBack, Say, SetWeight, fields
 from modelgate.core.moments import moment
 from modelgate.core.reasons import Reason
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 GRADUAL_CAUSES = frozenset({Reason.ABORTED, Reason.PROGRESS_DEADLINE_EXCEEDED})
 # A step-down is looked at this often at most: one weight write a second, whatever the duration.
@@ -61,7 +61,7 @@ def next_step_at(status: ModelRolloutStatus, now: datetime) -> datetime | None:
     return min(max(falls_at, now + STEP_INTERVAL), max(rolling.ends_at, now))
 
 
-def record_rollback_run(tick: Tick) -> Noted | None:
+def record_rollback_run(tick: TickView) -> Noted | None:
     """Bookkeeping of a gradual rollback's tick: the analysis run that watched it, if one ran (a
     breach ends the step-down: rollback_verdict sets 0)."""
     run, result = tick.observed.analysis, tick.analysed
@@ -71,7 +71,7 @@ def record_rollback_run(tick: Tick) -> Noted | None:
     return Noted((fields(analysis=result.metrics, last_analysis_at=run.at, **ended),))
 
 
-def rollback_verdict(tick: Tick) -> Intent:
+def rollback_verdict(tick: TickView) -> Intent:
     """A breach during a gradual rollback sets 0 at once (the engine judges a run only while the
     rollout steps down)."""
     result = tick.analysed
@@ -80,7 +80,7 @@ def rollback_verdict(tick: Tick) -> Intent:
     return RollBack(result.breach, Reason.METRIC_BREACH)
 
 
-def step_down(tick: Tick) -> Intent | Noted:
+def step_down(tick: TickView) -> Intent | Noted:
     """A RolledBack rollout's tick: 0, or the step-down's weight now (written even over another
     writer's, as a rollback is)."""
     rolling = tick.status.rolling_back
@@ -99,7 +99,7 @@ def step_down_message(weight: int, rolling: RollingBack, reason: str) -> str:
     return f"rolling back gradually: candidate weight {weight}, 0 at {moment(rolling.ends_at)}: {reason}"
 
 
-def _reason(tick: Tick) -> str:
+def _reason(tick: TickView) -> str:
     reason = tick.status.rollback_reason
     return "" if reason is None else reason.message
 

@@ -33,12 +33,12 @@ from modelgate.core.model import (
 )
 from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 UNREADABLE = "unreadable"  # status.lastCommand.name of an annotation that is not a command
 
 
-def handle_command(tick: Tick, command: Command | UnreadableCommand) -> tuple[Intent, tuple[Effect, ...]]:
+def handle_command(tick: TickView, command: Command | UnreadableCommand) -> tuple[Intent, tuple[Effect, ...]]:
     """The transition the command asks for, if any, and what it records (status.lastCommand first
     among them), for the engine to fold before it carries the transition out."""
     if isinstance(command, UnreadableCommand):
@@ -51,7 +51,7 @@ def handle_command(tick: Tick, command: Command | UnreadableCommand) -> tuple[In
     return intent, (*effects, _record(tick, command.id, command.action.value, CommandResult.APPLIED, message))
 
 
-def command_that_applies(tick: Tick, refused: CommandAction) -> CommandAction | None:
+def command_that_applies(tick: TickView, refused: CommandAction) -> CommandAction | None:
     """The command that applies where `refused` does not, for its message; None where none does
     (the rollout Succeeded, or is Pending and waits for its incumbent)."""
     phase = tick.status.phase
@@ -81,7 +81,7 @@ NONE_APPLIES = {
 }
 
 
-def _not_applicable_message(tick: Tick, action: CommandAction) -> str:
+def _not_applicable_message(tick: TickView, action: CommandAction) -> str:
     phase = tick.status.phase
     pause = tick.status.pause
     refused = f"`modelgate {action}` does not apply in phase {phase}"
@@ -101,13 +101,13 @@ def unreadable_message(command: UnreadableCommand) -> str:
     )
 
 
-def _ignore(tick: Tick, command_id: str, name: str, message: str) -> tuple[Effect, ...]:
+def _ignore(tick: TickView, command_id: str, name: str, message: str) -> tuple[Effect, ...]:
     return Say(Reason.COMMAND_IGNORED, message), _record(
         tick, command_id, name, CommandResult.IGNORED, message
     )
 
 
-def _record(tick: Tick, command_id: str, name: str, result: CommandResult, message: str) -> Fields:
+def _record(tick: TickView, command_id: str, name: str, result: CommandResult, message: str) -> Fields:
     return fields(
         last_command=LastCommand(
             id=command_id,
@@ -119,7 +119,7 @@ def _record(tick: Tick, command_id: str, name: str, result: CommandResult, messa
     )
 
 
-def _apply(tick: Tick, action: CommandAction) -> tuple[Intent, str, tuple[Effect, ...]] | None:
+def _apply(tick: TickView, action: CommandAction) -> tuple[Intent, str, tuple[Effect, ...]] | None:
     """What the command asks of the tick, what it did and what it records, or None when it does not
     apply in the rollout's phase."""
     phase = tick.status.phase
@@ -153,11 +153,11 @@ def _apply(tick: Tick, action: CommandAction) -> tuple[Intent, str, tuple[Effect
     return None
 
 
-def _aborted(tick: Tick) -> RollbackReason:
+def _aborted(tick: TickView) -> RollbackReason:
     return RollbackReason(time=tick.now, message="aborted by `modelgate abort`")
 
 
-def _abort_message(tick: Tick) -> str:
+def _abort_message(tick: TickView) -> str:
     """What an abort does: at once, or a gradual step-down where spec.rollback asks for one."""
     rolling = gradual_start(tick.spec, tick.status, Reason.ABORTED, tick.now)
     if rolling is not None:
@@ -165,7 +165,7 @@ def _abort_message(tick: Tick) -> str:
     return "rolled back: all traffic to the incumbent"
 
 
-def _resume(tick: Tick) -> tuple[str, tuple[Effect, ...]]:
+def _resume(tick: TickView) -> tuple[str, tuple[Effect, ...]]:
     """Ends a pause `modelgate resume` ends (status.pause): back to what the step itself does."""
     phase = tick.status.phase
     released = releasing(tick, "`modelgate resume`")

@@ -8,10 +8,10 @@ from modelgate.core.intents import Effect, Say, fields
 from modelgate.core.model import LiveRoute
 from modelgate.core.reasons import Reason
 from modelgate.core.stage import mirror_wanted
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 
-def mirror_noted(tick: Tick) -> tuple[tuple[Effect, ...], bool]:
+def mirror_noted(tick: TickView) -> tuple[tuple[Effect, ...], bool]:
     """At the end of a tick that may write the route: the mirror follows the step the tick ended at
     (MirrorSet or MirrorRemoved when that changes it), and whether a route whose mirror differs is to
     be written, with the tick's weight, in the same patch: the mirror never outlives the step that

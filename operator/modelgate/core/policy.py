@@ -16,35 +16,35 @@ from modelgate.core.gradual import record_rollback_run, rollback_verdict, step_d
 from modelgate.core.intents import Advance, AskWeight, Effect, Hold, Intent, Noted, SetCondition, fields
 from modelgate.core.query_check import queries_hold
 from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 from modelgate.core.watch_window import window_note, window_verdict
 
-Rule = Callable[[Tick], Intent | Noted]
+Rule = Callable[[TickView], Intent | Noted]
 
 
-def no_traffic_yet(tick: Tick) -> Noted:
+def no_traffic_yet(tick: TickView) -> Noted:
     """Bookkeeping: a Pending candidate gets weight 0, and whether it is Available."""
     return Noted((AskWeight(0), *candidate_availability(tick)))
 
 
-def candidate_wait(tick: Tick) -> Intent:
+def candidate_wait(tick: TickView) -> Intent:
     """Waits for the candidate to be Available (candidate_deadline, before, acts on its deadline)."""
     if tick.observed.candidate_available:
         return None
     return Hold(f"waiting for the candidate: {tick.observed.candidate_message}")
 
 
-def reassert_weight(tick: Tick) -> Noted:
+def reassert_weight(tick: TickView) -> Noted:
     """Records: the weight this step wrote is asked again (should it have drifted), and whether the
     candidate is Available."""
     return Noted((AskWeight(tick.status.current_weight), *candidate_availability(tick)))
 
 
-def advance(tick: Tick) -> Intent:
+def advance(tick: TickView) -> Intent:
     return Advance()
 
 
-def candidate_availability(tick: Tick) -> tuple[Effect, ...]:
+def candidate_availability(tick: TickView) -> tuple[Effect, ...]:
     available = tick.observed.candidate_available
     reason = Reason.AVAILABLE if available else Reason.NOT_AVAILABLE
     return (

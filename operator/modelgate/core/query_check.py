@@ -19,7 +19,7 @@ from modelgate.core.intents import Effect, Hold, Intent, Say, SetCondition, fiel
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.stage import watching
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 _CHECKED_PHASES = frozenset({Phase.PENDING, Phase.PROGRESSING, Phase.PAUSED})
 _SHOWN = 3  # unanswered metrics spelled out in the message; status.analysisCheck lists them all
@@ -96,7 +96,7 @@ def _results(measured: MetricQuery) -> list[QueryResult]:
     return results
 
 
-def check_noted(tick: Tick) -> tuple[Effect, ...]:
+def check_noted(tick: TickView) -> tuple[Effect, ...]:
     """The check run in this tick, if any, for status.analysisCheck and condition AnalysisReady; a
     Warning Event when the queries stop answering."""
     run, analysis = tick.observed.analysis_check, tick.spec.analysis
@@ -114,7 +114,7 @@ def check_noted(tick: Tick) -> tuple[Effect, ...]:
     return fields(analysis_check=check), *said, not_ready
 
 
-def queries_hold(tick: Tick) -> Intent:
+def queries_hold(tick: TickView) -> Intent:
     """Holds while the analysis in force has not answered: the weight stays where it is (0 before the
     first), and the message says what to fix."""
     if not unchecked(tick.spec, tick.status):

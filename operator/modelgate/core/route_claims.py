@@ -11,7 +11,7 @@ from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Rol
 from modelgate.core.intents import BeginPause, Effect, EndPause, Say, SetRouteState, fields
 from modelgate.core.model import LiveRoute, Observations
 from modelgate.core.reasons import Reason
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def _not_served(spec: ModelRolloutSpec, route: LiveRoute, owner: RolloutRef | No
     return ClaimHold(RouteState.INCUMBENT_NOT_SERVED, Reason.INCUMBENT_NOT_SERVED, message, owner)
 
 
-def claim_noted(tick: Tick, held: ClaimHold) -> tuple[Effect, ...]:
+def claim_noted(tick: TickView, held: ClaimHold) -> tuple[Effect, ...]:
     """What a claim hold records (nothing is written this tick): said once (an Event), kept in
     status, and a pause while the rollout is active."""
     said = tick.before.route_state is not held.state or tick.before.route_owner != held.owner

@@ -11,7 +11,7 @@ from modelgate.core import capacity
 from modelgate.core.moments import moment
 from modelgate.core.schedule import pause_ends_at, step_settles_at
 from modelgate.core.stage import candidate_served, mirror_wanted
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Unmet:
     note: str | None = None
 
 
-def unmet_need(tick: Tick) -> Unmet | None:
+def unmet_need(tick: TickView) -> Unmet | None:
     """None when the current step is complete."""
     step = tick.step
     if capacity.step_waits(tick):
@@ -43,7 +43,7 @@ def unmet_need(tick: Tick) -> Unmet | None:
     return analysis_unmet(tick)
 
 
-def analysis_unmet(tick: Tick) -> Unmet | None:
+def analysis_unmet(tick: TickView) -> Unmet | None:
     """None once every metric has a passing run taken at least one interval after the step started."""
     analysis = tick.spec.analysis
     if analysis is None or not candidate_served(tick.spec, tick.status):

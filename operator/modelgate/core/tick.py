@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from typing import Protocol
 
 from modelgate.api import (
     ModelRolloutSpec,
@@ -26,7 +27,43 @@ from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import STEPPING_PHASES, mirror_wanted, watching
 
 
+class TickView(Protocol):
+    """What a rule may read of a tick: read-only, so a rule that writes fails type checking."""
+
+    @property
+    def spec(self) -> ModelRolloutSpec: ...
+    @property
+    def before(self) -> ModelRolloutStatus: ...
+    @property
+    def status(self) -> ModelRolloutStatus: ...
+    @property
+    def observed(self) -> Observations: ...
+    @property
+    def now(self) -> datetime: ...
+    @property
+    def weight(self) -> int | None: ...
+    @property
+    def may_write(self) -> bool: ...
+    @property
+    def analysed(self) -> Evaluation | None: ...
+    @property
+    def weights_live(self) -> bool: ...
+    @property
+    def step(self) -> Step: ...
+    @property
+    def at_indefinite_pause(self) -> bool: ...
+    @property
+    def current_step_removed(self) -> bool: ...
+    @property
+    def stepping(self) -> bool: ...
+    @property
+    def error_paused(self) -> bool: ...
+    def paused_by(self, *reasons: PauseReason) -> bool: ...
+
+
 class Tick:
+    """The engine's accumulator; the rules see it as a `TickView`."""
+
     def __init__(
         self, spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
     ):

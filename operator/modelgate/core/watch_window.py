@@ -32,7 +32,7 @@ from modelgate.core.intents import (
 from modelgate.core.moments import moment
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.stage import watching
-from modelgate.core.tick import Tick
+from modelgate.core.tick import TickView
 
 
 def in_force(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> ModelRolloutSpec:
@@ -43,7 +43,7 @@ def in_force(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> ModelRollout
     return spec.model_copy(update={"analysis": analysis.model_copy(update={"metrics": watch.metrics})})
 
 
-def opening(tick: Tick) -> tuple[Effect, ...] | None:
+def opening(tick: TickView) -> tuple[Effect, ...] | None:
     """After the last step: what opens the window when the spec asks for one and it is not open yet;
     None when the rollout is to Succeed now."""
     watch = tick.spec.watch
@@ -65,12 +65,12 @@ def opening(tick: Tick) -> tuple[Effect, ...] | None:
     )
 
 
-def window_note(tick: Tick) -> Noted | None:
+def window_note(tick: TickView) -> Noted | None:
     """In the window, records whether the incumbent is Available (a rollback would need it)."""
     return Noted((incumbent_condition(tick),)) if watching(tick.status) else None
 
 
-def window_verdict(tick: Tick) -> Intent:
+def window_verdict(tick: TickView) -> Intent:
     """A tick in the window, after its analysis: a held rollback is carried out once the incumbent is
     Available; the window's end is a success (Advance); None outside the window."""
     status = tick.status
@@ -93,14 +93,14 @@ def scales_down_incumbent(spec: ModelRolloutSpec) -> bool:
     return spec.watch is not None and spec.watch.scale_down_incumbent
 
 
-def closing(tick: Tick, reason: Reason, message: str) -> tuple[Effect, ...]:
+def closing(tick: TickView, reason: Reason, message: str) -> tuple[Effect, ...]:
     """What closes the window (a success or a rollback); nothing when none is open."""
     if tick.status.watch_ends_at is None:
         return ()
     return fields(watch_ends_at=None), SetCondition(ConditionType.WATCHING, False, reason, message)
 
 
-def held_rollback(tick: Tick, reason: RollbackReason) -> tuple[bool, tuple[Effect, ...]]:
+def held_rollback(tick: TickView, reason: RollbackReason) -> tuple[bool, tuple[Effect, ...]]:
     """Whether a rollback decided in the window is held while the incumbent is not Available (see
     the module's docstring), and what the window records of it."""
     if not watching(tick.status):
@@ -118,7 +118,7 @@ def held_rollback(tick: Tick, reason: RollbackReason) -> tuple[bool, tuple[Effec
     return True, (incumbent, *said, held, BeginPause(PauseReason.ROLLBACK_HELD, message))
 
 
-def incumbent_condition(tick: Tick) -> SetCondition:
+def incumbent_condition(tick: TickView) -> SetCondition:
     available = bool(tick.observed.incumbent_available)
     reason = Reason.AVAILABLE if available else Reason.NOT_AVAILABLE
     return SetCondition(ConditionType.INCUMBENT_AVAILABLE, available, reason, tick.observed.incumbent_message)
