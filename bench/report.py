@@ -95,7 +95,7 @@ def plot_scale(rows: list[dict[str, Any]], path: Path) -> None:
     """Lag (left) and CPU and RSS (right) against the number of rollouts, one line per workers
     setting (a variant: "16 (main)" is the code before issue 8's changes); drawn as the report's
     charts are (a Vega-Lite spec, vl-convert)."""
-    from modelgate.cli.report_vega import png  # the `report` extra, as `modelgate report`'s
+    from modelgate.cli.report.vega import png  # the `report` extra, as `modelgate report`'s
 
     path.write_bytes(png(scale_chart(rows)))
 

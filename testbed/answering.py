@@ -30,8 +30,8 @@ from testbed.shares import rounded_count
 # The evaluator's modules (and through them modelgate.api, 0.15 s of a double's 0.75 s start) are
 # imported where a test set is read or a judge question answered: make test starts ~180 doubles.
 if TYPE_CHECKING:
-    from modelgate.evaluation.judge import Verdict
-    from modelgate.evaluation.testset import Item
+    from modelgate.evaluator.pairwise_judge import Verdict
+    from modelgate.evaluator.testset import Item
 
 # A wrong answer fails every kind of check: not the expected text, no number, not JSON.
 WRONG_ANSWER = "I do not know the answer to that"
@@ -79,7 +79,7 @@ class Answerer:
         self.version = answers.version or model_name
         self._known: dict[str, tuple[Item, bool]] = {}
         if answers.test_set is not None:
-            from modelgate.evaluation.testset import parse_test_set
+            from modelgate.evaluator.testset import parse_test_set
 
             items = parse_test_set(Path(answers.test_set).read_text(encoding="utf-8"), answers.test_set).items
             self._known = self._decide(items, answers)
@@ -118,7 +118,7 @@ class Answerer:
 
 def judge_verdict(judging: Judging, messages: Sequence[Mapping[str, Any]]) -> Verdict:
     """Raises ValueError when the last message is not the evaluator's judge question."""
-    from modelgate.evaluation.judge import Verdict
+    from modelgate.evaluator.pairwise_judge import Verdict
 
     question, answer_a, answer_b = _judge_question(str(messages[-1].get("content", "")))
     if _unit("position", question, answer_a, answer_b) < judging.position_bias:
@@ -133,7 +133,7 @@ def judge_verdict(judging: Judging, messages: Sequence[Mapping[str, Any]]) -> Ve
 
 
 def _judge_question(text: str) -> tuple[str, str, str]:
-    from modelgate.evaluation.judge import ANSWER_A_MARK, ANSWER_B_MARK, QUESTION_MARK
+    from modelgate.evaluator.pairwise_judge import ANSWER_A_MARK, ANSWER_B_MARK, QUESTION_MARK
 
     before_a, marker_a, rest = text.partition(f"\n\n{ANSWER_A_MARK}\n")
     answer_a, marker_b, answer_b = rest.partition(f"\n\n{ANSWER_B_MARK}\n")

@@ -27,7 +27,7 @@ from rich.table import Table
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
-from modelgate.cli.render import render_status
+from modelgate.cli.render.rollout import render_status
 from testbed.demo_serving import SERVING, serve, serving_documents, start_gateway
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster

@@ -12,7 +12,7 @@ import yaml
 from rich.console import Console
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
-from modelgate.cli.render import render_status
+from modelgate.cli.render.rollout import render_status
 from modelgate.core.metric_verdicts import evaluate
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
 

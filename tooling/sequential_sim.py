@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from modelgate.cli.plan_traffic import failure_gap
+from modelgate.cli.plan.traffic import failure_gap
 from modelgate.core import sequential
 from modelgate.core.sequential import Counts, fails, grid, update
 

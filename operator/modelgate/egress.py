@@ -2,7 +2,7 @@
 
 The egress policy of this process (operator, CLI or evaluator Job) from its settings, the host
 name resolution its checks need, the check of a new connection's peer that every HTTP stack's
-transport applies (requests: metrics/checked_session.py, obstore: storage/checked_tunnel.py), and
+transport applies (requests: metrics/requests_session.py, obstore: storage/checked_tunnel.py), and
 an aiohttp session that checks what each name resolves to when it connects. The rules themselves
 are pure: modelgate.api.addresses."""
 
@@ -109,7 +109,7 @@ class CheckedResolver(AbstractResolver):
         await self._resolver.close()
 
 
-def checked_session(egress: EgressPolicy) -> aiohttp.ClientSession:
+def checked_aiohttp_session(egress: EgressPolicy) -> aiohttp.ClientSession:
     """Names are checked as they resolve; an IP literal, which aiohttp connects to without asking
     the resolver, as each request starts: in the form yarl made of it (fullwidth digits and stops
     mapped to ASCII), whatever the caller checked before."""

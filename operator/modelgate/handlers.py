@@ -12,17 +12,17 @@ import kopf
 import structlog
 
 from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL, KIND, PLURAL
-from modelgate.evaluation_loops import EvaluationLoops
 from modelgate.kube import Kube, KubeError
 from modelgate.kube.checks import CHECK_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
+from modelgate.modelevaluation.loops import EvaluationLoops
 from modelgate.rollout_loops import RolloutLoops
 from modelgate.routers.watched import route_resources
 
 log = structlog.get_logger("modelgate.handlers")
 # Set explicitly (kopf's advice): changing them later would make kopf treat every object as new.
 ANNOTATION_PREFIX = "modelgate.io"
-FINALIZER = "modelgate.io/finalizer"
+KOPF_FINALIZER = "modelgate.io/finalizer"
 # kopf retries a failed request after these delays, in seconds.
 FIRST_RETRY = 1.0
 MAX_RETRY = 30.0
@@ -67,7 +67,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     # kopf puts this finalizer only on objects that a handler needing one matches (on.delete, daemons,
     # timers); modelgate registers none, so no rollout ever carries it. The one finalizer modelgate
     # sets, on rollouts with spec.rollback.onDelete ReturnTraffic only, is its own (core/deletion.py).
-    settings.persistence.finalizer = FINALIZER
+    settings.persistence.finalizer = KOPF_FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
     settings.persistence.diffbase_storage = NoDiffBase()
     # modelgate writes its own Events; kopf's would repeat every log line as one.

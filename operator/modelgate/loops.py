@@ -4,7 +4,7 @@ One asyncio task per object, which ticks in a worker thread (tick_threads.py), t
 the wake-up its tick asked for or until something that matters changes (`Loop.wake_at_once`: at
 once; `Loop.wake`: no sooner than `recheck` after the last tick, so that two writers of one object
 do not fight at the speed of the watch). A kind brings its shape, a `Ticker`: what wakes an
-object, its tick, what to forget when it goes (rollout_loops.py, evaluation_loops.py).
+object, its tick, what to forget when it goes (rollout_loops.py, modelevaluation/loops.py).
 
 kopf's own daemons and timers would add a finalizer to every object, and a finalizer makes deletion
 hang while the operator is down; watch events plus these tasks need none.

@@ -14,7 +14,7 @@ from kubernetes import client
 
 from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL
 from modelgate.api.evaluation_status import EvaluationRun, ModelEvaluationStatus, RunOutcome
-from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
+from modelgate.modelevaluation.engine.decision import RUN_NOW_ANNOTATION
 from testbed.check_pods import CheckPods
 from testbed.fleet import ModelFleet
 from testbed.localcluster import LocalCluster

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from modelgate.api import parse_spec
-from modelgate.cli.render import side_name
+from modelgate.cli.render.rollout import side_name
 from modelgate.metrics.context import Side
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.provider import AnalysisPlan

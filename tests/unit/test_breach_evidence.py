@@ -16,7 +16,7 @@ from rich.console import Console
 
 from modelgate.api import BreachTrace, ModelRolloutStatus, Phase, PodValue, RollbackReason, parse_spec
 from modelgate.api.addresses import EgressPolicy
-from modelgate.cli.render import render_status
+from modelgate.cli.render.rollout import render_status
 from modelgate.core import Decision, Event, Reason
 from modelgate.core.evidence import with_evidence
 from modelgate.kube import Kube

@@ -11,10 +11,12 @@ import pytest
 import yaml
 
 from modelgate.api.gate_status import GateDecision
-from modelgate.cli import gate_decide, plan, watch_exit
+from modelgate.cli import gate_decide
 from modelgate.cli.exit_codes import COMMAND_CODES, MEANINGS, ExitCode, exit_codes_markdown
 from modelgate.cli.help_text import command_names, parser_of
 from modelgate.cli.main import build_parser, main
+from modelgate.cli.plan import plan
+from modelgate.cli.render import watch_exit
 from tests.unit.engine_support import make_spec, weight
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

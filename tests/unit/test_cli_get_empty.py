@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from modelgate.cli import views
 from modelgate.cli.main import main
+from modelgate.cli.render import views
 
 ROLLOUT = {
     "metadata": {"namespace": "serving", "name": "chat", "creationTimestamp": "2026-01-05T09:00:00Z"},

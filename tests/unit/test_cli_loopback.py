@@ -20,8 +20,9 @@ import pytest
 import yaml
 
 from modelgate.api.addresses import ALLOW_LOOPBACK_ENV, ALLOW_LOOPBACK_FLAG, Refusal
-from modelgate.cli import evaluations, gate_eval, report, run
+from modelgate.cli import evaluations, gate_eval, run
 from modelgate.cli.main import main
+from modelgate.cli.report import report
 from modelgate.egress import API_SERVER_ENV
 from modelgate.kube import Kube
 from testbed.manifests import SEED_METRICS, model_rollout

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from modelgate.cli import views
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.main import build_parser
-from modelgate.cli.watch_exit import watch_outcome
+from modelgate.cli.render import views
+from modelgate.cli.render.watch_exit import watch_outcome
 
 
 def rollout(phase: str | None, *, generation: int = 2, observed: int | None = 2) -> dict[str, Any]:

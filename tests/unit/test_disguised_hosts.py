@@ -15,8 +15,8 @@ import requests
 from urllib3.util.retry import Retry
 
 from modelgate.api.addresses import AddressRefused, EgressPolicy, Refusal
-from modelgate.egress import checked_session as aiohttp_session
-from modelgate.metrics.checked_session import checked_session as requests_session
+from modelgate.egress import checked_aiohttp_session as aiohttp_session
+from modelgate.metrics.requests_session import checked_requests_session as requests_session
 from modelgate.storage import ObjectStore, StorageCredentials, StorageError, StorageProblem, parse_object_url
 from tests.support.disguised_hosts import LOOPBACK_FORMS, METADATA_FORMS, NAT64_FORMS
 from tests.support.listener import Listener, listener

@@ -128,7 +128,7 @@ class ImportsOnly:
 
 CLAIMS = (
     ImportsOnly("`core/` imports `api/` and the standard library only"),
-    ImportsOnly("`reevaluation/` imports `api/`, `core/` and the standard library only"),
+    ImportsOnly("`modelevaluation/engine/` imports `api/`, `core/` and the standard library only"),
     ImportsOnly(
         "`core/tick.py` imports `api/`, `core/actions.py`, `core/conditions.py`, `core/limits.py`, "
         "`core/metric_verdicts.py`, `core/model.py`, `core/reasons.py` and `core/stage.py` only"

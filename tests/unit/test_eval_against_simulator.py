@@ -28,8 +28,8 @@ import pytest
 from modelgate.api.gate_result import GateResult, Score
 from modelgate.cli import gate_eval
 from modelgate.cli.exit_codes import ExitCode
-from modelgate.evaluation.model_client import ChatClient, Endpoint
-from modelgate.evaluation.scoring import Reply
+from modelgate.evaluator.model_client import ChatClient, Endpoint
+from modelgate.evaluator.scoring import Reply
 from testbed.inference_sim import SimulatorFlags, start_simulator
 from testbed.ports import LOOPBACK, free_port
 from testbed.processes import ProcessRegistry

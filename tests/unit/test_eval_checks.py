@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from modelgate.evaluation.answer_checks import Check, ExactCheck, JsonSchemaCheck, NumberCheck, RegexCheck
+from modelgate.evaluator.answer_checks import Check, ExactCheck, JsonSchemaCheck, NumberCheck, RegexCheck
 
 PERSON = {
     "type": "object",

@@ -15,7 +15,7 @@ import pytest
 from modelgate.api.gate_result import GateResult
 from modelgate.cli import gate_eval
 from modelgate.cli.main import main
-from modelgate.evaluation.answer_checks import JsonSchemaCheck
+from modelgate.evaluator.answer_checks import JsonSchemaCheck
 from tests.support.disguised_hosts import LOOPBACK_FORMS
 
 HEADER = {"testSet": {"name": "qa", "version": "1", "date": "2026-11-28T00:00:00Z"}}

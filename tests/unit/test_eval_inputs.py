@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from modelgate.evaluation.jsonl import InputError
-from modelgate.evaluation.replay_set import parse_replay, seeded_sample
-from modelgate.evaluation.testset import parse_test_set
+from modelgate.evaluator.jsonl import InputError
+from modelgate.evaluator.replay_set import parse_replay, seeded_sample
+from modelgate.evaluator.testset import parse_test_set
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "gate"
 HEADER = {"testSet": {"name": "qa", "version": "7", "date": "2026-11-28T00:00:00Z"}}

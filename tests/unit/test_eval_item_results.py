@@ -9,13 +9,13 @@ import json
 import pytest
 
 from modelgate.api.addresses import EgressPolicy
-from modelgate.evaluation.item_results import ItemResults, content_version
-from modelgate.evaluation.jsonl import InputError
-from modelgate.evaluation.replay_set import parse_replay
-from modelgate.evaluation.result import gate_result
-from modelgate.evaluation.scoring import Reply, capability_scores
-from modelgate.evaluation.storage_io import ResultsNotStored, read_stored, write_results
-from modelgate.evaluation.testset import parse_test_set
+from modelgate.evaluator.item_results import ItemResults, content_version
+from modelgate.evaluator.jsonl import InputError
+from modelgate.evaluator.replay_set import parse_replay
+from modelgate.evaluator.result import gate_result
+from modelgate.evaluator.scoring import Reply, capability_scores
+from modelgate.evaluator.storage_io import ResultsNotStored, read_stored, write_results
+from modelgate.evaluator.testset import parse_test_set
 from tests.support.storage import SECRET, closed_port
 
 BED = EgressPolicy(allow_loopback=True)

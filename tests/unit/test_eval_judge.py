@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from modelgate.core.win_rate import wilson_lower_bound, win_share
-from modelgate.evaluation.judge import (
+from modelgate.evaluator.pairwise_judge import (
     Outcome,
     Verdict,
     judge_messages,

@@ -15,12 +15,12 @@ from modelgate.api.gate_result import (
     TestSetIdentity,
     WinRate,
 )
-from modelgate.evaluation.answer_checks import ExactCheck
-from modelgate.evaluation.jsonl import InputError
-from modelgate.evaluation.result import ResultTooLarge, failure_result, gate_result, result_json
-from modelgate.evaluation.scoring import Reply, capability_counts, capability_scores, replay_scores
-from modelgate.evaluation.summary import summary_text
-from modelgate.evaluation.testset import Item
+from modelgate.evaluator.answer_checks import ExactCheck
+from modelgate.evaluator.jsonl import InputError
+from modelgate.evaluator.result import ResultTooLarge, failure_result, gate_result, result_json
+from modelgate.evaluator.scoring import Reply, capability_counts, capability_scores, replay_scores
+from modelgate.evaluator.summary import summary_text
+from modelgate.evaluator.testset import Item
 from modelgate.refusal_classifier import DEFAULT_PATTERNS, RefusalPatterns
 
 IDENTITY = TestSetIdentity(name="qa", version="2026-11-28", date=datetime(2026, 11, 28, tzinfo=UTC))

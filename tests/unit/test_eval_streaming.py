@@ -15,9 +15,9 @@ import pytest
 from aiohttp import web
 
 from modelgate.api.addresses import EgressPolicy
-from modelgate.evaluation.model_client import ChatClient, Endpoint, RequestPolicy
-from modelgate.evaluation.scoring import Reply
-from modelgate.evaluation.streaming import ChatStream, StreamError
+from modelgate.evaluator.model_client import ChatClient, Endpoint, RequestPolicy
+from modelgate.evaluator.scoring import Reply
+from modelgate.evaluator.streaming import ChatStream, StreamError
 from testbed.model_server_double import Behaviour, start_model_server, stream_chunks
 
 QUESTION = ({"role": "user", "content": "Hello"},)

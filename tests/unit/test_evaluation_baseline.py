@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, cast
 
 from modelgate.api.evaluation_status import BaselineStatus
-from modelgate.evaluation_reconciler import EvaluationReconciler
 from modelgate.kube import Kube, NotFound
 from modelgate.kube.evaluation_jobs import EvaluationJobs
+from modelgate.modelevaluation.reconciler import EvaluationReconciler
 
 GATE = {
     "startedAt": "2026-12-01T10:00:00Z",

@@ -21,16 +21,16 @@ from modelgate.api.evaluation_status import (
 from modelgate.api.gate_result import GateResult, Score, TestSetIdentity
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
 from modelgate.core.schedule import GATE_POLL
-from modelgate.reevaluation import (
+from modelgate.modelevaluation.engine import (
     DeleteJobs,
     EvaluationDecision,
+    EvaluationObservations,
     ExportRegressed,
-    Observations,
     PostEvent,
     StartRun,
     decide,
 )
-from modelgate.reevaluation.decision import EvaluationReason
+from modelgate.modelevaluation.engine.decision import EvaluationReason
 
 CREATED = datetime(2026, 12, 1, 10, 0, 30, tzinfo=UTC)
 POLICY = {"minSamples": 20, "maxDrop": 0.05}
@@ -50,7 +50,7 @@ def tick(
     run_now: str | None = None,
     promoted: BaselineStatus | str | None = None,
 ) -> EvaluationDecision:
-    seen = Observations(
+    seen = EvaluationObservations(
         generation=1, created_at=CREATED, run_now=run_now, checks=checks or {}, promoted=promoted
     )
     return decide(the_spec, status, seen, now, name="chat-eval", uid="uid-1")

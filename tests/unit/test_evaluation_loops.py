@@ -8,9 +8,9 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from modelgate.evaluation_loops import EvaluationLoops
-from modelgate.evaluation_reconciler import EvaluationGone, EvaluationReconciler
-from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
+from modelgate.modelevaluation.engine.decision import RUN_NOW_ANNOTATION
+from modelgate.modelevaluation.loops import EvaluationLoops
+from modelgate.modelevaluation.reconciler import EvaluationGone, EvaluationReconciler
 from modelgate.tick_threads import TickThreads
 
 

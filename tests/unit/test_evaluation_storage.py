@@ -15,7 +15,7 @@ from modelgate.kube import Kube
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.evaluation_jobs import EvaluationJobs
 from modelgate.kube.gate_jobs import GateJobs
-from modelgate.reevaluation.run_judgement import storage_key
+from modelgate.modelevaluation.engine.run_outcome import storage_key
 from tests.unit.test_evaluation_decide import CREATED, finished, measured
 
 RESULTS = {"s3": {"url": "s3://results/evals", "secret": "results-store"}}

@@ -17,7 +17,7 @@ from modelgate.api.evaluation_status import (
     ScoreRecord,
 )
 from modelgate.api.statusmodel import Verdict
-from modelgate.cli.render_evaluations import WIDTH, render_trend
+from modelgate.cli.render.evaluation_trend import WIDTH, render_trend
 
 START = datetime(2026, 12, 5, 6, 0, tzinfo=UTC)
 

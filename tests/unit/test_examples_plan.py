@@ -23,10 +23,10 @@ import pytest
 from modelgate.api import parse_spec
 from modelgate.api.series import SeriesComponent
 from modelgate.cli import main
-from modelgate.cli.plan import EXIT_OK
-from modelgate.cli.plan_assumptions import assumptions
-from modelgate.cli.plan_figures import AUTO_RUNS
-from modelgate.cli.plan_traffic import simulable
+from modelgate.cli.plan.assumptions import assumptions
+from modelgate.cli.plan.figures import AUTO_RUNS
+from modelgate.cli.plan.plan import EXIT_OK
+from modelgate.cli.plan.traffic import simulable
 from modelgate.cli.target import read_manifest
 from modelgate.metrics.promql_plan import analysis_plan
 from tests.unit.test_plan import EXAMPLES, rollouts_in_examples

@@ -20,9 +20,9 @@ from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.core import ConditionType, Reason
 from modelgate.core.conditions import condition
 from modelgate.core.internal_error import TickError, decide_internal_error
-from modelgate.evaluation_loops import EvaluationTicker
 from modelgate.fail_safe import FAIL_SAFE_AFTER, TickFailures, transient
 from modelgate.kube import Conflict, Kube, KubeError
+from modelgate.modelevaluation.loops import EvaluationTicker
 from modelgate.reconciler import Reconciler, TickResult
 from modelgate.rollout_loops import RolloutLoops, RolloutTicker
 from testbed.traffic_driver import parse_backend_weights

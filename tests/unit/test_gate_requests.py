@@ -15,7 +15,7 @@ from modelgate.api.gate_result import CapabilityRequests, GateResult, Requests, 
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision
 from modelgate.core.gate_judgement import decide_gate, judge_result
 from modelgate.core.gate_requests import judge_requests, silent_sides
-from modelgate.evaluation.result import result_json
+from modelgate.evaluator.result import result_json
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 FINE = SideRequests(asked=40, answered=40)

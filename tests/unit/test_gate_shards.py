@@ -21,16 +21,16 @@ from modelgate.api.gate_result import (
 )
 from modelgate.api.gate_shard import CapabilityCounts, ShardResult
 from modelgate.core.gate_shards import ShardsDisagree, merge_shards, merged_result, shard_scores
-from modelgate.evaluation.answer_checks import ExactCheck
-from modelgate.evaluation.result import shard_json
-from modelgate.evaluation.scoring import (
+from modelgate.evaluator.answer_checks import ExactCheck
+from modelgate.evaluator.result import shard_json
+from modelgate.evaluator.scoring import (
     Reply,
     capability_counts,
     capability_scores,
     replay_counts,
     replay_scores,
 )
-from modelgate.evaluation.testset import Item
+from modelgate.evaluator.testset import Item
 from modelgate.refusal_classifier import DEFAULT_PATTERNS, RefusalPatterns
 
 IDENTITY = TestSetIdentity(name="qa", version="7", date=datetime(2026, 11, 28, tzinfo=UTC))

@@ -12,8 +12,8 @@ from modelgate.api.gate import GateCheck
 from modelgate.api.gate_result import GateResult, StoredData
 from modelgate.api.gate_shard import CapabilityCounts, ShardResult
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured
-from modelgate.evaluation.result import failure_result
-from modelgate.evaluation.storage_failure import ResultsNotStored, StoredInputError
+from modelgate.evaluator.result import failure_result
+from modelgate.evaluator.storage_failure import ResultsNotStored, StoredInputError
 from modelgate.kube.check_storage import (
     ResultsTarget,
     own_pointer_only,

@@ -17,9 +17,9 @@ from rich.console import Console
 from modelgate.api import AnalysisSpec, BreachRule, Verdict, parse_spec
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.goodput_targets import GoodputTargets
-from modelgate.cli.render import render_status
-from modelgate.cli.render_analysis import threshold_text
-from modelgate.cli.render_cost import cost_text
+from modelgate.cli.render.analysis import threshold_text
+from modelgate.cli.render.cost import cost_text
+from modelgate.cli.render.rollout import render_status
 from modelgate.core import Accelerators, AnalysisRun, MetricQuery, QueryResult
 from modelgate.core.cost import cost_status
 from modelgate.core.metric_verdicts import evaluate

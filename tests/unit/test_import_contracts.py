@@ -18,7 +18,7 @@ RUNTIME_CONTRACT = "the operator runtime imports neither the CLI, the evaluator 
 # classifier and recordings' names only those two share, and `python -m modelgate`.
 OUTSIDE_RUNTIME = {
     "modelgate.cli",
-    "modelgate.evaluation",
+    "modelgate.evaluator",
     "modelgate.sidecar",
     "modelgate.storage",
     "modelgate.chat_answers",
@@ -40,7 +40,7 @@ def test_every_top_level_module_is_the_runtimes_or_named_outside_it() -> None:
     assert top_level - OUTSIDE_RUNTIME == runtime
     assert set(contract(RUNTIME_CONTRACT)["forbidden_modules"]) == {
         "modelgate.cli",
-        "modelgate.evaluation",
+        "modelgate.evaluator",
         "modelgate.sidecar",
         "modelgate.storage",
     }
@@ -64,8 +64,8 @@ def imported_by(*argv: str) -> set[str]:
 def test_the_operators_process_loads_neither_the_evaluator_nor_the_proxy() -> None:
     loaded = imported_by("run", "--help")
     assert "modelgate.reconciler" in loaded  # the operator's own code is what it loads
-    packages = ("modelgate.evaluation", "modelgate.sidecar")
+    packages = ("modelgate.evaluator", "modelgate.sidecar")
     outside = {name for name in loaded if ".".join(name.split(".")[:2]) in packages}
     assert outside == set()
     # the full CLI does load them: the check above is not vacuous
-    assert "modelgate.evaluation.runner" in imported_by("--help")
+    assert "modelgate.evaluator.runner" in imported_by("--help")

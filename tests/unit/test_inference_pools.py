@@ -14,7 +14,7 @@ from rich.console import Console
 
 from modelgate.api import InvalidSpecError, parse_spec
 from modelgate.api.traffic_routing import GatewayAPIRouting
-from modelgate.cli.render import render_list, render_status
+from modelgate.cli.render.rollout import render_list, render_status
 from modelgate.core import RouteProblem
 from modelgate.kube.pools import (
     PoolPod,

@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 import aiohttp
 import pytest
 
-from modelgate.evaluation.judge import judge_messages, pair_outcome, parse_verdict
-from modelgate.evaluation.testset import parse_test_set
+from modelgate.evaluator.pairwise_judge import judge_messages, pair_outcome, parse_verdict
+from modelgate.evaluator.testset import parse_test_set
 from testbed.answering import Answers, Judging, signature
 from testbed.model_server_double import Behaviour, RunningServer, start_model_server
 

@@ -1,10 +1,9 @@
-"""The package's shape: module names say what they hold, no two alike; no import cycle; no module
-over 400 lines and no function over 60 in operator/, but for the listed offenders being shrunk."""
+"""The package's shape: no import cycle; no module over 400 lines and no function over 60 in
+operator/, but for the listed offenders being shrunk."""
 
 from __future__ import annotations
 
 import ast
-from collections import defaultdict
 from pathlib import Path
 
 from tests.unit.package_modules import Module, module_level_imports, modules
@@ -18,14 +17,6 @@ KNOWN_CYCLES: set[frozenset[str]] = set()
 # is listed but fits.
 LONG_MODULES: set[str] = set()
 LONG_FUNCTIONS: set[str] = set()
-
-
-def test_no_two_modules_share_a_file_name() -> None:
-    by_name: defaultdict[str, list[str]] = defaultdict(list)
-    for module in modules():
-        if not module.is_package:
-            by_name[module.path.name].append(module.relative)
-    assert {name: paths for name, paths in by_name.items() if len(paths) > 1} == {}
 
 
 def import_cycles(typing_too: bool) -> set[frozenset[str]]:

@@ -15,9 +15,9 @@ import yaml
 
 from modelgate.api import MetricSpec, ModelRolloutSpec
 from modelgate.cli import main
-from modelgate.cli.plan import EXIT_COIN_TOSS, EXIT_NOTHING_TO_PLAN, EXIT_OK, EXIT_USAGE
-from modelgate.cli.plan_assumptions import BASE_RATE_ANNOTATION, RPS_ANNOTATION
-from modelgate.cli.plan_figures import Figures, Runs, Traffic, figures, planned_spec, wilson_interval
+from modelgate.cli.plan.assumptions import BASE_RATE_ANNOTATION, RPS_ANNOTATION
+from modelgate.cli.plan.figures import Figures, Runs, Traffic, figures, planned_spec, wilson_interval
+from modelgate.cli.plan.plan import EXIT_COIN_TOSS, EXIT_NOTHING_TO_PLAN, EXIT_OK, EXIT_USAGE
 from tests.unit.engine_support import analysis_spec, make_spec, timed_pause, weight
 from tooling import sequential_sim
 

@@ -10,8 +10,8 @@ import pytest
 from rich.console import Console
 
 from modelgate.api import ModelRolloutStatus, Phase, RollbackReason
-from modelgate.cli.promql_wrap import promql_html, promql_lines, tokens
-from modelgate.cli.render import render_status
+from modelgate.cli.render.promql import promql_html, promql_lines, tokens
+from modelgate.cli.render.rollout import render_status
 
 LONG = (
     'sum(rate(vllm:request_success_total{namespace="serving",pod=~"chat-v2-[a-z0-9]+-[a-z0-9]{5}",'

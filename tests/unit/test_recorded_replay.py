@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from modelgate.evaluation.jsonl import InputError
-from modelgate.evaluation.recorded_replay import newest_records
+from modelgate.evaluator.jsonl import InputError
+from modelgate.evaluator.recorded_replay import newest_records
 from modelgate.recordings import RECORDED_AT, format_time, object_name
 
 START = datetime(2026, 12, 5, 6, 0, tzinfo=UTC)

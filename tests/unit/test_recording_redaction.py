@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from modelgate.chat_answers import Answer, Choice, StreamedAnswer
-from modelgate.evaluation.replay_set import parse_replay
+from modelgate.evaluator.replay_set import parse_replay
 from modelgate.recordings import RECORDED_AT, parse_time
 from modelgate.sidecar.record import record_line
 from modelgate.sidecar.recording import (

@@ -24,8 +24,8 @@ from modelgate.api import (
 from modelgate.api.internal_error_status import InternalError
 from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.cli.main import build_parser
-from modelgate.cli.render import render_status
-from modelgate.cli.render_analysis import ANALYSIS_COLUMNS
+from modelgate.cli.render.analysis import ANALYSIS_COLUMNS
+from modelgate.cli.render.rollout import render_status
 from modelgate.cli.target import read_manifest
 from testbed.versions import REPO_ROOT
 

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from modelgate.api import ModelRolloutStatus, Phase
-from modelgate.cli.render import render_status
+from modelgate.cli.render.rollout import render_status
 
 STARTED = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.api.gate import GateCheck, GateSpec
 from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_status import CheckState, CheckStatus, GateStatus
-from modelgate.cli.render import render_status
+from modelgate.cli.render.rollout import render_status
 from modelgate.core.gate_judgement import decide_gate, judge_result
 
 AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -16,7 +16,7 @@ from modelgate.api import (
     SequentialEvidence,
     Verdict,
 )
-from modelgate.cli.render import render_status
+from modelgate.cli.render.rollout import render_status
 
 AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

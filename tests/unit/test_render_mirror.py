@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from modelgate.api import ModelRolloutStatus, Phase
-from modelgate.cli.render import render_status
+from modelgate.cli.render.rollout import render_status
 
 
 def shown(status: ModelRolloutStatus) -> str:

@@ -18,7 +18,7 @@ from modelgate.api import (
     RollbackReason,
     Verdict,
 )
-from modelgate.cli.render import render_status
+from modelgate.cli.render.rollout import render_status
 
 AT = datetime(2026, 12, 2, 12, 0, 4, tzinfo=UTC)
 BAD_POD = "chat-v3-7d9f8b6c5-abcde"

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from modelgate.api import ModelRolloutSpec, Phase, parse_spec
-from modelgate.cli.replay import firings, incumbent_against_itself, replay_timeline, start_times
-from modelgate.cli.report_charts import chart_specs
-from modelgate.cli.simulation import Replay, simulate
-from modelgate.cli.timeline import steps_from_status, weights_from_status
+from modelgate.cli.plan.replay import firings, incumbent_against_itself, replay_timeline, start_times
+from modelgate.cli.plan.simulation import Replay, simulate
+from modelgate.cli.report.charts import chart_specs
+from modelgate.cli.report.timeline import steps_from_status, weights_from_status
 from modelgate.metrics.provider import plan_queries
 from modelgate.metrics.recorded import RecordedProvider, RecordedSeries
 from testbed.manifests import model_rollout

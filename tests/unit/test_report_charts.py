@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import vl_convert
 
-from modelgate.cli.report_charts import VEGA_LITE, chart_specs, png_chart
-from modelgate.cli.report_vega import INSTALL_HINT, MissingRenderer, check_renderer
-from modelgate.cli.timeline import Mark, MetricTrace, Timeline
+from modelgate.cli.report.charts import VEGA_LITE, chart_specs, png_chart
+from modelgate.cli.report.timeline import Mark, MetricTrace, Timeline
+from modelgate.cli.report.vega import INSTALL_HINT, MissingRenderer, check_renderer
 
 T = 1_767_603_600.0  # 2026-01-05 09:00:00 UTC
 FLAT_ZERO = tuple((T + s, 0.0) for s in range(40))

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from modelgate.api import parse_spec, parse_status
-from modelgate.cli.report import report_timeline, rollout_span
-from modelgate.cli.report_charts import HEIGHT, WIDTH
-from modelgate.cli.report_html import render_page
-from modelgate.cli.report_vega import PNG_SCALE, write_png
-from modelgate.cli.timeline import EventRow, Timeline
+from modelgate.cli.report.charts import HEIGHT, WIDTH
+from modelgate.cli.report.page import render_page
+from modelgate.cli.report.report import report_timeline, rollout_span
+from modelgate.cli.report.timeline import EventRow, Timeline
+from modelgate.cli.report.vega import PNG_SCALE, write_png
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.recorded import RecordedSeries
 from testbed.manifests import SEED_METRICS, model_rollout

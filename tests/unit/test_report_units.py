@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from modelgate.api import ModelRolloutStatus, parse_spec
-from modelgate.cli.report_units import suffix
-from modelgate.cli.timeline import metric_traces
+from modelgate.cli.report.timeline import metric_traces
+from modelgate.cli.report.units import suffix
 from testbed.manifests import model_rollout
 
 METRICS = [

@@ -17,11 +17,11 @@ from modelgate.api.evaluation_status import parse_evaluation_status
 from modelgate.cli.evaluation_history import evaluation_history
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.loopback import add_loopback_option
-from modelgate.cli.render_evaluations import LEGEND, render_trend
-from modelgate.cli.report_output import OutputFailed, write_output
+from modelgate.cli.render.evaluation_trend import LEGEND, render_trend
+from modelgate.cli.report.output import OutputFailed, write_output
 from modelgate.cli.target import connect
 from modelgate.kube import NotFound
-from modelgate.reevaluation.decision import RUN_NOW_ANNOTATION
+from modelgate.modelevaluation.engine.decision import RUN_NOW_ANNOTATION
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -21,7 +21,7 @@ from modelgate.api.gate import GateCheck, GateSpec
 from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision
 from modelgate.cli.exit_codes import ExitCode
-from modelgate.cli.render_gate import VERDICT_STYLE
+from modelgate.cli.render.gate import VERDICT_STYLE
 from modelgate.cli.target import read_manifest
 from modelgate.core.gate_judgement import decide_gate, judge_result
 

@@ -23,15 +23,15 @@ from modelgate.cli.gate_eval_recorded import add_recorded_replay_options, record
 from modelgate.cli.loopback import add_loopback_option
 from modelgate.core.gate_requests import side_requests, silence_text, silent_sides
 from modelgate.egress import policy_from_environment
-from modelgate.evaluation.item_results import ItemResults
-from modelgate.evaluation.jsonl import InputError
-from modelgate.evaluation.model_client import Endpoint, RequestPolicy, Sources, Unreachable
-from modelgate.evaluation.result import ResultTooLarge, failure_result, result_json, shard_json
-from modelgate.evaluation.runner import NoProgress, Plan, Shard, evaluate, evaluate_shard
-from modelgate.evaluation.runner import Progress as ProgressSink
-from modelgate.evaluation.storage_failure import ResultsNotStored
-from modelgate.evaluation.storage_io import write_results
-from modelgate.evaluation.summary import summary_text
+from modelgate.evaluator.item_results import ItemResults
+from modelgate.evaluator.jsonl import InputError
+from modelgate.evaluator.model_client import Endpoint, RequestPolicy, Sources, Unreachable
+from modelgate.evaluator.result import ResultTooLarge, failure_result, result_json, shard_json
+from modelgate.evaluator.runner import NoProgress, Plan, Shard, evaluate, evaluate_shard
+from modelgate.evaluator.runner import Progress as ProgressSink
+from modelgate.evaluator.storage_failure import ResultsNotStored
+from modelgate.evaluator.storage_io import write_results
+from modelgate.evaluator.summary import summary_text
 from modelgate.observability import configure_logging
 
 

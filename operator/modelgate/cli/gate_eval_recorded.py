@@ -9,7 +9,7 @@ import argparse
 
 from modelgate.api.object_storage import ROLE_PREFIXES
 from modelgate.api.object_url import ObjectUrlError, parse_prefix_url
-from modelgate.evaluation.recorded_replay import CREDENTIALS_OPTION, RecordedSource
+from modelgate.evaluator.recorded_replay import CREDENTIALS_OPTION, RecordedSource
 
 DEFAULT_LAST = 1000
 MAX_LAST = 100_000

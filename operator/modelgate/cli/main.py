@@ -20,11 +20,11 @@ from modelgate.kube import KubeError
 # process (`modelgate run`) loads neither the evaluator nor the sidecar.
 COMMAND_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("run", ("run",)),
-    ("views", ("get", "status", "history")),
+    ("render.views", ("get", "status", "history")),
     ("steer", ("promote", "abort", "resume", "retry")),
-    ("report", ("report",)),
-    ("replay", ("replay",)),
-    ("plan", ("plan",)),
+    ("report.report", ("report",)),
+    ("plan.replay", ("replay",)),
+    ("plan.plan", ("plan",)),
     ("refusal_proxy", ("refusal-proxy",)),
     ("gate_eval", ("eval",)),
     ("gate_decide", ("gate",)),

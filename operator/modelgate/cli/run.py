@@ -26,12 +26,12 @@ from modelgate.cli.target import LOG_FORMAT_HELP
 from modelgate.core.holding import MAX_STATUS_HOLD
 from modelgate.core.schedule import RESYNC
 from modelgate.egress import evaluator_environment, loopback_allowed, policy_from_environment, token_allowlist
-from modelgate.evaluation_loops import EvaluationLoops
-from modelgate.evaluation_reconciler import EvaluationReconciler
 from modelgate.kube import Kube, KubeError, Object
 from modelgate.kube.check_pod_policy import CheckPodPolicy
 from modelgate.kube.evaluation_jobs import EvaluationJobs
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
+from modelgate.modelevaluation.loops import EvaluationLoops
+from modelgate.modelevaluation.reconciler import EvaluationReconciler
 from modelgate.notifications import NotificationDefaults
 from modelgate.observability import configure_logging
 from modelgate.operator_config import OperatorConfig

@@ -1,7 +1,7 @@
 """A deadline that HTTP requests cannot outlive. A request's timeout bounds each wait for data, not
 the request: a server that sends a byte every few seconds holds the calling thread for as long as it
 likes. Inside `Deadline`, every connection of this thread that is a `WatchedHTTPConnection` (or its
-HTTPS twin; metrics/checked_session.py makes its sessions' connections so) is shut down when the
+HTTPS twin; metrics/requests_session.py makes its sessions' connections so) is shut down when the
 deadline passes, which ends the request at once with a connection error."""
 
 from __future__ import annotations

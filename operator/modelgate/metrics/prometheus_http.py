@@ -25,9 +25,9 @@ from modelgate.api.addresses import (
     parse_target,
 )
 from modelgate.core import QueryResult
-from modelgate.metrics.checked_session import checked_session
 from modelgate.metrics.exemplars import parse_exemplars
 from modelgate.metrics.recorded import RecordedSeries
+from modelgate.metrics.requests_session import checked_requests_session
 from modelgate.observability import METRIC_QUERIES, METRIC_QUERY_SECONDS
 
 # One logger name for the provider and its client.
@@ -78,7 +78,7 @@ class PrometheusClient:
         headers = None if bearer_token is None else {"Authorization": f"Bearer {clean_token(bearer_token)}"}
         # Idle connections kept per Prometheus: more than the operator's tick threads, so that no
         # query opens a connection that the pool then drops (requests keeps 10 by default).
-        session = checked_session(egress, self.address, _NO_RETRIES, _CONNECTIONS)
+        session = checked_requests_session(egress, self.address, _NO_RETRIES, _CONNECTIONS)
         self._session, self._headers = session, headers
         self._client = PrometheusConnect(
             url=self.address, headers=headers, retry=_NO_RETRIES, timeout=timeout, session=session

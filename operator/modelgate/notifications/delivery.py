@@ -29,7 +29,7 @@ from modelgate.core.model import Notify
 from modelgate.core.notifying import payload
 from modelgate.core.reasons import Reason
 from modelgate.core.wording import how_many
-from modelgate.egress import checked_session
+from modelgate.egress import checked_aiohttp_session
 from modelgate.kube import Kube, KubeError
 from modelgate.notifications.formats import body
 from modelgate.notifications.shares import DeliveryMemory, NamespaceSlots
@@ -114,7 +114,7 @@ class Notifier:
         self, key: str, sent: NotificationPayload, targets: Sequence[Target], involved: Mapping[str, Any]
     ) -> None:
         try:
-            async with checked_session(self._egress) as session:
+            async with checked_aiohttp_session(self._egress) as session:
                 await asyncio.gather(*(self._deliver_one(session, sent, t, involved) for t in targets))
         finally:
             with self._lock:

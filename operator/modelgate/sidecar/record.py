@@ -1,6 +1,6 @@
 """One recorded request as a redacted line of the gate's replay format; pure.
 
-One recorded request, as a line of the gate's replay format (evaluation/replay_set.py): the
+One recorded request, as a line of the gate's replay format (evaluator/replay_set.py): the
 request's messages (or prompt), `model`, `max_tokens` and `stream`, the answer's text and when it was
 recorded, every text redacted. Pure.
 
