@@ -31,6 +31,7 @@ from modelgate.cli.render_analysis import (
     bounds_text,
     metric_rows,
     number_text,
+    quantile_bounds_text,
 )
 from modelgate.cli.render_cost import cost_text
 from modelgate.cli.render_gate import VERDICT_STYLE, render_gate
@@ -219,6 +220,8 @@ def _breach_line(reason: RollbackReason) -> str:
         line += f", incumbent {number_text(reason.incumbent_value)}"
     if reason.bounds is not None:
         line += f"; {bounds_text(reason.bounds)}"
+    if reason.quantile_bounds is not None:
+        line += f"; {quantile_bounds_text(reason.quantile_bounds)}"
     return line
 
 

@@ -87,7 +87,7 @@ def fails(
 ) -> Any:
     """Some boundary the candidate's quantile is above is at least max_ratio x one the incumbent's is
     at most: the candidate's quantile is above max_ratio x the incumbent's."""
-    pairs = [(c, i) for c in grid for i in grid if c >= max_ratio * i * (1 - _RELATIVE)]
+    pairs = [(c, i) for c in grid for i in grid if at_least(c, max_ratio, i)]
     return _some_pair(candidate_above, incumbent_at_most, grid, pairs)
 
 
@@ -96,8 +96,18 @@ def passes(
 ) -> Any:
     """Some boundary the candidate's quantile is at most is at most margin x one the incumbent's is
     above: the candidate's quantile is below margin x the incumbent's."""
-    pairs = [(c, i) for c in grid for i in grid if c <= margin * i * (1 + _RELATIVE)]
+    pairs = [(c, i) for c in grid for i in grid if at_most_times(c, margin, i)]
     return _some_pair(candidate_at_most, incumbent_above, grid, pairs)
+
+
+def at_least(bound: float, ratio: float, other: float) -> bool:
+    """bound >= ratio x other, boundaries being decimals written as floats (0.06 is 1.5 x 0.04)."""
+    return bound >= ratio * other * (1 - _RELATIVE)
+
+
+def at_most_times(bound: float, ratio: float, other: float) -> bool:
+    """bound <= ratio x other, likewise."""
+    return bound <= ratio * other * (1 + _RELATIVE)
 
 
 def _some_pair(

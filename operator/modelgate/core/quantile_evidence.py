@@ -110,7 +110,12 @@ def judge(metric: MetricSpec, evidence: QuantileEvidence | None) -> Judgement | 
     assert compare is not None and compare.confidence is not None
     seen = _seen(found, evidence)
     ratio, lower, upper = compare.max_ratio, found.candidate_lower, found.incumbent_upper
-    if ratio is not None and lower is not None and upper is not None and lower >= ratio * upper * (1 - 1e-9):
+    if (
+        ratio is not None
+        and lower is not None
+        and upper is not None
+        and quantile_bounds.at_least(lower, ratio, upper)
+    ):
         return Judgement(
             Verdict.FAIL,
             f"the candidate's {_quantile(found)} is above {ratio:g} x the incumbent's ({seen})",
@@ -122,7 +127,7 @@ def judge(metric: MetricSpec, evidence: QuantileEvidence | None) -> Judgement | 
     if margin is None:
         return None
     lower, upper = found.incumbent_lower, found.candidate_upper
-    if lower is not None and upper is not None and upper <= margin * lower * (1 + 1e-9):
+    if lower is not None and upper is not None and quantile_bounds.at_most_times(upper, margin, lower):
         return Judgement(
             Verdict.PASS,
             f"the candidate's {_quantile(found)} is below {margin:g} x the incumbent's ({seen})",
