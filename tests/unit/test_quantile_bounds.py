@@ -81,7 +81,7 @@ def histograms(k: int, candidate_slow: bool) -> tuple[SideBuckets, SideBuckets]:
     (0.04, 0.06]; the candidate's too, or 5% of them above 0.08 when it is slow."""
     c, i = 100 * k, 900 * k
     slow = 5 * k if candidate_slow else 0
-    return side(c, 0, c, c - slow, c, c), side(i, 0, i, i, i, i)
+    return side(c, 0, c - slow, c - slow, c, c), side(i, 0, i, i, i, i)
 
 
 def fed(sim: Simulator, intervals: int, candidate_slow: bool, start: int = 0) -> list:
