@@ -108,6 +108,57 @@ def summary(failed_at: np.ndarray) -> tuple[float, float | None]:
     return float((failed_at > 0).mean()), float(statistics.median(hits.tolist())) if hits.size else None
 
 
+def doc_section() -> list[str]:
+    """docs/statistics.md's section on the latency form (its numbers: bench/REPORT.md)."""
+    return [
+        "## Latency with confidence",
+        "",
+        "`compare: {maxRatio, confidence: {alpha, margin}}` on `ttftP50`, `ttftP99`, `tpotP99` or",
+        "`latencyP99` judges the quantile on each side's histogram counts since the rollout began",
+        '(operator/modelgate/core/quantile_bounds.py), after Howard & Ramdas, "Sequential estimation of',
+        'quantiles with applications to A/B-testing and best-arm identification" (Bernoulli 2022).',
+        "",
+        "The requests above a bucket boundary b are a count, and the q-quantile is above b exactly when more",
+        "than 1 - q of the requests are: one anytime-valid test per boundary (a mixture of binomial",
+        "likelihood ratios, as the rate tests are) shows the quantile above b, or at most b. Exceedance",
+        "counts fall as b rises, so no union over boundaries is paid: a wrong bound needs the one test at",
+        "the boundary next to the true quantile to be wrong.",
+        "",
+        "- Fail when the candidate's lower bound is at least maxRatio x the incumbent's upper bound.",
+        "  Each side's bounds are at alpha/2, so a candidate no slower than maxRatio x the incumbent is",
+        "  rolled back with probability at most alpha, however often it is evaluated.",
+        "- With `margin`: Pass only once the candidate's upper bound is at most margin x the",
+        "  incumbent's lower bound (Inconclusive until then); a candidate at or above the margin passes",
+        "  with probability at most alpha. Without it the metric passes while no harm is shown.",
+        "- `status.analysis[].quantiles` keeps each side's requests above each boundary and the bounds;",
+        "  `rollbackReason.quantileBounds` the bounds at the rollback.",
+        "",
+        "What the buckets allow: the bounds are bucket boundaries, never closer.",
+        "",
+        "A quantile between two boundaries is bounded by the boundaries around it, so an A/A pair",
+        "with its P99 in (0.04, 0.06] can pass only a margin of at least 1.5 (0.06 / 0.04), and a",
+        "regression is seen only once a boundary separates maxRatio x the incumbent's quantile from the",
+        "candidate's.",
+        "",
+        "On vLLM's TTFT grid (0.04, 0.06, 0.08, 0.1, 0.25 s ...) a 1.5x TTFT from a P99 of 0.055 s (to",
+        "0.083 s) fails maxRatio 1.2 (above 0.08 >= 1.2 x 0.06), while from 0.065 s (to 0.098 s) only",
+        "maxRatio 1 (above 0.08 against at most 0.08) can show it. Choose maxRatio and margin with the grid in",
+        "view; between 0.1 and 0.25 only ratios of 2.5 can be told apart.",
+        "",
+        "The operator reads each side's cumulative buckets as totals at each evaluation, one instant",
+        'query per boundary (`sum(<histogram>_bucket{<side>, le="b"})`, the server\'s own grid where it',
+        "is known), and counts what they grew by, as for rates: the first reading is a baseline, and a",
+        "side whose counts went down (a pod restarted) counts nothing in that interval. A boundary a",
+        "server does not export is left out; both sides are judged on the boundaries they share.",
+        "",
+        "`tests/unit/test_quantile_bounds.py` runs the seeded simulation over histogram counts",
+        "(tooling/latency_sim.py): the least favourable case, a quantile exactly at a boundary, is",
+        "claimed above it in well under alpha/2 of runs, A/A rollouts are rolled back in at most alpha,",
+        "and a 1.5x slower first token is rolled back in nearly every run.",
+        "",
+    ]
+
+
 def main() -> int:
     rng = np.random.default_rng(39)
     healthy = Side(lognormal_exceedance(0.045, 0.1))

@@ -160,3 +160,9 @@ def test_seeded_simulation_bounds_false_rollbacks_by_alpha_and_catches_one_and_a
     )
     caught, median = latency_sim.summary(regressed)
     assert caught >= 0.95 and median is not None and median <= 20
+
+
+def test_docs_statistics_has_the_latency_section_the_tooling_writes() -> None:
+    from tooling.sequential_sim import DOC
+
+    assert "\n".join(latency_sim.doc_section()) in DOC.read_text()
