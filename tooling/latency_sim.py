@@ -35,7 +35,8 @@ class Side:
     def bins(self) -> np.ndarray:
         """The probability of each bucket: (-inf, b0], (b0, b1], ..., (b_last, inf)."""
         above = np.array((1.0, *self.exceedance, 0.0))
-        return np.clip(above[:-1] - above[1:], 0.0, None)
+        bins: np.ndarray = np.clip(above[:-1] - above[1:], 0.0, None)
+        return bins
 
 
 @dataclass(frozen=True)
