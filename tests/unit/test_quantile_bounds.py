@@ -166,3 +166,19 @@ def test_docs_statistics_has_the_latency_section_the_tooling_writes() -> None:
     from tooling.sequential_sim import DOC
 
     assert "\n".join(latency_sim.doc_section()) in DOC.read_text()
+
+
+def test_a_failed_boundary_query_keeps_the_evidence_and_another_grid_restarts_it() -> None:
+    sim = started(TTFT, steps=(weight(10), timed_pause("1h"), weight(100)))
+    for k in (1, 2):
+        evaluated(sim, buckets={"ttft": histograms(k, False)})
+    candidate, incumbent = histograms(3, False)
+    failed = QueryResult(error="timeout")
+    broken = SideBuckets(candidate.total, ((GRID[0], failed), *candidate.within[1:]))
+    evaluated(sim, buckets={"ttft": (broken, incumbent)})
+    kept = sim.status.analysis[0].quantiles
+    assert kept is not None and kept.candidate_requests == 100
+    regridded = SideBuckets(candidate.total, candidate.within[1:])
+    evaluated(sim, buckets={"ttft": (regridded, incumbent)})
+    restarted = sim.status.analysis[0].quantiles
+    assert restarted is not None and restarted.boundaries == GRID[1:] and restarted.candidate_requests == 0

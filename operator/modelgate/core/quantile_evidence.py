@@ -52,7 +52,9 @@ def accumulate(
         earlier = _fresh(grid, _reading(grid, candidate), _reading(grid, incumbent))
     grid = earlier.boundaries
     if any(bound not in side.within for side in read for bound in grid):
-        return earlier  # a boundary went unread: no data this interval, never a guess
+        # Every query answered, yet a boundary has no series: another histogram (the preset was
+        # edited) or another server's grid. Counts on other boundaries do not go on: a new baseline.
+        return accumulate(metric, measured, None)
     c_reading, i_reading = _reading(grid, candidate), _reading(grid, incumbent)
     c_grown, i_grown = (
         _grown(earlier.candidate_reading, c_reading),
@@ -166,8 +168,11 @@ def _read(measured: MetricQuery) -> tuple[_Read, _Read] | None:
 
 
 def _side(side: SideBuckets) -> _Read | None:
+    """The side's reading; None when a query failed or the total is not a count (no data)."""
     total = side.total.value
     if total is None or not math.isfinite(total) or total < 0:
+        return None
+    if any(result.error is not None for _, result in side.within):
         return None
     within = {
         bound: float(round(result.value))
