@@ -164,12 +164,16 @@ def main() -> int:
     rng = np.random.default_rng(39)
     healthy = Side(lognormal_exceedance(0.045, 0.1))
     slower = Side(lognormal_exceedance(0.045 * 1.5, 0.1))
-    print(f"null boundary: lower bound wrong in {null_boundary_miscoverage(rng, 10_000, 60, 250):.4f}")
+    at_boundary = Side(lognormal_exceedance(0.06 / math.exp(2.326 * 0.1), 0.1))
+    print(f"quantile at a boundary, claimed above it: {null_boundary_miscoverage(rng, 10_000, 60, 250):.4f}")
+    print("first share | A/A at a boundary, maxRatio 1 | A/A, margin 1.5: rolled back; passed")
+    print("  | 1.5x, maxRatio 1.2 (each: share of runs, median interval)")
     for share in (0.05, 0.1, 0.5):
         shares = changing_shares(60, share, 0.5)
+        worst, _ = first_decisions(rng, Rollout(at_boundary, at_boundary, shares, 250), 10_000)
         a_a, passed = first_decisions(rng, Rollout(healthy, healthy, shares, 250, 1.0, margin=1.5), 10_000)
         regressed, _ = first_decisions(rng, Rollout(slower, healthy, shares, 250, 1.2), 10_000)
-        print(f"share {share}: A/A {summary(a_a)} pass {summary(passed)}; 1.5x {summary(regressed)}")
+        print(f"{share} | {summary(worst)} | {summary(a_a)}; {summary(passed)} | {summary(regressed)}")
     return 0
 
 
