@@ -9,7 +9,16 @@ import pytest
 
 from modelgate.api import BreachRule, MetricSpec, Phase, Verdict
 from modelgate.core import QueryResult, SideBuckets, quantile_bounds
-from tests.unit.engine_support import Simulator, timed_pause, weight
+from modelgate.core.query_check import unanswered
+from tests.unit.engine_support import (
+    T0,
+    Simulator,
+    analysis_run,
+    analysis_spec,
+    make_spec,
+    timed_pause,
+    weight,
+)
 from tests.unit.test_engine_judgement import evaluated, started
 from tooling import latency_sim
 
@@ -182,3 +191,14 @@ def test_a_failed_boundary_query_keeps_the_evidence_and_another_grid_restarts_it
     evaluated(sim, buckets={"ttft": (regridded, incumbent)})
     restarted = sim.status.analysis[0].quantiles
     assert restarted is not None and restarted.boundaries == GRID[1:] and restarted.candidate_requests == 0
+
+
+def test_a_failed_bucket_query_keeps_traffic_back_naming_the_metric() -> None:
+    candidate, incumbent = histograms(1, False)
+    broken = SideBuckets(
+        candidate.total, ((GRID[0], QueryResult(error="parse error")), *candidate.within[1:])
+    )
+    run = analysis_run(
+        make_spec(weight(10), analysis=analysis_spec([TTFT])), T0, buckets={"ttft": (broken, incumbent)}
+    )
+    assert [(q.metric, q.error) for q in unanswered(run)] == [("ttft", "parse error")]
