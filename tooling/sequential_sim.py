@@ -18,6 +18,7 @@ import numpy as np
 from modelgate.cli.plan.traffic import failure_gap
 from modelgate.core import sequential
 from modelgate.core.sequential import Counts, fails, grid, update
+from tooling import latency_sim
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
 ALPHA = 0.05
@@ -271,7 +272,7 @@ def render() -> str:
         "- `compare: {maxRatio, confidence: {alpha}}` on a rate preset: Fail when the ratio's lower",
         "  bound is above maxRatio. `maxIncrease` with confidence: Fail when the candidate's rate's lower",
         "  bound minus the incumbent's upper bound (each a Beta-mixture sequence at alpha/2) is above it.",
-        "  A latency comparison gets the same confidence as `slowRequestRate` (requests over a bound).",
+        "  A latency preset's comparison bounds its quantile from bucket counts (below).",
         "- Margins are ratios: given an interval's events, their split between the sides depends on the",
         "  rates only through their ratio, so the ratio is what the counts identify without a model of the",
         "  base rate. A margin in points needs each side's rate bounded on its own, which is slower; it is",
@@ -315,7 +316,7 @@ def render() -> str:
         "the sum is not detected: its lifetime counts are missing from that interval.)",
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + latency_sim.doc_section())
 
 
 def main() -> int:

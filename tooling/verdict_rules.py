@@ -55,7 +55,8 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
         "counted-evidence",
         "the counts since the rollout began show harm (anytime-valid: however few requests this window "
         "holds): the sequential test's interval lies above `tolerance`; with `compare.confidence`, the "
-        "rate ratio's lower bound is above `maxRatio` or the difference's above `maxIncrease`",
+        "rate ratio's lower bound is above `maxRatio` or the difference's above `maxIncrease`; on a latency "
+        "preset, the candidate's quantile's lower bound is at least `maxRatio` x the incumbent's upper bound",
         Metrics.COUNTED,
         Verdict.FAIL,
         MinRequests.IGNORED,
@@ -113,7 +114,9 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
     VerdictRule(
         "margin-not-shown",
         "no counts read yet (with a margin, the first reading is only a baseline), or the interval "
-        "does not yet lie below `sequential.margin`: the step waits for evidence of no harm",
+        "does not yet lie below `sequential.margin` (on a latency preset, the candidate's quantile's upper "
+        "bound is not yet at most `compare.confidence.margin` x the incumbent's lower bound): the step "
+        "waits for evidence of no harm",
         Metrics.MARGIN,
         Verdict.INCONCLUSIVE,
         MinRequests.APPLIES,

@@ -318,6 +318,25 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "minRatio with confidence": BadRollout(
         put(f"{METRIC0}.compare", {"minRatio": 0.9, "confidence": {}}), f"{METRIC0_FIELD}.compare.minRatio"
     ),
+    "confidence on a gauge": BadRollout(
+        put(METRIC0, {"name": "q", "preset": "queueDepth", "compare": {"maxRatio": 1.2, "confidence": {}}}),
+        f"{METRIC0_FIELD}.compare.confidence",
+    ),
+    "maxIncrease with confidence on a latency": BadRollout(
+        put(METRIC0, {"name": "t", "preset": "ttftP99", "compare": {"maxIncrease": 0.1, "confidence": {}}}),
+        f"{METRIC0_FIELD}.compare.maxIncrease",
+    ),
+    "confidence margin on a rate": BadRollout(
+        put(f"{METRIC0}.compare", {"maxRatio": 1.5, "confidence": {"margin": 2}}),
+        f"{METRIC0_FIELD}.compare.confidence.margin",
+    ),
+    "confidence margin below 1": BadRollout(
+        put(
+            METRIC0,
+            {"name": "t", "preset": "ttftP99", "compare": {"maxRatio": 1.2, "confidence": {"margin": 0.5}}},
+        ),
+        f"{METRIC0_FIELD}.compare.confidence.margin",
+    ),
     "cost without prices": BadRollout(
         put(METRIC0, {"name": "cost", "preset": "costPerMillionTokens", "compare": {"maxRatio": 1.2}}),
         "spec.analysis.accelerators",

@@ -36,6 +36,7 @@ from modelgate.core import (
     Reason,
     RouteClaim,
     RouteProblem,
+    SideBuckets,
     SideTotals,
     SpecProblem,
     UnreadableCommand,
@@ -198,6 +199,7 @@ def analysis_run(
     incumbent: Mapping[str, QueryResult] | None = None,
     incumbent_requests: QueryResult | None = None,
     totals: Mapping[str, tuple[SideTotals, SideTotals]] | None = None,
+    buckets: Mapping[str, tuple[SideBuckets, SideBuckets]] | None = None,
 ) -> AnalysisRun:
     """A run where every metric passes except as `outcome` says, which hits `metric` (default: the
     first); `results` and `requests` override individual query results. The incumbent's value of a
@@ -222,6 +224,7 @@ def analysis_run(
             result=result,
             incumbent=(incumbent or {}).get(spec_metric.name, base),
             totals=(totals or {}).get(spec_metric.name),
+            buckets=(buckets or {}).get(spec_metric.name),
         )
     return AnalysisRun(
         at=at,

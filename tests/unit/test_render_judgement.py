@@ -12,6 +12,8 @@ from modelgate.api import (
     ConfidenceBounds,
     MetricAnalysis,
     ModelRolloutStatus,
+    QuantileBounds,
+    QuantileEvidence,
     RollbackReason,
     SequentialEvidence,
     Verdict,
@@ -106,3 +108,38 @@ def test_a_sequential_breach_and_a_waiting_margin_show_the_interval_and_evidence
     line = next(line for line in text.splitlines() if "rule Sequential" in line)
     assert "bound 1" in line and "(1.47, 3.83)" in line and "evidence of harm 31 of 20" in line
     assert "passes below 1.25 x incumbent" in text
+
+
+def test_a_latency_breach_with_confidence_shows_each_sides_quantile_bounds_from_fields() -> None:
+    bounds = QuantileBounds(
+        alpha=0.025,
+        quantile=0.99,
+        candidate_lower=0.08,
+        candidate_upper=0.1,
+        incumbent_lower=0.04,
+        incumbent_upper=0.06,
+    )
+    evidence = QuantileEvidence(
+        boundaries=(0.04, 0.06, 0.08, 0.1),
+        candidate_requests=448,
+        incumbent_requests=448,
+        candidate_exceeding=(448, 448, 30, 0),
+        incumbent_exceeding=(400, 0, 0, 0),
+        bounds=bounds,
+    )
+    # The messages say nothing of the bounds: what is shown is read from the fields.
+    record = MetricAnalysis(name="ttft", verdict=Verdict.FAIL, time=AT, value=0.09, quantiles=evidence)
+    reason = RollbackReason(
+        time=AT,
+        message="metric ttft failed",
+        metric="ttft",
+        rule=BreachRule.MAX_RATIO,
+        threshold=1.2,
+        quantile_bounds=bounds,
+    )
+    metric = {"name": "ttft", "preset": "ttftP99", "compare": {"maxRatio": 1.2, "confidence": {}}}
+    text = shown([metric], ModelRolloutStatus(analysis=(record,), rollback_reason=reason))
+    line = next(line for line in text.splitlines() if "rule MaxRatio" in line)
+    assert "candidate in (0.08, 0.1]s" in line and "incumbent in (0.04, 0.06]s" in line
+    row = next(line for line in text.splitlines() if line.lstrip().startswith("ttft"))
+    assert "P99 candidate in (0.08, 0.1]s" in row

@@ -3,6 +3,7 @@
 from modelgate.api.accelerators import AcceleratorSpec, SideAccelerators
 from modelgate.api.analysis import (
     LATENCY_PRESETS,
+    LATENCY_QUANTILES,
     PER_ACCELERATOR_PRESETS,
     RATE_PRESETS,
     AnalysisSpec,
@@ -24,6 +25,7 @@ from modelgate.api.metric_status import (
 )
 from modelgate.api.pause import PauseReason, RolloutPause
 from modelgate.api.progress_deadlines import Deadline, ProgressDeadlines
+from modelgate.api.quantile_status import BucketReading, QuantileBounds, QuantileEvidence
 from modelgate.api.rollback_policy import OnPrometheusError, RollbackSpec
 from modelgate.api.rollback_reason import BreachRule, BreachTrace, PodValue, RollbackReason
 from modelgate.api.route_claim import RolloutRef
@@ -51,6 +53,7 @@ from modelgate.api.workload_ref import BackendKind, WorkloadRef
 
 __all__ = [
     "LATENCY_PRESETS",
+    "LATENCY_QUANTILES",
     "PER_ACCELERATOR_PRESETS",
     "RATE_PRESETS",
     "AcceleratorSpec",
@@ -59,6 +62,7 @@ __all__ = [
     "BackendKind",
     "BreachRule",
     "BreachTrace",
+    "BucketReading",
     "CapacitySpec",
     "CommandResult",
     "Comparison",
@@ -93,6 +97,8 @@ __all__ = [
     "PodValue",
     "ProgressDeadlines",
     "PrometheusSpec",
+    "QuantileBounds",
+    "QuantileEvidence",
     "RollbackReason",
     "RollbackSpec",
     "RollingBack",

@@ -4,6 +4,7 @@ ModelRollout.spec.analysis: where metrics come from, and how each one judges the
 bounds, a comparison with the incumbent in the same window, or a sequential test on counts."""
 
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
@@ -26,13 +27,14 @@ from modelgate.api.fields import (
 from modelgate.api.goodput_targets import GoodputTargets
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.specmodel import SpecModel
-from modelgate.api.statistical_tests import Comparison, SequentialTest
+from modelgate.api.statistical_tests import Comparison, SequentialTest, check_confidence, confidence_rules
 from modelgate.api.unit_hints import Unit, refuse_text
 
 # Shares of requests, in [0, 1]; the sequential test works on their counts.
 RATE_PRESETS = ("errorRate", "abortRate", "refusalRate", "slowRequestRate")
-# Seconds.
-LATENCY_PRESETS = ("ttftP50", "ttftP99", "tpotP99", "latencyP99")
+# Seconds: a quantile of a latency histogram, and which.
+LATENCY_QUANTILES = MappingProxyType({"ttftP50": 0.5, "ttftP99": 0.99, "tpotP99": 0.99, "latencyP99": 0.99})
+LATENCY_PRESETS = tuple(LATENCY_QUANTILES)
 # Requests (or output tokens) per second per accelerator that met the targets (`goodput`).
 GOODPUT_PRESETS = ("goodputPerAccelerator", "goodputTokensPerAccelerator")
 # Presets that read each side's accelerators (spec.analysis.accelerators).
@@ -153,13 +155,7 @@ class MetricSpec(SpecModel):
                 message_expression="'metric ' + self.name + ': a sequential test needs a preset that counts "
                 f"requests: one of {', '.join(RATE_PRESETS)}'",
             ),
-            CelRule(
-                "!has(self.compare) || !has(self.compare.confidence) "
-                f"|| (has(self.preset) && self.preset in {_cel_list(RATE_PRESETS)})",
-                field_path=".compare.confidence",
-                message_expression="'metric ' + self.name + ': compare.confidence needs a preset that counts "
-                f"requests: one of {', '.join(RATE_PRESETS)}'",
-            ),
+            *confidence_rules(RATE_PRESETS, LATENCY_PRESETS, _cel_list),
             CelRule(
                 "has(self.threshold) == (has(self.preset) && self.preset == 'slowRequestRate')",
                 field_path=".threshold",
@@ -250,9 +246,17 @@ class MetricSpec(SpecModel):
     def counts_events(self) -> bool:
         """Judged on the counts since the rollout began (a sequential test, or a comparison with
         confidence): the operator reads both sides' totals and keeps the evidence in status."""
-        return self.sequential is not None or (
-            self.compare is not None and self.compare.confidence is not None
-        )
+        return self.sequential is not None or (self.confident and self.preset in RATE_PRESETS)
+
+    @property
+    def bounds_quantile(self) -> bool:
+        """A latency comparison with confidence: judged on each side's histogram bucket counts since
+        the rollout began, kept in status."""
+        return self.confident and self.preset in LATENCY_PRESETS
+
+    @property
+    def confident(self) -> bool:
+        return self.compare is not None and self.compare.confidence is not None
 
     @model_validator(mode="after")
     def _well_formed(self) -> Self:
@@ -285,16 +289,8 @@ class MetricSpec(SpecModel):
                 f"metric {name}: a sequential test needs a preset that counts "
                 f"requests: one of {', '.join(RATE_PRESETS)}",
             )
-        if (
-            self.compare is not None
-            and self.compare.confidence is not None
-            and self.preset not in RATE_PRESETS
-        ):
-            raise FieldPathError(
-                "compare.confidence",
-                f"metric {name}: compare.confidence needs a preset that counts "
-                f"requests: one of {', '.join(RATE_PRESETS)}",
-            )
+        if self.compare is not None:
+            check_confidence(name, self.preset, self.compare, RATE_PRESETS, LATENCY_PRESETS)
         if (self.threshold is not None) != (self.preset == "slowRequestRate"):
             raise FieldPathError(
                 "threshold",

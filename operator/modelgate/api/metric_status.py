@@ -6,6 +6,7 @@ from pydantic import Field, StringConstraints
 
 from modelgate.api.bounds import Counted, Measured, MeasuredAmount
 from modelgate.api.markers import NULLABLE
+from modelgate.api.quantile_status import QuantileEvidence
 from modelgate.api.series import MissingSeries
 from modelgate.api.statusmodel import StatusModel, Timestamp, Verdict
 
@@ -134,6 +135,11 @@ class MetricAnalysis(StatusModel):
     )
     sequential: SequentialEvidence | None = Field(
         None, description="The sequential test's evidence so far, for metrics with a sequential test."
+    )
+    quantiles: QuantileEvidence | None = Field(
+        None,
+        description="For a latency comparison with confidence: each side's requests above each bucket "
+        "boundary so far, and the quantile bounds they show.",
     )
     missing_series: Annotated[tuple[MissingSeries, ...], Field(max_length=8)] = Field(
         (), description="With an Inconclusive verdict: the series it reads that Prometheus has none of."

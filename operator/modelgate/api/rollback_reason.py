@@ -11,6 +11,7 @@ from pydantic import Field, StringConstraints
 from modelgate.api.bounds import Measured
 from modelgate.api.markers import NULLABLE
 from modelgate.api.metric_status import ConfidenceBounds
+from modelgate.api.quantile_status import QuantileBounds
 from modelgate.api.statusmodel import StatusModel, Timestamp
 
 
@@ -72,6 +73,11 @@ class RollbackReason(StatusModel):
         None,
         description="For a sequential test or a comparison with confidence: the interval and the evidence "
         "that decided the rollback (threshold is then the tolerance, maxRatio or maxIncrease it crossed).",
+    )
+    quantile_bounds: QuantileBounds | None = Field(
+        None,
+        description="For a latency comparison with confidence: each side's quantile bounds that decided "
+        "the rollback (threshold is then the maxRatio they crossed).",
     )
     incumbent_value: Measured | None = Field(
         None, description="For a comparison or the sequential test: the incumbent's value in the same window."

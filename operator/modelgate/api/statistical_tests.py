@@ -3,6 +3,7 @@
 How a metric compares the candidate with the incumbent: a ratio or increase of the same query
 (with optional anytime-valid bounds), or a sequential test on counts (docs/statistics.md)."""
 
+from collections.abc import Callable
 from typing import Annotated, Self
 
 from pydantic import ConfigDict, Field, model_validator
@@ -29,9 +30,19 @@ MIN_RATIO_WITHOUT_CONFIDENCE = (
 
 
 class Confidence(SpecModel):
-    """Anytime-valid bounds for a comparison of rates (compare.confidence)."""
+    """Anytime-valid bounds for a comparison (compare.confidence): of rates, or of a latency quantile
+    from its histogram's bucket counts."""
 
-    model_config = ConfigDict(json_schema_extra=cel_rules(_alpha_rule()))
+    model_config = ConfigDict(
+        json_schema_extra=cel_rules(
+            _alpha_rule(),
+            CelRule(
+                "!has(self.margin) || (self.margin >= 1.0 && self.margin <= 10.0)",
+                field_path=".margin",
+                message="must be in [1, 10]: a ratio of the candidate's quantile to the incumbent's",
+            ),
+        )
+    )
 
     alpha: Annotated[Number, Field(ge=0, le=0.5)] = Field(
         0.05,
@@ -39,9 +50,19 @@ class Confidence(SpecModel):
         "maxIncrease, each rule is judged at half of it.",
     )
 
+    margin: Annotated[Number, Field(ge=1, le=10)] | None = Field(
+        None,
+        description="For latency presets: pass only once the candidate's quantile is, with confidence, "
+        "below margin x the incumbent's (its upper bound at most margin x the incumbent's lower bound), "
+        "Inconclusive until then; in [1, 10]. The bounds are bucket boundaries, so a margin below the "
+        "ratio of neighbouring boundaries around the quantile is never shown (docs/statistics.md).",
+    )
+
     @model_validator(mode="after")
     def _alpha_in_range(self) -> Self:
         _check_alpha(self.alpha)
+        if self.margin is not None and not 1 <= self.margin <= 10:
+            raise FieldPathError("margin", f"must be in [1, 10] (got {self.margin})")
         return self
 
 
@@ -87,10 +108,12 @@ class Comparison(SpecModel):
     )
     confidence: Confidence | None = Field(
         None,
-        description="For rate presets: judge by anytime-valid bounds on the counts since the rollout began "
-        "instead of one window's values (docs/statistics.md): maxRatio fails only when the rate ratio's "
+        description="Judge by anytime-valid bounds on the counts since the rollout began instead of one "
+        "window's values (docs/statistics.md). Rate presets: maxRatio fails only when the rate ratio's "
         "lower bound is above it, maxIncrease only when the candidate's lower bound minus the incumbent's "
-        "upper bound is above it; a false Fail has probability at most alpha however often it is evaluated.",
+        "upper bound is above it. Latency presets (from the histogram's bucket counts): maxRatio fails "
+        "only when the candidate's quantile's lower bound is at least maxRatio x the incumbent's upper "
+        "bound. A false Fail has probability at most alpha however often it is evaluated.",
     )
 
     @model_validator(mode="after")
@@ -163,3 +186,63 @@ class SequentialTest(SpecModel):
                 f"must be greater than tolerance ({self.tolerance:g}) and at most 10 (got {self.margin})",
             )
         return self
+
+
+LATENCY_INCREASE = (
+    "cannot be combined with confidence on a latency preset: its bounds are on a quantile, judged as a "
+    "ratio; use maxRatio"
+)
+RATE_MARGIN = "applies to latency presets; on a rate preset, use sequential.margin"
+
+
+def _presets_message(rates: tuple[str, ...], latencies: tuple[str, ...]) -> str:
+    return (
+        f"compare.confidence needs a preset that counts requests ({', '.join(rates)}) or a latency "
+        f"histogram ({', '.join(latencies)})"
+    )
+
+
+def confidence_rules(
+    rates: tuple[str, ...], latencies: tuple[str, ...], cel_list: Callable[[tuple[str, ...]], str]
+) -> tuple[CelRule, ...]:
+    """A metric's CEL rules on compare.confidence: which presets it applies to, and what it combines with."""
+    confident = "has(self.compare) && has(self.compare.confidence)"
+    latency = f"has(self.preset) && self.preset in {cel_list(latencies)}"
+
+    def named(message: str) -> str:
+        return f"'metric ' + self.name + ': {message}'"
+
+    return (
+        CelRule(
+            f"!({confident}) || (has(self.preset) && self.preset in {cel_list((*rates, *latencies))})",
+            field_path=".compare.confidence",
+            message_expression=named(_presets_message(rates, latencies)),
+        ),
+        CelRule(
+            f"!({confident}) || !({latency}) || !has(self.compare.maxIncrease)",
+            field_path=".compare.maxIncrease",
+            message_expression=named(f"compare.maxIncrease {LATENCY_INCREASE}"),
+        ),
+        CelRule(
+            f"!({confident}) || !has(self.compare.confidence.margin) || ({latency})",
+            field_path=".compare.confidence.margin",
+            message_expression=named(f"compare.confidence.margin {RATE_MARGIN}"),
+        ),
+    )
+
+
+def check_confidence(
+    name: str, preset: str | None, compare: Comparison, rates: tuple[str, ...], latencies: tuple[str, ...]
+) -> None:
+    """The CEL rules of `confidence_rules`, for a spec read without the API server."""
+    confidence = compare.confidence
+    if confidence is None:
+        return
+    if preset not in (*rates, *latencies):
+        raise FieldPathError("compare.confidence", f"metric {name}: {_presets_message(rates, latencies)}")
+    if preset in latencies and compare.max_increase is not None:
+        raise FieldPathError("compare.maxIncrease", f"metric {name}: compare.maxIncrease {LATENCY_INCREASE}")
+    if preset not in latencies and confidence.margin is not None:
+        raise FieldPathError(
+            "compare.confidence.margin", f"metric {name}: compare.confidence.margin {RATE_MARGIN}"
+        )

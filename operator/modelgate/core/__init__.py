@@ -27,7 +27,14 @@ from modelgate.core.model import (
     WriteResult,
 )
 from modelgate.core.reasons import ConditionType, EventType, Reason
-from modelgate.core.results import Accelerators, AnalysisRun, MetricQuery, QueryResult, SideTotals
+from modelgate.core.results import (
+    Accelerators,
+    AnalysisRun,
+    MetricQuery,
+    QueryResult,
+    SideBuckets,
+    SideTotals,
+)
 from modelgate.core.schedule import analysis_due, next_wakeup
 from modelgate.core.writes import settle_write
 
@@ -51,6 +58,7 @@ __all__ = [
     "Reason",
     "RouteClaim",
     "RouteProblem",
+    "SideBuckets",
     "SideTotals",
     "SpecProblem",
     "UnreadableCommand",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from modelgate.api import BreachRule, ConfidenceBounds, Verdict
+from modelgate.api import BreachRule, ConfidenceBounds, QuantileBounds, Verdict
 
 
 @dataclass(frozen=True)
@@ -14,3 +14,4 @@ class Judgement:
     broken: BreachRule | None = None  # with a Fail: the rule the value broke
     bound: float | None = None  # and its effective bound, where it has one
     bounds: ConfidenceBounds | None = None  # decided on counts: the interval and evidence
+    quantile_bounds: QuantileBounds | None = None  # decided on histogram counts: each side's bounds

@@ -15,11 +15,12 @@ from modelgate.api import (
     BreachRule,
     MetricAnalysis,
     MetricSpec,
+    QuantileEvidence,
     RollbackReason,
     SequentialEvidence,
     Verdict,
 )
-from modelgate.core import counted, limits
+from modelgate.core import counted, limits, quantile_evidence
 from modelgate.core.judgement import Judgement
 from modelgate.core.missing import name_missing
 from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
@@ -129,17 +130,29 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
         kept = before.sequential if before else None
         restarted = counted.restart_cause(metric, kept) if metric.counts_events else None
         evidence = counted.accumulate(metric, measured, kept) if metric.counts_events else None
-        on_counts = counted.judge_counts(metric, evidence, restarted)
+        quantiles = _quantiles(metric, measured, before)
+        on_counts = counted.judge_counts(metric, evidence, restarted) or quantile_evidence.judge(
+            metric, quantiles
+        )
         judgement = _unaccelerated(metric, run) or _judge_all(
             metric, measured, traffic, incumbent_traffic, on_counts
         )
-        record = name_missing(_record(metric, measured, judgement, run.at, before, evidence), measured)
+        record = _record(metric, measured, judgement, run.at, before, evidence)
+        record = name_missing(record.model_copy(update={"quantiles": quantiles}), measured)
         results.append(record)
         if breach is None and not metric.dry_run and record.failures > metric.failure_limit:
             breach = _rollback_reason(metric, record, judgement, run.at)
     gating = frozenset(m.name for m in analysis.metrics if not m.dry_run)
     any_error = any(m.verdict is Verdict.ERROR for m in results if m.name in gating)
     return Evaluation(tuple(results), gating, breach, any_error)
+
+
+def _quantiles(
+    metric: MetricSpec, measured: MetricQuery, before: MetricAnalysis | None
+) -> QuantileEvidence | None:
+    if not metric.bounds_quantile:
+        return None
+    return quantile_evidence.accumulate(metric, measured, before.quantiles if before else None)
 
 
 def _unaccelerated(metric: MetricSpec, run: AnalysisRun) -> Judgement | None:
@@ -218,6 +231,7 @@ def _rollback_reason(
         threshold=_finite(judgement.bound),
         rule=judgement.broken,
         bounds=judgement.bounds,
+        quantile_bounds=judgement.quantile_bounds,
         incumbent_value=record.incumbent_value,
         query=record.query,
         message=limits.clip(

@@ -93,6 +93,8 @@ def _results(measured: MetricQuery) -> list[QueryResult]:
     results = [measured.result, *([measured.incumbent] if measured.incumbent else [])]
     for side in measured.totals or ():
         results += [side.requests, side.events]
+    for histogram in measured.buckets or ():
+        results += [histogram.total, *(result for _, result in histogram.within)]
     return results
 
 

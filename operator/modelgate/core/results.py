@@ -53,11 +53,22 @@ class SideTotals:
 
 
 @dataclass(frozen=True)
+class SideBuckets:
+    """One side's histogram at the evaluation, summed over its pods: the requests observed (+Inf
+    bucket) and, per boundary in seconds, those at or below it. A quantile comparison with confidence
+    counts what they grew by."""
+
+    total: QueryResult
+    within: tuple[tuple[float, QueryResult], ...]
+
+
+@dataclass(frozen=True)
 class MetricQuery:
     query: str  # the query that ran, for status and rollbackReason
     result: QueryResult  # the candidate's value
     incumbent: QueryResult | None = None  # the same query for the incumbent, for metrics that compare
     totals: tuple[SideTotals, SideTotals] | None = None  # candidate, incumbent: for the sequential test
+    buckets: tuple[SideBuckets, SideBuckets] | None = None  # candidate, incumbent: quantile bounds
     missing: tuple[MissingSeries, ...] = ()  # with no data: the series read that Prometheus has none of
 
 

@@ -22,6 +22,7 @@ from modelgate.core import Accelerators
 from modelgate.kube.pools import PoolPod
 from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
 from modelgate.metrics.presets import (
+    bucket_queries,
     count_queries,
     exemplar_query,
     output_tokens_query,
@@ -29,7 +30,7 @@ from modelgate.metrics.presets import (
     request_count_query,
     series_probes,
 )
-from modelgate.metrics.provider import AnalysisPlan, CountQueries, MetricPlan, SeriesProbe
+from modelgate.metrics.provider import AnalysisPlan, BucketQueries, CountQueries, MetricPlan, SeriesProbe
 from modelgate.metrics.template import render_query
 
 
@@ -186,8 +187,16 @@ def _metric_plan(index: int, metric: MetricSpec, source: str, ctx: QueryContext)
     incumbent = query("incumbent")
     drawn = incumbent if incumbent != candidate else None
     per_accelerator = metric.preset in PER_ACCELERATOR_PRESETS
+    buckets = _buckets(metric, source, ctx) if metric.bounds_quantile else None
     return MetricPlan(
-        candidate, incumbent if metric.compare else None, totals, exemplars, series, drawn, per_accelerator
+        candidate,
+        incumbent if metric.compare else None,
+        totals,
+        exemplars,
+        series,
+        drawn,
+        per_accelerator,
+        buckets,
     )
 
 
@@ -196,4 +205,14 @@ def _totals(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[CountQu
     candidate = count_queries(metric.preset, source, ctx, "candidate", threshold=metric.threshold)
     incumbent = count_queries(metric.preset, source, ctx, "incumbent", threshold=metric.threshold)
     assert candidate is not None and incumbent is not None, "the API allows counting on rate presets only"
+    return candidate, incumbent
+
+
+def _buckets(metric: MetricSpec, source: str, ctx: QueryContext) -> tuple[BucketQueries, BucketQueries]:
+    assert metric.preset is not None
+    candidate = bucket_queries(metric.preset, source, ctx, "candidate")
+    incumbent = bucket_queries(metric.preset, source, ctx, "incumbent")
+    assert candidate is not None and incumbent is not None, (
+        "the API allows confidence on latency presets only"
+    )
     return candidate, incumbent

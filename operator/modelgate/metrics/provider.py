@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from modelgate.api import AnalysisSpec, ModelRolloutSpec, RollbackReason
 from modelgate.api.series import MissingSeries, SeriesComponent, SeriesSide
-from modelgate.core import Accelerators, AnalysisRun, MetricQuery, QueryResult, SideTotals
+from modelgate.core import Accelerators, AnalysisRun, MetricQuery, QueryResult, SideBuckets, SideTotals
 from modelgate.core.evidence import BreachEvidence
 
 
@@ -20,6 +20,14 @@ class CountQueries:
 
     requests: str
     events: str
+
+
+@dataclass(frozen=True)
+class BucketQueries:
+    """One side's histogram as totals: the +Inf bucket's count, and each boundary's (in seconds)."""
+
+    total: str
+    within: tuple[tuple[float, str], ...]
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,8 @@ class MetricPlan:
     incumbent_drawn: str | None = None
     # Divides or multiplies by the sides' accelerators: not asked while a side has none.
     per_accelerator: bool = False
+    # For a quantile comparison with confidence: the candidate's and the incumbent's histograms.
+    buckets: tuple[BucketQueries, BucketQueries] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +150,9 @@ def _asked(plan: AnalysisPlan) -> Iterator[str]:
             yield metric.incumbent
         for side in metric.totals or ():
             yield from (side.requests, side.events)
+        for histogram in metric.buckets or ():
+            yield histogram.total
+            yield from (query for _, query in histogram.within)
     yield from plan.output_tokens or ()
 
 
@@ -157,8 +170,20 @@ def _measure(query: Query, metric: MetricPlan) -> MetricQuery:
         result,
         incumbent=query(metric.incumbent) if metric.incumbent is not None else None,
         totals=totals,
+        buckets=_read_buckets(query, metric.buckets),
         missing=_missing(query, metric.series) if no_data else (),
     )
+
+
+def _read_buckets(
+    query: Query, plan: tuple[BucketQueries, BucketQueries] | None
+) -> tuple[SideBuckets, SideBuckets] | None:
+    if plan is None:
+        return None
+    candidate, incumbent = (
+        SideBuckets(query(side.total), tuple((bound, query(q)) for bound, q in side.within)) for side in plan
+    )
+    return candidate, incumbent
 
 
 def _missing(query: Query, probes: tuple[SeriesProbe, ...]) -> tuple[MissingSeries, ...]:

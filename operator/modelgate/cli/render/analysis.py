@@ -17,6 +17,7 @@ from modelgate.api import (
     ConfidenceBounds,
     MetricAnalysis,
     ModelRolloutStatus,
+    QuantileBounds,
 )
 from modelgate.cli.render.gate import VERDICT_STYLE
 
@@ -75,6 +76,18 @@ def bounds_text(bounds: ConfidenceBounds) -> str:
     if bounds.increase_lower is not None:
         text += f"; increase at least {bounds.increase_lower:.4g}"
     return text
+
+
+def quantile_bounds_text(bounds: QuantileBounds) -> str:
+    """Each side's quantile bounds from their fields: bucket boundaries, in seconds."""
+
+    def side(lower: float | None, upper: float | None) -> str:
+        return f"({0 if lower is None else lower:g}, {'inf' if upper is None else f'{upper:g}'}]s"
+
+    return (
+        f"P{bounds.quantile * 100:g} candidate in {side(bounds.candidate_lower, bounds.candidate_upper)}, "
+        f"incumbent in {side(bounds.incumbent_lower, bounds.incumbent_upper)}, alpha {bounds.alpha:g} each"
+    )
 
 
 def number_text(value: float | None) -> str:
@@ -224,6 +237,8 @@ def _detail(metric: dict[str, Any], record: MetricAnalysis) -> str:
     evidence = record.sequential
     if evidence is not None and evidence.bounds is not None:
         return bounds_text(evidence.bounds)
+    if record.quantiles is not None and record.quantiles.bounds is not None:
+        return quantile_bounds_text(record.quantiles.bounds)
     if evidence is None or not metric.get("sequential"):
         return record.message or ""
     limit = 1 / float(metric["sequential"].get("alpha", 0.05))

@@ -30,6 +30,7 @@ from modelgate.cli.render.analysis import (
     bounds_text,
     metric_rows,
     number_text,
+    quantile_bounds_text,
 )
 from modelgate.cli.render.analysis_inputs import analysis_input_lines
 from modelgate.cli.render.cost import cost_text
@@ -219,6 +220,8 @@ def _breach_line(reason: RollbackReason) -> str:
         line += f", incumbent {number_text(reason.incumbent_value)}"
     if reason.bounds is not None:
         line += f"; {bounds_text(reason.bounds)}"
+    if reason.quantile_bounds is not None:
+        line += f"; {quantile_bounds_text(reason.quantile_bounds)}"
     return line
 
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TypeVar
 
+from modelgate.api.analysis import LATENCY_PRESETS
 from modelgate.api.goodput_targets import GoodputTargets
 from modelgate.api.series import SeriesComponent
 from modelgate.metrics.context import QueryContext, Side
@@ -28,8 +29,8 @@ from modelgate.metrics.presets.catalog import (
     Share,
     UnknownPresetError,
 )
-from modelgate.metrics.presets.common import Stack
-from modelgate.metrics.provider import CountQueries, SeriesProbe
+from modelgate.metrics.presets.common import Histogram, Stack
+from modelgate.metrics.provider import BucketQueries, CountQueries, SeriesProbe
 
 T = TypeVar("T")
 
@@ -106,6 +107,16 @@ def count_queries(
     if preset.share is None:
         return None
     return _share(preset, stack, threshold).totals(stack, ctx, side)
+
+
+def bucket_queries(name: str, source: str, ctx: QueryContext, side: Side) -> BucketQueries | None:
+    """For a quantile comparison with confidence: one side's histogram as totals per boundary; None
+    for presets that are not a quantile of a histogram."""
+    preset, stack = _resolve(name, source, ctx)
+    histogram = preset.reads(stack) if name in LATENCY_PRESETS and preset.reads is not None else None
+    if not isinstance(histogram, Histogram):
+        return None
+    return histogram.buckets(stack.select(ctx, side))
 
 
 def exemplar_query(
@@ -213,6 +224,7 @@ __all__ = [
     "Stack",
     "UnknownPresetError",
     "available",
+    "bucket_queries",
     "count_queries",
     "exemplar_query",
     "get_preset",

@@ -18,6 +18,7 @@ from decimal import Decimal
 
 from modelgate.api.series import SeriesComponent
 from modelgate.metrics.context import QueryContext, Side
+from modelgate.metrics.provider import BucketQueries
 
 # A side's label selector body, e.g. `namespace="serving",pod=~"chat-v2-[a-z0-9]+-[a-z0-9]+"`.
 Selector = Callable[[QueryContext, Side], str]
@@ -88,6 +89,8 @@ class Histogram:
 
     name: str
     unit: float = 1.0  # 0.001 for milliseconds
+    # Its bucket bounds in seconds where the server's are known; else every bound servers use.
+    grid: tuple[Decimal, ...] | None = None
 
     def quantile(self, q: float, selector: str, window: str) -> str:
         buckets = f"rate({self.name}_bucket{{{selector}}}[{window}])"
@@ -108,6 +111,18 @@ class Histogram:
         le = 'le=~"' + "|".join(le_matcher(bound) for bound in bounds) + '"'
         buckets = f"rate({self.name}_bucket{{{_matchers(selector, le)}}}[{window}])"
         return f"max(sum by (le) ({buckets}))"
+
+    def buckets(self, selector: str) -> BucketQueries:
+        """Each boundary's cumulative count, and the +Inf bucket's, as totals (sums over the side's
+        series, no window): a quantile comparison with confidence counts what they grew by."""
+        unit = Decimal(repr(self.unit))
+
+        def count(le: str) -> str:
+            return f"sum({self.name}_bucket{{{_matchers(selector, le)}}})"
+
+        grid = self.grid or LATENCY_GRID
+        within = tuple((float(bound), count(f'le=~"{le_matcher(bound / unit)}"')) for bound in grid)
+        return BucketQueries(count('le="+Inf"'), within)
 
     def observations(self) -> Counter:
         return counter(f"{self.name}_count")
@@ -183,6 +198,18 @@ BUCKET_BOUNDS = tuple(
         "2560",
     ]
 )
+
+
+def bucket_grid(bounds: str) -> tuple[Decimal, ...]:
+    """Bucket bounds in seconds, written as a server's source spells them."""
+    return tuple(Decimal(bound) for bound in bounds.split())
+
+
+# vLLM's end-to-end latency buckets beyond those (its simulator's too).
+VLLM_LATENCY_GRID = bucket_grid("0.3 0.5 0.8 1 1.5 2 2.5 5 10 15 20 30 40 50 60 120 240 480 960 1920 7680")
+# The boundaries a quantile comparison with confidence reads of a histogram whose grid is not known:
+# every bound servers use by default (those a server lacks have no series, and are left out).
+LATENCY_GRID = tuple(sorted({*BUCKET_BOUNDS, *VLLM_LATENCY_GRID}))
 
 # What a proxy or gateway cannot see of a request: the server's tokens and queue.
 SERVER_ONLY = (
