@@ -5,6 +5,8 @@ every moment arrives as `now`, every wait is computed from timestamps kept in st
 restart resumes where it was. Adapters (routers, metric providers) produce the types defined here.
 """
 
+from modelgate.core.actions import after_write
+from modelgate.core.applier import Applied, Router, World, apply
 from modelgate.core.engine import decide, decide_unusable
 from modelgate.core.events import events_to_post
 from modelgate.core.holding import may_hold
@@ -29,12 +31,12 @@ from modelgate.core.model import (
 from modelgate.core.reasons import ConditionType, EventType, Reason
 from modelgate.core.results import Accelerators, AnalysisRun, MetricQuery, QueryResult, SideTotals
 from modelgate.core.schedule import analysis_due, next_wakeup
-from modelgate.core.writes import settle_write
 
 __all__ = [
     "COMMAND_ANNOTATION",
     "Accelerators",
     "AnalysisRun",
+    "Applied",
     "Command",
     "CommandAction",
     "CommandProblem",
@@ -51,16 +53,19 @@ __all__ = [
     "Reason",
     "RouteClaim",
     "RouteProblem",
+    "Router",
     "SideTotals",
     "SpecProblem",
     "UnreadableCommand",
+    "World",
     "WriteFailed",
     "WriteResult",
+    "after_write",
     "analysis_due",
+    "apply",
     "decide",
     "decide_unusable",
     "events_to_post",
     "may_hold",
     "next_wakeup",
-    "settle_write",
 ]
