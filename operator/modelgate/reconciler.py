@@ -35,9 +35,10 @@ from modelgate.core import (
     WriteResult,
     decide,
     decide_unusable,
+    events_to_post,
     may_hold,
 )
-from modelgate.core.actions import after_write, scale_down_event
+from modelgate.core.actions import after_evidence, after_write, scale_down_event
 from modelgate.core.deletion import FINALIZER, decide_deletion
 from modelgate.core.evidence import BreachEvidence
 from modelgate.core.holding import MAX_STATUS_HOLD
@@ -215,11 +216,12 @@ class Reconciler:
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
 
     def _apply_actions(self, scene: _Scene, decided: Decision) -> tuple[Decision, bool]:
-        """Applies the decision's actions in order; returns the decision as settled by what the route
-        write and the metric provider returned (core.after_write), and whether every finalizer patch
+        """Applies the decision's actions in order (core/applier.py does the same in memory); returns
+        the decision as settled by what the route write and the metric provider returned
+        (core.after_write, after_evidence), and whether every finalizer patch
         took (a SetFinalizer that did not stops the tick: nothing is written before it)."""
         meta = scene.body["metadata"]
-        decision, written, evidence, finalized = decided, None, None, True
+        decision, finalized = decided, True
         stored, index = scene.stored, 0
         while index < len(decision.actions):
             match decision.actions[index]:
@@ -230,12 +232,14 @@ class Reconciler:
                     finalized = self._keep_finalizer(meta, wanted=False)
                 case WriteRoute(weight=weight, mirror_percent=mirror_percent):
                     written = self._write(scene.router, weight, mirror_percent, RolloutRef.of(meta))
-                    decision = after_write(decided, written, evidence, self.clock())
+                    if written is not None:  # None: not made (no route to write to)
+                        decision = after_write(decision, written, self.clock())
                 case CollectEvidence(reason=reason):
                     evidence = self._evidence(scene, reason)
-                    decision = after_write(decided, written, evidence, self.clock())
+                    if evidence is not None:
+                        decision = after_evidence(decision, evidence)
                 case PostEvents(events=events):
-                    self._post_events(scene.body, decision.events, events)
+                    self._post_events(scene.body, events)
                 case WriteStatus(status=status, may_wait=may_wait):
                     stored = self._write_status(scene.body, stored, status, may_wait=may_wait)
                     if may_wait:
@@ -305,7 +309,8 @@ class Reconciler:
         decision = decide_deletion(spec, status, route, has_finalizer, RolloutRef.of(meta))
         scene = _Scene(body, spec, spec, router, None, status, status)
         decision, finalized = self._apply_actions(scene, decision)
-        if has_finalizer and not (finalized and RemoveFinalizer() in decision.actions):
+        removed = any(isinstance(action, RemoveFinalizer) for action in decision.actions)
+        if has_finalizer and not (finalized and removed):
             return TickResult(decision, WRITE_RETRY)
         return TickResult(decision, RESYNC)
 
@@ -387,11 +392,9 @@ class Reconciler:
         self.kube.patch_status(meta["namespace"], meta["name"], status.to_patch())
         return status
 
-    def _post_events(
-        self, body: Mapping[str, Any], decided: tuple[Event, ...], posted: tuple[Event, ...]
-    ) -> None:
-        """Every transition is logged; the Events as core.events_to_post combined them are posted."""
-        for event in decided:
+    def _post_events(self, body: Mapping[str, Any], events: tuple[Event, ...]) -> None:
+        """Every transition is logged; the Events as core.events_to_post combines them are posted."""
+        for event in events:
             log.info("transition", reason=event.reason.value, type=event.type.value, detail=event.message)
-        for event in posted:
+        for event in events_to_post(events):
             self.kube.create_event(body, event.type.value, event.reason.value, event.message)

@@ -1,7 +1,8 @@
 """Builders and a tick-by-tick simulator for testing the pure engine (`modelgate.core.decide`).
 
-Nothing here sleeps or touches a cluster: time is a fake clock handed to `decide` as `now`, and the
-"route" is a pair of weights that each decision's weight overwrites, the way a router would.
+Nothing here sleeps or touches a cluster: time is a fake clock handed to `decide` as `now`, and each
+decision's actions are applied to an in-memory world (core/applier.py), whose route takes each write
+the way a router would: the tests read what the operator's actions did, not what a decision says.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from modelgate.api import (
 )
 from modelgate.core import (
     AnalysisRun,
+    Applied,
     Command,
     CommandAction,
     Decision,
@@ -36,13 +38,19 @@ from modelgate.core import (
     Reason,
     RouteClaim,
     RouteProblem,
+    Router,
     SideBuckets,
     SideTotals,
     SpecProblem,
     UnreadableCommand,
+    World,
     analysis_due,
+    apply,
     decide,
 )
+from modelgate.core import Outcome as DecisionOutcome
+from modelgate.core.evidence import BreachEvidence
+from modelgate.core.model import Action, PostEvents, WriteRoute
 from modelgate.core.query_check import check_due
 from modelgate.core.watch_window import in_force
 
@@ -246,18 +254,92 @@ def _outcome_result(metric: MetricSpec, outcome: Outcome, passing: QueryResult) 
     return passing
 
 
-# -- decisions ----------------------------------------------------------------------------------------
-def weights_set(decision: Decision) -> list[int]:
-    return [] if decision.weight is None else [decision.weight]
+# -- ticks, as applied ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ticked:
+    """One tick as the operator applies it: its decision's actions applied, in order, to an in-memory
+    world (core/applier.py). What the tests read is the world: the status written, the route writes
+    made, the Events, the incumbent's replicas; the decision gives its outcome and wake-up."""
+
+    before: World
+    applied: Applied
+
+    @property
+    def world(self) -> World:
+        return self.applied.world
+
+    @property
+    def status(self) -> ModelRolloutStatus:
+        """The status as written."""
+        return self.world.status
+
+    @property
+    def decision(self) -> Decision:
+        return self.applied.decision
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        return self.decision.actions
+
+    @property
+    def outcome(self) -> DecisionOutcome | None:
+        return self.decision.outcome
+
+    @property
+    def wake_at(self) -> datetime | None:
+        return self.decision.wake_at
+
+    @property
+    def written(self) -> int | None:
+        """The candidate weight the tick's route write asked for; None: no route write was made."""
+        writes = self.applied.writes
+        return writes[-1][0].weight if writes else None
+
+    @property
+    def mirror_written(self) -> int | None:
+        writes = self.applied.writes
+        return writes[-1][0].mirror_percent if writes else None
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """The tick's Events, each transition on its own."""
+        return self.applied.events
+
+    @property
+    def scaled_down(self) -> bool:
+        """The tick scaled the incumbent Deployment to 0 replicas."""
+        return self.before.incumbent_replicas != 0 and self.world.incumbent_replicas == 0
 
 
-def event_reasons(decision: Decision) -> list[str]:
-    return [event.reason for event in decision.events]
+TAKES = Router()  # a router whose writes are live at once
+NOT_LIVE = Router(applies=False)  # one whose writes are not live yet: a write returns what it carried
 
 
-def effects(decision: Decision) -> tuple[int | None, tuple[Event, ...]]:
-    """What a decision asks the operator to do besides writing status: a weight and Events."""
-    return decision.weight, decision.events
+def as_applied(
+    decision: Decision,
+    route: LiveRoute | RouteProblem | None = None,
+    *,
+    router: Router = TAKES,
+    now: datetime = T0,
+) -> Ticked:
+    """A decision decided outside a simulator, applied to a world whose route is `route` (default:
+    all traffic on the incumbent) and whose router answers as `router` says (default: takes it)."""
+    world = World(route=route if route is not None else live(0), router=router)
+    return Ticked(world, apply(world, decision, now))
+
+
+def weights_set(tick: Ticked) -> list[int]:
+    """The candidate weights the tick's route writes asked for."""
+    return [route.weight for route, _ in tick.applied.writes]
+
+
+def event_reasons(tick: Ticked) -> list[str]:
+    return [event.reason for event in tick.events]
+
+
+def effects(tick: Ticked) -> tuple[int | None, tuple[Event, ...]]:
+    """What a tick did besides writing status: a route write and Events."""
+    return tick.written, tick.events
 
 
 def round_trip(status: ModelRolloutStatus) -> ModelRolloutStatus:
@@ -269,7 +351,8 @@ def _without_conditions(decision: Decision) -> tuple[object, ...]:
     """What a tick decided, but the conditions it wrote."""
     status = decision.status.model_copy(update={"conditions": ()})
     kinds = tuple(type(action).__name__ for action in decision.actions)
-    return (status, decision.weight, decision.events, decision.outcome, kinds)
+    effects = tuple(action for action in decision.actions if isinstance(action, WriteRoute | PostEvents))
+    return (status, effects, decision.outcome, kinds)
 
 
 # -- the simulator ------------------------------------------------------------------------------------
@@ -300,9 +383,12 @@ class Simulator:
     restart_every_tick: bool = False
     conditions_unread: bool = True
     uid: str = "uid-1"
+    evidence: BreachEvidence | None = None  # what the metric provider tells of a breach
     notified: frozenset[str] = frozenset()  # keys whose notification the delivery finished
-    applied: list[int] = field(default_factory=list)
-    decisions: list[Decision] = field(default_factory=list)
+    finalizer: bool = False  # the rollout carries the finalizer that returns the traffic
+    incumbent_replicas: int | None = None  # None: as deployed; 0 once scaled down
+    applied: list[int] = field(default_factory=list)  # every weight a write made live
+    ticks: list[Ticked] = field(default_factory=list)
     # The route's claim (core/route_claims.py): the rollout's own once it has written it.
     owners: frozenset[RolloutRef] = frozenset()
     route_claim: RouteClaim | None = None  # another rollout's claim, as the operator observes it
@@ -331,9 +417,9 @@ class Simulator:
         analysis: AnalysisRun | Outcome | None = None,
         command: Command | UnreadableCommand | None = None,
         after: timedelta = timedelta(),
-    ) -> Decision:
-        """One tick, `after` the previous one; an `analysis` given as an Outcome is taken at the
-        tick's time."""
+    ) -> Ticked:
+        """One tick, `after` the previous one, its actions applied; an `analysis` given as an
+        Outcome is taken at the tick's time."""
         self.advance(after)
         if isinstance(analysis, Outcome):
             analysis = self.run(analysis)
@@ -356,19 +442,35 @@ class Simulator:
             uid=self.uid,
             notified=self.notified,
             route_claim=self.route_claim,
+            has_finalizer=self.finalizer,
         )
         decision = decide(self.spec, self.status, observed, self.now)
         if self.conditions_unread:
             blind = decide(self.spec, self.status.model_copy(update={"conditions": ()}), observed, self.now)
             assert _without_conditions(blind) == _without_conditions(decision), "a condition was read"
-        self.status = round_trip(decision.status) if self.restart_every_tick else decision.status
-        wanted = decision.weight
-        if wanted is not None and isinstance(self.route, LiveRoute) and self.router_applies:
-            self.route = LiveRoute(100 - wanted, wanted, mirror_percent=decision.mirror_percent)
-            self.owners = frozenset({observed.rollout_ref})
-            self.applied.append(wanted)
-        self.decisions.append(decision)
-        return decision
+        router = Router(applies=self.router_applies, owner=observed.rollout_ref)
+        world = World(
+            self.claimed_route,
+            self.status,
+            self.finalizer,
+            self.incumbent_replicas,
+            router=router,
+            evidence=self.evidence,
+        )
+        tick = Ticked(world, apply(world, decision, self.now))
+        self._note(tick)
+        return tick
+
+    def _note(self, tick: Ticked) -> None:
+        """Keeps what the tick's actions changed, as the operator reads it at the next tick."""
+        after = tick.world
+        status = after.status
+        self.status = round_trip(status) if self.restart_every_tick else status
+        self.finalizer, self.incumbent_replicas = after.finalizer, after.incumbent_replicas
+        if isinstance(after.route, LiveRoute):
+            self.route, self.owners = replace(after.route, owners=frozenset()), after.route.owners
+        self.applied += [route.weight for route, written in tick.applied.writes if written == after.route]
+        self.ticks.append(tick)
 
     @property
     def claimed_route(self) -> LiveRoute | RouteProblem:
@@ -389,12 +491,12 @@ class Simulator:
 
     def tick_with_analysis(
         self, outcome: Outcome = Outcome.PASS, *, after: timedelta = timedelta()
-    ) -> Decision:
+    ) -> Ticked:
         """A tick that carries an analysis run when one is due, as the operator does."""
         self.advance(after)
         return self.tick(analysis=outcome if self.analysis_due() else None)
 
-    def start(self) -> Decision:
+    def start(self) -> Ticked:
         """The first tick: with the candidate Available, the rollout enters step 0 at once."""
         return self.tick()
 

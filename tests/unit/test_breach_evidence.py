@@ -17,7 +17,7 @@ from rich.console import Console
 from modelgate.api import BreachTrace, ModelRolloutStatus, Phase, PodValue, RollbackReason, parse_spec
 from modelgate.api.addresses import EgressPolicy
 from modelgate.cli.render.rollout import render_status
-from modelgate.core import Decision, Event, Reason
+from modelgate.core import Event, Reason
 from modelgate.core.evidence import with_evidence
 from modelgate.kube import Kube
 from modelgate.metrics import BreachExplainer
@@ -81,10 +81,11 @@ def test_an_error_rates_exemplars_are_its_failed_requests_and_a_latencys_its_his
     assert slow.startswith("sum(vllm:e2e_request_latency_seconds_bucket{") and "le=" not in slow
 
 
-def rolled_back(reason: RollbackReason | None) -> Decision:
-    status = ModelRolloutStatus(phase=Phase.ROLLED_BACK, rollback_reason=reason)
-    events = (Event(Reason.ROLLED_BACK, "MetricBreach: metric error-rate: 0.2 is above the maximum 0.01"),)
-    return Decision(status, 0, events)
+ROLLED_BACK = Event(Reason.ROLLED_BACK, "MetricBreach: metric error-rate: 0.2 is above the maximum 0.01")
+
+
+def rolled_back(reason: RollbackReason | None) -> ModelRolloutStatus:
+    return ModelRolloutStatus(phase=Phase.ROLLED_BACK, rollback_reason=reason)
 
 
 def test_evidence_is_recorded_in_the_rollback_reason_and_its_event() -> None:
@@ -93,13 +94,14 @@ def test_evidence_is_recorded_in_the_rollback_reason_and_its_event() -> None:
     )
     traces = (BreachTrace(trace_id="a" * 32, pod=BAD_POD, value=1.0, time=AT),)
     pods = (PodValue(pod=BAD_POD, value=0.4), PodValue(pod=GOOD_POD, value=0.0))
-    decision = with_evidence(rolled_back(reason), traces, pods)
-    recorded = decision.status.rollback_reason
+    status, evidenced = with_evidence(rolled_back(reason), traces, pods)
+    recorded = status.rollback_reason
     assert recorded is not None and (recorded.traces, recorded.pods) == (traces, pods)
-    message = decision.events[0].message
+    message = evidenced(ROLLED_BACK).message
     assert message.startswith("MetricBreach: ") and f"{BAD_POD} 0.4" in message and "a" * 32 in message
-    assert ModelRolloutStatus.model_validate(decision.status.to_patch()) == decision.status
-    assert with_evidence(rolled_back(reason), (), ()) == rolled_back(reason)
+    assert ModelRolloutStatus.model_validate(status.to_patch()) == status
+    status, evidenced = with_evidence(rolled_back(reason), (), ())
+    assert (status, evidenced(ROLLED_BACK)) == (rolled_back(reason), ROLLED_BACK)
 
 
 # -- against a Prometheus, with or without exemplars ---------------------------------------------

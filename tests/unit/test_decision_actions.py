@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from modelgate.api import BreachTrace, ModelRolloutSpec, ModelRolloutStatus, Phase, PodValue
 from modelgate.core import CommandAction, Decision, Reason, WriteFailed, decide
-from modelgate.core.actions import after_write
+from modelgate.core.actions import after_evidence, after_write
 from modelgate.core.deletion import decide_deletion
 from modelgate.core.evidence import BreachEvidence
 from modelgate.core.gate_judgement import CheckMeasured
@@ -31,6 +31,7 @@ from tests.unit.engine_support import (
     T0,
     Outcome,
     Simulator,
+    Ticked,
     command,
     live,
     make_spec,
@@ -41,7 +42,7 @@ from tests.unit.test_engine_gate import GOOD, gated, gating, tick
 from tests.unit.test_engine_watch import in_window, watch_spec
 
 
-def kinds(decision: Decision) -> list[type[Action]]:
+def kinds(decision: Decision | Ticked) -> list[type[Action]]:
     return [type(action) for action in decision.actions]
 
 
@@ -68,7 +69,7 @@ def test_a_step_writes_its_status_before_its_weight() -> None:
 
 
 def test_a_rollback_writes_zero_first_then_collects_evidence_and_posts_events() -> None:
-    decision = rolled_back().decisions[-1]
+    decision = rolled_back().ticks[-1]
     assert kinds(decision) == [WriteRoute, CollectEvidence, PostEvents, WriteStatus]
     route, evidence, events = decision.actions[:3]
     assert route == WriteRoute(0, 0)
@@ -77,17 +78,17 @@ def test_a_rollback_writes_zero_first_then_collects_evidence_and_posts_events() 
 
 
 def test_after_write_settles_the_status_and_events_the_later_actions_carry() -> None:
-    decision = rolled_back().decisions[-1]
+    decision = rolled_back().ticks[-1]
     traces = (BreachTrace(trace_id="4bf92f3577b34da6", pod="chat-v2-abc"),)
     pods = (PodValue(pod="chat-v2-abc", value=0.2),)
-    settled = after_write(decision, live(0), BreachEvidence(traces, pods), T0)
+    settled = after_evidence(after_write(decision.decision, live(0), T0), BreachEvidence(traces, pods))
     assert settled.status.live_weight == 0
     assert settled.status.rollback_reason is not None and settled.status.rollback_reason.traces == traces
     (posted,) = [a for a in settled.actions if isinstance(a, PostEvents)]
     assert any("4bf92f3577b34da6" in e.message for e in posted.events)
     assert settled.actions[-1] == WriteStatus(settled.status, may_wait=True)
 
-    failed = after_write(decision, WriteFailed("changed under every attempt"), None, T0)
+    failed = after_write(decision.decision, WriteFailed("changed under every attempt"), T0)
     (posted,) = [a for a in failed.actions if isinstance(a, PostEvents)]
     assert Reason.WEIGHT_NOT_APPLIED in {e.reason for e in posted.events}
 
@@ -136,11 +137,12 @@ def test_a_deleted_rollout_returns_the_traffic_then_removes_the_finalizer() -> N
     decision = decide_deletion(spec, status, live(20), has_finalizer=True)
     assert kinds(decision) == [WriteRoute, PostEvents, RemoveFinalizer]
     assert decision.actions[0] == WriteRoute(0, 0)
-    assert after_write(decision, live(0), None, T0).actions == decision.actions
+    assert after_write(decision, live(0), T0).actions == decision.actions
 
-    refused = after_write(decision, live(20), None, T0)
+    refused = after_write(decision, live(20), T0)
     assert kinds(refused) == [WriteRoute, PostEvents]
-    assert [e.reason for e in refused.events] == [Reason.WEIGHT_NOT_APPLIED]
+    (posted,) = [a for a in refused.actions if isinstance(a, PostEvents)]
+    assert [e.reason for e in posted.events] == [Reason.WEIGHT_NOT_APPLIED]
 
     nothing_to_return = decide_deletion(spec, status, live(0), has_finalizer=True)
     assert nothing_to_return.actions == (RemoveFinalizer(),)

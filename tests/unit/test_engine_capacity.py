@@ -44,14 +44,14 @@ def test_a_step_waits_for_the_replicas_its_weight_needs() -> None:
     assert capacity_condition(sim) == (ConditionStatus.FALSE, Reason.INSUFFICIENT_CAPACITY)
     assert sim.status.message is not None and "needs 2 Ready candidate replicas" in sim.status.message
     assert "has 1" in sim.status.message
-    assert Reason.INSUFFICIENT_CAPACITY in event_reasons(sim.decisions[-1])
+    assert Reason.INSUFFICIENT_CAPACITY in event_reasons(sim.ticks[-1])
     again = sim.tick(after=RESYNC)
-    assert again.weight is None and Reason.INSUFFICIENT_CAPACITY not in event_reasons(again)  # said once
+    assert again.written is None and Reason.INSUFFICIENT_CAPACITY not in event_reasons(again)  # said once
     assert next_wakeup(sim.spec, sim.status, sim.now) == RESYNC  # no spinning while it waits
 
     sim.ready = ReadyReplicas(candidate=2, incumbent=10)
     raised = sim.tick(after=timedelta(seconds=1))
-    assert raised.weight == 20
+    assert raised.written == 20
     assert Reason.CAPACITY_AVAILABLE in event_reasons(raised)
     assert capacity_condition(sim) == (ConditionStatus.TRUE, Reason.CAPACITY_AVAILABLE)
     assert sim.status.step_started_at == sim.now  # the step's clock starts with its weight

@@ -27,7 +27,7 @@ def test_the_wait_is_a_status_field_from_its_start_until_the_weight_is_raised() 
     assert sim.status.capacity_wait_since == began
     sim.ready = ReadyReplicas(candidate=2, incumbent=10)
     raised = sim.tick(after=timedelta(seconds=1))
-    assert (raised.weight, sim.status.capacity_wait_since) == (20, None)
+    assert (raised.written, sim.status.capacity_wait_since) == (20, None)
     assert Reason.CAPACITY_AVAILABLE in event_reasons(raised)
 
 
@@ -47,5 +47,5 @@ def test_a_wait_an_older_operator_reported_only_as_a_condition_is_still_a_wait()
     assert sim.status.capacity_wait_since == began
     sim.ready = ReadyReplicas(candidate=2, incumbent=10)
     raised = sim.tick(after=timedelta(seconds=1))
-    assert (sim.phase, raised.weight, sim.status.capacity_wait_since) == (Phase.PROGRESSING, 20, None)
+    assert (sim.phase, raised.written, sim.status.capacity_wait_since) == (Phase.PROGRESSING, 20, None)
     assert Reason.CAPACITY_AVAILABLE in event_reasons(raised)

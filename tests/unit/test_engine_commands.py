@@ -13,7 +13,6 @@ from modelgate.core import (
     COMMAND_ANNOTATION,
     CommandAction,
     CommandProblem,
-    Decision,
     Event,
     EventType,
     Reason,
@@ -25,6 +24,8 @@ from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
     Simulator,
+    Ticked,
+    as_applied,
     command,
     effects,
     event_reasons,
@@ -159,10 +160,9 @@ def test_a_command_that_does_not_apply_is_reported_and_changes_nothing_else(
     observed = observe(sim.route, available=sim.available)
     now = sim.now + timedelta(seconds=1)
 
-    without = decide(sim.spec, sim.status, observed, now)
-    with_command = decide(
-        sim.spec, sim.status, observe(sim.route, available=sim.available, command=command(action, "x")), now
-    )
+    without = as_applied(decide(sim.spec, sim.status, observed, now), sim.route)
+    observed = observe(sim.route, available=sim.available, command=command(action, "x"))
+    with_command = as_applied(decide(sim.spec, sim.status, observed, now), sim.route)
 
     ignored = [e for e in with_command.events if e.reason is Reason.COMMAND_IGNORED]
     assert len(ignored) == 1 and ignored[0].type == "Warning"
@@ -175,8 +175,8 @@ def test_a_command_that_does_not_apply_is_reported_and_changes_nothing_else(
     assert _without_ignored(with_command) == effects(without)
 
 
-def _without_ignored(decision: Decision) -> tuple[int | None, tuple[Event, ...]]:
-    return decision.weight, tuple(e for e in decision.events if e.reason is not Reason.COMMAND_IGNORED)
+def _without_ignored(decision: Ticked) -> tuple[int | None, tuple[Event, ...]]:
+    return decision.written, tuple(e for e in decision.events if e.reason is not Reason.COMMAND_IGNORED)
 
 
 @pytest.mark.parametrize(
@@ -203,7 +203,7 @@ def test_an_annotation_that_is_not_a_command_is_ignored_with_a_warning(value: st
         before.phase,
         before.current_step_index,
     )
-    assert ignored.weight is None and ClearCommand(unreadable.id) in ignored.actions  # handled: removed
+    assert ignored.written is None and ClearCommand(unreadable.id) in ignored.actions  # handled: removed
     last = ignored.status.last_command
     assert last is not None and (last.id, last.result) == (unreadable.id, CommandResult.IGNORED)
     (warning,) = [e for e in ignored.events if e.reason is Reason.COMMAND_IGNORED]

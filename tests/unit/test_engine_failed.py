@@ -10,12 +10,15 @@ from modelgate.core import QueryResult, Reason, SpecProblem, decide_unusable
 from tests.unit.engine_support import (
     DEFAULT_METRICS,
     INTERVAL,
+    NOT_LIVE,
     T0,
     Outcome,
     Simulator,
+    as_applied,
     event_reasons,
     failing_value,
     indefinite_pause,
+    live,
     make_spec,
     simulator_in,
     weight,
@@ -39,20 +42,21 @@ def spec(on_prometheus_error: str = "pause") -> ModelRolloutSpec:
 
 def test_an_unusable_spec_fails_an_active_rollout_and_returns_its_traffic() -> None:
     sim = simulator_in(Phase.PAUSED, spec())
-    failed = decide_unusable(UNUSABLE, sim.status, 2, T0)
-    assert (failed.status.phase, failed.status.current_weight, failed.weight) == (Phase.FAILED, 0, 0)
+    failed = as_applied(decide_unusable(UNUSABLE, sim.status, 2, T0), live(20), router=NOT_LIVE)
+    assert (failed.status.phase, failed.status.current_weight, failed.written) == (Phase.FAILED, 0, 0)
     assert failed.outcome is not None and failed.outcome.reason is Reason.INVALID_SPEC
-    again = decide_unusable(UNUSABLE, failed.status, 2, T0)  # the write did not take: asked again
-    assert (again.weight, again.events) == (0, ())
+    # the write did not take: asked again
+    again = as_applied(decide_unusable(UNUSABLE, failed.status, 2, T0), live(20), router=NOT_LIVE)
+    assert (again.written, again.events) == (0, ())
     returned = failed.status.model_copy(update={"live_weight": 0})
-    assert decide_unusable(UNUSABLE, returned, 2, T0).weight is None
+    assert as_applied(decide_unusable(UNUSABLE, returned, 2, T0)).written is None
 
 
 def test_an_unusable_spec_leaves_a_finished_rollout_as_it_is() -> None:
     for phase in (Phase.SUCCEEDED, Phase.ROLLED_BACK):
         status = simulator_in(phase, spec()).status
-        decision = decide_unusable(UNUSABLE, status, 2, T0)
-        assert (decision.status.phase, decision.status.current_weight, decision.weight) == (
+        decision = as_applied(decide_unusable(UNUSABLE, status, 2, T0))
+        assert (decision.status.phase, decision.status.current_weight, decision.written) == (
             phase,
             status.current_weight,
             None,

@@ -12,9 +12,9 @@ from typing import Any
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase
 from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_status import CheckState, GateDecision
-from modelgate.core import CommandAction, Decision, Reason, decide
+from modelgate.core import CommandAction, Reason, decide
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
-from tests.unit.engine_support import T0, command, make_spec, observe, weight
+from tests.unit.engine_support import T0, Ticked, as_applied, command, make_spec, observe, weight
 
 GOOD = GateResult.model_validate(
     {"scores": [{"name": "math", "candidate": 0.9, "incumbent": 0.8, "samples": 50}]}
@@ -33,11 +33,13 @@ def gated(**gate: Any) -> ModelRolloutSpec:
 
 def tick(
     spec: ModelRolloutSpec, status: ModelRolloutStatus, seen: CheckObservation | None = None, **kwargs: Any
-) -> Decision:
+) -> Ticked:
+    """One tick, its actions applied."""
     observed = replace(observe(**kwargs), rollout="chat", uid="uid-1")
     if seen is not None:
         observed = replace(observed, gate_checks={"quality": seen})
-    return decide(spec, status, observed, T0 + timedelta(seconds=5))
+    now = T0 + timedelta(seconds=5)
+    return as_applied(decide(spec, status, observed, now), observed.route, now=now)
 
 
 def gating(spec: ModelRolloutSpec) -> ModelRolloutStatus:
@@ -55,7 +57,7 @@ def test_an_available_candidate_starts_the_checks_at_weight_zero() -> None:
 
 def test_a_rejection_fails_the_rollout_and_writes_no_weight() -> None:
     decision = tick(gated(), gating(gated()), CheckMeasured(REGRESSED))
-    assert decision.status.phase is Phase.FAILED and decision.weight is None
+    assert decision.status.phase is Phase.FAILED and decision.written is None
     assert decision.outcome is not None and decision.outcome.reason is Reason.GATE_REJECTED
     assert decision.status.gate is not None and decision.status.gate.decision is GateDecision.REJECT
     assert Reason.GATE_REJECTED in {e.reason for e in decision.events}
@@ -63,24 +65,24 @@ def test_a_rejection_fails_the_rollout_and_writes_no_weight() -> None:
 
 def test_a_passing_gate_is_a_canary_unless_a_full_release_is_allowed() -> None:
     canary = tick(gated(), gating(gated()), CheckMeasured(GOOD))
-    assert (canary.status.phase, canary.weight, canary.status.current_step_index) == (
+    assert (canary.status.phase, canary.written, canary.status.current_step_index) == (
         Phase.PROGRESSING,
         10,
         0,
     )
     full = gated(full={"allowed": True})
     skipped = tick(full, gating(full), CheckMeasured(GOOD))
-    assert (skipped.status.phase, skipped.weight) == (Phase.SUCCEEDED, 100)
+    assert (skipped.status.phase, skipped.written) == (Phase.SUCCEEDED, 100)
     later = gated(full={"allowed": True, "startAtStep": 1})
     started = tick(later, gating(later), CheckMeasured(GOOD))
-    assert (started.status.current_step_index, started.weight) == (1, 50)
+    assert (started.status.current_step_index, started.written) == (1, 50)
 
 
 def test_while_a_check_runs_nothing_moves_and_a_restart_finds_the_same_jobs() -> None:
     spec = gated()
     status = gating(spec)
     waiting = tick(spec, status, CheckRunning("Job chat-quality running"))
-    assert waiting.status.phase is Phase.GATING and waiting.weight is None
+    assert waiting.status.phase is Phase.GATING and waiting.written is None
     assert waiting.status.gate is not None and status.gate is not None
     assert [c.job for c in waiting.status.gate.checks] == [c.job for c in status.gate.checks]
     assert waiting.status.gate.checks[0].verdict is None
@@ -94,10 +96,10 @@ def test_a_check_error_follows_on_error() -> None:
 def test_promote_passes_the_gate_and_abort_rejects_it() -> None:
     spec = gated()
     promoted = tick(spec, gating(spec), command=command(CommandAction.PROMOTE))
-    assert promoted.status.phase is Phase.PROGRESSING and promoted.weight == 10
+    assert promoted.status.phase is Phase.PROGRESSING and promoted.written == 10
     assert promoted.status.gate is not None and promoted.status.gate.decision is GateDecision.CANARY
     aborted = tick(spec, gating(spec), command=command(CommandAction.ABORT))
-    assert aborted.status.phase is Phase.FAILED and aborted.weight is None
+    assert aborted.status.phase is Phase.FAILED and aborted.written is None
     ignored = tick(spec, gating(spec), command=command(CommandAction.PROMOTE_FULL))
     assert ignored.status.phase is Phase.GATING  # spec.gate.full.allowed is false
 
@@ -106,7 +108,7 @@ def test_a_gate_removed_while_its_checks_run_starts_the_steps() -> None:
     status = gating(gated())
     ungated = make_spec(weight(10), weight(50), with_analysis=False)
     decision = tick(ungated, status)
-    assert (decision.status.phase, decision.weight) == (Phase.PROGRESSING, 10)
+    assert (decision.status.phase, decision.written) == (Phase.PROGRESSING, 10)
 
 
 def test_a_rejection_with_many_failing_scores_keeps_the_status_within_its_schema() -> None:
@@ -130,7 +132,7 @@ def test_a_full_release_past_the_steps_starts_the_canary_instead_of_skipping_it(
         tick(spec, gating(spec), command=command(CommandAction.PROMOTE_FULL)),
         tick(spec, gating(spec), CheckMeasured(GOOD)),
     ):
-        assert (decided.status.phase, decided.status.current_step_index, decided.weight) == (
+        assert (decided.status.phase, decided.status.current_step_index, decided.written) == (
             Phase.PROGRESSING,
             0,
             10,

@@ -58,7 +58,7 @@ def test_abort_steps_the_candidate_down_over_the_duration(restart_every_tick: bo
         weights.append(sim.live_weight)
     assert weights == [45, 40, 35, 30, 25, 20, 15, 10, 5, 0]
     assert sim.now - T0 - INTERVAL == DURATION  # 0 exactly at the end, not before
-    assert Reason.ROLLBACK_COMPLETED in event_reasons(sim.decisions[-1])
+    assert Reason.ROLLBACK_COMPLETED in event_reasons(sim.ticks[-1])
     assert sim.status.message is not None and sim.status.message.startswith("rolled back: aborted")
 
 
@@ -68,7 +68,7 @@ def test_a_breach_during_the_step_down_sets_0_at_once() -> None:
     sim.tick(after=timedelta(seconds=3))
     assert sim.live_weight == 35
     decision = sim.tick(analysis=Outcome.FAIL, after=timedelta(milliseconds=10))
-    assert decision.weight == 0 and sim.status.rolling_back is None
+    assert decision.written == 0 and sim.status.rolling_back is None
     assert decision.outcome is not None and decision.outcome.reason is Reason.METRIC_BREACH
     assert sim.status.rollback_reason is not None and sim.status.rollback_reason.metric == "error-rate"
 
@@ -85,7 +85,7 @@ def test_analysis_goes_on_during_the_step_down() -> None:
 def test_a_breach_in_the_aborting_tick_sets_0_at_once() -> None:
     sim = at_50()
     decision = sim.tick(command=command(CommandAction.ABORT), analysis=Outcome.FAIL, after=INTERVAL)
-    assert decision.weight == 0 and sim.status.rolling_back is None
+    assert decision.written == 0 and sim.status.rolling_back is None
     assert sim.status.rollback_reason is not None and sim.status.rollback_reason.metric == "error-rate"
 
 
@@ -93,21 +93,21 @@ def test_a_second_abort_sets_0_at_once() -> None:
     sim = at_50()
     sim.tick(command=command(CommandAction.ABORT, "first"))
     decision = sim.tick(command=command(CommandAction.ABORT, "second"), after=timedelta(seconds=1))
-    assert decision.weight == 0 and sim.status.rolling_back is None
+    assert decision.written == 0 and sim.status.rolling_back is None
     assert sim.status.last_command is not None and "at once" in sim.status.last_command.message
 
 
 def test_a_breach_rolls_back_at_once_even_with_gradual_set() -> None:
     sim = at_50()
     decision = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
-    assert decision.weight == 0 and sim.status.rolling_back is None
+    assert decision.written == 0 and sim.status.rolling_back is None
 
 
 def test_prometheus_errors_roll_back_at_once() -> None:
     sim = at_50(gradual_spec(on_prometheus_error="rollback", max_consecutive_errors=1))
     decision = sim.tick(analysis=Outcome.ERROR, after=INTERVAL)
     assert sim.phase is Phase.ROLLED_BACK
-    assert decision.weight == 0 and sim.status.rolling_back is None
+    assert decision.written == 0 and sim.status.rolling_back is None
 
 
 def test_retry_during_the_step_down_starts_again_at_0() -> None:
@@ -117,7 +117,7 @@ def test_retry_during_the_step_down_starts_again_at_0() -> None:
     assert sim.live_weight == 40
     decision = sim.tick(command=command(CommandAction.RETRY, "retry"))
     assert sim.status.rolling_back is None and sim.phase is Phase.PROGRESSING
-    assert decision.weight == 50  # step 0 again: the candidate was Available all along
+    assert decision.written == 50  # step 0 again: the candidate was Available all along
 
 
 def test_wakeups_follow_the_step_down() -> None:
@@ -152,8 +152,8 @@ def test_a_deadlines_rollback_steps_down_too() -> None:
     sim.start()
     while sim.phase is not Phase.ROLLED_BACK:
         sim.tick_with_analysis(Outcome.EMPTY, after=INTERVAL)
-    assert sim.decisions[-1].outcome is not None
-    assert sim.decisions[-1].outcome.reason is Reason.PROGRESS_DEADLINE_EXCEEDED
+    assert sim.ticks[-1].outcome is not None
+    assert sim.ticks[-1].outcome.reason is Reason.PROGRESS_DEADLINE_EXCEEDED
     assert sim.status.rolling_back is not None and sim.live_weight == 50
     sim.tick(after=DURATION / 2)
     assert sim.live_weight == 25

@@ -9,13 +9,14 @@ from datetime import timedelta
 import pytest
 
 from modelgate.api import BreachRule, MetricSpec, Phase, ProgressDeadlines, SequentialEvidence, Verdict
-from modelgate.core import CommandAction, ConditionType, Decision, QueryResult, Reason, SideTotals
+from modelgate.core import CommandAction, ConditionType, QueryResult, Reason, SideTotals
 from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
     ERROR_RATE,
     INTERVAL,
     Outcome,
     Simulator,
+    Ticked,
     analysis_spec,
     command,
     event_reasons,
@@ -35,7 +36,7 @@ def value(v: float | None) -> QueryResult:
     return QueryResult(value=v, sample_count=1)
 
 
-def evaluated(sim: Simulator, outcome: Outcome = Outcome.PASS, **overrides: object) -> Decision:
+def evaluated(sim: Simulator, outcome: Outcome = Outcome.PASS, **overrides: object) -> Ticked:
     """One interval later, a tick with an analysis run taken then."""
     sim.advance(INTERVAL)
     return sim.tick(analysis=sim.run(outcome, **overrides))
@@ -287,7 +288,7 @@ def test_a_pending_deadline_that_pauses_holds_until_resume() -> None:
     assert "run `modelgate resume`" in (still.status.message or "")
     sim.available = True
     held = sim.tick(after=INTERVAL)
-    assert (held.status.phase, held.weight) == (Phase.PENDING, None)
+    assert (held.status.phase, held.written) == (Phase.PENDING, None)
     assert "run `modelgate resume`" in (held.status.message or "")
     resumed = sim.tick(command=command(CommandAction.RESUME))
     assert (resumed.status.phase, resumed.status.current_weight) == (Phase.PROGRESSING, 10)

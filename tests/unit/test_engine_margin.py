@@ -5,8 +5,8 @@ evidence kept on another grid restarts from its last totals, and says so."""
 from __future__ import annotations
 
 from modelgate.api import BreachRule, MetricSpec, Phase, SequentialEvidence, Verdict
-from modelgate.core import Decision, MetricQuery, QueryResult, counted
-from tests.unit.engine_support import Simulator, analysis_spec, make_spec, timed_pause, weight
+from modelgate.core import MetricQuery, QueryResult, counted
+from tests.unit.engine_support import Simulator, Ticked, analysis_spec, make_spec, timed_pause, weight
 from tests.unit.test_engine_judgement import evaluated, started, totals
 
 MARGIN = 1.25
@@ -17,7 +17,7 @@ WITH_MARGIN = MetricSpec.model_validate(
 
 def _fed(
     sim: Simulator, intervals: int, c_rate: float, c_per: int, i_per: int, i_rate: float = 0.01
-) -> list[Decision]:
+) -> list[Ticked]:
     """One evaluation per interval, the totals growing by these requests and events per interval."""
     decisions = []
     for i in range(intervals):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from modelgate.api import Phase
-from modelgate.core import CommandAction, LiveRoute, Reason, next_wakeup, settle_write
+from modelgate.core import CommandAction, LiveRoute, Reason, next_wakeup
 from tests.unit.engine_support import (
     INTERVAL,
     ROUTE_NOT_FOUND,
@@ -26,8 +26,8 @@ SHADOW_THEN_50 = make_spec(mirror(10, "2m"), weight(50), weight(100))
 
 def route_write(sim: Simulator) -> tuple[int | None, int]:
     """What the last decision asked the router to write: (candidate weight, mirror percent)."""
-    decision = sim.decisions[-1]
-    return decision.weight, decision.mirror_percent
+    decision = sim.ticks[-1]
+    return decision.written, decision.mirror_written
 
 
 def test_a_mirror_step_copies_requests_with_the_candidate_at_weight_0() -> None:
@@ -41,7 +41,7 @@ def test_a_mirror_step_copies_requests_with_the_candidate_at_weight_0() -> None:
     assert sim.route == LiveRoute(100, 0, mirror_percent=10)
 
     following = sim.tick(after=timedelta(seconds=5))
-    assert following.weight is None  # the mirror is live: nothing to write
+    assert following.written is None  # the mirror is live: nothing to write
     assert following.status.live_mirror_percent == 10
 
 
@@ -95,7 +95,7 @@ def test_a_breach_during_the_mirror_step_rolls_back_with_no_mirror_and_no_weight
     assert sim.applied == [0, 0]  # the candidate never had a weight
 
     finished = sim.tick(after=timedelta(minutes=1))
-    assert finished.weight is None
+    assert finished.written is None
 
 
 def test_abort_and_promote_end_the_mirror() -> None:
@@ -152,15 +152,13 @@ def test_a_restarted_operator_keeps_mirroring_where_it_was() -> None:
     for _ in range(3):
         sim.tick_with_analysis(Outcome.PASS, after=timedelta(seconds=20))
         assert sim.route == LiveRoute(100, 0, mirror_percent=10)
-    assert [d.weight for d in sim.decisions] == [0, None, None, None]  # written once
+    assert [d.written for d in sim.ticks] == [0, None, None, None]  # written once
 
 
 def test_a_write_that_left_the_mirror_out_is_not_applied() -> None:
-    sim = Simulator(SHADOW_THEN_50)
-    before = sim.status
-    decision = sim.start()
+    sim = Simulator(SHADOW_THEN_50, router_applies=False)  # the route keeps carrying live(0)
 
-    settled = settle_write(before, decision, live(0), sim.now, 1)
+    settled = sim.start()
 
     assert settled.status.live_mirror_percent == 0
     assert event_reasons(settled)[-1] == Reason.WEIGHT_NOT_APPLIED
@@ -175,7 +173,7 @@ def test_the_mirror_is_removed_once_the_route_can_be_written_again() -> None:
 
     aborted = sim.tick(command=command(CommandAction.ABORT))
 
-    assert aborted.weight is None
+    assert aborted.written is None
     assert aborted.status.current_mirror_percent == 10  # nothing was written, so nothing was removed
     assert Reason.MIRROR_REMOVED not in event_reasons(aborted)
 

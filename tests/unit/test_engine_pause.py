@@ -86,7 +86,7 @@ def test_a_second_overwrite_holds_the_route_and_resume_releases_it() -> None:
         sim.tick()
     assert (sim.phase, reason(sim)) == (Phase.PAUSED, PauseReason.ROUTE_CONFLICT)
     without_conditions(sim).tick(command=command(CommandAction.RESUME))
-    assert sim.status.pause is None and sim.decisions[-1].weight == 20
+    assert sim.status.pause is None and sim.ticks[-1].written == 20
 
 
 def test_a_rollback_held_in_the_watch_window_says_so_and_ends_with_the_rollback() -> None:

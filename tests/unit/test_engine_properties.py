@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from modelgate.api import MetricSpec, ModelRolloutSpec, ModelRolloutStatus, Phase, Step
 from modelgate.commands import decode_command
-from modelgate.core import COMMAND_ANNOTATION, CommandAction, ConditionType, Decision, Reason, SpecProblem
+from modelgate.core import COMMAND_ANNOTATION, CommandAction, ConditionType, Reason, SpecProblem
 from modelgate.core.conditions import condition
 from tests.unit.engine_support import (
     ERROR_RATE,
@@ -38,6 +38,7 @@ from tests.unit.engine_support import (
     THROUGHPUT,
     Outcome,
     Simulator,
+    Ticked,
     analysis_spec,
     command,
     indefinite_pause,
@@ -265,7 +266,7 @@ def check_status_round_trips(status: ModelRolloutStatus) -> None:
 
 
 def check_weights(
-    spec: ModelRolloutSpec, decision: Decision, applied: list[int], live_before: int | None
+    spec: ModelRolloutSpec, decision: Ticked, applied: list[int], live_before: int | None
 ) -> None:
     status = decision.status
     written = weights_set(decision)
@@ -434,7 +435,7 @@ def test_failed_never_leaves_traffic_on_the_candidate(
         decision = sim.tick(analysis=run, command=cmd)
         after = decision.status
         if after.phase is Phase.FAILED:
-            assert after.current_weight == 0 and decision.weight in (None, 0)
+            assert after.current_weight == 0 and decision.written in (None, 0)
             assert hostile.route_gone or sim.live_weight == 0, "Failed left traffic on the candidate"
         candidate_had_traffic = before.phase in ACTIVE and (before.live_weight or 0) > 0
         if hostile.query_problem and candidate_had_traffic and not hostile.route_gone:

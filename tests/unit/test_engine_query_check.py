@@ -57,7 +57,7 @@ def test_the_check_is_retried_every_interval_and_the_rollout_proceeds_once_it_an
     assert check_due(sim.spec, sim.status, sim.now + INTERVAL)
     sim.check_error = None
     answered = sim.tick(after=INTERVAL)
-    assert (answered.status.phase, answered.weight) == (Phase.PROGRESSING, 20)
+    assert (answered.status.phase, answered.written) == (Phase.PROGRESSING, 20)
     ready = condition(answered.status.conditions, ConditionType.ANALYSIS_READY)
     assert ready is not None and (ready.status, ready.reason) == ("True", Reason.QUERIES_ANSWERED)
 
@@ -67,7 +67,7 @@ def test_no_data_is_an_answer() -> None:
     for outcome in (Outcome.EMPTY, Outcome.NAN, Outcome.NO_REQUEST_COUNT):
         sim = Simulator(make_spec(weight(20), weight(100)))
         sim.check_outcome = outcome
-        assert sim.tick().weight == 20
+        assert sim.tick().written == 20
 
 
 def edited(address: str) -> AnalysisSpec:

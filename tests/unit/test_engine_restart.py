@@ -12,6 +12,7 @@ from tests.unit.engine_support import (
     Outcome,
     Simulator,
     analysis_run,
+    as_applied,
     command,
     effects,
     indefinite_pause,
@@ -38,7 +39,7 @@ def test_a_timed_pause_resumes_from_step_started_at_after_a_restart() -> None:
 
     one_second_early = pause_started + timedelta(minutes=10) - timedelta(seconds=1)
     early_run = analysis_run(sim.spec, one_second_early)
-    held = decide(sim.spec, restored, observe(live(20), analysis=early_run), one_second_early)
+    held = as_applied(decide(sim.spec, restored, observe(live(20), analysis=early_run), one_second_early))
     assert held.status.current_step_index == 1
     assert effects(held) == (None, ())
 
@@ -68,7 +69,7 @@ def test_a_whole_rollout_decides_the_same_with_a_restart_between_every_tick() ->
     play(steady)
     play(restarting)
 
-    assert [effects(d) for d in restarting.decisions] == [effects(d) for d in steady.decisions]
+    assert [effects(d) for d in restarting.ticks] == [effects(d) for d in steady.ticks]
     assert restarting.status == steady.status
     assert restarting.applied == steady.applied
     assert (steady.phase, steady.status.current_step_index) == (Phase.PAUSED, 2)

@@ -50,7 +50,7 @@ def test_failed_returns_the_traffic_once_the_route_works_and_stays_failed_until_
     sim = simulator_in(Phase.PROGRESSING)
     sim.route = ROUTE_NOT_FOUND
     failed = sim.tick()
-    assert (failed.status.phase, failed.status.current_weight, failed.weight) == (Phase.FAILED, 0, None)
+    assert (failed.status.phase, failed.status.current_weight, failed.written) == (Phase.FAILED, 0, None)
 
     sim.route = live(20)  # fixed by hand, but the spec is the same: Failed gives the traffic back
     returned = sim.tick(after=timedelta(minutes=1))

@@ -117,7 +117,7 @@ def test_a_rollout_that_owns_its_rule_writes_as_before() -> None:
     sim.start()
 
     assert sim.owners == frozenset({RolloutRef(namespace="", name="", uid=sim.uid)})
-    assert sim.tick(command=command(CommandAction.ABORT)).weight == 0
+    assert sim.tick(command=command(CommandAction.ABORT)).written == 0
 
 
 def test_a_deleted_rollout_returns_no_traffic_on_a_rule_another_rollout_owns() -> None:

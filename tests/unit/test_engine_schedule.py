@@ -10,7 +10,7 @@ import pytest
 
 from modelgate.api import ModelRolloutStatus, Phase, ProgressDeadlines
 from modelgate.api.analysis_check import AnalysisCheck
-from modelgate.core import analysis_due, next_wakeup, settle_write
+from modelgate.core import analysis_due, next_wakeup
 from modelgate.core.query_check import digest
 from modelgate.core.schedule import (
     FINISHED_RESYNC,
@@ -27,7 +27,6 @@ from tests.unit.engine_support import (
     Simulator,
     analysis_spec,
     indefinite_pause,
-    live,
     make_spec,
     timed_pause,
     weight,
@@ -105,7 +104,7 @@ def test_steps_last_one_interval_when_the_operator_sleeps_as_told() -> None:
     sim = Simulator(make_spec(weight(20), weight(40), timed_pause("45s"), weight(100)))
     sim.start()
     completed_at = []
-    while sim.phase is not Phase.SUCCEEDED and len(sim.decisions) < 50:
+    while sim.phase is not Phase.SUCCEEDED and len(sim.ticks) < 50:
         index = sim.status.current_step_index
         sim.tick_with_analysis(Outcome.PASS, after=next_wakeup(sim.spec, sim.status, sim.now))
         if sim.status.current_step_index != index:
@@ -113,23 +112,15 @@ def test_steps_last_one_interval_when_the_operator_sleeps_as_told() -> None:
     assert completed_at == [timedelta(seconds=s) for s in (30, 60, 105, 135)]
 
 
-def settled_tick(sim: Simulator, after: timedelta) -> None:
-    """A tick as the reconciler runs it: a weight it writes is recorded as live (core.settle_write)."""
-    before = sim.status
-    decision = sim.tick(after=after)
-    if decision.weight is not None:
-        sim.status = settle_write(before, decision, live(decision.weight), sim.now, sim.generation).status
-
-
 def test_without_analysis_steps_end_when_due_not_at_the_next_resync() -> None:
     """A setWeight step without analysis is complete once its weight is live: the tick after the write
     comes at once, not a resync later; a timed pause ends on time."""
     sim = Simulator(make_spec(weight(20), timed_pause("15s"), weight(60), weight(100), with_analysis=False))
-    settled_tick(sim, after=timedelta())
+    sim.tick(after=timedelta())
     completed_at = []
-    while sim.phase is not Phase.SUCCEEDED and len(sim.decisions) < 50:
+    while sim.phase is not Phase.SUCCEEDED and len(sim.ticks) < 50:
         index = sim.status.current_step_index
-        settled_tick(sim, after=next_wakeup(sim.spec, sim.status, sim.now))
+        sim.tick(after=next_wakeup(sim.spec, sim.status, sim.now))
         if sim.status.current_step_index != index:
             completed_at.append(sim.now - T0)
     pause = timedelta(seconds=15)
@@ -138,9 +129,9 @@ def test_without_analysis_steps_end_when_due_not_at_the_next_resync() -> None:
 
 def test_a_step_held_by_an_unavailable_candidate_waits_for_a_resync() -> None:
     sim = Simulator(make_spec(weight(20), weight(100), with_analysis=False))
-    settled_tick(sim, after=timedelta())
+    sim.tick(after=timedelta())
     sim.available = False
-    settled_tick(sim, after=MIN_WAKEUP)
+    sim.tick(after=MIN_WAKEUP)
     assert sim.status.current_step_index == 0
     assert next_wakeup(sim.spec, sim.status, sim.now) == RESYNC
 
@@ -151,7 +142,7 @@ def test_a_pause_held_past_its_end_does_not_spin(with_analysis: bool) -> None:
     else (here the candidate), and the rollout is looked at on a resync, an analysis or an event,
     not every MIN_WAKEUP."""
     sim = Simulator(make_spec(weight(20), timed_pause("5s"), weight(100), with_analysis=with_analysis))
-    settled_tick(sim, after=timedelta())
+    sim.tick(after=timedelta())
     sim.tick_with_analysis(after=INTERVAL if with_analysis else MIN_WAKEUP)
     assert sim.status.current_step_index == 1
     sim.available = False

@@ -13,6 +13,7 @@ from tests.unit.engine_support import (
     T0,
     Outcome,
     Simulator,
+    as_applied,
     effects,
     event_reasons,
     indefinite_pause,
@@ -28,7 +29,7 @@ from tests.unit.engine_support import (
 def test_new_rollout_waits_in_pending_at_weight_zero() -> None:
     spec = make_spec(weight(10), weight(100))
 
-    decision = decide(spec, ModelRolloutStatus(), observe(live(0), available=False), T0)
+    decision = as_applied(decide(spec, ModelRolloutStatus(), observe(live(0), available=False), T0))
 
     status = decision.status
     assert (status.phase, status.current_weight, status.current_step_index) == (Phase.PENDING, 0, 0)
@@ -43,7 +44,9 @@ def test_new_rollout_waits_in_pending_at_weight_zero() -> None:
 def test_pending_takes_traffic_off_the_candidate() -> None:
     spec = make_spec(weight(10))
 
-    decision = decide(spec, ModelRolloutStatus(), observe(live(30), available=False), T0)
+    decision = as_applied(
+        decide(spec, ModelRolloutStatus(), observe(live(30), available=False), T0), live(30)
+    )
 
     assert decision.status.phase is Phase.PENDING
     assert weights_set(decision) == [0]

@@ -171,7 +171,7 @@ def test_every_tick_decides_and_its_status_is_one_the_api_server_takes(
         if spec.analysis is not None and sim.analysis_due():
             run = with_extremes(sim.run(outcome), extreme, target)
         decision = sim.tick(analysis=run)
-        assert isinstance(decision, Decision)
+        assert isinstance(decision.decision, Decision)
         assert round_trip(decision.status) == decision.status  # within the schema: the API server takes it
 
 

@@ -59,20 +59,20 @@ def test_the_candidate_takes_everything_and_the_rollout_succeeds_after_the_windo
     while sim.now < opened + WINDOW:
         decision = sim.tick_with_analysis(Outcome.PASS, after=timedelta(seconds=10))
         if sim.now < opened + WINDOW:
-            assert sim.phase is Phase.PROGRESSING and not decision.scale_down_incumbent
+            assert sim.phase is Phase.PROGRESSING and not decision.scaled_down
     assert sim.phase is Phase.SUCCEEDED and sim.live_weight == 100
-    assert decision.scale_down_incumbent
+    assert decision.scaled_down
     assert decision.outcome is not None and decision.outcome.reason is Reason.ROLLOUT_SUCCEEDED
     assert watching_condition(sim) == (ConditionStatus.FALSE, Reason.WATCH_PASSED)
     assert sim.status.watch_ends_at is None
     # Said once: the next tick of a Succeeded rollout scales nothing again.
-    assert not sim.tick(after=timedelta(minutes=5)).scale_down_incumbent
+    assert not sim.tick(after=timedelta(minutes=5)).scaled_down
 
 
 def test_without_scale_down_the_incumbent_is_left_alone() -> None:
     sim = in_window()
     decision = sim.tick_with_analysis(Outcome.PASS, after=WINDOW)
-    assert sim.phase is Phase.SUCCEEDED and not decision.scale_down_incumbent
+    assert sim.phase is Phase.SUCCEEDED and not decision.scaled_down
 
 
 def test_a_breach_in_the_window_rolls_back_to_the_incumbent() -> None:
@@ -82,7 +82,7 @@ def test_a_breach_in_the_window_rolls_back_to_the_incumbent() -> None:
     assert decision.outcome is not None and decision.outcome.reason is Reason.METRIC_BREACH
     assert sim.status.rollback_reason is not None and sim.status.rollback_reason.metric == "error-rate"
     assert watching_condition(sim) == (ConditionStatus.FALSE, Reason.ROLLED_BACK)
-    assert sim.status.watch_ends_at is None and not decision.scale_down_incumbent
+    assert sim.status.watch_ends_at is None and not decision.scaled_down
     incumbent = cond.condition(sim.status.conditions, ConditionType.INCUMBENT_AVAILABLE)
     assert incumbent is not None and incumbent.status is ConditionStatus.TRUE
 
@@ -116,7 +116,7 @@ def test_abort_carries_out_a_held_rollback_at_once() -> None:
 def test_promote_ends_the_window_without_scaling_down() -> None:
     sim = in_window(watch_spec(scaleDownIncumbent=True))
     decision = sim.tick(command=command(CommandAction.PROMOTE))
-    assert sim.phase is Phase.SUCCEEDED and not decision.scale_down_incumbent
+    assert sim.phase is Phase.SUCCEEDED and not decision.scaled_down
 
 
 def test_the_windows_own_metrics_are_judged_in_the_window() -> None:

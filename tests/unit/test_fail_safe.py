@@ -27,10 +27,13 @@ from modelgate.reconciler import Reconciler, TickResult
 from modelgate.rollout_loops import RolloutLoops, RolloutTicker
 from testbed.traffic_driver import parse_backend_weights
 from tests.unit.engine_support import (
+    NOT_LIVE,
     T0,
     CommandAction,
+    as_applied,
     command,
     event_reasons,
+    live,
     make_spec,
     mirror,
     simulator_in,
@@ -43,9 +46,9 @@ BUG = TickError("OverflowError", "cost: the price times the hours is not finite"
 
 def test_a_bug_fails_an_active_rollout_naming_the_error_and_returns_its_traffic() -> None:
     status = simulator_in(Phase.PAUSED).status
-    failed = decide_internal_error(BUG, status, 2, T0)
+    failed = as_applied(decide_internal_error(BUG, status, 2, T0), live(20), router=NOT_LIVE)
     after = failed.status
-    assert (after.phase, after.current_weight, failed.weight, after.observed_generation) == (
+    assert (after.phase, after.current_weight, failed.written, after.observed_generation) == (
         Phase.FAILED,
         0,
         0,
@@ -57,29 +60,30 @@ def test_a_bug_fails_an_active_rollout_naming_the_error_and_returns_its_traffic(
     completed = condition(after.conditions, ConditionType.COMPLETED)
     assert completed is not None and completed.reason == Reason.INTERNAL_ERROR
     assert failed.outcome is not None and failed.outcome.reason is Reason.INTERNAL_ERROR
-    assert event_reasons(failed) == [Reason.INTERNAL_ERROR]
-    again = decide_internal_error(BUG, after, 2, T0)  # the write did not take: asked again, said once
-    assert (again.weight, again.events, again.outcome) == (0, (), None)
+    assert event_reasons(failed) == [Reason.INTERNAL_ERROR, Reason.WEIGHT_NOT_APPLIED]  # did not take
+    # the write did not take: asked again, said once
+    again = as_applied(decide_internal_error(BUG, after, 2, T0), live(20), router=NOT_LIVE)
+    assert (again.written, again.events, again.outcome) == (0, (), None)
     later = decide_internal_error(BUG, after, 2, T0 + timedelta(minutes=1))
     assert later.status.internal_error == said  # since the first time
     returned = after.model_copy(update={"live_weight": 0})
-    assert decide_internal_error(BUG, returned, 2, T0).weight is None
+    assert as_applied(decide_internal_error(BUG, returned, 2, T0)).written is None
 
 
 def test_a_bug_ends_a_mirror_and_a_rollback_at_zero_but_leaves_a_succeeded_rollout_serving() -> None:
     mirroring = simulator_in(Phase.PROGRESSING, make_spec(mirror(20, "1h"), weight(100), with_analysis=False))
     mirroring.tick()
     assert mirroring.status.live_mirror_percent == 20
-    ended = decide_internal_error(BUG, mirroring.status, 1, T0)
-    assert (ended.weight, ended.mirror_percent, ended.status.current_mirror_percent) == (0, 0, 0)
+    ended = as_applied(decide_internal_error(BUG, mirroring.status, 1, T0), mirroring.route)
+    assert (ended.written, ended.mirror_written, ended.status.current_mirror_percent) == (0, 0, 0)
 
     rolled_back = simulator_in(Phase.ROLLED_BACK)
     halfway = rolled_back.status.model_copy(update={"live_weight": 10, "current_weight": 10})
-    assert decide_internal_error(BUG, halfway, 1, T0).weight == 0
+    assert as_applied(decide_internal_error(BUG, halfway, 1, T0), live(10)).written == 0
 
     succeeded = simulator_in(Phase.SUCCEEDED).status
-    kept = decide_internal_error(BUG, succeeded, 1, T0)
-    assert (kept.status.phase, kept.status.current_weight, kept.weight) == (Phase.SUCCEEDED, 100, None)
+    kept = as_applied(decide_internal_error(BUG, succeeded, 1, T0), live(100))
+    assert (kept.status.phase, kept.status.current_weight, kept.written) == (Phase.SUCCEEDED, 100, None)
 
 
 def test_a_retry_after_the_fail_safe_starts_the_rollout_again() -> None:

@@ -64,13 +64,13 @@ def test_a_coin_toss_rule_is_warned_of_once_per_step() -> None:
     rollout = evaluation(rollout_at_step_with_pause(COIN_TOSS))  # completes step 0 (one look: ~9%)
     assert rollout.status.current_step_index == 1 and rollout.status.false_rollback_warnings == ()
     evaluation(rollout)  # in the pause: ten one-minute looks
-    warnings = [e for d in rollout.decisions for e in d.events if e.reason is Reason.FALSE_ROLLBACK_LIKELY]
+    warnings = [e for d in rollout.ticks for e in d.events if e.reason is Reason.FALSE_ROLLBACK_LIKELY]
     recorded = rollout.status.false_rollback_warnings
     assert [(w.metric, w.step) for w in recorded] == [("errors", 1)]
     assert recorded[0].chance > 0.2 and recorded[0].candidate_requests == 40
     assert len(warnings) == 1 and warnings[0].type == "Warning"
     evaluation(evaluation(rollout))  # later evaluations in the same step say nothing more
-    again = [e for d in rollout.decisions for e in d.events if e.reason is Reason.FALSE_ROLLBACK_LIKELY]
+    again = [e for d in rollout.ticks for e in d.events if e.reason is Reason.FALSE_ROLLBACK_LIKELY]
     assert len(again) == 1
     shown = Console(width=200, record=True)
     body = {
@@ -87,4 +87,4 @@ def test_a_sound_rule_is_not_warned_of(sound: MetricSpec) -> None:
     assert evaluation_chance(sound, 20, 0.01, 40, 1_000_000) == 0.0
     rollout = evaluation(evaluation(evaluation(rollout_at_step_with_pause(sound))))
     assert rollout.status.false_rollback_warnings == ()
-    assert not any(e.reason is Reason.FALSE_ROLLBACK_LIKELY for d in rollout.decisions for e in d.events)
+    assert not any(e.reason is Reason.FALSE_ROLLBACK_LIKELY for d in rollout.ticks for e in d.events)

@@ -14,11 +14,10 @@ from modelgate.api import InvalidSpecError, ModelRolloutSpec, Phase, parse_spec
 from modelgate.api.gate_status import GateDecision
 from modelgate.api.notifications import Transition
 from modelgate.api.rollback_reason import BreachTrace
-from modelgate.core import CommandAction, Decision
-from modelgate.core.actions import after_write
+from modelgate.core import CommandAction
 from modelgate.core.evidence import BreachEvidence
 from modelgate.core.gate_judgement import CheckMeasured
-from modelgate.core.model import LiveRoute, Notify, WriteStatus
+from modelgate.core.model import Notify, WriteStatus
 from modelgate.core.notifying import payload
 from modelgate.core.schedule import FINISHED_RESYNC, RESYNC, next_wakeup
 from tests.unit.engine_support import (
@@ -26,6 +25,7 @@ from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
     Simulator,
+    Ticked,
     command,
     indefinite_pause,
     make_spec,
@@ -42,11 +42,12 @@ def notifying(spec: ModelRolloutSpec, **notifications: Any) -> ModelRolloutSpec:
     return ModelRolloutSpec.model_validate({**document, "notifications": wanted})
 
 
-def notified(decision: Decision) -> list[Notify]:
-    return [action for action in decision.actions if isinstance(action, Notify)]
+def notified(tick: Ticked) -> list[Notify]:
+    """The notifications the tick queued for delivery."""
+    return list(tick.world.notifications[len(tick.before.notifications) :])
 
 
-def transitions(decision: Decision) -> list[Transition]:
+def transitions(decision: Ticked) -> list[Transition]:
     return [action.pending.transition for action in notified(decision)]
 
 
@@ -110,9 +111,9 @@ def test_without_receivers_nothing_is_noted() -> None:
 def test_a_rollback_payload_names_the_breach_its_traces_and_the_weights() -> None:
     sim = canary()
     sim.start()
-    rolled_back = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
     trace = BreachTrace(trace_id="4bf92f3577b34da6", pod="chat-v2-0", value=0.9)
-    settled = after_write(rolled_back, LiveRoute(100, 0), BreachEvidence(traces=(trace,), pods=()), sim.now)
+    sim.evidence = BreachEvidence(traces=(trace,), pods=())
+    settled = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
     (notify,) = notified(settled)
     body = payload(notify)
     reason = body.rollback_reason

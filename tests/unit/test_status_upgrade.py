@@ -60,4 +60,4 @@ def test_the_candidates_availability_is_read_from_its_condition() -> None:
     upgraded = with_state_from_conditions(_as_an_older_operator_wrote_it(sim.status), T0)
     assert upgraded.candidate_available is True
     assert upgraded.route_state is RouteState.OVERWRITTEN
-    assert Reason.ROUTE_OVERWRITTEN in event_reasons(sim.decisions[-1])
+    assert Reason.ROUTE_OVERWRITTEN in event_reasons(sim.ticks[-1])

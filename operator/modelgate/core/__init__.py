@@ -5,6 +5,8 @@ every moment arrives as `now`, every wait is computed from timestamps kept in st
 restart resumes where it was. Adapters (routers, metric providers) produce the types defined here.
 """
 
+from modelgate.core.actions import after_write
+from modelgate.core.applier import Applied, Router, World, apply
 from modelgate.core.engine import decide, decide_unusable
 from modelgate.core.events import events_to_post
 from modelgate.core.holding import may_hold
@@ -36,12 +38,12 @@ from modelgate.core.results import (
     SideTotals,
 )
 from modelgate.core.schedule import analysis_due, next_wakeup
-from modelgate.core.writes import settle_write
 
 __all__ = [
     "COMMAND_ANNOTATION",
     "Accelerators",
     "AnalysisRun",
+    "Applied",
     "Command",
     "CommandAction",
     "CommandProblem",
@@ -58,17 +60,20 @@ __all__ = [
     "Reason",
     "RouteClaim",
     "RouteProblem",
+    "Router",
     "SideBuckets",
     "SideTotals",
     "SpecProblem",
     "UnreadableCommand",
+    "World",
     "WriteFailed",
     "WriteResult",
+    "after_write",
     "analysis_due",
+    "apply",
     "decide",
     "decide_unusable",
     "events_to_post",
     "may_hold",
     "next_wakeup",
-    "settle_write",
 ]

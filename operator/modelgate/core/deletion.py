@@ -14,7 +14,6 @@ import dataclasses
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef
 from modelgate.core.model import (
-    Action,
     Decision,
     Event,
     LiveRoute,
@@ -64,24 +63,28 @@ def decide_deletion(
     """A rollout being deleted: with onDelete ReturnTraffic, the candidate's weight to 0 (verified,
     `after_returning`) before the finalizer goes. One without our finalizer is not ours to hold."""
     if not has_finalizer:
-        return Decision(status, deleting=True)
+        return Decision(status)
     weight = weight_on_delete(spec, status, route, owner)
-    actions: tuple[Action, ...] = (RemoveFinalizer(),)
-    if weight is not None:
-        message = f"deleting: the candidate's weight is {weight}, the incumbent takes all traffic"
-        events = (Event(Reason.TRAFFIC_RETURNED, message),)
-        actions = (WriteRoute(weight, 0), PostEvents(events), *actions)
-        return Decision(status, weight, events, actions=actions, deleting=True)
-    return Decision(status, actions=actions, deleting=True)
+    if weight is None:
+        return Decision(status, (RemoveFinalizer(),))
+    message = f"deleting: the candidate's weight is {weight}, the incumbent takes all traffic"
+    events = (Event(Reason.TRAFFIC_RETURNED, message),)
+    return Decision(status, (WriteRoute(weight, 0), PostEvents(events), RemoveFinalizer(once_returned=True)))
 
 
 def after_returning(decision: Decision, route: WriteRoute, written: WriteResult) -> Decision:
-    """The traffic returned: the finalizer goes. Not (yet): a Warning, and the finalizer stays."""
+    """The traffic returned: the finalizer goes. Not (yet): a Warning instead of the Events, and the
+    finalizer stays."""
     if isinstance(written, LiveRoute) and (written.candidate_weight, written.mirror_percent) == (
         route.weight,
         route.mirror_percent,
     ):
         return decision
     message = f"deleting: the candidate's weight is not {route.weight} yet ({written}); trying again"
-    events = (Event(Reason.WEIGHT_NOT_APPLIED, message),)
-    return dataclasses.replace(decision, events=events, actions=(route, PostEvents(events)))
+    warning = PostEvents((Event(Reason.WEIGHT_NOT_APPLIED, message),))
+    kept = tuple(
+        warning if isinstance(action, PostEvents) else action
+        for action in decision.actions
+        if not (isinstance(action, RemoveFinalizer) and action.once_returned)
+    )
+    return dataclasses.replace(decision, actions=kept)

@@ -3,10 +3,11 @@ rolled back: `status.rollbackReason.traces` and `.pods`, and the end of the Roll
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from modelgate.api import BreachTrace, PodValue
-from modelgate.core.model import Decision, Event
+from modelgate.api import BreachTrace, ModelRolloutStatus, PodValue
+from modelgate.core.model import Event
 from modelgate.core.reasons import Reason
 
 
@@ -20,20 +21,24 @@ class BreachEvidence:
 
 
 def with_evidence(
-    decision: Decision, traces: tuple[BreachTrace, ...], pods: tuple[PodValue, ...]
-) -> Decision:
-    reason = decision.status.rollback_reason
+    status: ModelRolloutStatus, traces: tuple[BreachTrace, ...], pods: tuple[PodValue, ...]
+) -> tuple[ModelRolloutStatus, Callable[[Event], Event]]:
+    """The status with the evidence in its rollback reason, and what it makes of each Event (the
+    RolledBack one ends with its summary)."""
+    reason = status.rollback_reason
     if reason is None or not (traces or pods):
-        return decision
-    status = decision.status.model_copy(
+        return status, lambda event: event
+    status = status.model_copy(
         update={"rollback_reason": reason.model_copy(update={"traces": traces, "pods": pods})}
     )
     summary = describe(traces, pods)
-    events = tuple(
-        Event(event.reason, f"{event.message}; {summary}") if event.reason is Reason.ROLLED_BACK else event
-        for event in decision.events
-    )
-    return replace(decision, status=status, events=events)
+
+    def evidenced(event: Event) -> Event:
+        if event.reason is Reason.ROLLED_BACK:
+            return Event(event.reason, f"{event.message}; {summary}")
+        return event
+
+    return status, evidenced
 
 
 def describe(traces: tuple[BreachTrace, ...], pods: tuple[PodValue, ...]) -> str:

@@ -10,11 +10,12 @@ from datetime import datetime
 from modelgate.api import ModelRolloutStatus, PauseReason, Phase
 from modelgate.api import internal_error_status as api
 from modelgate.core import limits
-from modelgate.core.actions import route_actions
+from modelgate.core.actions import returned_actions
 from modelgate.core.conditions import set_condition
-from modelgate.core.model import Decision, Event, Outcome
+from modelgate.core.model import Decision, Event, Outcome, WriteRoute
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick_history import note_history
+from modelgate.core.writes import warned
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def decide_internal_error(
     message = limits.clip(error.message, limits.STATUS_MESSAGE)
     if status.phase is Phase.SUCCEEDED:
         kept = note_history(status, status.model_copy(update={"message": message}), now)
-        return route_actions(Decision(kept), status)
+        return Decision(kept, returned_actions(kept, None, ()))
     held = status.pause is not None and status.pause.reason is PauseReason.ROUTE_CONFLICT
     conditions = set_condition(
         status.conditions,
@@ -68,12 +69,12 @@ def decide_internal_error(
     }
     failed = note_history(status, status.model_copy(update=update), now)
     returned = status.live_weight == 0 and not status.live_mirror_percent
-    weight = None if returned else 0
+    route = None if returned else WriteRoute(0, 0, warned(status))
     if status.phase is Phase.FAILED and status.message == message:
-        return route_actions(Decision(failed, weight), status)
+        return Decision(failed, returned_actions(failed, route, ()))
     outcome = None if status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INTERNAL_ERROR)
     events = (Event(Reason.INTERNAL_ERROR, error.message),)
-    return route_actions(Decision(failed, weight, events=events, outcome=outcome), status)
+    return Decision(failed, returned_actions(failed, route, events), outcome)
 
 
 def _kept(said: api.InternalError | None, now: api.InternalError) -> api.InternalError:

@@ -182,7 +182,10 @@ class SetFinalizer:
 
 @dataclass(frozen=True)
 class RemoveFinalizer:
-    """Remove it: the rollout no longer needs it, or being deleted, its traffic is returned."""
+    """Remove it: the rollout no longer needs it, or being deleted, its traffic is returned.
+    `once_returned`: only if the route write before it took (core/deletion.py)."""
+
+    once_returned: bool = False
 
 
 @dataclass(frozen=True)
@@ -277,19 +280,15 @@ Action = (
 
 @dataclass(frozen=True)
 class Decision:
-    """One tick's result. `weight` is the candidate weight to write (the incumbent gets the rest), or
-    None to leave the route alone; a write also sets the mirror to `mirror_percent` (0: none). The
-    command handled in this tick, if any, is in `status.last_command`."""
+    """One tick's result: the status it settles on and every effect of it as an action, in the order
+    they are applied (core/actions.py; the actions are the only record of a route write, an Event or
+    a scale-down: core/applier.py applies them in memory, the reconciler to the cluster). `outcome`:
+    the end the rollout reached in this tick, and why, for the operator's metrics and log (a rollback's
+    cause is in no field of the status)."""
 
     status: ModelRolloutStatus
-    weight: int | None = None
-    events: tuple[Event, ...] = ()
-    outcome: Outcome | None = None
-    mirror_percent: int = 0
-    scale_down_incumbent: bool = False  # the watch window passed: scale the incumbent Deployment to 0
-    # Every effect of the tick, in order (core/actions.py); `deleting`: those of a rollout being deleted.
     actions: tuple[Action, ...] = ()
-    deleting: bool = False
+    outcome: Outcome | None = None
     # When the rollout is looked at again (core/schedule.py's next_wakeup, over the status once its
     # write settled); None for the decisions that wake at the operator's resync.
     wake_at: datetime | None = None

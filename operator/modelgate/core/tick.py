@@ -14,13 +14,14 @@ from modelgate.api import (
     ModelRolloutSpec,
     ModelRolloutStatus,
     PauseReason,
+    Phase,
     RolloutPause,
     RouteState,
     Step,
 )
 from modelgate.core import conditions as cond
 from modelgate.core import limits
-from modelgate.core.actions import tick_actions
+from modelgate.core.actions import TickEffects, tick_actions
 from modelgate.core.metric_verdicts import Evaluation
 from modelgate.core.model import Decision, Event, LiveRoute, Observations, Outcome
 from modelgate.core.reasons import ConditionType, Reason
@@ -80,17 +81,12 @@ class Tick:
         self.analysed: Evaluation | None = None  # this tick's analysis run, judged before the policy
 
     def decision(self, wake_at: Callable[[Decision], datetime]) -> Decision:
-        """The tick's decision, its actions and `wake_at` (of the decision without them) with it."""
-        decided = Decision(
-            self.status,
-            self.weight,
-            tuple(self.events),
-            self.outcome,
-            self.status.current_mirror_percent,
-            self.scale_down_incumbent,
-        )
-        actions = tick_actions(decided, self.spec, self.before, self.observed)
-        return replace(decided, actions=actions, wake_at=wake_at(decided))
+        """The tick's decision: its status, its actions (built once, here), and `wake_at` of it."""
+        rolled_back = self.outcome is not None and self.outcome.phase is Phase.ROLLED_BACK
+        effects = TickEffects(self.weight, tuple(self.events), rolled_back, self.scale_down_incumbent)
+        actions = tick_actions(self.spec, self.before, self.observed, self.status, effects)
+        decided = Decision(self.status, actions, self.outcome)
+        return replace(decided, wake_at=wake_at(decided))
 
     def update(self, **fields: object) -> None:
         # model_copy does not validate, so the message is kept within the schema's length here.

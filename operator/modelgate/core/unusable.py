@@ -7,10 +7,11 @@ from datetime import datetime
 
 from modelgate.api import ModelRolloutStatus, PauseReason, Phase
 from modelgate.core import limits
-from modelgate.core.actions import route_actions
-from modelgate.core.model import Decision, Event, Outcome, SpecProblem
+from modelgate.core.actions import returned_actions
+from modelgate.core.model import Decision, Event, Outcome, SpecProblem, WriteRoute
 from modelgate.core.reasons import Reason
 from modelgate.core.tick_history import note_history
+from modelgate.core.writes import warned
 
 
 def decide_unusable(
@@ -27,9 +28,9 @@ def decide_unusable(
         held = status.pause is not None and status.pause.reason is PauseReason.ROUTE_CONFLICT
         update |= {"phase": Phase.FAILED, "current_weight": 0, "pause": status.pause if held else None}
     unusable = note_history(status, status.model_copy(update=update), now)
-    weight = None if finished or status.live_weight == 0 else 0
+    route = None if finished or status.live_weight == 0 else WriteRoute(0, 0, warned(status))
     if status.message == message and (finished or status.phase is Phase.FAILED):
-        return route_actions(Decision(unusable, weight), status)
+        return Decision(unusable, returned_actions(unusable, route, ()))
     outcome = None if finished or status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INVALID_SPEC)
     events = (Event(Reason.INVALID_SPEC, problem.message),)
-    return route_actions(Decision(unusable, weight, events=events, outcome=outcome), status)
+    return Decision(unusable, returned_actions(unusable, route, events), outcome)

@@ -1,8 +1,9 @@
 """A rollout replayed over recorded metrics: the engine's own `decide` ticking on a simulated clock.
 
 Pure: the metrics come from a MetricProvider (for a replay, `metrics.recorded.RecordedProvider` over
-fetched ranges), the route is a value that takes every weight the engine writes at once, and the
-candidate is taken as Available throughout. Nothing is written anywhere."""
+fetched ranges), each decision's actions are applied to an in-memory world (core/applier.py) whose
+route takes every weight written at once, and the candidate is taken as Available throughout.
+Nothing is written anywhere."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from modelgate.core import (
     Decision,
     LiveRoute,
     Observations,
+    World,
     analysis_due,
+    apply,
     decide,
-    settle_write,
 )
 from modelgate.core.query_check import check_due
 from modelgate.metrics import AnalysisPlan, MetricProvider
@@ -69,9 +71,8 @@ def simulate(
     """Ticks from `start` as the operator's loop would (at each decision's `wake_at`) until the
     rollout ends, or its gradual rollback reaches 0, or `end`. `route_changed` hears of each write
     as it goes live (a simulated provider sends its traffic by it)."""
-    status = ModelRolloutStatus()
-    route = LiveRoute(100, 0)
-    now = start
+    world = World()
+    status, route, now = world.status, LiveRoute(100, 0), start
     spans: dict[int, StepSpan] = {}
     weights: list[tuple[datetime, int]] = [(start, 0)]
     events: list[SimulatedEvent] = []
@@ -83,17 +84,16 @@ def simulate(
         observed = Observations(
             GENERATION, True, "simulated: Available", route, analysis, analysis_check=check
         )
-        decision = decide(spec, status, observed, now)
-        if decision.weight is not None:
-            route = LiveRoute(100 - decision.weight, decision.weight, mirror_percent=decision.mirror_percent)
-            decision = settle_write(status, decision, route, now, GENERATION)
-            if route_changed is not None:
-                route_changed(now, route)
+        applied = apply(world, decide(spec, status, observed, now), now)
+        world, decision = applied.world, applied.decision
         _note_steps(spans, status, decision, now)
-        events.extend(SimulatedEvent(now, str(e.reason), e.message) for e in decision.events)
+        events.extend(SimulatedEvent(now, str(e.reason), e.message) for e in applied.events)
+        assert isinstance(world.route, LiveRoute), "the simulated route takes every write"
+        status, route = world.status, world.route
+        if applied.writes and route_changed is not None:
+            route_changed(now, route)
         if route.candidate_weight != weights[-1][1]:
             weights.append((now, route.candidate_weight))
-        status = decision.status
         if status.ended and status.rolling_back is None:
             break
         assert decision.wake_at is not None, "decide says when to look again"
