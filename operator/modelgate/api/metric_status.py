@@ -61,6 +61,12 @@ class ConfidenceBounds(StatusModel):
         "incumbent's upper bound (each at alpha/2); the comparison fails when it is above maxIncrease.",
         json_schema_extra=NULLABLE,
     )
+    increase_upper: Measured | None = Field(
+        None,
+        description="For sequential.marginIncrease: the candidate's rate's upper bound minus the "
+        "incumbent's lower bound (each at alpha/2); the metric passes once it is below marginIncrease.",
+        json_schema_extra=NULLABLE,
+    )
 
 
 class SequentialEvidence(StatusModel):

@@ -23,6 +23,7 @@ def _check_alpha(alpha: float) -> None:
         raise FieldPathError("alpha", f"must be in (0, 0.5] (got {alpha})")
 
 
+MARGINS_APART = "cannot be combined with margin: set one margin, a ratio or an increase"
 MIN_RATIO_WITHOUT_CONFIDENCE = (
     "cannot be combined with confidence: the anytime-valid bounds are for rates, where lower is better"
 )
@@ -131,6 +132,12 @@ class SequentialTest(SpecModel):
                 field_path=".margin",
                 message="must be greater than tolerance (default 1) and at most 10",
             ),
+            nonzero("marginIncrease", "must be in (0, 0.5]", optional=True),
+            CelRule(
+                "!has(self.margin) || !has(self.marginIncrease)",
+                field_path=".marginIncrease",
+                message=MARGINS_APART,
+            ),
         )
     )
 
@@ -151,6 +158,14 @@ class SequentialTest(SpecModel):
         "incumbent's, and is Inconclusive until then (evidence of no harm). Without it the metric passes "
         "while there is no evidence of harm.",
     )
+    margin_increase: Annotated[Number, Field(ge=0, le=0.5)] | None = Field(
+        None,
+        description="A non-inferiority margin in rate points, in (0, 0.5], e.g. 0.001: the metric passes "
+        "only once the candidate's rate's upper bound minus the incumbent's lower bound (each an "
+        "anytime-valid sequence at alpha/2) is below it, and is Inconclusive until then. Unlike margin, "
+        "it can be shown with no events at all: with none on either side it passes after about "
+        "log(4/alpha)/marginIncrease candidate requests (docs/statistics.md). Not with margin.",
+    )
 
     @model_validator(mode="after")
     def _in_range(self) -> Self:
@@ -162,4 +177,8 @@ class SequentialTest(SpecModel):
                 "margin",
                 f"must be greater than tolerance ({self.tolerance:g}) and at most 10 (got {self.margin})",
             )
+        if self.margin_increase is not None and not 0 < self.margin_increase <= 0.5:
+            raise FieldPathError("marginIncrease", f"must be in (0, 0.5] (got {self.margin_increase})")
+        if self.margin is not None and self.margin_increase is not None:
+            raise FieldPathError("marginIncrease", MARGINS_APART)
         return self

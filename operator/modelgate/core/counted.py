@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import math
 
-from modelgate.api import BreachRule, ConfidenceBounds, CounterTotals, MetricSpec, SequentialEvidence, Verdict
+from modelgate.api import (
+    BreachRule,
+    ConfidenceBounds,
+    CounterTotals,
+    MetricSpec,
+    SequentialEvidence,
+    SequentialTest,
+    Verdict,
+)
 from modelgate.core import sequential
 from modelgate.core.judgement import Judgement
 from modelgate.core.results import MetricQuery
@@ -76,6 +84,9 @@ def confidence_bounds(metric: MetricSpec, evidence: SequentialEvidence) -> Confi
     increase = None
     if compare is not None and compare.confidence is not None and compare.max_increase is not None:
         increase = round(_increase_lower(evidence, alpha), 6)
+    shown_within = None
+    if metric.sequential is not None and metric.sequential.margin_increase is not None:
+        shown_within = round(increase_upper(evidence, alpha), 6)
     return ConfidenceBounds(
         alpha=alpha,
         rate_ratio_lower=interval.lower,
@@ -85,6 +96,7 @@ def confidence_bounds(metric: MetricSpec, evidence: SequentialEvidence) -> Confi
         if margin is None
         else round(sequential.log_evidence(ratios, grid, margin, above=False), 6),
         increase_lower=increase,
+        increase_upper=shown_within,
     )
 
 
@@ -97,7 +109,7 @@ def judge_counts(
         return None
     note = f" (the test restarted: {restarted})" if restarted else ""
     if evidence is None or evidence.bounds is None:
-        if metric.sequential is not None and metric.sequential.margin is None:
+        if metric.sequential is not None and not _has_margin(metric.sequential):
             return None  # no evidence of harm: today's pass
         return Judgement(Verdict.INCONCLUSIVE, f"no counts read yet{note}")
     return _sequential(metric, evidence, note) or _compared(metric, evidence, note)
@@ -125,7 +137,34 @@ def _sequential(metric: MetricSpec, evidence: SequentialEvidence, note: str) -> 
             f"{counted}){note}",
             bounds=bounds,
         )
+    if test.margin_increase is not None:
+        shown_within = increase_upper(evidence, test.alpha)
+        if not shown_within < test.margin_increase:
+            return Judgement(
+                Verdict.INCONCLUSIVE,
+                f"sequential test: the candidate's rate is at most {shown_within:.4g} above the "
+                f"incumbent's, not yet below marginIncrease {test.margin_increase:g} ({counted}){note}",
+                bounds=bounds,
+            )
     return None
+
+
+def increase_upper(evidence: SequentialEvidence, alpha: float) -> float:
+    """The candidate's rate's upper bound minus the incumbent's lower bound, each at alpha/2: below the
+    true difference with probability at most alpha, at every evaluation. The candidate's sequence puts
+    half its prior on a rate of 0, so a side without events is bounded after log(4/alpha)/p requests
+    (sequential.rate_bounds)."""
+    _, candidate_upper = sequential.rate_bounds(
+        evidence.candidate_events, evidence.candidate_requests, alpha / 2, at_zero=0.5
+    )
+    incumbent_lower, _ = sequential.rate_bounds(
+        evidence.incumbent_events, evidence.incumbent_requests, alpha / 2
+    )
+    return candidate_upper - incumbent_lower
+
+
+def _has_margin(test: SequentialTest) -> bool:
+    return test.margin is not None or test.margin_increase is not None
 
 
 def _compared(metric: MetricSpec, evidence: SequentialEvidence, note: str) -> Judgement | None:

@@ -4,6 +4,7 @@ as Flagger's and Argo Rollouts' progress deadlines do."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from modelgate.api import (
@@ -46,7 +47,11 @@ def inconclusive_deadline(tick: Tick) -> Intent:
     deadline = inconclusive_limit(tick.spec, tick.status)
     since = tick.status.inconclusive_since
     what = "the analysis has been Inconclusive for"
-    return _check(tick, PauseReason.INCONCLUSIVE_DEADLINE, deadline, since, what, _inconclusive(tick))
+    detail = _inconclusive(tick)
+    intent = _check(tick, PauseReason.INCONCLUSIVE_DEADLINE, deadline, since, what, detail)
+    if isinstance(intent, Hold):
+        return replace(intent, without_events=_without_events(tick))
+    return intent
 
 
 def inconclusive_limit(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> Deadline | None:
@@ -62,6 +67,19 @@ def _inconclusive(tick: Tick) -> str:
     """The Inconclusive metrics and why, for the deadline's message."""
     why = [f"{m.name}: {m.message}" for m in tick.status.analysis if m.verdict is Verdict.INCONCLUSIVE]
     return f" ({'; '.join(why)})" if why else ""
+
+
+def _without_events(tick: Tick) -> tuple[str, ...]:
+    """The Inconclusive metrics whose counts hold requests but no event on either side: a ratio margin
+    is never shown from them (docs/statistics.md), which the pause says as data."""
+    return tuple(
+        m.name
+        for m in tick.status.analysis
+        if m.verdict is Verdict.INCONCLUSIVE
+        and m.sequential is not None
+        and m.sequential.candidate_requests > 0
+        and m.sequential.candidate_events == m.sequential.incumbent_events == 0
+    )
 
 
 def _check(
