@@ -56,7 +56,10 @@ class RolloutPause(StatusModel):
         description="What caused it and what ends it."
     )
     metrics_without_events: Annotated[
-        tuple[Annotated[str, StringConstraints(max_length=63)], ...], Field(max_length=64)
+        tuple[
+            Annotated[str, StringConstraints(max_length=63), Field(description="A metric's name.")], ...
+        ],
+        Field(max_length=64),
     ] = Field(
         (),
         description="At an InconclusiveDeadline: the Inconclusive metrics whose counts hold no event on "
