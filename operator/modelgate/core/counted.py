@@ -163,6 +163,36 @@ def increase_upper(evidence: SequentialEvidence, alpha: float) -> float:
     return candidate_upper - incumbent_lower
 
 
+def zero_event_pass(test: SequentialTest, per_look: float) -> float | None:
+    """The candidate requests counted when a service without events (on either side) first passes
+    `test`, looked at every `per_look` candidate requests: 0 without a margin (nothing to show), None
+    with a ratio margin (no events say nothing of a ratio, so it never passes: Inconclusive until
+    progressDeadlines.inconclusive). `modelgate plan` and docs/statistics.md both print it."""
+    if test.margin_increase is None:
+        return None if test.margin is not None else 0.0
+    looks = 1
+    while not _shown_at_zero(test, looks * per_look):
+        looks *= 2
+    low, high = looks // 2, looks  # not shown at low (or low is 0), shown at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _shown_at_zero(test, middle * per_look) else (middle, high)
+    return high * per_look
+
+
+def _shown_at_zero(test: SequentialTest, requests: float) -> bool:
+    assert test.margin_increase is not None
+    evidence = SequentialEvidence(
+        log_likelihood_ratios=(),
+        log_evidence=0.0,
+        candidate_events=0,
+        candidate_requests=requests,
+        incumbent_events=0,
+        incumbent_requests=requests,
+    )
+    return increase_upper(evidence, test.alpha) < test.margin_increase
+
+
 def _has_margin(test: SequentialTest) -> bool:
     return test.margin is not None or test.margin_increase is not None
 
