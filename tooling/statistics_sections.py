@@ -89,7 +89,7 @@ def simulate_rollouts(
 
 
 def _median_passed(decided: Decisions) -> bool:
-    return np.count_nonzero(decided.passed_at) > len(decided.passed_at) // 2
+    return bool(np.count_nonzero(decided.passed_at) > len(decided.passed_at) // 2)
 
 
 PASS_BASE_RATES = (0.005, 0.01, 0.05)
@@ -200,7 +200,9 @@ def oracle_sprt(
     for interval in range(1, DETECTION_INTERVALS + 1):
         events_c = rng.binomial(n_c, DETECTION_BASE_RATE * ratio, runs)
         events = events_c + rng.binomial(n_i, DETECTION_BASE_RATE, runs)
-        (log_ratio,) = sequential.advance((log_ratio,), (alternative,), n_c / DETECTION_REQUESTS, events_c, events)
+        (log_ratio,) = sequential.advance(
+            (log_ratio,), (alternative,), n_c / DETECTION_REQUESTS, events_c, events
+        )
         failed_at[(failed_at == 0) & (log_ratio >= math.log(1 / ALPHA))] = interval
     return failed_at
 
@@ -214,8 +216,15 @@ def detection_times(share: float, ratio: float, seed: int) -> dict[str, np.ndarr
         rng = np.random.default_rng(seed)
         stretches = (Stretch(share, DETECTION_INTERVALS),)
         decided = simulate_rollouts(
-            rng, DETECTION_RUNS, stretches, DETECTION_REQUESTS, DETECTION_BASE_RATE, ratio, 10.0,
-            near_weight=near_weight, until=_median_failed,
+            rng,
+            DETECTION_RUNS,
+            stretches,
+            DETECTION_REQUESTS,
+            DETECTION_BASE_RATE,
+            ratio,
+            10.0,
+            near_weight=near_weight,
+            until=_median_failed,
         )
         times[name] = decided.failed_at
     times["oracle"] = oracle_sprt(np.random.default_rng(seed), DETECTION_RUNS, share, ratio, ratio)
@@ -223,7 +232,7 @@ def detection_times(share: float, ratio: float, seed: int) -> dict[str, np.ndarr
 
 
 def _median_failed(decided: Decisions) -> bool:
-    return np.count_nonzero(decided.failed_at) > len(decided.failed_at) // 2
+    return bool(np.count_nonzero(decided.failed_at) > len(decided.failed_at) // 2)
 
 
 def median_interval(failed_at: np.ndarray) -> float:
@@ -237,7 +246,7 @@ def render_detection() -> list[str]:
     lines = [
         "## The fail side: a one-sided mixture weighted toward small regressions",
         "",
-        "The fail side's e-value against \"the rate ratio is at most tolerance\" is a mixture of",
+        'The fail side\'s e-value against "the rate ratio is at most tolerance" is a mixture of',
         "likelihood ratios over the grid's ratios above tolerance only (a truncated mixture: none of",
         "its weight is on improvements). Ratios up to 4x tolerance weigh 4 times as much as those",
         "beyond: regressions of 1.5x to 2x, which need the most evidence, are caught sooner, and 5x",

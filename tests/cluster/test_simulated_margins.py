@@ -50,7 +50,9 @@ def test_a_margin_in_points_passes_a_service_without_errors_after_the_documented
         prometheus=local_bed.prometheus_url,
         metrics=errors_judged_by(test),
     )
-    with simulated_serving(local_bed, api_client, namespace, traefik, HEALTHY, incumbent=HEALTHY, rps=RPS) as scenario:
+    with simulated_serving(
+        local_bed, api_client, namespace, traefik, HEALTHY, incumbent=HEALTHY, rps=RPS
+    ) as scenario:
         scenario.apply(manifest)
         live = wait_until_traefik_serves(traefik, api_client, namespace, "chat", candidate_at(20))
         advanced = scenario.wait_for_status("step 0 to pass", lambda s: s.current_step_index >= 1, 60)
@@ -85,7 +87,9 @@ def test_a_ratio_margin_at_zero_events_pauses_at_its_deadline_naming_the_metric(
         metrics=errors_judged_by({"alpha": 0.05, "margin": 2}),
         progress_deadlines={"inconclusive": {"after": "12s", "action": "pause"}},
     )
-    with simulated_serving(local_bed, api_client, namespace, traefik, HEALTHY, incumbent=HEALTHY, rps=RPS) as scenario:
+    with simulated_serving(
+        local_bed, api_client, namespace, traefik, HEALTHY, incumbent=HEALTHY, rps=RPS
+    ) as scenario:
         scenario.apply(manifest)
         paused: ModelRolloutStatus = scenario.wait_for_status(
             "the inconclusive deadline's pause", lambda s: s.pause is not None or s.phase in FINISHED, 60
@@ -118,7 +122,9 @@ def test_a_breach_the_counts_show_rolls_back_at_that_evaluation_whatever_min_req
         metrics=errors_judged_by({"alpha": 0.05}),
         min_requests=100_000,
     )
-    with simulated_serving(local_bed, api_client, namespace, traefik, failing, incumbent=HEALTHY, rps=RPS) as scenario:
+    with simulated_serving(
+        local_bed, api_client, namespace, traefik, failing, incumbent=HEALTHY, rps=RPS
+    ) as scenario:
         scenario.apply(manifest)
         live = wait_until_traefik_serves(traefik, api_client, namespace, "chat", candidate_at(30))
         final = scenario.wait_for_status("the rollback", lambda s: s.phase in FINISHED, 60)

@@ -56,9 +56,7 @@ class RolloutPause(StatusModel):
         description="What caused it and what ends it."
     )
     metrics_without_events: Annotated[
-        tuple[
-            Annotated[str, StringConstraints(max_length=63), Field(description="A metric's name.")], ...
-        ],
+        tuple[Annotated[str, StringConstraints(max_length=63), Field(description="A metric's name.")], ...],
         Field(max_length=64),
     ] = Field(
         (),

@@ -30,8 +30,9 @@ because of their events would break them; so would counting an event twice, whic
 are differences of totals rather than counts over a window.
 
 The functions that simulations call in bulk (`advance`, `excluded_from_below`, `excluded_from_above`,
-`fails`, `passes`, `log_harm_evidence`) take events and log ratios as floats or as arrays of many runs (anything with
-`__array_namespace__`, e.g. numpy's), so tooling/sequential_sim.py runs the operator's own code.
+`fails`, `passes`, `log_harm_evidence`) take events and log ratios as floats or as arrays of many
+runs (anything with `__array_namespace__`, e.g. numpy's), so tooling/sequential_sim.py and
+tooling/statistics_sections.py run the operator's own code.
 """
 
 from __future__ import annotations
@@ -122,8 +123,8 @@ def log_harm_evidence(
     log_ratios: Sequence[Any], rate_ratios: Sequence[float], j: int, near_weight: float = 4.0
 ) -> Any:
     """The log of the e-value against "the rate ratio is at most theta_j": the weighted mean of
-    L(theta)/L(theta_j) over the grid points above it (near_weight 1: uniform, as the
-    test was before). Each factor is a martingale at theta_j and a supermartingale below it, so any fixed
+    L(theta)/L(theta_j) over the grid points above it (near_weight 1: uniform, as the test was
+    before). Each term is a martingale at theta_j and a supermartingale below it, so any fixed
     weights keep alpha; 0.0 at the last point (no points above)."""
     above = range(j + 1, len(rate_ratios))
     weights = [near_weight if rate_ratios[k] <= HARM_NEAR * rate_ratios[j] else 1.0 for k in above]

@@ -151,7 +151,9 @@ class Tick:
         if self.paused_by(reason):
             return  # the same pause goes on since it began
         clipped = limits.clip(message, limits.ANALYSIS_MESSAGE)
-        pause = RolloutPause(reason=reason, since=self.now, message=clipped, metrics_without_events=without_events)
+        pause = RolloutPause(
+            reason=reason, since=self.now, message=clipped, metrics_without_events=without_events
+        )
         self.update(pause=pause)
 
     def unpause(self, *reasons: PauseReason) -> None:
