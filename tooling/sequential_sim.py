@@ -168,9 +168,9 @@ def render() -> str:
         "  pauses at `progressDeadlines.inconclusive` (10 minutes unless set) with",
         "  `status.pause.metricsWithoutEvents` naming it. Give such a service `marginIncrease`: no worse",
         "  than the incumbent by more than, say, 0.1 points is what a healthy service can prove.",
-        "- Changing tolerance, margin or maxRatio mid-rollout restarts the evidence from the totals last",
-        "  read (bounds chosen after seeing data would not hold alpha), as does evidence kept by an older",
-        "  operator on another grid; the verdict's message says so.",
+        "- Changing tolerance, margin, marginIncrease or maxRatio mid-rollout restarts the evidence from",
+        "  the totals last read (bounds chosen after seeing data would not hold alpha), as does evidence",
+        "  kept by an older operator on another grid; the verdict's message says so.",
         "",
     ]
     lines += render_passing()

@@ -90,6 +90,17 @@ def test_a_pause_with_events_names_no_metric_without_events() -> None:
     assert final.pause.metrics_without_events == ()
 
 
+def test_a_spec_edit_of_the_increase_margin_restarts_the_evidence() -> None:
+    sim = started(WITH_INCREASE, steps=(weight(10), timed_pause("1h"), weight(100)))
+    evidence = _fed(sim, 3, 0.0, 200, 1800, i_rate=0.0)[-1].status.analysis[0].sequential
+    wider = MetricSpec.model_validate(
+        {"name": "errors", "preset": "errorRate", "sequential": {"alpha": ALPHA, "marginIncrease": 0.01}}
+    )
+    assert counted.restart_cause(WITH_INCREASE, evidence) is None
+    assert counted.restart_cause(wider, evidence) is not None
+    assert counted.restart_cause(WITH_MARGIN, evidence) is not None
+
+
 def test_a_breach_the_counts_already_show_fails_below_min_requests() -> None:
     spec = make_spec(
         weight(10), timed_pause("1h"), analysis=analysis_spec((WITH_INCREASE,), min_requests=100_000)

@@ -105,6 +105,12 @@ class SequentialEvidence(StatusModel):
     incumbent_totals: CounterTotals | None = Field(
         None, description="The incumbent's counters at the same evaluation, likewise."
     )
+    margin_increase: Measured | None = Field(
+        None,
+        description="The sequential.marginIncrease these counts are judged against; a spec edit of it "
+        "restarts the evidence from the totals last read, as one of tolerance or margin does.",
+        json_schema_extra=NULLABLE,
+    )
 
 
 class MetricAnalysis(StatusModel):

@@ -116,7 +116,8 @@ class Comparison(SpecModel):
 class SequentialTest(SpecModel):
     """An anytime-valid confidence sequence for the candidate's rate over the incumbent's, on counts:
     rolls back as soon as it lies above `tolerance`; with a `margin`, passes only once it lies below
-    the margin (Inconclusive until then). Each wrong decision has a probability of at most alpha
+    the margin, or with a `marginIncrease` once the candidate's rate is shown at most that much above
+    the incumbent's (Inconclusive until then). Each wrong decision has a probability of at most alpha
     however long the rollout runs (docs/statistics.md)."""
 
     model_config = ConfigDict(

@@ -30,11 +30,20 @@ def rate_ratios(metric: MetricSpec) -> tuple[float, ...]:
 
 def restart_cause(metric: MetricSpec, earlier: SequentialEvidence | None) -> str | None:
     """Why the evidence in status cannot go on (it restarts from the totals it last read), or None."""
-    if earlier is None or earlier.rate_ratios == rate_ratios(metric):
+    if earlier is None:
+        return None
+    if earlier.rate_ratios == rate_ratios(metric) and earlier.margin_increase == _margin_increase(metric):
         return None
     if not earlier.rate_ratios:
         return "the evidence was kept by an older operator, on another grid"
-    return "tolerance, margin or maxRatio changed: evidence gathered under other bounds does not count"
+    return (
+        "tolerance, margin, marginIncrease or maxRatio changed: evidence gathered under other bounds "
+        "does not count"
+    )
+
+
+def _margin_increase(metric: MetricSpec) -> float | None:
+    return metric.sequential.margin_increase if metric.sequential is not None else None
 
 
 def accumulate(
@@ -49,8 +58,8 @@ def accumulate(
     candidate, incumbent = totals
     grid = rate_ratios(metric)
     if earlier is not None and restart_cause(metric, earlier) is not None:
-        earlier = _fresh(grid, earlier.candidate_totals, earlier.incumbent_totals)
-    before = earlier or _fresh(grid, None, None)
+        earlier = _fresh(metric, earlier.candidate_totals, earlier.incumbent_totals)
+    before = earlier or _fresh(metric, None, None)
     c_counts = _grown(before.candidate_totals, candidate)
     i_counts = _grown(before.incumbent_totals, incumbent)
     if c_counts is None or i_counts is None:
@@ -70,6 +79,7 @@ def accumulate(
         incumbent_requests=before.incumbent_requests + i_counts.requests,
         candidate_totals=CounterTotals(requests=candidate.requests, events=candidate.events),
         incumbent_totals=CounterTotals(requests=incumbent.requests, events=incumbent.events),
+        margin_increase=before.margin_increase,
     )
     return evidence.model_copy(update={"bounds": confidence_bounds(metric, evidence)})
 
@@ -272,11 +282,13 @@ def _counted(evidence: SequentialEvidence) -> str:
 
 
 def _fresh(
-    grid: tuple[float, ...], candidate: CounterTotals | None, incumbent: CounterTotals | None
+    metric: MetricSpec, candidate: CounterTotals | None, incumbent: CounterTotals | None
 ) -> SequentialEvidence:
+    grid = rate_ratios(metric)
     return SequentialEvidence(
         log_likelihood_ratios=(0.0,) * len(grid),
         rate_ratios=grid,
+        margin_increase=_margin_increase(metric),
         log_evidence=0.0,
         candidate_events=0,
         candidate_requests=0,

@@ -47,11 +47,12 @@ def inconclusive_deadline(tick: Tick) -> Intent:
     deadline = inconclusive_limit(tick.spec, tick.status)
     since = tick.status.inconclusive_since
     what = "the analysis has been Inconclusive for"
+    without = _without_events(tick)
     detail = _inconclusive(tick)
+    if without:
+        detail += f"; no events on either side in {', '.join(without)}: a ratio margin is never shown"
     intent = _check(tick, PauseReason.INCONCLUSIVE_DEADLINE, deadline, since, what, detail)
-    if isinstance(intent, Hold):
-        return replace(intent, without_events=_without_events(tick))
-    return intent
+    return replace(intent, without_events=without) if isinstance(intent, Hold) else intent
 
 
 def inconclusive_limit(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> Deadline | None:
