@@ -132,7 +132,8 @@ def test_a_breach_the_counts_show_rolls_back_at_that_evaluation_whatever_min_req
     reason = final.rollback_reason
     assert reason is not None and reason.rule is BreachRule.SEQUENTIAL, reason
     after = reason.time.timestamp() - live
-    # The baseline at the first evaluation, the breach shown at the second (a scrape may put the
-    # first failures one evaluation later).
-    assert after <= 3 * INTERVAL + 2, after
+    # The baseline at the first evaluation, the breach shown at the next that reads the failures:
+    # Traefik's counters reach Prometheus a scrape later, and the first evaluation may come up to an
+    # interval after the weight is live (seen: 2.8 s and 6.6 s). A window's rule would never judge.
+    assert after <= 4 * INTERVAL + 2, after
     record_property("seconds from weight 30 live to the rollback", round(after, 1))
