@@ -47,7 +47,7 @@ def inconclusive_deadline(tick: Tick) -> Intent:
     deadline = inconclusive_limit(tick.spec, tick.status)
     since = tick.status.inconclusive_since
     what = "the analysis has been Inconclusive for"
-    without = _without_events(tick)
+    without = _without_events(tick.status)
     detail = _inconclusive(tick)
     if without:
         detail += f"; no events on either side in {', '.join(without)}: a ratio margin is never shown"
@@ -70,12 +70,12 @@ def _inconclusive(tick: Tick) -> str:
     return f" ({'; '.join(why)})" if why else ""
 
 
-def _without_events(tick: Tick) -> tuple[str, ...]:
+def _without_events(status: ModelRolloutStatus) -> tuple[str, ...]:
     """The Inconclusive metrics whose counts hold requests but no event on either side: a ratio margin
     is never shown from them (docs/statistics.md), which the pause says as data."""
     return tuple(
         m.name
-        for m in tick.status.analysis
+        for m in status.analysis
         if m.verdict is Verdict.INCONCLUSIVE
         and m.sequential is not None
         and m.sequential.candidate_requests > 0
