@@ -56,7 +56,7 @@ def simulate_rollouts(
     margin: float,
     tolerance: float = 1.0,
     alpha: float = ALPHA,
-    near_weight: float = 4.0,
+    near_weight: float = sequential.HARM_NEAR_WEIGHT,
     until: Callable[[Decisions], bool] | None = None,
 ) -> Decisions:
     """`runs` rollouts at once, looked at every interval of `requests` requests in all, the candidate's
@@ -212,7 +212,7 @@ def detection_times(share: float, ratio: float, seed: int) -> dict[str, np.ndarr
     seeded traffic: the fail side's uniform prior (the operator's before), its weighted one, and the
     oracle SPRT."""
     times = {}
-    for name, near_weight in (("uniform", 1.0), ("weighted", 4.0)):
+    for name, near_weight in (("uniform", 1.0), ("weighted", sequential.HARM_NEAR_WEIGHT)):
         rng = np.random.default_rng(seed)
         stretches = (Stretch(share, DETECTION_INTERVALS),)
         decided = simulate_rollouts(

@@ -98,8 +98,18 @@ def advance(
     )
 
 
+# The fail side's prior (a truncated mixture over the ratios above the one tested): ratios up to
+# HARM_NEAR times it weigh HARM_NEAR_WEIGHT times as much as those beyond. Chosen by seeded simulation
+# (docs/statistics.md): against uniform weights up to 10x it catches 1.5x and 2x regressions 10 to 15%
+# sooner at the median and 5x no later; weights only up to 4x would miss 5x's first interval.
+HARM_NEAR, HARM_NEAR_WEIGHT = 4.0, 4.0
+
+
 def excluded_from_below(
-    log_ratios: Sequence[Any], rate_ratios: Sequence[float], alpha: float, near_weight: float = 4.0
+    log_ratios: Sequence[Any],
+    rate_ratios: Sequence[float],
+    alpha: float,
+    near_weight: float = HARM_NEAR_WEIGHT,
 ) -> list[Any]:
     """Per grid point theta_j: whether the one-sided mixture of L(theta)/L(theta_j) over the points
     above it (`log_harm_evidence`) has reached 1/alpha, i.e. the rate ratio is above theta_j (the last
@@ -112,15 +122,8 @@ def excluded_from_below(
     ]
 
 
-# The fail side's prior (a truncated mixture over the ratios above the one tested): ratios up to
-# HARM_NEAR times it weigh `near_weight` (4) times as much as those beyond. Chosen by seeded simulation
-# (docs/statistics.md): against uniform weights up to 10x it catches 1.5x and 2x regressions 10 to 15%
-# sooner at the median and 5x no later; weights only up to 4x would miss 5x's first interval.
-HARM_NEAR = 4.0
-
-
 def log_harm_evidence(
-    log_ratios: Sequence[Any], rate_ratios: Sequence[float], j: int, near_weight: float = 4.0
+    log_ratios: Sequence[Any], rate_ratios: Sequence[float], j: int, near_weight: float = HARM_NEAR_WEIGHT
 ) -> Any:
     """The log of the e-value against "the rate ratio is at most theta_j": the weighted mean of
     L(theta)/L(theta_j) over the grid points above it (near_weight 1: uniform, as the test was
@@ -155,7 +158,7 @@ def fails(
     rate_ratios: Sequence[float],
     tolerance: float,
     alpha: float,
-    near_weight: float = 4.0,
+    near_weight: float = HARM_NEAR_WEIGHT,
 ) -> Any:
     """The whole sequence lies above `tolerance`: every grid point up to it is excluded from below."""
     below = excluded_from_below(_started(log_ratios, rate_ratios), rate_ratios, alpha, near_weight)
