@@ -13,15 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from modelgate.cli.plan.traffic import failure_gap
-from modelgate.core import sequential
 from modelgate.core.sequential import Counts, fails, grid, update
 from tooling import latency_sim
+from tooling.statistics_sections import ALPHA, render_detection, render_passing
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
-ALPHA = 0.05
 
 
 def binomial(rng: random.Random, n: int, p: float) -> int:
@@ -59,69 +56,6 @@ def sequential_rollout(
     return None
 
 
-@dataclass(frozen=True)
-class Stretch:
-    """Intervals at one traffic share."""
-
-    share: float
-    intervals: int
-
-
-@dataclass(frozen=True)
-class Decisions:
-    """Per simulated rollout: the interval of its first Fail and of its first Pass (0: never), and the
-    candidate requests counted at its first Pass. Each rollout is watched to the end whatever it
-    decided, so the shares are of rollouts that would ever have decided so."""
-
-    failed_at: np.ndarray
-    passed_at: np.ndarray
-    requests_at_pass: np.ndarray
-
-    @property
-    def ever_failed(self) -> float:
-        return float(np.mean(self.failed_at > 0))
-
-    @property
-    def ever_passed(self) -> float:
-        return float(np.mean(self.passed_at > 0))
-
-
-def simulate_rollouts(
-    rng: np.random.Generator,
-    runs: int,
-    stretches: tuple[Stretch, ...],
-    requests: int,
-    p_incumbent: float,
-    ratio: float,
-    margin: float,
-    tolerance: float = 1.0,
-    alpha: float = ALPHA,
-) -> Decisions:
-    """`runs` rollouts at once, looked at every interval of `requests` requests in all, the candidate's
-    events binomial at ratio x the incumbent's rate, judged by the operator's own functions
-    (sequential.advance, fails, passes) on arrays: each rollout's first Fail and first Pass."""
-    rate_ratios = grid(tolerance, margin)
-    ratios: tuple[np.ndarray, ...] = tuple(np.zeros(runs) for _ in rate_ratios)
-    failed_at, passed_at = np.zeros(runs, dtype=int), np.zeros(runs, dtype=int)
-    requests_at_pass = np.zeros(runs)
-    counted, interval = 0.0, 0
-    for stretch in stretches:
-        n_c = round(requests * stretch.share)
-        n_i = requests - n_c
-        for _ in range(stretch.intervals):
-            interval += 1
-            counted += n_c
-            events_c = rng.binomial(n_c, p_incumbent * ratio, runs)
-            events = events_c + rng.binomial(n_i, p_incumbent, runs)
-            ratios = sequential.advance(ratios, rate_ratios, n_c / requests, events_c, events)
-            newly_failed = (failed_at == 0) & sequential.fails(ratios, rate_ratios, tolerance, alpha)
-            newly_passed = (passed_at == 0) & sequential.passes(ratios, rate_ratios, margin, alpha)
-            failed_at[newly_failed] = interval
-            passed_at[newly_passed] = interval
-            requests_at_pass[newly_passed] = counted
-    return Decisions(failed_at, passed_at, requests_at_pass)
-
-
 def threshold_rollout(
     rng: random.Random, traffic: Traffic, intervals: int, maximum: float, min_requests: int
 ) -> int | None:
@@ -141,59 +75,6 @@ BASE_RATE = 0.01
 REQUESTS = 600  # per interval, both sides: 10 requests/s at a 1 minute interval
 INTERVALS = 60
 RUNS = 300
-
-
-PASS_BASE_RATES = (0.005, 0.01, 0.05)
-PASS_MARGINS = (1.25, 1.5, 2.0)
-PASS_SHARES = (0.10, 0.50)
-PASS_REQUESTS = 6000  # per interval, both sides: 200 requests/s at a 30 s interval
-PASS_INTERVALS = 400
-PASS_RUNS = 100
-
-
-def requests_to_pass(rng: np.random.Generator, base_rate: float, margin: float, share: float) -> str:
-    """The median of the candidate requests counted when an A/A rollout first passes the margin."""
-    decided = simulate_rollouts(
-        rng, PASS_RUNS, (Stretch(share, PASS_INTERVALS),), PASS_REQUESTS, base_rate, 1.0, margin
-    )
-    passed = decided.requests_at_pass[decided.passed_at > 0]
-    if len(passed) <= PASS_RUNS // 2:
-        return f"> {PASS_REQUESTS * PASS_INTERVALS * share:,.0f}"
-    return f"{np.median(np.where(decided.passed_at > 0, decided.requests_at_pass, np.inf)):,.0f}"
-
-
-def render_passing() -> list[str]:
-    """docs/statistics.md's section on the margin: the requests an A/A candidate needs to pass."""
-    rng = np.random.default_rng(2026)
-    lines = [
-        "## Passing on evidence: requests needed",
-        "",
-        "With `sequential.margin`, a metric passes only once the confidence sequence lies below the",
-        "margin (the candidate's rate is, with confidence, below margin x the incumbent's); until then it",
-        "is Inconclusive and the step waits (`progressDeadlines.inconclusive` bounds the wait). Without a",
-        "margin it passes while there is no evidence of harm, which is not evidence of no harm.",
-        "",
-        "Median candidate requests counted when a candidate exactly as good as the incumbent first",
-        f"passes (alpha {ALPHA}, tolerance 1; {PASS_RUNS} simulated rollouts per cell by the operator's",
-        f"own code, looked at every {PASS_REQUESTS:,} requests, e.g. 200 requests/s at a 30 s interval;",
-        "a count is that of the look that passed; divide by the share for the requests served in all):",
-        "",
-        "| base rate | margin | " + " | ".join(f"{share:.0%} traffic" for share in PASS_SHARES) + " |",
-        "| --- | --- |" + " --- |" * len(PASS_SHARES),
-    ]
-    for base_rate in PASS_BASE_RATES:
-        for margin in PASS_MARGINS:
-            cells = [requests_to_pass(rng, base_rate, margin, share) for share in PASS_SHARES]
-            lines.append(f"| {base_rate:.1%} | {margin:g} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "The fewer the events, the more requests: a margin is shown from the events' split between the",
-        "sides, so halving the base rate doubles the requests. A candidate at exactly the margin passes",
-        "in at most alpha of rollouts, and one as good as the incumbent is rolled back in at most alpha",
-        "(`tests/unit/test_sequential.py`, 10,000 simulated rollouts each, the share changing mid-run).",
-        "",
-    ]
-    return lines
 
 
 def _cell(times: list[int | None]) -> str:
@@ -256,10 +137,13 @@ def render() -> str:
         "",
         "The operator keeps log L(theta) - log L(1), the conditional likelihood of the candidate's share",
         "of each interval's events, on a grid of rate ratios theta (0.1 to 10, and the spec's tolerance,",
-        "margin and maxRatio). A ratio theta0 is excluded from below when the average of L(theta)/L(theta0)",
-        "over the grid points above it reaches 1/alpha, and from above likewise with the points below;",
+        "margin and maxRatio). A ratio theta0 is excluded from below when a weighted average of",
+        "L(theta)/L(theta0) over the grid points above it reaches 1/alpha (the fail side, below), and",
+        "from above when the plain average over the points below does;",
         "each is wrong with probability at most alpha however often it is looked at and however the",
-        "traffic share changes. `status.analysis[].sequential.bounds` holds the interval (each end a",
+        "traffic share changes.",
+        "",
+        "`status.analysis[].sequential.bounds` holds the interval (each end a",
         "one-sided bound at level alpha, the two together a 1 - 2 alpha sequence, as in equivalence",
         "testing) and the e-values; `rollbackReason.bounds` the same at the rollback.",
         "",
@@ -273,16 +157,31 @@ def render() -> str:
         "  bound is above maxRatio. `maxIncrease` with confidence: Fail when the candidate's rate's lower",
         "  bound minus the incumbent's upper bound (each a Beta-mixture sequence at alpha/2) is above it.",
         "  A latency preset's comparison bounds its quantile from bucket counts (below).",
-        "- Margins are ratios: given an interval's events, their split between the sides depends on the",
-        "  rates only through their ratio, so the ratio is what the counts identify without a model of the",
-        "  base rate. A margin in points needs each side's rate bounded on its own, which is slower; it is",
-        "  offered for compare.maxIncrease (a Fail), not for passing.",
-        "- Changing tolerance, margin or maxRatio mid-rollout restarts the evidence from the totals last",
-        "  read (bounds chosen after seeing data would not hold alpha), as does evidence kept by an older",
-        "  operator on another grid; the verdict's message says so.",
+        "- `marginIncrease` (in rate points, in (0, 0.5]; not with margin): Pass only once the",
+        "  candidate's rate's upper bound minus the incumbent's lower bound lies below it, each bound a",
+        "  Beta-mixture sequence at alpha/2 (`bounds.increaseUpper`). The candidate's puts half its",
+        "  prior on a rate of exactly 0, so with no events on either side it passes after about",
+        "  log(4/alpha)/marginIncrease candidate requests (about 4,400 at 0.001 and alpha 0.05; one",
+        "  event ends that shortcut).",
+        "- A candidate whose rate is marginIncrease or more above the",
+        "  incumbent's passes with probability at most alpha; the fail side is the ratio test above, at",
+        "  alpha. Unlike a ratio margin above tolerance, a candidate can be both within tolerance and",
+        "  marginIncrease or more above (at a high base rate): each wrong decision is still at most alpha.",
+        "- Which margin: the ratio is what the counts identify without a model of the base rate (given an",
+        "  interval's events, their split depends on the rates only through their ratio), so it is the",
+        "  quantity to detect harm by, and `margin` suits services whose errors are frequent enough to",
+        "  show it (the table below). A service that fails rarely cannot show a ratio: with 0 events on",
+        "  both sides the sequence is (0, inf) forever, the metric stays Inconclusive, and the step",
+        "  pauses at `progressDeadlines.inconclusive` (10 minutes unless set) with",
+        "  `status.pause.metricsWithoutEvents` naming it. Give such a service `marginIncrease`: no worse",
+        "  than the incumbent by more than, say, 0.1 points is what a healthy service can prove.",
+        "- Changing tolerance, margin, marginIncrease or maxRatio mid-rollout restarts the evidence from",
+        "  the totals last read (bounds chosen after seeing data would not hold alpha), as does evidence",
+        "  kept by an older operator on another grid; the verdict's message says so.",
         "",
     ]
     lines += render_passing()
+    lines += render_detection()
     lines += [
         "Reading the tables: over a rollout of 60 intervals, the fixed threshold rolls back nearly every",
         "candidate that is exactly as good as the incumbent (its A/A row): each interval is one more",

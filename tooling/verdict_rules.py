@@ -28,8 +28,8 @@ class Metrics(StrEnum):
     COMPARE = "`compare` without `confidence`"
     SEQUENTIAL = "`sequential`"
     COUNTED = "`sequential`, `compare.confidence`"
-    MARGIN = "`sequential` with `margin`, `compare.confidence`"
-    NO_MARGIN = "`sequential` without `margin`"
+    MARGIN = "`sequential` with `margin` or `marginIncrease`, `compare.confidence`"
+    NO_MARGIN = "`sequential` without a margin"
 
 
 class MinRequests(StrEnum):
@@ -114,9 +114,9 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
     VerdictRule(
         "margin-not-shown",
         "no counts read yet (with a margin, the first reading is only a baseline), or the interval "
-        "does not yet lie below `sequential.margin` (on a latency preset, the candidate's quantile's upper "
-        "bound is not yet at most `compare.confidence.margin` x the incumbent's lower bound): the step "
-        "waits for evidence of no harm",
+        "does not yet lie below `sequential.margin` (or the rates' difference below `marginIncrease`; on "
+        "a latency preset, the candidate's quantile's upper bound is not yet at most "
+        "`compare.confidence.margin` x the incumbent's lower bound): the step waits for evidence of no harm",
         Metrics.MARGIN,
         Verdict.INCONCLUSIVE,
         MinRequests.APPLIES,
@@ -147,7 +147,7 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
         "sequential-without-evidence",
         "the sequential test's evidence is still below 1/alpha, and the value is within `min`/`max` (or "
         "the metric has neither): no evidence of harm, not evidence of none; a step can complete before "
-        "the test could catch a regression (set `margin` to pass only on evidence)",
+        "the test could catch a regression (set `margin` or `marginIncrease` to pass only on evidence)",
         Metrics.NO_MARGIN,
         Verdict.PASS,
         MinRequests.APPLIES,
@@ -155,7 +155,8 @@ VERDICT_RULES: tuple[VerdictRule, ...] = (
     VerdictRule(
         "within-bounds",
         "none of the above: the value is within `min`/`max` (and the comparison's bounds); with "
-        "`sequential.margin`, the interval lies below the margin",
+        "`sequential.margin`, the interval lies below the margin; with `marginIncrease`, the rates' "
+        "difference lies below it",
         Metrics.EVERY,
         Verdict.PASS,
         MinRequests.APPLIES,

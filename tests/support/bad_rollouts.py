@@ -281,6 +281,18 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     "alpha 0.6": BadRollout(
         put(f"{METRIC0}.sequential", {"alpha": 0.6}), "spec.analysis.metrics[0].sequential.alpha"
     ),
+    "marginIncrease 0": BadRollout(
+        put(f"{METRIC0}.sequential", {"marginIncrease": 0}),
+        "spec.analysis.metrics[0].sequential.marginIncrease",
+    ),
+    "marginIncrease 0.6": BadRollout(
+        put(f"{METRIC0}.sequential", {"marginIncrease": 0.6}),
+        "spec.analysis.metrics[0].sequential.marginIncrease",
+    ),
+    "margin and marginIncrease": BadRollout(
+        put(f"{METRIC0}.sequential", {"margin": 1.5, "marginIncrease": 0.001}),
+        "spec.analysis.metrics[0].sequential.marginIncrease",
+    ),
     "sequential on a latency": BadRollout(
         put("spec.analysis.metrics.1.sequential", {}), "spec.analysis.metrics[1].sequential"
     ),

@@ -100,14 +100,21 @@ def getting_started_example() -> Path:
     return EXAMPLES / found.group(1)
 
 
-def test_the_example_getting_started_copies_judges_rates_on_evidence() -> None:
+def test_the_example_getting_started_copies_judges_rates_on_evidence_a_zero_error_service_can_pass(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     path = getting_started_example()
     manifest = read_manifest(path)
     spec = parse_spec(manifest["spec"])
     assert spec.analysis is not None and not assumptions(manifest).exempt
     planned = [m for m in spec.analysis.metrics if simulable(m) is None]
     assert planned, f"{path}: no metric on a share of requests"
-    assert all(m.sequential is not None and m.sequential.margin is not None for m in planned)
+    assert all(m.sequential is not None and m.sequential.margin_increase is not None for m in planned)
+    assert main(["plan", "-f", str(path), "--runs", "5", "-o", "json"]) == EXIT_OK
+    passes = json.loads(capsys.readouterr().out)["zeroErrorPass"]
+    assert {p["metric"] for p in passes} == {m.name for m in planned}
+    # A service without errors passes within the default inconclusive deadline (10 minutes).
+    assert all(p["seconds"] is not None and p["seconds"] < 600 for p in passes), passes
 
 
 def documented_plan() -> tuple[list[str], str]:

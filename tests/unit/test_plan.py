@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
-from modelgate.api import MetricSpec, ModelRolloutSpec
+from modelgate.api import MetricSpec, ModelRolloutSpec, SequentialTest
 from modelgate.cli import main
 from modelgate.cli.plan.assumptions import BASE_RATE_ANNOTATION, RPS_ANNOTATION
 from modelgate.cli.plan.figures import Figures, Runs, Traffic, figures, planned_spec, wilson_interval
 from modelgate.cli.plan.plan import EXIT_COIN_TOSS, EXIT_NOTHING_TO_PLAN, EXIT_OK, EXIT_USAGE
+from modelgate.cli.target import read_manifest
+from modelgate.core.counted import zero_event_pass
 from tests.unit.engine_support import analysis_spec, make_spec, timed_pause, weight
 from tooling import sequential_sim
 
@@ -278,3 +280,27 @@ def test_traffic_that_is_unknown_or_no_number_is_a_usage_error(
     )
     assert main(["plan", "-f", str(path)]) == EXIT_USAGE
     assert named in capsys.readouterr().err.replace("\n", "")
+
+
+@pytest.mark.parametrize(
+    ("sequential", "passes"), [({"marginIncrease": 0.001}, True), ({"margin": 2}, False), ({}, True)]
+)
+def test_plan_says_when_a_service_without_errors_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sequential: dict[str, float], passes: bool
+) -> None:
+    """The time is core/counted.py's zero_event_pass at the first step's candidate traffic, after the
+    first evaluation's baseline; a ratio margin never passes on 0 events."""
+    manifest = read_manifest(EXAMPLES / "rollout.yaml")
+    manifest["spec"]["analysis"]["metrics"][0]["sequential"] = sequential
+    path = tmp_path / "rollout.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    arguments = ["-f", str(path), "--rps", "100", "--base-rate", "0.01", "--runs", "5", "-o", "json"]
+    assert main(["plan", *arguments]) == EXIT_OK
+    (passing,) = json.loads(capsys.readouterr().out)["zeroErrorPass"]
+    if not passes:
+        assert passing["seconds"] is None and passing["candidate_requests"] is None
+        return
+    per_look = 100 * 0.10 * 30  # 10% of 100 requests/s, every 30 s
+    needed = zero_event_pass(SequentialTest.model_validate(sequential), per_look)
+    assert passing["candidate_requests"] == needed
+    assert passing["seconds"] == (pytest.approx((needed / per_look + 1) * 30) if needed else 0.0)

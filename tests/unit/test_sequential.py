@@ -21,7 +21,8 @@ from modelgate.core.sequential import (
     rate_bounds,
     update,
 )
-from tooling.sequential_sim import Stretch, Traffic, sequential_rollout, simulate_rollouts
+from tooling.sequential_sim import Traffic, sequential_rollout
+from tooling.statistics_sections import Stretch, detection_times, median_interval, simulate_rollouts
 
 ALPHA = 0.05
 MARGIN = 1.25
@@ -63,6 +64,15 @@ def test_three_percent_errors_against_one_percent_at_ten_percent_traffic_is_caug
     caught = [t for t in times if t is not None]
     assert len(caught) >= 190, f"caught {len(caught)} of 200"
     assert sorted(caught)[len(caught) // 2] <= 40  # median detection within 40 intervals
+
+
+@pytest.mark.parametrize("share", [0.05, 0.10])
+def test_the_weighted_fail_side_catches_a_doubled_rate_sooner_than_the_uniform_one(share: float) -> None:
+    """The same seeded traffic for both priors; 500 rollouts, median interval of the first Fail."""
+    times = detection_times(share, 2.0, seed=11)
+    weighted, uniform, oracle = (median_interval(times[k]) for k in ("weighted", "uniform", "oracle"))
+    print(f"{share:.0%} at 2x: weighted {weighted}, uniform {uniform}, oracle {oracle}")
+    assert oracle <= weighted < uniform
 
 
 def test_three_percent_against_one_fails_and_an_a_a_passes_the_margin_after_enough_counts() -> None:

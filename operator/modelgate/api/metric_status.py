@@ -62,6 +62,12 @@ class ConfidenceBounds(StatusModel):
         "incumbent's upper bound (each at alpha/2); the comparison fails when it is above maxIncrease.",
         json_schema_extra=NULLABLE,
     )
+    increase_upper: Measured | None = Field(
+        None,
+        description="For sequential.marginIncrease: the candidate's rate's upper bound minus the "
+        "incumbent's lower bound (each at alpha/2); the metric passes once it is below marginIncrease.",
+        json_schema_extra=NULLABLE,
+    )
 
 
 class SequentialEvidence(StatusModel):
@@ -99,6 +105,12 @@ class SequentialEvidence(StatusModel):
     )
     incumbent_totals: CounterTotals | None = Field(
         None, description="The incumbent's counters at the same evaluation, likewise."
+    )
+    margin_increase: Measured | None = Field(
+        None,
+        description="The sequential.marginIncrease these counts are judged against; a spec edit of it "
+        "restarts the evidence from the totals last read, as one of tolerance or margin does.",
+        json_schema_extra=NULLABLE,
     )
 
 

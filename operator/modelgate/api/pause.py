@@ -55,3 +55,12 @@ class RolloutPause(StatusModel):
     message: Annotated[str, StringConstraints(max_length=1024)] = Field(
         description="What caused it and what ends it."
     )
+    metrics_without_events: Annotated[
+        tuple[Annotated[str, StringConstraints(max_length=63), Field(description="A metric's name.")], ...],
+        Field(max_length=64),
+    ] = Field(
+        (),
+        description="At an InconclusiveDeadline: the Inconclusive metrics whose counts hold no event on "
+        "either side, so that a ratio margin (sequential.margin) cannot be shown however long the step "
+        "waits; sequential.marginIncrease can be (docs/statistics.md).",
+    )

@@ -24,6 +24,7 @@ def _check_alpha(alpha: float) -> None:
         raise FieldPathError("alpha", f"must be in (0, 0.5] (got {alpha})")
 
 
+MARGINS_APART = "cannot be combined with margin: set one margin, a ratio or an increase"
 MIN_RATIO_WITHOUT_CONFIDENCE = (
     "cannot be combined with confidence: the anytime-valid bounds are for rates, where lower is better"
 )
@@ -138,7 +139,8 @@ class Comparison(SpecModel):
 class SequentialTest(SpecModel):
     """An anytime-valid confidence sequence for the candidate's rate over the incumbent's, on counts:
     rolls back as soon as it lies above `tolerance`; with a `margin`, passes only once it lies below
-    the margin (Inconclusive until then). Each wrong decision has a probability of at most alpha
+    the margin, or with a `marginIncrease` once the candidate's rate is shown at most that much above
+    the incumbent's (Inconclusive until then). Each wrong decision has a probability of at most alpha
     however long the rollout runs (docs/statistics.md)."""
 
     model_config = ConfigDict(
@@ -153,6 +155,12 @@ class SequentialTest(SpecModel):
                 "!has(self.margin) || (self.margin > self.tolerance && self.margin <= 10.0)",
                 field_path=".margin",
                 message="must be greater than tolerance (default 1) and at most 10",
+            ),
+            nonzero("marginIncrease", "must be in (0, 0.5]", optional=True),
+            CelRule(
+                "!has(self.margin) || !has(self.marginIncrease)",
+                field_path=".marginIncrease",
+                message=MARGINS_APART,
             ),
         )
     )
@@ -174,6 +182,14 @@ class SequentialTest(SpecModel):
         "incumbent's, and is Inconclusive until then (evidence of no harm). Without it the metric passes "
         "while there is no evidence of harm.",
     )
+    margin_increase: Annotated[Number, Field(ge=0, le=0.5)] | None = Field(
+        None,
+        description="A non-inferiority margin in rate points, in (0, 0.5], e.g. 0.001: the metric passes "
+        "only once the candidate's rate's upper bound minus the incumbent's lower bound (each an "
+        "anytime-valid sequence at alpha/2) is below it, and is Inconclusive until then. Unlike margin, "
+        "it can be shown with no events at all: with none on either side it passes after about "
+        "log(4/alpha)/marginIncrease candidate requests (docs/statistics.md). Not with margin.",
+    )
 
     @model_validator(mode="after")
     def _in_range(self) -> Self:
@@ -185,6 +201,10 @@ class SequentialTest(SpecModel):
                 "margin",
                 f"must be greater than tolerance ({self.tolerance:g}) and at most 10 (got {self.margin})",
             )
+        if self.margin_increase is not None and not 0 < self.margin_increase <= 0.5:
+            raise FieldPathError("marginIncrease", f"must be in (0, 0.5] (got {self.margin_increase})")
+        if self.margin is not None and self.margin_increase is not None:
+            raise FieldPathError("marginIncrease", MARGINS_APART)
         return self
 
 

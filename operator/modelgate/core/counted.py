@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import math
 
-from modelgate.api import BreachRule, ConfidenceBounds, CounterTotals, MetricSpec, SequentialEvidence, Verdict
+from modelgate.api import (
+    BreachRule,
+    ConfidenceBounds,
+    CounterTotals,
+    MetricSpec,
+    SequentialEvidence,
+    SequentialTest,
+    Verdict,
+)
 from modelgate.core import sequential
 from modelgate.core.judgement import Judgement
 from modelgate.core.results import MetricQuery
@@ -22,11 +30,20 @@ def rate_ratios(metric: MetricSpec) -> tuple[float, ...]:
 
 def restart_cause(metric: MetricSpec, earlier: SequentialEvidence | None) -> str | None:
     """Why the evidence in status cannot go on (it restarts from the totals it last read), or None."""
-    if earlier is None or earlier.rate_ratios == rate_ratios(metric):
+    if earlier is None:
+        return None
+    if earlier.rate_ratios == rate_ratios(metric) and earlier.margin_increase == _margin_increase(metric):
         return None
     if not earlier.rate_ratios:
         return "the evidence was kept by an older operator, on another grid"
-    return "tolerance, margin or maxRatio changed: evidence gathered under other bounds does not count"
+    return (
+        "tolerance, margin, marginIncrease or maxRatio changed: evidence gathered under other bounds "
+        "does not count"
+    )
+
+
+def _margin_increase(metric: MetricSpec) -> float | None:
+    return metric.sequential.margin_increase if metric.sequential is not None else None
 
 
 def accumulate(
@@ -41,8 +58,8 @@ def accumulate(
     candidate, incumbent = totals
     grid = rate_ratios(metric)
     if earlier is not None and restart_cause(metric, earlier) is not None:
-        earlier = _fresh(grid, earlier.candidate_totals, earlier.incumbent_totals)
-    before = earlier or _fresh(grid, None, None)
+        earlier = _fresh(metric, earlier.candidate_totals, earlier.incumbent_totals)
+    before = earlier or _fresh(metric, None, None)
     c_counts = _grown(before.candidate_totals, candidate)
     i_counts = _grown(before.incumbent_totals, incumbent)
     if c_counts is None or i_counts is None:
@@ -62,6 +79,7 @@ def accumulate(
         incumbent_requests=before.incumbent_requests + i_counts.requests,
         candidate_totals=CounterTotals(requests=candidate.requests, events=candidate.events),
         incumbent_totals=CounterTotals(requests=incumbent.requests, events=incumbent.events),
+        margin_increase=before.margin_increase,
     )
     return evidence.model_copy(update={"bounds": confidence_bounds(metric, evidence)})
 
@@ -76,6 +94,9 @@ def confidence_bounds(metric: MetricSpec, evidence: SequentialEvidence) -> Confi
     increase = None
     if compare is not None and compare.confidence is not None and compare.max_increase is not None:
         increase = round(_increase_lower(evidence, alpha), 6)
+    shown_within = None
+    if metric.sequential is not None and metric.sequential.margin_increase is not None:
+        shown_within = round(increase_upper(evidence, alpha), 6)
     return ConfidenceBounds(
         alpha=alpha,
         rate_ratio_lower=interval.lower,
@@ -85,6 +106,7 @@ def confidence_bounds(metric: MetricSpec, evidence: SequentialEvidence) -> Confi
         if margin is None
         else round(sequential.log_evidence(ratios, grid, margin, above=False), 6),
         increase_lower=increase,
+        increase_upper=shown_within,
     )
 
 
@@ -97,7 +119,7 @@ def judge_counts(
         return None
     note = f" (the test restarted: {restarted})" if restarted else ""
     if evidence is None or evidence.bounds is None:
-        if metric.sequential is not None and metric.sequential.margin is None:
+        if metric.sequential is not None and not _has_margin(metric.sequential):
             return None  # no evidence of harm: today's pass
         return Judgement(Verdict.INCONCLUSIVE, f"no counts read yet{note}")
     return _sequential(metric, evidence, note) or _compared(metric, evidence, note)
@@ -125,7 +147,64 @@ def _sequential(metric: MetricSpec, evidence: SequentialEvidence, note: str) -> 
             f"{counted}){note}",
             bounds=bounds,
         )
+    if test.margin_increase is not None:
+        shown_within = increase_upper(evidence, test.alpha)
+        if not shown_within < test.margin_increase:
+            return Judgement(
+                Verdict.INCONCLUSIVE,
+                f"sequential test: the candidate's rate is at most {shown_within:.4g} above the "
+                f"incumbent's, not yet below marginIncrease {test.margin_increase:g} ({counted}){note}",
+                bounds=bounds,
+            )
     return None
+
+
+def increase_upper(evidence: SequentialEvidence, alpha: float) -> float:
+    """The candidate's rate's upper bound minus the incumbent's lower bound, each at alpha/2: below the
+    true difference with probability at most alpha, at every evaluation. The candidate's sequence puts
+    half its prior on a rate of 0, so a side without events is bounded after log(4/alpha)/p requests
+    (sequential.rate_bounds)."""
+    _, candidate_upper = sequential.rate_bounds(
+        evidence.candidate_events, evidence.candidate_requests, alpha / 2, at_zero=0.5
+    )
+    incumbent_lower, _ = sequential.rate_bounds(
+        evidence.incumbent_events, evidence.incumbent_requests, alpha / 2
+    )
+    return candidate_upper - incumbent_lower
+
+
+def zero_event_pass(test: SequentialTest, per_look: float) -> float | None:
+    """The candidate requests counted when a service without events (on either side) first passes
+    `test`, looked at every `per_look` candidate requests: 0 without a margin (nothing to show), None
+    with a ratio margin (no events say nothing of a ratio, so it never passes: Inconclusive until
+    progressDeadlines.inconclusive). `modelgate plan` and docs/statistics.md both print it."""
+    if test.margin_increase is None:
+        return None if test.margin is not None else 0.0
+    looks = 1
+    while not _shown_at_zero(test, looks * per_look):
+        looks *= 2
+    low, high = looks // 2, looks  # not shown at low (or low is 0), shown at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _shown_at_zero(test, middle * per_look) else (middle, high)
+    return high * per_look
+
+
+def _shown_at_zero(test: SequentialTest, requests: float) -> bool:
+    assert test.margin_increase is not None
+    evidence = SequentialEvidence(
+        log_likelihood_ratios=(),
+        log_evidence=0.0,
+        candidate_events=0,
+        candidate_requests=requests,
+        incumbent_events=0,
+        incumbent_requests=requests,
+    )
+    return increase_upper(evidence, test.alpha) < test.margin_increase
+
+
+def _has_margin(test: SequentialTest) -> bool:
+    return test.margin is not None or test.margin_increase is not None
 
 
 def _compared(metric: MetricSpec, evidence: SequentialEvidence, note: str) -> Judgement | None:
@@ -203,11 +282,13 @@ def _counted(evidence: SequentialEvidence) -> str:
 
 
 def _fresh(
-    grid: tuple[float, ...], candidate: CounterTotals | None, incumbent: CounterTotals | None
+    metric: MetricSpec, candidate: CounterTotals | None, incumbent: CounterTotals | None
 ) -> SequentialEvidence:
+    grid = rate_ratios(metric)
     return SequentialEvidence(
         log_likelihood_ratios=(0.0,) * len(grid),
         rate_ratios=grid,
+        margin_increase=_margin_increase(metric),
         log_evidence=0.0,
         candidate_events=0,
         candidate_requests=0,

@@ -4,6 +4,7 @@ as Flagger's and Argo Rollouts' progress deadlines do."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from modelgate.api import (
@@ -46,7 +47,12 @@ def inconclusive_deadline(tick: TickView) -> Intent:
     deadline = inconclusive_limit(tick.spec, tick.status)
     since = tick.status.inconclusive_since
     what = "the analysis has been Inconclusive for"
-    return _check(tick, PauseReason.INCONCLUSIVE_DEADLINE, deadline, since, what, _inconclusive(tick))
+    without = _without_events(tick.status)
+    detail = _inconclusive(tick)
+    if without:
+        detail += f"; no events on either side in {', '.join(without)}: a ratio margin is never shown"
+    intent = _check(tick, PauseReason.INCONCLUSIVE_DEADLINE, deadline, since, what, detail)
+    return replace(intent, without_events=without) if isinstance(intent, Hold) else intent
 
 
 def inconclusive_limit(spec: ModelRolloutSpec, status: ModelRolloutStatus) -> Deadline | None:
@@ -62,6 +68,19 @@ def _inconclusive(tick: TickView) -> str:
     """The Inconclusive metrics and why, for the deadline's message."""
     why = [f"{m.name}: {m.message}" for m in tick.status.analysis if m.verdict is Verdict.INCONCLUSIVE]
     return f" ({'; '.join(why)})" if why else ""
+
+
+def _without_events(status: ModelRolloutStatus) -> tuple[str, ...]:
+    """The Inconclusive metrics whose counts hold requests but no event on either side: a ratio margin
+    is never shown from them (docs/statistics.md), which the pause says as data."""
+    return tuple(
+        m.name
+        for m in status.analysis
+        if m.verdict is Verdict.INCONCLUSIVE
+        and m.sequential is not None
+        and m.sequential.candidate_requests > 0
+        and m.sequential.candidate_events == m.sequential.incumbent_events == 0
+    )
 
 
 def _check(

@@ -67,7 +67,7 @@ def fold_hold(tick: Tick, hold: Hold) -> None:
         if hold.event is not None:
             tick.events.append(hold.event)
         tick.condition(ConditionType.ANALYSIS_HEALTHY, False, hold.cause, hold.detail)
-        tick.pause(hold.pause, hold.detail)
+        tick.pause(hold.pause, hold.detail, hold.without_events)
         if tick.status.phase is not Phase.PENDING:
             tick.update(phase=Phase.PAUSED)
     if hold.message is not None:

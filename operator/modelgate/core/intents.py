@@ -27,6 +27,7 @@ class Hold:
     cause: Reason | None = None
     detail: str = ""
     event: Event | None = None
+    without_events: tuple[str, ...] = ()  # status.pause.metricsWithoutEvents, when the pause begins
 
 
 @dataclass(frozen=True)

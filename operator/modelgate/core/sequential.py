@@ -9,7 +9,8 @@ whole. Given the interval's events, each is the candidate's with probability
 q(theta) = rho*theta / (rho*theta + 1 - rho), rho the candidate's share of the interval's requests.
 The state is log L(theta) - log L(1), the running conditional log likelihood, on a fixed grid of theta
 (`grid`). For a true theta0, L(theta)/L(theta0) is a nonnegative martingale with mean 1, for every
-theta; so is the average over grid points above theta0 (a mixture). By Ville's inequality it reaches
+theta; so is a weighted average over grid points above theta0 (a one-sided mixture, weighted toward
+the ratios just above theta0: `log_harm_evidence`). By Ville's inequality it reaches
 1/alpha with probability at most alpha, however often one looks and however the share changes:
 theta0 is then "excluded from below" (theta > theta0). If the truth is below theta0 the mixture is a
 supermartingale (each event's factor has mean below 1), so the same bound holds for every theta at or
@@ -29,8 +30,9 @@ because of their events would break them; so would counting an event twice, whic
 are differences of totals rather than counts over a window.
 
 The functions that simulations call in bulk (`advance`, `excluded_from_below`, `excluded_from_above`,
-`fails`, `passes`) take events and log ratios as floats or as arrays of many runs (anything with
-`__array_namespace__`, e.g. numpy's), so tooling/sequential_sim.py runs the operator's own code.
+`fails`, `passes`, `log_harm_evidence`) take events and log ratios as floats or as arrays of many
+runs (anything with `__array_namespace__`, e.g. numpy's), so tooling/sequential_sim.py and
+tooling/statistics_sections.py run the operator's own code.
 """
 
 from __future__ import annotations
@@ -96,33 +98,70 @@ def advance(
     )
 
 
-def excluded_from_below(log_ratios: Sequence[Any], alpha: float) -> list[Any]:
-    """Per grid point theta_j: whether the mixture over the points above it of L(theta)/L(theta_j) has
-    reached 1/alpha, i.e. the rate ratio is above theta_j (the last point never is)."""
-    return _excluded(log_ratios, alpha, reversed(range(len(log_ratios))))
+# The fail side's prior (a truncated mixture over the ratios above the one tested): ratios up to
+# HARM_NEAR times it weigh HARM_NEAR_WEIGHT times as much as those beyond. Chosen by seeded simulation
+# (docs/statistics.md): against uniform weights up to 10x it catches 1.5x and 2x regressions 10 to 15%
+# sooner at the median and 5x no later; weights only up to 4x would miss 5x's first interval.
+HARM_NEAR, HARM_NEAR_WEIGHT = 4.0, 4.0
+
+
+def excluded_from_below(
+    log_ratios: Sequence[Any],
+    rate_ratios: Sequence[float],
+    alpha: float,
+    near_weight: float = HARM_NEAR_WEIGHT,
+) -> list[Any]:
+    """Per grid point theta_j: whether the one-sided mixture of L(theta)/L(theta_j) over the points
+    above it (`log_harm_evidence`) has reached 1/alpha, i.e. the rate ratio is above theta_j (the last
+    point never is)."""
+    bar = math.log(1 / alpha)
+    last = len(log_ratios) - 1
+    return [
+        j < last and log_harm_evidence(log_ratios, rate_ratios, j, near_weight) >= bar
+        for j in range(len(log_ratios))
+    ]
+
+
+def log_harm_evidence(
+    log_ratios: Sequence[Any], rate_ratios: Sequence[float], j: int, near_weight: float = HARM_NEAR_WEIGHT
+) -> Any:
+    """The log of the e-value against "the rate ratio is at most theta_j": the weighted mean of
+    L(theta)/L(theta_j) over the grid points above it (near_weight 1: uniform, as the test was
+    before). Each term is a martingale at theta_j and a supermartingale below it, so any fixed
+    weights keep alpha; 0.0 at the last point (no points above)."""
+    above = range(j + 1, len(rate_ratios))
+    weights = [near_weight if rate_ratios[k] <= HARM_NEAR * rate_ratios[j] else 1.0 for k in above]
+    if not weights:
+        return 0.0
+    ops, total, mixture = _ops(log_ratios), sum(weights), -math.inf
+    for k, weight in zip(above, weights, strict=True):
+        mixture = ops.logaddexp(mixture, log_ratios[k] + math.log(weight / total))
+    return mixture - log_ratios[j]
 
 
 def excluded_from_above(log_ratios: Sequence[Any], alpha: float) -> list[Any]:
-    """Per grid point: whether the rate ratio is below it, by the mixture over the points below."""
-    return _excluded(log_ratios, alpha, range(len(log_ratios)))
-
-
-def _excluded(log_ratios: Sequence[Any], alpha: float, order: Iterable[int]) -> list[Any]:
-    """Walks the points in `order`, keeping the log of the sum of the L(theta) already passed."""
+    """Per grid point: whether the rate ratio is below it, by the uniform mixture over the points
+    below. Walks the points up, keeping the log of the sum of the L(theta) already passed."""
     ops = _ops(log_ratios)
     bar = math.log(1 / alpha)
     excluded: list[Any] = [False] * len(log_ratios)
     passed, count = -math.inf, 0
-    for j in order:
+    for j in range(len(log_ratios)):
         if count:
             excluded[j] = passed - math.log(count) - log_ratios[j] >= bar
         passed, count = ops.logaddexp(passed, log_ratios[j]), count + 1
     return excluded
 
 
-def fails(log_ratios: Sequence[Any], rate_ratios: Sequence[float], tolerance: float, alpha: float) -> Any:
+def fails(
+    log_ratios: Sequence[Any],
+    rate_ratios: Sequence[float],
+    tolerance: float,
+    alpha: float,
+    near_weight: float = HARM_NEAR_WEIGHT,
+) -> Any:
     """The whole sequence lies above `tolerance`: every grid point up to it is excluded from below."""
-    below = excluded_from_below(_started(log_ratios, rate_ratios), alpha)
+    below = excluded_from_below(_started(log_ratios, rate_ratios), rate_ratios, alpha, near_weight)
     return _all(excluded for theta, excluded in zip(rate_ratios, below, strict=True) if theta <= tolerance)
 
 
@@ -157,7 +196,7 @@ def interval(log_ratios: Sequence[float], rate_ratios: Sequence[float], alpha: f
     every point from it up excluded from above."""
     log_ratios = _started(log_ratios, rate_ratios)
     lower = upper = None
-    for theta, excluded in zip(rate_ratios, excluded_from_below(log_ratios, alpha), strict=True):
+    for theta, excluded in zip(rate_ratios, excluded_from_below(log_ratios, rate_ratios, alpha), strict=True):
         if not excluded:
             break
         lower = theta
@@ -172,32 +211,37 @@ def interval(log_ratios: Sequence[float], rate_ratios: Sequence[float], alpha: f
 def log_evidence(
     log_ratios: Sequence[float], rate_ratios: Sequence[float], theta0: float, above: bool
 ) -> float:
-    """The log of the mixture (an e-value) against "the rate ratio is theta0 or less" (above=True) or
-    "theta0 or more": the mean of L(theta)/L(theta0) over the grid points on that side; 0.0 before any
-    data. In logs: the ratios overflow a float long before the test is done."""
+    """The log of the mixture (an e-value) against "the rate ratio is theta0 or less" (above=True,
+    the fail side's weighted mixture) or "theta0 or more" (the mean of L(theta)/L(theta0) over the grid
+    points below); 0.0 before any data. In logs: the ratios overflow a float long before the test is
+    done."""
     if not log_ratios:
         return 0.0
     at = min(range(len(rate_ratios)), key=lambda j: abs(rate_ratios[j] - theta0))
-    side = [
-        r
-        for theta, r in zip(rate_ratios, log_ratios, strict=True)
-        if (theta > theta0 if above else theta < theta0)
-    ]
+    if above:
+        return float(log_harm_evidence(log_ratios, rate_ratios, at))
+    side = [r for theta, r in zip(rate_ratios, log_ratios, strict=True) if theta < theta0]
     if not side:
         return 0.0
     top = max(side)
     return top + math.log(sum(math.exp(r - top) for r in side) / len(side)) - log_ratios[at]
 
 
-def rate_bounds(events: float, requests: float, alpha: float) -> tuple[float, float]:
+def rate_bounds(events: float, requests: float, alpha: float, at_zero: float = 0.0) -> tuple[float, float]:
     """An anytime-valid confidence sequence for one side's event rate from its cumulative counts
     (Robbins' mixture: a Jeffreys Beta(1/2, 1/2) mixture of binomial likelihood ratios, which reaches
-    1/alpha at the true rate with probability at most alpha): the rates where it stays below."""
+    1/alpha at the true rate with probability at most alpha): the rates where it stays below.
+    `at_zero`: the prior's weight on a rate of exactly 0, the rest Jeffreys'. With a half there, a side
+    without events has its upper bound below p once (1 - p)^requests <= alpha/2, after about
+    log(2/alpha)/p requests, where Jeffreys' alone needs about twice as many; one event ends it."""
     if requests <= 0:
         return 0.0, 1.0
     events = min(max(round(events), 0), requests)
     misses = requests - events
-    bar = math.log(1 / alpha) + _log_beta(0.5, 0.5) - _log_beta(0.5 + events, 0.5 + misses)
+    mixture = math.log1p(-at_zero) + _log_beta(0.5 + events, 0.5 + misses) - _log_beta(0.5, 0.5)
+    if events == 0 and at_zero > 0:
+        mixture = _ScalarOps.logaddexp(math.log(at_zero), mixture)
+    bar = math.log(1 / alpha) - mixture
 
     def too_unlikely(p: float) -> bool:  # -log of p's likelihood is above the bar
         return -(events * math.log(p) + misses * math.log1p(-p)) >= bar

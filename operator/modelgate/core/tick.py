@@ -176,7 +176,7 @@ class Tick:
         pause = self.status.pause
         return pause is not None and pause.reason in reasons
 
-    def pause(self, reason: PauseReason, message: str) -> None:
+    def pause(self, reason: PauseReason, message: str, without_events: tuple[str, ...] = ()) -> None:
         """Holds the rollout for `reason`; a route conflict stays the pause until it is released (it
         keeps the route from being written)."""
         if self.paused_by(PauseReason.ROUTE_CONFLICT) and reason is not PauseReason.ROUTE_CONFLICT:
@@ -184,7 +184,10 @@ class Tick:
         if self.paused_by(reason):
             return  # the same pause goes on since it began
         clipped = limits.clip(message, limits.ANALYSIS_MESSAGE)
-        self.update(pause=RolloutPause(reason=reason, since=self.now, message=clipped))
+        pause = RolloutPause(
+            reason=reason, since=self.now, message=clipped, metrics_without_events=without_events
+        )
+        self.update(pause=pause)
 
     def unpause(self, *reasons: PauseReason) -> None:
         """Ends the pause if it is for one of `reasons`."""

@@ -229,7 +229,9 @@ def wilson_interval(count: int, runs: int) -> tuple[float, float]:
     share, z2 = count / runs, Z95**2
     centre = (share + z2 / (2 * runs)) / (1 + z2 / runs)
     half = Z95 * math.sqrt(share * (1 - share) / runs + z2 / (4 * runs**2)) / (1 + z2 / runs)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At none or all seen the interval ends at 0 or 1 exactly, which float rounding misses by an ulp.
+    low = 0.0 if count == 0 else max(0.0, centre - half)
+    return low, 1.0 if count == runs else min(1.0, centre + half)
 
 
 def _step(index: int, as_good: Sequence[Outcome], regressed: Sequence[Outcome]) -> StepFigures:

@@ -10,7 +10,7 @@ import functools
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from modelgate.cli.plan.figures import (
 from modelgate.cli.render.analysis import threshold_text
 from modelgate.cli.render.rollout import step_label
 from modelgate.cli.target import OUTPUT_HELP, read_manifest
+from modelgate.core import counted
 
 EXIT_OK, EXIT_UNREADABLE, EXIT_USAGE = ExitCode.OK, ExitCode.ERROR, ExitCode.USAGE
 EXIT_COIN_TOSS, EXIT_NOTHING_TO_PLAN = ExitCode.OVER_THE_BOUND, ExitCode.NOTHING_TO_SIMULATE
@@ -120,7 +121,8 @@ def run_plan(args: argparse.Namespace) -> int:
     runs = AUTO_RUNS if args.runs is None else Runs.exactly(args.runs)
     results = _simulate(spec, groups, traffic, runs, args.seed)
     if args.output == "json":
-        print(json.dumps(as_json(traffic, results, unplanned, assumed.exempt), indent=1))
+        zero = zero_error_passes(spec, planned, traffic)
+        print(json.dumps(as_json(traffic, results, unplanned, assumed.exempt, zero), indent=1))
     else:
         console.print(_preamble(spec, traffic, runs, args.seed))
         if assumed.exempt:
@@ -130,6 +132,8 @@ def run_plan(args: argparse.Namespace) -> int:
             console.print(_intervals(result, traffic))
         for skipped in unplanned:
             console.print(f"not planned: {skipped.name}: {skipped.why}")
+        for passing in zero_error_passes(spec, planned, traffic):
+            console.print(_zero_error_text(passing), markup=False)
     if not planned:
         errors.print("[red]modelgate plan: no metric the planner can simulate[/red]")
         return EXIT_NOTHING_TO_PLAN
@@ -311,11 +315,57 @@ def _duration(seconds: float | None) -> str:
 
 
 def as_json(
-    traffic: Traffic, results: Sequence[Figures], unplanned: Sequence[Unplanned], exempt: str | None
+    traffic: Traffic,
+    results: Sequence[Figures],
+    unplanned: Sequence[Unplanned],
+    exempt: str | None,
+    zero_errors: Sequence[ZeroErrorPass] = (),
 ) -> dict[str, Any]:
     return {
         "traffic": asdict(traffic),
         "exempt": exempt,
         "figures": [asdict(result) for result in results],
         "notPlanned": [asdict(skipped) for skipped in unplanned],
+        "zeroErrorPass": [asdict(passing) for passing in zero_errors],
     }
+
+
+@dataclass(frozen=True)
+class ZeroErrorPass:
+    """When a service without errors on either side first passes a metric's margin, at the first
+    step's traffic: the candidate requests and seconds (None: never, a ratio margin; 0: no margin)."""
+
+    metric: str
+    candidate_requests: float | None
+    seconds: float | None
+
+
+def zero_error_passes(
+    spec: ModelRolloutSpec, planned: Sequence[MetricSpec], traffic: Traffic
+) -> list[ZeroErrorPass]:
+    """Per planned metric with a sequential test, by core/counted.py's `zero_event_pass` (as
+    docs/statistics.md's table): looked at every interval, after the first evaluation's baseline."""
+    assert spec.analysis is not None
+    interval = spec.analysis.interval_timedelta.total_seconds()
+    share = next((w for w in _weights(spec) if w > 0), 0.0)
+    per_look = traffic.requests_per_second * share * interval
+    passes = []
+    for metric in planned:
+        if metric.sequential is None or per_look <= 0:
+            continue
+        needed = counted.zero_event_pass(metric.sequential, per_look)
+        seconds = None if needed is None else (needed / per_look + 1) * interval if needed else 0.0
+        passes.append(ZeroErrorPass(metric.name, needed, seconds))
+    return passes
+
+
+def _zero_error_text(passing: ZeroErrorPass) -> str:
+    if passing.seconds is None:
+        return (
+            f"without errors: {passing.metric} never passes (a ratio margin is not shown from 0 events; "
+            "the step pauses at progressDeadlines.inconclusive: set marginIncrease)"
+        )
+    return (
+        f"without errors: {passing.metric} passes its first step after "
+        f"{passing.candidate_requests:,.0f} candidate requests, {_duration(passing.seconds)}"
+    )

@@ -60,6 +60,8 @@ def _sequential_rule(test: Mapping[str, Any]) -> str:
         text += f", fails above {test['tolerance']:g} x incumbent"
     if test.get("margin") is not None:
         text += f", passes below {test['margin']:g} x incumbent"
+    if test.get("marginIncrease") is not None:
+        text += f", passes below incumbent + {test['marginIncrease']:g}"
     return text
 
 
@@ -75,6 +77,8 @@ def bounds_text(bounds: ConfidenceBounds) -> str:
         text += f", within the margin {math.exp(bounds.log_margin_evidence):.3g} of {bar:g}"
     if bounds.increase_lower is not None:
         text += f"; increase at least {bounds.increase_lower:.4g}"
+    if bounds.increase_upper is not None:
+        text += f"; increase at most {bounds.increase_upper:.4g}"
     return text
 
 
