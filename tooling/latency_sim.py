@@ -7,25 +7,27 @@ of vLLM's TTFT histogram, and the operator's own functions judge the counts so f
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from modelgate.cli.plan import latency
 from modelgate.core import quantile_bounds
 
 # vLLM's (and its simulator's) time-to-first-token buckets, seconds.
-TTFT_GRID = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+TTFT_GRID = latency.TTFT_GRID
 ALPHA = 0.05
 QUANTILE = 0.99
 
 
 def lognormal_exceedance(median: float, sigma: float, grid: Sequence[float] = TTFT_GRID) -> tuple[float, ...]:
-    """P(X > b) at each boundary for a log-normal latency."""
-    return tuple(0.5 * math.erfc(math.log(b / median) / (sigma * math.sqrt(2))) for b in grid)
+    """P(X > b) at each boundary for a log-normal latency (`modelgate plan`'s)."""
+    return latency.lognormal_exceedance(median, sigma, grid)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,10 @@ class Side:
         above = np.array((1.0, *self.exceedance, 0.0))
         bins: np.ndarray = np.clip(above[:-1] - above[1:], 0.0, None)
         return bins
+
+
+# Whether a simulation may stop, from each run's first Fail and first Pass so far.
+Until = Callable[[np.ndarray, np.ndarray], bool]
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,11 @@ def _drawn(rng: np.random.Generator, side: Side, requests: np.ndarray) -> np.nda
     return np.cumsum(counts[:, ::-1], axis=1)[:, ::-1][:, 1:]
 
 
-def first_decisions(rng: np.random.Generator, rollout: Rollout, runs: int) -> tuple[np.ndarray, np.ndarray]:
-    """The interval (1-based) of each run's first Fail and first Pass; 0 where none came."""
+def first_decisions(
+    rng: np.random.Generator, rollout: Rollout, runs: int, until: Until | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval (1-based) of each run's first Fail and first Pass; 0 where none came (or, with
+    `until`, none by the interval at which it held of the decisions so far)."""
     half = ALPHA / 2
     grid = TTFT_GRID
     c_seen = np.zeros((runs, len(grid)))
@@ -80,7 +89,14 @@ def first_decisions(rng: np.random.Generator, rollout: Rollout, runs: int) -> tu
             i_above = quantile_bounds.above(i_cols, i_requests, QUANTILE, half)
             passed = np.asarray(quantile_bounds.passes(c_at_most, i_above, grid, rollout.margin))
             passed_at[(passed_at == 0) & passed] = interval
+        if until is not None and until(failed_at, passed_at):
+            break
     return failed_at, passed_at
+
+
+def most_failed(failed_at: np.ndarray, passed_at: np.ndarray) -> bool:
+    """More than half of the runs failed: their median is known."""
+    return bool(np.count_nonzero(failed_at) > failed_at.size // 2)
 
 
 def null_boundary_miscoverage(rng: np.random.Generator, runs: int, intervals: int, requests: int) -> float:
@@ -107,6 +123,106 @@ def summary(failed_at: np.ndarray) -> tuple[float, float | None]:
     """The share of runs that failed, and the median interval of the failures."""
     hits = failed_at[failed_at > 0]
     return float((failed_at > 0).mean()), float(statistics.median(hits.tolist())) if hits.size else None
+
+
+SIZING_SHARES = (0.05, 0.10, 0.25, 0.50)
+SIZING_REQUESTS = 600  # per interval, both sides: 20 requests/s at a 30 s interval
+SIZING_INTERVALS = 60  # 30 minutes
+SIZING_RUNS = 1_000
+SIZING_MEDIAN = 0.045  # the incumbent's median TTFT, seconds (its P99 0.057 s: in (0.04, 0.06])
+SIZING_RULE = latency.Comparison(TTFT_GRID, QUANTILE, ALPHA, max_ratio=1.2, margin=1.5)
+
+
+@dataclass(frozen=True)
+class Sized:
+    """One decision at one share: the simulated median evaluation (inf: not by half of the runs)
+    and `modelgate plan`'s estimate (None: never)."""
+
+    median: float
+    estimate: int | None
+
+    def cell(self, share: float) -> str:
+        planned = "never" if self.estimate is None else f"{self.estimate}"
+        if not math.isfinite(self.median):
+            return f"> {SIZING_INTERVALS} / {planned}"
+        requests = self.median * SIZING_REQUESTS * share
+        return f"{self.median:g} ({requests:,.0f}) / {planned}"
+
+
+@dataclass(frozen=True)
+class SizingRow:
+    share: float
+    fails: tuple[Sized, ...]  # a candidate 1.5x, then 2x slower
+    passes: Sized  # an A/A pair, with the margin
+    rolled_back: float  # the share of A/A runs rolled back within SIZING_INTERVALS
+
+
+def _median(decided_at: np.ndarray) -> float:
+    return float(np.median(np.where(decided_at > 0, decided_at, np.inf)))
+
+
+@functools.cache
+def sizing_rows() -> tuple[SizingRow, ...]:
+    """The median evaluations to Fail a slower candidate and to Pass an A/A pair, per share: the
+    seeded simulation beside the expected counts `modelgate plan` judges (cli/plan/latency.py)."""
+    rng = np.random.default_rng(2028)
+    rule, per_look = SIZING_RULE, SIZING_REQUESTS
+    sides = {s: Side(lognormal_exceedance(SIZING_MEDIAN * s, latency.LOG_SPREAD)) for s in (1.0, 1.5, 2.0)}
+    healthy = sides[1.0].exceedance
+    rows = []
+    for share in SIZING_SHARES:
+        shares = (share,) * SIZING_INTERVALS
+        fails = []
+        for slowdown in (1.5, 2.0):
+            slower = Rollout(sides[slowdown], sides[1.0], shares, per_look, SIZING_RULE.max_ratio or 1.0)
+            failed, _ = first_decisions(rng, slower, SIZING_RUNS, until=most_failed)
+            planned = latency.looks_to_fail(rule, sides[slowdown].exceedance, healthy, per_look, share)
+            fails.append(Sized(_median(failed), planned))
+        a_a = Rollout(sides[1.0], sides[1.0], shares, per_look, slower.max_ratio, margin=rule.margin)
+        rolled_back, passed = first_decisions(rng, a_a, SIZING_RUNS)
+        passes = Sized(_median(passed), latency.looks_to_pass(rule, healthy, per_look, share))
+        rows.append(SizingRow(share, tuple(fails), passes, float(np.mean(rolled_back > 0))))
+    return tuple(rows)
+
+
+def render_sizing() -> list[str]:
+    return [
+        f"| {row.share:.0%} | "
+        + " | ".join(sized.cell(row.share) for sized in (*row.fails, row.passes))
+        + f" | {row.rolled_back:.2%} |"
+        for row in sizing_rows()
+    ]
+
+
+def sizing_section() -> list[str]:
+    """The table users size a latency rollout with, and how to read it."""
+    rule = SIZING_RULE
+    return [
+        "### How soon it decides, at the evaluation interval",
+        "",
+        "Median evaluations after the baseline (candidate requests by then) to the first decision, at",
+        f"{SIZING_REQUESTS} requests per evaluation in all (20 requests/s at a 30 s interval), the share",
+        "steady: a TTFT P99 on vLLM's grid, the incumbent's latencies log-normal (median",
+        f"{SIZING_MEDIAN} s, sigma {latency.LOG_SPREAD:g}: P99 0.057 s), `maxRatio: {rule.max_ratio:g}`,",
+        f"`margin: {rule.margin:g}`, alpha {rule.alpha:g}; {SIZING_RUNS:,} seeded rollouts per cell by the",
+        f"operator's own functions, each evaluation looked at, for {SIZING_INTERVALS} evaluations. After",
+        "the slash, `modelgate plan`'s estimate: the evaluation at which the expected counts decide",
+        "(operator/modelgate/cli/plan/latency.py).",
+        "",
+        "| candidate share | 1.5x slower: Fail | 2x slower: Fail | A/A: Pass | A/A rolled back |",
+        "| --- | --- | --- | --- | --- |",
+        *render_sizing(),
+        "",
+        "A regression that crosses a boundary is caught within a few evaluations at any share: the",
+        "candidate's count above 0.08 s is far beyond 1% at once. Passing needs each side's P99 pinned",
+        "inside its bucket from both ends, so it waits for the smaller side's requests (about 750 of",
+        "the candidate's here) and gains most from a larger first share. The estimate judges expected",
+        "counts, not random ones: within an evaluation of the median to Fail, and at or after the",
+        "median to Pass, where random counts cross the bar sooner than their expectation about half",
+        "the time (tests/unit/test_plan_latency.py). Other quantiles, spreads and grids move the",
+        "numbers; `modelgate plan` computes them for the rollout's own.",
+        "",
+    ]
 
 
 def doc_section() -> list[str]:
@@ -146,6 +262,7 @@ def doc_section() -> list[str]:
         "maxRatio 1 (above 0.08 against at most 0.08) can show it. Choose maxRatio and margin with the",
         "grid in view; between 0.1 and 0.25 only ratios of 2.5 can be told apart.",
         "",
+        *sizing_section(),
         "The operator reads each side's cumulative buckets as totals at each evaluation, one instant",
         'query per boundary (`sum(<histogram>_bucket{<side>, le="b"})`, the server\'s own grid where it',
         "is known), and counts what they grew by, as for rates: the first reading is a baseline, and a",
