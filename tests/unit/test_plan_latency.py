@@ -4,9 +4,18 @@ simulation of docs/statistics.md's table (tooling/latency_sim.py)."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
+from typing import Any
 
+import pytest
+
+from modelgate.cli import main
 from modelgate.cli.plan import latency
+from modelgate.cli.plan.assumptions import LATENCY_ANNOTATION
+from modelgate.cli.plan.plan import EXIT_NOTHING_TO_PLAN, EXIT_OK, EXIT_USAGE
+from tests.unit.test_plan import write_rollout
 from tooling import latency_sim
 
 RULE = latency.Comparison(latency.TTFT_GRID, 0.99, 0.05, max_ratio=1.2, margin=1.5)
@@ -40,3 +49,71 @@ def test_the_quantile_is_where_it_is_asked_to_be() -> None:
     p99 = latency.exceedance_at(0.07, 0.99, (0.07,))
     p50 = latency.exceedance_at(0.07, 0.5, (0.07,))
     assert math.isclose(p99[0], 0.01, rel_tol=1e-4) and math.isclose(p50[0], 0.5, rel_tol=1e-9)
+
+
+TTFT_FORM = {
+    "name": "ttft",
+    "preset": "ttftP99",
+    "compare": {"maxRatio": 1.2, "confidence": {"alpha": 0.05, "margin": 1.5}},
+}
+TRAFFIC = ["--rps", "20", "--base-rate", "0.01", "--runs", "5", "-o", "json"]
+
+
+def planned_latency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], metric: dict[str, Any], *arguments: str
+) -> tuple[int, list[dict[str, Any]]]:
+    path = write_rollout(tmp_path, metric)
+    code = main(["plan", "-f", str(path), *TRAFFIC, *arguments])
+    out = capsys.readouterr().out
+    return code, json.loads(out)["latencyForm"] if out else []
+
+
+def test_plan_estimates_the_latency_form_at_each_steps_share(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, (estimate,) = planned_latency(tmp_path, capsys, TTFT_FORM, "--latency", "ttftP99=0.057")
+    assert code == EXIT_OK  # the latency form alone is something to plan
+    assert estimate["incumbent_seconds"] == 0.057 and estimate["slowdown"] == 2.0
+    first, second = estimate["steps"]
+    assert (first["step"], first["share"], second["step"], second["share"]) == (0, 0.1, 1, 0.5)
+    for step in (first, second):
+        assert step["fail_seconds"] is not None and step["pass_seconds"] is not None
+        assert 0 < step["fail_candidate_requests"] and 0 < step["pass_candidate_requests"]
+    assert second["pass_seconds"] <= first["pass_seconds"]
+
+
+def test_plan_says_never_for_a_slowdown_below_max_ratio_and_zero_without_a_margin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    no_margin = TTFT_FORM | {"compare": {"maxRatio": 1.2, "confidence": {"alpha": 0.05}}}
+    arguments = ("--latency", "ttftP99=0.057", "--regression", "1.05")
+    code, (estimate,) = planned_latency(tmp_path, capsys, no_margin, *arguments)
+    assert code == EXIT_OK
+    assert all(s["fail_seconds"] is None and s["pass_seconds"] == 0.0 for s in estimate["steps"])
+
+
+def test_without_the_incumbents_quantile_nothing_is_estimated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, (estimate,) = planned_latency(tmp_path, capsys, TTFT_FORM)
+    assert code == EXIT_NOTHING_TO_PLAN
+    assert estimate["incumbent_seconds"] is None and estimate["steps"] == []
+
+
+@pytest.mark.parametrize("value", ["ttftP99=fast", "errorRate=0.1", "ttftP99=-1", "ttftP99"])
+def test_a_latency_that_is_not_a_preset_and_positive_seconds_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    path = write_rollout(tmp_path, TTFT_FORM)
+    assert main(["plan", "-f", str(path), *TRAFFIC, "--latency", value]) == EXIT_USAGE
+    assert "--latency" in capsys.readouterr().err.replace("\n", "")
+    path = write_rollout(tmp_path, TTFT_FORM, annotations={LATENCY_ANNOTATION: value})
+    assert main(["plan", "-f", str(path), *TRAFFIC]) == EXIT_USAGE
+    assert LATENCY_ANNOTATION in capsys.readouterr().err.replace("\n", "")
+
+
+def test_the_latency_lines_fit_80_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_rollout(tmp_path, TTFT_FORM, annotations={LATENCY_ANNOTATION: "ttftP99=0.057"})
+    assert main(["plan", "-f", str(path), "--rps", "20", "--base-rate", "0.01", "--runs", "5"]) == EXIT_OK
+    shown = [line for line in capsys.readouterr().out.splitlines() if "slower fails" in line]
+    assert len(shown) == 2 and all(len(line) <= 80 for line in shown)

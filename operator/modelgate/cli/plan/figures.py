@@ -130,6 +130,17 @@ class Unplanned:
     why: str
 
 
+def step_shares(spec: ModelRolloutSpec) -> list[float]:
+    """The candidate's share of requests during each step, copies of a mirror step included."""
+    shares, weight = [], 0.0
+    for step in spec.steps:
+        if step.set_weight is not None:
+            weight = step.set_weight / 100
+        mirror = step.mirror.percent / 100 if step.mirror is not None else 0.0
+        shares.append(weight + (1 - weight) * mirror)
+    return shares
+
+
 def planned_spec(spec: ModelRolloutSpec, metrics: Sequence[MetricSpec]) -> ModelRolloutSpec:
     """The spec the simulation runs: its steps and analysis with only `metrics`. What needs the
     cluster (a gate's check Jobs, ready replicas for capacity) and the watch window after the last

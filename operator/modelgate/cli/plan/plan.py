@@ -24,9 +24,11 @@ from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.plan.assumptions import (
     BASE_RATE_ANNOTATION,
     EXEMPT_ANNOTATION,
+    LATENCY_ANNOTATION,
     RPS_ANNOTATION,
     Assumptions,
     assumptions,
+    latency_values,
 )
 from modelgate.cli.plan.figures import (
     AUTO_RUNS,
@@ -38,7 +40,9 @@ from modelgate.cli.plan.figures import (
     horizon,
     planned_spec,
     split_metrics,
+    step_shares,
 )
+from modelgate.cli.plan.latency_form import LatencyEstimate, latency_estimates, latency_lines
 from modelgate.cli.render.analysis import threshold_text
 from modelgate.cli.render.rollout import step_label
 from modelgate.cli.target import OUTPUT_HELP, read_manifest
@@ -89,6 +93,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=int,
         help=f"rollouts simulated per candidate (default: up to {AUTO_RUNS.most}, fewer on a long rollout)",
     )
+    plan.add_argument(
+        "--latency",
+        action="append",
+        default=[],
+        metavar="PRESET=SECONDS",
+        help=f"the incumbent's latency quantile, e.g. ttftP99=0.057, for the latency form's estimate "
+        f"(repeatable; default: {LATENCY_ANNOTATION})",
+    )
     plan.add_argument("--seed", type=int, default=1, help="the simulation's seed (default: 1)")
     plan.add_argument(
         "--fail-above",
@@ -110,6 +122,7 @@ def run_plan(args: argparse.Namespace) -> int:
     try:  # the traffic: the flags, or the manifest's annotations in their place
         assumed = assumptions(manifest)
         traffic = _traffic(args, assumed)
+        flagged_latencies = latency_values(args.latency, "--latency")
     except ValueError as error:
         errors.print(f"[red]modelgate plan: {error}[/red]")
         return EXIT_USAGE
@@ -120,9 +133,10 @@ def run_plan(args: argparse.Namespace) -> int:
     groups = _groups(planned)
     runs = AUTO_RUNS if args.runs is None else Runs.exactly(args.runs)
     results = _simulate(spec, groups, traffic, runs, args.seed)
+    latencies = latency_estimates(spec, traffic, {**assumed.latencies, **flagged_latencies})
     if args.output == "json":
         zero = zero_error_passes(spec, planned, traffic)
-        print(json.dumps(as_json(traffic, results, unplanned, assumed.exempt, zero), indent=1))
+        print(json.dumps(as_json(traffic, results, unplanned, assumed.exempt, zero, latencies), indent=1))
     else:
         console.print(_preamble(spec, traffic, runs, args.seed))
         if assumed.exempt:
@@ -134,10 +148,12 @@ def run_plan(args: argparse.Namespace) -> int:
             console.print(f"not planned: {skipped.name}: {skipped.why}")
         for passing in zero_error_passes(spec, planned, traffic):
             console.print(_zero_error_text(passing), markup=False)
-    if not planned:
-        errors.print("[red]modelgate plan: no metric the planner can simulate[/red]")
+        for line in latency_lines(latencies, _duration):
+            console.print(line, markup=False)
+    if not planned and not any(estimate.steps for estimate in latencies):
+        errors.print("[red]modelgate plan: no metric the planner can simulate or estimate[/red]")
         return EXIT_NOTHING_TO_PLAN
-    worst = max(r.false_rollback for r in results)
+    worst = max((r.false_rollback for r in results), default=0.0)
     return EXIT_COIN_TOSS if args.fail_above is not None and worst > args.fail_above else EXIT_OK
 
 
@@ -267,7 +283,7 @@ def figures_table(
         "Step\ntakes",
     ):
         table.add_column(column, overflow="fold")
-    for step, weight in zip(result.steps, _weights(spec), strict=True):
+    for step, weight in zip(result.steps, step_shares(spec), strict=True):
         label = step_label(spec.steps[step.index].model_dump(by_alias=True, exclude_none=True))
         table.add_row(
             str(step.index),
@@ -292,17 +308,6 @@ def figures_table(
     return table
 
 
-def _weights(spec: ModelRolloutSpec) -> list[float]:
-    """The candidate's share of requests during each step, copies of a mirror step included."""
-    shares, weight = [], 0.0
-    for step in spec.steps:
-        if step.set_weight is not None:
-            weight = step.set_weight / 100
-        mirror = step.mirror.percent / 100 if step.mirror is not None else 0.0
-        shares.append(weight + (1 - weight) * mirror)
-    return shares
-
-
 def _percent(share: float) -> str:
     return f"{100 * share:.3g}%"
 
@@ -320,6 +325,7 @@ def as_json(
     unplanned: Sequence[Unplanned],
     exempt: str | None,
     zero_errors: Sequence[ZeroErrorPass] = (),
+    latencies: Sequence[LatencyEstimate] = (),
 ) -> dict[str, Any]:
     return {
         "traffic": asdict(traffic),
@@ -327,6 +333,7 @@ def as_json(
         "figures": [asdict(result) for result in results],
         "notPlanned": [asdict(skipped) for skipped in unplanned],
         "zeroErrorPass": [asdict(passing) for passing in zero_errors],
+        "latencyForm": [asdict(estimate) for estimate in latencies],
     }
 
 
@@ -347,7 +354,7 @@ def zero_error_passes(
     docs/statistics.md's table): looked at every interval, after the first evaluation's baseline."""
     assert spec.analysis is not None
     interval = spec.analysis.interval_timedelta.total_seconds()
-    share = next((w for w in _weights(spec) if w > 0), 0.0)
+    share = next((w for w in step_shares(spec) if w > 0), 0.0)
     per_look = traffic.requests_per_second * share * interval
     passes = []
     for metric in planned:

@@ -89,6 +89,11 @@ def simulable(metric: MetricSpec) -> str | None:
     counts it can draw."""
     if metric.query is not None:
         return "a custom query: what it measures is unknown to the planner"
+    if metric.bounds_quantile:
+        return (
+            f"{metric.preset} with compare.confidence is judged on histogram buckets the engine's "
+            "simulation does not draw: estimated as the latency form instead"
+        )
     if metric.preset not in RATE_PRESETS:
         what = "a latency quantile" if metric.preset and metric.preset.endswith(("P50", "P99")) else "a level"
         return (
