@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from modelgate.cli import main
 from modelgate.cli.plan import latency
 from modelgate.cli.plan.assumptions import LATENCY_ANNOTATION
 from modelgate.cli.plan.plan import EXIT_NOTHING_TO_PLAN, EXIT_OK, EXIT_USAGE
-from tests.unit.test_plan import write_rollout
+from modelgate.cli.target import read_manifest
+from tests.unit.test_plan import EXAMPLES, write_rollout
 from tooling import latency_sim
 
 RULE = latency.Comparison(latency.TTFT_GRID, 0.99, 0.05, max_ratio=1.2, margin=1.5)
@@ -117,3 +120,21 @@ def test_the_latency_lines_fit_80_columns(tmp_path: Path, capsys: pytest.Capture
     assert main(["plan", "-f", str(path), "--rps", "20", "--base-rate", "0.01", "--runs", "5"]) == EXIT_OK
     shown = [line for line in capsys.readouterr().out.splitlines() if "slower fails" in line]
     assert len(shown) == 2 and all(len(line) <= 80 for line in shown)
+
+
+def test_the_latency_form_docs_plan_md_shows_is_what_plan_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --runs, as users run it: a rollout of the latency form alone has nothing to simulate."""
+    text = (EXAMPLES.parent / "docs" / "plan.md").read_text()
+    found = re.search(r"## The latency form\n.*?```text\n(.*?)```", text, re.S)
+    assert found, "docs/plan.md shows no latency form"
+    manifest = read_manifest(EXAMPLES / "rollout.yaml")
+    manifest["spec"]["analysis"]["metrics"] = [TTFT_FORM]
+    path = tmp_path / "rollout.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    assert main(["plan", "-f", str(path), "--latency", "ttftP99=0.057"]) == EXIT_OK
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.rstrip() for line in printed if line.startswith(("latency form", "  step"))] == found.group(
+        1
+    ).splitlines()

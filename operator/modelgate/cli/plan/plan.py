@@ -69,7 +69,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "incumbent's, and the median time a good one takes to pass. Simulated with the operator's own "
         "decision code on steady traffic whose requests fail independently; seeded. Only shares of "
         "requests (errorRate, abortRate, refusalRate, slowRequestRate) can be simulated; other metrics "
-        "are listed with why, and taken to pass.",
+        "are listed with why, and taken to pass. For a latency preset with compare.confidence, the time "
+        "a --regression times slower candidate takes to fail and an as-fast one to pass, from expected "
+        "bucket counts at the incumbent's --latency.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -192,6 +194,8 @@ def _simulate(
     seed: int,
 ) -> list[Figures]:
     """Progress on standard error: a bar on a terminal; in a file or a pipe (CI), a line a rule."""
+    if not groups:  # only the latency form, or nothing, to plan
+        return []
     each = runs.shared(len(groups))
     errors = Console(stderr=True)
     if not errors.is_terminal:
