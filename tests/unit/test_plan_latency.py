@@ -81,7 +81,7 @@ def test_plan_estimates_the_latency_form_at_each_steps_share(
     assert (first["step"], first["share"], second["step"], second["share"]) == (0, 0.1, 1, 0.5)
     for step in (first, second):
         assert step["fail_seconds"] is not None and step["pass_seconds"] is not None
-        assert 0 < step["fail_candidate_requests"] and 0 < step["pass_candidate_requests"]
+        assert step["fail_candidate_requests"] > 0 and step["pass_candidate_requests"] > 0
     assert second["pass_seconds"] <= first["pass_seconds"]
 
 
