@@ -13,11 +13,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from modelgate.core import quantile_bounds
 
-# vLLM's histogram boundaries (seconds), per preset: time to first token, time per output token and
-# end-to-end request latency. The operator reads the server's own; the plan assumes vLLM's.
+# vLLM's histogram boundaries (seconds), per preset, up to 10 s (end to end: 120 s; vLLM's go on to
+# 2560, 80 and 7680 s): time to first token, time per output token and end-to-end request latency.
+# The operator reads the server's own; the plan assumes vLLM's.
 TTFT_GRID = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 TPOT_GRID = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 E2E_GRID = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0)
@@ -26,7 +28,6 @@ GRIDS = {"ttftP50": TTFT_GRID, "ttftP99": TTFT_GRID, "tpotP99": TPOT_GRID, "late
 LOG_SPREAD = 0.1
 # Looks at most: a decision later than this many evaluations is reported as never.
 MAX_LOOKS = 10_000
-_Z = {0.5: 0.0, 0.99: 2.3263479}  # the standard normal's quantiles the presets use
 # Whether the decision is shown at (candidate requests, incumbent requests) counted.
 _Decided = Callable[[float, float], bool]
 
@@ -41,7 +42,7 @@ def exceedance_at(
 ) -> tuple[float, ...]:
     """P(X > b) per boundary for log-normal latencies (sigma LOG_SPREAD) whose `quantile` is
     `quantile_value` seconds, each taken `slowdown` times longer."""
-    median = quantile_value / math.exp(_Z[quantile] * LOG_SPREAD)
+    median = quantile_value / math.exp(NormalDist().inv_cdf(quantile) * LOG_SPREAD)
     return lognormal_exceedance(median * slowdown, LOG_SPREAD, grid)
 
 

@@ -35,6 +35,8 @@ class LatencyStep:
 
 @dataclass(frozen=True)
 class LatencyEstimate:
+    """One metric of the latency form: its steps' estimates at the incumbent's quantile."""
+
     metric: str
     preset: str
     incumbent_seconds: float | None  # the incumbent's quantile as given; None: not given, no steps
