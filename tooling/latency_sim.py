@@ -218,9 +218,9 @@ def sizing_section() -> list[str]:
         "inside its bucket from both ends, so it waits for the smaller side's requests (about 750 of",
         "the candidate's here) and gains most from a larger first share. The estimate judges expected",
         "counts, not random ones: within an evaluation of the median to Fail, and at or after the",
-        "median to Pass, where random counts cross the bar sooner than their expectation about half",
-        "the time (tests/unit/test_plan_latency.py). Other quantiles, spreads and grids move the",
-        "numbers; `modelgate plan` computes them for the rollout's own.",
+        "median to Pass, since a test looked at every evaluation takes the first of the random",
+        "counts' crossings (tests/unit/test_plan_latency.py). Other quantiles, spreads and grids move",
+        "the numbers; `modelgate plan` computes them for the rollout's own.",
         "",
     ]
 
