@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from modelgate.core import quantile_bounds
+from modelgate.core import latency
 
 # vLLM's (and its simulator's) time-to-first-token buckets, seconds.
 TTFT_GRID = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
@@ -71,14 +71,14 @@ def first_decisions(rng: np.random.Generator, rollout: Rollout, runs: int) -> tu
         c_requests += n_c
         i_requests += n_i
         c_cols, i_cols = list(c_seen.T), list(i_seen.T)
-        c_above = quantile_bounds.above(c_cols, c_requests, QUANTILE, half)
-        i_at_most = quantile_bounds.at_most(i_cols, i_requests, QUANTILE, half)
-        failed = np.asarray(quantile_bounds.fails(c_above, i_at_most, grid, rollout.max_ratio))
+        c_above = latency.above(c_cols, c_requests, QUANTILE, half)
+        i_at_most = latency.at_most(i_cols, i_requests, QUANTILE, half)
+        failed = np.asarray(latency.fails(c_above, i_at_most, grid, rollout.max_ratio))
         failed_at[(failed_at == 0) & failed] = interval
         if rollout.margin is not None:
-            c_at_most = quantile_bounds.at_most(c_cols, c_requests, QUANTILE, half)
-            i_above = quantile_bounds.above(i_cols, i_requests, QUANTILE, half)
-            passed = np.asarray(quantile_bounds.passes(c_at_most, i_above, grid, rollout.margin))
+            c_at_most = latency.at_most(c_cols, c_requests, QUANTILE, half)
+            i_above = latency.above(i_cols, i_requests, QUANTILE, half)
+            passed = np.asarray(latency.passes(c_at_most, i_above, grid, rollout.margin))
             passed_at[(passed_at == 0) & passed] = interval
     return failed_at, passed_at
 
@@ -94,7 +94,7 @@ def null_boundary_miscoverage(rng: np.random.Generator, runs: int, intervals: in
     for _ in range(intervals):
         seen += _drawn(rng, side, np.full(runs, requests))
         counted += requests
-        ever |= np.asarray(quantile_bounds.above(list(seen.T), counted, QUANTILE, ALPHA / 2)[at])
+        ever |= np.asarray(latency.above(list(seen.T), counted, QUANTILE, ALPHA / 2)[at])
     return float(ever.mean())
 
 
@@ -116,7 +116,7 @@ def doc_section() -> list[str]:
         "",
         "`compare: {maxRatio, confidence: {alpha, margin}}` on `ttftP50`, `ttftP99`, `tpotP99` or",
         "`latencyP99` judges the quantile on each side's histogram counts since the rollout began",
-        '(operator/modelgate/core/quantile_bounds.py), after Howard & Ramdas, "Sequential estimation of',
+        '(operator/modelgate/core/latency.py), after Howard & Ramdas, "Sequential estimation of',
         'quantiles with applications to A/B-testing and best-arm identification" (Bernoulli 2022).',
         "",
         "The requests above a bucket boundary b are a count, and the q-quantile is above b exactly when more",
