@@ -10,7 +10,7 @@ import pytest
 
 from bench.report import record, summary
 from modelgate.api import MetricSpec, Phase
-from modelgate.core.false_rollback import evaluation_chance
+from modelgate.core.results import evaluation_chance
 from tests.unit.engine_support import Simulator, analysis_spec, make_spec, timed_pause, weight
 from tests.unit.test_false_rollback import COIN_TOSS
 
@@ -42,7 +42,7 @@ def test_decide_cost_per_tick(restart_every_tick: bool) -> None:
 
 
 def test_a_false_rollback_chance_is_cheap_at_high_traffic() -> None:
-    """core/false_rollback.py at 200,000 candidate requests: its sums do not grow with the traffic."""
+    """core/results.py at 200,000 candidate requests: its sums do not grow with the traffic."""
     started = time.perf_counter()
     evaluation_chance(COIN_TOSS, 20, 0.01, 200_000, 2_000_000)
     assert time.perf_counter() - started < 0.05

@@ -27,7 +27,7 @@ from bench.report import record
 from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_shard import COMPLETION_INDEX_ENV, ShardResult
 from modelgate.api.gate_status import CheckState
-from modelgate.core.gate_shards import merged_result
+from modelgate.core.gate_scores import merged_result
 from testbed.localcluster import LocalCluster
 from testbed.operator_process import OperatorProcess
 from tests.cluster.test_gate_evaluator import INCUMBENT, QUALITY, TEST_SET_FILE, evaluated

@@ -10,7 +10,7 @@ from kubernetes import client
 
 from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.core import ConditionType
-from modelgate.core.conditions import condition
+from modelgate.core.reasons import condition
 from testbed.localcluster import LocalCluster
 from testbed.manifests import Manifest
 from testbed.model_server_double import Behaviour

@@ -1,4 +1,4 @@
-"""The operator SIGKILLed while it holds evaluations it has not written (core/holding.py) evaluates
+"""The operator SIGKILLed while it holds evaluations it has not written (core/stepping.py) evaluates
 again before it completes the step. Its 20 s pause (the hold must outlast the kill) keeps it out of
 `make test`; the hold's decisions are unit-tested there (tests/unit/test_status_hold.py,
 tests/unit/test_reconciler_status_hold.py)."""

@@ -30,7 +30,7 @@ import yaml
 
 from modelgate import KIND
 from modelgate.api.unit_hints import Unit, not_a_number
-from modelgate.core.wording import how_many
+from modelgate.core.reasons import how_many
 from modelgate.metrics.context import DEFAULT_MIN_WINDOW, QueryContext, QueryContextError
 from modelgate.metrics.presets import preset_query, request_count_query
 from modelgate.metrics.template import TEMPLATE_VARIABLES, TemplateError, render_query

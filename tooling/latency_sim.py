@@ -1,5 +1,5 @@
 """Simulated rollouts for the latency comparison with confidence (operator/modelgate/core/
-quantile_bounds.py), vectorised over runs: each interval, each side's requests fall into the buckets
+latency.py), vectorised over runs: each interval, each side's requests fall into the buckets
 of vLLM's TTFT histogram, and the operator's own functions judge the counts so far.
 
     python -m tooling.latency_sim     # print the table bench/REPORT.md quotes (seeded)
@@ -16,18 +16,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from modelgate.cli.plan import latency
-from modelgate.core import quantile_bounds
+from modelgate.cli.plan import latency_estimate
+from modelgate.core import latency
 
 # vLLM's (and its simulator's) time-to-first-token buckets, seconds.
-TTFT_GRID = latency.TTFT_GRID
+TTFT_GRID = latency_estimate.TTFT_GRID
 ALPHA = 0.05
 QUANTILE = 0.99
 
 
 def lognormal_exceedance(median: float, sigma: float, grid: Sequence[float] = TTFT_GRID) -> tuple[float, ...]:
     """P(X > b) at each boundary for a log-normal latency (`modelgate plan`'s)."""
-    return latency.lognormal_exceedance(median, sigma, grid)
+    return latency_estimate.lognormal_exceedance(median, sigma, grid)
 
 
 @dataclass(frozen=True)
@@ -80,14 +80,14 @@ def first_decisions(
         c_requests += n_c
         i_requests += n_i
         c_cols, i_cols = list(c_seen.T), list(i_seen.T)
-        c_above = quantile_bounds.above(c_cols, c_requests, QUANTILE, half)
-        i_at_most = quantile_bounds.at_most(i_cols, i_requests, QUANTILE, half)
-        failed = np.asarray(quantile_bounds.fails(c_above, i_at_most, grid, rollout.max_ratio))
+        c_above = latency.above(c_cols, c_requests, QUANTILE, half)
+        i_at_most = latency.at_most(i_cols, i_requests, QUANTILE, half)
+        failed = np.asarray(latency.fails(c_above, i_at_most, grid, rollout.max_ratio))
         failed_at[(failed_at == 0) & failed] = interval
         if rollout.margin is not None:
-            c_at_most = quantile_bounds.at_most(c_cols, c_requests, QUANTILE, half)
-            i_above = quantile_bounds.above(i_cols, i_requests, QUANTILE, half)
-            passed = np.asarray(quantile_bounds.passes(c_at_most, i_above, grid, rollout.margin))
+            c_at_most = latency.at_most(c_cols, c_requests, QUANTILE, half)
+            i_above = latency.above(i_cols, i_requests, QUANTILE, half)
+            passed = np.asarray(latency.passes(c_at_most, i_above, grid, rollout.margin))
             passed_at[(passed_at == 0) & passed] = interval
         if until is not None and until(failed_at, passed_at):
             break
@@ -110,7 +110,7 @@ def null_boundary_miscoverage(rng: np.random.Generator, runs: int, intervals: in
     for _ in range(intervals):
         seen += _drawn(rng, side, np.full(runs, requests))
         counted += requests
-        ever |= np.asarray(quantile_bounds.above(list(seen.T), counted, QUANTILE, ALPHA / 2)[at])
+        ever |= np.asarray(latency.above(list(seen.T), counted, QUANTILE, ALPHA / 2)[at])
     return float(ever.mean())
 
 
@@ -130,7 +130,7 @@ SIZING_REQUESTS = 600  # per interval, both sides: 20 requests/s at a 30 s inter
 SIZING_INTERVALS = 60  # 30 minutes
 SIZING_RUNS = 1_000
 SIZING_MEDIAN = 0.045  # the incumbent's median TTFT, seconds (its P99 0.057 s: in (0.04, 0.06])
-SIZING_RULE = latency.Comparison(TTFT_GRID, QUANTILE, ALPHA, max_ratio=1.2, margin=1.5)
+SIZING_RULE = latency_estimate.Comparison(TTFT_GRID, QUANTILE, ALPHA, max_ratio=1.2, margin=1.5)
 
 
 @dataclass(frozen=True)
@@ -164,10 +164,12 @@ def _median(decided_at: np.ndarray) -> float:
 @functools.cache
 def sizing_rows() -> tuple[SizingRow, ...]:
     """The median evaluations to Fail a slower candidate and to Pass an A/A pair, per share: the
-    seeded simulation beside the expected counts `modelgate plan` judges (cli/plan/latency.py)."""
+    seeded simulation beside the expected counts `modelgate plan` judges (cli/plan/latency_estimate.py)."""
     rng = np.random.default_rng(2028)
     rule, per_look = SIZING_RULE, SIZING_REQUESTS
-    sides = {s: Side(lognormal_exceedance(SIZING_MEDIAN * s, latency.LOG_SPREAD)) for s in (1.0, 1.5, 2.0)}
+    sides = {
+        s: Side(lognormal_exceedance(SIZING_MEDIAN * s, latency_estimate.LOG_SPREAD)) for s in (1.0, 1.5, 2.0)
+    }
     healthy = sides[1.0].exceedance
     rows = []
     for share in SIZING_SHARES:
@@ -176,11 +178,13 @@ def sizing_rows() -> tuple[SizingRow, ...]:
         for slowdown in (1.5, 2.0):
             slower = Rollout(sides[slowdown], sides[1.0], shares, per_look, SIZING_RULE.max_ratio or 1.0)
             failed, _ = first_decisions(rng, slower, SIZING_RUNS, until=most_failed)
-            planned = latency.looks_to_fail(rule, sides[slowdown].exceedance, healthy, per_look, share)
+            planned = latency_estimate.looks_to_fail(
+                rule, sides[slowdown].exceedance, healthy, per_look, share
+            )
             fails.append(Sized(_median(failed), planned))
         a_a = Rollout(sides[1.0], sides[1.0], shares, per_look, slower.max_ratio, margin=rule.margin)
         rolled_back, passed = first_decisions(rng, a_a, SIZING_RUNS)
-        passes = Sized(_median(passed), latency.looks_to_pass(rule, healthy, per_look, share))
+        passes = Sized(_median(passed), latency_estimate.looks_to_pass(rule, healthy, per_look, share))
         rows.append(SizingRow(share, tuple(fails), passes, float(np.mean(rolled_back > 0))))
     return tuple(rows)
 
@@ -196,18 +200,18 @@ def render_sizing() -> list[str]:
 
 def sizing_section() -> list[str]:
     """The table users size a latency rollout with, and how to read it."""
-    rule = SIZING_RULE
+    rule, spread = SIZING_RULE, latency_estimate.LOG_SPREAD
     return [
         "### How soon it decides, at the evaluation interval",
         "",
         "Median evaluations after the baseline (candidate requests by then) to the first decision, at",
         f"{SIZING_REQUESTS} requests per evaluation in all (20 requests/s at a 30 s interval), the share",
         "steady: a TTFT P99 on vLLM's grid, the incumbent's latencies log-normal (median",
-        f"{SIZING_MEDIAN} s, sigma {latency.LOG_SPREAD:g}: P99 0.057 s), `maxRatio: {rule.max_ratio:g}`,",
+        f"{SIZING_MEDIAN} s, sigma {spread:g}: P99 0.057 s), `maxRatio: {rule.max_ratio:g}`,",
         f"`margin: {rule.margin:g}`, alpha {rule.alpha:g}; {SIZING_RUNS:,} seeded rollouts per cell by the",
         f"operator's own functions, each evaluation looked at, for {SIZING_INTERVALS} evaluations. After",
         "the slash, `modelgate plan`'s estimate: the evaluation at which the expected counts decide",
-        "(operator/modelgate/cli/plan/latency.py).",
+        "(operator/modelgate/cli/plan/latency_estimate.py).",
         "",
         "| candidate share | 1.5x slower: Fail | 2x slower: Fail | A/A: Pass | A/A rolled back |",
         "| --- | --- | --- | --- | --- |",
@@ -232,7 +236,7 @@ def doc_section() -> list[str]:
         "",
         "`compare: {maxRatio, confidence: {alpha, margin}}` on `ttftP50`, `ttftP99`, `tpotP99` or",
         "`latencyP99` judges the quantile on each side's histogram counts since the rollout began",
-        '(operator/modelgate/core/quantile_bounds.py), after Howard & Ramdas, "Sequential estimation of',
+        '(operator/modelgate/core/latency.py), after Howard & Ramdas, "Sequential estimation of',
         'quantiles with applications to A/B-testing and best-arm identification" (Bernoulli 2022).',
         "",
         "The requests above a bucket boundary b are a count, and the q-quantile is above b exactly when more",

@@ -8,7 +8,7 @@ What an exception out of a tick means for its rollout, and the fail-safe it may 
   the operator most likely can write nothing meanwhile. The loop retries with a backoff up to 30 s.
 - Unexpected: any other exception, a request the API server refuses as such (400, 422) included: a
   bug. The rule: the first is retried after ERROR_BACKOFF (a second); the second in a row (a
-  KubeError between the two does not break the row) runs the fail-safe (core/internal_error.py:
+  KubeError between the two does not break the row) runs the fail-safe (core/endings.py:
   Failed, the candidate's weight 0). A tick is idempotent and observes everything afresh, so a
   one-off (a race between two reads) passes on the retry and never fails the rollout, while a bug
   that repeats has the traffic back on the incumbent about a second after the first failure, well
@@ -24,7 +24,7 @@ from typing import Any
 
 from modelgate.api import InvalidSpecError, ModelRolloutStatus, parse_spec, parse_status
 from modelgate.core import Decision
-from modelgate.core.internal_error import TickError, decide_internal_error
+from modelgate.core.endings import TickError, decide_internal_error
 from modelgate.kube import KubeError
 
 # Statuses of a request refused as such: the same request gets the same answer.

@@ -66,7 +66,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     asyncio.get_running_loop().set_default_executor(executor)
     # kopf puts this finalizer only on objects that a handler needing one matches (on.delete, daemons,
     # timers); modelgate registers none, so no rollout ever carries it. The one finalizer modelgate
-    # sets, on rollouts with spec.rollback.onDelete ReturnTraffic only, is its own (core/deletion.py).
+    # sets, on rollouts with spec.rollback.onDelete ReturnTraffic only, is its own (core/actions.py).
     settings.persistence.finalizer = KOPF_FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
     settings.persistence.diffbase_storage = NoDiffBase()

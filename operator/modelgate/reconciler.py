@@ -3,8 +3,8 @@ engine), apply (weights first, then Events, then status). Synchronous: the opera
 
 A tick is idempotent: weights are absolute, the status is written whole, a command is applied once
 by its id. Should it fail half-way, the next tick observes what happened and carries on. A status
-change that may wait (core/holding.py: a new evaluation with the same verdicts, a verified weight) is
-held in memory and written with the next one that may not, or after core.holding.MAX_STATUS_HOLD.
+change that may wait (core/stepping.py: a new evaluation with the same verdicts, a verified weight) is
+held in memory and written with the next one that may not, or after core.stepping.MAX_STATUS_HOLD.
 """
 
 from __future__ import annotations
@@ -38,10 +38,8 @@ from modelgate.core import (
     events_to_post,
     may_hold,
 )
-from modelgate.core.actions import after_evidence, after_write, scale_down_event
-from modelgate.core.deletion import FINALIZER, decide_deletion
-from modelgate.core.evidence import BreachEvidence
-from modelgate.core.holding import MAX_STATUS_HOLD
+from modelgate.core.actions import FINALIZER, after_evidence, after_write, decide_deletion, scale_down_event
+from modelgate.core.endings import in_force
 from modelgate.core.model import (
     ClearCommand,
     CollectEvidence,
@@ -56,8 +54,8 @@ from modelgate.core.model import (
     WriteRoute,
     WriteStatus,
 )
-from modelgate.core.schedule import MIN_WAKEUP, RESYNC, WRITE_RETRY
-from modelgate.core.watch_window import in_force
+from modelgate.core.notifying import BreachEvidence
+from modelgate.core.stepping import MAX_STATUS_HOLD, MIN_WAKEUP, RESYNC, WRITE_RETRY
 from modelgate.fail_safe import TickFailures, fail_safe_decision, forgotten_status
 from modelgate.kube import Conflict, Kube, KubeError, NotFound, ObjectGone
 from modelgate.kube.gate_jobs import GateJobs
@@ -119,7 +117,7 @@ class Reconciler:
         config = config or OperatorConfig()
         self.kube = kube
         self.clock = clock
-        self.status_hold = status_hold  # how long a status change may wait in memory (core/holding.py)
+        self.status_hold = status_hold  # how long a status change may wait in memory (core/stepping.py)
         self.providers = MetricProviders(kube, config.egress, config.token_allowlist)
         self.gate_jobs = GateJobs(
             kube,
@@ -216,7 +214,7 @@ class Reconciler:
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
 
     def _apply_actions(self, scene: _Scene, decided: Decision) -> tuple[Decision, bool]:
-        """Applies the decision's actions in order (core/applier.py does the same in memory); returns
+        """Applies the decision's actions in order (core/actions.py does the same in memory); returns
         the decision as settled by what the route write and the metric provider returned
         (core.after_write, after_evidence), and whether every finalizer patch
         took (a SetFinalizer that did not stops the tick: nothing is written before it)."""
@@ -284,7 +282,7 @@ class Reconciler:
         self.kube.create_event(body, event.type.value, event.reason.value, event.message)
 
     def _keep_finalizer(self, meta: Mapping[str, Any], wanted: bool) -> bool:
-        """Adds or removes the finalizer as the rollout needs it (core/deletion.py); False when the
+        """Adds or removes the finalizer as the rollout needs it (core/actions.py); False when the
         rollout changed under the patch, to be tried again soon."""
         done = self.kube.set_finalizer(meta["namespace"], meta["name"], FINALIZER, wanted)
         if not done:

@@ -16,7 +16,7 @@ from modelgate import observability
 from modelgate.api import parse_spec, parse_status
 from modelgate.clock import Clock, utc_now
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
-from modelgate.core.schedule import RESYNC, scheduled_at
+from modelgate.core.stepping import RESYNC, scheduled_at
 from modelgate.loops import SLOW_TICK, ObjectLoops
 from modelgate.peering import StandbyReason
 from modelgate.reconciler import Reconciler

@@ -24,9 +24,9 @@ from modelgate.core import (
     SpecProblem,
     analysis_due,
 )
-from modelgate.core.deletion import FINALIZER
-from modelgate.core.query_check import check_due
-from modelgate.core.stage import watching
+from modelgate.core.actions import FINALIZER
+from modelgate.core.judging import check_due
+from modelgate.core.tick import watching
 from modelgate.kube import DeploymentAvailability, Kube, NotFound
 from modelgate.kube.gate_jobs import GateJobs
 from modelgate.metrics import AnalysisPlan, MetricProvider
@@ -104,7 +104,7 @@ class TickObserver:
         )
 
     def _route_claim(self, route: LiveRoute | RouteProblem, uid: str) -> RouteClaim | None:
-        """Another rollout's claim on the rule, a live owner's first (core/route_claims.py)."""
+        """Another rollout's claim on the rule, a live owner's first (core/holds.py)."""
         if not isinstance(route, LiveRoute):
             return None
         claims = [

@@ -17,7 +17,7 @@ from kubernetes import client
 
 from modelgate.api import Phase
 from modelgate.api.addresses import ALLOWED_ADDRESSES_ANNOTATION
-from modelgate.core.deletion import FINALIZER
+from modelgate.core.actions import FINALIZER
 from modelgate.routers.watched import route_resources
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout

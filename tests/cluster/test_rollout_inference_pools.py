@@ -11,7 +11,7 @@ from kubernetes import client
 
 from modelgate.api import Phase, Verdict
 from modelgate.core import ConditionType
-from modelgate.core.conditions import condition
+from modelgate.core.reasons import condition
 from modelgate.metrics.prometheus_http import PrometheusClient
 from testbed.inference_pools import inference_pool, pool_http_route
 from testbed.localcluster import LocalCluster, kubectl

@@ -12,7 +12,7 @@ from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.api.series import SeriesComponent
 from modelgate.core import ConditionType, Reason
-from modelgate.core.conditions import condition
+from modelgate.core.reasons import condition
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour

@@ -13,7 +13,7 @@ from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.api import ConditionStatus, Phase
 from modelgate.commands import COMMAND_ANNOTATION, encode_command
 from modelgate.core import CommandAction, ConditionType, Reason
-from modelgate.core.deletion import FINALIZER
+from modelgate.core.actions import FINALIZER
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, model_rollout
 from testbed.model_server_double import Behaviour

@@ -1,7 +1,7 @@
 """Builders and a tick-by-tick simulator for testing the pure engine (`modelgate.core.decide`).
 
 Nothing here sleeps or touches a cluster: time is a fake clock handed to `decide` as `now`, and each
-decision's actions are applied to an in-memory world (core/applier.py), whose route takes each write
+decision's actions are applied to an in-memory world (core/actions.py), whose route takes each write
 the way a router would: the tests read what the operator's actions did, not what a decision says.
 """
 
@@ -49,10 +49,10 @@ from modelgate.core import (
     decide,
 )
 from modelgate.core import Outcome as DecisionOutcome
-from modelgate.core.evidence import BreachEvidence
+from modelgate.core.endings import in_force
+from modelgate.core.judging import check_due
 from modelgate.core.model import Action, PostEvents, WriteRoute
-from modelgate.core.query_check import check_due
-from modelgate.core.watch_window import in_force
+from modelgate.core.notifying import BreachEvidence
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 INTERVAL = timedelta(seconds=30)
@@ -258,7 +258,7 @@ def _outcome_result(metric: MetricSpec, outcome: Outcome, passing: QueryResult) 
 @dataclass(frozen=True)
 class Ticked:
     """One tick as the operator applies it: its decision's actions applied, in order, to an in-memory
-    world (core/applier.py). What the tests read is the world: the status written, the route writes
+    world (core/actions.py). What the tests read is the world: the status written, the route writes
     made, the Events, the incumbent's replicas; the decision gives its outcome and wake-up."""
 
     before: World
@@ -376,7 +376,7 @@ class Simulator:
     ready: ReadyReplicas | None = None  # Ready replicas, as read for spec.capacity
     incumbent_available: bool = True  # as read in a watch window
     query_problem: SpecProblem | None = None  # some of the analysis's queries cannot be built
-    # Why the analysis's queries do not answer when checked (core/query_check.py); None: they answer
+    # Why the analysis's queries do not answer when checked (core/judging.py); None: they answer
     # as `check_outcome` says.
     check_error: str | None = None
     check_outcome: Outcome = Outcome.PASS
@@ -389,7 +389,7 @@ class Simulator:
     incumbent_replicas: int | None = None  # None: as deployed; 0 once scaled down
     applied: list[int] = field(default_factory=list)  # every weight a write made live
     ticks: list[Ticked] = field(default_factory=list)
-    # The route's claim (core/route_claims.py): the rollout's own once it has written it.
+    # The route's claim (core/holds.py): the rollout's own once it has written it.
     owners: frozenset[RolloutRef] = frozenset()
     route_claim: RouteClaim | None = None  # another rollout's claim, as the operator observes it
 

@@ -1,4 +1,4 @@
-"""The in-memory applier (core/applier.py): each action's effect on the world, a route write's result
+"""The in-memory applier (core/actions.py): each action's effect on the world, a route write's result
 folded into the actions after it as the reconciler folds it, and the engine tests reading what was
 applied: with one WriteRoute taken out of the engine's actions, they fail."""
 
@@ -23,10 +23,10 @@ from modelgate.core import (
     apply,
     decide,
 )
-from modelgate.core.deletion import decide_deletion
+from modelgate.core.actions import decide_deletion
 from modelgate.core.gate_judgement import CheckMeasured
 from modelgate.core.model import WriteRoute
-from modelgate.core.schedule import WRITE_RETRY
+from modelgate.core.stepping import WRITE_RETRY
 from tests.unit import engine_support, test_engine_analysis, test_engine_mirror, test_engine_steps
 from tests.unit.engine_support import (
     NOT_LIVE,

@@ -18,7 +18,7 @@ from modelgate.api import BreachTrace, ModelRolloutStatus, Phase, PodValue, Roll
 from modelgate.api.addresses import EgressPolicy
 from modelgate.cli.render.rollout import render_status
 from modelgate.core import Event, Reason
-from modelgate.core.evidence import with_evidence
+from modelgate.core.notifying import with_evidence
 from modelgate.kube import Kube
 from modelgate.metrics import BreachExplainer
 from modelgate.metrics.context import QueryContext

@@ -1,5 +1,5 @@
 """Every effect of a tick is an action in its Decision, in the order the reconciler applies it: what a
-tick did can be read from the Decision alone (core/actions.py, core.deletion.decide_deletion,
+tick did can be read from the Decision alone (core/actions.py, core.actions.decide_deletion,
 core.actions.after_write)."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ from datetime import timedelta
 
 from modelgate.api import BreachTrace, ModelRolloutSpec, ModelRolloutStatus, Phase, PodValue
 from modelgate.core import CommandAction, Decision, Reason, WriteFailed, decide
-from modelgate.core.actions import after_evidence, after_write
-from modelgate.core.deletion import decide_deletion
-from modelgate.core.evidence import BreachEvidence
+from modelgate.core.actions import after_evidence, after_write, decide_deletion
 from modelgate.core.gate_judgement import CheckMeasured
 from modelgate.core.model import (
     Action,
@@ -26,6 +24,7 @@ from modelgate.core.model import (
     WriteRoute,
     WriteStatus,
 )
+from modelgate.core.notifying import BreachEvidence
 from tests.unit.engine_support import (
     INTERVAL,
     T0,

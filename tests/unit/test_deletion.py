@@ -7,7 +7,7 @@ import pytest
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollingBack
 from modelgate.core import LiveRoute
-from modelgate.core.deletion import finalizer_wanted, weight_on_delete
+from modelgate.core.actions import finalizer_wanted, weight_on_delete
 from tests.unit.engine_support import ROUTE_NOT_FOUND, T0, live, make_spec, weight
 
 

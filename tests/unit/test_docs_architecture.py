@@ -130,16 +130,13 @@ CLAIMS = (
     ImportsOnly("`core/` imports `api/` and the standard library only"),
     ImportsOnly("`modelevaluation/engine/` imports `api/`, `core/` and the standard library only"),
     ImportsOnly(
-        "`core/tick.py` imports `api/`, `core/actions.py`, `core/conditions.py`, `core/limits.py`, "
-        "`core/metric_verdicts.py`, `core/model.py`, `core/reasons.py` and `core/stage.py` only"
+        "`core/tick.py` imports `api/`, `core/actions.py`, `core/metric_verdicts.py`, `core/model.py` "
+        "and `core/reasons.py` only"
     ),
 )
 # What the page once said (the accumulator "imported downward", below everything it serves), and the
 # code contradicts: it imports core's actions, and with them what decides them.
-IMPORTED_DOWNWARD = ImportsOnly(
-    "`core/tick.py` imports `api/`, `core/conditions.py`, `core/limits.py`, `core/model.py`, "
-    "`core/reasons.py` and `core/stage.py` only"
-)
+IMPORTED_DOWNWARD = ImportsOnly("`core/tick.py` imports `api/`, `core/model.py` and `core/reasons.py` only")
 
 
 @cache

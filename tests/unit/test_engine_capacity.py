@@ -11,10 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from modelgate.api import ConditionStatus, ModelRolloutSpec, Phase
-from modelgate.core import CommandAction, ConditionType, ReadyReplicas, Reason
-from modelgate.core import conditions as cond
-from modelgate.core.capacity import needed_replicas
-from modelgate.core.schedule import RESYNC, next_wakeup
+from modelgate.core import CommandAction, ConditionType, ReadyReplicas, Reason, reasons
+from modelgate.core.holds import needed_replicas
+from modelgate.core.stepping import RESYNC, next_wakeup
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
@@ -33,7 +32,7 @@ def capacity_spec(*, with_analysis: bool = False, **extra: Any) -> ModelRolloutS
 
 
 def capacity_condition(sim: Simulator) -> tuple[ConditionStatus, str] | None:
-    found = cond.condition(sim.status.conditions, ConditionType.CANDIDATE_CAPACITY)
+    found = reasons.condition(sim.status.conditions, ConditionType.CANDIDATE_CAPACITY)
     return None if found is None else (found.status, found.reason)
 
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from modelgate.api import ConditionStatus, Phase
 from modelgate.core import ConditionType
-from modelgate.core.conditions import condition, set_condition
+from modelgate.core.reasons import condition, set_condition
 from tests.unit.engine_support import (
     INTERVAL,
     ROUTE_NOT_FOUND,

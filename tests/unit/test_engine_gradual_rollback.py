@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from modelgate.api import ModelRolloutSpec, Phase, RollingBack
 from modelgate.core import CommandAction, Reason
-from modelgate.core.gradual import STEP_INTERVAL, weight_at
-from modelgate.core.schedule import next_wakeup
+from modelgate.core.endings import STEP_INTERVAL, weight_at
+from modelgate.core.stepping import next_wakeup
 from tests.unit.engine_support import (
     INTERVAL,
     T0,

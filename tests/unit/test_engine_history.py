@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.api.history import MAX_WEIGHT_CHANGES, WeightChange
 from modelgate.core import CommandAction
-from modelgate.core.tick_history import note_history
+from modelgate.core.tick import note_history
 from tests.unit.engine_support import (
     INTERVAL,
     T0,

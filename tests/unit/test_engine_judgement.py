@@ -10,7 +10,7 @@ import pytest
 
 from modelgate.api import BreachRule, MetricSpec, Phase, ProgressDeadlines, SequentialEvidence, Verdict
 from modelgate.core import CommandAction, ConditionType, QueryResult, Reason, SideTotals
-from modelgate.core.conditions import condition
+from modelgate.core.reasons import condition
 from tests.unit.engine_support import (
     ERROR_RATE,
     INTERVAL,

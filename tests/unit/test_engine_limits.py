@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from modelgate.api import Condition, MetricAnalysis, ModelRolloutStatus, RollbackReason, Verdict
-from modelgate.core import limits
+from modelgate.core import reasons
 from tests.unit.engine_support import T0
 
 
@@ -33,12 +33,12 @@ def status(**fields: Any) -> object:
 @pytest.mark.parametrize(
     ("build", "field", "limit"),
     [
-        (metric_analysis, "message", limits.ANALYSIS_MESSAGE),
-        (metric_analysis, "query", limits.QUERY),
-        (rollback_reason, "message", limits.ANALYSIS_MESSAGE),
-        (rollback_reason, "query", limits.QUERY),
-        (status, "message", limits.STATUS_MESSAGE),
-        (condition, "message", limits.CONDITION_MESSAGE),
+        (metric_analysis, "message", reasons.ANALYSIS_MESSAGE),
+        (metric_analysis, "query", reasons.QUERY),
+        (rollback_reason, "message", reasons.ANALYSIS_MESSAGE),
+        (rollback_reason, "query", reasons.QUERY),
+        (status, "message", reasons.STATUS_MESSAGE),
+        (condition, "message", reasons.CONDITION_MESSAGE),
     ],
 )
 def test_limits_are_the_schemas(build: Callable[..., object], field: str, limit: int) -> None:
@@ -48,6 +48,6 @@ def test_limits_are_the_schemas(build: Callable[..., object], field: str, limit:
 
 
 def test_clip_keeps_short_text_and_marks_cut_text() -> None:
-    assert limits.clip("short", 10) == "short"
-    clipped = limits.clip("x" * 20, 10)
+    assert reasons.clip("short", 10) == "short"
+    clipped = reasons.clip("x" * 20, 10)
     assert (len(clipped), clipped.endswith("...")) == (10, True)

@@ -10,7 +10,7 @@ from typing import Any
 from modelgate.api import ModelRolloutSpec, Phase
 from modelgate.api.progress_deadlines import DEFAULT_PENDING_DEADLINE
 from modelgate.core import ReadyReplicas, Reason
-from modelgate.core.schedule import next_wakeup
+from modelgate.core.stepping import next_wakeup
 from tests.unit.engine_support import Simulator, event_reasons, make_spec, weight
 
 ARGO_PROGRESS_DEADLINE = timedelta(seconds=600)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from modelgate.api import Phase, Verdict
 from modelgate.core import CommandAction, ConditionType, QueryResult, Reason
-from modelgate.core.conditions import condition
+from modelgate.core.reasons import condition
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from modelgate.api import MetricSpec, ModelRolloutSpec, ModelRolloutStatus, Phase, Step
 from modelgate.commands import decode_command
 from modelgate.core import COMMAND_ANNOTATION, CommandAction, ConditionType, Reason, SpecProblem
-from modelgate.core.conditions import condition
+from modelgate.core.reasons import condition
 from tests.unit.engine_support import (
     ERROR_RATE,
     P99_LATENCY,

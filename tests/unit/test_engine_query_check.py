@@ -8,9 +8,9 @@ from datetime import timedelta
 
 from modelgate.api import AnalysisSpec, Phase
 from modelgate.core import ConditionType, Reason
-from modelgate.core.conditions import condition
-from modelgate.core.query_check import check_due
-from modelgate.core.schedule import next_analysis_at
+from modelgate.core.judging import check_due
+from modelgate.core.reasons import condition
+from modelgate.core.stepping import next_analysis_at
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,

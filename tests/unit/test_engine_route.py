@@ -9,7 +9,7 @@ import pytest
 
 from modelgate.api import ConditionStatus, Phase
 from modelgate.core import CommandAction, ConditionType, Reason, RouteProblem
-from modelgate.core.conditions import condition
+from modelgate.core.reasons import condition
 from tests.unit.engine_support import (
     INTERVAL,
     ROUTE_NOT_FOUND,

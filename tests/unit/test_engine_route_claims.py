@@ -1,4 +1,4 @@
-"""One owner per route rule (core/route_claims.py): a rollout whose rule another live rollout claims
+"""One owner per route rule (core/holds.py): a rollout whose rule another live rollout claims
 writes nothing, not even a rollback's 0, and says who owns it; an ended owner's rule is taken over only
 while the route serves the newer rollout's incumbent; an ended rollout whose rule was taken over writes
 it no more."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from modelgate.api import PauseReason, Phase, RolloutRef, RouteState
 from modelgate.core import CommandAction, LiveRoute, Reason, RouteClaim, next_wakeup
-from modelgate.core.deletion import weight_on_delete
-from modelgate.core.schedule import RESYNC
+from modelgate.core.actions import weight_on_delete
+from modelgate.core.stepping import RESYNC
 from tests.unit.engine_support import (
     INTERVAL,
     Simulator,

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutSpec, Phase
 from modelgate.core import CommandAction, ConditionType, LiveRoute, Reason, next_wakeup
-from modelgate.core.conditions import condition
-from modelgate.core.schedule import RESYNC
+from modelgate.core.reasons import condition
+from modelgate.core.stepping import RESYNC
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,

@@ -11,8 +11,8 @@ import pytest
 from modelgate.api import ModelRolloutStatus, Phase, ProgressDeadlines
 from modelgate.api.analysis_check import AnalysisCheck
 from modelgate.core import analysis_due, next_wakeup
-from modelgate.core.query_check import digest
-from modelgate.core.schedule import (
+from modelgate.core.judging import digest
+from modelgate.core.stepping import (
     FINISHED_RESYNC,
     MIN_WAKEUP,
     RESYNC,

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from modelgate.api import ConditionStatus, ModelRolloutStatus, Phase, WorkloadRef
 from modelgate.core import ConditionType, decide
-from modelgate.core.conditions import condition
+from modelgate.core.reasons import condition
 from tests.unit.engine_support import (
     INTERVAL,
     T0,

@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from modelgate.api import ConditionStatus, InvalidSpecError, MetricSpec, ModelRolloutSpec, Phase, parse_spec
-from modelgate.core import CommandAction, Reason
-from modelgate.core import conditions as cond
+from modelgate.core import CommandAction, Reason, reasons
 from modelgate.core.reasons import ConditionType
-from modelgate.core.schedule import next_wakeup
+from modelgate.core.stepping import next_wakeup
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,
@@ -43,7 +42,7 @@ def in_window(spec: ModelRolloutSpec | None = None, *, restart_every_tick: bool 
 
 
 def watching_condition(sim: Simulator) -> tuple[ConditionStatus, str] | None:
-    found = cond.condition(sim.status.conditions, ConditionType.WATCHING)
+    found = reasons.condition(sim.status.conditions, ConditionType.WATCHING)
     return None if found is None else (found.status, found.reason)
 
 
@@ -83,7 +82,7 @@ def test_a_breach_in_the_window_rolls_back_to_the_incumbent() -> None:
     assert sim.status.rollback_reason is not None and sim.status.rollback_reason.metric == "error-rate"
     assert watching_condition(sim) == (ConditionStatus.FALSE, Reason.ROLLED_BACK)
     assert sim.status.watch_ends_at is None and not decision.scaled_down
-    incumbent = cond.condition(sim.status.conditions, ConditionType.INCUMBENT_AVAILABLE)
+    incumbent = reasons.condition(sim.status.conditions, ConditionType.INCUMBENT_AVAILABLE)
     assert incumbent is not None and incumbent.status is ConditionStatus.TRUE
 
 
@@ -93,7 +92,7 @@ def test_a_rollback_waits_for_an_incumbent_that_can_take_the_traffic() -> None:
     decision = sim.tick(analysis=Outcome.FAIL, after=INTERVAL)
     assert (sim.phase, sim.live_weight) == (Phase.PAUSED, 100)
     assert event_reasons(decision) == [Reason.ROLLBACK_HELD] and decision.outcome is None
-    incumbent = cond.condition(sim.status.conditions, ConditionType.INCUMBENT_AVAILABLE)
+    incumbent = reasons.condition(sim.status.conditions, ConditionType.INCUMBENT_AVAILABLE)
     assert incumbent is not None and incumbent.status is ConditionStatus.FALSE
     # Held past the window's end: a breach that was not carried out is no success.
     sim.tick_with_analysis(Outcome.PASS, after=WINDOW)

@@ -1,5 +1,5 @@
 """What a weight write returned, folded into the actions after it (core.after_write, applied in memory
-by core/applier.py), and the outcome, the
+by core/actions.py), and the outcome, the
 command result and the unusable-spec path the reconciler no longer decides by itself."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from modelgate.core import (
     decide_unusable,
     next_wakeup,
 )
-from modelgate.core.conditions import condition
-from modelgate.core.schedule import RESYNC, WRITE_RETRY
+from modelgate.core.reasons import condition
+from modelgate.core.stepping import RESYNC, WRITE_RETRY
 from tests.unit.engine_support import (
     INTERVAL,
     NOT_LIVE,

@@ -22,7 +22,7 @@ from modelgate.cli import gate_eval
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.gate_decide import EXIT_CODES
 from modelgate.cli.main import main
-from modelgate.core.win_rate import wilson_lower_bound
+from modelgate.core.gate_scores import wilson_lower_bound
 from modelgate.egress import ALLOW_LOOPBACK_ENV
 from testbed.ports import free_port
 from testbed.processes import python_module_env

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from modelgate.core.win_rate import wilson_lower_bound, win_share
+from modelgate.core.gate_scores import wilson_lower_bound, win_share
 from modelgate.evaluator.pairwise_judge import (
     Outcome,
     Verdict,

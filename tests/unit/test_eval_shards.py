@@ -13,7 +13,7 @@ import pytest
 
 from modelgate.api.gate_result import TERMINATION_MESSAGE_LIMIT, GateResult
 from modelgate.api.gate_shard import COMPLETION_INDEX_ENV, ShardResult
-from modelgate.core.gate_shards import merged_result
+from modelgate.core.gate_scores import merged_result
 from tests.unit.test_eval_cli import (
     REPLAY,
     TEST_SET,

@@ -20,7 +20,7 @@ from modelgate.api.evaluation_status import (
 )
 from modelgate.api.gate_result import GateResult, Score, TestSetIdentity
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation, CheckRunning
-from modelgate.core.schedule import GATE_POLL
+from modelgate.core.stepping import GATE_POLL
 from modelgate.modelevaluation.engine import (
     DeleteJobs,
     EvaluationDecision,

@@ -1,5 +1,5 @@
 """A tick that raises (issue 34): a bug fails the rollout and returns the candidate's traffic on the
-second failure in a row, in the decision (core/internal_error.py), in the reconciler against an
+second failure in a row, in the decision (core/endings.py), in the reconciler against an
 in-memory API, and in the loop's timing; an API server that cannot be reached fails nothing."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from structlog.testing import capture_logs
 from modelgate import loops
 from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.core import ConditionType, Reason
-from modelgate.core.conditions import condition
-from modelgate.core.internal_error import TickError, decide_internal_error
+from modelgate.core.endings import TickError, decide_internal_error
+from modelgate.core.reasons import condition
 from modelgate.fail_safe import FAIL_SAFE_AFTER, TickFailures, transient
 from modelgate.kube import Conflict, Kube, KubeError
 from modelgate.modelevaluation.loops import EvaluationTicker

@@ -13,7 +13,7 @@ from rich.console import Console
 from modelgate.api import MetricSpec
 from modelgate.cli.render.rollout import render_status
 from modelgate.core import QueryResult, Reason
-from modelgate.core.false_rollback import evaluation_chance
+from modelgate.core.results import evaluation_chance
 from tests.unit.engine_support import Simulator, analysis_spec, make_spec, timed_pause, weight
 
 COIN_TOSS = MetricSpec.model_validate(

@@ -1,5 +1,5 @@
 """A new rollout (a new candidate, a spec edit, `modelgate retry`) starts from the status model's
-defaults: every field but the few the object keeps (core.fresh_status.KEPT) is reset, including any
+defaults: every field but the few the object keeps (core.tick.KEPT) is reset, including any
 field added later."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import WeightChange
 from modelgate.api.internal_error_status import InternalError
 from modelgate.api.notifications import NotificationStatus, PendingNotification, Transition
-from modelgate.core.fresh_status import KEPT, fresh_status
+from modelgate.core.tick import KEPT, fresh_status
 from tests.unit.engine_support import T0
 
 LATER = T0 + timedelta(hours=1)

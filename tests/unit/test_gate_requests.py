@@ -1,4 +1,4 @@
-"""Failed requests in the gate (core/gate_requests.py, through core/gate_judgement.py): a side's
+"""Failed requests in the gate (core/gate_scores.py, through core/gate_judgement.py): a side's
 failed share against the policy's maxFailedShare at its edges, a side that answered nothing failing
 whatever the bound, and a gate whose checks measured only failures never releasing the candidate."""
 
@@ -14,7 +14,7 @@ from modelgate.api.gate import DEFAULT_MAX_FAILED_SHARE, CheckPolicy, GateCheck,
 from modelgate.api.gate_result import CapabilityRequests, GateResult, Requests, Score, SideRequests
 from modelgate.api.gate_status import CheckState, CheckStatus, GateDecision
 from modelgate.core.gate_judgement import decide_gate, judge_result
-from modelgate.core.gate_requests import judge_requests, silent_sides
+from modelgate.core.gate_scores import judge_requests, silent_sides
 from modelgate.evaluator.result import result_json
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)

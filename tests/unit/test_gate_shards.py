@@ -1,4 +1,4 @@
-"""A parallel check's shards added up (core/gate_shards.py): any split of a seeded set of answers
+"""A parallel check's shards added up (core/gate_scores.py): any split of a seeded set of answers
 merges to the scores of the unsplit set, the 95th percentile latency included; shards that are not
 of one run are refused naming the index."""
 
@@ -20,7 +20,7 @@ from modelgate.api.gate_result import (
     TestSetIdentity,
 )
 from modelgate.api.gate_shard import CapabilityCounts, ShardResult
-from modelgate.core.gate_shards import ShardsDisagree, merge_shards, merged_result, shard_scores
+from modelgate.core.gate_scores import ShardsDisagree, merge_shards, merged_result, shard_scores
 from modelgate.evaluator.answer_checks import ExactCheck
 from modelgate.evaluator.result import shard_json
 from modelgate.evaluator.scoring import (

@@ -1,4 +1,4 @@
-"""Tokens per task in the gate (core/gate_tokens.py through the check's judgement): both sides'
+"""Tokens per task in the gate (core/gate_judgement.py through the check's judgement): both sides'
 means shown per capability and overall, and the policy's bound on the candidate's ratio to the
 incumbent's passing, failing, or Inconclusive when counts are missing, incomplete or too few."""
 

@@ -21,8 +21,8 @@ from modelgate.cli.render.analysis import threshold_text
 from modelgate.cli.render.cost import cost_text
 from modelgate.cli.render.rollout import render_status
 from modelgate.core import Accelerators, AnalysisRun, MetricQuery, QueryResult
-from modelgate.core.cost import cost_status
 from modelgate.core.metric_verdicts import evaluate
+from modelgate.core.results import cost_status
 from modelgate.kube.pod_requests import requested
 from modelgate.metrics.context import QueryContext
 from modelgate.metrics.presets import preset_query

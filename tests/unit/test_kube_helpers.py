@@ -10,7 +10,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from modelgate.api import GatewayAPIRouting, TrafficRouting
-from modelgate.core.limits import clip
+from modelgate.core.reasons import clip
 from modelgate.kube import Conflict, Kube, KubeError, NamespaceTerminating, NotFound, PatchNotApplied
 from modelgate.kube.api_errors import translated
 from modelgate.routers import GatewayAPIRouter, UnknownRouterError, router_for

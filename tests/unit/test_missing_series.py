@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from modelgate.api import MetricSpec, Phase, ProgressDeadlines, Verdict
 from modelgate.api.series import MissingSeries, SeriesComponent
 from modelgate.core import AnalysisRun, ConditionType, QueryResult, Reason
-from modelgate.core.conditions import condition
+from modelgate.core.reasons import condition
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.provider import run_plan
 from tests.unit.engine_support import (

@@ -15,11 +15,10 @@ from modelgate.api.gate_status import GateDecision
 from modelgate.api.notifications import Transition
 from modelgate.api.rollback_reason import BreachTrace
 from modelgate.core import CommandAction
-from modelgate.core.evidence import BreachEvidence
 from modelgate.core.gate_judgement import CheckMeasured
 from modelgate.core.model import Notify, WriteStatus
-from modelgate.core.notifying import payload
-from modelgate.core.schedule import FINISHED_RESYNC, RESYNC, next_wakeup
+from modelgate.core.notifying import BreachEvidence, payload
+from modelgate.core.stepping import FINISHED_RESYNC, RESYNC, next_wakeup
 from tests.unit.engine_support import (
     ERROR_RATE,
     INTERVAL,

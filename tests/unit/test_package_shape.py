@@ -1,4 +1,4 @@
-"""The package's shape: no import cycle; no module over 400 lines and no function over 60 in
+"""The package's shape: no import cycle; no module over 500 lines and no function over 60 in
 operator/, but for the listed offenders being shrunk."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.unit.package_modules import Module, module_level_imports, modules
 
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 
 # No cycle is known: a new one fails the test.

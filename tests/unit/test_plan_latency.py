@@ -1,4 +1,4 @@
-"""`modelgate plan`'s estimate for the latency form (cli/plan/latency.py): the evaluation at which
+"""`modelgate plan`'s estimate for the latency form (cli/plan/latency_estimate.py): the evaluation at which
 the operator's own bounds on the expected bucket counts decide, checked against the seeded
 simulation of docs/statistics.md's table (tooling/latency_sim.py)."""
 
@@ -14,15 +14,15 @@ import pytest
 import yaml
 
 from modelgate.cli import main
-from modelgate.cli.plan import latency
+from modelgate.cli.plan import latency_estimate
 from modelgate.cli.plan.assumptions import LATENCY_ANNOTATION
 from modelgate.cli.plan.plan import EXIT_NOTHING_TO_PLAN, EXIT_OK, EXIT_USAGE
 from modelgate.cli.target import read_manifest
 from tests.unit.test_plan import EXAMPLES, write_rollout
 from tooling import latency_sim
 
-RULE = latency.Comparison(latency.TTFT_GRID, 0.99, 0.05, max_ratio=1.2, margin=1.5)
-INCUMBENT = latency.exceedance_at(0.057, 0.99, latency.TTFT_GRID)
+RULE = latency_estimate.Comparison(latency_estimate.TTFT_GRID, 0.99, 0.05, max_ratio=1.2, margin=1.5)
+INCUMBENT = latency_estimate.exceedance_at(0.057, 0.99, latency_estimate.TTFT_GRID)
 
 
 def test_the_estimate_is_near_the_simulated_median_to_fail_and_not_before_it_to_pass() -> None:
@@ -34,23 +34,23 @@ def test_the_estimate_is_near_the_simulated_median_to_fail_and_not_before_it_to_
 
 
 def test_a_candidate_as_fast_as_the_incumbent_never_fails_and_twice_as_slow_fails_at_once() -> None:
-    assert latency.looks_to_fail(RULE, INCUMBENT, INCUMBENT, 600, 0.1) is None
-    slower = latency.exceedance_at(0.057, 0.99, latency.TTFT_GRID, slowdown=2.0)
-    assert latency.looks_to_fail(RULE, slower, INCUMBENT, 600, 0.1) == 1
-    assert latency.looks_to_fail(RULE, slower, INCUMBENT, 600, 0.0) is None  # no candidate traffic
+    assert latency_estimate.looks_to_fail(RULE, INCUMBENT, INCUMBENT, 600, 0.1) is None
+    slower = latency_estimate.exceedance_at(0.057, 0.99, latency_estimate.TTFT_GRID, slowdown=2.0)
+    assert latency_estimate.looks_to_fail(RULE, slower, INCUMBENT, 600, 0.1) == 1
+    assert latency_estimate.looks_to_fail(RULE, slower, INCUMBENT, 600, 0.0) is None  # no candidate traffic
 
 
 def test_a_larger_share_passes_sooner_up_to_half_and_no_margin_never_passes() -> None:
-    looks = [latency.looks_to_pass(RULE, INCUMBENT, 600, share) for share in (0.05, 0.1, 0.25, 0.5)]
+    looks = [latency_estimate.looks_to_pass(RULE, INCUMBENT, 600, share) for share in (0.05, 0.1, 0.25, 0.5)]
     assert all(n is not None for n in looks)
     assert looks == sorted(looks, reverse=True) and looks[0] != looks[-1]
-    no_margin = latency.Comparison(RULE.grid, RULE.quantile, RULE.alpha, max_ratio=1.2, margin=None)
-    assert latency.looks_to_pass(no_margin, INCUMBENT, 600, 0.5) is None
+    no_margin = latency_estimate.Comparison(RULE.grid, RULE.quantile, RULE.alpha, max_ratio=1.2, margin=None)
+    assert latency_estimate.looks_to_pass(no_margin, INCUMBENT, 600, 0.5) is None
 
 
 def test_the_quantile_is_where_it_is_asked_to_be() -> None:
-    p99 = latency.exceedance_at(0.07, 0.99, (0.07,))
-    p50 = latency.exceedance_at(0.07, 0.5, (0.07,))
+    p99 = latency_estimate.exceedance_at(0.07, 0.99, (0.07,))
+    p50 = latency_estimate.exceedance_at(0.07, 0.5, (0.07,))
     assert math.isclose(p99[0], 0.01, rel_tol=1e-4) and math.isclose(p50[0], 0.5, rel_tol=1e-9)
 
 

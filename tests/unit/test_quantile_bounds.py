@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from modelgate.api import BreachRule, MetricSpec, Phase, Verdict
-from modelgate.core import QueryResult, SideBuckets, quantile_bounds
-from modelgate.core.query_check import unanswered
+from modelgate.core import QueryResult, SideBuckets, latency
+from modelgate.core.judging import unanswered
 from tests.unit.engine_support import (
     T0,
     Simulator,
@@ -41,7 +41,7 @@ def test_a_quantile_is_bounded_by_the_boundaries_around_it(
     exceeding: tuple[int, ...], requests: int, lower: float | None, upper: float | None
 ) -> None:
     counts = [float(c) * requests / 1000 for c in exceeding]
-    assert quantile_bounds.bounds(GRID, counts, requests, 0.99, 0.025) == quantile_bounds.Bounds(lower, upper)
+    assert latency.bounds(GRID, counts, requests, 0.99, 0.025) == latency.Bounds(lower, upper)
 
 
 @pytest.mark.parametrize(
@@ -67,8 +67,8 @@ def test_fail_and_pass_compare_bounds_across_the_sides(
 
     c_above, c_at_most = shown(*candidate)
     i_above, i_at_most = shown(*incumbent)
-    assert quantile_bounds.fails(c_above, i_at_most, GRID, max_ratio) is fails
-    assert quantile_bounds.passes(c_at_most, i_above, GRID, margin) is passes
+    assert latency.fails(c_above, i_at_most, GRID, max_ratio) is fails
+    assert latency.passes(c_at_most, i_above, GRID, margin) is passes
 
 
 TTFT = MetricSpec.model_validate(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from modelgate.core.deletion import FINALIZER
+from modelgate.core.actions import FINALIZER
 from tests.unit.test_reconciler_write_order import InMemoryKube, at_the_end_of_the_pause, tick
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from modelgate.api import Phase, parse_status
 from modelgate.core import AnalysisRun, MetricQuery, QueryResult
-from modelgate.core.holding import MAX_STATUS_HOLD
+from modelgate.core.stepping import MAX_STATUS_HOLD
 from modelgate.kube import Kube
 from modelgate.reconciler import Reconciler
 from testbed.manifests import http_route, model_rollout

@@ -19,17 +19,19 @@ from modelgate.api import (
     RolloutPause,
 )
 from modelgate.core import Reason
-from modelgate.core.analysis_run import analysis_verdict, errors_hold, judged
-from modelgate.core.capacity import capacity_deadline, capacity_wait
-from modelgate.core.conflicts import conflict_hold
-from modelgate.core.deadlines import candidate_deadline, deadline_hold
-from modelgate.core.gradual import rollback_verdict, step_down
-from modelgate.core.intents import AskWeight, Intent, Noted, SetCondition
-from modelgate.core.model import Observations, ReadyReplicas
+from modelgate.core.endings import rollback_verdict, step_down, window_note, window_verdict
+from modelgate.core.holds import (
+    candidate_deadline,
+    capacity_deadline,
+    capacity_wait,
+    conflict_hold,
+    deadline_hold,
+)
+from modelgate.core.judging import analysis_verdict, errors_hold, judged
+from modelgate.core.model import AskWeight, Intent, Noted, Observations, ReadyReplicas, SetCondition
 from modelgate.core.policy import Rule, candidate_wait, no_traffic_yet
 from modelgate.core.reasons import ConditionType
 from modelgate.core.tick import Tick
-from modelgate.core.watch_window import window_note, window_verdict
 
 from .engine_support import Outcome, analysis_run, live, make_spec, observe, weight
 

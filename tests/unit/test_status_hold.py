@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from modelgate.api import MetricSpec, ModelRolloutStatus, Phase
 from modelgate.core import may_hold
-from modelgate.core.holding import MAX_STATUS_HOLD
+from modelgate.core.stepping import MAX_STATUS_HOLD
 from tests.unit.engine_support import (
     INTERVAL,
     Outcome,

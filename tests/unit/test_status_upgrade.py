@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from modelgate.api import ModelRolloutStatus, Phase, RouteState
 from modelgate.core import LiveRoute, Reason
-from modelgate.core.conditions import with_route_state
-from modelgate.core.status_upgrade import with_state_from_conditions
-from modelgate.core.writes import warned
+from modelgate.core.actions import warned
+from modelgate.core.reasons import with_route_state
+from modelgate.core.tick import with_state_from_conditions
 from tests.unit.engine_support import (
     T0,
     Simulator,

@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from modelgate.core import decide
-from modelgate.core.moments import moment
-from modelgate.core.wording import how_many
+from modelgate.core.reasons import how_many, moment
 from tooling import tick_footprint
 
 
@@ -21,8 +20,8 @@ def test_only_what_runs_inside_the_entry_is_counted() -> None:
         moment(datetime(2026, 1, 1, tzinfo=UTC))  # after it returned: not counted either
 
     found = tick_footprint.footprint(call, how_many.__code__)
-    assert found.functions == {("modelgate.core.wording", "how_many")}
-    assert found.modules == ["modelgate.core.wording"]
+    assert found.functions == {("modelgate.core.reasons", "how_many")}
+    assert found.modules == ["modelgate.core.reasons"]
 
 
 def test_one_decide_runs_through_the_engine_and_its_rules() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from modelgate.core.wording import how_many
+from modelgate.core.reasons import how_many
 
 PACKAGE = Path(__file__).resolve().parents[2] / "operator" / "modelgate"
 

@@ -2,7 +2,7 @@
 
 What one shard of a parallel evaluator check writes (`modelgate eval --shards`): counts, never
 shares, so that the operator adds the shards' counts up and scores them exactly as one Pod that ran
-every item would have (core/gate_shards.py). Each index of the check's Indexed Job writes one to its
+every item would have (core/gate_scores.py). Each index of the check's Indexed Job writes one to its
 termination message."""
 
 from __future__ import annotations

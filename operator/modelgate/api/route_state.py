@@ -26,5 +26,5 @@ class RouteState(StrEnum):
 
     @property
     def held_by_claim(self) -> bool:
-        """Another rollout's claim keeps this one from writing the route (core/route_claims.py)."""
+        """Another rollout's claim keeps this one from writing the route (core/holds.py)."""
         return self in (RouteState.CLAIMED, RouteState.INCUMBENT_NOT_SERVED, RouteState.HANDED_OVER)

@@ -1,7 +1,7 @@
 """A gate check's bounds on the candidate's output tokens per task against the incumbent's.
 
 A gate check's bounds on tokens per task: how many output tokens an answer of the candidate may
-take against the incumbent's (core/gate_tokens.py judges them; docs/gate.md, "Tokens per task")."""
+take against the incumbent's (core/gate_judgement.py judges them; docs/gate.md, "Tokens per task")."""
 
 from typing import Annotated
 

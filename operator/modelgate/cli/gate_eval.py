@@ -21,7 +21,7 @@ from modelgate.api.object_url import shard_results_file
 from modelgate.cli.exit_codes import ExitCode
 from modelgate.cli.gate_eval_recorded import add_recorded_replay_options, recorded_source
 from modelgate.cli.loopback import add_loopback_option
-from modelgate.core.gate_requests import side_requests, silence_text, silent_sides
+from modelgate.core.gate_scores import side_requests, silence_text, silent_sides
 from modelgate.egress import policy_from_environment
 from modelgate.evaluator.item_results import ItemResults
 from modelgate.evaluator.jsonl import InputError

@@ -23,8 +23,7 @@ from prometheus_client import start_http_server
 from modelgate import API_GROUP, API_VERSION, PLURAL, __version__
 from modelgate.cli.loopback import add_loopback_option
 from modelgate.cli.target import LOG_FORMAT_HELP
-from modelgate.core.holding import MAX_STATUS_HOLD
-from modelgate.core.schedule import RESYNC
+from modelgate.core.stepping import MAX_STATUS_HOLD, RESYNC
 from modelgate.egress import evaluator_environment, loopback_allowed, policy_from_environment, token_allowlist
 from modelgate.kube import Kube, KubeError, Object
 from modelgate.kube.check_pod_policy import CheckPodPolicy

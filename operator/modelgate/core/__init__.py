@@ -5,11 +5,8 @@ every moment arrives as `now`, every wait is computed from timestamps kept in st
 restart resumes where it was. Adapters (routers, metric providers) produce the types defined here.
 """
 
-from modelgate.core.actions import after_write
-from modelgate.core.applier import Applied, Router, World, apply
+from modelgate.core.actions import Applied, Router, World, after_write, apply
 from modelgate.core.engine import decide, decide_unusable
-from modelgate.core.events import events_to_post
-from modelgate.core.holding import may_hold
 from modelgate.core.model import (
     COMMAND_ANNOTATION,
     Command,
@@ -28,6 +25,7 @@ from modelgate.core.model import (
     WriteFailed,
     WriteResult,
 )
+from modelgate.core.notifying import events_to_post
 from modelgate.core.reasons import ConditionType, EventType, Reason
 from modelgate.core.results import (
     Accelerators,
@@ -37,7 +35,7 @@ from modelgate.core.results import (
     SideBuckets,
     SideTotals,
 )
-from modelgate.core.schedule import analysis_due, next_wakeup
+from modelgate.core.stepping import analysis_due, may_hold, next_wakeup
 
 __all__ = [
     "COMMAND_ANNOTATION",

@@ -1,7 +1,8 @@
 """Judging a metric on its counts since the rollout began (core/sequential.py): the sequential test
 (Fail above tolerance; with a margin, Pass only below it) and comparisons with confidence. Each is a
 pure function of the metric's spec and the evidence in status, so `modelgate plan` and the tests call
-exactly what the operator does."""
+exactly what the operator does.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from modelgate.api import (
     Verdict,
 )
 from modelgate.core import sequential
-from modelgate.core.judgement import Judgement
-from modelgate.core.results import MetricQuery
+from modelgate.core.results import Judgement, MetricQuery
 
 
 def rate_ratios(metric: MetricSpec) -> tuple[float, ...]:

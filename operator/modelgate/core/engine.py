@@ -3,26 +3,47 @@
 Weights move only as the steps say, or to 0 on rollback; a step advances only on a passing analysis
 taken at least one interval into the step; a rollback is final until `retry` or a new candidate.
 The rules of each feature live in their own modules, below this one; core/policy.py lists them in the
-order they are evaluated, and each returns an intent (core/intents.py) that this module carries out.
+order they are evaluated, and each returns an intent (core/model.py) that this module carries out.
 This module reads as the rollout's life: start, pending, gating, steps, the end.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, PauseReason, Phase, RollbackReason, RouteState
-from modelgate.core import capacity, gradual, intents, watch_window
-from modelgate.core.analysis_run import judged
-from modelgate.core.conflicts import overwrite_noted, overwrite_noticed, overwritten_by
-from modelgate.core.deadlines import deadline_paused
-from modelgate.core.fold import fold, fold_hold
-from modelgate.core.fresh_status import fresh_status
-from modelgate.core.gating import gate_pending, gate_start, gating
+from modelgate.core import endings, holds, model
+from modelgate.core.actions import as_if_taken
+from modelgate.core.endings import decide_unusable
+from modelgate.core.holds import (
+    CLAIM_RELEASED,
+    claim_hold,
+    claim_noted,
+    deadline_paused,
+    overwrite_noted,
+    overwrite_noticed,
+    overwritten_by,
+)
+from modelgate.core.judging import check_noted, gate_pending, gate_start, gating, judged
 from modelgate.core.manual_commands import handle_command
-from modelgate.core.mirror import mirror_noted
-from modelgate.core.model import Decision, LiveRoute, Observations, Outcome, RouteProblem
-from modelgate.core.moments import moment
+from modelgate.core.model import (
+    AskWeight,
+    BeginPause,
+    Decision,
+    Effect,
+    EndPause,
+    Fields,
+    Hold,
+    LiveRoute,
+    Observations,
+    Outcome,
+    RouteProblem,
+    Say,
+    SetCondition,
+    SetRouteState,
+    StepNote,
+)
 from modelgate.core.notifying import note_notifications
 from modelgate.core.policy import (
     PENDING,
@@ -33,17 +54,12 @@ from modelgate.core.policy import (
     STEPPING_BOOKKEEPING,
     Rule,
 )
-from modelgate.core.query_check import check_noted
-from modelgate.core.reasons import ConditionType, Reason
-from modelgate.core.route_claims import CLAIM_RELEASED, claim_hold, claim_noted
-from modelgate.core.schedule import next_wakeup
-from modelgate.core.stage import watching
-from modelgate.core.status_upgrade import with_state_from_conditions
-from modelgate.core.step_completion import failures_for_new_step, unmet_need
-from modelgate.core.tick import Tick
-from modelgate.core.tick_history import note_history
-from modelgate.core.unusable import decide_unusable
-from modelgate.core.writes import as_if_taken
+from modelgate.core.reasons import ConditionType, Reason, moment
+from modelgate.core.stepping import failures_for_new_step, mirror_noted, next_wakeup, unmet_need
+from modelgate.core.tick import Tick, fresh_status, note_history, watching, with_state_from_conditions
+
+# -- engine ----------------------------------------------------------------------------------------
+
 
 __all__ = ["decide", "decide_unusable"]
 
@@ -52,7 +68,7 @@ def decide(
     spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
 ) -> Decision:
     status = with_state_from_conditions(status, now)
-    tick = _Tick(watch_window.in_force(spec, status), status, observed, now)
+    tick = _Tick(endings.in_force(spec, status), status, observed, now)
     tick.run()
     tick.status = note_history(status, tick.status, now)
     tick.status = note_notifications(tick.spec, status, tick.status, tick.outcome, observed, now)
@@ -111,9 +127,9 @@ class _Tick(Tick):
             self.event(Reason.INVALID_SPEC, problem.message)
             self.fail(Reason.INVALID_SPEC, problem.message)
         elif phase is Phase.SUCCEEDED:
-            self.apply(intents.SetWeight(100))
+            self.apply(model.SetWeight(100))
         elif phase is Phase.FAILED:
-            self.apply(intents.SetWeight(0))  # Failed never strands traffic: the incumbent takes it all
+            self.apply(model.SetWeight(0))  # Failed never strands traffic: the incumbent takes it all
         elif phase is Phase.ROLLED_BACK:
             # A gradual rollback is watched: its run judged (none is, once it has reached 0)
             self.analysed = None if self.status.rolling_back is None else judged(self)
@@ -143,12 +159,12 @@ class _Tick(Tick):
         self.status = fresh_status(self.status, self.spec.candidate.identity, self.now, message)
         self.event(reason, message)
 
-    def first_intent(self, bookkeeping: tuple[Rule, ...], rules: tuple[Rule, ...]) -> intents.Intent:
+    def first_intent(self, bookkeeping: tuple[Rule, ...], rules: tuple[Rule, ...]) -> model.Intent:
         """Records what the bookkeeping saw, then asks the rules in order: the first intent decides;
         what a rule noted on the way is recorded before the next is asked."""
         for rule in (*bookkeeping, *rules):
             match rule(self):
-                case intents.Noted(effects=effects):
+                case model.Noted(effects=effects):
                     fold(self, effects)
                 case None:
                     pass
@@ -156,34 +172,34 @@ class _Tick(Tick):
                     return intent
         return None
 
-    def apply(self, intent: intents.Intent) -> None:
+    def apply(self, intent: model.Intent) -> None:
         """Carries out the intent the policy (core/policy.py) decided on."""
         match intent:
-            case intents.Hold() as hold:
+            case model.Hold() as hold:
                 fold_hold(self, hold)
-            case intents.RollBack(reason=reason, cause=cause):
+            case model.RollBack(reason=reason, cause=cause):
                 self.rollback(reason, cause)
-            case intents.Fail(reason=reason, message=message, event=event):
+            case model.Fail(reason=reason, message=message, event=event):
                 if event is not None:
                     self.events.append(event)
                 self.fail(reason, message)
-            case intents.RaiseWeight(index=index, weight=weight):
+            case model.RaiseWeight(index=index, weight=weight):
                 self.set_weight(weight)
                 self.update(step_started_at=self.now, inconclusive_since=None)
                 self.update(message=f"step {index}: candidate weight {weight}")
                 self.event(Reason.WEIGHT_SET, f"step {index}: candidate weight {weight}%")
                 self.advance_while_complete()  # the step's clock starts when its weight does
-            case intents.SetWeight(weight=weight):
+            case model.SetWeight(weight=weight):
                 self.set_weight(weight)
-            case intents.EnterStep(index=index, through_complete=through):
+            case model.EnterStep(index=index, through_complete=through):
                 self.enter_step(index)
                 if through:
                     self.advance_while_complete()
-            case intents.Succeed():
+            case model.Succeed():
                 self.succeed()
-            case intents.StartOver(reason=reason, message=message):
+            case model.StartOver(reason=reason, message=message):
                 self.start_rollout(reason, message)
-            case intents.Advance():
+            case model.Advance():
                 self.advance()
 
     def advance(self) -> None:
@@ -191,7 +207,7 @@ class _Tick(Tick):
             self.leave_pending()
         elif watching(self.status):  # the window has passed
             self.succeed()
-            self.scale_down_incumbent = watch_window.scales_down_incumbent(self.spec)
+            self.scale_down_incumbent = endings.scales_down_incumbent(self.spec)
         else:
             self.advance_while_complete()
 
@@ -201,7 +217,7 @@ class _Tick(Tick):
             return
         self.update(phase=Phase.PROGRESSING, pending_since=None)
         self.event(Reason.ROLLOUT_STARTED, f"candidate {self.spec.candidate.name} is Available")
-        self.apply(intents.EnterStep(0))
+        self.apply(model.EnterStep(0))
 
     def advance_while_complete(self) -> None:
         while self.stepping:
@@ -216,7 +232,7 @@ class _Tick(Tick):
     def enter_step(self, index: int) -> None:
         self.unpause(PauseReason.INDEFINITE_STEP)
         if index >= len(self.spec.steps):
-            opening = watch_window.opening(self)
+            opening = endings.opening(self)
             if opening is None:
                 self.succeed()
             else:
@@ -233,8 +249,8 @@ class _Tick(Tick):
             self.unpause(PauseReason.PENDING_DEADLINE, PauseReason.INCONCLUSIVE_DEADLINE)
         step = self.step
         if step.set_weight is not None:
-            fold(self, capacity.weight_check(self, step.set_weight))
-            if capacity.short(self, step.set_weight):
+            fold(self, holds.weight_check(self, step.set_weight))
+            if holds.short(self, step.set_weight):
                 return
         if step.set_weight is not None:
             self.set_weight(step.set_weight)
@@ -261,26 +277,24 @@ class _Tick(Tick):
             message=f"{self.spec.candidate.name} takes all traffic",
         )
         self.end_pauses()
-        fold(
-            self, watch_window.closing(self, Reason.WATCH_PASSED, "the watch window passed without a breach")
-        )
+        fold(self, endings.closing(self, Reason.WATCH_PASSED, "the watch window passed without a breach"))
         self.condition(ConditionType.COMPLETED, True, Reason.SUCCEEDED, "every step completed")
         self.event(Reason.ROLLOUT_SUCCEEDED, f"{self.spec.candidate.name} promoted to 100%")
         self.outcome = Outcome(Phase.SUCCEEDED, Reason.ROLLOUT_SUCCEEDED)
 
     def rollback(self, reason: RollbackReason, cause: Reason) -> None:
         if cause is not Reason.ABORTED:
-            held, noted = watch_window.held_rollback(self, reason)
+            held, noted = endings.held_rollback(self, reason)
             fold(self, noted)
             if held:
                 return
-        fold(self, watch_window.closing(self, Reason.ROLLED_BACK, reason.message))
-        rolling = gradual.gradual_start(self.spec, self.status, cause, self.now)
+        fold(self, endings.closing(self, Reason.ROLLED_BACK, reason.message))
+        rolling = endings.gradual_start(self.spec, self.status, cause, self.now)
         message = f"rolled back: {reason.message}"
         if rolling is None:
             self.set_weight(0, even_when_held=True)
         else:
-            message = gradual.step_down_message(rolling.from_weight, rolling, reason.message)
+            message = endings.step_down_message(rolling.from_weight, rolling, reason.message)
         self.update(phase=Phase.ROLLED_BACK, rollback_reason=reason, rolling_back=rolling, message=message)
         self.end_pauses()
         self.condition(ConditionType.COMPLETED, False, Reason.ROLLED_BACK, reason.message)
@@ -308,3 +322,60 @@ class _Tick(Tick):
         if self.status.phase not in (Phase.SUCCEEDED, Phase.ROLLED_BACK):
             self.fail(problem.reason, problem.message)
         self.weight = None  # nothing can be written to a route that cannot be read
+
+
+# -- fold ------------------------------------------------------------------------------------------
+# Where what the rules say becomes the tick's status, pause, phase, conditions and Events: the effects a rule
+# or a bookkeeping step returned (core/model.py), and the pause a Hold begins. The engine (core/engine.py)
+# folds them; the rules only return them.
+
+
+def fold(tick: Tick, effects: Iterable[Effect]) -> None:
+    for effect in _merged(effects):
+        match effect:
+            case Fields(values=values):
+                tick.update(**values)
+            case Say(reason=reason, message=message):
+                tick.event(reason, message)
+            case SetCondition(type=type_, ok=ok, reason=reason, message=message):
+                tick.condition(type_, ok, reason, message)
+            case BeginPause(reason=reason, message=message):
+                tick.pause(reason, message)
+            case EndPause(reasons=reasons):
+                tick.unpause(*reasons)
+            case SetRouteState(state=state, message=message):
+                tick.route_state(state, message)
+            case AskWeight(weight=weight, even_when_held=even_when_held):
+                tick.set_weight(weight, even_when_held=even_when_held)
+            case StepNote(text=text):
+                tick.note(text)
+
+
+def _merged(effects: Iterable[Effect]) -> Iterator[Effect]:
+    """The effects, with consecutive Fields as one (the later value of a field wins, as it would
+    written one after the other): one status copy instead of several."""
+    values: dict[str, object] = {}
+    for effect in effects:
+        if isinstance(effect, Fields):
+            values.update(effect.values)
+            continue
+        if values:
+            yield Fields(values)
+            values = {}
+        yield effect
+    if values:
+        yield Fields(values)
+
+
+def fold_hold(tick: Tick, hold: Hold) -> None:
+    """A pause the hold begins or goes on with (its `cause`: status.pause, phase Paused unless
+    Pending, condition AnalysisHealthy, the Event), and the hold's message."""
+    if hold.cause is not None and hold.pause is not None:
+        if hold.event is not None:
+            tick.events.append(hold.event)
+        tick.condition(ConditionType.ANALYSIS_HEALTHY, False, hold.cause, hold.detail)
+        tick.pause(hold.pause, hold.detail, hold.without_events)
+        if tick.status.phase is not Phase.PENDING:
+            tick.update(phase=Phase.PAUSED)
+    if hold.message is not None:
+        tick.update(message=hold.message)

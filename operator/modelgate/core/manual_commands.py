@@ -1,16 +1,21 @@
 """Manual commands (promote, abort, resume, retry) within a tick; each ends Applied or Ignored in
-`status.lastCommand`, which is what the CLI reads."""
+`status.lastCommand`, which is what the CLI reads.
+"""
 
 from __future__ import annotations
 
 from modelgate.api import CommandResult, LastCommand, PauseReason, Phase, RollbackReason
 from modelgate.api.pause import RESUMABLE
-from modelgate.core import limits
-from modelgate.core.conflicts import releasing
-from modelgate.core.gating import gate_command
-from modelgate.core.gradual import gradual_start
-from modelgate.core.intents import (
+from modelgate.core import reasons
+from modelgate.core.endings import gradual_start
+from modelgate.core.holds import releasing
+from modelgate.core.judging import gate_command
+from modelgate.core.model import (
+    COMMAND_ANNOTATION,
+    COMMAND_SHAPE,
     BeginPause,
+    Command,
+    CommandAction,
     Effect,
     EndPause,
     EnterStep,
@@ -22,17 +27,10 @@ from modelgate.core.intents import (
     StartOver,
     StepNote,
     Succeed,
+    UnreadableCommand,
     fields,
 )
-from modelgate.core.model import (
-    COMMAND_ANNOTATION,
-    COMMAND_SHAPE,
-    Command,
-    CommandAction,
-    UnreadableCommand,
-)
-from modelgate.core.moments import moment
-from modelgate.core.reasons import ConditionType, Reason
+from modelgate.core.reasons import ConditionType, Reason, moment
 from modelgate.core.tick import TickView
 
 UNREADABLE = "unreadable"  # status.lastCommand.name of an annotation that is not a command
@@ -94,7 +92,7 @@ def _not_applicable_message(tick: TickView, action: CommandAction) -> str:
 
 def unreadable_message(command: UnreadableCommand) -> str:
     actions = ", ".join(action.value for action in CommandAction)
-    value = limits.clip(command.value, 200)
+    value = reasons.clip(command.value, 200)
     return (
         f"annotation {COMMAND_ANNOTATION} ignored: its value {value!r} {command.problem}; expected JSON "
         f"{COMMAND_SHAPE} with action one of {actions}, as `modelgate promote|abort|resume|retry` writes it"
@@ -113,7 +111,7 @@ def _record(tick: TickView, command_id: str, name: str, result: CommandResult, m
             id=command_id,
             name=name,
             result=result,
-            message=limits.clip(message, limits.ANALYSIS_MESSAGE),
+            message=reasons.clip(message, reasons.ANALYSIS_MESSAGE),
             time=tick.now,
         )
     )

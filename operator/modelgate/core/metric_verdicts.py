@@ -1,6 +1,7 @@
 """Turning one analysis run into verdicts. Missing data never passes: an empty result, NaN or too
 few requests (the candidate's, and the incumbent's for metrics that compare or test) is
-Inconclusive; a failed query is Error. A dry-run metric is judged and shown, and decides nothing."""
+Inconclusive; a failed query is Error. A dry-run metric is judged and shown, and decides nothing.
+"""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ from modelgate.api import (
     SequentialEvidence,
     Verdict,
 )
-from modelgate.core import counted, limits, quantile_evidence
-from modelgate.core.judgement import Judgement
-from modelgate.core.missing import name_missing
-from modelgate.core.results import AnalysisRun, MetricQuery, QueryResult
-from modelgate.core.wording import how_many
+from modelgate.core import counted, latency, reasons
+from modelgate.core.reasons import how_many
+from modelgate.core.results import AnalysisRun, Judgement, MetricQuery, QueryResult
+
+# -- metric_verdicts -------------------------------------------------------------------------------
+
 
 HISTORY_LENGTH = 10
 
@@ -131,9 +133,7 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
         restarted = counted.restart_cause(metric, kept) if metric.counts_events else None
         evidence = counted.accumulate(metric, measured, kept) if metric.counts_events else None
         quantiles = _quantiles(metric, measured, before)
-        on_counts = counted.judge_counts(metric, evidence, restarted) or quantile_evidence.judge(
-            metric, quantiles
-        )
+        on_counts = counted.judge_counts(metric, evidence, restarted) or latency.judge(metric, quantiles)
         judgement = _unaccelerated(metric, run) or _judge_all(
             metric, measured, traffic, incumbent_traffic, on_counts
         )
@@ -152,7 +152,7 @@ def _quantiles(
 ) -> QuantileEvidence | None:
     if not metric.bounds_quantile:
         return None
-    return quantile_evidence.accumulate(metric, measured, before.quantiles if before else None)
+    return latency.accumulate(metric, measured, before.quantiles if before else None)
 
 
 def _unaccelerated(metric: MetricSpec, run: AnalysisRun) -> Judgement | None:
@@ -200,7 +200,7 @@ def _record(
     value = _finite(measured.result.value)
     failures = earlier.failures if earlier else 0
     if judgement.verdict is Verdict.FAIL:
-        failures = limits.one_more(failures)
+        failures = reasons.one_more(failures)
     history = (
         *(earlier.history if earlier else ()),
         AnalysisSample(time=at, value=value, verdict=judgement.verdict),
@@ -211,8 +211,8 @@ def _record(
         time=at,
         value=value,
         incumbent_value=_finite(measured.incumbent.value) if measured.incumbent else None,
-        query=limits.clip(measured.query, limits.QUERY),
-        message=limits.clip(judgement.message, limits.ANALYSIS_MESSAGE),
+        query=reasons.clip(measured.query, reasons.QUERY),
+        message=reasons.clip(judgement.message, reasons.ANALYSIS_MESSAGE),
         failures=failures,
         history=history[-HISTORY_LENGTH:],
         sequential=evidence,
@@ -234,10 +234,10 @@ def _rollback_reason(
         quantile_bounds=judgement.quantile_bounds,
         incumbent_value=record.incumbent_value,
         query=record.query,
-        message=limits.clip(
+        message=reasons.clip(
             f"metric {metric.name}: {record.message}; "
             f"{how_many(record.failures, 'breach', 'breaches')}, failureLimit {metric.failure_limit}",
-            limits.ANALYSIS_MESSAGE,
+            reasons.ANALYSIS_MESSAGE,
         ),
     )
 
@@ -264,3 +264,22 @@ def _comparison(metric: MetricSpec, incumbent: QueryResult | None) -> str:
     if incumbent is None or incumbent.value is None:
         return ""
     return f"incumbent {_show(incumbent.value)}"
+
+
+# -- missing ---------------------------------------------------------------------------------------
+# An Inconclusive metric whose data is missing because a series it reads does not exist (nobody exports it)
+# names the series and the component that exports it, as data and in its message: no amount of waiting brings
+# such data.
+
+
+def name_missing(record: MetricAnalysis, measured: MetricQuery) -> MetricAnalysis:
+    if record.verdict is not Verdict.INCONCLUSIVE or not measured.missing:
+        return record
+    named = "; ".join(missing.describe() for missing in measured.missing)
+    message = f"{record.message or 'no data'}; no such series: {named}"
+    return record.model_copy(
+        update={
+            "missing_series": measured.missing,
+            "message": reasons.clip(message, reasons.ANALYSIS_MESSAGE),
+        }
+    )

@@ -1,4 +1,6 @@
-"""What the engine reads (observations, commands) and what it decides (a Decision)."""
+"""What the engine reads (observations, commands), what a rule asks of a tick (an intent) and what
+the engine decides (a Decision).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +10,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RollbackReason, RolloutRef
+from modelgate.api import (
+    ModelRolloutSpec,
+    ModelRolloutStatus,
+    PauseReason,
+    Phase,
+    RollbackReason,
+    RolloutRef,
+    RouteState,
+)
 from modelgate.api.gate_status import GateStatus
 from modelgate.api.notifications import PendingNotification
 from modelgate.core.gate_judgement import CheckObservation
-from modelgate.core.reasons import EventType, Reason
+from modelgate.core.reasons import ConditionType, EventType, Reason
 from modelgate.core.results import AnalysisRun
+
+# -- model -----------------------------------------------------------------------------------------
+# What the engine reads (observations, commands) and what it decides (a Decision).
 
 
 @dataclass(frozen=True)
@@ -140,7 +153,7 @@ class Observations:
     query_problem: SpecProblem | None = None
     # The analysis's queries run once to see that they answer, when query_check.check_due says so.
     analysis_check: AnalysisRun | None = None
-    # The rollout carries the finalizer that returns the traffic on deletion (core/deletion.py).
+    # The rollout carries the finalizer that returns the traffic on deletion (core/actions.py).
     has_finalizer: bool = False
     namespace: str = ""
     # The keys of status.notifications.pending whose delivery ended (delivered, or given up on).
@@ -176,14 +189,14 @@ class Outcome:
 
 @dataclass(frozen=True)
 class SetFinalizer:
-    """Add the finalizer that returns the traffic on deletion (core/deletion.py): nothing is written
+    """Add the finalizer that returns the traffic on deletion (core/actions.py): nothing is written
     before it is there."""
 
 
 @dataclass(frozen=True)
 class RemoveFinalizer:
     """Remove it: the rollout no longer needs it, or being deleted, its traffic is returned.
-    `once_returned`: only if the route write before it took (core/deletion.py)."""
+    `once_returned`: only if the route write before it took (core/actions.py)."""
 
     once_returned: bool = False
 
@@ -207,14 +220,14 @@ class CollectEvidence:
 
 @dataclass(frozen=True)
 class PostEvents:
-    """The Events as posted (core/events.py combines the routine ones)."""
+    """The Events as posted (core/notifying.py combines the routine ones)."""
 
     events: tuple[Event, ...]
 
 
 @dataclass(frozen=True)
 class WriteStatus:
-    """Write the status; `may_wait`: core/holding.py may keep it in memory for a while."""
+    """Write the status; `may_wait`: core/stepping.py may keep it in memory for a while."""
 
     status: ModelRolloutStatus
     may_wait: bool
@@ -282,13 +295,172 @@ Action = (
 class Decision:
     """One tick's result: the status it settles on and every effect of it as an action, in the order
     they are applied (core/actions.py; the actions are the only record of a route write, an Event or
-    a scale-down: core/applier.py applies them in memory, the reconciler to the cluster). `outcome`:
+    a scale-down: core/actions.py applies them in memory, the reconciler to the cluster). `outcome`:
     the end the rollout reached in this tick, and why, for the operator's metrics and log (a rollback's
     cause is in no field of the status)."""
 
     status: ModelRolloutStatus
     actions: tuple[Action, ...] = ()
     outcome: Outcome | None = None
-    # When the rollout is looked at again (core/schedule.py's next_wakeup, over the status once its
+    # When the rollout is looked at again (core/stepping.py's next_wakeup, over the status once its
     # write settled); None for the decisions that wake at the operator's resync.
     wake_at: datetime | None = None
+
+
+# -- intents ---------------------------------------------------------------------------------------
+# What a feature rule asks of a tick, as data: the engine (core/engine.py) evaluates the rules of a phase in
+# one ordered list (core/policy.py), and the first that returns an intent (not None) decides the tick. What a
+# rule or a bookkeeping step saw is data too (the effects below), which the engine alone records
+# (core/engine.py): no rule writes.
+
+
+@dataclass(frozen=True)
+class Hold:
+    """No step advances this tick; `message` (when set) becomes the status message. `pause`: the
+    pause that holds the rollout (status.pause), when one does; a wait (for the candidate, its
+    capacity, the queries, the watch window's end) has none, and ends by itself.
+    With `cause`, the pause begins (or goes on) in this tick, and the engine records it: status.pause
+    saying `detail`, phase Paused (a Pending rollout stays Pending), condition AnalysisHealthy False
+    for `cause`, and `event` (said once, when the pause begins)."""
+
+    message: str | None = None
+    pause: PauseReason | None = None
+    cause: Reason | None = None
+    detail: str = ""
+    event: Event | None = None
+    without_events: tuple[str, ...] = ()  # status.pause.metricsWithoutEvents, when the pause begins
+
+
+@dataclass(frozen=True)
+class RollBack:
+    reason: RollbackReason
+    cause: Reason
+
+
+@dataclass(frozen=True)
+class Fail:
+    """The rollout cannot go on (a progress deadline whose action is fail), said in `event` if set."""
+
+    reason: Reason
+    message: str
+    event: Event | None = None
+
+
+@dataclass(frozen=True)
+class SetWeight:
+    weight: int
+
+
+@dataclass(frozen=True)
+class EnterStep:
+    """Into step `index` (past the last: success, or the watch window); with `through_complete`, on
+    through the steps already complete (as when the steps start)."""
+
+    index: int
+    through_complete: bool = True
+
+
+@dataclass(frozen=True)
+class Succeed:
+    """Straight to 100%: a full release, `modelgate promote --full`."""
+
+
+@dataclass(frozen=True)
+class StartOver:
+    """From step 0 again, the status fresh (`modelgate retry`)."""
+
+    reason: Reason
+    message: str
+
+
+@dataclass(frozen=True)
+class RaiseWeight:
+    """The current setWeight step raises its weight, which waited for the candidate's capacity: the
+    step's clock starts now, and the rollout goes on through the steps already complete."""
+
+    index: int
+    weight: int
+
+
+@dataclass(frozen=True)
+class Advance:
+    """On to the next stage: from Pending to the gate or step 0, through the completed steps, or out
+    of a watch window that has passed."""
+
+
+Intent = Hold | RollBack | Fail | SetWeight | EnterStep | Succeed | StartOver | RaiseWeight | Advance | None
+
+
+# -- what a rule or a bookkeeping step saw, for the engine to record (core/engine.py) ------------------
+@dataclass(frozen=True)
+class Fields:
+    """Status fields and their new values."""
+
+    values: Mapping[str, object]
+
+
+def fields(**values: object) -> Fields:
+    return Fields(values)
+
+
+@dataclass(frozen=True)
+class Say:
+    """An Event."""
+
+    reason: Reason
+    message: str
+
+
+@dataclass(frozen=True)
+class SetCondition:
+    type: ConditionType
+    ok: bool
+    reason: Reason
+    message: str
+
+
+@dataclass(frozen=True)
+class BeginPause:
+    """status.pause for `reason`, unless the same pause goes on or a route conflict holds."""
+
+    reason: PauseReason
+    message: str
+
+
+@dataclass(frozen=True)
+class EndPause:
+    """No pause, if the pause is for one of `reasons`."""
+
+    reasons: tuple[PauseReason, ...]
+
+
+@dataclass(frozen=True)
+class SetRouteState:
+    state: RouteState
+    message: str
+
+
+@dataclass(frozen=True)
+class AskWeight:
+    """The candidate weight to write (unless live, or the route is held for another writer and
+    this is not a rollback's: `even_when_held`)."""
+
+    weight: int
+    even_when_held: bool = False
+
+
+@dataclass(frozen=True)
+class StepNote:
+    """What the current step waits for, as the status message."""
+
+    text: str
+
+
+Effect = Fields | Say | SetCondition | BeginPause | EndPause | SetRouteState | AskWeight | StepNote
+
+
+@dataclass(frozen=True)
+class Noted:
+    """A rule's "record this and go on": the engine folds `effects`, then asks the next rule."""
+
+    effects: tuple[Effect, ...]

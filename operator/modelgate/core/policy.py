@@ -1,23 +1,34 @@
 """The rollout's policy, top to bottom: what a tick records before the policy (bookkeeping), then
 the rules of a phase in the order the engine evaluates them. Each rule reads the tick (spec, status,
-observations, now) and returns an intent (core/intents.py); the first that is not None decides the
+observations, now) and returns an intent (core/model.py); the first that is not None decides the
 tick. A rule that saw something to record returns it as `Noted` effects, which the engine folds
-(core/fold.py) before it asks the next rule: no rule writes, and no rule calls another."""
+(core/engine.py) before it asks the next rule: no rule writes, and no rule calls another.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from modelgate.core.analysis_run import analysis_verdict, errors_hold, record_analysis
-from modelgate.core.capacity import capacity_deadline, capacity_note, capacity_wait
-from modelgate.core.conflicts import conflict_hold
-from modelgate.core.deadlines import candidate_deadline, deadline_hold, inconclusive_deadline
-from modelgate.core.gradual import record_rollback_run, rollback_verdict, step_down
-from modelgate.core.intents import Advance, AskWeight, Effect, Hold, Intent, Noted, SetCondition, fields
-from modelgate.core.query_check import queries_hold
+from modelgate.core.endings import (
+    record_rollback_run,
+    rollback_verdict,
+    step_down,
+    window_note,
+    window_verdict,
+)
+from modelgate.core.holds import (
+    candidate_deadline,
+    capacity_deadline,
+    capacity_note,
+    capacity_wait,
+    conflict_hold,
+    deadline_hold,
+    inconclusive_deadline,
+)
+from modelgate.core.judging import analysis_verdict, errors_hold, queries_hold, record_analysis
+from modelgate.core.model import Advance, AskWeight, Effect, Hold, Intent, Noted, SetCondition, fields
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import TickView
-from modelgate.core.watch_window import window_note, window_verdict
 
 Rule = Callable[[TickView], Intent | Noted]
 

@@ -5,7 +5,7 @@ The judge sees the question and two answers labelled A and B, never which model 
 pair is asked in both orders (candidate as A, and incumbent as A). A judge that favours a position
 contradicts itself across the two orders: only when both orders prefer the same model does the pair
 count as a win (the candidate) or a loss (the incumbent); orders that disagree, or a tie in either,
-make a tie. Ties count as half a win in the win share (core/win_rate.py).
+make a tie. Ties count as half a win in the win share (core/gate_scores.py).
 """
 
 from __future__ import annotations

@@ -18,9 +18,8 @@ from modelgate.api.gate_result import (
     WinRate,
 )
 from modelgate.api.gate_shard import ShardResult
-from modelgate.core.gate_requests import failures_text
-from modelgate.core.gate_tokens import totals
-from modelgate.core.win_rate import wilson_lower_bound, win_share
+from modelgate.core.gate_judgement import totals
+from modelgate.core.gate_scores import failures_text, wilson_lower_bound, win_share
 from modelgate.evaluator.storage_failure import StorageFailure
 
 # The confidence of the lower bound shown to people; the operator applies the policy's own.

@@ -13,7 +13,7 @@ import structlog
 
 from modelgate.api.gate_result import GateResult, WinRate
 from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, ShardResult
-from modelgate.core.gate_shards import shard_requests, shard_scores, shard_tokens
+from modelgate.core.gate_scores import shard_requests, shard_scores, shard_tokens
 from modelgate.egress import checked_aiohttp_session
 from modelgate.evaluator.item_results import ItemResults
 from modelgate.evaluator.model_client import (

@@ -1,5 +1,5 @@
 """Counts and scores from replies. Pure: what the endpoints answered in, counts (api/gate_shard.py)
-and GateResult scores out; scores are taken from counts (core/gate_shards.py)."""
+and GateResult scores out; scores are taken from counts (core/gate_scores.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from modelgate.api.gate_result import NO_TOKENS, Score, SideTokens
 from modelgate.api.gate_shard import CapabilityCounts, ReplayCounts, SideCounts, slowest_needed
 from modelgate.chat_answers import Answer, Choice
-from modelgate.core import gate_shards
-from modelgate.core.gate_shards import DIGITS
+from modelgate.core import gate_scores
+from modelgate.core.gate_scores import DIGITS
 from modelgate.evaluator.testset import Item
 from modelgate.refusal_classifier import RefusalPatterns, classify
 
@@ -82,7 +82,7 @@ def capability_scores(
     """Per capability tag (in the order of first appearance), the share of its items whose answer
     passes the item's check; an item without an answer fails."""
     capabilities = list(dict.fromkeys(item.capability for item in items))
-    return gate_shards.capability_scores(capability_counts(items, candidate, incumbent, capabilities))
+    return gate_scores.capability_scores(capability_counts(items, candidate, incumbent, capabilities))
 
 
 def passes(item: Item, reply: Reply) -> bool:
@@ -107,7 +107,7 @@ def replay_scores(
     candidate: Sequence[Reply], incumbent: Sequence[Reply], refusals: RefusalPatterns
 ) -> list[Score]:
     """The replay's figures for both sides; `replay-changed-answers` is the candidate's alone."""
-    return gate_shards.replay_scores(replay_counts(candidate, incumbent, refusals, len(candidate)))
+    return gate_scores.replay_scores(replay_counts(candidate, incumbent, refusals, len(candidate)))
 
 
 def _side_counts(replies: Sequence[Reply], refusals: RefusalPatterns, replayed: int) -> SideCounts:

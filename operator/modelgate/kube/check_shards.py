@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from modelgate.api.errors import InvalidSpecError
 from modelgate.api.gate_shard import COMPLETION_INDEX_ANNOTATION, COMPLETION_INDEX_ENV, ShardResult
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObservation
-from modelgate.core.gate_shards import ShardsDisagree, merged_result
+from modelgate.core.gate_scores import ShardsDisagree, merged_result
 
 # The variable the Job controller adds to every container of an Indexed Job's Pods: from the Pod's
 # index label since Kubernetes 1.28, from its annotation before.

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from modelgate.core.limits import clip
-from modelgate.core.wording import how_many
+from modelgate.core.reasons import clip, how_many
 
 REPORTING_CONTROLLER = "modelgate.io/operator"
 # events.k8s.io/v1 validation limits, in bytes (the API server measures Go string lengths).

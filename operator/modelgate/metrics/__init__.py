@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from modelgate.api import AnalysisSpec
 from modelgate.api.addresses import EgressPolicy
-from modelgate.core.evidence import BreachEvidence
+from modelgate.core.notifying import BreachEvidence
 from modelgate.kube import Kube
 from modelgate.metrics.prometheus import PrometheusProvider
 from modelgate.metrics.provider import (

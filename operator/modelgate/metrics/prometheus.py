@@ -28,7 +28,7 @@ from modelgate.api.analysis import SecretKeyRef
 from modelgate.api.duration import parse_duration
 from modelgate.api.fields import MAX_QUERY_TIMEOUT
 from modelgate.core import AnalysisRun, QueryResult
-from modelgate.core.evidence import BreachEvidence
+from modelgate.core.notifying import BreachEvidence
 from modelgate.egress import TOKEN_ADDRESSES_ENV
 from modelgate.kube import Kube, KubeError
 from modelgate.metrics.context import Side

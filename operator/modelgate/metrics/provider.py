@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 from modelgate.api import AnalysisSpec, ModelRolloutSpec, RollbackReason
 from modelgate.api.series import MissingSeries, SeriesComponent, SeriesSide
 from modelgate.core import Accelerators, AnalysisRun, MetricQuery, QueryResult, SideBuckets, SideTotals
-from modelgate.core.evidence import BreachEvidence
+from modelgate.core.notifying import BreachEvidence
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,7 @@ from modelgate.api.notification_payload import NotificationPayload
 from modelgate.api.notifications import Receiver
 from modelgate.core.model import Notify
 from modelgate.core.notifying import payload
-from modelgate.core.reasons import Reason
-from modelgate.core.wording import how_many
+from modelgate.core.reasons import Reason, how_many
 from modelgate.egress import checked_aiohttp_session
 from modelgate.kube import Kube, KubeError
 from modelgate.notifications.formats import body

@@ -5,7 +5,7 @@ A rollout's claim on the route rules it steers: one annotation per rule on the r
 rollout ({"namespace", "name", "uid"} as JSON). Written in the same patch as the weights, guarded by
 the resourceVersion that was read, so two rollouts never both claim a rule; kept on the object, so
 every replica and shard of the operator sees the same owner. What a claim allows is the engine's
-(core/route_claims.py); a router writes over another rollout's claim only when the tick decided on
+(core/holds.py); a router writes over another rollout's claim only when the tick decided on
 that very claim (it read it, and judged its owner ended)."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any
 from modelgate.api import BackendKind, GatewayAPIRouting, GatewayRouteRef
 from modelgate.api.series import SeriesSide
 from modelgate.core import LiveRoute, Reason, RouteProblem
-from modelgate.core.wording import how_many
+from modelgate.core.reasons import how_many
 from modelgate.kube import Kube
 from modelgate.kube.pools import INFERENCE_GROUP
 from modelgate.routers.base import DEPLOYMENT_SIDES, SideKinds, TrafficRouter

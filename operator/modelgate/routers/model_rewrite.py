@@ -19,7 +19,7 @@ from typing import Any
 from modelgate.api.model_rewrite_routing import InferenceModelRewriteRouting
 from modelgate.api.series import SeriesSide
 from modelgate.core import LiveRoute, Reason, RouteProblem
-from modelgate.core.wording import how_many
+from modelgate.core.reasons import how_many
 from modelgate.kube import Kube
 from modelgate.kube.pools import INFERENCE_GROUP
 from modelgate.routers.base import AdapterSides, SideKinds, TrafficRouter

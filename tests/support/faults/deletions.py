@@ -14,7 +14,7 @@ from kubernetes import client
 
 from modelgate.api import ConditionStatus, ModelRolloutStatus, Phase
 from modelgate.core import ConditionType, Reason
-from modelgate.core.schedule import RESYNC
+from modelgate.core.stepping import RESYNC
 from testbed.manifests import GATEWAY_GROUP, GATEWAY_VERSION, http_route, model_deployment
 from testbed.operator_process import OperatorProcess
 from tests.support.faults.common import (

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from modelgate.api import MetricSpec, ModelRolloutSpec, Phase
 from modelgate.cli.plan.simulation import Replay, simulate
 from modelgate.cli.plan.traffic import SimulatedProvider, simulable
-from modelgate.core.false_rollback import timed_length
+from modelgate.core.results import timed_length
 from modelgate.metrics.promql_plan import analysis_plan
 from modelgate.metrics.provider import AnalysisPlan
 

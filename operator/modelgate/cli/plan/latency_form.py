@@ -3,7 +3,7 @@
 What `modelgate plan` says of the latency form (compare.confidence on ttftP50, ttftP99, tpotP99 or
 latencyP99), which the engine's simulation cannot draw: at each weight the rollout's steps set and
 the planned traffic, when a candidate `--regression` times slower fails and when one as fast as the
-incumbent passes the margin, by cli/plan/latency.py's expected counts (docs/statistics.md's table
+incumbent passes the margin, by cli/plan/latency_estimate.py's expected counts (docs/statistics.md's table
 sets them beside a seeded simulation's medians). The incumbent's quantile is the user's
 (`--latency`, or the manifest's modelgate.io/plan-latency); without it the metric is listed as not
 estimated."""
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from modelgate.api import LATENCY_QUANTILES, MetricSpec, ModelRolloutSpec
-from modelgate.cli.plan import latency
+from modelgate.cli.plan import latency_estimate
 from modelgate.cli.plan.figures import Traffic, step_shares
 
 
@@ -60,12 +60,12 @@ def latency_estimates(
     return estimates
 
 
-def _comparison(metric: MetricSpec) -> latency.Comparison:
+def _comparison(metric: MetricSpec) -> latency_estimate.Comparison:
     compare, preset = metric.compare, metric.preset or ""
     assert compare is not None and compare.confidence is not None
     confidence = compare.confidence
-    return latency.Comparison(
-        latency.GRIDS[preset],
+    return latency_estimate.Comparison(
+        latency_estimate.GRIDS[preset],
         LATENCY_QUANTILES[preset],
         confidence.alpha,
         compare.max_ratio,
@@ -74,18 +74,18 @@ def _comparison(metric: MetricSpec) -> latency.Comparison:
 
 
 def _steps(
-    spec: ModelRolloutSpec, rule: latency.Comparison, value: float, traffic: Traffic, interval: float
+    spec: ModelRolloutSpec, rule: latency_estimate.Comparison, value: float, traffic: Traffic, interval: float
 ) -> tuple[LatencyStep, ...]:
     per_look = traffic.requests_per_second * interval
-    as_fast = latency.exceedance_at(value, rule.quantile, rule.grid)
-    slower = latency.exceedance_at(value, rule.quantile, rule.grid, traffic.regression)
+    as_fast = latency_estimate.exceedance_at(value, rule.quantile, rule.grid)
+    slower = latency_estimate.exceedance_at(value, rule.quantile, rule.grid, traffic.regression)
     steps, seen = [], set()
     for index, share in enumerate(step_shares(spec)):
         if share <= 0 or share in seen:
             continue
         seen.add(share)
-        fail = latency.looks_to_fail(rule, slower, as_fast, per_look, share)
-        passed = 0 if rule.margin is None else latency.looks_to_pass(rule, as_fast, per_look, share)
+        fail = latency_estimate.looks_to_fail(rule, slower, as_fast, per_look, share)
+        passed = 0 if rule.margin is None else latency_estimate.looks_to_pass(rule, as_fast, per_look, share)
         per_candidate = per_look * share
         steps.append(
             LatencyStep(

@@ -1,7 +1,7 @@
 """A rollout replayed over recorded metrics: the engine's own `decide` ticking on a simulated clock.
 
 Pure: the metrics come from a MetricProvider (for a replay, `metrics.recorded.RecordedProvider` over
-fetched ranges), each decision's actions are applied to an in-memory world (core/applier.py) whose
+fetched ranges), each decision's actions are applied to an in-memory world (core/actions.py) whose
 route takes every weight written at once, and the candidate is taken as Available throughout.
 Nothing is written anywhere."""
 
@@ -21,7 +21,7 @@ from modelgate.core import (
     apply,
     decide,
 )
-from modelgate.core.query_check import check_due
+from modelgate.core.judging import check_due
 from modelgate.metrics import AnalysisPlan, MetricProvider
 
 GENERATION = 1

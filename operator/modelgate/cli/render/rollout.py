@@ -36,7 +36,7 @@ from modelgate.cli.render.analysis_inputs import analysis_input_lines
 from modelgate.cli.render.cost import cost_text
 from modelgate.cli.render.gate import VERDICT_STYLE, render_gate
 from modelgate.cli.render.promql import PromQL
-from modelgate.core.moments import moment
+from modelgate.core.reasons import moment
 
 PHASE_STYLE = {
     "Succeeded": "bold green",

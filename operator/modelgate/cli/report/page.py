@@ -18,7 +18,7 @@ from modelgate.cli.report.charts import chart_specs
 from modelgate.cli.report.timeline import MetricTrace, Timeline
 from modelgate.cli.report.units import suffix
 from modelgate.cli.report.vega import page_script
-from modelgate.core.moments import moment
+from modelgate.core.reasons import moment
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d")
 

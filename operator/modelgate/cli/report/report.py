@@ -44,7 +44,7 @@ from modelgate.cli.report.timeline import (
 )
 from modelgate.cli.report.vega import MissingRenderer, check_renderer, write_png
 from modelgate.cli.target import add_target_arguments, connect, read_rollout
-from modelgate.core.moments import moment
+from modelgate.core.reasons import moment
 from modelgate.egress import policy_from_environment, token_allowlist
 from modelgate.kube import NotFound
 from modelgate.metrics import PrometheusProvider

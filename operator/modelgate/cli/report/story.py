@@ -6,7 +6,7 @@ from __future__ import annotations
 from modelgate.api import ModelRolloutStatus, Phase
 from modelgate.api.rollback_reason import BreachRule, RollbackReason
 from modelgate.cli.report.units import shown
-from modelgate.core.moments import moment
+from modelgate.core.reasons import moment
 
 _BROKE = {
     BreachRule.MAX: "above its maximum",

@@ -18,7 +18,7 @@ per accelerator times two."""
 from __future__ import annotations
 
 from modelgate.api.goodput_targets import GoodputTargets
-from modelgate.core.cost import SECONDS_PER_HOUR
+from modelgate.core.results import SECONDS_PER_HOUR
 from modelgate.metrics.context import QueryContext, Side, promql_number
 from modelgate.metrics.presets.common import Stack
 

@@ -21,9 +21,9 @@ from modelgate.api.evaluation_status import (
     RunOutcome,
 )
 from modelgate.api.statusmodel import Verdict
-from modelgate.core.conditions import set_condition
 from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, job_name
-from modelgate.core.schedule import GATE_POLL
+from modelgate.core.reasons import set_condition
+from modelgate.core.stepping import GATE_POLL
 from modelgate.modelevaluation.engine.decision import (
     Action,
     DeleteJobs,

@@ -26,7 +26,7 @@ from modelgate.api.gate_result import GateResult
 from modelgate.api.gate_status import TestSetVersion
 from modelgate.api.object_url import SCHEME
 from modelgate.core.gate_judgement import MESSAGE, CheckFailed, CheckMeasured, judge_score
-from modelgate.core.limits import clip
+from modelgate.core.reasons import clip
 
 Finished = CheckMeasured | CheckFailed
 

@@ -1,6 +1,5 @@
-"""The scores of an evaluator check from its counts (api/gate_shard.py), and the shards of a parallel
-check added up into one result. Pure. One Pod's run and a parallel run score through the same
-functions, from counts, so parallelism changes no score: shares are taken once, of the summed counts.
+"""A gate check's scores from its counts: the shards of a parallel check added up into one result,
+the failed requests of each side, and the lower confidence bound of a blind pairwise win rate.
 """
 
 from __future__ import annotations
@@ -8,7 +7,11 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
+from typing import Literal
 
+from modelgate.api import Verdict
+from modelgate.api.gate import CheckPolicy
 from modelgate.api.gate_result import (
     NO_REQUESTS,
     NO_TOKENS,
@@ -29,7 +32,14 @@ from modelgate.api.gate_shard import (
     SideCounts,
     slowest_needed,
 )
-from modelgate.core.gate_requests import failures_text
+from modelgate.api.gate_status import CapabilityRequestCounts, RequestsVerdict, SideRequestCounts
+from modelgate.core.reasons import clip
+
+# -- gate_shards -----------------------------------------------------------------------------------
+# The scores of an evaluator check from its counts (api/gate_shard.py), and the shards of a parallel check
+# added up into one result. Pure. One Pod's run and a parallel run score through the same functions, from
+# counts, so parallelism changes no score: shares are taken once, of the summed counts.
+
 
 # Enough digits for shares of thousands of samples and latencies in tenths of a millisecond, few
 # enough to keep the result inside a termination message.
@@ -233,3 +243,121 @@ def _added_win_rate(win_rates: list[WinRate]) -> WinRate:
         losses=sum(w.losses for w in win_rates),
         judge=win_rates[0].judge,
     )
+
+
+# -- gate_requests ---------------------------------------------------------------------------------
+# Failed requests in the gate, pure. A failed request (no answer after every retry) scores as a wrong answer,
+# on both sides alike, so two endpoints that both fail everything score the same and look like no regression.
+# A side whose failed share is past the policy's maxFailedShare fails the check, and one that answered none of
+# its requests fails it whatever the bound; `modelgate eval` exits with its own code for the latter
+# (silent_sides).
+
+
+Side = Literal["candidate", "incumbent"]
+SIDES: tuple[Side, ...] = ("candidate", "incumbent")
+MESSAGE = 1024
+# Shares are quotients of integers: a share equal to its bound must not fail on rounding.
+TOLERANCE = 1e-9
+
+
+def side_requests(requests: Requests, side: Side) -> SideRequests:
+    return requests.candidate if side == "candidate" else requests.incumbent
+
+
+def silent_sides(requests: Requests | None) -> list[Side]:
+    """The sides that were asked and answered none of their requests."""
+    if requests is None:
+        return []
+    return [side for side in SIDES if _silent(side_requests(requests, side))]
+
+
+def _silent(counts: SideRequests) -> bool:
+    return counts.asked > 0 and counts.answered == 0
+
+
+def failed_share(counts: SideRequests) -> float:
+    return counts.failed / counts.asked if counts.asked else 0.0
+
+
+def silence_text(side: Side, counts: SideRequests) -> str:
+    """Names a side that answered nothing, with its count."""
+    return f"the {side} answered none of its {counts.asked} requests"
+
+
+def failures_text(requests: Requests) -> str | None:
+    """Each side's failed requests, where any failed; None when none did."""
+    parts = [
+        f"{side} {counts.failed} of {counts.asked}"
+        for side in SIDES
+        if (counts := side_requests(requests, side)).failed
+    ]
+    return f"failed requests: {', '.join(parts)}" if parts else None
+
+
+def judge_requests(result: GateResult, policy: CheckPolicy) -> RequestsVerdict | None:
+    """Both sides' counts against the policy's maxFailedShare; None when the result has none."""
+    requests = result.requests
+    if requests is None:
+        return None
+    bound = policy.max_failed_share
+    sides = {side: side_requests(requests, side) for side in SIDES}
+    problems = [
+        _problem(side, counts, bound)
+        for side, counts in sides.items()
+        if _silent(counts) or failed_share(counts) > bound + TOLERANCE
+    ]
+    if problems:
+        verdict, message = Verdict.FAIL, "requests: " + "; ".join(problems)
+    else:
+        counted = ", ".join(f"{side} answered {c.answered} of {c.asked}" for side, c in sides.items())
+        verdict, message = Verdict.PASS, f"requests: {counted}; within maxFailedShare {bound:g}"
+    return RequestsVerdict(
+        candidate=_counts(requests.candidate),
+        incumbent=_counts(requests.incumbent),
+        capabilities=tuple(
+            CapabilityRequestCounts(
+                name=entry.name, candidate=_counts(entry.candidate), incumbent=_counts(entry.incumbent)
+            )
+            for entry in requests.capabilities
+        ),
+        max_failed_share=bound,
+        verdict=verdict,
+        message=clip(message, MESSAGE),
+    )
+
+
+def _problem(side: Side, counts: SideRequests, bound: float) -> str:
+    if _silent(counts):
+        return silence_text(side, counts)
+    return (
+        f"the {side} failed {counts.failed} of {counts.asked} requests ({failed_share(counts):.3g}), "
+        f"more than maxFailedShare {bound:g}"
+    )
+
+
+def _counts(counts: SideRequests) -> SideRequestCounts:
+    return SideRequestCounts(asked=counts.asked, answered=counts.answered, failed=counts.failed)
+
+
+# -- win_rate --------------------------------------------------------------------------------------
+# The lower confidence bound of a blind pairwise win rate, ties counted as half a win.
+
+
+def win_share(wins: int, ties: int, losses: int) -> float:
+    total = wins + ties + losses
+    if total == 0:
+        raise ValueError("a win rate needs at least one comparison")
+    return (wins + ties / 2) / total
+
+
+def wilson_lower_bound(wins: int, ties: int, losses: int, confidence: float) -> float:
+    """Wilson's score interval's lower end for the share of wins, at a two-sided `confidence`: unlike
+    the normal approximation it stays inside [0, 1] and is honest at small samples."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    n = wins + ties + losses
+    share = win_share(wins, ties, losses)
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    centre = share + z * z / (2 * n)
+    margin = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - margin) / (1 + z * z / n))

@@ -1,7 +1,7 @@
 """How soon the latency form (compare.confidence on a latency preset) decides, at a traffic share.
 
 How soon the latency form decides: the evaluation at which the operator's own bounds
-(core/quantile_bounds.py) on each side's expected bucket counts show a slower candidate above
+(core/latency.py) on each side's expected bucket counts show a slower candidate above
 maxRatio x the incumbent's quantile (Fail), or a candidate as fast as the incumbent within the margin
 (Pass). Latencies are log-normal, the incumbent's quantile where the caller says; the candidate's
 are `slowdown` times the incumbent's. The counts are their expectations (requests x the share above
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from modelgate.core import quantile_bounds
+from modelgate.core import latency
 
 # vLLM's histogram boundaries (seconds), per preset, up to 10 s (end to end: 120 s; vLLM's go on to
 # 2560, 80 and 7680 s): time to first token, time per output token and end-to-end request latency.
@@ -87,16 +87,16 @@ def _fails(
     n_i: float,
 ) -> bool:
     half = rule.alpha / 2
-    c_above = quantile_bounds.above([n_c * p for p in candidate], n_c, rule.quantile, half)
-    i_at_most = quantile_bounds.at_most([n_i * p for p in incumbent], n_i, rule.quantile, half)
-    return bool(quantile_bounds.fails(c_above, i_at_most, rule.grid, ratio))
+    c_above = latency.above([n_c * p for p in candidate], n_c, rule.quantile, half)
+    i_at_most = latency.at_most([n_i * p for p in incumbent], n_i, rule.quantile, half)
+    return bool(latency.fails(c_above, i_at_most, rule.grid, ratio))
 
 
 def _passes(rule: Comparison, margin: float, exceedance: Sequence[float], n_c: float, n_i: float) -> bool:
     half = rule.alpha / 2
-    c_at_most = quantile_bounds.at_most([n_c * p for p in exceedance], n_c, rule.quantile, half)
-    i_above = quantile_bounds.above([n_i * p for p in exceedance], n_i, rule.quantile, half)
-    return bool(quantile_bounds.passes(c_at_most, i_above, rule.grid, margin))
+    c_at_most = latency.at_most([n_c * p for p in exceedance], n_c, rule.quantile, half)
+    i_above = latency.above([n_i * p for p in exceedance], n_i, rule.quantile, half)
+    return bool(latency.passes(c_at_most, i_above, rule.grid, margin))
 
 
 def _first_look(decided: _Decided, per_look: float, share: float) -> int | None:
