@@ -137,8 +137,9 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
         judgement = _unaccelerated(metric, run) or _judge_all(
             metric, measured, traffic, incumbent_traffic, on_counts
         )
-        record = _record(metric, measured, judgement, run.at, before, evidence)
-        record = name_missing(record.model_copy(update={"quantiles": quantiles}), measured)
+        record = name_missing(
+            _record(metric, measured, judgement, run.at, before, (evidence, quantiles)), measured
+        )
         results.append(record)
         if breach is None and not metric.dry_run and record.failures > metric.failure_limit:
             breach = _rollback_reason(metric, record, judgement, run.at)
@@ -195,8 +196,9 @@ def _record(
     judgement: Judgement,
     at: datetime,
     earlier: MetricAnalysis | None,
-    evidence: SequentialEvidence | None,
+    evidence: tuple[SequentialEvidence | None, QuantileEvidence | None],
 ) -> MetricAnalysis:
+    """The metric's record; `evidence`: its counts' and its quantiles', built in (not copied in after)."""
     value = _finite(measured.result.value)
     failures = earlier.failures if earlier else 0
     if judgement.verdict is Verdict.FAIL:
@@ -215,7 +217,8 @@ def _record(
         message=reasons.clip(judgement.message, reasons.ANALYSIS_MESSAGE),
         failures=failures,
         history=history[-HISTORY_LENGTH:],
-        sequential=evidence,
+        sequential=evidence[0],
+        quantiles=evidence[1],
     )
 
 
