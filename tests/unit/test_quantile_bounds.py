@@ -1,4 +1,4 @@
-"""Latency judged with confidence (core.quantile_bounds, core.quantile_evidence): each side's quantile
+"""Latency judged with confidence (core/latency.py): each side's quantile
 bounded by bucket boundaries from its histogram's counts, anytime-valid; a seeded simulation over
 histogram counts bounds the false rollbacks by alpha and catches a 1.5x slower first token."""
 

@@ -66,7 +66,7 @@ class Reason(StrEnum):
     ANALYSIS_PAUSED = "AnalysisPaused"
     RESUMED = "Resumed"
     PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
-    # A rule likely to roll back a candidate as good as the incumbent (core.false_rollback).
+    # A rule likely to roll back a candidate as good as the incumbent (core/results.py).
     FALSE_ROLLBACK_LIKELY = "FalseRollbackLikely"
     # Whether the analysis's queries answer (before the first weight, after an edit of spec.analysis).
     QUERIES_ANSWERED = "QueriesAnswered"
