@@ -12,7 +12,7 @@ import structlog
 from prometheus_client import Counter, Gauge, Histogram
 
 from modelgate.api import ModelRolloutStatus, Phase
-from modelgate.core import AnalysisRun, Decision
+from modelgate.core import AnalysisRun, Decision, Outcome
 
 LogFormat = Literal["json", "console"]
 _tick_log = structlog.get_logger("modelgate.reconciler")
@@ -170,11 +170,6 @@ def export(namespace: str, name: str, decision: Decision, analysis: AnalysisRun 
                 METRIC_VALUE.labels(namespace, name, record.name).set(record.value)
         if analysis.error_count:
             QUERY_ERRORS.labels(namespace, name).inc(analysis.error_count)
-    outcome = decision.outcome
-    if outcome is not None and outcome.phase is Phase.SUCCEEDED:
-        PROMOTIONS.labels(namespace, name).inc()
-    elif outcome is not None and outcome.phase is Phase.ROLLED_BACK:
-        ROLLBACKS.labels(namespace, name, outcome.reason.value).inc()
 
 
 def forget_rollout(namespace: str, rollout: str) -> None:
@@ -215,29 +210,37 @@ def _remove(metric: Gauge | Counter, *labels: str) -> None:
         metric.remove(*labels)
 
 
-def log_changes(before: ModelRolloutStatus, decision: Decision) -> None:
-    """After a tick's status is written: the phase or message changed, the rollout ended (what an
-    operator's log follows; logged as the reconciler's)."""
-    status = decision.status
+def log_changes(before: ModelRolloutStatus, status: ModelRolloutStatus) -> None:
+    """After a tick's status is written: the phase or message changed (what an operator's log
+    follows; logged as the reconciler's)."""
     if status.phase != before.phase:
         _tick_log.info("phase changed", phase=status.phase, previous=before.phase, message=status.message)
     elif status.message != before.message:
         # What it now waits for (a candidate that is not Available, a weight not yet live): a
         # rollout that holds would otherwise say so only in its status.
         _tick_log.info("status message changed", phase=status.phase, message=status.message)
-    if decision.outcome is not None:
-        reason = status.rollback_reason
-        # A promotion is the expected end: info; a rollback or failure is what operators alert on.
-        ended = _tick_log.info if decision.outcome.phase == Phase.SUCCEEDED else _tick_log.warning
-        ended(
-            "rollout ended",
-            phase=decision.outcome.phase,
-            reason=decision.outcome.reason.value,
-            metric=reason.metric if reason else None,
-            value=reason.value if reason else None,
-            threshold=reason.threshold if reason else None,
-            query=reason.query if reason else None,
-            detail=status.message,
-            step=before.current_step_index,
-            weight_before=before.current_weight,
-        )
+
+
+def record_ending(
+    namespace: str, name: str, before: ModelRolloutStatus, status: ModelRolloutStatus, outcome: Outcome
+) -> None:
+    """The rollout reached `outcome` (core.RecordEnding): counted, and logged with its breach."""
+    if outcome.phase is Phase.SUCCEEDED:
+        PROMOTIONS.labels(namespace, name).inc()
+    elif outcome.phase is Phase.ROLLED_BACK:
+        ROLLBACKS.labels(namespace, name, outcome.reason.value).inc()
+    reason = status.rollback_reason
+    # A promotion is the expected end: info; a rollback or failure is what operators alert on.
+    ended = _tick_log.info if outcome.phase == Phase.SUCCEEDED else _tick_log.warning
+    ended(
+        "rollout ended",
+        phase=outcome.phase,
+        reason=outcome.reason.value,
+        metric=reason.metric if reason else None,
+        value=reason.value if reason else None,
+        threshold=reason.threshold if reason else None,
+        query=reason.query if reason else None,
+        detail=status.message,
+        step=before.current_step_index,
+        weight_before=before.current_weight,
+    )

@@ -47,6 +47,7 @@ from modelgate.core.model import (
     Event,
     Notify,
     PostEvents,
+    RecordEnding,
     RemoveFinalizer,
     ScaleDownIncumbent,
     SetFinalizer,
@@ -241,7 +242,7 @@ class Reconciler:
                 case WriteStatus(status=status, may_wait=may_wait):
                     stored = self._write_status(scene.body, stored, status, may_wait=may_wait)
                     if may_wait:
-                        observability.log_changes(scene.before, decision)
+                        observability.log_changes(scene.before, status)
                 case StartGateChecks(gate=gate):
                     assert scene.spec is not None, "only a rollout with a spec has a gate"
                     self.gate_jobs.start(scene.body, scene.spec, gate)
@@ -254,6 +255,10 @@ class Reconciler:
                 case Notify() as notify:
                     targets = self.notification_defaults.targets(scene.body, notify.spec)
                     self.notifier.submit(notify, targets, scene.body)
+                case RecordEnding(outcome=outcome):
+                    observability.record_ending(
+                        meta["namespace"], meta["name"], scene.before, decision.status, outcome
+                    )
             index += 1
         return decision, finalized
 

@@ -51,7 +51,7 @@ from modelgate.core import (
 from modelgate.core import Outcome as DecisionOutcome
 from modelgate.core.endings import in_force
 from modelgate.core.judging import check_due
-from modelgate.core.model import Action, PostEvents, WriteRoute
+from modelgate.core.model import Action, PostEvents, RecordEnding, WriteRoute
 from modelgate.core.notifying import BreachEvidence
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -259,7 +259,7 @@ def _outcome_result(metric: MetricSpec, outcome: Outcome, passing: QueryResult) 
 class Ticked:
     """One tick as the operator applies it: its decision's actions applied, in order, to an in-memory
     world (core/actions.py). What the tests read is the world: the status written, the route writes
-    made, the Events, the incumbent's replicas; the decision gives its outcome and wake-up."""
+    made, the Events, the incumbent's replicas, the ending counted; the decision gives its wake-up."""
 
     before: World
     applied: Applied
@@ -283,7 +283,9 @@ class Ticked:
 
     @property
     def outcome(self) -> DecisionOutcome | None:
-        return self.decision.outcome
+        """The end the tick reached, as the operator counts it (a RecordEnding applied)."""
+        counted = self.world.endings[len(self.before.endings) :]
+        return counted[-1] if counted else None
 
     @property
     def wake_at(self) -> datetime | None:
@@ -351,8 +353,10 @@ def _without_conditions(decision: Decision) -> tuple[object, ...]:
     """What a tick decided, but the conditions it wrote."""
     status = decision.status.model_copy(update={"conditions": ()})
     kinds = tuple(type(action).__name__ for action in decision.actions)
-    effects = tuple(action for action in decision.actions if isinstance(action, WriteRoute | PostEvents))
-    return (status, effects, decision.outcome, kinds)
+    effects = tuple(
+        action for action in decision.actions if isinstance(action, WriteRoute | PostEvents | RecordEnding)
+    )
+    return (status, effects, kinds)
 
 
 # -- the simulator ------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+from modelgate import core
 from modelgate.api import BreachTrace, ModelRolloutSpec, ModelRolloutStatus, Phase, PodValue
 from modelgate.core import CommandAction, Decision, Reason, WriteFailed, decide
 from modelgate.core.actions import after_evidence, after_write, decide_deletion
@@ -17,6 +18,7 @@ from modelgate.core.model import (
     CollectEvidence,
     DeleteGateJobs,
     PostEvents,
+    RecordEnding,
     RemoveFinalizer,
     ScaleDownIncumbent,
     SetFinalizer,
@@ -69,8 +71,9 @@ def test_a_step_writes_its_status_before_its_weight() -> None:
 
 def test_a_rollback_writes_zero_first_then_collects_evidence_and_posts_events() -> None:
     decision = rolled_back().ticks[-1]
-    assert kinds(decision) == [WriteRoute, CollectEvidence, PostEvents, WriteStatus]
+    assert kinds(decision) == [WriteRoute, CollectEvidence, PostEvents, WriteStatus, RecordEnding]
     route, evidence, events = decision.actions[:3]
+    assert decision.actions[-1] == RecordEnding(core.Outcome(Phase.ROLLED_BACK, Reason.METRIC_BREACH))
     assert route == WriteRoute(0, 0)
     assert isinstance(evidence, CollectEvidence) and evidence.reason.metric is not None
     assert isinstance(events, PostEvents) and Reason.ROLLED_BACK in {e.reason for e in events.events}
@@ -85,7 +88,7 @@ def test_after_write_settles_the_status_and_events_the_later_actions_carry() -> 
     assert settled.status.rollback_reason is not None and settled.status.rollback_reason.traces == traces
     (posted,) = [a for a in settled.actions if isinstance(a, PostEvents)]
     assert any("4bf92f3577b34da6" in e.message for e in posted.events)
-    assert settled.actions[-1] == WriteStatus(settled.status, may_wait=True)
+    assert settled.actions[-2:] == (WriteStatus(settled.status, may_wait=True), decision.actions[-1])
 
     failed = after_write(decision.decision, WriteFailed("changed under every attempt"), T0)
     (posted,) = [a for a in failed.actions if isinstance(a, PostEvents)]

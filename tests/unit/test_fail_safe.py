@@ -17,8 +17,9 @@ from structlog.testing import capture_logs
 
 from modelgate import loops
 from modelgate.api import ModelRolloutStatus, Phase
-from modelgate.core import ConditionType, Reason
+from modelgate.core import ConditionType, Outcome, Reason
 from modelgate.core.endings import TickError, decide_internal_error
+from modelgate.core.model import RecordEnding
 from modelgate.core.reasons import condition
 from modelgate.fail_safe import FAIL_SAFE_AFTER, TickFailures, transient
 from modelgate.kube import Conflict, Kube, KubeError
@@ -140,8 +141,8 @@ def test_a_tick_that_keeps_raising_fails_the_rollout_and_writes_zero_on_its_retr
     assert parse_backend_weights(kube.route, 0) == {"chat-v1": 100, "chat-v2": 0}
     status = ModelRolloutStatus.model_validate(kube.rollout["status"])
     assert status.phase is Phase.FAILED and "OverflowError" in (status.message or "")
-    assert result.decision is not None and result.decision.outcome is not None
-    assert result.decision.outcome.reason is Reason.INTERNAL_ERROR
+    assert result.decision is not None
+    assert RecordEnding(Outcome(Phase.FAILED, Reason.INTERNAL_ERROR)) in result.decision.actions
 
 
 class FailingTicks:

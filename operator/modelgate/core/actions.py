@@ -1,9 +1,9 @@
 """Every effect of a tick as an action in its Decision, in the order it is applied.
 
-Every effect of a tick as an action in its Decision, in the order the reconciler applies them:
-the finalizer first when the rollout needs one (nothing is written before it); a rollback's weight
-before anything else, any other weight after the status that names its step; a breach's evidence;
-the Events; the status; the gate's Jobs; the incumbent scaled down; the command cleared; the
+The order the reconciler applies them in: the finalizer first when the rollout needs one (nothing
+is written before it); a rollback's weight before anything else, any other weight after the status
+that names its step; a breach's evidence; the Events; the status; the ending it reached (counted
+and logged); the gate's Jobs; the incumbent scaled down; the command cleared; the
 finalizer removed when no longer needed. What a route write returned and what a breach's evidence
 says are folded into the actions after them: `after_write`, `after_evidence`.
 """
@@ -28,7 +28,9 @@ from modelgate.core.model import (
     LiveRoute,
     Notify,
     Observations,
+    Outcome,
     PostEvents,
+    RecordEnding,
     RemoveFinalizer,
     RouteProblem,
     ScaleDownIncumbent,
@@ -48,12 +50,12 @@ from modelgate.core.reasons import Reason
 @dataclass(frozen=True)
 class TickEffects:
     """What a tick asks for besides its status: the candidate weight to write (None: leave the route
-    alone; the mirror written with it is the status's), its Events, whether it rolled back, and
-    whether the watch window passed with the incumbent to be scaled down."""
+    alone; the mirror written with it is the status's), its Events, the end it reached, and whether
+    the watch window passed with the incumbent to be scaled down."""
 
     weight: int | None
     events: tuple[Event, ...]
-    rolls_back: bool
+    ending: Outcome | None
     scale_down_incumbent: bool
 
 
@@ -70,10 +72,8 @@ def tick_actions(
     route = None
     if effects.weight is not None:
         route = WriteRoute(effects.weight, status.current_mirror_percent, warned(before))
-    rolled_back = effects.rolls_back
-    actions += route_actions(
-        status, route, effects.events, step_first=not rolled_back, rolled_back=rolled_back
-    )
+    rolled_back = effects.ending is not None and effects.ending.phase is Phase.ROLLED_BACK
+    actions += route_actions(status, route, effects.events, step_first=not rolled_back, ending=effects.ending)
     actions += _gate_jobs(before, status)
     if effects.scale_down_incumbent:
         actions.append(ScaleDownIncumbent(spec.incumbent.name))
@@ -94,11 +94,11 @@ def route_actions(
     events: tuple[Event, ...],
     *,
     step_first: bool,
-    rolled_back: bool = False,
+    ending: Outcome | None = None,
 ) -> list[Action]:
-    """The route write, the evidence of a breach this tick `rolled_back` on, the Events and the
-    status. `step_first`: the status that names the step is written before its weight (a rollback's
-    0, or that of a spec that cannot be used, goes first)."""
+    """The route write, the evidence of a breach this tick rolled back on, the Events, the status and
+    the `ending` reached. `step_first`: the status that names the step is written before its weight
+    (a rollback's 0, or that of a spec that cannot be used, goes first)."""
     actions: list[Action] = []
     if route is not None:
         if step_first:
@@ -107,20 +107,23 @@ def route_actions(
             actions.append(WriteStatus(status, may_wait=False))
         actions.append(route)
     reason = status.rollback_reason
+    rolled_back = ending is not None and ending.phase is Phase.ROLLED_BACK
     if rolled_back and reason is not None and reason.metric is not None:
         actions.append(CollectEvidence(reason))
     if events:
         actions.append(PostEvents(events))
     actions.append(WriteStatus(status, may_wait=True))
+    if ending is not None:
+        actions.append(RecordEnding(ending))
     return actions
 
 
 def returned_actions(
-    status: ModelRolloutStatus, route: WriteRoute | None, events: tuple[Event, ...]
+    status: ModelRolloutStatus, route: WriteRoute | None, events: tuple[Event, ...], ending: Outcome | None
 ) -> tuple[Action, ...]:
     """The actions of a rollout failed without the engine (core/endings.py):
-    its candidate's traffic returned first, its Events, its status."""
-    return tuple(route_actions(status, route, events, step_first=False))
+    its candidate's traffic returned first, its Events, its status, the ending if it is one."""
+    return tuple(route_actions(status, route, events, step_first=False, ending=ending))
 
 
 def _gate_jobs(before: ModelRolloutStatus, after: ModelRolloutStatus) -> list[Action]:
@@ -370,6 +373,7 @@ class World:
     notifications: tuple[Notify, ...] = ()  # queued for delivery, oldest first
     router: Router = field(default_factory=Router)
     evidence: BreachEvidence | None = None
+    endings: tuple[Outcome, ...] = ()  # the ends counted, oldest first
 
 
 @dataclass(frozen=True)
@@ -418,6 +422,8 @@ def apply(world: World, decision: Decision, now: datetime) -> Applied:
                 world = replace(world, command=None if world.command == command_id else world.command)
             case Notify() as notify:
                 world = replace(world, notifications=(*world.notifications, notify))
+            case RecordEnding(outcome=outcome):
+                world = replace(world, endings=(*world.endings, outcome))
         index += 1
     return Applied(world, decision, tuple(writes), tuple(events))
 

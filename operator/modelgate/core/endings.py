@@ -267,10 +267,10 @@ def decide_unusable(
     unusable = note_history(status, status.model_copy(update=update), now)
     route = None if finished or status.live_weight == 0 else WriteRoute(0, 0, warned(status))
     if status.message == message and (finished or status.phase is Phase.FAILED):
-        return Decision(unusable, returned_actions(unusable, route, ()))
+        return Decision(unusable, returned_actions(unusable, route, (), None))
     outcome = None if finished or status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INVALID_SPEC)
     events = (Event(Reason.INVALID_SPEC, problem.message),)
-    return Decision(unusable, returned_actions(unusable, route, events), outcome)
+    return Decision(unusable, returned_actions(unusable, route, events, outcome))
 
 
 # -- internal_error --------------------------------------------------------------------------------
@@ -306,7 +306,7 @@ def decide_internal_error(
     message = reasons.clip(error.message, reasons.STATUS_MESSAGE)
     if status.phase is Phase.SUCCEEDED:
         kept = note_history(status, status.model_copy(update={"message": message}), now)
-        return Decision(kept, returned_actions(kept, None, ()))
+        return Decision(kept, returned_actions(kept, None, (), None))
     held = status.pause is not None and status.pause.reason is PauseReason.ROUTE_CONFLICT
     conditions = set_condition(
         status.conditions,
@@ -332,10 +332,10 @@ def decide_internal_error(
     returned = status.live_weight == 0 and not status.live_mirror_percent
     route = None if returned else WriteRoute(0, 0, warned(status))
     if status.phase is Phase.FAILED and status.message == message:
-        return Decision(failed, returned_actions(failed, route, ()))
+        return Decision(failed, returned_actions(failed, route, (), None))
     outcome = None if status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INTERNAL_ERROR)
     events = (Event(Reason.INTERNAL_ERROR, error.message),)
-    return Decision(failed, returned_actions(failed, route, events), outcome)
+    return Decision(failed, returned_actions(failed, route, events, outcome))
 
 
 def _kept(said: api.InternalError | None, now: api.InternalError) -> api.InternalError:

@@ -276,6 +276,14 @@ class Notify:
     status: ModelRolloutStatus
 
 
+@dataclass(frozen=True)
+class RecordEnding:
+    """The rollout reached an end in this tick (after the status that says so is written): the
+    operator counts it (promotions, rollbacks by cause) and logs it; the cause is in no status field."""
+
+    outcome: Outcome
+
+
 Action = (
     SetFinalizer
     | RemoveFinalizer
@@ -288,6 +296,7 @@ Action = (
     | ScaleDownIncumbent
     | ClearCommand
     | Notify
+    | RecordEnding
 )
 
 
@@ -295,13 +304,11 @@ Action = (
 class Decision:
     """One tick's result: the status it settles on and every effect of it as an action, in the order
     they are applied (core/actions.py; the actions are the only record of a route write, an Event or
-    a scale-down: core/actions.py applies them in memory, the reconciler to the cluster). `outcome`:
-    the end the rollout reached in this tick, and why, for the operator's metrics and log (a rollback's
-    cause is in no field of the status)."""
+    a scale-down or an ending: core/actions.py applies them in memory, the reconciler to the
+    cluster)."""
 
     status: ModelRolloutStatus
     actions: tuple[Action, ...] = ()
-    outcome: Outcome | None = None
     # When the rollout is looked at again (core/stepping.py's next_wakeup, over the status once its
     # write settled); None for the decisions that wake at the operator's resync.
     wake_at: datetime | None = None

@@ -90,10 +90,9 @@ class Tick:
 
     def decision(self, wake_at: Callable[[Decision], datetime]) -> Decision:
         """The tick's decision: its status, its actions (built once, here), and `wake_at` of it."""
-        rolled_back = self.outcome is not None and self.outcome.phase is Phase.ROLLED_BACK
-        effects = TickEffects(self.weight, tuple(self.events), rolled_back, self.scale_down_incumbent)
+        effects = TickEffects(self.weight, tuple(self.events), self.outcome, self.scale_down_incumbent)
         actions = tick_actions(self.spec, self.before, self.observed, self.status, effects)
-        decided = Decision(self.status, actions, self.outcome)
+        decided = Decision(self.status, actions)
         return replace(decided, wake_at=wake_at(decided))
 
     def update(self, **fields: object) -> None:
