@@ -7,6 +7,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV := .venv
 PY := $(VENV)/bin/python
+TEST_WORKERS ?= 3
 # System tools, each a Debian package named as the command it gives (docs/setup.md: other systems).
 # chromium: the tests render `modelgate report`'s page in it, headless.
 APT_PACKAGES := prometheus shellcheck chromium
@@ -111,7 +112,7 @@ test: setup lint ## the full suite (installs what it needs)
 	# Files go out in the order named (not xdist's most-tests-first, which left the long cluster files
 	# with few tests for last): the cluster files first, the quick unit files filling the tail.
 	audit_log=$$(mktemp); $(PY) -m tooling.dependency_audit requirements.lock > "$$audit_log" 2>&1 & audit=$$!; \
-	suite=0; bash hack/pytest.sh required -n 3 --dist loadfile --no-loadscope-reorder tests/cluster tests/unit --durations=15 || suite=$$?; \
+	suite=0; bash hack/pytest.sh required -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/cluster tests/unit --durations=15 || suite=$$?; \
 	audited=0; wait $$audit || audited=$$?; cat "$$audit_log"; rm -f "$$audit_log"; \
 	exit $$(( suite ? suite : audited ))
 
