@@ -37,4 +37,3 @@ def test_a_candidate_with_one_and_a_half_times_the_ttft_is_rolled_back_on_its_bu
     # Above 0.08 against at most 0.06: 0.08 >= 1.2 x 0.06, each bound at alpha / 2.
     assert found is not None and found.candidate_lower == 0.08 and found.incumbent_upper == 0.06, found
     record_property("rollback", reason.message)
-
