@@ -1,6 +1,8 @@
 """An A/A rollout judged by a latency comparison with confidence (ttftP99 bounded from the simulator's
 histogram buckets, margin 1.5) is promoted three times out of three. In `make bench`: three rollouts of
-about half a minute each; `make test` promotes one (tests/cluster/test_latency_confidence.py)."""
+about half a minute each. `make test` runs the rollback on the same buckets
+(tests/cluster/test_latency_confidence.py) and bounds A/A false rollbacks by alpha in simulation
+(tests/unit/test_quantile_bounds.py); its own A/A rollout moved here (bench/REPORT.md)."""
 
 from __future__ import annotations
 

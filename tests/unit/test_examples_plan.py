@@ -61,6 +61,12 @@ def test_the_example_meets_the_plans_bounds_at_its_traffic_in_seconds_or_says_wh
     captured = capsys.readouterr()
     plan = json.loads(captured.out)
     assert plan["exempt"] == assumed.exempt
+    # Every metric is planned or listed with why; none is skipped in silence.
+    planned = {f["name"] for f in plan["figures"]} - {"all planned metrics"}
+    assert sorted(planned | {m["name"] for m in plan["notPlanned"]}) == sorted(
+        m["name"] for m in manifest["spec"]["analysis"]["metrics"]
+    )
+    assert all(m["why"] for m in plan["notPlanned"])
     assert took < PLAN_DEADLINE_SECONDS, f"{path}: {took:.1f}s"
     # Not a terminal: one progress line per table on standard error, naming it.
     progress = captured.err.splitlines()
@@ -70,6 +76,7 @@ def test_the_example_meets_the_plans_bounds_at_its_traffic_in_seconds_or_says_wh
         for share in ("false_rollback", "caught"):
             low, high = figures[f"{share}_interval"]
             assert low <= figures[share] <= high and high - low > 0
+        assert all(0 <= figures[share] <= 1 for share in ("false_rollback", "caught", "promoted"))
     if assumed.exempt:
         return
     together = plan["figures"][-1]  # all planned metrics, or the only one

@@ -10,6 +10,7 @@ import base64
 import ensurepip
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -85,16 +86,26 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _old_pip_venv(path: Path) -> Path:
-    """A venv whose pip is 23.2.1, from the wheel the standard library bundles."""
+@pytest.fixture(scope="module")
+def old_pip_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv whose pip is 23.2.1, from the wheel the standard library bundles: built once (3 s), copied
+    for each test, which changes its copy."""
     bundled = sorted((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
     assert [w.name.split("-")[1] for w in bundled] == [OLD_PIP], (
         f"this Python bundles {[w.name for w in bundled]}, not pip {OLD_PIP}: give the test another old pip"
     )
+    path = tmp_path_factory.mktemp("old-pip") / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", path], check=True)
-    python = path / "bin" / "python"
-    subprocess.run([python, bundled[0] / "pip", "install", "-q", "--no-index", bundled[0]], check=True)
-    return python
+    subprocess.run(
+        [path / "bin" / "python", bundled[0] / "pip", "install", "-q", "--no-index", bundled[0]], check=True
+    )
+    return path
+
+
+def _old_pip_venv(template: Path, path: Path) -> Path:
+    """A copy of the template (the tests run `bin/python -m pip`, never a script that names its path)."""
+    shutil.copytree(template, path, symlinks=True)
+    return path / "bin" / "python"
 
 
 def _offline(index: Path) -> dict[str, str]:
@@ -113,9 +124,11 @@ def _installed(python: Path) -> dict[str, str]:
     return dict(line.split("==") for line in listed.splitlines())
 
 
-def test_the_bundled_pip_refuses_a_lock_whose_extra_has_a_newer_release(index: Path, tmp_path: Path) -> None:
+def test_the_bundled_pip_refuses_a_lock_whose_extra_has_a_newer_release(
+    index: Path, old_pip_template: Path, tmp_path: Path
+) -> None:
     """Today's failure, reproduced: the recipe the Makefile had (`pip install --require-hashes -r`)."""
-    python = _old_pip_venv(tmp_path / "venv")
+    python = _old_pip_venv(old_pip_template, tmp_path / "venv")
     install = subprocess.run(
         [python, "-m", "pip", "install", "--require-hashes", "-r", index / "lock.txt"],
         env=_offline(index),
@@ -127,8 +140,10 @@ def test_the_bundled_pip_refuses_a_lock_whose_extra_has_a_newer_release(index: P
     assert "auditor" not in _installed(python)
 
 
-def test_install_lock_installs_the_pins_with_the_locks_own_pip(index: Path, tmp_path: Path) -> None:
-    python = _old_pip_venv(tmp_path / "venv")
+def test_install_lock_installs_the_pins_with_the_locks_own_pip(
+    index: Path, old_pip_template: Path, tmp_path: Path
+) -> None:
+    python = _old_pip_venv(old_pip_template, tmp_path / "venv")
     install = subprocess.run(
         ["bash", INSTALL_LOCK, tmp_path / "venv", index / "lock.txt"],
         env=_offline(index),
@@ -154,10 +169,10 @@ def test_install_lock_refuses_a_lock_that_pins_no_pip(index: Path, tmp_path: Pat
 
 
 def test_install_lock_takes_pip_from_a_second_lock_when_the_first_pins_none(
-    index: Path, tmp_path: Path
+    index: Path, old_pip_template: Path, tmp_path: Path
 ) -> None:
     """As release-check installs requirements-image.lock, which pins no pip, with requirements.lock's."""
-    python = _old_pip_venv(tmp_path / "venv")
+    python = _old_pip_venv(old_pip_template, tmp_path / "venv")
     without_pip = tmp_path / "lock.txt"
     without_pip.write_text("\n".join((index / "lock.txt").read_text().splitlines()[:2]) + "\n")
     install = subprocess.run(
