@@ -272,6 +272,8 @@ def doc_section() -> list[str]:
         "is known), and counts what they grew by, as for rates: the first reading is a baseline, and a",
         "side whose counts went down (a pod restarted) counts nothing in that interval. A boundary a",
         "server does not export is left out; both sides are judged on the boundaries they share.",
+        "With none in common (a server whose buckets are none the preset reads), the metric stays",
+        "Inconclusive and its message says that `compare.confidence` cannot bound it: waiting will not.",
         "",
         "`tests/unit/test_quantile_bounds.py` runs the seeded simulation over histogram counts",
         "(tooling/latency_sim.py): the least favourable case, a quantile exactly at a boundary, is",

@@ -202,3 +202,17 @@ def test_a_failed_bucket_query_keeps_traffic_back_naming_the_metric() -> None:
         make_spec(weight(10), analysis=analysis_spec([TTFT])), T0, buckets={"ttft": (broken, incumbent)}
     )
     assert [(q.metric, q.error) for q in unanswered(run)] == [("ttft", "parse error")]
+
+
+def test_histograms_without_a_boundary_of_the_grid_are_inconclusive_naming_the_field() -> None:
+    """A server whose buckets are none the preset reads: every query answers, yet no boundary is
+    shared; the metric stays Inconclusive and says that waiting will not help."""
+    sim = started(TTFT, steps=(weight(10), timed_pause("1h"), weight(100)))
+    candidate, incumbent = histograms(1, False)
+    unmatched = (SideBuckets(candidate.total, ()), SideBuckets(incumbent.total, ()))
+    evaluated(sim, buckets={"ttft": unmatched})
+    record = sim.status.analysis[0]
+    assert record.verdict is Verdict.INCONCLUSIVE and record.quantiles is None
+    assert "compare.confidence" in (record.message or "")
+    evaluated(sim, buckets={"ttft": histograms(2, False)})
+    assert "compare.confidence" not in (sim.status.analysis[0].message or "")

@@ -98,15 +98,13 @@ def side_alpha(metric: MetricSpec) -> float:
     return metric.compare.confidence.alpha / 2
 
 
-def judge(metric: MetricSpec, evidence: QuantileEvidence | None) -> Judgement | None:
+def judge(metric: MetricSpec, evidence: QuantileEvidence | None, measured: MetricQuery) -> Judgement | None:
     """Fail when the bounds show the candidate slower than maxRatio allows; with a margin, Pass once
     they show it within the margin, Inconclusive until then; None when they raise no objection."""
     if not metric.bounds_quantile:
         return None
     if evidence is None or evidence.bounds is None:
-        return Judgement(
-            Verdict.INCONCLUSIVE, "no histogram counts read yet (the first reading is a baseline)"
-        )
+        return Judgement(Verdict.INCONCLUSIVE, _unread(measured))
     compare, found = metric.compare, evidence.bounds
     assert compare is not None and compare.confidence is not None
     seen = _seen(found, evidence)
@@ -134,6 +132,19 @@ def judge(metric: MetricSpec, evidence: QuantileEvidence | None) -> Judgement | 
         f"not yet shown below {margin:g} x the incumbent's {_quantile(found)} ({seen})",
         quantile_bounds=found,
     )
+
+
+def _unread(measured: MetricQuery) -> str:
+    """Why there is no evidence: nothing read yet, or both sides read without a boundary in common
+    (a server whose buckets are none that the preset reads: waiting would never bring any)."""
+    read = _read(measured)
+    if read is not None and not set(read[0].within) & set(read[1].within):
+        return (
+            "the two sides' histograms have no bucket boundary in common with the preset's grid, so "
+            "compare.confidence cannot bound their quantiles; compare without confidence, or use a "
+            "server that exports the grid (docs/statistics.md)"
+        )
+    return "no histogram counts read yet (the first reading is a baseline)"
 
 
 def _quantile(found: QuantileBounds) -> str:

@@ -133,7 +133,9 @@ def evaluate(analysis: AnalysisSpec, run: AnalysisRun, previous: tuple[MetricAna
         restarted = counted.restart_cause(metric, kept) if metric.counts_events else None
         evidence = counted.accumulate(metric, measured, kept) if metric.counts_events else None
         quantiles = _quantiles(metric, measured, before)
-        on_counts = counted.judge_counts(metric, evidence, restarted) or latency.judge(metric, quantiles)
+        on_counts = counted.judge_counts(metric, evidence, restarted) or latency.judge(
+            metric, quantiles, measured
+        )
         judgement = _unaccelerated(metric, run) or _judge_all(
             metric, measured, traffic, incumbent_traffic, on_counts
         )
