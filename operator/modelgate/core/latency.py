@@ -27,6 +27,7 @@ from modelgate.api import (
     Verdict,
 )
 from modelgate.core.results import Judgement, MetricQuery, SideBuckets
+from modelgate.core.sequential import array_ops, log_sum_exp
 
 # -- quantile_evidence -----------------------------------------------------------------------------
 
@@ -268,16 +269,12 @@ def _alternatives(p0: float, higher: bool) -> tuple[float, ...]:
 def evidence(exceeding: Any, requests: Any, p0: float, higher: bool) -> Any:
     """The log of the mixture e-value against "p <= p0" (higher=True) or "p >= p0", from the
     requests counted and those among them above the boundary; 0.0 before any."""
-    ops = _ops(exceeding, requests)
+    ops = array_ops(exceeding, requests)
     terms = [
         exceeding * math.log(p / p0) + (requests - exceeding) * math.log((1 - p) / (1 - p0))
         for p in _alternatives(p0, higher)
     ]
-    top = terms[0]
-    for term in terms[1:]:
-        top = ops.maximum(top, term)
-    total = sum(ops.exp(term - top) for term in terms)
-    return top + ops.log(total) - math.log(len(terms))
+    return log_sum_exp(ops, terms) - math.log(len(terms))
 
 
 def above(exceeding: Sequence[Any], requests: Any, quantile: float, alpha: float) -> list[Any]:
@@ -358,17 +355,3 @@ def bounds(
     lower = max((b for b, flag in zip(grid, shown_above, strict=True) if flag), default=None)
     upper = min((b for b, flag in zip(grid, shown_at_most, strict=True) if flag), default=None)
     return Bounds(lower, upper)
-
-
-class _ScalarOps:
-    exp = staticmethod(math.exp)
-    log = staticmethod(math.log)
-    maximum = staticmethod(max)
-
-
-def _ops(*values: Any) -> Any:
-    """The array namespace of the values (numpy for numpy arrays, by the array API), or floats'."""
-    for value in values:
-        if hasattr(value, "__array_namespace__"):
-            return value.__array_namespace__()
-    return _ScalarOps

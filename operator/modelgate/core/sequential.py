@@ -37,6 +37,7 @@ tooling/statistics_sections.py run the operator's own code.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -110,15 +111,16 @@ def excluded_from_below(
     rate_ratios: Sequence[float],
     alpha: float,
     near_weight: float = HARM_NEAR_WEIGHT,
+    upto: float = math.inf,
 ) -> list[Any]:
-    """Per grid point theta_j: whether the one-sided mixture of L(theta)/L(theta_j) over the points
-    above it (`log_harm_evidence`) has reached 1/alpha, i.e. the rate ratio is above theta_j (the last
-    point never is)."""
-    bar = math.log(1 / alpha)
-    last = len(log_ratios) - 1
+    """Per grid point theta_j up to `upto`: whether the one-sided mixture of L(theta)/L(theta_j) over
+    the points above it (`log_harm_evidence`) has reached 1/alpha, i.e. the rate ratio is above
+    theta_j (the last point never is)."""
+    bar, last, ops = math.log(1 / alpha), len(log_ratios) - 1, array_ops(*log_ratios)
     return [
-        j < last and log_harm_evidence(log_ratios, rate_ratios, j, near_weight) >= bar
-        for j in range(len(log_ratios))
+        j < last and _log_harm(log_ratios, rate_ratios, j, near_weight, ops) >= bar
+        for j, theta in enumerate(rate_ratios)
+        if theta <= upto
     ]
 
 
@@ -129,20 +131,33 @@ def log_harm_evidence(
     L(theta)/L(theta_j) over the grid points above it (near_weight 1: uniform, as the test was
     before). Each term is a martingale at theta_j and a supermartingale below it, so any fixed
     weights keep alpha; 0.0 at the last point (no points above)."""
+    return _log_harm(log_ratios, rate_ratios, j, near_weight, array_ops(*log_ratios))
+
+
+def _log_harm(
+    log_ratios: Sequence[Any], rate_ratios: Sequence[float], j: int, near_weight: float, ops: Any
+) -> Any:
+    log_weights = _log_harm_weights(tuple(rate_ratios), j, near_weight)
+    if not log_weights:
+        return 0.0
+    terms = [log_ratios[k] + w for k, w in enumerate(log_weights, start=j + 1)]
+    return log_sum_exp(ops, terms) - log_ratios[j]
+
+
+@functools.lru_cache(maxsize=4096)  # bounded: each spec's margins make a grid of its own
+def _log_harm_weights(rate_ratios: tuple[float, ...], j: int, near_weight: float) -> tuple[float, ...]:
+    """The log of each grid point's weight above theta_j in the fail side's prior (asked for at
+    every evaluation of the same grid: kept)."""
     above = range(j + 1, len(rate_ratios))
     weights = [near_weight if rate_ratios[k] <= HARM_NEAR * rate_ratios[j] else 1.0 for k in above]
-    if not weights:
-        return 0.0
-    ops, total, mixture = _ops(log_ratios), sum(weights), -math.inf
-    for k, weight in zip(above, weights, strict=True):
-        mixture = ops.logaddexp(mixture, log_ratios[k] + math.log(weight / total))
-    return mixture - log_ratios[j]
+    total = sum(weights)
+    return tuple(math.log(weight / total) for weight in weights)
 
 
 def excluded_from_above(log_ratios: Sequence[Any], alpha: float) -> list[Any]:
     """Per grid point: whether the rate ratio is below it, by the uniform mixture over the points
     below. Walks the points up, keeping the log of the sum of the L(theta) already passed."""
-    ops = _ops(log_ratios)
+    ops = array_ops(*log_ratios)
     bar = math.log(1 / alpha)
     excluded: list[Any] = [False] * len(log_ratios)
     passed, count = -math.inf, 0
@@ -161,8 +176,9 @@ def fails(
     near_weight: float = HARM_NEAR_WEIGHT,
 ) -> Any:
     """The whole sequence lies above `tolerance`: every grid point up to it is excluded from below."""
-    below = excluded_from_below(_started(log_ratios, rate_ratios), rate_ratios, alpha, near_weight)
-    return _all(excluded for theta, excluded in zip(rate_ratios, below, strict=True) if theta <= tolerance)
+    return _all(
+        excluded_from_below(_started(log_ratios, rate_ratios), rate_ratios, alpha, near_weight, tolerance)
+    )
 
 
 def passes(log_ratios: Sequence[Any], rate_ratios: Sequence[float], margin: float, alpha: float) -> Any:
@@ -240,7 +256,7 @@ def rate_bounds(events: float, requests: float, alpha: float, at_zero: float = 0
     misses = requests - events
     mixture = math.log1p(-at_zero) + _log_beta(0.5 + events, 0.5 + misses) - _log_beta(0.5, 0.5)
     if events == 0 and at_zero > 0:
-        mixture = _ScalarOps.logaddexp(math.log(at_zero), mixture)
+        mixture = ScalarOps.logaddexp(math.log(at_zero), mixture)
     bar = math.log(1 / alpha) - mixture
 
     def too_unlikely(p: float) -> bool:  # -log of p's likelihood is above the bar
@@ -267,7 +283,13 @@ def _boundary(too_unlikely: Any, outside: float, inside: float) -> float:
     return outside
 
 
-class _ScalarOps:
+class ScalarOps:
+    """What the array namespace gives arrays, for floats."""
+
+    exp = staticmethod(math.exp)
+    log = staticmethod(math.log)
+    maximum = staticmethod(max)
+
     @staticmethod
     def logaddexp(a: float, b: float) -> float:
         top = max(a, b)
@@ -276,9 +298,15 @@ class _ScalarOps:
         return top + math.log(math.exp(a - top) + math.exp(b - top))
 
 
-def _ops(values: Sequence[Any]) -> Any:
+def array_ops(*values: Any) -> Any:
     """The array namespace of the values (numpy for numpy arrays, by the array API), or floats'."""
     for value in values:
         if hasattr(value, "__array_namespace__"):
             return value.__array_namespace__()
-    return _ScalarOps
+    return ScalarOps
+
+
+def log_sum_exp(ops: Any, terms: Sequence[Any]) -> Any:
+    """log(sum(exp(terms))) of finite terms, shifted by their maximum so that nothing overflows."""
+    top = functools.reduce(ops.maximum, terms)
+    return top + ops.log(sum(ops.exp(term - top) for term in terms))
