@@ -119,6 +119,26 @@ def test_a_rates_bounds_hold_its_estimate_and_narrow_with_counts() -> None:
     assert rate_bounds(0, 500, ALPHA)[0] == 0.0
 
 
+@pytest.mark.parametrize(("events", "requests"), [(10**8 - 1, 10**8), (1, 10**8), (10**8, 10**8), (0, 10**8)])
+def test_a_rates_bounds_are_excluded_rates_around_the_estimate_at_a_hundred_million_requests(
+    events: int, requests: int
+) -> None:
+    """At the counts of a long rollout: a bisection in the rates once reached 1.0 there and raised."""
+    alpha = 0.0005
+    lower, upper = rate_bounds(events, requests, alpha, at_zero=0.5)
+    estimate = events / requests
+    assert 0.0 <= lower <= estimate <= upper <= 1.0 and lower < upper
+
+    def log_likelihood_ratio(rate: float) -> float:  # the estimate's likelihood over the rate's
+        misses = requests - events
+        hits = events * math.log(estimate / rate) if events else 0.0
+        return hits + (misses * math.log((1 - estimate) / (1 - rate)) if misses else 0.0)
+
+    # The mixture's likelihood is at most the estimate's: each bound is excluded at 1/alpha.
+    for bound in {lower, upper} - {0.0, 1.0}:
+        assert log_likelihood_ratio(bound) >= math.log(1 / alpha) - 1e-6, bound
+
+
 def test_an_interval_counts_what_the_totals_grew_by_in_whole_events() -> None:
     assert Counts(530, 8.0000000001).since(Counts(500, 4.9999999998)) == Counts(30, 3)
     # A counter that went down was reset (a pod restarted or left): nothing is known of the interval.

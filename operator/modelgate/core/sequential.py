@@ -258,13 +258,9 @@ def rate_bounds(events: float, requests: float, alpha: float, at_zero: float = 0
     if events == 0 and at_zero > 0:
         mixture = ScalarOps.logaddexp(math.log(at_zero), mixture)
     bar = math.log(1 / alpha) - mixture
-
-    def too_unlikely(p: float) -> bool:  # -log of p's likelihood is above the bar
-        return -(events * math.log(p) + misses * math.log1p(-p)) >= bar
-
-    estimate = events / requests
-    lower = 0.0 if events == 0 else _boundary(too_unlikely, 0.0, estimate)
-    upper = 1.0 if misses == 0 else _boundary(too_unlikely, 1.0, estimate)
+    lower = 0.0 if events == 0 else math.exp(_excluded_log_end(events, misses, bar))
+    # log(1 - upper) is found; expm1 keeps the digits of an upper bound near 0.
+    upper = 1.0 if misses == 0 else -math.expm1(_excluded_log_end(misses, events, bar))
     return lower, upper
 
 
@@ -272,15 +268,39 @@ def _log_beta(a: float, b: float) -> float:
     return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
 
 
-def _boundary(too_unlikely: Any, outside: float, inside: float) -> float:
-    """Bisection between a rate that is excluded and one that is not; the excluded side's end."""
-    for _ in range(60):
-        middle = (outside + inside) / 2
-        if too_unlikely(middle):
-            outside = middle
-        else:
-            inside = middle
-    return outside
+# Newton's steps shrink quadratically: a handful reach a double's precision; the cap is a guard.
+_NEWTON_STEPS = 100
+_NEWTON_TOLERANCE = 1e-15
+
+
+def _excluded_log_end(near: float, far: float, bar: float) -> float:
+    """log r of the largest rate r below near / (near + far) whose -log likelihood (near events at
+    r, far at 1 - r) is at least `bar`: the bound on r's side, itself excluded. Newton's method in u = log r,
+    where that -log likelihood is convex and falls towards the estimate, so iterates started below
+    the root rise to it without passing it; a few ulps of rounding are then stepped back."""
+
+    def excess(u: float) -> float:
+        misses = far * _log1m_exp(u) if far else 0.0  # 0 x log 0 is 0 here
+        return -(near * u + misses) - bar
+
+    estimate = math.log(near / (near + far))
+    if excess(estimate) >= 0:  # every rate on this side is excluded
+        return estimate
+    u = min(-bar / near, estimate) - 1.0  # there excess > near: below the root
+    for _ in range(_NEWTON_STEPS):
+        rate = math.exp(u)
+        step = excess(u) / (far * rate / (1.0 - rate) - near)
+        u -= step
+        if abs(step) <= _NEWTON_TOLERANCE * abs(u):
+            break
+    while excess(u) < 0:
+        u = math.nextafter(u, -math.inf)
+    return u
+
+
+def _log1m_exp(u: float) -> float:
+    """log(1 - e^u) for u < 0, to a double's precision on both sides of -log 2 (Maechler 2012)."""
+    return math.log(-math.expm1(u)) if u > -math.log(2) else math.log1p(-math.exp(u))
 
 
 class ScalarOps:
