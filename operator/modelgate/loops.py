@@ -149,6 +149,10 @@ class ObjectLoops(Generic[Watches]):
         if loop is not None:
             loop.wake_at_once()
 
+    def __len__(self) -> int:
+        """The objects handled now."""
+        return len(self._loops)
+
     def loops_in(self, namespace: str) -> list[Loop[Watches]]:
         return [loop for (loop_namespace, _), loop in self._loops.items() if loop_namespace == namespace]
 

@@ -137,6 +137,12 @@ API_REQUEST_SECONDS = Histogram(
     ["verb"],
     buckets=_ROUND_TRIP_BUCKETS,
 )
+API_THROTTLED_SECONDS = Histogram(
+    "modelgate_api_throttled_seconds",
+    "Time a request to the Kubernetes API server waited for the operator's own rate limit"
+    " (--api-qps, --api-burst); above 0 only when the operator asks more than its rollouts need",
+    buckets=(0.001, 0.01, 0.1, 0.5, 1, 2.5, 5, 10),
+)
 METRIC_QUERY_SECONDS = Histogram(
     "modelgate_metric_query_duration_seconds",
     "Time one query to a metric provider took, answer or error",

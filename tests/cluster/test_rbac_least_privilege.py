@@ -25,6 +25,7 @@ from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
 from testbed.serviceaccount import service_account_kubeconfig, service_account_username
 from testbed.waiting import wait_for
+from tests.support.apiserver_metrics import apiserver_sum
 from tests.support.cli import modelgate
 from tests.support.helm import installed_chart
 from tests.support.operators import admin_operator_stopped, running
@@ -320,6 +321,13 @@ def rollout_as_the_charts_service_account(
                 "events.k8s.io", "v1", serving_namespace, "events"
             )["items"]
             assert any(e.get("reportingController") == "modelgate.io/operator" for e in events)
+            # The chart's FlowSchema gave the ServiceAccount's requests the release's priority level.
+            dispatched = apiserver_sum(
+                api_client,
+                "apiserver_flowcontrol_dispatched_requests_total",
+                {"flow_schema": release.fullname, "priority_level": release.fullname},
+            )
+            assert dispatched > 0, "no request of the operator was classified by the chart's FlowSchema"
         errors = permission_errors(restricted.logs(), {namespace, serving_namespace})
         assert not errors, f"permission errors in {restricted.log_file}:\n" + "\n".join(errors)
 

@@ -311,6 +311,8 @@ def test_default_renders_the_operator_watching_all_namespaces() -> None:
         "CustomResourceDefinition",
         "CustomResourceDefinition",
         "Deployment",
+        "FlowSchema",  # apiRequests.flowControl
+        "PriorityLevelConfiguration",
         "Service",
         "ServiceAccount",
         "ValidatingAdmissionPolicy",  # storage Secrets (gate.storageSecrets.requireReadRights)
@@ -462,7 +464,29 @@ def test_deployment_scale_is_granted_only_when_enabled() -> None:
 def test_no_rbac_and_an_existing_service_account_render_neither() -> None:
     kinds = {o["kind"] for o in render(COMBINATIONS["no RBAC, existing ServiceAccount"])}
     policy = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}  # storage Secrets
-    assert kinds == {"CustomResourceDefinition", "Deployment", "Service", *policy}
+    flow_control = {"FlowSchema", "PriorityLevelConfiguration"}  # for the existing ServiceAccount too
+    assert kinds == {"CustomResourceDefinition", "Deployment", "Service", *policy, *flow_control}
+
+
+def test_the_flow_schema_classifies_the_operators_service_account_per_namespace() -> None:
+    objects = render({"serviceAccount": {"create": False, "name": "platform-operator"}})
+    schema, level = the(objects, "FlowSchema")["spec"], the(objects, "PriorityLevelConfiguration")
+    assert schema["priorityLevelConfiguration"]["name"] == level["metadata"]["name"]
+    assert schema["distinguisherMethod"]["type"] == "ByNamespace"
+    (rule,) = schema["rules"]
+    account = the(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    assert account == "platform-operator"
+    assert rule["subjects"] == [
+        {"kind": "ServiceAccount", "serviceAccount": {"name": account, "namespace": NAMESPACE}}
+    ]
+    off = render({"apiRequests": {"flowControl": {"enabled": False}}})
+    assert not {o["kind"] for o in off} & {"FlowSchema", "PriorityLevelConfiguration"}
+
+
+def test_request_rate_flags_are_passed_only_when_set() -> None:
+    assert not [arg for arg in container(render())["args"] if arg.startswith("--api-")]
+    args = container(render({"apiRequests": {"qps": 150, "burst": 300}}))["args"]
+    assert "--api-qps=150" in args and "--api-burst=300" in args
 
 
 def test_pod_settings_are_passed_through() -> None:

@@ -27,8 +27,10 @@ from modelgate.core.stepping import MAX_STATUS_HOLD, RESYNC
 from modelgate.egress import evaluator_environment, loopback_allowed, policy_from_environment, token_allowlist
 from modelgate.kube import Kube, KubeError, Object
 from modelgate.kube.check_pod_policy import CheckPodPolicy
+from modelgate.kube.connection import limit_requests
 from modelgate.kube.evaluation_jobs import EvaluationJobs
 from modelgate.kube.gate_jobs import EVALUATOR_IMAGE_ENV
+from modelgate.kube.request_rate import RateSizing, RequestRate
 from modelgate.modelevaluation.loops import EvaluationLoops
 from modelgate.modelevaluation.reconciler import EvaluationReconciler
 from modelgate.notifications import NotificationDefaults
@@ -113,6 +115,20 @@ def _add_tuning_options(run: argparse.ArgumentParser) -> None:
         "verified weight) is held in memory before it is written; 0 writes every change at once",
     )
     run.add_argument(
+        "--api-qps",
+        type=_positive_float,
+        metavar="QPS",
+        help="the most API requests a second the operator sends, after a burst (default: sized from "
+        "the rollouts and evaluations it handles, docs/scaling.md)",
+    )
+    run.add_argument(
+        "--api-burst",
+        type=_positive_int,
+        metavar="REQUESTS",
+        help="how many API requests may leave at once before --api-qps paces them (default: two "
+        "seconds of the rate)",
+    )
+    run.add_argument(
         "--route-recheck",
         type=_positive_seconds,
         default=RESYNC.total_seconds(),
@@ -135,6 +151,20 @@ def _positive_seconds(text: str) -> float:
     return seconds
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text}")
+    return value
+
+
 def _split(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     return host or "127.0.0.1", int(port)
@@ -148,6 +178,7 @@ def startup_fields(args: argparse.Namespace) -> dict[str, object]:
         "selector": args.selector or None,
         "workers": args.workers,
         "route_recheck_seconds": args.route_recheck,
+        "api_qps": args.api_qps or "sized from the objects handled",
         "peering": args.peering or None,
         "allow_loopback": loopback_allowed(os.environ),  # the flag or the environment's setting
     }
@@ -237,6 +268,18 @@ def _run_kopf(
     priority, standby = peering
     clock = reconciler.clock
     threads = TickThreads(args.workers)  # one fair share for the ticks of both kinds
+    rollouts = RolloutLoops(
+        reconciler,
+        route_recheck=timedelta(seconds=args.route_recheck),
+        threads=threads,
+        standby=standby,
+        clock=clock,
+    )
+    evaluations = EvaluationLoops(
+        EvaluationReconciler(kube, EvaluationJobs(reconciler.gate_jobs), clock), threads, clock, standby
+    )
+    sizing = RateSizing(args.api_qps, args.api_burst)
+    limit_requests(RequestRate(sizing, lambda: len(rollouts) + len(evaluations)))
     # A loop of our own: asyncio.run would wait, without end, for the threads of ticks still running.
     kopf.run(
         loop=asyncio.new_event_loop(),
@@ -249,19 +292,8 @@ def _run_kopf(
         namespaces=args.namespace or [],
         liveness_endpoint=f"http://{health_host}:{health_port}/healthz",
         memo=kopf.Memo(
-            loops=RolloutLoops(
-                reconciler,
-                route_recheck=timedelta(seconds=args.route_recheck),
-                threads=threads,
-                standby=standby,
-                clock=clock,
-            ),
-            evaluations=EvaluationLoops(
-                EvaluationReconciler(kube, EvaluationJobs(reconciler.gate_jobs), clock),
-                threads,
-                clock,
-                standby,
-            ),
+            loops=rollouts,
+            evaluations=evaluations,
             kube=kube,
             executor=executor,
             list_rollouts=functools.partial(

@@ -21,7 +21,8 @@ from modelgate import EVALUATION_PLURAL, PLURAL
 from modelgate.kube.api_errors import KubeconfigMissing, KubeError, translated
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.pools import INFERENCE_POOLS
-from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS
+from modelgate.kube.request_rate import RequestRate
+from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS, API_THROTTLED_SECONDS
 
 FIELD_MANAGER = "modelgate"
 DEFAULT_REQUEST_TIMEOUT = 30.0
@@ -164,9 +165,23 @@ def default_namespace(kubeconfig: str | Path | None = None) -> str:
     return str(context.get("context", {}).get("namespace") or "default")
 
 
+class _Limit:
+    """The process's request rate limit: one for all its connections, as they share one API server."""
+
+    rate: RequestRate | None = None
+
+
+def limit_requests(rate: RequestRate | None) -> None:
+    """Holds every later request to `rate` (None: no limit); `modelgate run` sets it once."""
+    _Limit.rate = rate
+
+
 @contextmanager
 def api_request(verb: str, *, json_patch: bool = False) -> Iterator[None]:
-    """One request to the API server: counted (the operator's own request rate), errors translated."""
+    """One request to the API server: held to the rate limit, counted (the operator's own request
+    rate), errors translated."""
+    if _Limit.rate is not None:
+        API_THROTTLED_SECONDS.observe(_Limit.rate.take())
     # The reconcilers bind the namespace they work for to the log context; the count follows it.
     namespace = structlog.contextvars.get_contextvars().get("namespace", "")
     API_REQUESTS.labels(verb, namespace).inc()
