@@ -13,9 +13,9 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-from http import HTTPStatus
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from modelgate import API_GROUP, API_VERSION, PLURAL

@@ -168,7 +168,9 @@ class ModelRewriteRouter(PatchedRouter):
 
     def _not_found(self) -> RouteProblem:
         obj = self.obj
-        if not self.kube.custom_exists(REMOVED_REWRITE_GROUP, obj.version, obj.namespace, obj.plural, obj.name):
+        if not self.kube.custom_exists(
+            REMOVED_REWRITE_GROUP, obj.version, obj.namespace, obj.plural, obj.name
+        ):
             return super()._not_found()
         return RouteProblem(Reason.ROUTE_NOT_FOUND, removed_group_message(obj.namespace, obj.name))
 
