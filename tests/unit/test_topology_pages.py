@@ -49,12 +49,14 @@ def test_a_manifest_holds_a_valid_model_rollout(name: str) -> None:
 
 
 def loading_tests(name: str) -> list[Path]:
-    """The cluster test files that import testbed.topologies and name topology `name` in a string."""
-    named = re.compile(rf"""["']{re.escape(name)}["']""")
+    """The cluster test files that load topology `name`: through testbed.topologies by the page's
+    name in a string, or by the manifest's file name."""
+    by_name = re.compile(rf"""["']{re.escape(name)}["']""")
     return [
         path
         for path in sorted(CLUSTER_TESTS.glob("test_*.py"))
-        if "from testbed.topologies import" in (text := path.read_text()) and named.search(text)
+        if f"{name}.yaml" in (text := path.read_text())
+        or ("from testbed.topologies import" in text and by_name.search(text))
     ]
 
 
