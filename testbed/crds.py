@@ -1,10 +1,11 @@
 """The CRDs every cluster the suite runs on needs: Gateway API (standard channel), the Gateway API
-Inference Extension's (InferencePool; InferenceModelRewrite from v1.5.0), Istio's VirtualService,
-modelgate's own and kopf's peering CRDs (the chart's copy), from the pinned Go modules and this
-repository."""
+Inference Extension's (InferencePool; its removed InferenceModelRewrite from v1.5.0), llm-d's
+InferenceModelRewrite, Istio's VirtualService, modelgate's own and kopf's peering CRDs (the chart's
+copy), from the pinned Go modules and this repository."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -23,6 +24,8 @@ Kubectl = Callable[..., str]
 ISTIO_CRDS = ("virtualservices.networking.istio.io",)
 # v1.6.0 moved InferenceModelRewrite out of the module; v1.5.0 is the last release that ships it.
 MODEL_REWRITE_CRD = "inference.networking.x-k8s.io_inferencemodelrewrites.yaml"
+# llm-d's, as released (hack/versions.env says why it is kept here and not fetched as a module).
+LLMD_MODEL_REWRITE_CRD = REPO_ROOT / "testbed" / "upstream_crds" / "llm-d.ai_inferencemodelrewrites.yaml"
 
 
 def install_crds(kubectl: Kubectl, *, also: str = "") -> None:
@@ -41,6 +44,7 @@ def install_crds(kubectl: Kubectl, *, also: str = "") -> None:
         gateway_api / "config" / "crd" / "standard",
         inference / "config" / "crd" / "bases",
         model_rewrite / "config" / "crd" / "bases" / MODEL_REWRITE_CRD,
+        checked(LLMD_MODEL_REWRITE_CRD, versions["LLMD_MODEL_REWRITE_CRD_SHA256"]),
         REPO_ROOT / "crds",
         REPO_ROOT / "charts" / "modelgate" / "crds" / "kopfpeerings.kopf.dev.yaml",
     ]
@@ -50,6 +54,14 @@ def install_crds(kubectl: Kubectl, *, also: str = "") -> None:
     kubectl("apply", "--server-side", "--force-conflicts", *files, "-f", "-", stdin=documents)
 
     wait_for(lambda: all_established(kubectl), timeout=60, what="every CRD Established")
+
+
+def checked(manifest: Path, sha256: str) -> Path:
+    """`manifest`, once its bytes are shown to be the pinned release's."""
+    found = hashlib.sha256(manifest.read_bytes()).hexdigest()
+    if found != sha256:
+        raise ValueError(f"{manifest} has sha256 {found}, not the pinned {sha256} (hack/versions.env)")
+    return manifest
 
 
 def all_established(kubectl: Kubectl) -> bool:

@@ -1,7 +1,9 @@
 """A stand-in for the endpoint picker in front of an InferencePool whose servers serve several LoRA
-adapters: it follows one rule of an InferenceModelRewrite (inference.networking.x-k8s.io/v1alpha2),
-rewrites the `model` of each request the rule matches to a target chosen by the rule's weights, and
-forwards the request to the server of that target (`upstreams`, else `default`).
+adapters: it follows one rule of llm-d's InferenceModelRewrite (llm-d.ai/v1alpha2, the group llm-d's
+endpoint picker reads: it ignores the Inference Extension's removed inference.networking.x-k8s.io one
+once llm-d's CRD is installed, as on the bed), rewrites the `model` of each request the rule matches
+to a target chosen by the rule's weights, and forwards the request to the server of that target
+(`upstreams`, else `default`).
 
 The choice is a smooth weighted round robin (traffic_driver.py), so every cycle of sum(weights)
 requests gives each target exactly its weight: a test can compare the split it routed with the
@@ -34,7 +36,7 @@ from testbed.traffic_driver import (
     require_loopback_url,
 )
 
-REWRITE_RESOURCE = ("inference.networking.x-k8s.io", "v1alpha2", "inferencemodelrewrites")
+REWRITE_RESOURCE = ("llm-d.ai", "v1alpha2", "inferencemodelrewrites")
 MAX_BODY = 1 << 20  # a chat request; anything larger is refused, never read
 FORWARD_TIMEOUT = 10.0
 

@@ -50,11 +50,24 @@ def inference_pool(
     }
 
 
-def model_rewrite(name: str, namespace: str, pool: str, model: str, targets: Mapping[str, int]) -> Manifest:
-    """An InferenceModelRewrite (v1alpha2) of `pool` with one rule: requests for `model` rewritten to
-    the targets, by their weights (1 or more each: the API forbids 0)."""
+LLMD_REWRITE_API_VERSION = "llm-d.ai/v1alpha2"
+REMOVED_REWRITE_API_VERSION = "inference.networking.x-k8s.io/v1alpha2"
+
+
+def model_rewrite(
+    name: str,
+    namespace: str,
+    pool: str,
+    model: str,
+    targets: Mapping[str, int],
+    *,
+    api_version: str = LLMD_REWRITE_API_VERSION,
+) -> Manifest:
+    """llm-d's InferenceModelRewrite (or, by `api_version`, the Inference Extension's removed one) of
+    `pool` with one rule: requests for `model` rewritten to the targets, by their weights (1 or more
+    each: the API forbids 0)."""
     return {
-        "apiVersion": "inference.networking.x-k8s.io/v1alpha2",
+        "apiVersion": api_version,
         "kind": "InferenceModelRewrite",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {

@@ -1,5 +1,5 @@
 """The pure parts of modelgate.kube and the router registry: event text limits, how API errors are
-translated, and which router a spec picks."""
+translated, which router a spec picks, and the existence read that keeps its answer out of the caches."""
 
 from __future__ import annotations
 
@@ -88,3 +88,40 @@ def test_a_creation_refused_in_a_namespace_being_deleted_is_told_by_its_status_c
     body = json.dumps({"kind": "Status", "code": 403, "message": "forbidden", "details": {"causes": [cause]}})
     with pytest.raises(NamespaceTerminating), translated():
         raise ApiException(status=403, reason="Forbidden", body=body)
+
+
+class AnsweringObjects:
+    """CustomObjectsApi's namespaced get, answering with `status` (200: an object)."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    def get_namespaced_custom_object(self, *_: object, **__: object) -> dict[str, object]:
+        if self.status != 200:
+            raise ApiException(status=self.status, reason="refused")
+        return {"metadata": {"name": "chat-adapters", "namespace": "serving", "resourceVersion": "1"}}
+
+
+@pytest.mark.parametrize(("status", "exists"), [(200, True), (404, False), (403, False)])
+def test_an_existence_read_counts_a_refused_read_as_absent_and_caches_nothing(
+    status: int, exists: bool
+) -> None:
+    kube = Kube(client.ApiClient())
+    caches = kube.watch_caches(["inferencemodelrewrites"])
+    kube._custom = AnsweringObjects(status)  # type: ignore[assignment]
+    asked = (
+        "inference.networking.x-k8s.io",
+        "v1alpha2",
+        "serving",
+        "inferencemodelrewrites",
+        "chat-adapters",
+    )
+    assert kube.custom_exists(*asked) is exists
+    assert caches["inferencemodelrewrites"].get("serving", "chat-adapters") is None
+
+
+def test_an_existence_read_the_api_server_cannot_answer_is_raised() -> None:
+    kube = Kube(client.ApiClient())
+    kube._custom = AnsweringObjects(503)  # type: ignore[assignment]
+    with pytest.raises(KubeError):
+        kube.custom_exists("llm-d.ai", "v1alpha2", "serving", "inferencemodelrewrites", "chat-adapters")

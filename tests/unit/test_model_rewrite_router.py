@@ -1,4 +1,4 @@
-"""The inferenceModelRewrite router's patch of an InferenceModelRewrite dict, applied as the API server
+"""The inferenceModelRewrite router's patch of llm-d's InferenceModelRewrite, applied as the API server
 would (RFC 6902): two adapters' target weights at each step, the target removed at 0 (the API forbids
 weight 0) and put back, other rules and fields untouched, and what it refuses to write."""
 
@@ -10,9 +10,18 @@ from typing import Any
 import jsonpatch
 import pytest
 
+from modelgate.api.model_rewrite_routing import InferenceModelRewriteRouting
 from modelgate.core import LiveRoute, Reason, RouteProblem
+from modelgate.kube import NotFound
 from modelgate.routers.base import AdapterSides
-from modelgate.routers.model_rewrite import RewriteTargets, locate_targets
+from modelgate.routers.model_rewrite import (
+    MODEL_REWRITE,
+    REMOVED_REWRITE_GROUP,
+    REWRITE_GROUP,
+    ModelRewriteRouter,
+    RewriteTargets,
+    locate_targets,
+)
 
 ADAPTERS = AdapterSides(pool="base", incumbent="chat-lora-v1", candidate="chat-lora-v2")
 FOREIGN_RULE = {
@@ -137,3 +146,49 @@ def test_a_rule_index_past_the_rules_names_the_field() -> None:
 def test_a_mirror_step_is_refused_with_nothing_written() -> None:
     refused = located(rewrite(target("chat-lora-v1", 100))).patch("7", 10, 20)
     assert isinstance(refused, RouteProblem) and refused.reason is Reason.WEIGHT_NOT_APPLIED
+
+
+class RewritesByGroup:
+    """Serves InferenceModelRewrites serving/* by API group: `stored[group][name]`."""
+
+    def __init__(self, stored: dict[str, dict[str, dict[str, Any]]]) -> None:
+        self.stored = stored
+        self.asked: list[str] = []  # the groups read, in order
+
+    def get_custom(self, group: str, version: str, namespace: str, plural: str, name: str, **_: Any) -> Any:
+        self.asked.append(group)
+        if name not in self.stored.get(group, {}):
+            raise NotFound(404, f"{plural}.{group} {name} not found")
+        return copy.deepcopy(self.stored[group][name])
+
+    def custom_exists(self, group: str, version: str, namespace: str, plural: str, name: str) -> bool:
+        self.asked.append(group)
+        return name in self.stored.get(group, {})
+
+
+def rewrite_router(kube: RewritesByGroup) -> ModelRewriteRouter:
+    routing = InferenceModelRewriteRouting(name="chat-adapters", ruleIndex=1)
+    return ModelRewriteRouter(kube, "serving", routing, ADAPTERS)  # type: ignore[arg-type]
+
+
+def test_the_router_reads_and_writes_llm_ds_inference_model_rewrite() -> None:
+    kube = RewritesByGroup({REWRITE_GROUP: {"chat-adapters": rewrite(target("chat-lora-v1", 100))}})
+    assert rewrite_router(kube).read() == LiveRoute(100, 0)
+    assert kube.asked == ["llm-d.ai"]  # the old group is not asked while llm-d's object is there
+    assert MODEL_REWRITE.resources[0].group == "llm-d.ai"
+
+
+def test_a_rewrite_of_the_removed_group_is_refused_naming_what_replaced_it() -> None:
+    old = {REMOVED_REWRITE_GROUP: {"chat-adapters": rewrite(target("chat-lora-v1", 100))}}
+    refused = rewrite_router(RewritesByGroup(old)).read()
+    assert isinstance(refused, RouteProblem) and refused.reason is Reason.ROUTE_NOT_FOUND
+    assert "llm-d.ai/v1alpha2" in refused.message
+    assert "spec.trafficRouting.inferenceModelRewrite.name" in refused.message
+    plain = rewrite_router(RewritesByGroup({})).read()
+    assert isinstance(plain, RouteProblem) and plain.reason is Reason.ROUTE_NOT_FOUND
+    assert REMOVED_REWRITE_GROUP not in plain.message
+
+
+def test_the_removed_group_is_granted_a_read_by_name_only() -> None:
+    rights = {(rule.api_group, rule.verbs) for rule in MODEL_REWRITE.rbac_rules}
+    assert rights == {("llm-d.ai", ("get", "list", "watch", "patch")), (REMOVED_REWRITE_GROUP, ("get",))}

@@ -13,8 +13,11 @@ and JSON-patch in them what each line below says; they never create, replace or 
 - apiGroups: ["networking.istio.io"]
   resources: ["virtualservices"]
   verbs: ["get", "list", "watch", "patch"]
-# inferenceModelRewrite: InferenceModelRewrites: the targets (two adapters' weights) of a rule
-- apiGroups: ["inference.networking.x-k8s.io"]
+# inferenceModelRewrite: llm-d's InferenceModelRewrites: the targets (two adapters' weights) of a rule; the Inference Extension's removed ones only read by name, to refuse them
+- apiGroups: ["llm-d.ai"]
   resources: ["inferencemodelrewrites"]
   verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["inference.networking.x-k8s.io"]
+  resources: ["inferencemodelrewrites"]
+  verbs: ["get"]
 {{- end }}

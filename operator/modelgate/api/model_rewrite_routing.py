@@ -1,7 +1,9 @@
 """spec.trafficRouting.inferenceModelRewrite: the InferenceModelRewrite rule to move.
 
-ModelRollout.spec.trafficRouting.inferenceModelRewrite: the rule of an InferenceModelRewrite
-(inference.networking.x-k8s.io/v1alpha2) whose targets carry the two adapters' weights."""
+ModelRollout.spec.trafficRouting.inferenceModelRewrite: the rule of llm-d's InferenceModelRewrite
+(llm-d.ai/v1alpha2) whose targets carry the two adapters' weights. The spec names no API group: the
+Inference Extension's inference.networking.x-k8s.io one (removed in its v1.6.0) is refused when the
+operator finds an object of it under this name (routers/model_rewrite.py)."""
 
 from typing import Annotated
 
@@ -16,8 +18,10 @@ MAX_REWRITE_RULE = 1023
 
 class InferenceModelRewriteRouting(SpecModel):
     name: ObjectName = Field(
-        description="Name of the InferenceModelRewrite (in the ModelRollout's namespace) whose rule "
-        "rewrites requests to the incumbent's and the candidate's adapter (spec.*.adapter)."
+        description="Name of llm-d's InferenceModelRewrite (llm-d.ai/v1alpha2, in the ModelRollout's "
+        "namespace) whose rule rewrites requests to the incumbent's and the candidate's adapter "
+        "(spec.*.adapter). One of the Inference Extension's removed inference.networking.x-k8s.io "
+        "group is refused, naming its replacement."
     )
     rule_index: Annotated[Integer, Field(ge=0, le=MAX_REWRITE_RULE)] = Field(
         0,

@@ -162,8 +162,8 @@ class TrafficRouting(SpecModel):
         default=None,
         alias="inferenceModelRewrite",
         description="Split one InferencePool's traffic between two LoRA adapters (or model names) by "
-        "rewriting the weights of two targets of a rule of an InferenceModelRewrite; both sides name "
-        "the pool and an adapter.",
+        "rewriting the weights of two targets of a rule of llm-d's InferenceModelRewrite (llm-d.ai); "
+        "both sides name the pool and an adapter.",
     )
 
     @model_validator(mode="after")

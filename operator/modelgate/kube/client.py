@@ -15,6 +15,7 @@ import binascii
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
@@ -50,6 +51,23 @@ class Kube(Workloads, GateResources, EvaluationResources):
                     group, version, plural, name, _request_timeout=self.request_timeout
                 )
             )
+
+    def custom_exists(self, group: str, version: str, namespace: str, plural: str, name: str) -> bool:
+        """Whether the object exists, asked of the API server and kept out of the caches (they are
+        by plural: another group's kind of the same plural must not enter them). A read this
+        account is not granted (403), or of a kind not installed, counts as absent."""
+        try:
+            with api_request("get"):
+                self._custom.get_namespaced_custom_object(
+                    group, version, namespace, plural, name, _request_timeout=self.request_timeout
+                )
+        except NotFound:
+            return False
+        except KubeError as error:
+            if error.status == HTTPStatus.FORBIDDEN:
+                return False
+            raise
+        return True
 
     def list_custom(
         self,

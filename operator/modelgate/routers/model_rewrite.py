@@ -1,8 +1,12 @@
-"""Traffic splitting between two LoRA adapters of an InferencePool (InferenceModelRewrite).
+"""Traffic splitting between two LoRA adapters of an InferencePool (llm-d's InferenceModelRewrite).
 
 Traffic splitting between two LoRA adapters (model names) of one InferencePool through the target
-weights of one rule of an InferenceModelRewrite (inference.networking.x-k8s.io/v1alpha2):
-spec.rules[ruleIndex].targets[] of {modelRewrite, weight}.
+weights of one rule of llm-d's InferenceModelRewrite (llm-d.ai/v1alpha2, llm-d-router v0.9.0 on):
+spec.rules[ruleIndex].targets[] of {modelRewrite, weight}, the shape the Inference Extension's
+inference.networking.x-k8s.io/v1alpha2 had until v1.6.0 removed it. An object of that removed group
+is not written: when the named llm-d object is missing and one of the old group exists, the route
+is not found with a message saying what replaced it (llm-d's EPP ignores the old group once its own
+CRD is installed, so weights written there would move nothing).
 
 Its API forbids weight 0 (1..1,000,000, proportional), so a side at 0 has no target: the router
 removes the target and puts it back when the side gets traffic again. Only that rule's targets list
@@ -26,8 +30,9 @@ from modelgate.routers.base import AdapterSides, SideKinds, TrafficRouter
 from modelgate.routers.patched import JsonPatch, PatchedRouter, RouteObject, version_test
 from modelgate.routers.router_kind import RouteKey, RouteResource, RouterKind
 
-REWRITE_GROUP = "inference.networking.x-k8s.io"
+REWRITE_GROUP = "llm-d.ai"
 REWRITE_VERSION = "v1alpha2"
+REMOVED_REWRITE_GROUP = "inference.networking.x-k8s.io"  # the Inference Extension's, until v1.6.0
 MODEL_REWRITES = "inferencemodelrewrites"
 SPEC_FIELD = "spec.trafficRouting.inferenceModelRewrite"
 DEFAULT_WEIGHT = 1  # targets without weights share the rule's traffic equally
@@ -161,6 +166,25 @@ class ModelRewriteRouter(PatchedRouter):
         )
         super().__init__(kube, rewrite, lambda found: locate_targets(found, routing.rule_index, adapters))
 
+    def _not_found(self) -> RouteProblem:
+        obj = self.obj
+        if not self.kube.custom_exists(
+            REMOVED_REWRITE_GROUP, obj.version, obj.namespace, obj.plural, obj.name
+        ):
+            return super()._not_found()
+        return RouteProblem(Reason.ROUTE_NOT_FOUND, removed_group_message(obj.namespace, obj.name))
+
+
+def removed_group_message(namespace: str, name: str) -> str:
+    """What a user whose rewrite is still of the removed group reads, and what to do."""
+    return (
+        f"InferenceModelRewrite {namespace}/{name} ({SPEC_FIELD}.name) is of "
+        f"{REMOVED_REWRITE_GROUP}/{REWRITE_VERSION}, which the Gateway API Inference Extension removed "
+        f"in v1.6.0 and modelgate no longer writes; create it as {REWRITE_GROUP}/{REWRITE_VERSION} "
+        "(llm-d's InferenceModelRewrite, same spec), which llm-d's endpoint picker reads, and delete "
+        "the old one"
+    )
+
 
 def model_rewrite_router(
     kube: Kube, namespace: str, routing: InferenceModelRewriteRouting, kinds: SideKinds
@@ -185,5 +209,7 @@ MODEL_REWRITE = RouterKind(
     named_routes=_named_routes,
     backend_service=_backend_service,
     factory=model_rewrite_router,
-    what_it_writes="InferenceModelRewrites: the targets (two adapters' weights) of a rule",
+    what_it_writes="llm-d's InferenceModelRewrites: the targets (two adapters' weights) of a rule;"
+    " the Inference Extension's removed ones only read by name, to refuse them",
+    removed=(RouteResource(REMOVED_REWRITE_GROUP, REWRITE_VERSION, MODEL_REWRITES),),
 )

@@ -20,6 +20,8 @@ RouteKey = tuple[str, str]  # plural, name: one object a rollout's router reads
 # A router reads its objects from watch caches and JSON-patches two weights in them; it never
 # creates, replaces or deletes one.
 ROUTE_VERBS = ("get", "list", "watch", "patch")
+# A kind of object a router no longer writes is only read by name, to refuse it saying what replaced it.
+REMOVED_VERBS = ("get",)
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
@@ -50,15 +52,15 @@ class RouterKind(Generic[ConfigT]):
     backend_service: Callable[[ConfigT, SeriesSide], str]  # the Service that reaches a Deployment side
     factory: Callable[[Kube, str, ConfigT, SideKinds], TrafficRouter]
     what_it_writes: str  # a line of the chart's RBAC comment: the objects, and what of them is written
+    # Kinds it wrote before an API moved: neither watched nor written, only read by name when the
+    # named object is missing, so that a user who still has one of them is told what replaced it.
+    removed: tuple[RouteResource, ...] = ()
 
     @property
     def rbac_rules(self) -> tuple[RbacRule, ...]:
-        """Its resources, one rule per API group, with the verbs a router calls."""
-        groups = dict.fromkeys(resource.group for resource in self.resources)
-        return tuple(
-            RbacRule(group, tuple(r.plural for r in self.resources if r.group == group), ROUTE_VERBS)
-            for group in groups
-        )
+        """Its resources, one rule per API group, with the verbs a router calls; then its removed
+        kinds', read only."""
+        return _rules(self.resources, ROUTE_VERBS) + _rules(self.removed, REMOVED_VERBS)
 
     def watched(self, raw_config: Mapping[str, Any]) -> frozenset[RouteKey]:
         """The objects named by its section of a rollout's raw spec, through its config model; a
@@ -68,3 +70,10 @@ class RouterKind(Generic[ConfigT]):
         except ValidationError:
             return frozenset()
         return frozenset(self.named_routes(config))
+
+
+def _rules(resources: tuple[RouteResource, ...], verbs: tuple[str, ...]) -> tuple[RbacRule, ...]:
+    groups = dict.fromkeys(resource.group for resource in resources)
+    return tuple(
+        RbacRule(group, tuple(r.plural for r in resources if r.group == group), verbs) for group in groups
+    )
