@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from modelgate.api import ModelRolloutStatus
+from modelgate.api import ModelRolloutStatus, WorkloadRef
 from modelgate.kube import Kube, KubeError
 from modelgate.reconciler import Reconciler
 from testbed.manifests import http_route, model_rollout
@@ -26,10 +26,10 @@ class ScalingKube(InMemoryKube):
         self.scaled: list[tuple[str, int]] = []
         self.events: list[tuple[str, str, str]] = []
 
-    def scale_deployment(self, namespace: str, name: str, replicas: int) -> None:
+    def scale_side(self, namespace: str, side: WorkloadRef, replicas: int) -> None:
         if not self.may_scale:
             raise KubeError(403, FORBIDDEN)
-        self.scaled.append((name, replicas))
+        self.scaled.append((side.name, replicas))
 
     def create_event(self, _: Any, type_: str, reason: str, message: str, *__: Any, **___: Any) -> Any:
         self.events.append((type_, reason, message))
