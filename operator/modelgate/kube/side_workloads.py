@@ -72,7 +72,8 @@ class SideWorkloads(Connection):
             if (group, ref.kind) == (LWS_GROUP, "LeaderWorkerSet"):
                 return leaderworkerset_availability(what, self._workload(namespace, ref))
             scale = self._scale(namespace, ref)
-            pods = self._pod_objects(namespace, scale_selector(what, field, scale))
+            selector = scale_selector(f"{ref.kind} {namespace}/{ref.name}", field, scale)
+            pods = self._pod_objects(namespace, selector)
             return scaled_availability(what, scale, [p for p in map(pool_pod, pods) if p is not None])
         except NotFound:
             return DeploymentAvailability(exists=False, available=False, message=f"{what} not found")
