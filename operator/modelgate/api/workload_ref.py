@@ -105,7 +105,9 @@ class WorkloadRef(SpecModel):
     def object_ref(self) -> WorkloadObjectRef | None:
         """The workload this side is (a `deployment` as apps/v1 Deployment); None for a pool."""
         if self.deployment is not None:
-            return WorkloadObjectRef(apiVersion=DEPLOYMENT_API_VERSION, kind="Deployment", name=self.deployment)
+            return WorkloadObjectRef(
+                apiVersion=DEPLOYMENT_API_VERSION, kind="Deployment", name=self.deployment
+            )
         return self.workload
 
     @property

@@ -115,7 +115,9 @@ def scale_selector(what: str, field: str, scale: Mapping[str, Any]) -> str:
     return str(selector)
 
 
-def scaled_availability(what: str, scale: Mapping[str, Any], pods: Sequence[PoolPod]) -> DeploymentAvailability:
+def scaled_availability(
+    what: str, scale: Mapping[str, Any], pods: Sequence[PoolPod]
+) -> DeploymentAvailability:
     """Whether a workload read through its scale subresource can take traffic: status.replicas ==
     spec.replicas >= 1, and every Pod its selector selects (at least one) is Ready."""
     wanted = int((scale.get("spec") or {}).get("replicas") or 0)
