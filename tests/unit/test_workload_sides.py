@@ -84,7 +84,8 @@ def test_an_inference_pool_named_as_a_workload_is_refused_naming_the_field() -> 
 def test_sides_of_one_kind_and_name_are_refused_however_they_are_spelled() -> None:
     same = with_sides(candidate=workload("LeaderWorkerSet", "chat-v1"))
     assert problems(same) == (
-        "spec.candidate.workload: must differ from spec.incumbent.workload (both are LeaderWorkerSet chat-v1)",
+        "spec.candidate.workload: must differ from spec.incumbent.workload "
+        "(both are LeaderWorkerSet chat-v1)",
     )
     spelled_apart = with_sides(
         incumbent={"deployment": "chat-v1"}, candidate=workload("Deployment", "chat-v1", "apps/v1")

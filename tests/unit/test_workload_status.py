@@ -11,13 +11,13 @@ import pytest
 from kubernetes import client
 
 from modelgate.api.workload_object import WorkloadObjectRef
+from modelgate.kube.pools import PoolPod
 from modelgate.kube.side_workloads import SideWorkloads
 from modelgate.kube.workload_status import (
     leaderworkerset_availability,
     scaled_availability,
     statefulset_availability,
 )
-from modelgate.kube.pools import PoolPod
 
 # As the statefulset controller of Kubernetes 1.36 writes it, its update complete.
 STATEFULSET: dict[str, Any] = {
@@ -70,7 +70,9 @@ LEADERWORKERSET: dict[str, Any] = {
         "readyReplicas": 2,
         "updatedReplicas": 2,
         "replicas": 2,
-        "hpaPodSelector": "leaderworkerset.sigs.k8s.io/name=chat-v2,leaderworkerset.sigs.k8s.io/worker-index=0",
+        "hpaPodSelector": (
+            "leaderworkerset.sigs.k8s.io/name=chat-v2,leaderworkerset.sigs.k8s.io/worker-index=0"
+        ),
     },
 }
 

@@ -216,7 +216,8 @@ class ModelRolloutSpec(SpecModel):
         if candidate.kind == incumbent.kind and candidate.name == incumbent.name and not adapters:
             raise FieldPathError(
                 f"candidate.{candidate.field}",
-                f"must differ from spec.incumbent.{incumbent.field} (both are {_named(incumbent, candidate)})",
+                f"must differ from spec.incumbent.{incumbent.field} "
+                f"(both are {_named(incumbent, candidate)})",
             )
         return self
 

@@ -74,7 +74,8 @@ class WorkloadRef(SpecModel):
         "this side's metric series. Defaults to `<deployment>-[a-z0-9]+-[a-z0-9]+`, the names of "
         "the Deployment's own pods; for a StatefulSet `<name>-[0-9]+`; for a LeaderWorkerSet its "
         "leader Pods, `<name>-[0-9]+`; for an InferencePool, or a workload of another kind, the Pods "
-        "its selector selects (by their owners' name prefixes); set it when pods are named otherwise. Quotes, braces and "
+        "its selector selects (by their owners' name prefixes); set it when pods are named otherwise. "
+        "Quotes, braces and "
         "backslashes are not allowed, so the value can be placed inside a PromQL label matcher as is.",
     )
     # None means the workload's name.

@@ -15,7 +15,6 @@ from modelgate.kube.connection import (
 )
 from modelgate.kube.objects import DeploymentAvailability, availability
 from modelgate.kube.pod_requests import requested
-from modelgate.kube.side_workloads import SideWorkloads
 from modelgate.kube.pools import (
     INFERENCE_GROUP,
     INFERENCE_POOLS,
@@ -26,6 +25,7 @@ from modelgate.kube.pools import (
     pool_label_selector,
     pool_pod,
 )
+from modelgate.kube.side_workloads import SideWorkloads
 
 
 class Workloads(SideWorkloads):
