@@ -79,7 +79,7 @@ def lws_serving(
     try:
         for name, flags in zip(SIDES, (None, candidate), strict=True):
             fleet.simulate_leaders(namespace, name, flags)
-            endpoints.publish(namespace, name)
+            endpoints.publish(namespace, f"{name}-leaders")
         wait_until_served_by_leader(traefik.url, f"{SIDES[0]}-0")
         recorder.start()
         traffic = BackgroundTraffic(gateway_driver(traefik.url, rps=50, max_in_flight=64))
