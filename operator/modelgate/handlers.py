@@ -15,6 +15,7 @@ from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL
 from modelgate.kube import Kube, KubeError
 from modelgate.kube.checks import CHECK_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
+from modelgate.kube.workload_status import LWS_GROUP
 from modelgate.modelevaluation.loops import EvaluationLoops
 from modelgate.rollout_loops import RolloutLoops
 from modelgate.routers.watched import route_resources
@@ -151,6 +152,27 @@ async def pool_event(
 ) -> None:
     # Without the Inference Extension's CRD, kopf logs that it cannot serve this and watches the rest.
     _cache(memo, INFERENCE_POOLS, type, body)
+    loops: RolloutLoops = memo.loops
+    if namespace and name:
+        loops.notice_candidate(namespace, name)
+
+
+@kopf.on.event("apps", "v1", "statefulsets")
+async def statefulset_event(
+    type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    _cache(memo, "statefulsets", type, body)
+    loops: RolloutLoops = memo.loops
+    if namespace and name:
+        loops.notice_candidate(namespace, name)
+
+
+@kopf.on.event(LWS_GROUP, "v1", "leaderworkersets")
+async def leaderworkerset_event(
+    type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
+) -> None:
+    # Without LeaderWorkerSet's CRD, kopf logs that it cannot serve this and watches the rest.
+    _cache(memo, "leaderworkersets", type, body)
     loops: RolloutLoops = memo.loops
     if namespace and name:
         loops.notice_candidate(namespace, name)

@@ -75,7 +75,12 @@ def lws_serving(
             create(api_client, document)
     fleet = ModelFleet(bed, api_client)
     endpoints = LoopbackPods(bed, api_client)
-    recorder = RouteRecorder(client.CustomObjectsApi(api_client), namespace, "chat")
+    recorder = RouteRecorder(
+        client.CustomObjectsApi(api_client),
+        namespace,
+        "chat",
+        backends=(f"{SIDES[0]}-leaders", f"{SIDES[1]}-leaders"),
+    )
     try:
         for name, flags in zip(SIDES, (None, candidate), strict=True):
             fleet.simulate_leaders(namespace, name, flags)

@@ -158,16 +158,17 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list"]
-# Workload sides (spec.incumbent/candidate.workload): a StatefulSet's or LeaderWorkerSet's status
-# says whether it can serve; another kind is read through its scale subresource (the kinds of
-# rbac.extraWorkloads: RBAC cannot grant "anything with a scale subresource"). Never written but for
-# their scale with rbac.scaleDownIncumbents.
+# Workload sides (spec.incumbent/candidate.workload): kopf watches StatefulSets and LeaderWorkerSets
+# to wake a rollout when its candidate changes, and their status says whether it can serve; another
+# kind is read through its scale subresource (the kinds of rbac.extraWorkloads: RBAC cannot grant
+# "anything with a scale subresource"). Never written but for their scale with
+# rbac.scaleDownIncumbents.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["get"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["leaderworkerset.x-k8s.io"]
   resources: ["leaderworkersets"]
-  verbs: ["get"]
+  verbs: ["get", "list", "watch"]
 {{- range .Values.rbac.extraWorkloads }}
 - apiGroups: [{{ .group | quote }}]
   resources: [{{ .resource | quote }}, {{ printf "%s/scale" .resource | quote }}]
