@@ -97,10 +97,10 @@ class ModelFleet:
         once every group's leader is Ready: with `flags`, or the leader container's arguments."""
 
         def read() -> dict[str, Any]:
-            found: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            found: Any = self.custom.get_namespaced_custom_object(
                 LWS_GROUP, "v1", namespace, "leaderworkersets", lws
             )
-            return found
+            return dict(found)
 
         def leaders() -> list[Any] | None:
             return self._ready(namespace, lws_leader_selector(lws), read()["spec"]["replicas"])

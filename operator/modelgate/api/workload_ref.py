@@ -107,7 +107,7 @@ class WorkloadRef(SpecModel):
         """The workload this side is (a `deployment` as apps/v1 Deployment); None for a pool."""
         if self.deployment is not None:
             return WorkloadObjectRef(
-                apiVersion=DEPLOYMENT_API_VERSION, kind="Deployment", name=self.deployment
+                api_version=DEPLOYMENT_API_VERSION, kind="Deployment", name=self.deployment
             )
         return self.workload
 

@@ -192,21 +192,17 @@ class SideWorkloads(Connection):
             held = self._discovered.get(api_version)
         if held is not None:
             return held
-        path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        group, _, version = api_version.rpartition("/")
         try:
             with api_request("get"):
-                response: Any = self.api_client.call_api(
-                    path,
-                    "GET",
-                    response_type=None,
-                    auth_settings=["BearerToken"],
-                    _preload_content=False,
-                    _request_timeout=self.request_timeout,
+                found: Any = (
+                    self._custom.get_api_resources(group, version, _request_timeout=self.request_timeout)
+                    if group
+                    else self._core.get_api_resources(_request_timeout=self.request_timeout)
                 )
         except NotFound:
             return []
-        data = response[0].data if isinstance(response, tuple) else response.data
-        resources = list(as_object(json.loads(data)).get("resources") or [])
+        resources = [{"name": r.name, "kind": r.kind} for r in found.resources or []]
         with self._discovery_lock:
             self._discovered[api_version] = resources
         return resources
