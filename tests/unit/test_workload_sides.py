@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from modelgate.api import InvalidSpecError, parse_spec
+from modelgate.api import parse_spec
 from modelgate.kube.pools import PoolPod
 from modelgate.metrics.promql_plan import analysis_plan, lists_pods
 from modelgate.routers import SideKinds
 from tests.support.promql import assert_evaluates, counter, one
+from tests.unit.test_inference_pools import problems
 
 LWS = "leaderworkerset.x-k8s.io/v1"
 
@@ -39,12 +40,6 @@ SPEC: dict[str, Any] = {
 
 def with_sides(**sides: Any) -> dict[str, Any]:
     return {**SPEC, **sides}
-
-
-def problems(spec: dict[str, Any]) -> tuple[str, ...]:
-    with pytest.raises(InvalidSpecError) as refused:
-        parse_spec(spec)
-    return refused.value.problems
 
 
 # -- the spec --------------------------------------------------------------------------------------
