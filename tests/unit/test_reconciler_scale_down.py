@@ -76,3 +76,13 @@ def test_the_incumbent_is_scaled_down_once_the_window_has_passed(may_scale: bool
     else:
         failed = [message for _, reason, message in kube.events if reason == "ScaleDownFailed"]
         assert ("Warning", "ScaleDownFailed") in reasons and FORBIDDEN in failed[0]
+
+
+def test_an_incumbent_of_another_kind_is_scaled_through_its_own_scale_naming_its_kind() -> None:
+    kube = window_just_passed(may_scale=True)
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "chat-v1"}
+    kube.rollout["spec"]["incumbent"] = {"workload": lws}
+    Reconciler(cast(Kube, kube), clock=lambda: NOW).tick(copy.deepcopy(kube.rollout))
+    assert kube.scaled == [("chat-v1", 0)]
+    [message] = [message for _, reason, message in kube.events if reason == "ScaledDown"]
+    assert "incumbent LeaderWorkerSet chat-v1 scaled to 0" in message
