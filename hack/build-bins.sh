@@ -16,6 +16,7 @@ kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$h
 etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2}' "$here/gomod/etcd/go.mod")
 traefik_version=$(awk '$1 == "require" && $2 == "github.com/traefik/traefik/v3" {print $3}' "$here/gomod/traefik/go.mod")
 sim_version=$(awk '$1 == "github.com/llm-d/llm-d-inference-sim" {print $2}' "$here/gomod/inference-sim/go.mod")
+lws_version=$(awk '$1 == "sigs.k8s.io/lws" {print $2}' "$here/gomod/lws/go.mod")
 # The wrapper's own source is part of the recipe: a change to it builds a new binary.
 sim_recipe=-$(cat "$here/gomod/inference-sim/main.go" "$here/gomod/inference-sim/go.sum" | sha256sum | cut -c1-8)
 # shellcheck source=versions.env
@@ -121,6 +122,16 @@ build_inference_sim() {
   install_built "$out" inference-sim
 }
 
+# LeaderWorkerSet's controller (sigs.k8s.io/lws/cmd), run by the bed's LeaderWorkerSet tests as a
+# local process (testbed/leaderworkersets.py); the module pins its whole dependency graph.
+build_lws() {
+  local out=$cache/lws-$lws_version/bin
+  if cached "$out" lws-controller; then echo "build-bins: lws $lws_version cached in $out"; return; fi
+  mkdir -p "$out.tmp"
+  (cd "$here/gomod/lws" && timed "lws $lws_version" go build -ldflags "-s -w" -o "$out.tmp/lws-controller" sigs.k8s.io/lws/cmd)
+  install_built "$out" lws-controller
+}
+
 go_install() {  # name version package [cache-dir suffix naming the recipe] [ldflags]
   local name=$1 version=$2 pkg=$3 recipe=${4:-} ldflags="-s -w ${5:-}"
   local out=$cache/$name-$version$recipe/bin
@@ -175,7 +186,7 @@ build_bed() {
 
 link_pinned() {
   link_bins "${bed_dirs[@]}" "helm-$HELM_VERSION$helm_recipe" "actionlint-$ACTIONLINT_VERSION" \
-    "traefik-$traefik_version" "inference-sim-$sim_version$sim_recipe"
+    "traefik-$traefik_version" "inference-sim-$sim_version$sim_recipe" "lws-$lws_version"
 }
 
 case "${1:-all}" in
@@ -185,6 +196,7 @@ case "${1:-all}" in
   helm) build_helm ;;
   traefik) build_traefik; link_bins "traefik-$traefik_version" ;;
   inference-sim) build_inference_sim; link_bins "inference-sim-$sim_version$sim_recipe" ;;
+  lws) build_lws; link_bins "lws-$lws_version" ;;
   actionlint) go_install actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint ;;
   bed)  # what `make cluster-up` runs: the control plane alone
     build_bed
@@ -204,7 +216,8 @@ case "${1:-all}" in
     build_kubernetes
     build_traefik
     build_inference_sim
+    build_lws
     link_pinned
     ;;
-  *) echo "usage: build-bins.sh [all|bed|demo|kubernetes|etcd|kwok|helm|actionlint|traefik|inference-sim]" >&2; exit 2 ;;
+  *) echo "usage: build-bins.sh [all|bed|demo|kubernetes|etcd|kwok|helm|actionlint|traefik|inference-sim|lws]" >&2; exit 2 ;;
 esac

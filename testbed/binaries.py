@@ -24,6 +24,7 @@ GO_BUILT = (
     "actionlint",
     "traefik",
     "inference-sim",
+    "lws-controller",
 )
 # Files verified in this process, with what their stat said then: hashing 100 MB per call is slow.
 _verified: dict[Path, tuple[int, int, int]] = {}

@@ -20,6 +20,7 @@ from typing import Any
 
 from kubernetes import client
 
+from modelgate.kube.workload_status import LWS_GROUP, lws_leader_selector
 from testbed.inference_sim import SimulatorFlags, start_simulator
 from testbed.localcluster import LocalCluster
 from testbed.model_server_double import DOUBLE_ENTRY, Behaviour
@@ -60,6 +61,7 @@ class ModelFleet:
         self.refusal_counters = refusal_counters
         self.core = client.CoreV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
         self.doubles: list[PodDouble] = []
 
     def serve(
@@ -85,23 +87,52 @@ class ModelFleet:
         doubles: with `flags`, or without, with the arguments of the Pod's container. By default on
         the Pods' own IPs, for a gateway to reach."""
         args = flags.args(deployment) if flags is not None else self._container_args(namespace, deployment)
+        return self._serve_pods(namespace, deployment, self._simulator(args), on_pod_ips)
 
+    def simulate_leaders(
+        self, namespace: str, lws: str, flags: SimulatorFlags | None = None
+    ) -> list[PodDouble]:
+        """Starts llm-d's simulator for each leader Pod of the LeaderWorkerSet (worker 0 of each
+        group: the leader serves; its workers are Pods that serve nothing), on the Pods' own IPs,
+        once every group's leader is Ready: with `flags`, or the leader container's arguments."""
+
+        def read() -> dict[str, Any]:
+            found: Any = self.custom.get_namespaced_custom_object(
+                LWS_GROUP, "v1", namespace, "leaderworkersets", lws
+            )
+            return dict(found)
+
+        def leaders() -> list[Any] | None:
+            return self._ready(namespace, lws_leader_selector(lws), read()["spec"]["replicas"])
+
+        what = f"the leader Pods of LeaderWorkerSet {namespace}/{lws} to be Ready"
+        args = flags.args(lws) if flags is not None else leader_template_args(read())
+        return self._serve_pods(namespace, lws, self._simulator(args), True, (leaders, what))
+
+    def _simulator(self, args: list[str]) -> Starter:
         def start(namespace: str, deployment: str, pod: str, host: str, port: int) -> PodDouble:
             process = start_simulator(
                 self.bed.processes, f"sim-{namespace}-{pod}", host, port, args, pod=(namespace, pod)
             )
             return PodDouble(namespace, deployment, pod, f"http://{host}:{port}", process, simulated=True)
 
-        return self._serve_pods(namespace, deployment, start, on_pod_ips)
+        return start
 
     def _serve_pods(
-        self, namespace: str, deployment: str, start: Starter, on_pod_ips: bool
+        self,
+        namespace: str,
+        deployment: str,
+        start: Starter,
+        on_pod_ips: bool,
+        ready: tuple[Callable[[], list[Any] | None], str] | None = None,
     ) -> list[PodDouble]:
-        pods = wait_for(
+        """`ready`: which Pods to serve (None until they are all Ready) and what they are, when not
+        the Deployment's."""
+        ready = ready or (
             lambda: self._ready_pods(namespace, deployment),
-            timeout=60,
-            what=f"the Pods of deployment {namespace}/{deployment} to be Ready",
+            f"the Pods of deployment {namespace}/{deployment} to be Ready",
         )
+        pods = wait_for(ready[0], timeout=60, what=ready[1])
         addresses = [_pod_address(pod) if on_pod_ips else ("127.0.0.1", free_port()) for pod in pods]
         started = [
             start(namespace, deployment, pod.metadata.name, host, port)
@@ -153,9 +184,13 @@ class ModelFleet:
     def _ready_pods(self, namespace: str, deployment: str) -> list[Any] | None:
         spec: Any = self.apps.read_namespaced_deployment(deployment, namespace).spec
         selector = ",".join(f"{k}={v}" for k, v in spec.selector.match_labels.items())
+        return self._ready(namespace, selector, spec.replicas)
+
+    def _ready(self, namespace: str, selector: str, wanted: int) -> list[Any] | None:
+        """The selected Pods, by name, once exactly `wanted` of them are Ready."""
         pods: list[Any] = self.core.list_namespaced_pod(namespace, label_selector=selector).items
         ready = [p for p in pods if p.metadata.deletion_timestamp is None and pod_is_ready(p)]
-        return sorted(ready, key=lambda p: p.metadata.name) if len(ready) == spec.replicas else None
+        return sorted(ready, key=lambda p: p.metadata.name) if len(ready) == wanted else None
 
     def _start_double(self, namespace: str, deployment: str, pod: str, host: str, port: int) -> PodDouble:
         process = self.bed.processes.start_python(
@@ -165,6 +200,12 @@ class ModelFleet:
             + ([] if self.refusal_counters else ["--no-refusal-counters"]),
         )
         return PodDouble(namespace, deployment, pod, f"http://{host}:{port}", process)
+
+
+def leader_template_args(lws: dict[str, Any]) -> list[str]:
+    """The arguments of a LeaderWorkerSet's leader (serving) container."""
+    [server, *_] = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"]
+    return list(server.get("args") or [])
 
 
 def pod_is_ready(pod: Any) -> bool:

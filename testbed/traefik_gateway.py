@@ -158,13 +158,18 @@ POD_HEADER = "x-inference-pod"  # the Pod that answered, as llm-d's simulator na
 def answers_by_model(url: str, requests: int) -> Counter[str]:
     """Which Deployment's Pod answered each of `requests` chat requests sent one after another to
     `url`: its name is the Pod's, less the ReplicaSet's and the Pod's suffixes."""
+    return Counter(pod.rsplit("-", 2)[0] for pod in answers_by_pod(url, requests).elements())
+
+
+def answers_by_pod(url: str, requests: int) -> Counter[str]:
+    """Which Pod answered each of `requests` chat requests sent one after another to `url`."""
     answered: Counter[str] = Counter()
     body = json.dumps(CHAT_REQUEST).encode()
     for _ in range(requests):
         request = urllib.request.Request(f"{url}{CHAT_PATH}", data=body, method="POST")
         request.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(request, timeout=10) as response:
-            answered[response.headers[POD_HEADER].rsplit("-", 2)[0]] += 1
+            answered[response.headers[POD_HEADER]] += 1
     return answered
 
 

@@ -15,6 +15,7 @@ from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL
 from modelgate.kube import Kube, KubeError
 from modelgate.kube.checks import CHECK_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
+from modelgate.kube.workload_status import LWS_GROUP
 from modelgate.modelevaluation.loops import EvaluationLoops
 from modelgate.rollout_loops import RolloutLoops
 from modelgate.routers.watched import route_resources
@@ -135,25 +136,35 @@ async def evaluation_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any
     evaluations.notice(type, body)
 
 
-@kopf.on.event("apps", "v1", "deployments")
-async def deployment_event(
-    type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
-) -> None:
-    _cache(memo, "deployments", type, body)
+def _side_changed(memo: kopf.Memo, plural: str, event_type: str | None, body: Mapping[str, Any]) -> None:
+    """A side's object changed: cached, and the rollouts whose candidate it names are woken."""
+    _cache(memo, plural, event_type, body)
     loops: RolloutLoops = memo.loops
-    if namespace and name:
-        loops.notice_candidate(namespace, name)
+    meta = body["metadata"]
+    if meta.get("namespace") and meta.get("name"):
+        loops.notice_candidate(meta["namespace"], meta["name"])
+
+
+@kopf.on.event("apps", "v1", "deployments")
+async def deployment_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _side_changed(memo, "deployments", type, body)
 
 
 @kopf.on.event(INFERENCE_GROUP, INFERENCE_VERSION, INFERENCE_POOLS)
-async def pool_event(
-    type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
-) -> None:
+async def pool_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     # Without the Inference Extension's CRD, kopf logs that it cannot serve this and watches the rest.
-    _cache(memo, INFERENCE_POOLS, type, body)
-    loops: RolloutLoops = memo.loops
-    if namespace and name:
-        loops.notice_candidate(namespace, name)
+    _side_changed(memo, INFERENCE_POOLS, type, body)
+
+
+@kopf.on.event("apps", "v1", "statefulsets")
+async def statefulset_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _side_changed(memo, "statefulsets", type, body)
+
+
+@kopf.on.event(LWS_GROUP, "v1", "leaderworkersets")
+async def leaderworkerset_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    # Without LeaderWorkerSet's CRD, kopf logs that it cannot serve this and watches the rest.
+    _side_changed(memo, "leaderworkersets", type, body)
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={CHECK_LABEL: kopf.PRESENT})

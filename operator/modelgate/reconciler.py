@@ -23,6 +23,7 @@ from modelgate.api import (
     ModelRolloutStatus,
     RollbackReason,
     RolloutRef,
+    WorkloadRef,
     parse_spec,
     parse_status,
 )
@@ -248,8 +249,9 @@ class Reconciler:
                     self.gate_jobs.start(scene.body, scene.spec, gate)
                 case DeleteGateJobs(gate=gate):
                     self.gate_jobs.delete(meta["namespace"], gate)
-                case ScaleDownIncumbent(deployment=deployment):
-                    self._scale_down_incumbent(scene.body, deployment)
+                case ScaleDownIncumbent() as scaled:
+                    assert scene.spec is not None, "only a rollout with a spec has an incumbent"
+                    self._scale_down_incumbent(scene.body, scene.spec.incumbent, scaled)
                 case ClearCommand():
                     self.kube.patch_annotations(meta["namespace"], meta["name"], {COMMAND_ANNOTATION: None})
                 case Notify() as notify:
@@ -275,15 +277,17 @@ class Reconciler:
         log.info("breach evidence", traces=len(evidence.traces), pods=len(evidence.pods))
         return evidence
 
-    def _scale_down_incumbent(self, body: Mapping[str, Any], deployment: str) -> None:
+    def _scale_down_incumbent(
+        self, body: Mapping[str, Any], incumbent: WorkloadRef, scaled: ScaleDownIncumbent
+    ) -> None:
         error = None
         try:
-            self.kube.scale_deployment(body["metadata"]["namespace"], deployment, replicas=0)
-            log.info("incumbent scaled down", deployment=deployment)
-        except KubeError as failure:
+            self.kube.scale_side(body["metadata"]["namespace"], incumbent, replicas=0)
+            log.info("incumbent scaled down", kind=scaled.kind, workload=scaled.name)
+        except (KubeError, ValueError) as failure:  # ValueError: a kind without a scale subresource
             error = str(failure)
-            log.warning("incumbent not scaled down", deployment=deployment, error=error)
-        event = scale_down_event(deployment, error)
+            log.warning("incumbent not scaled down", kind=scaled.kind, workload=scaled.name, error=error)
+        event = scale_down_event(scaled, error)
         self.kube.create_event(body, event.type.value, event.reason.value, event.message)
 
     def _keep_finalizer(self, meta: Mapping[str, Any], wanted: bool) -> bool:

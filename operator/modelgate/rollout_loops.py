@@ -61,7 +61,8 @@ class RolloutTicker:
         spec = body.get("spec") or {}
         routes = watched_routes(spec.get("trafficRouting") or {})
         candidate = spec.get("candidate") or {}
-        name = candidate.get("deployment") or candidate.get("inferencePool") or ""
+        workload = candidate.get("workload") or {}
+        name = candidate.get("deployment") or candidate.get("inferencePool") or workload.get("name") or ""
         return str(name), routes
 
     def tick(self, namespace: str, name: str, *, fresh: bool) -> datetime:

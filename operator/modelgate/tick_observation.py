@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef, WorkloadRef
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef
 from modelgate.commands import decode_command
 from modelgate.core import (
     AnalysisRun,
@@ -27,7 +27,7 @@ from modelgate.core import (
 from modelgate.core.actions import FINALIZER
 from modelgate.core.judging import check_due
 from modelgate.core.tick import watching
-from modelgate.kube import DeploymentAvailability, Kube, NotFound
+from modelgate.kube import Kube, NotFound
 from modelgate.kube.gate_jobs import GateJobs
 from modelgate.metrics import AnalysisPlan, MetricProvider
 from modelgate.routers import TrafficRouter
@@ -54,11 +54,11 @@ class TickObserver:
         plan, query_problem = self._plan(provider, analysed, namespace)
         route = router.read()
         candidate = spec.candidate
-        availability = self._side_availability(namespace, candidate, "spec.candidate.inferencePool")
+        availability = self.kube.side_availability(namespace, candidate, f"spec.candidate.{candidate.field}")
         ready = self._ready_replicas(namespace, spec) if spec.capacity and spec.capacity.enforce else None
         # In the watch window a rollback sends everything to the incumbent, which must be able to serve it.
         incumbent = (
-            self._side_availability(namespace, spec.incumbent, "spec.incumbent.inferencePool")
+            self.kube.side_availability(namespace, spec.incumbent, f"spec.incumbent.{spec.incumbent.field}")
             if watching(status)
             else None
         )
@@ -99,8 +99,8 @@ class TickObserver:
     def _ready_replicas(self, namespace: str, spec: ModelRolloutSpec) -> ReadyReplicas:
         candidate, incumbent = spec.candidate, spec.incumbent
         return ReadyReplicas(
-            candidate=self.kube.side_ready_replicas(namespace, candidate.kind, candidate.name),
-            incumbent=self.kube.side_ready_replicas(namespace, incumbent.kind, incumbent.name),
+            candidate=self.kube.side_ready_replicas(namespace, candidate),
+            incumbent=self.kube.side_ready_replicas(namespace, incumbent),
         )
 
     def _route_claim(self, route: LiveRoute | RouteProblem, uid: str) -> RouteClaim | None:
@@ -155,10 +155,3 @@ class TickObserver:
         assert spec.analysis is not None and problem is not None
         metrics = {metric.name: "" for metric in spec.analysis.metrics}
         return AnalysisRun.failed(metrics, self.clock(), f"the query cannot be built: {problem.message}")
-
-    def _side_availability(
-        self, namespace: str, side: WorkloadRef, pool_field: str
-    ) -> DeploymentAvailability:
-        if side.kind == "Deployment":
-            return self.kube.deployment_availability(namespace, side.name)
-        return self.kube.pool_availability(namespace, side.name, pool_field)

@@ -107,6 +107,7 @@ def adapters(
     )
 
 
+LWS_V2 = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "chat-v2"}
 ADAPTER_V1 = {"inferencePool": "base", "adapter": "chat-lora-v1"}
 ADAPTER_V2 = {"inferencePool": "base", "adapter": "chat-lora-v2"}
 
@@ -422,6 +423,39 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     ),
     "pool backend named other than the pool": BadRollout(
         put("spec.candidate", {"inferencePool": "pool-v2"}), f"{ROUTE}.candidateBackend"
+    ),
+    # Workload sides (docs/topologies/leaderworkerset.md).
+    "workload and deployment both set": BadRollout(put("spec.candidate.workload", LWS_V2), "spec.candidate"),
+    "workload naming an InferencePool": BadRollout(
+        put(
+            "spec.candidate",
+            {"workload": {**LWS_V2, "apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool"}},
+        ),
+        "spec.candidate.workload.kind",
+    ),
+    "workload kind in lowercase": BadRollout(
+        put("spec.candidate", {"workload": {**LWS_V2, "kind": "leaderWorkerSet"}}),
+        "spec.candidate.workload.kind",
+    ),
+    "workload apiVersion without a version": BadRollout(
+        put("spec.candidate", {"workload": {**LWS_V2, "apiVersion": "leaderworkerset.x-k8s.io"}}),
+        "spec.candidate.workload.apiVersion",
+    ),
+    "workload equal to incumbent": BadRollout(
+        edits(put("spec.incumbent", {"workload": LWS_V2}), put("spec.candidate", {"workload": LWS_V2})),
+        "spec.candidate.workload",
+    ),
+    "workload spelling the incumbent Deployment": BadRollout(
+        put(
+            "spec.candidate", {"workload": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat-v1"}}
+        ),
+        "spec.candidate.workload",
+    ),
+    "deployment that the incumbent workload spells": BadRollout(
+        put(
+            "spec.incumbent", {"workload": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat-v2"}}
+        ),
+        "spec.candidate.deployment",
     ),
     # Adapter sides (docs/inference-pools.md, "Adapter rollouts").
     "adapter without a pool": BadRollout(

@@ -22,6 +22,7 @@ CUSTOM_PLURALS = {
     "VirtualService": "virtualservices",
     "InferencePool": "inferencepools",
     "InferenceModelRewrite": "inferencemodelrewrites",
+    "LeaderWorkerSet": "leaderworkersets",
     "ModelRollout": "modelrollouts",
     "ModelEvaluation": "modelevaluations",
 }

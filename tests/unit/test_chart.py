@@ -345,6 +345,8 @@ def test_cluster_scope_grants_exactly_what_the_operator_uses() -> None:
         *(("apps", "deployments", v) for v in ("get", "list", "watch")),
         *ROUTER_RIGHTS,
         *(("inference.networking.k8s.io", "inferencepools", v) for v in ("get", "list", "watch")),
+        *(("apps", "statefulsets", v) for v in ("get", "list", "watch")),
+        *(("leaderworkerset.x-k8s.io", "leaderworkersets", v) for v in ("get", "list", "watch")),
         ("", "pods", "list"),
         *(("batch", "jobs", v) for v in ("get", "list", "watch", "create", "delete")),
         ("", "configmaps", "get"),
@@ -454,11 +456,39 @@ def test_prometheus_secrets_are_granted_by_name_only() -> None:
 
 
 def test_deployment_scale_is_granted_only_when_enabled() -> None:
-    scale_rule = {"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["patch"]}
-    assert scale_rule in the(render(COMBINATIONS["scaleDownIncumbents"]), "ClusterRole")["rules"]
-    assert not [rule for _, rule in rules(render()) if "deployments/scale" in rule["resources"]]
+    scale_rule = {
+        "apiGroups": ["apps"],
+        "resources": ["deployments/scale", "statefulsets/scale"],
+        "verbs": ["patch"],
+    }
+    lws_rule = {
+        "apiGroups": ["leaderworkerset.x-k8s.io"],
+        "resources": ["leaderworkersets/scale"],
+        "verbs": ["patch"],
+    }
+    granted = the(render(COMBINATIONS["scaleDownIncumbents"]), "ClusterRole")["rules"]
+    assert scale_rule in granted and lws_rule in granted
+    assert not [rule for _, rule in rules(render()) if any(r.endswith("/scale") for r in rule["resources"])]
     for role in of_kind(render(COMBINATIONS["everything"]), "Role"):
         assert scale_rule in role["rules"]
+
+
+def test_extra_workloads_are_granted_their_resource_and_scale_and_its_patch_with_scale_down() -> None:
+    extra = {"group": "serving.example.com", "resource": "inferenceservers"}
+    read = {
+        "apiGroups": ["serving.example.com"],
+        "resources": ["inferenceservers", "inferenceservers/scale"],
+        "verbs": ["get"],
+    }
+    scale = {
+        "apiGroups": ["serving.example.com"],
+        "resources": ["inferenceservers/scale"],
+        "verbs": ["patch"],
+    }
+    reading = the(render({"rbac": {"extraWorkloads": [extra]}}), "ClusterRole")["rules"]
+    assert read in reading and scale not in reading
+    scaling = the(render({"rbac": {"extraWorkloads": [extra], "scaleDownIncumbents": True}}), "ClusterRole")
+    assert read in scaling["rules"] and scale in scaling["rules"]
 
 
 def test_no_rbac_and_an_existing_service_account_render_neither() -> None:

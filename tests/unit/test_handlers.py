@@ -23,7 +23,8 @@ def test_only_watch_event_handlers_are_registered_so_no_diff_base_is_needed() ->
     registry = kopf.get_default_registry()
     watched = {handler.id for handler in registry._watching.get_all_handlers()}
     routes = {"route-httproutes", "route-grpcroutes", "route-virtualservices"}
-    assert {"rollout_event", "deployment_event", "pool_event", *routes} <= watched
+    workloads = {"statefulset_event", "leaderworkerset_event"}
+    assert {"rollout_event", "deployment_event", "pool_event", *workloads, *routes} <= watched
     # A change-detecting handler or a daemon would need kopf's diff-base: NoDiffBase must go then.
     assert not registry._changing.get_all_handlers()
     assert not registry._spawning.get_all_handlers()

@@ -75,9 +75,9 @@ def test_a_pool_side_names_its_kind_and_field() -> None:
 
 def test_a_side_with_both_or_neither_is_refused_naming_it() -> None:
     both = with_sides(candidate={"inferencePool": "pool-v2", "deployment": "chat-v2"})
-    assert problems(both) == ("spec.candidate: set exactly one of deployment or inferencePool",)
+    assert problems(both) == ("spec.candidate: set exactly one of deployment, inferencePool or workload",)
     neither = with_sides(incumbent={"model": "llama"})
-    assert problems(neither) == ("spec.incumbent: set exactly one of deployment or inferencePool",)
+    assert problems(neither) == ("spec.incumbent: set exactly one of deployment, inferencePool or workload",)
 
 
 def test_a_pool_side_whose_backend_is_not_the_pool_is_refused_naming_the_backend() -> None:

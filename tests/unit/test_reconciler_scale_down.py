@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from modelgate.api import ModelRolloutStatus
+from modelgate.api import ModelRolloutStatus, WorkloadRef
 from modelgate.kube import Kube, KubeError
 from modelgate.reconciler import Reconciler
 from testbed.manifests import http_route, model_rollout
@@ -26,10 +26,10 @@ class ScalingKube(InMemoryKube):
         self.scaled: list[tuple[str, int]] = []
         self.events: list[tuple[str, str, str]] = []
 
-    def scale_deployment(self, namespace: str, name: str, replicas: int) -> None:
+    def scale_side(self, namespace: str, side: WorkloadRef, replicas: int) -> None:
         if not self.may_scale:
             raise KubeError(403, FORBIDDEN)
-        self.scaled.append((name, replicas))
+        self.scaled.append((side.name, replicas))
 
     def create_event(self, _: Any, type_: str, reason: str, message: str, *__: Any, **___: Any) -> Any:
         self.events.append((type_, reason, message))
@@ -76,3 +76,13 @@ def test_the_incumbent_is_scaled_down_once_the_window_has_passed(may_scale: bool
     else:
         failed = [message for _, reason, message in kube.events if reason == "ScaleDownFailed"]
         assert ("Warning", "ScaleDownFailed") in reasons and FORBIDDEN in failed[0]
+
+
+def test_an_incumbent_of_another_kind_is_scaled_through_its_own_scale_naming_its_kind() -> None:
+    kube = window_just_passed(may_scale=True)
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "chat-v1"}
+    kube.rollout["spec"]["incumbent"] = {"workload": lws}
+    Reconciler(cast(Kube, kube), clock=lambda: NOW).tick(copy.deepcopy(kube.rollout))
+    assert kube.scaled == [("chat-v1", 0)]
+    [message] = [message for _, reason, message in kube.events if reason == "ScaledDown"]
+    assert "incumbent LeaderWorkerSet chat-v1 scaled to 0" in message

@@ -41,7 +41,7 @@ class InMemoryKube:
     def get_custom(self, group: str, version: str, namespace: str, plural: str, name: str, **_: Any) -> Any:
         return copy.deepcopy(self.rollout if plural == PLURAL else self.route)
 
-    def deployment_availability(self, namespace: str, name: str) -> DeploymentAvailability:
+    def side_availability(self, namespace: str, side: Any, field: str) -> DeploymentAvailability:
         replicas = int(self.candidate_available)
         return DeploymentAvailability(
             exists=True, available=self.candidate_available, message=f"{replicas} of 1 replicas available"

@@ -158,6 +158,22 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list"]
+# Workload sides (spec.incumbent/candidate.workload): kopf watches StatefulSets and LeaderWorkerSets
+# to wake a rollout when its candidate changes, and their status says whether it can serve; another
+# kind is read through its scale subresource (the kinds of rbac.extraWorkloads: RBAC cannot grant
+# "anything with a scale subresource"). Never written but for their scale with
+# rbac.scaleDownIncumbents.
+- apiGroups: ["apps"]
+  resources: ["statefulsets"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets"]
+  verbs: ["get", "list", "watch"]
+{{- range .Values.rbac.extraWorkloads }}
+- apiGroups: [{{ .group | quote }}]
+  resources: [{{ .resource | quote }}, {{ printf "%s/scale" .resource | quote }}]
+  verbs: ["get"]
+{{- end }}
 # The evaluation gate (spec.gate): the operator creates one Job per check (owned by the rollout),
 # watches them (a finished one wakes its rollout), reads them and their Pods' termination messages,
 # and deletes them once the gate has decided. It checks that a test set's ConfigMap exists and reads
@@ -182,8 +198,16 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 {{- if .Values.rbac.scaleDownIncumbents }}
 # spec.watch.scaleDownIncumbent: the incumbent's replicas go to 0 once the watch window has passed.
 - apiGroups: ["apps"]
-  resources: ["deployments/scale"]
+  resources: ["deployments/scale", "statefulsets/scale"]
   verbs: ["patch"]
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets/scale"]
+  verbs: ["patch"]
+{{- range .Values.rbac.extraWorkloads }}
+- apiGroups: [{{ .group | quote }}]
+  resources: [{{ printf "%s/scale" .resource | quote }}]
+  verbs: ["patch"]
+{{- end }}
 {{- end }}
 {{- with .Values.rbac.prometheusSecrets }}
 # Bearer tokens for Prometheus (spec.analysis.prometheus.bearerTokenSecretRef): these names only.

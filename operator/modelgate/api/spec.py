@@ -40,6 +40,34 @@ def _sides_differ(kind: str) -> CelRule:
     )
 
 
+def _workloads_differ() -> tuple[CelRule, ...]:
+    # `deployment: x` is apps/v1 Deployment x: the two spellings of one Deployment are one side.
+    both = CelRule(
+        "!has(self.candidate.workload) || !has(self.incumbent.workload) "
+        "|| self.candidate.workload.kind != self.incumbent.workload.kind "
+        "|| self.candidate.workload.name != self.incumbent.workload.name",
+        field_path=".candidate.workload",
+        message_expression="'must differ from spec.incumbent.workload (both are ' "
+        "+ self.incumbent.workload.kind + ' ' + self.incumbent.workload.name + ')'",
+    )
+
+    def spelled_apart(workload_side: str, deployment_side: str, field: str, other: str) -> CelRule:
+        return CelRule(
+            f"!has(self.{workload_side}.workload) || !has(self.{deployment_side}.deployment) "
+            f"|| self.{workload_side}.workload.kind != 'Deployment' "
+            f"|| self.{workload_side}.workload.name != self.{deployment_side}.deployment",
+            field_path=f".candidate.{field}",
+            message_expression=f"'must differ from spec.incumbent.{other} (both are Deployment ' "
+            f"+ self.{deployment_side}.deployment + ')'",
+        )
+
+    return (
+        both,
+        spelled_apart("candidate", "incumbent", "workload", "deployment"),
+        spelled_apart("incumbent", "candidate", "deployment", "workload"),
+    )
+
+
 def _pools_differ() -> CelRule:
     # Two adapters of one pool are two sides; two sides of one pool without adapters are the same.
     return CelRule(
@@ -77,7 +105,8 @@ MODEL_REWRITE_NEEDS_ADAPTERS = (
     "spec.candidate.adapter, with the same inferencePool"
 )
 SCALE_DOWN_NEEDS_DEPLOYMENT = (
-    "scaleDownIncumbent needs spec.incumbent.deployment: an InferencePool has no replicas"
+    "scaleDownIncumbent needs spec.incumbent.deployment or spec.incumbent.workload: an InferencePool "
+    "has no replicas"
 )
 
 
@@ -87,6 +116,7 @@ class ModelRolloutSpec(SpecModel):
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
             _sides_differ("deployment"),
+            *_workloads_differ(),
             _pools_differ(),
             _sides_differ("adapter"),
             CelRule(
@@ -116,7 +146,7 @@ class ModelRolloutSpec(SpecModel):
             ),
             CelRule(
                 "!has(self.watch) || !has(self.watch.scaleDownIncumbent) || !self.watch.scaleDownIncumbent "
-                "|| has(self.incumbent.deployment)",
+                "|| has(self.incumbent.deployment) || has(self.incumbent.workload)",
                 field_path=".watch.scaleDownIncumbent",
                 message=SCALE_DOWN_NEEDS_DEPLOYMENT,
             ),
@@ -130,10 +160,12 @@ class ModelRolloutSpec(SpecModel):
     )
 
     incumbent: WorkloadRef = Field(
-        description="The Deployment or InferencePool serving today; it takes back all traffic on rollback."
+        description="The Deployment, InferencePool or workload serving today; it takes back all traffic "
+        "on rollback."
     )
     candidate: WorkloadRef = Field(
-        description="The Deployment or InferencePool being rolled out; must differ from the incumbent. "
+        description="The Deployment, InferencePool or workload being rolled out; must differ from the "
+        "incumbent. "
         "Changing it starts a new rollout from step 0."
     )
     traffic_routing: TrafficRouting = Field(
@@ -184,7 +216,8 @@ class ModelRolloutSpec(SpecModel):
         if candidate.kind == incumbent.kind and candidate.name == incumbent.name and not adapters:
             raise FieldPathError(
                 f"candidate.{candidate.field}",
-                f"must differ from spec.incumbent.{incumbent.field} (both are {incumbent.name})",
+                f"must differ from spec.incumbent.{incumbent.field} "
+                f"(both are {_named(incumbent, candidate)})",
             )
         return self
 
@@ -230,7 +263,7 @@ class ModelRolloutSpec(SpecModel):
         watch = self.watch
         if watch is not None and self.analysis is None:
             raise FieldPathError("watch", WATCH_NEEDS_ANALYSIS)
-        if watch is not None and watch.scale_down_incumbent and self.incumbent.deployment is None:
+        if watch is not None and watch.scale_down_incumbent and self.incumbent.inference_pool is not None:
             raise FieldPathError("watch.scaleDownIncumbent", SCALE_DOWN_NEEDS_DEPLOYMENT)
         return self
 
@@ -240,6 +273,12 @@ class ModelRolloutSpec(SpecModel):
         if start is not None and start >= len(self.steps):
             raise FieldPathError("gate.full.startAtStep", START_PAST_THE_STEPS)
         return self
+
+
+def _named(side: WorkloadRef, other: WorkloadRef) -> str:
+    """A side by name, and by kind too where a workload (of any kind) is named."""
+    spelled = {side.field, other.field}
+    return f"{side.kind} {side.name}" if "workload" in spelled else side.name
 
 
 def parse_spec(spec: Mapping[str, Any]) -> ModelRolloutSpec:

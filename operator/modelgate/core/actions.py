@@ -76,7 +76,7 @@ def tick_actions(
     actions += route_actions(status, route, effects.events, step_first=not rolled_back, ending=effects.ending)
     actions += _gate_jobs(before, status)
     if effects.scale_down_incumbent:
-        actions.append(ScaleDownIncumbent(spec.incumbent.name))
+        actions.append(ScaleDownIncumbent(spec.incumbent.name, spec.incumbent.kind))
     command, handled = observed.command, status.last_command
     if command is not None and handled is not None and handled.id == command.id:
         actions.append(ClearCommand(command.id))
@@ -183,13 +183,13 @@ def _carried_after(
     return dataclasses.replace(decision, status=status, actions=tuple(actions))
 
 
-def scale_down_event(deployment: str, error: str | None) -> Event:
+def scale_down_event(scaled: ScaleDownIncumbent, error: str | None) -> Event:
     """What scaling the incumbent down came to: tried once; a failure (e.g. the chart did not grant
-    deployments/scale) is a Warning, and the rollout stays Succeeded."""
+    <kind>/scale) is a Warning, and the rollout stays Succeeded."""
+    incumbent = f"incumbent {scaled.kind} {scaled.name}"
     if error is not None:
-        message = f"could not scale the incumbent Deployment {deployment} to 0: {error}"
-        return Event(Reason.SCALE_DOWN_FAILED, message)
-    message = f"the watch window passed: incumbent Deployment {deployment} scaled to 0 replicas"
+        return Event(Reason.SCALE_DOWN_FAILED, f"could not scale the {incumbent} to 0: {error}")
+    message = f"the watch window passed: {incumbent} scaled to 0 replicas"
     return Event(Reason.SCALED_DOWN, message)
 
 
@@ -415,9 +415,9 @@ def apply(world: World, decision: Decision, now: datetime) -> Applied:
                 world = replace(world, gate_jobs=gate)
             case DeleteGateJobs():
                 world = replace(world, gate_jobs=None)
-            case ScaleDownIncumbent(deployment=deployment):
+            case ScaleDownIncumbent() as scaled:
                 world = replace(world, incumbent_replicas=0)
-                events.append(scale_down_event(deployment, None))
+                events.append(scale_down_event(scaled, None))
             case ClearCommand(command_id=command_id):
                 world = replace(world, command=None if world.command == command_id else world.command)
             case Notify() as notify:

@@ -249,9 +249,10 @@ class DeleteGateJobs:
 
 @dataclass(frozen=True)
 class ScaleDownIncumbent:
-    """spec.watch.scaleDownIncumbent, the window passed: the incumbent Deployment to 0 replicas."""
+    """spec.watch.scaleDownIncumbent, the window passed: the incumbent workload to 0 replicas."""
 
-    deployment: str
+    name: str
+    kind: str = "Deployment"
 
 
 @dataclass(frozen=True)

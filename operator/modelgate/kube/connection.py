@@ -64,6 +64,9 @@ class Connection:
             EVALUATION_PLURAL: ObjectCache(),
             **{plural: ObjectCache() for plural in route_plurals},
             "deployments": ObjectCache(deployment_essentials),
+            # A workload side's status is all its availability needs, as a Deployment's is.
+            "statefulsets": ObjectCache(deployment_essentials),
+            "leaderworkersets": ObjectCache(deployment_essentials),
             INFERENCE_POOLS: ObjectCache(),
         }
         return self.caches

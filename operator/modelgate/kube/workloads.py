@@ -1,14 +1,14 @@
 """Deployments, InferencePools and their Pods: what the operator reads of each side and the
-incumbent's scale-down."""
+incumbent's scale-down (a side of another kind: kube/side_workloads.py)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from modelgate.api.workload_ref import WorkloadRef
 from modelgate.kube.api_errors import NotFound
 from modelgate.kube.connection import (
-    Connection,
     Object,
     api_request,
     as_object,
@@ -25,17 +25,51 @@ from modelgate.kube.pools import (
     pool_label_selector,
     pool_pod,
 )
+from modelgate.kube.side_workloads import SideWorkloads
 
 
-class Workloads(Connection):
-    # -- built-in resources ----------------------------------------------------------------------
-    def side_ready_replicas(self, namespace: str, kind: str, name: str) -> int:
+class Workloads(SideWorkloads):
+    # -- a side of any kind ----------------------------------------------------------------------
+    def side_ready_replicas(self, namespace: str, side: WorkloadRef) -> int:
         """A side's Ready replicas: a Deployment's status.readyReplicas, an InferencePool's Ready
-        selected Pods; 0 when it does not exist."""
-        if kind != "Deployment":
-            return sum(pod.ready for pod in self.pool_pods(namespace, name) or [])
-        deployment = self._deployment(namespace, name)
+        selected Pods, another workload's (kube/side_workloads.py); 0 when it does not exist."""
+        ref = side.object_ref
+        if ref is None:
+            return sum(pod.ready for pod in self.pool_pods(namespace, side.name) or [])
+        if not side.is_deployment:
+            return self.workload_ready_replicas(namespace, ref)
+        deployment = self._deployment(namespace, side.name)
         return 0 if deployment is None else int((deployment.get("status") or {}).get("readyReplicas") or 0)
+
+    def side_availability(self, namespace: str, side: WorkloadRef, field: str) -> DeploymentAvailability:
+        """Whether the side can take traffic; `field` is the spec field naming it (for messages)."""
+        ref = side.object_ref
+        if side.is_deployment:
+            return self.deployment_availability(namespace, side.name)
+        if ref is None:
+            return self.pool_availability(namespace, side.name, field)
+        return self.workload_availability(namespace, ref, field)
+
+    def side_serving_pods(self, namespace: str, side: WorkloadRef) -> list[PoolPod] | None:
+        """The Pods that serve the side (a pool's selected Pods, a LeaderWorkerSet's leaders); None
+        when it does not exist. A Deployment's are its own Pods (deployment_pods)."""
+        ref = side.object_ref
+        if ref is None:
+            return self.pool_pods(namespace, side.name)
+        if side.is_deployment:
+            return [pod for pod in map(pool_pod, self._deployment_pod_objects(namespace, side.name)) if pod]
+        return self.workload_serving_pods(namespace, ref)
+
+    def scale_side(self, namespace: str, side: WorkloadRef, replicas: int) -> None:
+        """Sets a workload side's replicas through its scale subresource."""
+        ref = side.object_ref
+        assert ref is not None, "an InferencePool has no replicas (spec validation refuses it)"
+        if side.is_deployment:
+            self.scale_deployment(namespace, side.name, replicas)
+        else:
+            self.scale_workload(namespace, ref, replicas)
+
+    # -- built-in resources ----------------------------------------------------------------------
 
     def deployment_availability(self, namespace: str, name: str) -> DeploymentAvailability:
         """Whether the Deployment can take traffic now: its own rollout is complete and available,
@@ -88,11 +122,14 @@ class Workloads(Connection):
         items = self._deployment_pod_objects(namespace, name)
         return sorted(pod.name for pod in map(pool_pod, items) if pod is not None)
 
-    def side_accelerators(self, namespace: str, kind: str, name: str, resource: str) -> float:
-        """What the side's Ready Pods request of `resource` (kube/pod_requests.py); 0 when the side
-        does not exist or a request is not a quantity."""
-        if kind == "Deployment":
+    def side_accelerators(self, namespace: str, side: WorkloadRef, resource: str) -> float:
+        """What the side's Ready Pods (a LeaderWorkerSet's leaders and workers) request of `resource`
+        (kube/pod_requests.py); 0 when the side does not exist or a request is not a quantity."""
+        ref, name = side.object_ref, side.name
+        if side.is_deployment:
             pods = self._deployment_pod_objects(namespace, name)
+        elif ref is not None:
+            pods = self.workload_pod_objects(namespace, ref)
         else:
             try:
                 pool = self.get_custom(INFERENCE_GROUP, INFERENCE_VERSION, namespace, INFERENCE_POOLS, name)
@@ -112,17 +149,6 @@ class Workloads(Connection):
         return self._pod_objects(
             namespace, ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
         )
-
-    def _pod_objects(self, namespace: str, label_selector: str) -> list[Object]:
-        with api_request("list"):
-            # The JSON as sent: the typed model's deserialization costs more than the read.
-            response: Any = self._core.list_namespaced_pod(
-                namespace,
-                label_selector=label_selector,
-                _preload_content=False,
-                _request_timeout=self.request_timeout,
-            )
-        return list(as_object(json.loads(response.data)).get("items") or [])
 
     def pool_pods(self, namespace: str, name: str) -> list[PoolPod] | None:
         """The Pods an InferencePool selects (by its spec.selector, in its namespace), but for those

@@ -56,16 +56,19 @@ def default_pod_regex(deployment: str) -> str:
     return f"{deployment}-[a-z0-9]+-[a-z0-9]+"
 
 
-def pool_pod_regex(pool: str, pods: Sequence[PoolPod] | None, others: Collection[str] = ()) -> str:
+def pool_pod_regex(
+    pool: str, pods: Sequence[PoolPod] | None, others: Collection[str] = (), *, kind: str = "InferencePool"
+) -> str:
     """The Pods an InferencePool selects, for a side whose podRegex is not set, by the shapes of their
     names, so that the pattern grows with the kinds of Pods, not with their number: each owner's
     generateName prefix followed by `[a-z0-9]+` (a ReplicaSet's Pods keep matching as they come and
     go); Pods named without one (by hand, a StatefulSet's) that share their name up to its last `-`,
     that prefix followed by `[a-z0-9]+`, unless it would also match one of `others` (the other side's
     Pods); any other Pod by its name. A pool that selects no Pods, or does not exist, gets a pattern
-    no Pod name can match (Pod names are lowercase), which says why in the query."""
+    no Pod name can match (Pod names are lowercase), which says why in the query. `kind`: of the
+    object that selects them (a workload read through its scale subresource, too)."""
     if not pods:
-        return f"InferencePool_{pool}_selects_no_Pods"
+        return f"{kind}_{pool}_selects_no_Pods"
     prefixes = sorted({f"{_literal(pod.generate_name)}[a-z0-9]+" for pod in pods if pod.generate_name})
     named = sorted(pod.name for pod in pods if not pod.generate_name)
     alternatives = [*prefixes, *_by_family(named, others)]

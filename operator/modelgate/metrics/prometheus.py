@@ -35,7 +35,7 @@ from modelgate.metrics.context import Side
 from modelgate.metrics.deadline import Deadline
 from modelgate.metrics.exemplars import PODS_KEPT, pod_regex, worst_pods, worst_traces
 from modelgate.metrics.prometheus_http import ADDRESS_FIELD, PrometheusClient, clean_token
-from modelgate.metrics.promql_plan import analysis_plan, needs_accelerators
+from modelgate.metrics.promql_plan import analysis_plan, lists_pods, needs_accelerators
 from modelgate.metrics.provider import AnalysisPlan, run_plan
 
 TOKEN_FIELD = "spec.analysis.prometheus.bearerTokenSecretRef"
@@ -64,15 +64,14 @@ class PrometheusProvider:
 
     def plan(self, spec: ModelRolloutSpec, namespace: str) -> AnalysisPlan:
         # An InferencePool side's series are its Pods' (unless its podRegex says otherwise): listed
-        # by the pool's selector each time, so Pods that come and go are followed.
+        # by the pool's selector each time, so Pods that come and go are followed; so are a
+        # workload's whose kind does not fix its Pods' names.
         sides: tuple[tuple[Side, WorkloadRef], ...] = (
             ("incumbent", spec.incumbent),
             ("candidate", spec.candidate),
         )
         pool_pods = {
-            side: self.kube.pool_pods(namespace, ref.name)
-            for side, ref in sides
-            if ref.inference_pool is not None and ref.pod_regex is None
+            side: self.kube.side_serving_pods(namespace, ref) for side, ref in sides if lists_pods(ref)
         }
         # Each pool side's endpoint picker, whose series (source llm-d) carry its Service's name.
         pickers = {
@@ -95,7 +94,7 @@ class PrometheusProvider:
         accelerators = analysis.accelerators or AcceleratorSpec()
         counts = {"incumbent": accelerators.incumbent.count, "candidate": accelerators.candidate.count}
         return {
-            side: self.kube.side_accelerators(namespace, ref.kind, ref.name, accelerators.resource_name)
+            side: self.kube.side_accelerators(namespace, ref, accelerators.resource_name)
             for side, ref in sides
             if counts[side] is None
         }
@@ -148,9 +147,10 @@ class PrometheusProvider:
 
     def _candidate_pods(self, spec: ModelRolloutSpec, namespace: str) -> list[str]:
         candidate = spec.candidate
-        if candidate.inference_pool is not None:
-            return sorted(pod.name for pod in self.kube.pool_pods(namespace, candidate.name) or [])
-        return self.kube.deployment_pods(namespace, candidate.name)
+        if candidate.is_deployment:
+            return self.kube.deployment_pods(namespace, candidate.name)
+        # A pool's selected Pods, a LeaderWorkerSet's leaders: the Pods that serve.
+        return sorted(pod.name for pod in self.kube.side_serving_pods(namespace, candidate) or [])
 
     def client(self, plan: AnalysisPlan, address: str | None = None) -> PrometheusClient:
         """The client of the plan's Prometheus (or of `address`, the same one reached another way),

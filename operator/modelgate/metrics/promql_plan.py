@@ -20,6 +20,7 @@ from modelgate.api import (
 from modelgate.api.duration import parse_duration
 from modelgate.core import Accelerators
 from modelgate.kube.pools import PoolPod
+from modelgate.kube.workload_status import serving_pod_regex
 from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
 from modelgate.metrics.presets import (
     bucket_queries,
@@ -44,7 +45,8 @@ def analysis_plan(
     """A metric whose query cannot be built (UnknownPresetError, TemplateError) is in `unbuildable`,
     naming its field; a spec no query at all can be built from raises ValueError (QueryContextError,
     or the first metric's). `pool_pods`: the Pods each InferencePool side selects (None: the pool
-    does not exist), for the sides whose podRegex is not set. `requested`: the accelerators each
+    does not exist), and each workload side's serving Pods, for the sides whose pod regex is made
+    from their Pods (lists_pods). `requested`: the accelerators each
     side's Ready Pods request, for the sides whose count the spec does not set. `pickers`: the
     endpoint picker Service of each InferencePool side (None: the pool names none, or does not exist);
     not given: the pools were not looked up."""
@@ -137,14 +139,24 @@ def _gateway_routing(spec: ModelRolloutSpec) -> dict[str, Any]:
     return {"gateway_routes": routes, "backends": (routing.incumbent_backend, routing.candidate_backend)}
 
 
+def lists_pods(ref: WorkloadRef) -> bool:
+    """Whether the side's pod regex is made from its Pods as listed: an InferencePool's, or a
+    workload's whose kind does not fix its Pods' names (without a podRegex in the spec)."""
+    if ref.pod_regex is not None or ref.is_deployment:
+        return False
+    return ref.inference_pool is not None or serving_pod_regex(ref.kind, ref.name) is None
+
+
 def _pod_regex(
     ref: WorkloadRef, pods: Sequence[PoolPod] | None, others: Sequence[PoolPod] | None
 ) -> str | None:
-    """The side's podRegex; for an InferencePool side without one, its Pods' (never matching one of
-    `others`, the other side's). None: the default for a Deployment (its own Pods' names)."""
-    if ref.pod_regex is not None or ref.inference_pool is None:
-        return ref.pod_regex
-    return pool_pod_regex(ref.inference_pool, pods, {pod.name for pod in others or ()})
+    """The side's podRegex; for a StatefulSet or a LeaderWorkerSet without one, its serving Pods'
+    names (a LeaderWorkerSet's leaders); for an InferencePool or another workload, its Pods' as
+    listed (never matching one of `others`, the other side's). None: the default for a Deployment
+    (its own Pods' names)."""
+    if not lists_pods(ref):
+        return ref.pod_regex or (None if ref.is_deployment else serving_pod_regex(ref.kind, ref.name))
+    return pool_pod_regex(ref.name, pods, {pod.name for pod in others or ()}, kind=ref.kind)
 
 
 def _pickers(spec: ModelRolloutSpec, found: Mapping[Side, str | None] | None) -> tuple[str, str]:

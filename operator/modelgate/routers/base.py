@@ -34,7 +34,7 @@ class SideKinds:
         adapters = None
         if incumbent.adapter is not None and candidate.adapter is not None:
             adapters = AdapterSides(incumbent.name, incumbent.adapter, candidate.adapter)
-        return cls(incumbent.kind, candidate.kind, adapters)
+        return cls(incumbent.backend_kind, candidate.backend_kind, adapters)
 
 
 DEPLOYMENT_SIDES = SideKinds()  # both sides Deployments, each reached through a Service
