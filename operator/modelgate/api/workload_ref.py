@@ -6,6 +6,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import ModelName, ObjectName, PodRegex
+from modelgate.api.group_members import MEMBERS_DESCRIPTION, Members, check_unique_roles, unique_roles_rule
 from modelgate.api.markers import CelRule, cel_rules
 from modelgate.api.specmodel import SpecModel
 
@@ -27,6 +28,7 @@ class WorkloadRef(SpecModel):
                 field_path=".adapter",
                 message=ADAPTER_ON_POOL,
             ),
+            unique_roles_rule(),
         )
     )
 
@@ -63,12 +65,15 @@ class WorkloadRef(SpecModel):
         "the Deployment's or InferencePool's name.",
     )
 
+    members: Members | None = Field(None, description=MEMBERS_DESCRIPTION)
+
     @model_validator(mode="after")
     def _exactly_one_workload(self) -> Self:
         if (self.deployment is None) == (self.inference_pool is None):
             raise ValueError("set exactly one of deployment or inferencePool")
         if self.adapter is not None and self.inference_pool is None:
             raise FieldPathError("adapter", ADAPTER_ON_POOL)
+        check_unique_roles(self.members)
         return self
 
     @property
