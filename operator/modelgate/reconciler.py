@@ -248,8 +248,8 @@ class Reconciler:
                     self.gate_jobs.start(scene.body, scene.spec, gate)
                 case DeleteGateJobs(gate=gate):
                     self.gate_jobs.delete(meta["namespace"], gate)
-                case ScaleDownIncumbent(deployment=deployment):
-                    self._scale_down_incumbent(scene.body, deployment)
+                case ScaleDownIncumbent() as scale_down:
+                    self._scale_down_incumbent(scene.body, scale_down)
                 case ClearCommand():
                     self.kube.patch_annotations(meta["namespace"], meta["name"], {COMMAND_ANNOTATION: None})
                 case Notify() as notify:
@@ -275,10 +275,13 @@ class Reconciler:
         log.info("breach evidence", traces=len(evidence.traces), pods=len(evidence.pods))
         return evidence
 
-    def _scale_down_incumbent(self, body: Mapping[str, Any], deployment: str) -> None:
-        error = None
+    def _scale_down_incumbent(self, body: Mapping[str, Any], scale_down: ScaleDownIncumbent) -> None:
+        error, deployment, namespace = None, scale_down.deployment, body["metadata"]["namespace"]
         try:
-            self.kube.scale_deployment(body["metadata"]["namespace"], deployment, replicas=0)
+            if scale_down.member is None:
+                self.kube.scale_deployment(namespace, deployment, replicas=0)
+            else:
+                self.kube.scale_member(namespace, scale_down.member, replicas=0)
             log.info("incumbent scaled down", deployment=deployment)
         except KubeError as failure:
             error = str(failure)
