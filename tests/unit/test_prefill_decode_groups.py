@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from modelgate.api import InvalidSpecError, ModelRolloutSpec, Phase, parse_spec
+from modelgate.api import InvalidSpecError, Phase, parse_spec
 from modelgate.core import MemberAvailability
 from modelgate.core.actions import incumbent_scale_downs
 from modelgate.core.model import ScaleDownIncumbent
