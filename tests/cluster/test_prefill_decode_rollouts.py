@@ -19,7 +19,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
-from modelgate.api import ModelRolloutStatus, Phase
+from modelgate.api import ModelRolloutStatus, Phase, Verdict
 from modelgate.core import ConditionType
 from modelgate.core.reasons import condition
 from testbed.fleet import ModelFleet
@@ -181,7 +181,10 @@ def test_a_good_candidate_is_promoted_as_a_group(
         available = condition(final.conditions, ConditionType.CANDIDATE_AVAILABLE)
         assert available is not None and available.status == "True", available
         by_metric = {record.name: record for record in final.analysis}
-        assert {"decode-tpot", "prefill-ttft"} <= by_metric.keys(), by_metric
+        # Each role judged on its own servers: the decode's 10 ms a token, the prefill's 50 ms first token.
+        tpot, ttft = by_metric["decode-tpot"], by_metric["prefill-ttft"]
+        assert tpot.verdict is Verdict.PASS and tpot.value is not None and tpot.value <= 0.05, tpot
+        assert ttft.verdict is Verdict.PASS and ttft.value is not None and 0.03 <= ttft.value <= 0.5, ttft
         assert route_weights(api_client, namespace, "chat") == {"chat-v1-decode": 0, "chat-v2-decode": 100}
         assert_quiet(fleet, quiet=MEMBERS["v1"], busy=MEMBERS["v2"])
         assert answered_by(traefik.url, 10) == {MEMBERS["v2"][::-1]}  # decoded and prefilled by chat-v2
@@ -198,4 +201,5 @@ def test_a_candidate_group_without_the_incumbents_prefill_is_refused_at_admissio
         )
     assert refused.value.status == 422, refused.value.body
     causes = json.loads(refused.value.body or "{}")["details"]["causes"]
-    assert [cause["field"] for cause in causes] == ["spec.candidate.members"], causes
+    # The group, and the metric that judges the prefill role the candidate no longer has.
+    assert [cause["field"] for cause in causes] == ["spec.candidate.members", "spec.analysis.metrics"], causes
