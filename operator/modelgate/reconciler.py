@@ -248,8 +248,8 @@ class Reconciler:
                     self.gate_jobs.start(scene.body, scene.spec, gate)
                 case DeleteGateJobs(gate=gate):
                     self.gate_jobs.delete(meta["namespace"], gate)
-                case ScaleDownIncumbent() as scale_down:
-                    self._scale_down_incumbent(scene.body, scale_down)
+                case ScaleDownIncumbent() as scaled:
+                    self._scale_down_incumbent(scene.body, scaled)
                 case ClearCommand():
                     self.kube.patch_annotations(meta["namespace"], meta["name"], {COMMAND_ANNOTATION: None})
                 case Notify() as notify:
@@ -275,18 +275,18 @@ class Reconciler:
         log.info("breach evidence", traces=len(evidence.traces), pods=len(evidence.pods))
         return evidence
 
-    def _scale_down_incumbent(self, body: Mapping[str, Any], scale_down: ScaleDownIncumbent) -> None:
-        error, deployment, namespace = None, scale_down.deployment, body["metadata"]["namespace"]
+    def _scale_down_incumbent(self, body: Mapping[str, Any], scaled: ScaleDownIncumbent) -> None:
+        error, namespace = None, body["metadata"]["namespace"]
         try:
-            if scale_down.member is None:
-                self.kube.scale_deployment(namespace, deployment, replicas=0)
+            if scaled.member is None:
+                self.kube.scale_deployment(namespace, scaled.name, replicas=0)
             else:
-                self.kube.scale_member(namespace, scale_down.member, replicas=0)
-            log.info("incumbent scaled down", deployment=deployment)
+                self.kube.scale_member(namespace, scaled.member, replicas=0)
+            log.info("incumbent scaled down", kind=scaled.kind, workload=scaled.name)
         except KubeError as failure:
             error = str(failure)
-            log.warning("incumbent not scaled down", deployment=deployment, error=error)
-        event = scale_down_event(deployment, error)
+            log.warning("incumbent not scaled down", kind=scaled.kind, workload=scaled.name, error=error)
+        event = scale_down_event(scaled, error)
         self.kube.create_event(body, event.type.value, event.reason.value, event.message)
 
     def _keep_finalizer(self, meta: Mapping[str, Any], wanted: bool) -> bool:

@@ -4,17 +4,30 @@ incumbent's scale-down scales."""
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from datetime import UTC, datetime
+from typing import Any, cast
 
 import pytest
+from kubernetes import client
 
-from modelgate.api import InvalidSpecError, Phase, parse_spec
+from modelgate.api import InvalidSpecError, Phase, RollbackReason, parse_spec
+from modelgate.api.addresses import EgressPolicy
+from modelgate.api.group_members import GroupMember
 from modelgate.core import MemberAvailability
 from modelgate.core.actions import incumbent_scale_downs
 from modelgate.core.model import ScaleDownIncumbent
+from modelgate.kube import DeploymentAvailability, Kube
 from modelgate.metrics.context import default_pod_regex
+from modelgate.metrics.prometheus import PrometheusProvider
 from modelgate.metrics.promql_plan import analysis_plan
+from modelgate.reconciler import Reconciler
+from tests.unit import test_breach_evidence
 from tests.unit.engine_support import Simulator
+from tests.unit.test_reconciler_scale_down import ScalingKube, window_just_passed
+from tests.unit.test_reconciler_write_order import NOW
+
+fake_prometheus = test_breach_evidence.prometheus  # a fixture: a fake Prometheus answering as its param says
 
 PREFILL_TTFT = {"name": "prefill-ttft", "preset": "ttftP99", "max": 2.0, "role": "prefill"}
 SIDE_ERRORS = {"name": "errors", "preset": "errorRate", "max": 0.01}
@@ -121,15 +134,15 @@ def test_a_group_takes_no_traffic_until_every_member_is_available() -> None:
 
 def test_a_grouped_incumbent_scales_down_every_member_once() -> None:
     pooled = parse_spec(grouped_spec()).incumbent
-    assert [a.deployment for a in incumbent_scale_downs(pooled)] == ["chat-v1-prefill", "chat-v1-decode"]
+    assert [a.name for a in incumbent_scale_downs(pooled)] == ["chat-v1-prefill", "chat-v1-decode"]
     decode_target = pooled.model_copy(update={"inference_pool": None, "deployment": "chat-v1-decode"})
-    assert [a.deployment for a in incumbent_scale_downs(decode_target)] == [
+    assert [a.name for a in incumbent_scale_downs(decode_target)] == [
         "chat-v1-prefill",
         "chat-v1-decode",
     ]
     router_target = pooled.model_copy(update={"inference_pool": None, "deployment": "chat-v1-router"})
     scaled = incumbent_scale_downs(router_target)
-    assert [a.deployment for a in scaled] == ["chat-v1-router", "chat-v1-prefill", "chat-v1-decode"]
+    assert [a.name for a in scaled] == ["chat-v1-router", "chat-v1-prefill", "chat-v1-decode"]
     assert all(isinstance(a, ScaleDownIncumbent) for a in scaled)
 
 
@@ -160,3 +173,73 @@ def test_a_role_members_pod_regex_and_other_kinds_pods_are_used() -> None:
     assert prefill.incumbent_drawn is not None and 'pod=~"prefill-one-[0-9]+"' in prefill.incumbent_drawn
     unread = analysis_plan(spec, "serving").metrics["prefill-ttft"]
     assert 'pod=~"LeaderWorkerSet_p2_has_no_Pods"' in unread.candidate
+
+
+# -- a role's breach names that member's Pods --------------------------------------------------------
+SLOW_PREFILL, FAST_PREFILL = "chat-v2-prefill-5d8f9-slow1", "chat-v2-prefill-5d8f9-fast1"
+POD_NAMES = {
+    "chat-v2-prefill": [FAST_PREFILL, SLOW_PREFILL],
+    "chat-v2-decode": ["chat-v2-decode-6c7d8-a1b2c"],
+}
+
+
+def prefill_value_by_pod(path: str, params: dict[str, list[str]]) -> tuple[int, object]:
+    if path == "/api/v1/query_exemplars":
+        return 200, {"status": "success", "data": []}
+    query = params["query"][0]
+    value = "0.9" if SLOW_PREFILL in query else "0.1" if FAST_PREFILL in query else "0.5"
+    return 200, {
+        "status": "success",
+        "data": {"resultType": "vector", "result": [{"metric": {}, "value": [0, value]}]},
+    }
+
+
+class GroupPods(Kube):
+    def __init__(self) -> None:
+        super().__init__(client.ApiClient())
+
+    def deployment_pods(self, namespace: str, name: str) -> list[str]:
+        return POD_NAMES.get(name, [])
+
+
+@pytest.mark.parametrize("fake_prometheus", [prefill_value_by_pod], indirect=True)
+def test_a_role_metrics_breach_names_that_members_pods(fake_prometheus: str) -> None:
+    by_decode = {revision: group(revision, "prefill", "decode") for revision in ("v1", "v2")}
+    for revision, side in by_decode.items():
+        del side["inferencePool"]
+        side["deployment"] = f"chat-{revision}-decode"
+    document = grouped_spec(by_decode["v1"], by_decode["v2"], metrics=[PREFILL_TTFT])
+    backends = {"incumbentBackend": "chat-v1-decode", "candidateBackend": "chat-v2-decode"}
+    document["trafficRouting"]["gatewayAPI"].update(backends)
+    document["analysis"]["prometheus"]["address"] = fake_prometheus
+    provider = PrometheusProvider(GroupPods(), EgressPolicy(allow_loopback=True))
+    reason = RollbackReason(time=datetime(2026, 3, 2, tzinfo=UTC), message="breach", metric="prefill-ttft")
+    evidence = provider.explain(parse_spec(document), "serving", reason)
+    assert [(pod.pod, pod.value) for pod in evidence.pods] == [(SLOW_PREFILL, 0.9), (FAST_PREFILL, 0.1)]
+
+
+# -- the reconciler scales each incumbent member down ------------------------------------------------
+class GroupScalingKube(ScalingKube):
+    """ScalingKube whose members are Deployments, read and scaled as GroupMembers does."""
+
+    def member_availability(self, namespace: str, member: GroupMember, field: str) -> DeploymentAvailability:
+        return self.deployment_availability(namespace, member.name)
+
+    def scale_member(self, namespace: str, member: GroupMember, replicas: int) -> None:
+        self.scale_deployment(namespace, member.name, replicas)
+
+
+def test_the_reconciler_scales_every_incumbent_member_down_once_the_window_has_passed() -> None:
+    kube = window_just_passed(may_scale=True)
+    for revision, side in (("v1", "incumbent"), ("v2", "candidate")):
+        members = [{"role": "prefill", "deployment": f"chat-{revision}-prefill"}]
+        kube.rollout["spec"][side]["members"] = [
+            *members,
+            {"role": "decode", "deployment": f"chat-{revision}"},
+        ]
+    grouped = GroupScalingKube(kube.rollout, kube.route, may_scale=True)
+    Reconciler(cast(Kube, grouped), clock=lambda: NOW).tick(copy.deepcopy(grouped.rollout))
+    assert grouped.rollout["status"]["phase"] == "Succeeded"
+    assert grouped.scaled == [("chat-v1-prefill", 0), ("chat-v1", 0)]
+    scaled_down = [message for _, reason, message in grouped.events if reason == "ScaledDown"]
+    assert len(scaled_down) == 2 and "chat-v1-prefill" in scaled_down[0]

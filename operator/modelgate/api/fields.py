@@ -37,13 +37,13 @@ RESOURCE_NAME_PATTERN = (
 ENV_NAME_PATTERN = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 RELATIVE_PATH_PATTERN = r"^[^/].*$"
 RUN_ID_PATTERN = r"^[0-9]{8}T[0-9]{6}$"
-# WorkloadObjectRef's (api/workload_object.py, written there in full: shared by issue 38's helpers).
+
+# What a value failing each pattern should look like instead, for error messages.
+# WorkloadObjectRef's (api/workload_object.py) apiVersion and kind, as its fields spell them.
 API_VERSION_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$"
 )
 KIND_PATTERN = r"^[A-Z][A-Za-z0-9]{0,62}$"
-
-# What a value failing each pattern should look like instead, for error messages.
 PATTERN_HINTS = {
     OBJECT_NAME_PATTERN: "must be a lowercase RFC 1123 name: a-z, 0-9, '-' and '.', "
     "starting and ending with a letter or digit",
@@ -64,8 +64,10 @@ PATTERN_HINTS = {
     "'-', then a key of non-empty segments of letters, digits and -_.!*'()=+,:@",
     PREFIX_URL_PATTERN: "must be an s3://bucket or s3://bucket/prefix URL: a bucket of lowercase letters, "
     "digits, '.' and '-', then segments of letters, digits and -_.!*'()=+,:@",
-    API_VERSION_PATTERN: "must be an API version as in a manifest: apps/v1, leaderworkerset.x-k8s.io/v1",
-    KIND_PATTERN: "must be a kind as in a manifest: Deployment, StatefulSet, LeaderWorkerSet",
+    API_VERSION_PATTERN: "must be an apiVersion such as apps/v1 or leaderworkerset.x-k8s.io/v1: an "
+    "optional lowercase DNS group and "
+    "'/', then a version such as v1, v1beta1 or v2alpha1",
+    KIND_PATTERN: "must be a kind such as StatefulSet: a capital letter, then letters and digits",
 }
 
 

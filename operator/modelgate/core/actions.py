@@ -63,7 +63,7 @@ def incumbent_scale_downs(incumbent: WorkloadRef) -> list[Action]:
     """The incumbent's Deployment, or every workload of its group (and its Deployment, when that
     is not one of them)."""
     members = incumbent.members or ()
-    scaled: list[Action] = [ScaleDownIncumbent(member.name, member) for member in members]
+    scaled: list[Action] = [ScaleDownIncumbent(member.name, member.kind, member) for member in members]
     listed = {member.name for member in members if member.kind == "Deployment"}
     if incumbent.deployment is not None and incumbent.deployment not in listed:
         scaled.insert(0, ScaleDownIncumbent(incumbent.deployment))
@@ -194,13 +194,13 @@ def _carried_after(
     return dataclasses.replace(decision, status=status, actions=tuple(actions))
 
 
-def scale_down_event(deployment: str, error: str | None) -> Event:
+def scale_down_event(scaled: ScaleDownIncumbent, error: str | None) -> Event:
     """What scaling the incumbent down came to: tried once; a failure (e.g. the chart did not grant
-    deployments/scale) is a Warning, and the rollout stays Succeeded."""
+    <kind>/scale) is a Warning, and the rollout stays Succeeded."""
+    incumbent = f"incumbent {scaled.kind} {scaled.name}"
     if error is not None:
-        message = f"could not scale the incumbent Deployment {deployment} to 0: {error}"
-        return Event(Reason.SCALE_DOWN_FAILED, message)
-    message = f"the watch window passed: incumbent Deployment {deployment} scaled to 0 replicas"
+        return Event(Reason.SCALE_DOWN_FAILED, f"could not scale the {incumbent} to 0: {error}")
+    message = f"the watch window passed: {incumbent} scaled to 0 replicas"
     return Event(Reason.SCALED_DOWN, message)
 
 
@@ -426,9 +426,9 @@ def apply(world: World, decision: Decision, now: datetime) -> Applied:
                 world = replace(world, gate_jobs=gate)
             case DeleteGateJobs():
                 world = replace(world, gate_jobs=None)
-            case ScaleDownIncumbent(deployment=deployment):
+            case ScaleDownIncumbent() as scaled:
                 world = replace(world, incumbent_replicas=0)
-                events.append(scale_down_event(deployment, None))
+                events.append(scale_down_event(scaled, None))
             case ClearCommand(command_id=command_id):
                 world = replace(world, command=None if world.command == command_id else world.command)
             case Notify() as notify:

@@ -263,11 +263,12 @@ class DeleteGateJobs:
 
 @dataclass(frozen=True)
 class ScaleDownIncumbent:
-    """spec.watch.scaleDownIncumbent, the window passed: the incumbent Deployment (or each workload
-    of its group) to 0 replicas."""
+    """spec.watch.scaleDownIncumbent, the window passed: the incumbent workload (or each workload of
+    its group) to 0 replicas."""
 
-    deployment: str  # the Deployment's name, or the group member's
-    member: GroupMember | None = None
+    name: str
+    kind: str = "Deployment"
+    member: GroupMember | None = None  # a group member's (spec.incumbent.members[])
 
 
 @dataclass(frozen=True)
