@@ -117,7 +117,7 @@ class TickObserver:
         read = []
         for index, member in enumerate(side.members or ()):
             field = f"spec.{name}.members[{index}]"
-            found = self.kube.member_availability(namespace, member, field)
+            found = self.kube.member_availability(namespace, member)
             read.append(MemberAvailability(member.role, field, found.available, found.message))
         return tuple(read)
 

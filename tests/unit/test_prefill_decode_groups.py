@@ -222,7 +222,7 @@ def test_a_role_metrics_breach_names_that_members_pods(fake_prometheus: str) -> 
 class GroupScalingKube(ScalingKube):
     """ScalingKube whose members are Deployments, read and scaled as GroupMembers does."""
 
-    def member_availability(self, namespace: str, member: GroupMember, field: str) -> DeploymentAvailability:
+    def member_availability(self, namespace: str, member: GroupMember) -> DeploymentAvailability:
         return self.deployment_availability(namespace, member.name)
 
     def scale_member(self, namespace: str, member: GroupMember, replicas: int) -> None:

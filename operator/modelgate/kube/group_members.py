@@ -28,23 +28,22 @@ def is_deployment(member: GroupMember) -> bool:
 
 
 class GroupMembers(Workloads):
-    def member_availability(self, namespace: str, member: GroupMember, field: str) -> DeploymentAvailability:
-        """Whether the member can serve; the message names `field`, the spec field naming it."""
+    def member_availability(self, namespace: str, member: GroupMember) -> DeploymentAvailability:
+        """Whether the member can serve (the engine names the member's field, core/policy.py)."""
         if is_deployment(member):
-            found = self.deployment_availability(namespace, member.name)
-            return DeploymentAvailability(found.exists, found.available, f"{found.message} ({field})")
-        return self.other_workload(namespace, _other(member), field).availability
+            return self.deployment_availability(namespace, member.name)
+        return self.other_workload(namespace, _other(member)).availability
 
     def member_ready_replicas(self, namespace: str, member: GroupMember) -> int:
         if is_deployment(member):
             return self.side_ready_replicas(namespace, "Deployment", member.name)
-        return self.other_workload(namespace, _other(member), "").ready_replicas
+        return self.other_workload(namespace, _other(member)).ready_replicas
 
     def member_pods(self, namespace: str, member: GroupMember) -> list[str]:
         """The names of the member's Pods, but for those being deleted."""
         if is_deployment(member):
             return self.deployment_pods(namespace, member.name)
-        pods = self.other_workload(namespace, _other(member), "").pods
+        pods = self.other_workload(namespace, _other(member)).pods
         return sorted(pod.name for pod in pods)
 
     def scale_member(self, namespace: str, member: GroupMember, replicas: int) -> None:
@@ -53,14 +52,13 @@ class GroupMembers(Workloads):
             return
         raise KubeError(None, f"{_unread(_other(member))}: scale it down by hand")
 
-    def other_workload(self, namespace: str, ref: WorkloadObjectRef, field: str) -> WorkloadReading:
+    def other_workload(self, namespace: str, ref: WorkloadObjectRef) -> WorkloadReading:
         """A member that is not a Deployment (a StatefulSet, a LeaderWorkerSet, any kind with a scale
         subresource): the one place the any-workload reader (issue 38 item 1, kube code that reads a
         workload by its scale subresource and Pod selector) plugs in. Until it does, such a member
         fails closed: not Available, saying why, so a group never takes traffic unread."""
         del namespace  # read by the any-workload reader
-        message = f"{_unread(ref)} ({field})" if field else _unread(ref)
-        return WorkloadReading(DeploymentAvailability(False, False, message), 0, ())
+        return WorkloadReading(DeploymentAvailability(False, False, _unread(ref)), 0, ())
 
 
 def _other(member: GroupMember) -> WorkloadObjectRef:
