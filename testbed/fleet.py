@@ -76,7 +76,7 @@ class ModelFleet:
         a free port of 127.0.0.1, or with `on_pod_ips` on the Pod's own IP and container port, where
         a gateway reaching the Pod through its Service finds it (Pods of the loopback node,
         testbed/loopback_pods.py)."""
-        started = self._serve_pods(namespace, deployment, self._start_double, on_pod_ips)
+        started = self.serve_pods(namespace, deployment, self._start_double, on_pod_ips)
         self.set_behaviour(deployment, behaviour or Behaviour())
         return started
 
@@ -86,8 +86,8 @@ class ModelFleet:
         """Starts llm-d's vLLM simulator for every Ready Pod of the Deployment, as `serve` starts
         doubles: with `flags`, or without, with the arguments of the Pod's container. By default on
         the Pods' own IPs, for a gateway to reach."""
-        args = flags.args(deployment) if flags is not None else self._container_args(namespace, deployment)
-        return self._serve_pods(namespace, deployment, self._simulator(args), on_pod_ips)
+        args = flags.args(deployment) if flags is not None else self.container_args(namespace, deployment)
+        return self.serve_pods(namespace, deployment, self._simulator(args), on_pod_ips)
 
     def simulate_leaders(
         self, namespace: str, lws: str, flags: SimulatorFlags | None = None
@@ -107,7 +107,7 @@ class ModelFleet:
 
         what = f"the leader Pods of LeaderWorkerSet {namespace}/{lws} to be Ready"
         args = flags.args(lws) if flags is not None else leader_template_args(read())
-        return self._serve_pods(namespace, lws, self._simulator(args), True, (leaders, what))
+        return self.serve_pods(namespace, lws, self._simulator(args), True, (leaders, what))
 
     def _simulator(self, args: list[str]) -> Starter:
         def start(namespace: str, deployment: str, pod: str, host: str, port: int) -> PodDouble:
@@ -118,7 +118,7 @@ class ModelFleet:
 
         return start
 
-    def _serve_pods(
+    def serve_pods(
         self,
         namespace: str,
         deployment: str,
@@ -177,9 +177,11 @@ class ModelFleet:
             self.bed.processes.stop(double.process)
         self.doubles.clear()
 
-    def _container_args(self, namespace: str, deployment: str) -> list[str]:
+    def container_args(self, namespace: str, deployment: str) -> list[str]:
+        """The server container's arguments, but its `--port`: the bed starts each server on the
+        port it gives the Pod (the container's, on its Pod IP; or a free one on 127.0.0.1)."""
         spec: Any = self.apps.read_namespaced_deployment(deployment, namespace).spec
-        return list(spec.template.spec.containers[0].args or [])
+        return [arg for arg in spec.template.spec.containers[0].args or [] if not arg.startswith("--port")]
 
     def _ready_pods(self, namespace: str, deployment: str) -> list[Any] | None:
         spec: Any = self.apps.read_namespaced_deployment(deployment, namespace).spec

@@ -280,9 +280,12 @@ class Reconciler:
     def _scale_down_incumbent(
         self, body: Mapping[str, Any], incumbent: WorkloadRef, scaled: ScaleDownIncumbent
     ) -> None:
-        error = None
+        error, namespace = None, body["metadata"]["namespace"]
         try:
-            self.kube.scale_side(body["metadata"]["namespace"], incumbent, replicas=0)
+            if scaled.member is None:
+                self.kube.scale_side(namespace, incumbent, replicas=0)
+            else:
+                self.kube.scale_member(namespace, scaled.member, replicas=0)
             log.info("incumbent scaled down", kind=scaled.kind, workload=scaled.name)
         except (KubeError, ValueError) as failure:  # ValueError: a kind without a scale subresource
             error = str(failure)

@@ -12,11 +12,12 @@ from datetime import datetime
 from typing import Any
 
 from modelgate import API_GROUP, API_VERSION, PLURAL
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef, WorkloadRef
 from modelgate.commands import decode_command
 from modelgate.core import (
     AnalysisRun,
     LiveRoute,
+    MemberAvailability,
     Observations,
     ReadyReplicas,
     RouteClaim,
@@ -62,6 +63,7 @@ class TickObserver:
             if watching(status)
             else None
         )
+        incumbent_members = self._members(namespace, spec.incumbent, "incumbent") if incumbent else ()
         analysis: AnalysisRun | None = None
         # Due even when the route does not yet carry the step's weight (an operator killed between a
         # step's status and its weight, or between a rollback's 0 and its status): judged first, a
@@ -90,6 +92,8 @@ class TickObserver:
             ready_replicas=ready,
             incumbent_available=None if incumbent is None else incumbent.available,
             incumbent_message="" if incumbent is None else incumbent.message,
+            candidate_members=self._members(namespace, candidate, "candidate"),
+            incumbent_members=incumbent_members,
             query_problem=query_problem,
             analysis_check=check,
             has_finalizer=FINALIZER in (meta.get("finalizers") or []),
@@ -97,11 +101,25 @@ class TickObserver:
         )
 
     def _ready_replicas(self, namespace: str, spec: ModelRolloutSpec) -> ReadyReplicas:
-        candidate, incumbent = spec.candidate, spec.incumbent
         return ReadyReplicas(
-            candidate=self.kube.side_ready_replicas(namespace, candidate),
-            incumbent=self.kube.side_ready_replicas(namespace, incumbent),
+            candidate=self._side_ready(namespace, spec.candidate),
+            incumbent=self._side_ready(namespace, spec.incumbent),
         )
+
+    def _side_ready(self, namespace: str, side: WorkloadRef) -> int:
+        """A side's Ready replicas; a group's are its members' (the target may select them all)."""
+        if side.members is None:
+            return self.kube.side_ready_replicas(namespace, side)
+        return sum(self.kube.member_ready_replicas(namespace, member) for member in side.members)
+
+    def _members(self, namespace: str, side: WorkloadRef, name: str) -> tuple[MemberAvailability, ...]:
+        """Each member of a grouped side, as available as it reads now."""
+        read = []
+        for index, member in enumerate(side.members or ()):
+            field = f"spec.{name}.members[{index}]"
+            found = self.kube.member_availability(namespace, member, field)
+            read.append(MemberAvailability(member.role, field, found.available, found.message))
+        return tuple(read)
 
     def _route_claim(self, route: LiveRoute | RouteProblem, uid: str) -> RouteClaim | None:
         """Another rollout's claim on the rule, a live owner's first (core/holds.py)."""

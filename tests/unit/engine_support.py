@@ -31,6 +31,7 @@ from modelgate.core import (
     Decision,
     Event,
     LiveRoute,
+    MemberAvailability,
     MetricQuery,
     Observations,
     QueryResult,
@@ -379,6 +380,7 @@ class Simulator:
     router_applies: bool = True  # False: a slow router, whose writes are not live yet
     ready: ReadyReplicas | None = None  # Ready replicas, as read for spec.capacity
     incumbent_available: bool = True  # as read in a watch window
+    candidate_members: tuple[MemberAvailability, ...] = ()  # a grouped candidate's members, as read
     query_problem: SpecProblem | None = None  # some of the analysis's queries cannot be built
     # Why the analysis's queries do not answer when checked (core/judging.py); None: they answer
     # as `check_outcome` says.
@@ -441,6 +443,7 @@ class Simulator:
             incumbent_message="1/1 replicas available"
             if self.incumbent_available
             else "0/1 replicas available",
+            candidate_members=self.candidate_members,
             query_problem=self.query_problem,
             analysis_check=self.check_run(),
             uid=self.uid,

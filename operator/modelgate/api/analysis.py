@@ -25,6 +25,7 @@ from modelgate.api.fields import (
     SecretKey,
 )
 from modelgate.api.goodput_targets import GoodputTargets
+from modelgate.api.group_members import MemberRole
 from modelgate.api.markers import CelRule, cel_rules, list_map
 from modelgate.api.specmodel import SpecModel
 from modelgate.api.statistical_tests import Comparison, SequentialTest, check_confidence, confidence_rules
@@ -189,6 +190,12 @@ class MetricSpec(SpecModel):
     source: MetricSource | None = Field(
         None,
         description="The serving stack whose metric names the preset reads; default: spec.analysis.source.",
+    )
+    role: MemberRole | None = Field(
+        None,
+        description="With grouped sides (spec.*.members): the role whose workloads' Pods the metric's "
+        "per-pod series come from on each side (ttftP99 with role prefill: the prefill servers' time "
+        "to first token). Absent: the side's Pods (or, for a gateway source, the gateway's series).",
     )
     threshold: Annotated[Number, Field(ge=0, le=LATENCY_MAX)] | None = Field(
         None,

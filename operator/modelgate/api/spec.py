@@ -18,6 +18,7 @@ from pydantic import (
 from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.gate import GateSpec
+from modelgate.api.group_members import role_differences, same_roles_rule
 from modelgate.api.markers import CelRule, cel_rules
 from modelgate.api.notifications import NotificationsSpec
 from modelgate.api.progress_deadlines import ProgressDeadlines
@@ -105,9 +106,10 @@ MODEL_REWRITE_NEEDS_ADAPTERS = (
     "spec.candidate.adapter, with the same inferencePool"
 )
 SCALE_DOWN_NEEDS_DEPLOYMENT = (
-    "scaleDownIncumbent needs spec.incumbent.deployment or spec.incumbent.workload: an InferencePool "
+    "scaleDownIncumbent needs spec.incumbent.deployment, workload or members: an InferencePool "
     "has no replicas"
 )
+ROLE_NEEDS_MEMBER = "names a role that spec.candidate.members does not have"
 
 
 class ModelRolloutSpec(SpecModel):
@@ -146,7 +148,8 @@ class ModelRolloutSpec(SpecModel):
             ),
             CelRule(
                 "!has(self.watch) || !has(self.watch.scaleDownIncumbent) || !self.watch.scaleDownIncumbent "
-                "|| has(self.incumbent.deployment) || has(self.incumbent.workload)",
+                "|| has(self.incumbent.deployment) || has(self.incumbent.workload) "
+                "|| has(self.incumbent.members)",
                 field_path=".watch.scaleDownIncumbent",
                 message=SCALE_DOWN_NEEDS_DEPLOYMENT,
             ),
@@ -155,6 +158,13 @@ class ModelRolloutSpec(SpecModel):
                 "|| self.gate.full.startAtStep < size(self.steps)",
                 field_path=".gate.full.startAtStep",
                 message=START_PAST_THE_STEPS,
+            ),
+            same_roles_rule(),
+            CelRule(
+                "!has(self.analysis) || self.analysis.metrics.all(m, !has(m.role) "
+                "|| (has(self.candidate.members) && self.candidate.members.exists(x, x.role == m.role)))",
+                field_path=".analysis.metrics",
+                message="a metric's role must be one of spec.candidate.members' roles",
             ),
         )
     )
@@ -263,8 +273,25 @@ class ModelRolloutSpec(SpecModel):
         watch = self.watch
         if watch is not None and self.analysis is None:
             raise FieldPathError("watch", WATCH_NEEDS_ANALYSIS)
-        if watch is not None and watch.scale_down_incumbent and self.incumbent.inference_pool is not None:
+        grouped = self.incumbent.members is not None
+        if (
+            watch is not None
+            and watch.scale_down_incumbent
+            and self.incumbent.inference_pool is not None
+            and not grouped
+        ):
             raise FieldPathError("watch.scaleDownIncumbent", SCALE_DOWN_NEEDS_DEPLOYMENT)
+        return self
+
+    @model_validator(mode="after")
+    def _groups_match(self) -> Self:
+        difference = role_differences(self.incumbent.members, self.candidate.members)
+        if difference:
+            raise FieldPathError("candidate.members", difference)
+        roles = {member.role for member in self.candidate.members or ()}
+        for index, metric in enumerate(self.analysis.metrics if self.analysis else ()):
+            if metric.role is not None and metric.role not in roles:
+                raise FieldPathError(f"analysis.metrics[{index}].role", f"{metric.role} {ROLE_NEEDS_MEMBER}")
         return self
 
     @model_validator(mode="after")

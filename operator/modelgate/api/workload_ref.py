@@ -6,6 +6,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from modelgate.api.errors import FieldPathError
 from modelgate.api.fields import ModelName, ObjectName, PodRegex
+from modelgate.api.group_members import MEMBERS_DESCRIPTION, Members, check_unique_roles, unique_roles_rule
 from modelgate.api.markers import CelRule, cel_rules
 from modelgate.api.specmodel import SpecModel
 from modelgate.api.workload_object import WorkloadObjectRef
@@ -40,6 +41,7 @@ class WorkloadRef(SpecModel):
                 field_path=".adapter",
                 message=ADAPTER_ON_POOL,
             ),
+            unique_roles_rule(),
         )
     )
 
@@ -86,6 +88,8 @@ class WorkloadRef(SpecModel):
         "the Deployment's or InferencePool's name.",
     )
 
+    members: Members | None = Field(None, description=MEMBERS_DESCRIPTION)
+
     @model_validator(mode="after")
     def _exactly_one_workload(self) -> Self:
         named = (self.deployment, self.inference_pool, self.workload)
@@ -95,6 +99,7 @@ class WorkloadRef(SpecModel):
             raise FieldPathError("workload.kind", POOL_AS_WORKLOAD)
         if self.adapter is not None and self.inference_pool is None:
             raise FieldPathError("adapter", ADAPTER_ON_POOL)
+        check_unique_roles(self.members)
         return self
 
     @property

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef, RouteState
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef, RouteState, WorkloadRef
 from modelgate.api.gate_status import GateStatus
 from modelgate.core import reasons
 from modelgate.core.model import (
@@ -59,6 +59,17 @@ class TickEffects:
     scale_down_incumbent: bool
 
 
+def incumbent_scale_downs(incumbent: WorkloadRef) -> list[Action]:
+    """The incumbent's workload, or every workload of its group (and the incumbent's own workload,
+    when that is not one of them; a pool has no replicas)."""
+    members = incumbent.members or ()
+    scaled: list[Action] = [ScaleDownIncumbent(member.name, member.kind, member) for member in members]
+    listed = {(member.kind, member.name) for member in members}
+    if incumbent.inference_pool is None and (incumbent.kind, incumbent.name) not in listed:
+        scaled.insert(0, ScaleDownIncumbent(incumbent.name, incumbent.kind))
+    return scaled
+
+
 def tick_actions(
     spec: ModelRolloutSpec,
     before: ModelRolloutStatus,
@@ -76,7 +87,7 @@ def tick_actions(
     actions += route_actions(status, route, effects.events, step_first=not rolled_back, ending=effects.ending)
     actions += _gate_jobs(before, status)
     if effects.scale_down_incumbent:
-        actions.append(ScaleDownIncumbent(spec.incumbent.name, spec.incumbent.kind))
+        actions += incumbent_scale_downs(spec.incumbent)
     command, handled = observed.command, status.last_command
     if command is not None and handled is not None and handled.id == command.id:
         actions.append(ClearCommand(command.id))

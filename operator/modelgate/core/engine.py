@@ -53,6 +53,7 @@ from modelgate.core.policy import (
     STEPPING,
     STEPPING_BOOKKEEPING,
     Rule,
+    with_groups,
 )
 from modelgate.core.reasons import ConditionType, Reason, moment
 from modelgate.core.stepping import failures_for_new_step, mirror_noted, next_wakeup, unmet_need
@@ -68,6 +69,7 @@ def decide(
     spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, now: datetime
 ) -> Decision:
     status = with_state_from_conditions(status, now)
+    observed = with_groups(observed)
     tick = _Tick(endings.in_force(spec, status), status, observed, now)
     tick.run()
     tick.status = note_history(status, tick.status, now)

@@ -20,6 +20,7 @@ from modelgate.api import (
     RouteState,
 )
 from modelgate.api.gate_status import GateStatus
+from modelgate.api.group_members import GroupMember
 from modelgate.api.notifications import PendingNotification
 from modelgate.core.gate_judgement import CheckObservation
 from modelgate.core.reasons import ConditionType, EventType, Reason
@@ -134,6 +135,16 @@ class ReadyReplicas:
 
 
 @dataclass(frozen=True)
+class MemberAvailability:
+    """Whether one workload of a grouped side (spec.*.members) can serve, as read this tick."""
+
+    role: str
+    field: str  # the spec field that names it: spec.candidate.members[1]
+    available: bool
+    message: str
+
+
+@dataclass(frozen=True)
 class Observations:
     generation: int
     candidate_available: bool
@@ -149,6 +160,9 @@ class Observations:
     # Read in the watch window only (None otherwise): a rollback then sends everything to the incumbent.
     incumbent_available: bool | None = None
     incumbent_message: str = ""
+    # A grouped side's members, each read when its side's availability is (core/policy.py joins them).
+    candidate_members: tuple[MemberAvailability, ...] = ()
+    incumbent_members: tuple[MemberAvailability, ...] = ()
     # The analysis's queries (some or all) cannot be built from the spec; naming the field.
     query_problem: SpecProblem | None = None
     # The analysis's queries run once to see that they answer, when query_check.check_due says so.
@@ -249,10 +263,12 @@ class DeleteGateJobs:
 
 @dataclass(frozen=True)
 class ScaleDownIncumbent:
-    """spec.watch.scaleDownIncumbent, the window passed: the incumbent workload to 0 replicas."""
+    """spec.watch.scaleDownIncumbent, the window passed: the incumbent workload (or each workload of
+    its group) to 0 replicas."""
 
     name: str
     kind: str = "Deployment"
+    member: GroupMember | None = None  # a group member's (spec.incumbent.members[])
 
 
 @dataclass(frozen=True)

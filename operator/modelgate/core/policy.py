@@ -8,6 +8,7 @@ tick. A rule that saw something to record returns it as `Noted` effects, which t
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from modelgate.core.endings import (
     record_rollback_run,
@@ -26,11 +27,45 @@ from modelgate.core.holds import (
     inconclusive_deadline,
 )
 from modelgate.core.judging import analysis_verdict, errors_hold, queries_hold, record_analysis
-from modelgate.core.model import Advance, AskWeight, Effect, Hold, Intent, Noted, SetCondition, fields
+from modelgate.core.model import (
+    Advance,
+    AskWeight,
+    Effect,
+    Hold,
+    Intent,
+    MemberAvailability,
+    Noted,
+    Observations,
+    SetCondition,
+    fields,
+)
 from modelgate.core.reasons import ConditionType, Reason
 from modelgate.core.tick import TickView
 
 Rule = Callable[[TickView], Intent | Noted]
+
+
+def with_groups(observed: Observations) -> Observations:
+    """A grouped side (spec.*.members) is Available only when its traffic target and every member
+    are; its message then names the first member that is not."""
+    candidate = _joined(observed.candidate_available, observed.candidate_message, observed.candidate_members)
+    incumbent = _joined(observed.incumbent_available, observed.incumbent_message, observed.incumbent_members)
+    return replace(
+        observed,
+        candidate_available=bool(candidate[0]),
+        candidate_message=candidate[1],
+        incumbent_available=incumbent[0],
+        incumbent_message=incumbent[1],
+    )
+
+
+def _joined(
+    available: bool | None, message: str, members: tuple[MemberAvailability, ...]
+) -> tuple[bool | None, str]:
+    missing = next((member for member in members if not member.available), None)
+    if not available or missing is None:  # not read (None), or the target already says why
+        return available, message
+    return False, f"member {missing.role} ({missing.field}) is not Available: {missing.message}"
 
 
 def no_traffic_yet(tick: TickView) -> Noted:

@@ -30,8 +30,8 @@ from modelgate.kube.connection import (
 )
 from modelgate.kube.evaluation_resources import EvaluationResources
 from modelgate.kube.gate_resources import GateResources
+from modelgate.kube.group_members import GroupMembers
 from modelgate.kube.objects import event_body
-from modelgate.kube.workloads import Workloads
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class SecretKeyValue:
     annotations: Mapping[str, str]
 
 
-class Kube(Workloads, GateResources, EvaluationResources):
+class Kube(GroupMembers, GateResources, EvaluationResources):
     """Every call the operator and its CLI make to the API server."""
 
     # -- custom resources ------------------------------------------------------------------------

@@ -75,6 +75,15 @@ def pool_pod_regex(
     return alternatives[0] if len(alternatives) == 1 else f"({'|'.join(alternatives)})"
 
 
+def named_pods_regex(what: str, names: Sequence[str]) -> str:
+    """Pods listed by name (a group member's that is not a Deployment), by family as pool_pod_regex
+    does; none: a pattern no Pod name can match, which says why in the query."""
+    if not names:
+        return f"{what}_has_no_Pods"
+    alternatives = _by_family(sorted(names), ())
+    return alternatives[0] if len(alternatives) == 1 else f"({'|'.join(alternatives)})"
+
+
 def _by_family(names: Sequence[str], others: Collection[str]) -> list[str]:
     families: dict[str, list[str]] = {}
     for name in names:

@@ -80,7 +80,25 @@ class PrometheusProvider:
             if ref.inference_pool is not None
         }
         requested = self._requested(spec, namespace, sides)
-        return analysis_plan(spec, namespace, pool_pods, requested, pickers)
+        return analysis_plan(
+            spec, namespace, pool_pods, requested, pickers, self._member_pods(spec, namespace)
+        )
+
+    def _member_pods(self, spec: ModelRolloutSpec, namespace: str) -> dict[tuple[Side, str], list[str]]:
+        """The Pods of each group member a metric names by role, where they are not a Deployment's
+        (whose Pods are named after it) and its podRegex is not set."""
+        assert spec.analysis is not None
+        roles = {metric.role for metric in spec.analysis.metrics if metric.role is not None}
+        sides: tuple[tuple[Side, WorkloadRef], ...] = (
+            ("incumbent", spec.incumbent),
+            ("candidate", spec.candidate),
+        )
+        return {
+            (side, member.role): self.kube.member_pods(namespace, member)
+            for side, ref in sides
+            for member in ref.members or ()
+            if member.role in roles and member.kind != "Deployment" and member.pod_regex is None
+        }
 
     def _requested(
         self, spec: ModelRolloutSpec, namespace: str, sides: tuple[tuple[Side, WorkloadRef], ...]
@@ -135,8 +153,8 @@ class PrometheusProvider:
         """The metric's query with the candidate's podRegex narrowed to each pod in turn; nothing when
         the query does not select by pod (a gateway's series, a template without the podRegex)."""
         values: dict[str, float | None] = {}
-        for pod in self._candidate_pods(spec, namespace)[:PODS_KEPT]:
-            alone = spec.candidate.model_copy(update={"pod_regex": pod_regex(pod)})
+        for pod in self._candidate_pods(spec, namespace, metric.role)[:PODS_KEPT]:
+            alone = _narrowed(spec.candidate, metric.role, pod)
             pod_query = self.plan(spec.model_copy(update={"candidate": alone}), namespace).metrics[
                 metric.name
             ]
@@ -145,8 +163,12 @@ class PrometheusProvider:
             values[pod] = client.query(pod_query.candidate).value
         return worst_pods(values, lower_is_worse=metric.max is None and metric.min is not None)
 
-    def _candidate_pods(self, spec: ModelRolloutSpec, namespace: str) -> list[str]:
+    def _candidate_pods(self, spec: ModelRolloutSpec, namespace: str, role: str | None) -> list[str]:
+        """The candidate's Pods, or its `role` member's when the metric names one."""
         candidate = spec.candidate
+        member = next((m for m in candidate.members or () if m.role == role), None)
+        if member is not None:
+            return self.kube.member_pods(namespace, member)
         if candidate.is_deployment:
             return self.kube.deployment_pods(namespace, candidate.name)
         # A pool's selected Pods, a LeaderWorkerSet's leaders: the Pods that serve.
@@ -233,3 +255,14 @@ class _Budgeted:
             f"Prometheus at {self.client.address} did not answer the queries of one evaluation "
             f"within {self.deadline.seconds:g}s"
         )
+
+
+def _narrowed(candidate: WorkloadRef, role: str | None, pod: str) -> WorkloadRef:
+    """The candidate with the series of one Pod: its own podRegex, or its `role` member's."""
+    if role is None:
+        return candidate.model_copy(update={"pod_regex": pod_regex(pod)})
+    members = tuple(
+        member.model_copy(update={"pod_regex": pod_regex(pod)}) if member.role == role else member
+        for member in candidate.members or ()
+    )
+    return candidate.model_copy(update={"members": members})

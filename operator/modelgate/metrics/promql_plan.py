@@ -7,6 +7,7 @@ read the series of the metric's source, or of `spec.analysis.source`."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from modelgate.api import (
@@ -21,7 +22,13 @@ from modelgate.api.duration import parse_duration
 from modelgate.core import Accelerators
 from modelgate.kube.pools import PoolPod
 from modelgate.kube.workload_status import serving_pod_regex
-from modelgate.metrics.context import QueryContext, Side, pool_pod_regex
+from modelgate.metrics.context import (
+    QueryContext,
+    Side,
+    default_pod_regex,
+    named_pods_regex,
+    pool_pod_regex,
+)
 from modelgate.metrics.presets import (
     bucket_queries,
     count_queries,
@@ -41,6 +48,7 @@ def analysis_plan(
     pool_pods: Mapping[Side, Sequence[PoolPod] | None] | None = None,
     requested: Mapping[Side, float] | None = None,
     pickers: Mapping[Side, str | None] | None = None,
+    member_pods: Mapping[tuple[Side, str], Sequence[str]] | None = None,
 ) -> AnalysisPlan:
     """A metric whose query cannot be built (UnknownPresetError, TemplateError) is in `unbuildable`,
     naming its field; a spec no query at all can be built from raises ValueError (QueryContextError,
@@ -49,7 +57,8 @@ def analysis_plan(
     from their Pods (lists_pods). `requested`: the accelerators each
     side's Ready Pods request, for the sides whose count the spec does not set. `pickers`: the
     endpoint picker Service of each InferencePool side (None: the pool names none, or does not exist);
-    not given: the pools were not looked up."""
+    not given: the pools were not looked up. `member_pods`: by side and role, the Pods of the group
+    members that are not Deployments, for the metrics that name a role."""
     analysis = spec.analysis
     assert analysis is not None
     pools = pool_pods or {}
@@ -73,7 +82,8 @@ def analysis_plan(
     unbuildable: dict[str, str] = {}
     for index, metric in enumerate(analysis.metrics):
         try:
-            metrics[metric.name] = _metric_plan(index, metric, metric.source or analysis.source, ctx)
+            role_ctx = _role_context(ctx, spec, metric.role, member_pods or {})
+            metrics[metric.name] = _metric_plan(index, metric, metric.source or analysis.source, role_ctx)
         except ValueError as error:
             unbuildable[metric.name] = str(error)
     if not metrics:  # not one query: the spec's problem, not a metric's
@@ -157,6 +167,31 @@ def _pod_regex(
     if not lists_pods(ref):
         return ref.pod_regex or (None if ref.is_deployment else serving_pod_regex(ref.kind, ref.name))
     return pool_pod_regex(ref.name, pods, {pod.name for pod in others or ()}, kind=ref.kind)
+
+
+def _role_context(
+    ctx: QueryContext,
+    spec: ModelRolloutSpec,
+    role: str | None,
+    member_pods: Mapping[tuple[Side, str], Sequence[str]],
+) -> QueryContext:
+    """The context of a metric naming a role: each side's Pods are that role's member's."""
+    if role is None:
+        return ctx
+
+    def regex(side: Side, ref: WorkloadRef) -> str:
+        member = next(member for member in ref.members or () if member.role == role)
+        if member.pod_regex is not None:
+            return member.pod_regex
+        if member.kind == "Deployment":
+            return default_pod_regex(member.name)
+        return named_pods_regex(f"{member.kind}_{member.name}", member_pods.get((side, role), ()))
+
+    return replace(
+        ctx,
+        incumbent_pod_regex=regex("incumbent", spec.incumbent),
+        candidate_pod_regex=regex("candidate", spec.candidate),
+    )
 
 
 def _pickers(spec: ModelRolloutSpec, found: Mapping[Side, str | None] | None) -> tuple[str, str]:
