@@ -1,4 +1,4 @@
-"""Manual commands (promote, abort, resume, retry) within a tick; each ends Applied or Ignored in
+"""Manual commands (promote, abort, resume, retry; repin without a policy) within a tick; each ends Applied or Ignored in
 `status.lastCommand`, which is what the CLI reads.
 """
 
@@ -80,6 +80,8 @@ NONE_APPLIES = {
 
 
 def _not_applicable_message(tick: TickView, action: CommandAction) -> str:
+    if action is CommandAction.REPIN:  # with spec.policyRef, policy_plans.py handles it
+        return "`modelgate repin` applies only to a rollout with spec.policyRef: this one names no policy"
     phase = tick.status.phase
     pause = tick.status.pause
     refused = f"`modelgate {action}` does not apply in phase {phase}"
