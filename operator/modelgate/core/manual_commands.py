@@ -97,7 +97,7 @@ def unreadable_message(command: UnreadableCommand) -> str:
     value = reasons.clip(command.value, 200)
     return (
         f"annotation {COMMAND_ANNOTATION} ignored: its value {value!r} {command.problem}; expected JSON "
-        f"{COMMAND_SHAPE} with action one of {actions}, as `modelgate promote|abort|resume|retry` writes it"
+        f"{COMMAND_SHAPE} with action one of {actions}, as `modelgate promote|abort|resume|retry|repin` writes it"
     )
 
 

@@ -112,10 +112,9 @@ class Reason(StrEnum):
     ROUTE_CLAIMED = "RouteClaimed"
     INCUMBENT_NOT_SERVED = "IncumbentNotServed"
     ROUTE_HANDED_OVER = "RouteHandedOver"
-    # spec.policyRef (policy_plans.py): the policy changed after it was pinned, is missing, or was adopted.
+    # spec.policyRef (policy_plans.py): the policy changed after it was pinned, or is missing.
     POLICY_CHANGED = "PolicyChanged"
     POLICY_UNRESOLVED = "PolicyUnresolved"
-    REPINNED = "Repinned"
 
     @property
     def event_type(self) -> EventType:
