@@ -226,3 +226,13 @@ def spec_in_force(body: Mapping[str, Any]) -> ModelRolloutSpec:
     status = parse_status(body.get("status") or {})
     tick = PolicyTick(own, spec, meta.get("namespace", ""), status, None, 0, utc_now())
     return pinned_spec(tick) or spec
+
+
+def as_resolved(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The rollout object with its spec as in force (spec_in_force), for the CLI's views; as it is
+    when that cannot be read (the views say what is wrong with it)."""
+    try:
+        spec = spec_in_force(body)
+    except ValueError:
+        return dict(body)
+    return {**body, "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True)}

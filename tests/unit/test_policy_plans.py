@@ -20,7 +20,15 @@ from modelgate.core import Command, CommandAction, SpecProblem, decide
 from modelgate.core.endings import decide_policy_unresolved
 from modelgate.core.model import PostEvents, WriteRoute
 from modelgate.core.reasons import ConditionType
-from modelgate.policy_plans import LivePolicy, PolicyPlan, PolicyTick, Unresolved, plan_for, spec_in_force
+from modelgate.policy_plans import (
+    LivePolicy,
+    PolicyPlan,
+    PolicyTick,
+    Unresolved,
+    as_resolved,
+    plan_for,
+    spec_in_force,
+)
 from tests.unit.engine_support import T0, command, make_spec, observe, weight
 from tests.unit.test_policy_resolution import POLICY, own_spec
 
@@ -191,3 +199,13 @@ def test_repin_of_a_rollout_without_a_policy_is_ignored_saying_why() -> None:
     handled = decided.status.last_command
     assert handled is not None and handled.result is CommandResult.IGNORED
     assert "spec.policyRef" in handled.message
+
+
+def test_the_clis_views_read_the_pinned_plan() -> None:
+    pinned = started()
+    body = {"metadata": {"namespace": "team-a", "name": "chat"}, "spec": own_spec(), "status": pinned.status.to_patch()}
+    shown = as_resolved(body)
+    assert [step.get("setWeight") for step in shown["spec"]["steps"]] == [10, None, 50]
+    assert shown["spec"]["policyRef"]["name"] == "vllm-gateway"
+    broken = {**body, "spec": {**own_spec(), "incumbent": {}}}
+    assert as_resolved(broken) == broken
