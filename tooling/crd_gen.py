@@ -1,5 +1,6 @@
-"""The ModelRollout, ModelEvaluation and the two rollout policy CRDs, generated from the pydantic models of modelgate.api, as
-controller-gen does for Go types: `make generate` runs it, then tooling.docs_gen for the API reference.
+"""The ModelRollout, ModelEvaluation and rollout policy CRDs, generated from the pydantic models of
+modelgate.api, as controller-gen does for Go types: `make generate` runs it, then tooling.docs_gen for
+the API reference.
 
     python -m tooling.crd_gen           # rewrite the CRD and the chart's copy when out of date
     python -m tooling.crd_gen --check   # exit 1, naming the files, when one is out of date
@@ -21,15 +22,14 @@ import yaml
 from pydantic import BaseModel
 
 from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL, KIND, PLURAL
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, evaluation_resource, resource
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, evaluation_resource, policy_resource, resource
 from modelgate.api.evaluation_spec import ModelEvaluationSpec
 from modelgate.api.evaluation_status import ModelEvaluationStatus
-from modelgate.api import policy_resource
 from modelgate.api.fields import PATTERN_HINTS
-from modelgate.api.policy_ref import CLUSTER_POLICY_KIND, CLUSTER_POLICY_PLURAL, POLICY_KIND, POLICY_PLURAL
-from modelgate.api.rollout_policy import ModelRolloutPolicySpec
 from modelgate.api.markers import CelRule
+from modelgate.api.policy_ref import CLUSTER_POLICY_KIND, CLUSTER_POLICY_PLURAL, POLICY_KIND, POLICY_PLURAL
 from modelgate.api.resource import PrinterColumn
+from modelgate.api.rollout_policy import ModelRolloutPolicySpec
 from tooling.generated_files_cli import COMMAND, generator_main
 
 

@@ -48,7 +48,10 @@ EVALUATION_API_REFERENCE = Path("docs/evaluation-api-reference.md")
 # The rollout policies' references (docs/policies.md explains them): CRD file, reference.
 POLICY_REFERENCES = (
     (Path("crds/modelrolloutpolicies.modelgate.io.yaml"), Path("docs/policy-api-reference.md")),
-    (Path("crds/clustermodelrolloutpolicies.modelgate.io.yaml"), Path("docs/cluster-policy-api-reference.md")),
+    (
+        Path("crds/clustermodelrolloutpolicies.modelgate.io.yaml"),
+        Path("docs/cluster-policy-api-reference.md"),
+    ),
 )
 METRIC_PRESETS = Path("docs/metric-presets.md")
 PRESETS_BY_SOURCE = Path("docs/presets.md")

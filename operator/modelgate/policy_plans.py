@@ -161,7 +161,9 @@ def _new_pin(tick: PolicyTick, live: LivePolicy | None) -> PolicyPlan | Unresolv
         return Unresolved(f"{problem}; the candidate stays at weight 0 until it resolves")
     pinned = policy_json(policy)
     if len(pinned) > MAX_PINNED_SPEC:
-        return Unresolved(f"spec.policyRef: {name}'s spec is longer than {MAX_PINNED_SPEC} characters of JSON")
+        return Unresolved(
+            f"spec.policyRef: {name}'s spec is longer than {MAX_PINNED_SPEC} characters of JSON"
+        )
     ref = tick.ref
     pin = PinnedPolicy(
         kind=ref.kind,
@@ -188,14 +190,21 @@ def _with_drift(
     """PolicyDrift True while the policy is not the generation pinned; absent otherwise."""
     if live is not None and live.generation == pin.generation:
         kept = tuple(c for c in status.conditions if c.type != ConditionType.POLICY_DRIFT)
-        return status if len(kept) == len(status.conditions) else status.model_copy(update={"conditions": kept})
+        return (
+            status if len(kept) == len(status.conditions) else status.model_copy(update={"conditions": kept})
+        )
     now_at = "was deleted" if live is None else f"is at generation {live.generation}"
     message = (
         f"{tick.policy_name} {now_at}; this rollout keeps generation {pin.generation} pinned until "
         "`modelgate repin` or its next candidate"
     )
     conditions = reasons.set_condition(
-        status.conditions, ConditionType.POLICY_DRIFT, True, Reason.POLICY_CHANGED, message, tick.now,
+        status.conditions,
+        ConditionType.POLICY_DRIFT,
+        True,
+        Reason.POLICY_CHANGED,
+        message,
+        tick.now,
         tick.generation,
     )
     return status.model_copy(update={"conditions": conditions})

@@ -26,8 +26,8 @@ from modelgate.api import (
     parse_spec,
     parse_status,
 )
-from modelgate.clock import Clock, utc_now
 from modelgate.api.policy_ref import PolicyKind, PolicyRef
+from modelgate.clock import Clock, utc_now
 from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
 from modelgate.core import (
     Decision,

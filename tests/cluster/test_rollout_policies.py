@@ -71,7 +71,12 @@ class ClusterPolicies:
         """Replaces the policy's spec; returns its new generation."""
         patch = [{"op": "replace", "path": "/spec", "value": spec}]
         edited = self.api.patch_cluster_custom_object(
-            API_GROUP, API_VERSION, CLUSTER_POLICY_PLURAL, name, patch, _content_type="application/json-patch+json"
+            API_GROUP,
+            API_VERSION,
+            CLUSTER_POLICY_PLURAL,
+            name,
+            patch,
+            _content_type="application/json-patch+json",
         )
         return int(edited["metadata"]["generation"])
 
@@ -114,7 +119,9 @@ def test_two_namespaces_roll_out_by_one_cluster_policy(
         for scenario in scenarios:
             final = scenario.wait_for_status("the rollout to end", lambda s: s.phase in ENDED, timeout=120)
             assert final.phase is Phase.SUCCEEDED, final.message
-            assert {m.name: m.verdict for m in final.analysis} == {m["name"]: Verdict.PASS for m in SEED_METRICS}
+            assert {m.name: m.verdict for m in final.analysis} == {
+                m["name"]: Verdict.PASS for m in SEED_METRICS
+            }
             assert scenario.recorder.weights_until(100) == [0, 10, 50, 100]
             assert final.policy is not None and (final.policy.name, final.policy.generation) == (name, 1)
         hashes = {s.status().policy.resolved_hash for s in scenarios}  # type: ignore[union-attr]
@@ -125,18 +132,27 @@ def test_a_policy_edited_mid_rollout_drifts_and_changes_no_verdict(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
 ) -> None:
     pinned_steps = [{"setWeight": 10}, {"pause": {"duration": "6s"}}, {"setWeight": 50}]
-    with cluster_policies(api_client) as policies, serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+    with (
+        cluster_policies(api_client) as policies,
+        serving(local_bed, api_client, namespace, Behaviour()) as scenario,
+    ):
         name = f"edited-{namespace}"
         policies.create(name, policy_spec(local_bed.prometheus_url, pinned_steps, SEED_METRICS))
         scenario.apply(rollout_naming(name, namespace))
-        scenario.wait_for_status("the pause step", lambda s: s.current_step_index == 1 and s.phase is Phase.PAUSED)
+        scenario.wait_for_status(
+            "the pause step", lambda s: s.current_step_index == 1 and s.phase is Phase.PAUSED
+        )
         # The edit would roll the candidate back at once (no error at all allowed, a tiny latency
         # bound) and skip the pause: pinned, the rollout does neither.
         strict = [{"name": "strict-latency", "preset": "latencyP99", "max": 0.0001}]
-        generation = policies.replace_spec(name, policy_spec(local_bed.prometheus_url, [{"setWeight": 90}], strict))
+        generation = policies.replace_spec(
+            name, policy_spec(local_bed.prometheus_url, [{"setWeight": 90}], strict)
+        )
         drifted = scenario.wait_for_status("PolicyDrift", lambda s: drift_message(s) is not None)
         message = drift_message(drifted)
-        assert message is not None and f"generation {generation}" in message and "generation 1 pinned" in message
+        assert (
+            message is not None and f"generation {generation}" in message and "generation 1 pinned" in message
+        )
         final = scenario.wait_for_status("the rollout to end", lambda s: s.phase in ENDED, timeout=120)
         assert final.phase is Phase.SUCCEEDED, final.message
         assert {m.name: m.verdict for m in final.analysis} == {m["name"]: Verdict.PASS for m in SEED_METRICS}
@@ -149,7 +165,10 @@ def test_a_policy_edited_mid_rollout_drifts_and_changes_no_verdict(
 def test_a_missing_policy_holds_at_weight_zero_until_it_is_created(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
 ) -> None:
-    with cluster_policies(api_client) as policies, serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+    with (
+        cluster_policies(api_client) as policies,
+        serving(local_bed, api_client, namespace, Behaviour()) as scenario,
+    ):
         name = f"late-{namespace}"
         scenario.apply(rollout_naming(name, namespace))
         held = scenario.wait_for_status(

@@ -98,7 +98,9 @@ COMBINATIONS: dict[str, Object] = {
         "rolloutPolicies": {
             "aggregateToUserRoles": False,
             "clusterReaders": [],
-            "clusterWriters": [{"kind": "Group", "name": "platform", "apiGroup": "rbac.authorization.k8s.io"}],
+            "clusterWriters": [
+                {"kind": "Group", "name": "platform", "apiGroup": "rbac.authorization.k8s.io"}
+            ],
             "defaultPolicy": {"create": False, "name": "vllm-gateway", "prometheus": "http://prom:9090"},
         }
     },

@@ -16,7 +16,9 @@ WRITES = {"create", "update", "patch", "delete"}
 def grants(objects: list[Object], name_suffix: str) -> set[tuple[str, str]]:
     """(resource, verb) of the ClusterRole whose name ends with `name_suffix`."""
     (role,) = [r for r in of_kind(objects, "ClusterRole") if r["metadata"]["name"].endswith(name_suffix)]
-    return {(resource, verb) for rule in role["rules"] for resource in rule["resources"] for verb in rule["verbs"]}
+    return {
+        (resource, verb) for rule in role["rules"] for resource in rule["resources"] for verb in rule["verbs"]
+    }
 
 
 def shipped_policy(objects: list[Object]) -> Object:
@@ -37,7 +39,9 @@ def test_the_shipped_policy_is_a_valid_plan_of_real_presets() -> None:
 
 
 def test_the_shipped_policy_follows_its_values_and_is_created_after_the_crd() -> None:
-    values = {"rolloutPolicies": {"defaultPolicy": {"create": True, "name": "ours", "prometheus": "http://p:9090"}}}
+    values = {
+        "rolloutPolicies": {"defaultPolicy": {"create": True, "name": "ours", "prometheus": "http://p:9090"}}
+    }
     policy = shipped_policy(render(values))
     assert policy["metadata"]["name"] == "ours"
     assert policy["spec"]["analysis"]["prometheus"]["address"] == "http://p:9090"
@@ -52,11 +56,18 @@ def test_tenants_write_namespaced_policies_and_only_read_cluster_ones() -> None:
     assert grants(objects, "-policy-view") == {("modelrolloutpolicies", v) for v in ("get", "list", "watch")}
     reader = grants(objects, "-cluster-policy-reader")
     assert reader == {("clustermodelrolloutpolicies", v) for v in ("get", "list", "watch")}
-    (binding,) = [b for b in of_kind(objects, "ClusterRoleBinding") if b["roleRef"]["name"].endswith("-reader")]
+    (binding,) = [
+        b for b in of_kind(objects, "ClusterRoleBinding") if b["roleRef"]["name"].endswith("-reader")
+    ]
     assert [s["name"] for s in binding["subjects"]] == ["system:authenticated"]
     # Of every role the chart makes, only the writer's writes cluster policies.
     for role in of_kind(objects, "ClusterRole"):
-        writes = {v for rule in role["rules"] if "clustermodelrolloutpolicies" in rule["resources"] for v in rule["verbs"]}
+        writes = {
+            v
+            for rule in role["rules"]
+            if "clustermodelrolloutpolicies" in rule["resources"]
+            for v in rule["verbs"]
+        }
         assert not writes & WRITES or role["metadata"]["name"].endswith("-cluster-policy-writer"), role
 
 
@@ -68,7 +79,9 @@ def test_the_edit_and_view_roles_aggregate_into_the_built_in_ones() -> None:
 
 def test_the_platform_teams_writers_are_bound_to_the_writer_role() -> None:
     objects = render(COMBINATIONS["rollout policies"])
-    (binding,) = [b for b in of_kind(objects, "ClusterRoleBinding") if b["roleRef"]["name"].endswith("-writer")]
+    (binding,) = [
+        b for b in of_kind(objects, "ClusterRoleBinding") if b["roleRef"]["name"].endswith("-writer")
+    ]
     assert [s["name"] for s in binding["subjects"]] == ["platform"]
     names = {r["metadata"]["name"] for r in of_kind(objects, "ClusterRole")}
     assert "mg-modelgate-policy-edit" not in names and "mg-modelgate-cluster-policy-reader" not in names

@@ -102,19 +102,25 @@ def test_a_deleted_policy_keeps_the_pinned_plan_and_says_it_went() -> None:
 def test_repin_ends_the_drift() -> None:
     drifted = planned(plan_for(tick(started().status), LivePolicy(2, EDITED)))
     assert drift(drifted.status) is not None
-    repinned = planned(plan_for(tick(drifted.status, Command(CommandAction.REPIN, "r-1")), LivePolicy(2, EDITED)))
+    repinned = planned(
+        plan_for(tick(drifted.status, Command(CommandAction.REPIN, "r-1")), LivePolicy(2, EDITED))
+    )
     assert drift(repinned.status) is None
 
 
 def test_repin_adopts_the_policy_as_it_is_now_and_is_recorded() -> None:
     pinned = started()
-    repinned = planned(plan_for(tick(pinned.status, Command(CommandAction.REPIN, "r-1")), LivePolicy(2, EDITED)))
+    repinned = planned(
+        plan_for(tick(pinned.status, Command(CommandAction.REPIN, "r-1")), LivePolicy(2, EDITED))
+    )
     assert steps_of(repinned) == [30, 60]
     assert repinned.status.policy is not None and repinned.status.policy.generation == 2
     handled = repinned.status.last_command
     assert handled is not None and (handled.id, handled.result) == ("r-1", CommandResult.APPLIED)
     # Handled once: the same command id again changes nothing.
-    again = planned(plan_for(tick(repinned.status, Command(CommandAction.REPIN, "r-1")), LivePolicy(3, POLICY)))
+    again = planned(
+        plan_for(tick(repinned.status, Command(CommandAction.REPIN, "r-1")), LivePolicy(3, POLICY))
+    )
     assert steps_of(again) == [30, 60]
 
 
@@ -203,7 +209,11 @@ def test_repin_of_a_rollout_without_a_policy_is_ignored_saying_why() -> None:
 
 def test_the_clis_views_read_the_pinned_plan() -> None:
     pinned = started()
-    body = {"metadata": {"namespace": "team-a", "name": "chat"}, "spec": own_spec(), "status": pinned.status.to_patch()}
+    body = {
+        "metadata": {"namespace": "team-a", "name": "chat"},
+        "spec": own_spec(),
+        "status": pinned.status.to_patch(),
+    }
     shown = as_resolved(body)
     assert [step.get("setWeight") for step in shown["spec"]["steps"]] == [10, None, 50]
     assert shown["spec"]["policyRef"]["name"] == "vllm-gateway"

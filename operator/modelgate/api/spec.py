@@ -113,9 +113,7 @@ class ModelRolloutSpec(SpecModel):
                 field_path=".trafficRouting.istio",
                 message=POOLS_NEED_GATEWAY_API,
             ),
-            CelRule(
-                "has(self.steps) || has(self.policyRef)", field_path=".steps", message=STEPS_OR_POLICY
-            ),
+            CelRule("has(self.steps) || has(self.policyRef)", field_path=".steps", message=STEPS_OR_POLICY),
             CelRule(
                 "!has(self.watch) || has(self.analysis) || has(self.policyRef)",
                 field_path=".watch",

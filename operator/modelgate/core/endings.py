@@ -1,6 +1,6 @@
 """How a rollout ends other than by a step's verdict: the watch window after the last step, a
-gradual rollback, a spec the operator cannot use (or a policy it cannot resolve), and a tick that raised what the operator does not
-expect (the fail-safe's decision).
+gradual rollback, a spec the operator cannot use (or a policy it cannot resolve), and a tick that
+raised what the operator does not expect (the fail-safe's decision).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Manual commands (promote, abort, resume, retry; repin without a policy) within a tick; each ends Applied or Ignored in
-`status.lastCommand`, which is what the CLI reads.
+"""Manual commands (promote, abort, resume, retry; repin without a policy) within a tick; each ends
+Applied or Ignored in `status.lastCommand`, which is what the CLI reads.
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ def unreadable_message(command: UnreadableCommand) -> str:
     value = reasons.clip(command.value, 200)
     return (
         f"annotation {COMMAND_ANNOTATION} ignored: its value {value!r} {command.problem}; expected JSON "
-        f"{COMMAND_SHAPE} with action one of {actions}, as `modelgate promote|abort|resume|retry|repin` writes it"
+        f"{COMMAND_SHAPE} with action one of {actions}, as `modelgate promote|abort|resume|retry|repin` "
+        "writes it"
     )
 
 
