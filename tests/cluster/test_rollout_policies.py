@@ -131,7 +131,7 @@ def test_two_namespaces_roll_out_by_one_cluster_policy(
 def test_a_policy_edited_mid_rollout_drifts_and_changes_no_verdict(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
 ) -> None:
-    pinned_steps = [{"setWeight": 10}, {"pause": {"duration": "6s"}}, {"setWeight": 50}]
+    pinned_steps = [{"setWeight": 10}, {"pause": {"duration": "8s"}}, {"setWeight": 50}]
     with (
         cluster_policies(api_client) as policies,
         serving(local_bed, api_client, namespace, Behaviour()) as scenario,
@@ -140,10 +140,10 @@ def test_a_policy_edited_mid_rollout_drifts_and_changes_no_verdict(
         policies.create(name, policy_spec(local_bed.prometheus_url, pinned_steps, SEED_METRICS))
         scenario.apply(rollout_naming(name, namespace))
         scenario.wait_for_status(
-            "the pause step", lambda s: s.current_step_index == 1 and s.phase is Phase.PAUSED
+            "the pause step", lambda s: s.current_step_index == 1 and s.phase is Phase.PROGRESSING
         )
-        # The edit would roll the candidate back at once (no error at all allowed, a tiny latency
-        # bound) and skip the pause: pinned, the rollout does neither.
+        # The edit would roll the candidate back at once (a latency bound no server meets) and skip
+        # the pause: pinned, the rollout does neither.
         strict = [{"name": "strict-latency", "preset": "latencyP99", "max": 0.0001}]
         generation = policies.replace_spec(
             name, policy_spec(local_bed.prometheus_url, [{"setWeight": 90}], strict)
@@ -158,8 +158,8 @@ def test_a_policy_edited_mid_rollout_drifts_and_changes_no_verdict(
         assert {m.name: m.verdict for m in final.analysis} == {m["name"]: Verdict.PASS for m in SEED_METRICS}
         assert scenario.recorder.weights_until(100) == [0, 10, 50, 100]
         assert final.policy is not None and final.policy.generation == 1
-        # The pause step ran its pinned duration: step 2 started at least 6 s after step 1.
-        assert final.step_starts[2] - final.step_starts[1] >= 6
+        # The pause step ran its pinned duration: step 2 started at least 8 s after step 1.
+        assert final.step_starts[2] - final.step_starts[1] >= 8
 
 
 def test_a_missing_policy_holds_at_weight_zero_until_it_is_created(

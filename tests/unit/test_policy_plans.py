@@ -186,13 +186,18 @@ def test_the_hold_asks_for_weight_zero_and_says_so_once() -> None:
     assert again.status.pause == held.status.pause  # since when it began
 
 
-def test_readers_outside_a_tick_see_the_pinned_plan() -> None:
-    pinned = started()
-    body = {
+def pinned_object(pinned: PolicyPlan) -> dict[str, Any]:
+    """The rollout object as the API server has it once the policy is pinned."""
+    return {
         "metadata": {"namespace": "team-a", "name": "chat"},
         "spec": own_spec(),
         "status": pinned.status.to_patch(),
     }
+
+
+def test_readers_outside_a_tick_see_the_pinned_plan() -> None:
+    pinned = started()
+    body = pinned_object(pinned)
     assert spec_in_force(body).steps == pinned.spec.steps
     unpinned = {**body, "status": {}}
     assert spec_in_force(unpinned).steps == ()
@@ -208,12 +213,7 @@ def test_repin_of_a_rollout_without_a_policy_is_ignored_saying_why() -> None:
 
 
 def test_the_clis_views_read_the_pinned_plan() -> None:
-    pinned = started()
-    body = {
-        "metadata": {"namespace": "team-a", "name": "chat"},
-        "spec": own_spec(),
-        "status": pinned.status.to_patch(),
-    }
+    body = pinned_object(started())
     shown = as_resolved(body)
     assert [step.get("setWeight") for step in shown["spec"]["steps"]] == [10, None, 50]
     assert shown["spec"]["policyRef"]["name"] == "vllm-gateway"
