@@ -95,14 +95,12 @@ def plan_for(tick: PolicyTick, live: LivePolicy | None) -> PolicyPlan | Unresolv
     if pin is not None and repin is None:
         return _pinned(tick, pin, live)
     made = _new_pin(tick, live)
-    if repin is None:
-        return made
+    if repin is None or (pin is None and isinstance(made, Unresolved)):
+        return made  # without a pin, a repin waits with the rollout for the policy to resolve
     if isinstance(made, Unresolved):
+        assert pin is not None
         refused = f"`modelgate repin` ignored: {made.message}; the pinned plan stays"
-        assert pin is not None, "without a pin a repin is an ordinary start"
-        planned = _pinned(tick, pin, live)
-        assert isinstance(planned, PolicyPlan)
-        return _recorded(tick, planned, repin, CommandResult.IGNORED, refused)
+        return _recorded(tick, _pinned(tick, pin, live), repin, CommandResult.IGNORED, refused)
     before = "none" if pin is None else str(pin.generation)
     assert made.status.policy is not None
     adopted = f"adopted {tick.policy_name} at generation {made.status.policy.generation} (pinned: {before})"

@@ -96,7 +96,12 @@ def busy_status() -> ModelRolloutStatus:
             sequence=1, pending=(PendingNotification(transition=Transition.PAUSED, sequence=1, at=T0),)
         ),
         policy=PinnedPolicy(
-            kind=PolicyKind.CLUSTER, name="p", generation=1, candidate="chat-v1", spec="{}", resolved_hash="abc"
+            kind=PolicyKind.CLUSTER,
+            name="p",
+            generation=1,
+            candidate="chat-v1",
+            spec="{}",
+            resolved_hash="abc",
         ),
         conditions=(
             Condition(

@@ -219,3 +219,12 @@ def test_the_clis_views_read_the_pinned_plan() -> None:
     assert shown["spec"]["policyRef"]["name"] == "vllm-gateway"
     broken = {**body, "spec": {**own_spec(), "incumbent": {}}}
     assert as_resolved(broken) == broken
+
+
+def test_repin_without_a_pin_waits_with_the_rollout_for_the_policy() -> None:
+    repin = Command(CommandAction.REPIN, "r-1")
+    assert isinstance(plan_for(tick(command=repin), None), Unresolved)
+    adopted = planned(plan_for(tick(command=repin), LivePolicy(4, POLICY)))
+    handled = adopted.status.last_command
+    assert handled is not None and handled.result is CommandResult.APPLIED
+    assert adopted.status.policy is not None and adopted.status.policy.generation == 4
