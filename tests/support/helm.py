@@ -52,11 +52,11 @@ def installed_chart(
     settings = [f"--set-json={key}={json.dumps(value)}" for key, value in (values or {}).items()]
     # The pods do not really run (kwok), so any repository will do; later --set-json wins.
     # The chart's ClusterModelRolloutPolicy is cluster-wide and kept on uninstall: only the test of
-    # it asks for it.
+    # it asks for it (a --set-json, which the test's own --set-json overrides; a --set would win).
     bed_values = [
         "--set=image.repository=" + BED_REPOSITORY,
         "--set=crds.install=false",
-        "--set=rolloutPolicies.defaultPolicy.create=false",
+        "--set-json=rolloutPolicies.defaultPolicy.create=false",
     ]
     helm(
         kubeconfig,
