@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from rich.console import Console
+
 from modelgate.api import (
     CommandResult,
     ConditionStatus,
@@ -16,6 +18,7 @@ from modelgate.api import (
     RolloutPause,
     parse_spec,
 )
+from modelgate.cli.render.rollout import render_status
 from modelgate.core import Command, CommandAction, SpecProblem, decide
 from modelgate.core.endings import decide_policy_unresolved
 from modelgate.core.model import PostEvents, WriteRoute
@@ -228,3 +231,18 @@ def test_repin_without_a_pin_waits_with_the_rollout_for_the_policy() -> None:
     handled = adopted.status.last_command
     assert handled is not None and handled.result is CommandResult.APPLIED
     assert adopted.status.policy is not None and adopted.status.policy.generation == 4
+
+
+def test_modelgate_status_says_what_ends_the_hold() -> None:
+    problem = SpecProblem("spec.policyRef: ClusterModelRolloutPolicy vllm-gateway not found")
+    held = decide_policy_unresolved(problem, ModelRolloutStatus(), 1, T0).status
+    body = {
+        "metadata": {"namespace": "team-a", "name": "chat"},
+        "spec": own_spec(),
+        "status": held.to_patch(),
+    }
+    shown = Console(width=200, record=True)
+    shown.print(render_status(as_resolved(body)))
+    text = shown.export_text()
+    assert "PolicyUnresolved since" in text
+    assert "it ends when spec.policyRef resolves" in text and "vllm-gateway not found" in text
