@@ -1,7 +1,8 @@
 """Issue 38, item 4: a plan written once in a ClusterModelRolloutPolicy. Two rollouts in two
 namespaces that name one policy both succeed by it; a policy edited mid-rollout sets PolicyDrift and
-changes no verdict (the pinned steps and metrics run on); a rollout naming a policy that does not
-exist holds at weight 0 naming it, and goes on once the policy is created."""
+changes no verdict (the pinned steps and metrics run on) until `modelgate repin` adopts it; a
+rollout naming a policy that does not exist holds at weight 0 naming it, and goes on once the
+policy is created."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, Manifest, model_rollout
 from testbed.model_server_double import Behaviour
 from testbed.operator_process import OperatorProcess
+from tests.support.cli import modelgate
 from tests.support.kube import scratch_namespace
 from tests.support.scenario import Scenario, serving
 
@@ -160,6 +162,12 @@ def test_a_policy_edited_mid_rollout_drifts_and_changes_no_verdict(
         assert final.policy is not None and final.policy.generation == 1
         # The pause step ran its pinned duration: step 2 started at least 8 s after step 1.
         assert final.step_starts[2] - final.step_starts[1] >= 8
+        # `modelgate repin` adopts the edited policy: pinned at its generation, the drift gone.
+        repinned = modelgate(local_bed.kubeconfig, "repin", "chat", "-n", namespace)
+        assert repinned.returncode == 0, repinned.stdout + repinned.stderr
+        adopted = scenario.status()
+        assert adopted.policy is not None and adopted.policy.generation == generation
+        assert drift_message(adopted) is None
 
 
 def test_a_missing_policy_holds_at_weight_zero_until_it_is_created(
