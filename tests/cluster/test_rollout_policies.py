@@ -1,8 +1,8 @@
 """Issue 38, item 4: a plan written once in a ClusterModelRolloutPolicy. Two rollouts in two
-namespaces that name one policy both succeed by it; a policy edited mid-rollout sets PolicyDrift and
-changes no verdict (the pinned steps and metrics run on) until `modelgate repin` adopts it; a
-rollout naming a policy that does not exist holds at weight 0 naming it, and goes on once the
-policy is created."""
+namespaces that name one policy both succeed by it (and a namespaced ModelRolloutPolicy plans the
+rollouts of its namespace); a policy edited mid-rollout sets PolicyDrift and changes no verdict (the
+pinned steps and metrics run on) until `modelgate repin` adopts it; a rollout naming a policy that
+does not exist holds at weight 0 naming it, and goes on once the policy is created."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from modelgate import API_GROUP, API_VERSION
 from modelgate.api import ConditionStatus, ModelRolloutStatus, PauseReason, Phase, Verdict
-from modelgate.api.policy_ref import CLUSTER_POLICY_KIND, CLUSTER_POLICY_PLURAL
+from modelgate.api.policy_ref import CLUSTER_POLICY_KIND, CLUSTER_POLICY_PLURAL, POLICY_KIND, POLICY_PLURAL
 from testbed.localcluster import LocalCluster
 from testbed.manifests import SEED_METRICS, Manifest, model_rollout
 from testbed.model_server_double import Behaviour
@@ -190,3 +190,25 @@ def test_a_missing_policy_holds_at_weight_zero_until_it_is_created(
         assert final.phase is Phase.SUCCEEDED, final.message
         assert final.pause is None
         assert scenario.recorder.weights_until(100) == [0, 20, 100]
+
+
+def test_a_namespaced_policy_plans_the_rollouts_of_its_namespace(
+    local_bed: LocalCluster, api_client: client.ApiClient, namespace: str, operator: OperatorProcess
+) -> None:
+    with serving(local_bed, api_client, namespace, Behaviour()) as scenario:
+        policy = {
+            "apiVersion": f"{API_GROUP}/{API_VERSION}",
+            "kind": POLICY_KIND,
+            "metadata": {"name": "team-defaults", "namespace": namespace},
+            "spec": policy_spec(local_bed.prometheus_url, [{"setWeight": 40}], SEED_METRICS),
+        }
+        client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+            API_GROUP, API_VERSION, namespace, POLICY_PLURAL, policy
+        )
+        rollout = rollout_naming("team-defaults", namespace)
+        rollout["spec"]["policyRef"]["kind"] = POLICY_KIND
+        scenario.apply(rollout)
+        final = scenario.wait_for_status("the rollout to end", lambda s: s.phase in ENDED, timeout=120)
+        assert final.phase is Phase.SUCCEEDED, final.message
+        assert scenario.recorder.weights_until(100) == [0, 40, 100]
+        assert final.policy is not None and final.policy.kind.value == POLICY_KIND
