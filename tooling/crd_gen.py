@@ -1,5 +1,6 @@
-"""The ModelRollout and ModelEvaluation CRDs, generated from the pydantic models of modelgate.api, as
-controller-gen does for Go types: `make generate` runs it, then tooling.docs_gen for the API reference.
+"""The ModelRollout, ModelEvaluation and rollout policy CRDs, generated from the pydantic models of
+modelgate.api, as controller-gen does for Go types: `make generate` runs it, then tooling.docs_gen for
+the API reference.
 
     python -m tooling.crd_gen           # rewrite the CRD and the chart's copy when out of date
     python -m tooling.crd_gen --check   # exit 1, naming the files, when one is out of date
@@ -21,12 +22,14 @@ import yaml
 from pydantic import BaseModel
 
 from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL, KIND, PLURAL
-from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, evaluation_resource, resource
+from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, evaluation_resource, policy_resource, resource
 from modelgate.api.evaluation_spec import ModelEvaluationSpec
 from modelgate.api.evaluation_status import ModelEvaluationStatus
 from modelgate.api.fields import PATTERN_HINTS
 from modelgate.api.markers import CelRule
+from modelgate.api.policy_ref import CLUSTER_POLICY_KIND, CLUSTER_POLICY_PLURAL, POLICY_KIND, POLICY_PLURAL
 from modelgate.api.resource import PrinterColumn
+from modelgate.api.rollout_policy import ModelRolloutPolicySpec
 from tooling.generated_files_cli import COMMAND, generator_main
 
 
@@ -38,11 +41,12 @@ class CrdKind:
     plural: str
     tagline: str
     spec: type[BaseModel]
-    status: type[BaseModel]
+    status: type[BaseModel] | None  # None: a kind the operator only reads has no status
     description: str
     short_names: tuple[str, ...]
     categories: tuple[str, ...]
     columns: tuple[PrinterColumn, ...]
+    scope: str = "Namespaced"
 
     @property
     def crd_file(self) -> Path:
@@ -79,7 +83,30 @@ EVALUATION = CrdKind(
     evaluation_resource.CATEGORIES,
     evaluation_resource.PRINTER_COLUMNS,
 )
-KINDS = (ROLLOUT, EVALUATION)
+POLICY = CrdKind(
+    POLICY_KIND,
+    POLICY_PLURAL,
+    "a ModelRollout's plan written once for the rollouts of a namespace",
+    ModelRolloutPolicySpec,
+    None,
+    policy_resource.DESCRIPTION,
+    policy_resource.SHORT_NAMES,
+    policy_resource.CATEGORIES,
+    policy_resource.PRINTER_COLUMNS,
+)
+CLUSTER_POLICY = CrdKind(
+    CLUSTER_POLICY_KIND,
+    CLUSTER_POLICY_PLURAL,
+    "a ModelRollout's plan written once by the platform team for every namespace",
+    ModelRolloutPolicySpec,
+    None,
+    policy_resource.CLUSTER_DESCRIPTION,
+    policy_resource.CLUSTER_SHORT_NAMES,
+    policy_resource.CATEGORIES,
+    policy_resource.PRINTER_COLUMNS,
+    scope="Cluster",
+)
+KINDS = (ROLLOUT, EVALUATION, POLICY, CLUSTER_POLICY)
 CRD_FILE = ROLLOUT.crd_file
 # The chart renders its copies from files/ (templates/crds.yaml), so that crds.install and crds.keep apply.
 CHART_FILES = Path("charts/modelgate/files")
@@ -239,7 +266,7 @@ def root_schema(kind: CrdKind = ROLLOUT) -> Schema:
             "kind": {"type": "string", "description": "REST resource this object represents."},
             "metadata": {"type": "object"},  # the API server allows nothing else here, not even a description
             "spec": model_schema(kind.spec, "spec"),
-            "status": model_schema(kind.status, "status"),
+            **({} if kind.status is None else {"status": model_schema(kind.status, "status")}),
         },
     }
 
@@ -286,13 +313,13 @@ def build_crd(kind: CrdKind = ROLLOUT) -> Schema:
                 "shortNames": list(kind.short_names),
                 "categories": list(kind.categories),
             },
-            "scope": "Namespaced",
+            "scope": kind.scope,
             "versions": [
                 {
                     "name": API_VERSION,
                     "served": True,
                     "storage": True,
-                    "subresources": {"status": {}},
+                    "subresources": {} if kind.status is None else {"status": {}},
                     "additionalPrinterColumns": printer_columns(root, kind),
                     "schema": {"openAPIV3Schema": root},
                 }

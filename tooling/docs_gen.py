@@ -45,6 +45,14 @@ CRD_FILE = Path("crds/modelrollouts.modelgate.io.yaml")
 API_REFERENCE = Path("docs/api-reference.md")
 EVALUATION_CRD_FILE = Path("crds/modelevaluations.modelgate.io.yaml")
 EVALUATION_API_REFERENCE = Path("docs/evaluation-api-reference.md")
+# The rollout policies' references (docs/policies.md explains them): CRD file, reference.
+POLICY_REFERENCES = (
+    (Path("crds/modelrolloutpolicies.modelgate.io.yaml"), Path("docs/policy-api-reference.md")),
+    (
+        Path("crds/clustermodelrolloutpolicies.modelgate.io.yaml"),
+        Path("docs/cluster-policy-api-reference.md"),
+    ),
+)
 METRIC_PRESETS = Path("docs/metric-presets.md")
 PRESETS_BY_SOURCE = Path("docs/presets.md")
 GETTING_STARTED = Path("docs/getting-started.md")
@@ -262,7 +270,9 @@ def render_api_reference(crd: Node, source: str = str(CRD_FILE)) -> str:
     lines += ["", "## Top level", ""]
     top = {k: v for k, v in schema.items() if k != "properties"}
     lines += _section_table(kind, {**top, "properties": schema["properties"]})
-    for part in ("spec", "status"):
+    # A kind the operator only reads (a policy) has no status.
+    parts = [part for part in ("spec", "status") if part in schema["properties"]]
+    for part in parts:
         lines += [f"## {part.capitalize()} fields", ""]
         for path, node in _sections(part, schema["properties"][part]):
             lines += _section(path, node)
@@ -278,7 +288,7 @@ def render_api_reference(crd: Node, source: str = str(CRD_FILE)) -> str:
         "| on | rule | message | reported at |",
         "| --- | --- | --- | --- |",
     ]
-    for part in ("spec", "status"):
+    for part in parts:
         for found in _rules(part, schema["properties"][part]):
             field_path = found.rule.get("fieldPath")
             cells = [
@@ -541,6 +551,12 @@ def generated_files(root: Path) -> dict[Path, str]:
             yaml.load((root / EVALUATION_CRD_FILE).read_text(), Loader=yaml.CSafeLoader),
             str(EVALUATION_CRD_FILE),
         ),
+        **{
+            reference: render_api_reference(
+                yaml.load((root / crd_file).read_text(), Loader=yaml.CSafeLoader), str(crd_file)
+            )
+            for crd_file, reference in POLICY_REFERENCES
+        },
         METRIC_PRESETS: fill_generated_blocks(presets, metric_preset_blocks(), str(METRIC_PRESETS)),
         PRESETS_BY_SOURCE: fill_generated_blocks(
             by_source, presets_by_source_blocks(), str(PRESETS_BY_SOURCE)

@@ -12,6 +12,7 @@ import kopf
 import structlog
 
 from modelgate import API_GROUP, API_VERSION, EVALUATION_KIND, EVALUATION_PLURAL, KIND, PLURAL
+from modelgate.api.policy_ref import PolicyKind
 from modelgate.kube import Kube, KubeError
 from modelgate.kube.checks import CHECK_LABEL
 from modelgate.kube.pools import INFERENCE_GROUP, INFERENCE_POOLS, INFERENCE_VERSION
@@ -134,6 +135,23 @@ async def evaluation_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any
     _cache(memo, EVALUATION_PLURAL, type, body)
     evaluations: EvaluationLoops = memo.evaluations
     evaluations.notice(type, body)
+
+
+def _policy_handler(kind: PolicyKind) -> Callable[..., Awaitable[None]]:
+    async def policy_event(
+        type: str, body: kopf.Body, namespace: str | None, name: str | None, memo: kopf.Memo, **_: Any
+    ) -> None:
+        # A cluster policy has no namespace: it wakes the rollouts naming it in every namespace.
+        _cache(memo, kind.plural, type, body)
+        loops: RolloutLoops = memo.loops
+        if name:
+            loops.notice_policy(kind.value, namespace, name)
+
+    return policy_event
+
+
+for _kind in PolicyKind:
+    kopf.on.event(API_GROUP, API_VERSION, _kind.plural, id=f"policy-{_kind.plural}")(_policy_handler(_kind))
 
 
 def _side_changed(memo: kopf.Memo, plural: str, event_type: str | None, body: Mapping[str, Any]) -> None:

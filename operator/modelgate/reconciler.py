@@ -27,8 +27,9 @@ from modelgate.api import (
     parse_spec,
     parse_status,
 )
+from modelgate.api.policy_ref import PolicyKind, PolicyRef
 from modelgate.clock import Clock, utc_now
-from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
+from modelgate.commands import COMMAND_ANNOTATION, decode_command, skips_reconcile
 from modelgate.core import (
     Decision,
     SpecProblem,
@@ -40,7 +41,7 @@ from modelgate.core import (
     may_hold,
 )
 from modelgate.core.actions import FINALIZER, after_evidence, after_write, decide_deletion, scale_down_event
-from modelgate.core.endings import in_force
+from modelgate.core.endings import decide_policy_unresolved, in_force
 from modelgate.core.model import (
     ClearCommand,
     CollectEvidence,
@@ -64,6 +65,7 @@ from modelgate.kube.gate_jobs import GateJobs
 from modelgate.metrics import BreachExplainer, MetricProviders
 from modelgate.notifications import Notifier
 from modelgate.operator_config import OperatorConfig
+from modelgate.policy_plans import LivePolicy, PolicyPlan, PolicyTick, Unresolved, pinned_spec, plan_for
 from modelgate.routers import SideKinds, TrafficRouter, backend_service, router_for
 from modelgate.tick_observation import TickObserver
 
@@ -187,7 +189,13 @@ class Reconciler:
         status = self._recall(body, stored)
         structlog.contextvars.bind_contextvars(step=status.current_step_index, weight=status.current_weight)
         try:
-            spec = self.notification_defaults.applied(parse_spec(body.get("spec") or {}))
+            planned = self._planned(body, status, generation)
+            if isinstance(planned, Unresolved):
+                problem = SpecProblem(planned.message)
+                held = decide_policy_unresolved(problem, status, generation, self.clock())
+                return self._failed(body, stored, status, held)
+            spec, status = planned.spec, planned.status
+            spec = self.notification_defaults.applied(spec)
             router = router_for(spec.traffic_routing, self.kube, namespace, SideKinds.of(spec))
             provider = None
             analysed = in_force(spec, status)  # the watch window's metrics, in it
@@ -214,6 +222,31 @@ class Reconciler:
         if not finalized:
             wake_after = min(wake_after, WRITE_RETRY)
         return TickResult(decision, max(wake_after, MIN_WAKEUP))
+
+    def _planned(
+        self, body: Mapping[str, Any], status: ModelRolloutStatus, generation: int
+    ) -> PolicyPlan | Unresolved:
+        """The spec the engine decides with, and the status it starts from: the rollout's own, or
+        resolved with its policy (policy_plans.py), pinned in status."""
+        own = body.get("spec") or {}
+        spec = parse_spec(own)
+        if spec.policy_ref is None:
+            return PolicyPlan(spec, status)
+        meta = body["metadata"]
+        command = decode_command(meta.get("annotations"))
+        tick = PolicyTick(own, spec, meta["namespace"], status, command, generation, self.clock())
+        return plan_for(tick, self._live_policy(spec.policy_ref, meta["namespace"]))
+
+    def _live_policy(self, ref: PolicyRef, namespace: str) -> LivePolicy | None:
+        """The policy as the watch cache (or, on a miss, the API server) has it; None when absent."""
+        try:
+            if ref.kind is PolicyKind.CLUSTER:
+                policy = self.kube.get_cluster_custom(API_GROUP, API_VERSION, ref.kind.plural, ref.name)
+            else:
+                policy = self.kube.get_custom(API_GROUP, API_VERSION, namespace, ref.kind.plural, ref.name)
+        except NotFound:
+            return None
+        return LivePolicy(int(policy["metadata"].get("generation", 0)), policy.get("spec") or {})
 
     def _apply_actions(self, scene: _Scene, decided: Decision) -> tuple[Decision, bool]:
         """Applies the decision's actions in order (core/actions.py does the same in memory); returns
@@ -311,6 +344,9 @@ class Reconciler:
         try:
             spec = parse_spec(body.get("spec") or {})
             status = parse_status(body.get("status") or {})
+            if spec.policy_ref is not None:  # spec.rollback.onDelete may be the pinned policy's
+                pinned = PolicyTick(body["spec"], spec, meta["namespace"], status, None, 0, self.clock())
+                spec = pinned_spec(pinned) or spec
             router = router_for(spec.traffic_routing, self.kube, meta["namespace"], SideKinds.of(spec))
         except ValueError as error:
             log.warning("deleting a rollout that cannot be used: removing its finalizer", error=str(error))

@@ -13,12 +13,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from modelgate import observability
-from modelgate.api import parse_spec, parse_status
+from modelgate.api import parse_status
 from modelgate.clock import Clock, utc_now
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core.stepping import RESYNC, scheduled_at
 from modelgate.loops import SLOW_TICK, ObjectLoops
 from modelgate.peering import StandbyReason
+from modelgate.policy_plans import spec_in_force
 from modelgate.reconciler import Reconciler
 from modelgate.routers.router_kind import RouteKey
 from modelgate.routers.watched import watched_routes
@@ -31,7 +32,7 @@ def _due(body: Mapping[str, Any]) -> datetime:
     """When the rollout's next tick is due by its status: overdue ones first, then the soonest; those
     waiting for nothing timed, and those the operator cannot read (its tick marks them Failed), last."""
     try:
-        due = scheduled_at(parse_spec(body.get("spec") or {}), parse_status(body.get("status") or {}))
+        due = scheduled_at(spec_in_force(body), parse_status(body.get("status") or {}))
     except ValueError:
         return datetime.max.replace(tzinfo=UTC)
     return due if due is not None else datetime.max.replace(tzinfo=UTC)
@@ -92,6 +93,7 @@ class RolloutLoops(ObjectLoops[Watched]):
             clock=clock,
             standby=standby,
         )
+        self._policy_refs: dict[tuple[str, str], tuple[str, str]] = {}  # rollout: policy kind, name
 
     def resume(self, bodies: Iterable[Mapping[str, Any]]) -> None:
         """Starts the loops of the rollouts listed when the operator starts, the longest overdue first:
@@ -99,6 +101,24 @@ class RolloutLoops(ObjectLoops[Watched]):
         later, finds them running."""
         for body in sorted(bodies, key=_due):
             self.notice(None, body, watched=False)
+
+    def notice(self, event_type: str | None, body: Mapping[str, Any], *, watched: bool = True) -> None:
+        """Also keeps which policy (spec.policyRef) each rollout names, for notice_policy."""
+        meta = body["metadata"]
+        key = (meta["namespace"], meta["name"])
+        ref = (body.get("spec") or {}).get("policyRef") or {}
+        if event_type == "DELETED" or not ref:
+            self._policy_refs.pop(key, None)
+        else:
+            self._policy_refs[key] = (str(ref.get("kind")), str(ref.get("name")))
+        super().notice(event_type, body, watched=watched)
+
+    def notice_policy(self, kind: str, namespace: str | None, name: str) -> None:
+        """A policy was created, changed or deleted: the rollouts naming it look again now (one held
+        for it goes on; one with a pin notes the drift)."""
+        for (rollout_namespace, rollout), ref in list(self._policy_refs.items()):
+            if ref == (kind, name) and namespace in (None, rollout_namespace):
+                self.wake_at_once(rollout_namespace, rollout)
 
     def notice_candidate(self, namespace: str, name: str) -> None:
         """A Deployment or an InferencePool changed: rollouts waiting for it as their candidate look

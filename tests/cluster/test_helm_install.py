@@ -6,16 +6,24 @@ them."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
+from modelgate import API_GROUP, API_VERSION
+from modelgate.api.policy_ref import CLUSTER_POLICY_PLURAL
 from testbed.localcluster import LocalCluster
 from tests.support.helm import BED_REPOSITORY, helm, installed_chart
+
+PROMETHEUS = "http://prometheus.monitoring:9090"
 
 
 def test_chart_installs_and_creates_the_operator_deployment(
     local_bed: LocalCluster, api_client: client.ApiClient, namespace: str
 ) -> None:
+    policy = f"vllm-gateway-{namespace}"
     values = {
         "rbac": {"prometheusSecrets": ["prom-token"]},
         "grafanaDashboard": {"enabled": True},
@@ -27,8 +35,12 @@ def test_chart_installs_and_creates_the_operator_deployment(
         "extraObjects": [
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "{{ .Release.Name }}-extra"}}
         ],
+        "rolloutPolicies": {"defaultPolicy": {"create": True, "name": policy, "prometheus": PROMETHEUS}},
     }
-    with installed_chart(local_bed.kubeconfig, namespace, values) as release:
+    with (
+        shipped_policy_deleted(api_client, policy),
+        installed_chart(local_bed.kubeconfig, namespace, values) as release,
+    ):
         status = json.loads(helm(local_bed.kubeconfig, "status", release.name, "-n", namespace, "-o", "json"))
         assert status["info"]["status"] == "deployed"
 
@@ -62,3 +74,23 @@ def test_chart_installs_and_creates_the_operator_deployment(
             ("ServiceAccount", release.fullname, namespace)
         ]
         assert rbac.read_cluster_role(release.fullname).rules
+
+        # The shipped policy, created by its hook once the CRD serves: the API server took its spec.
+        objects = client.CustomObjectsApi(api_client)
+        shipped = objects.get_cluster_custom_object(API_GROUP, API_VERSION, CLUSTER_POLICY_PLURAL, policy)
+        assert shipped["spec"]["analysis"]["prometheus"]["address"] == PROMETHEUS
+
+
+@contextmanager
+def shipped_policy_deleted(api_client: client.ApiClient, name: str) -> Iterator[None]:
+    """The chart keeps its ClusterModelRolloutPolicy on uninstall (cluster-scoped): the test deletes it."""
+    try:
+        yield
+    finally:
+        try:
+            client.CustomObjectsApi(api_client).delete_cluster_custom_object(
+                API_GROUP, API_VERSION, CLUSTER_POLICY_PLURAL, name
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise

@@ -49,6 +49,9 @@ class Check(NamedTuple):
 
 ROLLOUTS = "modelrollouts.modelgate.io"
 EVALUATIONS = "modelevaluations.modelgate.io"
+POLICIES = "modelrolloutpolicies.modelgate.io"
+CLUSTER_POLICIES = "clustermodelrolloutpolicies.modelgate.io"
+WRITES = ("create", "update", "patch", "delete")
 # Every kind a registered router reads and patches (each router's record, modelgate.routers).
 ROUTER_KINDS = tuple(f"{resource.plural}.{resource.group}" for resource in route_resources())
 DEPLOYMENTS = "deployments.apps"
@@ -63,6 +66,7 @@ NEEDED: list[Check] = [
     Check("patch", ROLLOUTS, "status"),
     *(Check(verb, EVALUATIONS) for verb in ("get", "list", "watch")),
     Check("patch", EVALUATIONS, "status"),
+    *(Check(verb, POLICIES) for verb in ("get", "list", "watch")),
     *(Check(verb, DEPLOYMENTS) for verb in ("get", "list", "watch")),
     *(Check(verb, kind) for kind in ROUTER_KINDS for verb in ("get", "list", "watch", "patch")),
     *(Check(verb, POOLS) for verb in ("get", "list", "watch")),
@@ -80,6 +84,7 @@ NEVER_IN_A_NAMESPACE: list[Check] = [
     *(Check(verb, ROLLOUTS) for verb in ("create", "update", "delete", "deletecollection")),
     Check("update", ROLLOUTS, "status"),
     *(Check(verb, EVALUATIONS) for verb in ("create", "update", "patch", "delete")),
+    *(Check(verb, POLICIES) for verb in WRITES),
     *(Check(verb, DEPLOYMENTS) for verb in ("create", "update", "patch", "delete")),
     Check("patch", DEPLOYMENTS, "scale"),
     *(Check(verb, kind) for kind in ROUTER_KINDS for verb in ("create", "update", "delete")),
@@ -110,8 +115,11 @@ NEVER_CLUSTER_WIDE: list[Check] = [
     Check("impersonate", "users"),
     Check("list", "secrets"),
     Check("list", CLUSTER_PEERINGS),  # without peering.enabled
+    *(Check(verb, CLUSTER_POLICIES) for verb in WRITES),
     Check("*", "*"),
 ]
+# Cluster-scoped, so read cluster-wide in either scope (kopf watches them; rollouts name them).
+CLUSTER_POLICY_READS = [Check(verb, CLUSTER_POLICIES) for verb in ("get", "list", "watch")]
 
 
 def peering_checks(resource: str, name: str) -> tuple[list[Check], list[Check]]:
@@ -346,7 +354,7 @@ def test_cluster_scope_grants_only_what_the_operator_needs(
         wrong = [
             *wrong_answers(admin, user, NEEDED, serving_namespace, expected=True),
             *wrong_answers(admin, user, NEVER_IN_A_NAMESPACE, serving_namespace, expected=False),
-            *wrong_answers(admin, user, ALL_NAMESPACES_READS, None, expected=True),
+            *wrong_answers(admin, user, ALL_NAMESPACES_READS + CLUSTER_POLICY_READS, None, expected=True),
             *wrong_answers(
                 admin, user, NEVER_CLUSTER_WIDE + KOPF_SCANS + NAMESPACE_READS, None, expected=False
             ),
@@ -376,6 +384,7 @@ def test_namespaces_scope_grants_nothing_outside_the_watched_namespaces(
         wrong += wrong_answers(admin, user, NEEDED, namespace, expected=False)  # not even its own
         cluster_wide = NEVER_CLUSTER_WIDE + ALL_NAMESPACES_READS + KOPF_SCANS + NAMESPACE_READS
         wrong += wrong_answers(admin, user, cluster_wide, None, expected=False)
+        wrong += wrong_answers(admin, user, CLUSTER_POLICY_READS, None, expected=True)
     assert wrong == []
 
 

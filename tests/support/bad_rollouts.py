@@ -139,6 +139,12 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     # Wrong types.
     "weight as a string": BadRollout(put(f"{STEP0}.setWeight", "10"), "spec.steps[0].setWeight"),
     "steps as an object": BadRollout(put("spec.steps", {"setWeight": 10}), "spec.steps"),
+    # Steps may be left out only for a policy's (spec.policyRef).
+    "no steps and no policy": BadRollout(drop("spec.steps"), "spec.steps"),
+    "policy of another kind": BadRollout(
+        edits(drop("spec.steps"), put("spec.policyRef", {"kind": "RolloutPolicy", "name": "p"})),
+        "spec.policyRef.kind",
+    ),
     "minRequests as a word": BadRollout(
         put("spec.analysis.minRequests", "many"), "spec.analysis.minRequests"
     ),

@@ -51,7 +51,13 @@ def installed_chart(
     release = HelmRelease(name=namespace, namespace=namespace)
     settings = [f"--set-json={key}={json.dumps(value)}" for key, value in (values or {}).items()]
     # The pods do not really run (kwok), so any repository will do; later --set-json wins.
-    bed_values = ["--set=image.repository=" + BED_REPOSITORY, "--set=crds.install=false"]
+    # The chart's ClusterModelRolloutPolicy is cluster-wide and kept on uninstall: only the test of
+    # it asks for it (a --set-json, which the test's own --set-json overrides; a --set would win).
+    bed_values = [
+        "--set=image.repository=" + BED_REPOSITORY,
+        "--set=crds.install=false",
+        "--set-json=rolloutPolicies.defaultPolicy.create=false",
+    ]
     helm(
         kubeconfig,
         "install",

@@ -191,7 +191,7 @@ INVALID_SPECS = {
         'spec.steps[1].pause.duration: "2 minutes" is not a duration',
     ),
     # The other CEL rules and schema constraints of the CRD.
-    "steps missing": (drop("steps"), "spec.steps: required"),
+    "steps missing": (drop("steps"), "spec.steps: is required unless spec.policyRef"),
     "too many steps": (put("steps", [{"setWeight": 1}] * 51), "spec.steps: must have at most 50 items"),
     "step of neither kind": (
         put("steps.0", {}),

@@ -41,6 +41,10 @@ ROUTER_RIGHTS = {
     for verb in rule.verbs
 }
 
+# The roles the chart makes for people (rollout-policies.yaml), not the operator: tests of them are
+# in test_chart_rollout_policies.py.
+USER_ROLES = ("-policy-edit", "-policy-view", "-cluster-policy-reader", "-cluster-policy-writer")
+
 # Every combination values.yaml documents.
 COMBINATIONS: dict[str, Object] = {
     "default": {},
@@ -89,6 +93,16 @@ COMBINATIONS: dict[str, Object] = {
             "enabled": True,
             "image": {"repository": "proxy", "tag": "", "digest": "sha256:" + "b" * 64},
         },
+    },
+    "rollout policies": {
+        "rolloutPolicies": {
+            "aggregateToUserRoles": False,
+            "clusterReaders": [],
+            "clusterWriters": [
+                {"kind": "Group", "name": "platform", "apiGroup": "rbac.authorization.k8s.io"}
+            ],
+            "defaultPolicy": {"create": False, "name": "vllm-gateway", "prometheus": "http://prom:9090"},
+        }
     },
     "peering": {"replicas": 2, "peering": {"enabled": True, "name": "", "lifetime": 60}},
     "peering in namespaces scope": {
@@ -207,11 +221,17 @@ def the(objects: list[Object], kind: str) -> Object:
 
 
 def rules(objects: list[Object]) -> Iterator[tuple[Object, Object]]:
-    """(Role or ClusterRole, rule) for every RBAC rule rendered."""
+    """(Role or ClusterRole, rule) for every RBAC rule rendered but the people's (USER_ROLES)."""
     for role in objects:
-        if role["kind"] in ("Role", "ClusterRole"):
+        if role["kind"] in ("Role", "ClusterRole") and not role["metadata"]["name"].endswith(USER_ROLES):
             for rule in role["rules"]:
                 yield role, rule
+
+
+def operator_role(objects: list[Object]) -> Object:
+    """The operator's own ClusterRole (not the one reading cluster policies, not the people's)."""
+    (role,) = [r for r in of_kind(objects, "ClusterRole") if r["metadata"]["name"] == "mg-modelgate"]
+    return role
 
 
 def container(objects: list[Object]) -> Object:
@@ -299,17 +319,17 @@ def test_names_that_yaml_reads_as_booleans_stay_strings() -> None:
     for obj in render(values, release="on", namespace="no"):
         metadata = obj["metadata"]
         texts = [metadata["name"], metadata.get("namespace", ""), *metadata.get("labels", {}).values()]
-        texts += [s["namespace"] for s in obj.get("subjects", [])]
+        texts += [s.get("namespace", "") for s in obj.get("subjects", [])]
         assert all(isinstance(text, str) for text in texts), metadata
 
 
 def test_default_renders_the_operator_watching_all_namespaces() -> None:
     objects = render()
     assert sorted(o["kind"] for o in objects) == [
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "CustomResourceDefinition",
-        "CustomResourceDefinition",
+        "ClusterModelRolloutPolicy",  # rolloutPolicies.defaultPolicy
+        *["ClusterRole"] * 6,  # the operator's two, and the people's four (rolloutPolicies)
+        *["ClusterRoleBinding"] * 3,  # the operator's two, and rolloutPolicies.clusterReaders
+        *["CustomResourceDefinition"] * 4,
         "Deployment",
         "FlowSchema",  # apiRequests.flowControl
         "PriorityLevelConfiguration",
@@ -342,6 +362,8 @@ def test_cluster_scope_grants_exactly_what_the_operator_uses() -> None:
         ("modelgate.io", "modelrollouts/status", "patch"),
         *(("modelgate.io", "modelevaluations", v) for v in ("get", "list", "watch")),
         ("modelgate.io", "modelevaluations/status", "patch"),
+        *(("modelgate.io", "modelrolloutpolicies", v) for v in ("get", "list", "watch")),
+        *(("modelgate.io", "clustermodelrolloutpolicies", v) for v in ("get", "list", "watch")),
         *(("apps", "deployments", v) for v in ("get", "list", "watch")),
         *ROUTER_RIGHTS,
         *(("inference.networking.k8s.io", "inferencepools", v) for v in ("get", "list", "watch")),
@@ -353,8 +375,9 @@ def test_cluster_scope_grants_exactly_what_the_operator_uses() -> None:
         ("", "services", "get"),
         ("events.k8s.io", "events", "create"),
     }
-    binding = the(objects, "ClusterRoleBinding")
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "mg-modelgate", "namespace": NAMESPACE}]
+    operator = [{"kind": "ServiceAccount", "name": "mg-modelgate", "namespace": NAMESPACE}]
+    bindings = [b for b in of_kind(objects, "ClusterRoleBinding") if b["subjects"] == operator]
+    assert sorted(b["roleRef"]["name"] for b in bindings) == ["mg-modelgate", "mg-modelgate-cluster-policies"]
     assert not of_kind(objects, "Role") and not of_kind(objects, "RoleBinding")
 
 
@@ -370,8 +393,16 @@ def test_namespaces_scope_grants_namespaced_rights_only_in_the_watched_namespace
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "mg-modelgate", "namespace": NAMESPACE}
         ]
-    # Nothing cluster-wide: kopf runs without cluster scans (modelgate.handlers).
-    assert not of_kind(objects, "ClusterRole") and not of_kind(objects, "ClusterRoleBinding")
+    # Nothing cluster-wide for the operator but reading ClusterModelRolloutPolicies (cluster-scoped):
+    # kopf runs without cluster scans (modelgate.handlers).
+    cluster_rules = [rule for role, rule in rules(objects) if role["kind"] == "ClusterRole"]
+    assert cluster_rules == [
+        {
+            "apiGroups": ["modelgate.io"],
+            "resources": ["clustermodelrolloutpolicies"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
     args = container(objects)["args"]
     assert "--namespace=team-a" in args and "--namespace=team-b" in args
     assert "--all-namespaces" not in args
@@ -449,7 +480,7 @@ def test_prometheus_secrets_are_granted_by_name_only() -> None:
         "resourceNames": ["prom-token", "prom-token-2"],
         "verbs": ["get"],
     }
-    assert secret_rule in the(render(COMBINATIONS["prometheusSecrets"]), "ClusterRole")["rules"]
+    assert secret_rule in operator_role(render(COMBINATIONS["prometheusSecrets"]))["rules"]
     assert not [rule for _, rule in rules(render()) if "secrets" in rule["resources"]]
     for role in of_kind(render(COMBINATIONS["everything"]), "Role"):
         assert {**secret_rule, "resourceNames": ["prom-token"]} in role["rules"]
@@ -466,7 +497,7 @@ def test_deployment_scale_is_granted_only_when_enabled() -> None:
         "resources": ["leaderworkersets/scale"],
         "verbs": ["patch"],
     }
-    granted = the(render(COMBINATIONS["scaleDownIncumbents"]), "ClusterRole")["rules"]
+    granted = operator_role(render(COMBINATIONS["scaleDownIncumbents"]))["rules"]
     assert scale_rule in granted and lws_rule in granted
     assert not [rule for _, rule in rules(render()) if any(r.endswith("/scale") for r in rule["resources"])]
     for role in of_kind(render(COMBINATIONS["everything"]), "Role"):
@@ -495,7 +526,9 @@ def test_no_rbac_and_an_existing_service_account_render_neither() -> None:
     kinds = {o["kind"] for o in render(COMBINATIONS["no RBAC, existing ServiceAccount"])}
     policy = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}  # storage Secrets
     flow_control = {"FlowSchema", "PriorityLevelConfiguration"}  # for the existing ServiceAccount too
-    assert kinds == {"CustomResourceDefinition", "Deployment", "Service", *policy, *flow_control}
+    shipped = "ClusterModelRolloutPolicy"  # rolloutPolicies.defaultPolicy: not RBAC
+    kinds_wanted = {"CustomResourceDefinition", "Deployment", "Service", shipped, *policy, *flow_control}
+    assert kinds == kinds_wanted
 
 
 def test_the_flow_schema_classifies_the_operators_service_account_per_namespace() -> None:

@@ -126,7 +126,12 @@ def crd_of(objects: list[Object]) -> list[Object]:
 
 def test_the_crds_are_installed_and_kept_by_default() -> None:
     crds = crd_of(render())
-    files = ("modelrollouts.modelgate.io.yaml", "modelevaluations.modelgate.io.yaml")
+    files = (
+        "modelrollouts.modelgate.io.yaml",
+        "modelevaluations.modelgate.io.yaml",
+        "modelrolloutpolicies.modelgate.io.yaml",
+        "clustermodelrolloutpolicies.modelgate.io.yaml",
+    )
     generated = [
         yaml.load((REPO_ROOT / "crds" / name).read_text(), Loader=yaml.CSafeLoader) for name in files
     ]
@@ -138,7 +143,7 @@ def test_the_crds_are_installed_and_kept_by_default() -> None:
 def test_the_crds_toggle() -> None:
     assert not crd_of(render({"crds": {"install": False, "keep": True}}))
     crds = crd_of(render({"crds": {"install": True, "keep": False}}))
-    assert len(crds) == 2 and all("annotations" not in crd["metadata"] for crd in crds)
+    assert len(crds) == 4 and all("annotations" not in crd["metadata"] for crd in crds)
 
 
 def test_a_missing_image_repository_names_the_value() -> None:

@@ -128,6 +128,7 @@ def test_check_mode_reports_and_write_mode_fixes(tmp_path: Path) -> None:
     docs += (docs_gen.CHART_VALUES, docs_gen.CHART_README, docs_gen.EVALUATION_API_REFERENCE)
     docs += (docs_gen.GETTING_STARTED, cli_samples_doc.EXAMPLE, docs_gen.CHART_OTHER_NAMES)
     docs += (docs_gen.ARCHITECTURE,)
+    docs += tuple(path for pair in docs_gen.POLICY_REFERENCES for path in pair)
     for path in (docs_gen.CRD_FILE, docs_gen.EVALUATION_CRD_FILE, *docs):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / path, tmp_path / path)

@@ -19,7 +19,11 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MAX_PARAGRAPH_WORDS = 120
 MAX_CELL_WORDS = 60
 # Generated from field descriptions: a long cell is a long description in operator/modelgate/api.
-CELLS_EXEMPT = {docs_gen.API_REFERENCE.name, docs_gen.EVALUATION_API_REFERENCE.name}
+CELLS_EXEMPT = {
+    docs_gen.API_REFERENCE.name,
+    docs_gen.EVALUATION_API_REFERENCE.name,
+    *(reference.name for _, reference in docs_gen.POLICY_REFERENCES),
+}
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s")
 CELL_SEPARATOR = re.compile(r"(?<!\\)\|")
 

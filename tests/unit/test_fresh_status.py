@@ -31,6 +31,8 @@ from modelgate.api.gate_status import GateStatus
 from modelgate.api.history import WeightChange
 from modelgate.api.internal_error_status import InternalError
 from modelgate.api.notifications import NotificationStatus, PendingNotification, Transition
+from modelgate.api.policy_ref import PolicyKind
+from modelgate.api.rollout_policy import PinnedPolicy
 from modelgate.core.tick import KEPT, fresh_status
 from tests.unit.engine_support import T0
 
@@ -92,6 +94,14 @@ def busy_status() -> ModelRolloutStatus:
         pause=RolloutPause(reason=PauseReason.PROMETHEUS_ERRORS, since=T0, message="errors"),
         notifications=NotificationStatus(
             sequence=1, pending=(PendingNotification(transition=Transition.PAUSED, sequence=1, at=T0),)
+        ),
+        policy=PinnedPolicy(
+            kind=PolicyKind.CLUSTER,
+            name="p",
+            generation=1,
+            candidate="chat-v1",
+            spec="{}",
+            resolved_hash="abc",
         ),
         conditions=(
             Condition(

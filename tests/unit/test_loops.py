@@ -142,6 +142,20 @@ def test_a_change_of_the_candidates_inference_pool_wakes_its_rollout_at_once() -
     assert len(reconciler.starts) == 2
 
 
+def test_a_change_of_the_policy_it_names_wakes_its_rollout_at_once() -> None:
+    """A cluster policy's event has no namespace: it wakes the rollouts naming it in any namespace."""
+    reconciler = FinishedReconciler()
+    loops = RolloutLoops(reconciler, route_recheck=timedelta(hours=1))  # type: ignore[arg-type]
+    spec = {"policyRef": {"kind": "ClusterModelRolloutPolicy", "name": "vllm-gateway"}}
+
+    def wake() -> None:
+        loops.notice_policy("ModelRolloutPolicy", "ns", "vllm-gateway")  # another kind: not its policy
+        loops.notice_policy("ClusterModelRolloutPolicy", None, "vllm-gateway")
+
+    _tick_then_wake(loops, reconciler, spec, wake)
+    assert len(reconciler.starts) == 2
+
+
 class StuckReconciler(FakeReconciler):
     """Its first tick blocks until the test releases it, as a call without a timeout would."""
 

@@ -42,6 +42,15 @@ def test_a_rollouts_own_replace_the_defaults_and_are_read_in_its_namespace() -> 
     assert defaults.targets(body({"receivers": []}), silenced) == ()
 
 
+def test_a_policys_receivers_are_read_in_the_rollouts_namespace() -> None:
+    """Receivers the rollout takes from its policy (resolved into its spec) are the rollout's, not
+    the platform's defaults: their Secrets are read in its namespace."""
+    defaults = NotificationDefaults.from_environment(ENVIRON)
+    from_policy = defaults.applied(notifying(make_spec(weight(20))))
+    (target,) = defaults.targets(body(), from_policy)  # the object itself has no notifications
+    assert (target.receiver.name, target.secret_namespace) == ("ops", "team-a")
+
+
 @pytest.mark.parametrize(
     "environ",
     [

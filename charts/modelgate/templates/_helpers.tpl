@@ -141,6 +141,12 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: ["modelgate.io"]
   resources: ["modelevaluations/status"]
   verbs: ["patch"]
+# ModelRolloutPolicies (spec.policyRef): kopf lists and watches them to wake the rollouts naming
+# one; the reconciler reads them from that cache. Never written. (ClusterModelRolloutPolicies:
+# rollout-policies.yaml.)
+- apiGroups: ["modelgate.io"]
+  resources: ["modelrolloutpolicies"]
+  verbs: ["get", "list", "watch"]
 # kopf watches Deployments to wake a rollout when its candidate changes; the reconciler reads the
 # candidate's availability (and the incumbent's in a watch window). Deployments are never written
 # but for their scale with rbac.scaleDownIncumbents.

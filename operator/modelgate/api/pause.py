@@ -23,6 +23,8 @@ class PauseReason(StrEnum):
     # Another rollout owns the route rule (status.routeOwner), or left it on a backend that is not
     # spec.incumbent: nothing is written, not even a rollback's 0, until that ends by itself.
     ROUTE_CLAIMED = "RouteClaimed"
+    # spec.policyRef names a policy that is not there or does not resolve: weight 0 until it does.
+    POLICY_UNRESOLVED = "PolicyUnresolved"
 
     @property
     def deadline(self) -> bool:
@@ -49,7 +51,8 @@ class RolloutPause(StatusModel):
         "`modelgate resume`), IndefiniteStep (until `modelgate promote`), or RollbackHeld (a rollback in "
         "the watch window waiting for the incumbent to be Available), or RouteClaimed (another rollout owns "
         "the route rule, status.routeOwner, or left it on a backend other than spec.incumbent: nothing is "
-        "written until that ends)."
+        "written until that ends), or PolicyUnresolved (spec.policyRef names a policy that is missing or "
+        "does not resolve to a valid plan: the candidate stays at weight 0 until it does)."
     )
     since: Timestamp = Field(description="When the pause began.")
     message: Annotated[str, StringConstraints(max_length=1024)] = Field(

@@ -21,6 +21,7 @@ from modelgate.api.gate import GateSpec
 from modelgate.api.group_members import role_differences, same_roles_rule
 from modelgate.api.markers import CelRule, cel_rules
 from modelgate.api.notifications import NotificationsSpec
+from modelgate.api.policy_ref import PolicyRef
 from modelgate.api.progress_deadlines import ProgressDeadlines
 from modelgate.api.rollback_policy import RollbackSpec
 from modelgate.api.safety import CapacitySpec
@@ -110,6 +111,7 @@ SCALE_DOWN_NEEDS_DEPLOYMENT = (
     "has no replicas"
 )
 ROLE_NEEDS_MEMBER = "names a role that spec.candidate.members does not have"
+STEPS_OR_POLICY = "is required unless spec.policyRef names a policy that holds the steps"
 
 
 class ModelRolloutSpec(SpecModel):
@@ -143,8 +145,11 @@ class ModelRolloutSpec(SpecModel):
                 field_path=".trafficRouting.istio",
                 message=POOLS_NEED_GATEWAY_API,
             ),
+            CelRule("has(self.steps) || has(self.policyRef)", field_path=".steps", message=STEPS_OR_POLICY),
             CelRule(
-                "!has(self.watch) || has(self.analysis)", field_path=".watch", message=WATCH_NEEDS_ANALYSIS
+                "!has(self.watch) || has(self.analysis) || has(self.policyRef)",
+                field_path=".watch",
+                message=WATCH_NEEDS_ANALYSIS,
             ),
             CelRule(
                 "!has(self.watch) || !has(self.watch.scaleDownIncumbent) || !self.watch.scaleDownIncumbent "
@@ -155,7 +160,7 @@ class ModelRolloutSpec(SpecModel):
             ),
             CelRule(
                 "!has(self.gate) || !has(self.gate.full) || !has(self.gate.full.startAtStep) "
-                "|| self.gate.full.startAtStep < size(self.steps)",
+                "|| !has(self.steps) || self.gate.full.startAtStep < size(self.steps)",
                 field_path=".gate.full.startAtStep",
                 message=START_PAST_THE_STEPS,
             ),
@@ -182,9 +187,11 @@ class ModelRolloutSpec(SpecModel):
         description="How traffic is split between the two sides. Set exactly one router."
     )
     steps: Annotated[tuple[Step, ...], Field(min_length=1, max_length=50)] = Field(
+        default_factory=tuple,
         description="What to do, in order. Weights move only as these steps say, or to 0 on rollback. "
         "After the last step the candidate is promoted: it gets 100% of the traffic, and the rollout "
-        "Succeeds (with spec.watch, once the window at 100% has passed)."
+        "Succeeds (with spec.watch, once the window at 100% has passed). Required unless spec.policyRef "
+        "names a policy that holds them.",
     )
     analysis: AnalysisSpec | None = Field(
         None,
@@ -192,7 +199,9 @@ class ModelRolloutSpec(SpecModel):
         "promotion alone.",
     )
     rollback: RollbackSpec = Field(
-        RollbackSpec(),
+        # A factory, not a value, so that the CRD has no default: the API server would write `{}`
+        # into every rollout, and a rollout's section would always replace its policy's.
+        default_factory=RollbackSpec,
         description="What happens when the metrics cannot be read, how a rollback moves the weight, and "
         "what deleting the rollout does.",
     )
@@ -218,6 +227,20 @@ class ModelRolloutSpec(SpecModel):
         description="Who is told when the rollout reaches a transition (docs/notifications.md); absent: "
         "the operator's defaults (the chart's notifications.defaults), if any.",
     )
+
+    policy_ref: PolicyRef | None = Field(
+        None,
+        description="A ModelRolloutPolicy or ClusterModelRolloutPolicy whose sections (steps, analysis, "
+        "gate, rollback, progressDeadlines, capacity, watch, notifications) this rollout takes where it "
+        "sets none of its own: a section set here replaces the policy's whole (docs/policies.md). The "
+        "policy is pinned in status.policy when the rollout starts.",
+    )
+
+    @model_validator(mode="after")
+    def _steps_or_policy(self) -> Self:
+        if not self.steps and self.policy_ref is None:
+            raise FieldPathError("steps", STEPS_OR_POLICY)
+        return self
 
     @model_validator(mode="after")
     def _candidate_differs(self) -> Self:
@@ -271,7 +294,7 @@ class ModelRolloutSpec(SpecModel):
     @model_validator(mode="after")
     def _watch_is_usable(self) -> Self:
         watch = self.watch
-        if watch is not None and self.analysis is None:
+        if watch is not None and self.analysis is None and self.policy_ref is None:
             raise FieldPathError("watch", WATCH_NEEDS_ANALYSIS)
         grouped = self.incumbent.members is not None
         if (
@@ -297,7 +320,7 @@ class ModelRolloutSpec(SpecModel):
     @model_validator(mode="after")
     def _gate_starts_at_a_step(self) -> Self:
         start = self.gate.full.start_at_step if self.gate is not None else None
-        if start is not None and start >= len(self.steps):
+        if start is not None and self.steps and start >= len(self.steps):
             raise FieldPathError("gate.full.startAtStep", START_PAST_THE_STEPS)
         return self
 

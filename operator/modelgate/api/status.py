@@ -27,6 +27,7 @@ from modelgate.api.metric_status import MetricAnalysis
 from modelgate.api.notifications import NotificationStatus
 from modelgate.api.pause import RolloutPause
 from modelgate.api.rollback_reason import RollbackReason
+from modelgate.api.rollout_policy import PinnedPolicy
 from modelgate.api.route_claim import RolloutRef
 from modelgate.api.route_state import RouteState
 from modelgate.api.statusmodel import StatusModel, Timestamp
@@ -333,6 +334,12 @@ class ModelRolloutStatus(StatusModel):
         None,
         description="The transitions noted for spec.notifications (or the operator's defaults) and not yet "
         "delivered: kept here so that a restarted operator still delivers them.",
+    )
+    policy: PinnedPolicy | None = Field(
+        None,
+        description="The policy of spec.policyRef as this rollout's candidate started with it: its "
+        "generation, its spec and the resolved plan's hash. The rollout decides with it until "
+        "`modelgate repin` or a new candidate (the PolicyDrift condition says when the policy changed).",
     )
     conditions: Annotated[tuple[Condition, ...], Field(max_length=16)] = Field(
         (),

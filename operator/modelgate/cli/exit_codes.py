@@ -59,6 +59,7 @@ COMMAND_CODES: dict[str, tuple[ExitCode, ...]] = {
     "abort": _STEER,
     "resume": _STEER,
     "retry": _STEER,
+    "repin": _STEER,
     "report": _READ,
     "replay": (*_READ, ExitCode.NOTHING_TO_SIMULATE),
     "plan": (*_READ, ExitCode.OVER_THE_BOUND, ExitCode.NOTHING_TO_SIMULATE),

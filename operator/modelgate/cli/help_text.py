@@ -27,6 +27,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "abort": ("modelgate abort chat -n serving",),
     "resume": ("modelgate resume chat -n serving",),
     "retry": ("modelgate retry chat -n serving",),
+    "repin": ("modelgate repin chat -n serving",),
     "report": ("modelgate report chat -n serving -o chat.html --png chat.png",),
     "replay": (
         "modelgate replay -f rollout.yaml --from now-2h",

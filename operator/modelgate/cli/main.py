@@ -21,7 +21,7 @@ from modelgate.kube import KubeError
 COMMAND_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("run", ("run",)),
     ("render.views", ("get", "status", "history")),
-    ("steer", ("promote", "abort", "resume", "retry")),
+    ("steer", ("promote", "abort", "resume", "retry", "repin")),
     ("report.report", ("report",)),
     ("plan.replay", ("replay",)),
     ("plan.plan", ("plan",)),

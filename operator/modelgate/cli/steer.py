@@ -1,4 +1,4 @@
-"""`modelgate promote|abort|resume|retry NAME`: steer a rollout through the command annotation."""
+"""`modelgate promote|abort|resume|retry|repin NAME`: steer a rollout through the command annotation."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[CommandAction, str]] = {
         "continue after a pause on Prometheus errors, a progress deadline or a route conflict",
     ),
     "retry": (CommandAction.RETRY, "start again from step 0 after a rollback or failure"),
+    "repin": (
+        CommandAction.REPIN,
+        "adopt spec.policyRef's policy as it is now, in place of the one pinned when the rollout started",
+    ),
 }
 COMMAND_TIMEOUT = 30.0
 

@@ -12,6 +12,7 @@ import yaml
 from modelgate import API_GROUP, API_VERSION, PLURAL
 from modelgate.cli.cluster_errors import file_problem
 from modelgate.kube import Kube, default_namespace
+from modelgate.policy_plans import as_resolved
 
 OUTPUT_HELP = "table: for people; json: for scripts"
 # A command parser's default `completes`: what its positional NAME is, for the shell's completion.
@@ -36,11 +37,12 @@ def connect(args: argparse.Namespace) -> tuple[Kube, str]:
 
 
 def read_rollout(kube: Kube, namespace: str, name: str) -> dict[str, Any]:
-    return kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name)
+    """The rollout, its spec resolved with the policy pinned in its status (policy_plans.py)."""
+    return as_resolved(kube.get_custom(API_GROUP, API_VERSION, namespace, PLURAL, name))
 
 
 def list_rollouts(kube: Kube, namespace: str | None) -> list[dict[str, Any]]:
-    return kube.list_custom(API_GROUP, API_VERSION, namespace, PLURAL)
+    return [as_resolved(body) for body in kube.list_custom(API_GROUP, API_VERSION, namespace, PLURAL)]
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """How a rollout ends other than by a step's verdict: the watch window after the last step, a
-gradual rollback, a spec the operator cannot use, and a tick that raised what the operator does not
-expect (the fail-safe's decision).
+gradual rollback, a spec the operator cannot use (or a policy it cannot resolve), and a tick that
+raised what the operator does not expect (the fail-safe's decision).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from modelgate.api import (
     Phase,
     RollbackReason,
     RollingBack,
+    RolloutPause,
 )
 from modelgate.api import internal_error_status as api
 from modelgate.core import reasons
@@ -271,6 +272,33 @@ def decide_unusable(
     outcome = None if finished or status.phase is Phase.FAILED else Outcome(Phase.FAILED, Reason.INVALID_SPEC)
     events = (Event(Reason.INVALID_SPEC, problem.message),)
     return Decision(unusable, returned_actions(unusable, route, events, outcome))
+
+
+def decide_policy_unresolved(
+    problem: SpecProblem, status: ModelRolloutStatus, generation: int, now: datetime
+) -> Decision:
+    """spec.policyRef names a policy that is missing or does not resolve, and no plan is pinned: the
+    rollout holds in Pending with the candidate at weight 0 (asked until the route carries it), paused
+    PolicyUnresolved naming the policy, until a tick resolves it (policy_plans.py ends the pause)."""
+    message = reasons.clip(problem.message, reasons.STATUS_MESSAGE)
+    held = status.pause is not None and status.pause.reason is PauseReason.POLICY_UNRESOLVED
+    pause = RolloutPause(
+        reason=PauseReason.POLICY_UNRESOLVED,
+        since=status.pause.since if held and status.pause is not None else now,
+        message=reasons.clip(problem.message, reasons.ANALYSIS_MESSAGE),
+    )
+    update: dict[str, object] = {
+        "message": message,
+        "observed_generation": generation,
+        "phase": Phase.PENDING,
+        "current_weight": 0,
+        "pause": pause,
+    }
+    holding = status.model_copy(update=update)
+    route = None if status.live_weight == 0 else WriteRoute(0, 0, warned(status))
+    said = held and status.pause is not None and status.pause.message == pause.message
+    events = () if said else (Event(Reason.POLICY_UNRESOLVED, problem.message),)
+    return Decision(holding, returned_actions(holding, route, events, None))
 
 
 # -- internal_error --------------------------------------------------------------------------------

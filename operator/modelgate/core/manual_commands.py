@@ -1,5 +1,5 @@
-"""Manual commands (promote, abort, resume, retry) within a tick; each ends Applied or Ignored in
-`status.lastCommand`, which is what the CLI reads.
+"""Manual commands (promote, abort, resume, retry; repin without a policy) within a tick; each ends
+Applied or Ignored in `status.lastCommand`, which is what the CLI reads.
 """
 
 from __future__ import annotations
@@ -80,6 +80,8 @@ NONE_APPLIES = {
 
 
 def _not_applicable_message(tick: TickView, action: CommandAction) -> str:
+    if action is CommandAction.REPIN:  # with spec.policyRef, policy_plans.py handles it
+        return "`modelgate repin` applies only to a rollout with spec.policyRef: this one names no policy"
     phase = tick.status.phase
     pause = tick.status.pause
     refused = f"`modelgate {action}` does not apply in phase {phase}"
@@ -95,7 +97,8 @@ def unreadable_message(command: UnreadableCommand) -> str:
     value = reasons.clip(command.value, 200)
     return (
         f"annotation {COMMAND_ANNOTATION} ignored: its value {value!r} {command.problem}; expected JSON "
-        f"{COMMAND_SHAPE} with action one of {actions}, as `modelgate promote|abort|resume|retry` writes it"
+        f"{COMMAND_SHAPE} with action one of {actions}, as `modelgate promote|abort|resume|retry|repin` "
+        "writes it"
     )
 
 

@@ -90,6 +90,8 @@ class CommandAction(StrEnum):
     ABORT = "abort"
     RESUME = "resume"
     RETRY = "retry"
+    # Adopt spec.policyRef's policy as it is now (policy_plans.py handles it before the engine).
+    REPIN = "repin"
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ class ConditionType(StrEnum):
     WATCHING = "Watching"
     INCUMBENT_AVAILABLE = "IncumbentAvailable"
     ANALYSIS_READY = "AnalysisReady"
+    POLICY_DRIFT = "PolicyDrift"
 
 
 class Reason(StrEnum):
@@ -111,6 +112,9 @@ class Reason(StrEnum):
     ROUTE_CLAIMED = "RouteClaimed"
     INCUMBENT_NOT_SERVED = "IncumbentNotServed"
     ROUTE_HANDED_OVER = "RouteHandedOver"
+    # spec.policyRef (policy_plans.py): the policy changed after it was pinned, or is missing.
+    POLICY_CHANGED = "PolicyChanged"
+    POLICY_UNRESOLVED = "PolicyUnresolved"
 
     @property
     def event_type(self) -> EventType:
@@ -121,6 +125,7 @@ _WARNINGS = frozenset(
     {
         Reason.ROLLED_BACK,
         Reason.INVALID_SPEC,
+        Reason.POLICY_UNRESOLVED,
         Reason.INTERNAL_ERROR,
         Reason.ANALYSIS_PAUSED,
         Reason.PROGRESS_DEADLINE_EXCEEDED,

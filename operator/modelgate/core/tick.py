@@ -287,6 +287,7 @@ KEPT = frozenset(
         "current_mirror_percent",  # what the route was asked to copy: the tick removes it, saying so
         "observed_generation",  # the spec the status was computed from: the tick sets it
         "notifications",  # transitions not yet delivered, and the count that keeps their keys unique
+        "policy",  # the policy pinned for this candidate, before the tick (policy_plans.py)
     }
 )
 

@@ -45,12 +45,18 @@ class Kube(GroupMembers, GateResources, EvaluationResources):
 
     # -- custom resources ------------------------------------------------------------------------
     def get_cluster_custom(self, group: str, version: str, plural: str, name: str) -> Object:
+        """The cached copy when there is one (never mutate it), else the API server's."""
+        cache = self.caches.get(plural)
+        held = None if cache is None else cache.get("", name)
+        if held is not None:
+            return held
         with api_request("get"):
-            return as_object(
+            obj = as_object(
                 self._custom.get_cluster_custom_object(
                     group, version, plural, name, _request_timeout=self.request_timeout
                 )
             )
+        return self._remember(plural, obj)
 
     def custom_exists(self, group: str, version: str, namespace: str, plural: str, name: str) -> bool:
         """Whether the object exists, asked of the API server and kept out of the caches (they are

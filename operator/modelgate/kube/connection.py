@@ -18,6 +18,7 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from modelgate import EVALUATION_PLURAL, PLURAL
+from modelgate.api.policy_ref import CLUSTER_POLICY_PLURAL, POLICY_PLURAL
 from modelgate.kube.api_errors import KubeconfigMissing, KubeError, translated
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.pools import INFERENCE_POOLS
@@ -68,6 +69,8 @@ class Connection:
             "statefulsets": ObjectCache(deployment_essentials),
             "leaderworkersets": ObjectCache(deployment_essentials),
             INFERENCE_POOLS: ObjectCache(),
+            POLICY_PLURAL: ObjectCache(),
+            CLUSTER_POLICY_PLURAL: ObjectCache(),
         }
         return self.caches
 

@@ -52,6 +52,7 @@ class NotificationDefaults:
         """Where a Notify of the rollout `body` (its `spec` with the defaults applied) goes."""
         if spec.notifications is None:
             return ()
-        own = (body.get("spec") or {}).get("notifications") is not None
+        # The rollout's own (or its policy's, resolved into `spec`): not the object `applied` put in.
+        own = spec.notifications is not self.spec
         namespace = body["metadata"]["namespace"] if own else self.namespace
         return tuple(Target(receiver, namespace, not own) for receiver in spec.notifications.receivers)

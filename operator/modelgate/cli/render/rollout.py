@@ -183,6 +183,8 @@ def _pause_line(status: ModelRolloutStatus, meta: dict[str, Any]) -> Text:
         ends = f"it ends when {status.route_owner} ends or is deleted"
     elif pause.reason is PauseReason.ROUTE_CLAIMED:
         ends = "it ends when the route serves spec.incumbent, or the spec names the backend it serves"
+    elif pause.reason is PauseReason.POLICY_UNRESOLVED:
+        ends = f"it ends when spec.policyRef resolves: {pause.message}"
     else:
         ends = "it ends when the incumbent is Available"
     return Text(f"{pause.reason} since {moment(pause.since)}; {ends}", style="yellow")
