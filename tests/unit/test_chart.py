@@ -516,9 +516,9 @@ def test_extra_workloads_are_granted_their_resource_and_scale_and_its_patch_with
         "resources": ["inferenceservers/scale"],
         "verbs": ["patch"],
     }
-    reading = the(render({"rbac": {"extraWorkloads": [extra]}}), "ClusterRole")["rules"]
+    reading = operator_role(render({"rbac": {"extraWorkloads": [extra]}}))["rules"]
     assert read in reading and scale not in reading
-    scaling = the(render({"rbac": {"extraWorkloads": [extra], "scaleDownIncumbents": True}}), "ClusterRole")
+    scaling = operator_role(render({"rbac": {"extraWorkloads": [extra], "scaleDownIncumbents": True}}))
     assert read in scaling["rules"] and scale in scaling["rules"]
 
 
