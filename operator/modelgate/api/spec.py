@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from modelgate.api.analysis import AnalysisSpec
+from modelgate.api.candidate_patch import CandidatePatch
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.gate import GateSpec
 from modelgate.api.markers import CelRule, cel_rules
@@ -27,6 +28,7 @@ from modelgate.api.specmodel import SpecModel
 from modelgate.api.steps import Step
 from modelgate.api.traffic_routing import TrafficRouting
 from modelgate.api.watch import WatchSpec
+from modelgate.api.one_edit import ONE_EDIT_RULES, with_candidate, with_generated_candidate
 from modelgate.api.workload_ref import WorkloadRef
 
 
@@ -86,25 +88,28 @@ class ModelRolloutSpec(SpecModel):
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
-            _sides_differ("deployment"),
-            _pools_differ(),
-            _sides_differ("adapter"),
-            CelRule(
-                "!(has(self.incumbent.adapter) || has(self.candidate.adapter)) "
-                "|| has(self.trafficRouting.inferenceModelRewrite)",
-                field_path=".trafficRouting",
-                message=ADAPTERS_NEED_MODEL_REWRITE,
-            ),
-            CelRule(
-                "!has(self.trafficRouting.inferenceModelRewrite) || (has(self.incumbent.adapter) "
-                "&& has(self.candidate.adapter) && has(self.incumbent.inferencePool) "
-                "&& has(self.candidate.inferencePool) "
-                "&& self.incumbent.inferencePool == self.candidate.inferencePool)",
-                field_path=".trafficRouting.inferenceModelRewrite",
-                message=MODEL_REWRITE_NEEDS_ADAPTERS,
+            *with_candidate(
+                _sides_differ("deployment"),
+                _pools_differ(),
+                _sides_differ("adapter"),
+                CelRule(
+                    "!(has(self.incumbent.adapter) || has(self.candidate.adapter)) "
+                    "|| has(self.trafficRouting.inferenceModelRewrite)",
+                    field_path=".trafficRouting",
+                    message=ADAPTERS_NEED_MODEL_REWRITE,
+                ),
+                CelRule(
+                    "!has(self.trafficRouting.inferenceModelRewrite) || (has(self.incumbent.adapter) "
+                    "&& has(self.candidate.adapter) && has(self.incumbent.inferencePool) "
+                    "&& has(self.candidate.inferencePool) "
+                    "&& self.incumbent.inferencePool == self.candidate.inferencePool)",
+                    field_path=".trafficRouting.inferenceModelRewrite",
+                    message=MODEL_REWRITE_NEEDS_ADAPTERS,
+                ),
+                _pool_is_backend("candidate"),
             ),
             _pool_is_backend("incumbent"),
-            _pool_is_backend("candidate"),
+            *ONE_EDIT_RULES,
             CelRule(
                 "!has(self.trafficRouting.istio) || "
                 "!(has(self.incumbent.inferencePool) || has(self.candidate.inferencePool))",
@@ -132,9 +137,18 @@ class ModelRolloutSpec(SpecModel):
     incumbent: WorkloadRef = Field(
         description="The Deployment or InferencePool serving today; it takes back all traffic on rollback."
     )
+    # Absent with candidatePatch: then the Deployment the operator generates (api/one_edit.py).
     candidate: WorkloadRef = Field(
+        None,
         description="The Deployment or InferencePool being rolled out; must differ from the incumbent. "
-        "Changing it starts a new rollout from step 0."
+        "Changing it starts a new rollout from step 0. Set exactly one of candidate or candidatePatch.",
+    )
+    candidate_patch: CandidatePatch | None = Field(
+        None,
+        description="One edit per upgrade (docs/topologies/one-edit.md): instead of naming a candidate, "
+        "say how it differs from the incumbent Deployment; the operator generates the candidate "
+        "Deployment and Service from the incumbent, adds its backendRef at weight 0 to the route, and "
+        "removes them on rollback or deletion. A changed patch is a new candidate and a new rollout.",
     )
     traffic_routing: TrafficRouting = Field(
         description="How traffic is split between the two sides. Set exactly one router."
@@ -176,6 +190,11 @@ class ModelRolloutSpec(SpecModel):
         description="Who is told when the rollout reaches a transition (docs/notifications.md); absent: "
         "the operator's defaults (the chart's notifications.defaults), if any.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _candidate_from_patch(cls, data: Any) -> Any:
+        return with_generated_candidate(data)
 
     @model_validator(mode="after")
     def _candidate_differs(self) -> Self:
