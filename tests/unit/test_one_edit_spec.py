@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from modelgate.api import InvalidSpecError, parse_spec
-from modelgate.api.candidate_patch import GENERATED_NAME_LENGTH, AfterPromotion, CandidatePatch, generated_name
+from modelgate.api.candidate_patch import (
+    GENERATED_NAME_LENGTH,
+    AfterPromotion,
+    CandidatePatch,
+    generated_name,
+)
 
 
 def one_edit(**patch: Any) -> dict[str, Any]:
@@ -69,7 +74,9 @@ def test_a_parsed_one_edit_spec_survives_its_own_dump() -> None:
             "gatewayAPI",
         ),
         (
-            lambda s: s["candidatePatch"].update(env=[{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]),
+            lambda s: s["candidatePatch"].update(
+                env=[{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]
+            ),
             "spec.candidatePatch.env",
             "twice",
         ),

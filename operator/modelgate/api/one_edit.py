@@ -22,7 +22,9 @@ PATCH_NEEDS_GATEWAY_API = (
 BACKEND_IS_GENERATED = (
     "must be absent with spec.candidatePatch: the operator names the candidate's Service it generates"
 )
-BACKEND_REQUIRED = "required: the backendRef that reaches spec.candidate (absent only with spec.candidatePatch)"
+BACKEND_REQUIRED = (
+    "required: the backendRef that reaches spec.candidate (absent only with spec.candidatePatch)"
+)
 
 ONE_EDIT_RULES = (
     CelRule("has(self.candidate) != has(self.candidatePatch)", message=ONE_CANDIDATE),

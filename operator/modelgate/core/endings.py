@@ -5,7 +5,7 @@ expect (the fail-safe's decision).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from modelgate.api import (
@@ -15,24 +15,34 @@ from modelgate.api import (
     Phase,
     RollbackReason,
     RollingBack,
+    RolloutRef,
 )
+from modelgate.api.candidate_patch import AfterPromotion
 from modelgate.api import internal_error_status as api
 from modelgate.core import reasons
-from modelgate.core.actions import returned_actions, warned
+from modelgate.core.actions import decide_deletion, returned_actions, warned
 from modelgate.core.model import (
     Advance,
     AskWeight,
     BeginPause,
+    ChangeGenerated,
     Decision,
     Effect,
     Event,
+    GeneratedChange,
     Hold,
     Intent,
+    LiveRoute,
     Noted,
+    Observations,
     Outcome,
+    PostEvents,
+    RemoveFinalizer,
     RollBack,
+    RouteProblem,
     Say,
     SetCondition,
+    ScaleDownIncumbent,
     SetWeight,
     SpecProblem,
     WriteRoute,
@@ -343,3 +353,104 @@ def _kept(said: api.InternalError | None, now: api.InternalError) -> api.Interna
     if said is not None and (said.type, said.message) == (now.type, now.message):
         return said
     return now
+
+
+# -- one_edit --------------------------------------------------------------------------------------
+# A one-edit rollout (spec.candidatePatch): the operator generates the candidate's Deployment, Service and
+# backendRef (at weight 0) while the rollout runs, and removes them once the candidate's traffic is back on the
+# incumbent (RolledBack, Failed) or on deletion. After Succeeded, PromoteIntoIncumbent patches the incumbent,
+# returns the traffic to it once every replica is updated and available, and then removes the rest;
+# RetireIncumbent releases the candidate (it outlives the rollout) and scales the incumbent to 0. Each change
+# is asked for while the observation says it is not done, so a tick that fails half-way is carried on.
+
+
+@dataclass(frozen=True)
+class GeneratedObjects:
+    """What exists of a one-edit rollout's generated candidate, and the incumbent as the patch left it."""
+
+    deployment: bool
+    service: bool
+    backend_refs: bool  # the candidate's backendRef, in every route rule
+    owned: bool = True  # the Deployment still has the rollout as its owner
+    incumbent_patched: bool = False  # the incumbent's Pod template carries the patch
+    incumbent_rolled_out: bool = False  # ... and every replica of it is updated and available
+    incumbent_scaled_down: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.deployment and self.service and self.backend_refs
+
+    @property
+    def leftover(self) -> bool:
+        """Something generated that deleting the rollout would have to remove (none once released:
+        the Service and backendRef then serve the candidate that outlives it)."""
+        return self.owned and (self.deployment or self.service or self.backend_refs)
+
+
+@dataclass(frozen=True)
+class GeneratedPlan:
+    """A tick's changes to what is generated, the candidate weight to write instead of the engine's,
+    and whether the finalizer stays for what is left to remove on deletion."""
+
+    changes: tuple[ChangeGenerated | ScaleDownIncumbent, ...]
+    weight: int | None
+    keeps_finalizer: bool
+
+
+ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+
+
+def generated_plan(
+    spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, weight: int | None
+) -> GeneratedPlan:
+    """What a one-edit rollout's tick, which came to `status` and would write `weight`, does to what
+    is generated; nothing for any other rollout."""
+    patch, generated = spec.candidate_patch, observed.generated
+    if patch is None or generated is None:
+        return GeneratedPlan((), weight, False)
+    keeps = generated.leftover
+    if status.phase not in ENDED:
+        return GeneratedPlan(_changes(not generated.complete, GeneratedChange.CREATE), weight, True)
+    if status.phase is not Phase.SUCCEEDED:
+        returned = status.rolling_back is None and status.live_weight == 0
+        return GeneratedPlan(_changes(returned and generated.leftover, GeneratedChange.REMOVE), weight, keeps)
+    if patch.after_promotion is AfterPromotion.RETIRE_INCUMBENT:
+        release = _changes(generated.owned and generated.deployment, GeneratedChange.RELEASE)
+        retire = () if generated.incumbent_scaled_down else (ScaleDownIncumbent(spec.incumbent.name),)
+        return GeneratedPlan((*release, *retire), weight, keeps)
+    if not generated.incumbent_patched:
+        return GeneratedPlan(_changes(True, GeneratedChange.PATCH_INCUMBENT), weight, keeps)
+    if not generated.incumbent_rolled_out:
+        return GeneratedPlan((), weight, keeps)  # the candidate serves until the incumbent can
+    if status.live_weight:
+        return GeneratedPlan((), 0, keeps)  # the traffic back to the patched incumbent, then the rest goes
+    return GeneratedPlan(_changes(generated.leftover, GeneratedChange.REMOVE), None, keeps)
+
+
+def _changes(wanted: bool, change: GeneratedChange) -> tuple[ChangeGenerated, ...]:
+    return (ChangeGenerated(change),) if wanted else ()
+
+
+def decide_generated_deletion(
+    spec: ModelRolloutSpec | None,
+    status: ModelRolloutStatus,
+    route: LiveRoute | RouteProblem | None,
+    has_finalizer: bool,
+    owner: RolloutRef | None = None,
+    generated: GeneratedObjects | None = None,
+) -> Decision:
+    """A rollout being deleted (core/actions.py's decide_deletion); one-edit, whatever it generated is
+    removed too (a released candidate excepted), after the candidate's weight is back at 0."""
+    decided = decide_deletion(spec, status, route, has_finalizer, owner)
+    if not has_finalizer or spec is None or spec.candidate_patch is None or generated is None:
+        return decided
+    if not generated.leftover:
+        return decided
+    remove = ChangeGenerated(GeneratedChange.REMOVE)
+    serving = isinstance(route, LiveRoute) and (route.candidate_weight, route.mirror_percent) != (0, 0)
+    if serving and not any(isinstance(action, WriteRoute) for action in decided.actions):
+        message = "deleting: the generated candidate's weight is 0, the incumbent takes all traffic"
+        events = PostEvents((Event(Reason.TRAFFIC_RETURNED, message),))
+        return Decision(status, (WriteRoute(0, 0), events, remove, RemoveFinalizer(once_returned=True)))
+    *before, last = decided.actions
+    return replace(decided, actions=(*before, remove, last))

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from modelgate.api import (
     ModelRolloutSpec,
@@ -24,6 +25,9 @@ from modelgate.api.notifications import PendingNotification
 from modelgate.core.gate_judgement import CheckObservation
 from modelgate.core.reasons import ConditionType, EventType, Reason
 from modelgate.core.results import AnalysisRun
+
+if TYPE_CHECKING:
+    from modelgate.core.endings import GeneratedObjects
 
 # -- model -----------------------------------------------------------------------------------------
 # What the engine reads (observations, commands) and what it decides (a Decision).
@@ -160,6 +164,8 @@ class Observations:
     notified: frozenset[str] = frozenset()
     # Another rollout's claim on the route rule (None: unclaimed, or this rollout's own).
     route_claim: RouteClaim | None = None
+    # What exists of a one-edit rollout's generated candidate (spec.candidatePatch); None otherwise.
+    generated: GeneratedObjects | None = None
 
     @property
     def rollout_ref(self) -> RolloutRef:
@@ -284,6 +290,22 @@ class RecordEnding:
     outcome: Outcome
 
 
+class GeneratedChange(StrEnum):
+    """What a one-edit rollout (spec.candidatePatch) does to the objects the operator generates."""
+
+    CREATE = "create"  # the candidate's Deployment, Service and backendRef at weight 0, each if missing
+    REMOVE = "remove"  # the backendRef, the Service and the Deployment deleted
+    PATCH_INCUMBENT = "patch-incumbent"  # PromoteIntoIncumbent: the incumbent's Pod template takes the patch
+    RELEASE = "release"  # RetireIncumbent: the candidate's owner reference goes; it outlives the rollout
+
+
+@dataclass(frozen=True)
+class ChangeGenerated:
+    """A one-edit rollout's change to what the operator generates (core/endings.py decides it)."""
+
+    change: GeneratedChange
+
+
 Action = (
     SetFinalizer
     | RemoveFinalizer
@@ -297,6 +319,7 @@ Action = (
     | ClearCommand
     | Notify
     | RecordEnding
+    | ChangeGenerated
 )
 
 
