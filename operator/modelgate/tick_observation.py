@@ -31,6 +31,7 @@ from modelgate.kube import DeploymentAvailability, Kube, NotFound
 from modelgate.kube.gate_jobs import GateJobs
 from modelgate.metrics import AnalysisPlan, MetricProvider
 from modelgate.routers import TrafficRouter
+from modelgate.routers.generated_candidate import GeneratedCandidate
 
 
 class TickObserver:
@@ -94,6 +95,9 @@ class TickObserver:
             analysis_check=check,
             has_finalizer=FINALIZER in (meta.get("finalizers") or []),
             route_claim=self._route_claim(route, str(meta.get("uid") or "")),
+            generated=None
+            if spec.candidate_patch is None
+            else GeneratedCandidate(self.kube, body, spec).observe(),
         )
 
     def _ready_replicas(self, namespace: str, spec: ModelRolloutSpec) -> ReadyReplicas:

@@ -11,8 +11,9 @@ from typing import Any
 
 from modelgate.api import ModelRolloutSpec, Phase, parse_spec
 from modelgate.core import CommandAction, Observations, Router, World, WriteFailed, apply, decide
-from modelgate.core.endings import GeneratedObjects, decide_generated_deletion
+from modelgate.core.endings import decide_generated_deletion
 from modelgate.core.model import ChangeGenerated, GeneratedChange, ScaleDownIncumbent, WriteRoute
+from modelgate.core.results import GeneratedObjects
 from tests.unit.engine_support import T0, command, live
 
 NOTHING = GeneratedObjects(deployment=False, service=False, backend_refs=False)

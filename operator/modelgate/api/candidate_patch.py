@@ -65,7 +65,8 @@ class CandidatePatch(SpecModel):
 
     container: ContainerName | None = Field(
         None,
-        description="The container of the incumbent's Pod template that the patch changes (default: the first).",
+        description="The container of the incumbent's Pod template that the patch changes "
+        "(default: the first).",
     )
     image: Image | None = Field(None, description="The candidate container's image.")
     args: Annotated[tuple[Argument, ...], Field(max_length=128)] | None = Field(

@@ -21,6 +21,7 @@ from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.gate import GateSpec
 from modelgate.api.markers import CelRule, cel_rules
 from modelgate.api.notifications import NotificationsSpec
+from modelgate.api.one_edit import ONE_EDIT_RULES, with_candidate, with_generated_candidate
 from modelgate.api.progress_deadlines import ProgressDeadlines
 from modelgate.api.rollback_policy import RollbackSpec
 from modelgate.api.safety import CapacitySpec
@@ -28,7 +29,6 @@ from modelgate.api.specmodel import SpecModel
 from modelgate.api.steps import Step
 from modelgate.api.traffic_routing import TrafficRouting
 from modelgate.api.watch import WatchSpec
-from modelgate.api.one_edit import ONE_EDIT_RULES, with_candidate, with_generated_candidate
 from modelgate.api.workload_ref import WorkloadRef
 
 
@@ -137,8 +137,9 @@ class ModelRolloutSpec(SpecModel):
     incumbent: WorkloadRef = Field(
         description="The Deployment or InferencePool serving today; it takes back all traffic on rollback."
     )
-    # Absent with candidatePatch: then the Deployment the operator generates (api/one_edit.py).
-    candidate: WorkloadRef = Field(
+    # Absent with candidatePatch, and then filled in before validation with the Deployment the operator
+    # generates (api/one_edit.py): never None once parsed, so it is typed as always set.
+    candidate: WorkloadRef = Field(  # type: ignore[assignment]
         None,
         description="The Deployment or InferencePool being rolled out; must differ from the incumbent. "
         "Changing it starts a new rollout from step 0. Set exactly one of candidate or candidatePatch.",

@@ -92,8 +92,9 @@ class GatewayAPIRouting(SpecModel):
         description="backendRef name that reaches the incumbent: a Service, or for an inferencePool "
         "incumbent that InferencePool."
     )
-    # Absent with spec.candidatePatch: then the Service the operator generates (api/one_edit.py).
-    candidate_backend: ObjectName = Field(
+    # Absent with spec.candidatePatch, and then filled in before validation with the Service the operator
+    # generates (api/one_edit.py): never None once the spec is parsed, so it is typed as always set.
+    candidate_backend: ObjectName = Field(  # type: ignore[assignment]
         None,
         description="backendRef name that reaches the candidate: a Service, or for an inferencePool "
         "candidate that InferencePool. Required unless spec.candidatePatch is set (then the operator "

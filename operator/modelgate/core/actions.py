@@ -14,7 +14,6 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from modelgate.api import ModelRolloutSpec, ModelRolloutStatus, Phase, RolloutRef, RouteState
 from modelgate.api.gate_status import GateStatus
@@ -46,9 +45,7 @@ from modelgate.core.model import (
 )
 from modelgate.core.notifying import BreachEvidence, notify_actions, with_evidence
 from modelgate.core.reasons import Reason
-
-if TYPE_CHECKING:
-    from modelgate.core.endings import GeneratedObjects
+from modelgate.core.results import GeneratedObjects
 
 # -- actions ---------------------------------------------------------------------------------------
 

@@ -17,8 +17,8 @@ from modelgate.api import (
     RollingBack,
     RolloutRef,
 )
-from modelgate.api.candidate_patch import AfterPromotion
 from modelgate.api import internal_error_status as api
+from modelgate.api.candidate_patch import AfterPromotion
 from modelgate.core import reasons
 from modelgate.core.actions import decide_deletion, returned_actions, warned
 from modelgate.core.model import (
@@ -41,14 +41,15 @@ from modelgate.core.model import (
     RollBack,
     RouteProblem,
     Say,
-    SetCondition,
     ScaleDownIncumbent,
+    SetCondition,
     SetWeight,
     SpecProblem,
     WriteRoute,
     fields,
 )
 from modelgate.core.reasons import ConditionType, Reason, moment, set_condition
+from modelgate.core.results import GeneratedObjects
 from modelgate.core.tick import TickView, note_history, watching
 
 # -- watch_window ----------------------------------------------------------------------------------
@@ -357,34 +358,12 @@ def _kept(said: api.InternalError | None, now: api.InternalError) -> api.Interna
 
 # -- one_edit --------------------------------------------------------------------------------------
 # A one-edit rollout (spec.candidatePatch): the operator generates the candidate's Deployment, Service and
-# backendRef (at weight 0) while the rollout runs, and removes them once the candidate's traffic is back on the
-# incumbent (RolledBack, Failed) or on deletion. After Succeeded, PromoteIntoIncumbent patches the incumbent,
-# returns the traffic to it once every replica is updated and available, and then removes the rest;
-# RetireIncumbent releases the candidate (it outlives the rollout) and scales the incumbent to 0. Each change
-# is asked for while the observation says it is not done, so a tick that fails half-way is carried on.
-
-
-@dataclass(frozen=True)
-class GeneratedObjects:
-    """What exists of a one-edit rollout's generated candidate, and the incumbent as the patch left it."""
-
-    deployment: bool
-    service: bool
-    backend_refs: bool  # the candidate's backendRef, in every route rule
-    owned: bool = True  # the Deployment still has the rollout as its owner
-    incumbent_patched: bool = False  # the incumbent's Pod template carries the patch
-    incumbent_rolled_out: bool = False  # ... and every replica of it is updated and available
-    incumbent_scaled_down: bool = False
-
-    @property
-    def complete(self) -> bool:
-        return self.deployment and self.service and self.backend_refs
-
-    @property
-    def leftover(self) -> bool:
-        """Something generated that deleting the rollout would have to remove (none once released:
-        the Service and backendRef then serve the candidate that outlives it)."""
-        return self.owned and (self.deployment or self.service or self.backend_refs)
+# backendRef (at weight 0) while the rollout runs, and removes them once the candidate's traffic is back on
+# the incumbent (RolledBack, Failed) or on deletion. After Succeeded, PromoteIntoIncumbent patches the
+# incumbent, returns the traffic to it once every replica is updated and available, and then removes the
+# rest; RetireIncumbent releases the candidate (it outlives the rollout) and scales the incumbent to 0.
+# Each change is asked for while the observation says it is not done, so a tick that fails half-way is
+# carried on.
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from modelgate.api import (
     ModelRolloutSpec,
@@ -24,10 +23,7 @@ from modelgate.api.gate_status import GateStatus
 from modelgate.api.notifications import PendingNotification
 from modelgate.core.gate_judgement import CheckObservation
 from modelgate.core.reasons import ConditionType, EventType, Reason
-from modelgate.core.results import AnalysisRun
-
-if TYPE_CHECKING:
-    from modelgate.core.endings import GeneratedObjects
+from modelgate.core.results import AnalysisRun, GeneratedObjects
 
 # -- model -----------------------------------------------------------------------------------------
 # What the engine reads (observations, commands) and what it decides (a Decision).

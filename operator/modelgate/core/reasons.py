@@ -111,6 +111,12 @@ class Reason(StrEnum):
     ROUTE_CLAIMED = "RouteClaimed"
     INCUMBENT_NOT_SERVED = "IncumbentNotServed"
     ROUTE_HANDED_OVER = "RouteHandedOver"
+    # A one-edit rollout's generated candidate (spec.candidatePatch).
+    CANDIDATE_GENERATED = "CandidateGenerated"
+    GENERATED_REMOVED = "GeneratedRemoved"
+    INCUMBENT_PATCHED = "IncumbentPatched"
+    CANDIDATE_RELEASED = "CandidateReleased"
+    GENERATION_FAILED = "GenerationFailed"
 
     @property
     def event_type(self) -> EventType:
@@ -143,6 +149,7 @@ _WARNINGS = frozenset(
         Reason.ROLLBACK_HELD,
         Reason.SCALE_DOWN_FAILED,
         Reason.NOTIFICATION_FAILED,
+        Reason.GENERATION_FAILED,
     }
 )
 

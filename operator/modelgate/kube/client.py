@@ -29,6 +29,7 @@ from modelgate.kube.connection import (
 )
 from modelgate.kube.evaluation_resources import EvaluationResources
 from modelgate.kube.gate_resources import GateResources
+from modelgate.kube.generated_resources import GeneratedResources
 from modelgate.kube.objects import event_body
 from modelgate.kube.workloads import Workloads
 
@@ -39,7 +40,7 @@ class SecretKeyValue:
     annotations: Mapping[str, str]
 
 
-class Kube(Workloads, GateResources, EvaluationResources):
+class Kube(Workloads, GateResources, EvaluationResources, GeneratedResources):
     """Every call the operator and its CLI make to the API server."""
 
     # -- custom resources ------------------------------------------------------------------------
