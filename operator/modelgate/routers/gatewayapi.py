@@ -305,5 +305,6 @@ GATEWAY_API = RouterKind(
     named_routes=_named_routes,
     backend_service=_backend_service,
     factory=gateway_api_router,
-    what_it_writes="HTTPRoutes and GRPCRoutes: two backendRefs' weights in a rule, its RequestMirror filter",
+    what_it_writes="HTTPRoutes and GRPCRoutes: two backendRefs' weights in a rule, its RequestMirror filter, "
+    "a one-edit rollout's candidate backendRef (added at weight 0, removed)",
 )
