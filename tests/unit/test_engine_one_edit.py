@@ -81,6 +81,7 @@ def test_promote_into_incumbent_hands_the_traffic_back_once_the_incumbent_rolled
     assert weights[0] == 0 and GeneratedChange.REMOVE in changes(actions)
     assert actions.index(ChangeGenerated(GeneratedChange.REMOVE)) > actions.index(WriteRoute(0, 0, False))
     assert world.route == live(0) and world.generated is not None
+    assert world.status.message == "the incumbent chat-v1 carries the promoted patch and takes all traffic"
     assert not (world.generated.deployment or world.generated.service or world.generated.backend_refs)
     assert world.status.phase is Phase.SUCCEEDED and not world.finalizer
 

@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 from modelgate.api.candidate_patch import CandidatePatch
+from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.kube.generated_objects import (
     GENERATED_LABEL,
     candidate_deployment,
@@ -18,7 +19,6 @@ from modelgate.kube.generated_objects import (
     patched_template_ops,
     with_model,
 )
-from modelgate.core import LiveRoute, Reason, RouteProblem
 from modelgate.routers.base import SideKinds
 from modelgate.routers.gatewayapi import HTTP_ROUTE, RouteTarget, locate_rule
 from modelgate.routers.generated_candidate import backend_ref_patch

@@ -369,11 +369,13 @@ def _kept(said: api.InternalError | None, now: api.InternalError) -> api.Interna
 @dataclass(frozen=True)
 class GeneratedPlan:
     """A tick's changes to what is generated, the candidate weight to write instead of the engine's,
-    and whether the finalizer stays for what is left to remove on deletion."""
+    whether the finalizer stays for what is left to remove on deletion, and, once promoted, the status
+    message saying which workload serves (None: the engine's)."""
 
     changes: tuple[ChangeGenerated | ScaleDownIncumbent, ...]
     weight: int | None
     keeps_finalizer: bool
+    message: str | None = None
 
 
 ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
@@ -393,17 +395,23 @@ def generated_plan(
     if status.phase is not Phase.SUCCEEDED:
         returned = status.rolling_back is None and status.live_weight == 0
         return GeneratedPlan(_changes(returned and generated.leftover, GeneratedChange.REMOVE), weight, keeps)
+    candidate, incumbent = spec.candidate.name, spec.incumbent.name
     if patch.after_promotion is AfterPromotion.RETIRE_INCUMBENT:
         release = _changes(generated.owned and generated.deployment, GeneratedChange.RELEASE)
-        retire = () if generated.incumbent_scaled_down else (ScaleDownIncumbent(spec.incumbent.name),)
-        return GeneratedPlan((*release, *retire), weight, keeps)
+        retire = () if generated.incumbent_scaled_down else (ScaleDownIncumbent(incumbent),)
+        said = f"{candidate} takes all traffic; the incumbent {incumbent} is retired (scaled to 0)"
+        return GeneratedPlan((*release, *retire), weight, keeps, said)
+    rolling = f"{candidate} takes all traffic while the incumbent {incumbent} rolls out the promoted patch"
     if not generated.incumbent_patched:
-        return GeneratedPlan(_changes(True, GeneratedChange.PATCH_INCUMBENT), weight, keeps)
+        return GeneratedPlan(_changes(True, GeneratedChange.PATCH_INCUMBENT), weight, keeps, rolling)
     if not generated.incumbent_rolled_out:
-        return GeneratedPlan((), weight, keeps)  # the candidate serves until the incumbent can
+        return GeneratedPlan((), weight, keeps, rolling)  # the candidate serves until the incumbent can
+    said = f"the incumbent {incumbent} carries the promoted patch and takes all traffic"
     if status.live_weight:
-        return GeneratedPlan((), 0, keeps)  # the traffic back to the patched incumbent, then the rest goes
-    return GeneratedPlan(_changes(generated.leftover, GeneratedChange.REMOVE), None, keeps)
+        return GeneratedPlan(
+            (), 0, keeps, said
+        )  # the traffic back to the patched incumbent, then the rest goes
+    return GeneratedPlan(_changes(generated.leftover, GeneratedChange.REMOVE), None, keeps, said)
 
 
 def _changes(wanted: bool, change: GeneratedChange) -> tuple[ChangeGenerated, ...]:

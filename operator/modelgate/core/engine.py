@@ -74,6 +74,8 @@ def decide(
     tick.status = note_notifications(tick.spec, status, tick.status, tick.outcome, observed, now)
     plan = endings.generated_plan(tick.spec, tick.status, observed, tick.weight)
     tick.weight, tick.generated, tick.keeps_generated = plan.weight, plan.changes, plan.keeps_finalizer
+    if plan.message is not None:
+        tick.update(message=plan.message)
     # The one wake-up, as if the write takes; `settle` brings it forward when it does not.
     return tick.decision(lambda decided: now + next_wakeup(spec, as_if_taken(decided), now))
 
