@@ -54,16 +54,16 @@ def bed_manifests(path: Path, namespace: str, prometheus: str) -> list[dict[str,
 
 @dataclass
 class OneEdit(Rollouts):
-    """The example served on the bed; `rollout` is its ModelRollout, not yet applied."""
+    """The example served on the bed; `manifest` is its ModelRollout, not yet applied."""
 
     bed: LocalCluster
     fleet: ModelFleet
-    rollout: dict[str, Any]
+    manifest: dict[str, Any]
 
     def serve_candidate(self) -> str:
         """Once the operator generated it: the simulator for the candidate's Pods (with the args of
         their container, the patched ones), published to Traefik. Returns its name."""
-        name = parse_spec(self.rollout["spec"]).candidate.name
+        name = parse_spec(self.manifest["spec"]).candidate.name
         apps = client.AppsV1Api(self.api_client)
         wait_for(
             lambda: bool(
@@ -139,7 +139,7 @@ def test_one_edit_generates_the_candidate_promotes_it_into_the_incumbent_and_lea
 ) -> None:
     with one_edit_serving(local_bed, api_client, namespace, traefik) as scenario:
         assert incumbent_args(api_client, namespace)[0] == "--model=chat-v1"
-        scenario.apply(scenario.rollout)
+        scenario.apply(scenario.manifest)
         name = scenario.serve_candidate()
         assert name in route_backends(api_client, namespace)  # its backendRef, added by the operator
         final = scenario.wait_for_status("the rollout to finish", lambda s: s.phase in FINISHED, 180)
@@ -165,8 +165,8 @@ def test_a_bad_patch_is_rolled_back_and_leaves_nothing_generated(
 ) -> None:
     with one_edit_serving(local_bed, api_client, namespace, traefik) as scenario:
         failing = SimulatorFlags(failure_rate_percent=50, failure_types=("server_error",))
-        scenario.rollout["spec"]["candidatePatch"] = {"args": failing.args("chat-v2")}  # the server errors
-        scenario.apply(scenario.rollout)
+        scenario.manifest["spec"]["candidatePatch"] = {"args": failing.args("chat-v2")}  # the server errors
+        scenario.apply(scenario.manifest)
         scenario.serve_candidate()
         final = scenario.wait_for_status("the rollout to finish", lambda s: s.phase in FINISHED, 180)
         assert final.phase is Phase.ROLLED_BACK, final.message
@@ -183,8 +183,8 @@ def test_deleting_a_one_edit_rollout_mid_step_removes_what_it_generated(
     traefik: TraefikGateway,
 ) -> None:
     with one_edit_serving(local_bed, api_client, namespace, traefik) as scenario:
-        scenario.rollout["spec"]["steps"] = [{"setWeight": 30}, {"pause": {}}]  # held at 30 until deleted
-        scenario.apply(scenario.rollout)
+        scenario.manifest["spec"]["steps"] = [{"setWeight": 30}, {"pause": {}}]  # held at 30 until deleted
+        scenario.apply(scenario.manifest)
         name = scenario.serve_candidate()
         wait_for(
             lambda: route_backends(api_client, namespace) == {INCUMBENT: 70, name: 30},
