@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -18,7 +18,7 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from modelgate import EVALUATION_PLURAL, PLURAL
-from modelgate.kube.api_errors import KubeconfigMissing, KubeError, translated
+from modelgate.kube.api_errors import Conflict, KubeconfigMissing, KubeError, translated
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.pools import INFERENCE_POOLS
 from modelgate.observability import API_REQUEST_SECONDS, API_REQUESTS
@@ -72,6 +72,24 @@ class Connection:
         if cache is not None:
             cache.put(obj)
         return obj
+
+    def create_unless_there(self, create: Callable[..., Any], body: Mapping[str, Any]) -> bool:
+        """Creates `body` with the client's `create_namespaced_*`; False when it exists already (an
+        earlier tick made it)."""
+        try:
+            with api_request("create"):
+                sent: Any = dict(body)  # the client sends a dict as it is
+                response: Any = create(
+                    body["metadata"]["namespace"],
+                    sent,
+                    field_manager=FIELD_MANAGER,
+                    _preload_content=False,
+                    _request_timeout=self.request_timeout,
+                )
+                response.data  # noqa: B018 - reads the body, so the connection goes back to the pool
+        except Conflict:
+            return False
+        return True
 
     def get_custom(
         self, group: str, version: str, namespace: str, plural: str, name: str, *, fresh: bool = False

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from modelgate.kube.api_errors import Conflict, NotFound
+from modelgate.kube.api_errors import NotFound
 from modelgate.kube.connection import FIELD_MANAGER, JSON_PATCH, Connection, Object, api_request, as_object
 
 APPS = "deployments"
@@ -32,20 +32,7 @@ class GeneratedResources(Connection):
         create = (
             self._apps.create_namespaced_deployment if kind == APPS else self._core.create_namespaced_service
         )
-        try:
-            with api_request("create"):
-                sent: Any = dict(body)  # the client sends a dict as it is
-                response: Any = create(
-                    body["metadata"]["namespace"],
-                    sent,
-                    field_manager=FIELD_MANAGER,
-                    _preload_content=False,
-                    _request_timeout=self.request_timeout,
-                )
-                response.data  # noqa: B018 - reads the body, so the connection goes back to the pool
-        except Conflict:
-            return False
-        return True
+        return self.create_unless_there(create, body)
 
     def json_patch_generated(self, kind: str, namespace: str, name: str, operations: list[Object]) -> None:
         """Applies an RFC 6902 JSON patch to a Deployment or Service."""
