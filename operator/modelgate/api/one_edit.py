@@ -27,7 +27,7 @@ BACKEND_REQUIRED = (
 )
 
 ONE_EDIT_RULES = (
-    CelRule("has(self.candidate) != has(self.candidatePatch)", message=ONE_CANDIDATE),
+    CelRule("has(self.candidate) != has(self.candidatePatch)", field_path=".candidate", message=ONE_CANDIDATE),
     CelRule(
         "!has(self.candidatePatch) || has(self.incumbent.deployment)",
         field_path=".candidatePatch",
@@ -83,7 +83,7 @@ def with_generated_candidate(data: Any) -> Any:
     candidate = _key(data, "candidate", "candidate")
     if raw_patch is None:
         if candidate is None:
-            raise ValueError(ONE_CANDIDATE)
+            raise FieldPathError("candidate", ONE_CANDIDATE)
         _require_backend(data)
         return data
     incumbent = _key(data, "incumbent", "incumbent")
@@ -97,7 +97,7 @@ def with_generated_candidate(data: Any) -> Any:
     name = generated_name(str(deployment), patch)
     generated = {"deployment": name} if patch.model is None else {"deployment": name, "model": patch.model}
     if candidate is not None and {k: v for k, v in candidate.items() if v is not None} != generated:
-        raise ValueError(ONE_CANDIDATE)
+        raise FieldPathError("candidate", ONE_CANDIDATE)
     routing = _key(data, "trafficRouting", "traffic_routing")
     gateway = _key(routing, "gatewayAPI", "gateway_api") if isinstance(routing, Mapping) else None
     if not isinstance(gateway, Mapping):
