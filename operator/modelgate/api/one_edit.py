@@ -27,7 +27,9 @@ BACKEND_REQUIRED = (
 )
 
 ONE_EDIT_RULES = (
-    CelRule("has(self.candidate) != has(self.candidatePatch)", field_path=".candidate", message=ONE_CANDIDATE),
+    CelRule(
+        "has(self.candidate) != has(self.candidatePatch)", field_path=".candidate", message=ONE_CANDIDATE
+    ),
     CelRule(
         "!has(self.candidatePatch) || has(self.incumbent.deployment)",
         field_path=".candidatePatch",
