@@ -175,7 +175,7 @@ def test_a_bad_patch_is_rolled_back_and_leaves_nothing_generated(
         assert incumbent_args(api_client, namespace)[0] == "--model=chat-v1"  # untouched
 
 
-def test_deleting_a_one_edit_rollout_mid_step_removes_what_it_generated(
+def test_an_edited_patch_replaces_the_candidate_and_deleting_mid_step_removes_what_it_generated(
     local_bed: LocalCluster,
     api_client: client.ApiClient,
     namespace: str,
@@ -185,13 +185,27 @@ def test_deleting_a_one_edit_rollout_mid_step_removes_what_it_generated(
     with one_edit_serving(local_bed, api_client, namespace, traefik) as scenario:
         scenario.manifest["spec"]["steps"] = [{"setWeight": 30}, {"pause": {}}]  # held at 30 until deleted
         scenario.apply(scenario.manifest)
-        name = scenario.serve_candidate()
+        first = scenario.serve_candidate()
+        at_30 = {INCUMBENT: 70, first: 30}
         wait_for(
-            lambda: route_backends(api_client, namespace) == {INCUMBENT: 70, name: 30},
+            lambda: route_backends(api_client, namespace) == at_30, timeout=90, what="the candidate at 30%"
+        )
+
+        # The next upgrade, mid-rollout: a new candidate, and a new rollout from step 0.
+        scenario.manifest["spec"]["candidatePatch"]["model"] = "chat-v3"
+        objects = client.CustomObjectsApi(api_client)
+        edit = {"spec": {"candidatePatch": scenario.manifest["spec"]["candidatePatch"]}}
+        objects.patch_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat", edit)
+        second = scenario.serve_candidate()
+        assert second != first
+        wait_for(
+            lambda: (
+                route_backends(api_client, namespace) == {INCUMBENT: 70, second: 30}
+                and generated_left(api_client, namespace) == [f"Deployment {second}", f"Service {second}"]
+            ),
             timeout=90,
-            what="the candidate at 30%",
+            what="the earlier candidate gone and the new one at 30%",
         )
-        client.CustomObjectsApi(api_client).delete_namespaced_custom_object(
-            API_GROUP, API_VERSION, namespace, PLURAL, "chat"
-        )
+
+        objects.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat")
         nothing_generated_left(api_client, namespace)

@@ -69,5 +69,17 @@ class GeneratedResources(Connection):
             return False
         return True
 
+    def generated_deployments(self, namespace: str, label_selector: str) -> list[str]:
+        """The names of the Deployments the selector selects."""
+        with api_request("list"):
+            listed: Any = self._apps.list_namespaced_deployment(
+                namespace,
+                label_selector=label_selector,
+                _preload_content=False,
+                _request_timeout=self.request_timeout,
+            )
+        items = as_object(json.loads(listed.data)).get("items") or []
+        return sorted(str(item["metadata"]["name"]) for item in items)
+
     def _reader(self, kind: str) -> Callable[..., Any]:
         return self._apps.read_namespaced_deployment if kind == APPS else self._core.read_namespaced_service

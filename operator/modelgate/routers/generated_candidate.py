@@ -9,6 +9,7 @@ guarded by the route's resourceVersion (and the removed item's name), as weight 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -20,6 +21,8 @@ from modelgate.core.model import GeneratedChange
 from modelgate.core.results import GeneratedObjects
 from modelgate.kube import Conflict, Kube, NotFound, PatchNotApplied
 from modelgate.kube.generated_objects import (
+    GENERATED_LABEL,
+    ROLLOUT_LABEL,
     candidate_deployment,
     candidate_service,
     carries_patch,
@@ -119,6 +122,7 @@ class GeneratedCandidate:
                 return self._release()
 
     def _create(self) -> Event:
+        self._remove_stale()
         incumbent = self.kube.read_whole(APPS, self.namespace, self.incumbent)
         service = self.kube.read_whole(SERVICES, self.namespace, self.incumbent_service)
         if incumbent is None or service is None:
@@ -142,14 +146,27 @@ class GeneratedCandidate:
         return Event(Reason.CANDIDATE_GENERATED, message)
 
     def _remove(self) -> Event:
-        for target in self.targets:  # first: a route never names a Service that is gone
-            self._edit_route(target, present=False)
-        self.kube.delete_generated(SERVICES, self.namespace, self.name)
-        self.kube.delete_generated(APPS, self.namespace, self.name)
+        self._remove_stale()
+        self._remove_named(self.name)
         return Event(
             Reason.GENERATED_REMOVED,
             f"removed the generated candidate {self.name}: its backendRef, Service and Deployment",
         )
+
+    def _remove_named(self, name: str) -> None:
+        for target in self.targets:  # first: a route never names a Service that is gone
+            self._edit_route(replace(target, candidate_backend=name), present=False)
+        self.kube.delete_generated(SERVICES, self.namespace, name)
+        self.kube.delete_generated(APPS, self.namespace, name)
+
+    def _remove_stale(self) -> None:
+        """What this rollout generated for an earlier patch (a changed patch is a new rollout): its
+        candidate's weight, whatever it was, goes with its backendRef."""
+        rollout = self.rollout["metadata"]["name"]
+        selector = f"{ROLLOUT_LABEL}={rollout},{GENERATED_LABEL}!={self.name}"
+        for stale in self.kube.generated_deployments(self.namespace, selector):
+            log.info("removing the candidate of an earlier patch", deployment=stale)
+            self._remove_named(stale)
 
     def _patch_incumbent(self) -> Event:
         incumbent = self.kube.read_whole(APPS, self.namespace, self.incumbent)
