@@ -94,7 +94,7 @@ class GeneratedCandidate:
     def observe(self) -> GeneratedObjects:
         deployment = self.kube.read_whole(APPS, self.namespace, self.name)
         incumbent = self.kube.read_whole(APPS, self.namespace, self.incumbent)
-        routes = [self._route(target) for target in self.targets]
+        routes = [self._route(target, fresh=False) for target in self.targets]
         refs = all(
             route is not None and _candidate_ref(route, target) is not None
             for route, target in zip(routes, self.targets, strict=True)
@@ -199,10 +199,11 @@ class GeneratedCandidate:
         )
         return Event(Reason.CANDIDATE_RELEASED, message)
 
-    def _route(self, target: RouteTarget) -> dict[str, Any] | None:
+    def _route(self, target: RouteTarget, *, fresh: bool = True) -> dict[str, Any] | None:
+        """The route; from the watch cache unless `fresh` (an edit is built on the server's)."""
         try:
             return self.kube.get_custom(
-                GATEWAY_GROUP, GATEWAY_VERSION, self.namespace, target.kind.plural, target.name, fresh=True
+                GATEWAY_GROUP, GATEWAY_VERSION, self.namespace, target.kind.plural, target.name, fresh=fresh
             )
         except NotFound:
             return None
