@@ -48,7 +48,7 @@ def backend_ref_patch(route: Mapping[str, Any], target: RouteTarget, present: bo
     found = _candidate_ref(route, target)
     guard = version_test(str(route["metadata"]["resourceVersion"]))
     if present and found is None:
-        incumbent = next((ref for ref in refs if _is_service(ref, target.incumbent_backend)), None)
+        incumbent = next((ref for ref in refs if _is_service(route, ref, target.incumbent_backend)), None)
         if incumbent is None:
             return None
         added = {"name": target.candidate_backend, "weight": 0}
@@ -65,15 +65,15 @@ def _candidate_ref(route: Mapping[str, Any], target: RouteTarget) -> int | None:
     """The index of the candidate's backendRef in the target's rule; None without one."""
     rules = route.get("spec", {}).get("rules") or []
     refs = rules[target.rule_index].get("backendRefs") or [] if target.rule_index < len(rules) else []
-    return next((i for i, ref in enumerate(refs) if _is_service(ref, target.candidate_backend)), None)
+    return next((i for i, ref in enumerate(refs) if _is_service(route, ref, target.candidate_backend)), None)
 
 
-def _is_service(ref: Mapping[str, Any], name: str) -> bool:
-    local = "namespace" not in ref
+def _is_service(route: Mapping[str, Any], ref: Mapping[str, Any], name: str) -> bool:
+    """Whether the backendRef is the Service `name` in the route's own namespace."""
+    namespace = route.get("metadata", {}).get("namespace")
+    kind = (ref.get("group", ""), ref.get("kind", "Service"))
     return (
-        ref.get("name") == name
-        and (ref.get("group", ""), ref.get("kind", "Service")) == ("", "Service")
-        and local
+        ref.get("name") == name and kind == ("", "Service") and ref.get("namespace", namespace) == namespace
     )
 
 
