@@ -14,6 +14,7 @@ from modelgate.core import CommandAction, Observations, Router, World, WriteFail
 from modelgate.core.endings import decide_generated_deletion
 from modelgate.core.model import ChangeGenerated, GeneratedChange, ScaleDownIncumbent, WriteRoute
 from modelgate.core.results import GeneratedObjects
+from modelgate.core.stepping import FINISHED_RESYNC
 from tests.unit.engine_support import T0, command, live
 
 NOTHING = GeneratedObjects(deployment=False, service=False, backend_refs=False)
@@ -47,14 +48,24 @@ def observed(world: World, **extra: Any) -> Observations:
 
 def run(spec: ModelRolloutSpec, world: World, ticks: int, **extra: Any) -> tuple[World, list[Any]]:
     """`ticks` ticks a minute apart; the world after them and every action applied, in order."""
+    world, actions, _ = run_until(spec, world, ticks, **extra)
+    return world, actions
+
+
+def run_until(
+    spec: ModelRolloutSpec, world: World, ticks: int, **extra: Any
+) -> tuple[World, list[Any], timedelta]:
+    """`run`, and how long after its last tick the last decision sleeps."""
     actions: list[Any] = []
-    now = T0
+    now, sleep = T0, timedelta()
     for _ in range(ticks):
         decision = decide(spec, world.status, observed(world, **extra), now)
         applied = apply(world, decision, now)
+        assert applied.decision.wake_at is not None
+        sleep = applied.decision.wake_at - now
         world, now = applied.world, now + timedelta(minutes=1)
         actions += applied.decision.actions
-    return world, actions
+    return world, actions, sleep
 
 
 def changes(actions: list[Any]) -> list[GeneratedChange]:
@@ -76,7 +87,8 @@ def test_promote_into_incumbent_hands_the_traffic_back_once_the_incumbent_rolled
     assert world.route == live(100)  # the incumbent is still rolling out the patch: the candidate serves
     assert world.generated is not None and world.generated.complete
     rolled_out = replace(world, generated=replace(world.generated, incumbent_rolled_out=True))
-    world, actions = run(spec, rolled_out, ticks=3)
+    world, actions, sleep = run_until(spec, rolled_out, ticks=3)
+    assert sleep >= FINISHED_RESYNC  # nothing left to write: the route carries what status says
     weights = [a.weight for a in actions if isinstance(a, WriteRoute)]
     assert weights[0] == 0 and GeneratedChange.REMOVE in changes(actions)
     assert actions.index(ChangeGenerated(GeneratedChange.REMOVE)) > actions.index(WriteRoute(0, 0, False))

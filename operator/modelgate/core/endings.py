@@ -370,12 +370,14 @@ def _kept(said: api.InternalError | None, now: api.InternalError) -> api.Interna
 class GeneratedPlan:
     """A tick's changes to what is generated, the candidate weight to write instead of the engine's,
     whether the finalizer stays for what is left to remove on deletion, and, once promoted, the status
-    message saying which workload serves (None: the engine's)."""
+    message saying which workload serves (None: the engine's). `handed_back`: the promoted patch is
+    the incumbent's, which takes the traffic back; the candidate's weight in status is then 0."""
 
     changes: tuple[ChangeGenerated | ScaleDownIncumbent, ...]
     weight: int | None
     keeps_finalizer: bool
     message: str | None = None
+    handed_back: bool = False
 
 
 ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
@@ -407,11 +409,10 @@ def generated_plan(
     if not generated.incumbent_rolled_out:
         return GeneratedPlan((), weight, keeps, rolling)  # the candidate serves until the incumbent can
     said = f"the incumbent {incumbent} carries the promoted patch and takes all traffic"
-    if status.live_weight:
-        return GeneratedPlan(
-            (), 0, keeps, said
-        )  # the traffic back to the patched incumbent, then the rest goes
-    return GeneratedPlan(_changes(generated.leftover, GeneratedChange.REMOVE), None, keeps, said)
+    if status.live_weight:  # the traffic back to the patched incumbent, then the rest goes
+        return GeneratedPlan((), 0, keeps, said, handed_back=True)
+    remove = _changes(generated.leftover, GeneratedChange.REMOVE)
+    return GeneratedPlan(remove, None, keeps, said, handed_back=True)
 
 
 def _changes(wanted: bool, change: GeneratedChange) -> tuple[ChangeGenerated, ...]:

@@ -76,6 +76,8 @@ def decide(
     tick.weight, tick.generated, tick.keeps_generated = plan.weight, plan.changes, plan.keeps_finalizer
     if plan.message is not None:
         tick.update(message=plan.message)
+    if plan.handed_back:
+        tick.update(current_weight=0)  # the weight the route is to carry: no write is retried
     # The one wake-up, as if the write takes; `settle` brings it forward when it does not.
     return tick.decision(lambda decided: now + next_wakeup(spec, as_if_taken(decided), now))
 
