@@ -30,7 +30,7 @@ from testbed.waiting import wait_for
 from tests.support.kube import create
 from tests.support.scenario import Rollouts
 
-MANIFEST = REPO_ROOT / "examples" / "topologies" / "one-edit.yaml"
+MANIFEST = REPO_ROOT / "examples/topologies/one-edit.yaml"
 INCUMBENT = "chat-v1"
 ROUTE = "chat"
 FINISHED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
