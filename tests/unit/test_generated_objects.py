@@ -7,8 +7,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
+from modelgate.api import parse_spec
 from modelgate.api.candidate_patch import CandidatePatch
 from modelgate.core import LiveRoute, Reason, RouteProblem
+from modelgate.core.model import GeneratedChange
+from modelgate.kube import KubeError
 from modelgate.kube.generated_objects import (
     GENERATED_LABEL,
     candidate_deployment,
@@ -19,9 +24,10 @@ from modelgate.kube.generated_objects import (
     patched_template_ops,
     with_model,
 )
+from modelgate.kube.generated_resources import APPS
 from modelgate.routers.base import SideKinds
 from modelgate.routers.gatewayapi import HTTP_ROUTE, RouteTarget, locate_rule
-from modelgate.routers.generated_candidate import backend_ref_patch
+from modelgate.routers.generated_candidate import GeneratedCandidate, backend_ref_patch
 
 ROLLOUT = {"metadata": {"name": "chat", "namespace": "serving", "uid": "uid-1"}}
 PATCH = CandidatePatch(image="vllm:2", env=[{"name": "MODE", "value": "fast"}], model="llama-3.1-8b")
@@ -171,3 +177,35 @@ def test_a_generated_candidate_without_its_backend_ref_gets_nothing() -> None:
     assert isinstance(located.patch("3", 10, 0), RouteProblem)
     named = locate_rule(without, TARGET)  # a candidate the user names must be in the route
     assert isinstance(named, RouteProblem) and named.reason is Reason.BACKEND_NOT_FOUND
+
+
+class ForbiddenKube:
+    """A cluster where the operator may read but not write Deployments (oneEdit.enabled off)."""
+
+    def generated_deployments(self, namespace: str, label_selector: str) -> list[str]:
+        return []
+
+    def read_whole(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        return incumbent() if kind == APPS else SERVICE
+
+    def create_generated(self, kind: str, body: dict[str, Any]) -> bool:
+        raise KubeError(403, 'deployments.apps is forbidden: cannot create resource "deployments"')
+
+    def get_custom(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise KubeError(403, 'httproutes is forbidden: cannot get resource "httproutes"')
+
+
+def test_a_change_the_operator_may_not_make_is_a_warning_but_a_removal_raises() -> None:
+    spec = parse_spec(
+        {
+            "incumbent": {"deployment": "chat-v1"},
+            "candidatePatch": {"image": "vllm:2"},
+            "trafficRouting": {"gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "chat-v1"}},
+            "steps": [{"setWeight": 10}],
+        }
+    )
+    generated = GeneratedCandidate(ForbiddenKube(), ROLLOUT, spec)  # type: ignore[arg-type]
+    said = generated.apply(GeneratedChange.CREATE)
+    assert said.reason is Reason.GENERATION_FAILED and "oneEdit.enabled" in said.message
+    with pytest.raises(KubeError):  # a deletion keeps its finalizer until the removal is done
+        generated.apply(GeneratedChange.REMOVE)

@@ -19,7 +19,7 @@ from modelgate.api.candidate_patch import CandidatePatch
 from modelgate.core import Event, Reason
 from modelgate.core.model import GeneratedChange
 from modelgate.core.results import GeneratedObjects
-from modelgate.kube import Conflict, Kube, NotFound, PatchNotApplied
+from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied
 from modelgate.kube.generated_objects import (
     GENERATED_LABEL,
     ROLLOUT_LABEL,
@@ -35,6 +35,7 @@ from modelgate.routers.gatewayapi import GATEWAY_GROUP, GATEWAY_VERSION, RouteTa
 from modelgate.routers.patched import MAX_WRITE_ATTEMPTS, JsonPatch, version_test
 
 log = structlog.get_logger("modelgate.generated")
+FORBIDDEN = 403
 
 
 def backend_ref_patch(route: Mapping[str, Any], target: RouteTarget, present: bool) -> JsonPatch | None:
@@ -110,16 +111,24 @@ class GeneratedCandidate:
         )
 
     def apply(self, change: GeneratedChange) -> Event:
-        """Makes the change; the Event that says what it did or why it could not."""
-        match change:
-            case GeneratedChange.CREATE:
-                return self._create()
-            case GeneratedChange.REMOVE:
-                return self._remove()
-            case GeneratedChange.PATCH_INCUMBENT:
-                return self._patch_incumbent()
-            case GeneratedChange.RELEASE:
-                return self._release()
+        """Makes the change; the Event that says what it did or why it could not. A change the
+        operator may not make is a Warning, asked for again at the next tick; a removal that fails
+        raises, so that a deletion keeps its finalizer until it is done."""
+        if change is GeneratedChange.REMOVE:
+            return self._remove()
+        try:
+            match change:
+                case GeneratedChange.CREATE:
+                    return self._create()
+                case GeneratedChange.PATCH_INCUMBENT:
+                    return self._patch_incumbent()
+                case GeneratedChange.RELEASE:
+                    return self._release()
+        except KubeError as error:
+            if error.status != FORBIDDEN:
+                raise
+            message = f"{change.value}: {error} (the chart grants the rights with oneEdit.enabled)"
+            return Event(Reason.GENERATION_FAILED, message)
 
     def _create(self) -> Event:
         self._remove_stale()
