@@ -173,9 +173,12 @@ class GeneratedCandidate:
         candidate's weight, whatever it was, goes with its backendRef."""
         rollout = self.rollout["metadata"]["name"]
         selector = f"{ROLLOUT_LABEL}={rollout},{GENERATED_LABEL}!={self.name}"
+        uid = self.rollout["metadata"]["uid"]
         for stale in self.kube.generated_deployments(self.namespace, selector):
-            log.info("removing the candidate of an earlier patch", deployment=stale)
-            self._remove_named(stale)
+            found = self.kube.read_whole(APPS, self.namespace, stale)
+            if found is not None and owned_by(found, uid):  # labels alone are anyone's to write
+                log.info("removing the candidate of an earlier patch", deployment=stale)
+                self._remove_named(stale)
 
     def _patch_incumbent(self) -> Event:
         incumbent = self.kube.read_whole(APPS, self.namespace, self.incumbent)
