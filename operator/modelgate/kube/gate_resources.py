@@ -44,17 +44,7 @@ class GateResources(Connection):
 
     def delete_job(self, namespace: str, name: str) -> None:
         """Deletes a Job and its Pods (in the background); one already gone is fine."""
-        try:
-            with api_request("delete"):
-                self._batch.delete_namespaced_job(
-                    name,
-                    namespace,
-                    propagation_policy="Background",
-                    _preload_content=False,
-                    _request_timeout=self.request_timeout,
-                )
-        except NotFound:
-            pass
+        self.delete_if_there(self._batch.delete_namespaced_job, namespace, name)
 
     def config_map_keys(self, namespace: str, name: str) -> set[str] | None:
         """The keys of a ConfigMap's data and binaryData; None when it does not exist."""

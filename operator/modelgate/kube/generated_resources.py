@@ -56,29 +56,11 @@ class GeneratedResources(Connection):
         delete = (
             self._apps.delete_namespaced_deployment if kind == APPS else self._core.delete_namespaced_service
         )
-        try:
-            with api_request("delete"):
-                delete(
-                    name,
-                    namespace,
-                    propagation_policy="Background",
-                    _preload_content=False,
-                    _request_timeout=self.request_timeout,
-                )
-        except NotFound:
-            return False
-        return True
+        return self.delete_if_there(delete, namespace, name)
 
     def generated_deployments(self, namespace: str, label_selector: str) -> list[str]:
         """The names of the Deployments the selector selects."""
-        with api_request("list"):
-            listed: Any = self._apps.list_namespaced_deployment(
-                namespace,
-                label_selector=label_selector,
-                _preload_content=False,
-                _request_timeout=self.request_timeout,
-            )
-        items = as_object(json.loads(listed.data)).get("items") or []
+        items = self.list_selected(self._apps.list_namespaced_deployment, namespace, label_selector)
         return sorted(str(item["metadata"]["name"]) for item in items)
 
     def _reader(self, kind: str) -> Callable[..., Any]:

@@ -114,15 +114,7 @@ class Workloads(Connection):
         )
 
     def _pod_objects(self, namespace: str, label_selector: str) -> list[Object]:
-        with api_request("list"):
-            # The JSON as sent: the typed model's deserialization costs more than the read.
-            response: Any = self._core.list_namespaced_pod(
-                namespace,
-                label_selector=label_selector,
-                _preload_content=False,
-                _request_timeout=self.request_timeout,
-            )
-        return list(as_object(json.loads(response.data)).get("items") or [])
+        return self.list_selected(self._core.list_namespaced_pod, namespace, label_selector)
 
     def pool_pods(self, namespace: str, name: str) -> list[PoolPod] | None:
         """The Pods an InferencePool selects (by its spec.selector, in its namespace), but for those
