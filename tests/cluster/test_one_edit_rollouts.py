@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client
 
@@ -77,23 +77,27 @@ class OneEdit(Rollouts):
         return name
 
 
-@contextmanager
-def one_edit_serving(
-    bed: LocalCluster, api_client: client.ApiClient, namespace: str, traefik: TraefikGateway
+@pytest.fixture
+def scenario(
+    local_bed: LocalCluster,
+    api_client: client.ApiClient,
+    namespace: str,
+    operator: OperatorProcess,
+    traefik: TraefikGateway,
 ) -> Iterator[OneEdit]:
     """The example's incumbent, Service and route served by the simulator behind Traefik, with
-    traffic."""
-    fleet = ModelFleet(bed, api_client)
-    objects = bed_manifests(MANIFEST, namespace, bed.prometheus_url)
+    traffic, and the operator running."""
+    fleet = ModelFleet(local_bed, api_client)
+    objects = bed_manifests(MANIFEST, namespace, local_bed.prometheus_url)
     create(api_client, gateway("inference", namespace, traefik.web_port))
     for obj in objects[:-1]:
         create(api_client, obj)
     try:
         fleet.simulate(namespace, INCUMBENT)
-        LoopbackPods(bed, api_client).publish(namespace, INCUMBENT)
+        LoopbackPods(local_bed, api_client).publish(namespace, INCUMBENT)
         wait_until_served_by(traefik.url, INCUMBENT)
         with BackgroundTraffic(gateway_driver(traefik.url, rps=40, max_in_flight=32)):
-            yield OneEdit(api_client, namespace, bed, fleet, objects[-1])
+            yield OneEdit(api_client, namespace, local_bed, fleet, objects[-1])
     finally:
         fleet.stop()
 
@@ -131,81 +135,65 @@ def nothing_generated_left(api_client: client.ApiClient, namespace: str) -> None
 
 
 def test_one_edit_generates_the_candidate_promotes_it_into_the_incumbent_and_leaves_one_workload(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    traefik: TraefikGateway,
+    scenario: OneEdit,
 ) -> None:
-    with one_edit_serving(local_bed, api_client, namespace, traefik) as scenario:
-        assert incumbent_args(api_client, namespace)[0] == "--model=chat-v1"
-        scenario.apply(scenario.manifest)
-        name = scenario.serve_candidate()
-        assert name in route_backends(api_client, namespace)  # its backendRef, added by the operator
-        final = scenario.wait_for_status("the rollout to finish", lambda s: s.phase in FINISHED, 180)
-        assert final.phase is Phase.SUCCEEDED, final.message
-        wait_for(
-            lambda: incumbent_args(api_client, namespace)[0] == "--model=chat-v2",
-            timeout=60,
-            what="the incumbent to take the promoted patch",
-        )
-        nothing_generated_left(api_client, namespace)
-        deployments = client.AppsV1Api(api_client).list_namespaced_deployment(namespace).items
-        assert [d.metadata.name for d in deployments] == [INCUMBENT]
-        promoted = scenario.status()
-        assert promoted.phase is Phase.SUCCEEDED and "carries the promoted patch" in (promoted.message or "")
+    api_client, namespace = scenario.api_client, scenario.namespace
+    assert incumbent_args(api_client, namespace)[0] == "--model=chat-v1"
+    scenario.apply(scenario.manifest)
+    name = scenario.serve_candidate()
+    assert name in route_backends(api_client, namespace)  # its backendRef, added by the operator
+    final = scenario.wait_for_status("the rollout to finish", lambda s: s.phase in FINISHED, 180)
+    assert final.phase is Phase.SUCCEEDED, final.message
+    wait_for(
+        lambda: incumbent_args(api_client, namespace)[0] == "--model=chat-v2",
+        timeout=60,
+        what="the incumbent to take the promoted patch",
+    )
+    nothing_generated_left(api_client, namespace)
+    deployments = client.AppsV1Api(api_client).list_namespaced_deployment(namespace).items
+    assert [d.metadata.name for d in deployments] == [INCUMBENT]
+    promoted = scenario.status()
+    assert promoted.phase is Phase.SUCCEEDED and "carries the promoted patch" in (promoted.message or "")
 
 
-def test_a_bad_patch_is_rolled_back_and_leaves_nothing_generated(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    traefik: TraefikGateway,
-) -> None:
-    with one_edit_serving(local_bed, api_client, namespace, traefik) as scenario:
-        failing = SimulatorFlags(failure_rate_percent=50, failure_types=("server_error",))
-        scenario.manifest["spec"]["candidatePatch"] = {"args": failing.args("chat-v2")}  # the server errors
-        scenario.apply(scenario.manifest)
-        scenario.serve_candidate()
-        final = scenario.wait_for_status("the rollout to finish", lambda s: s.phase in FINISHED, 180)
-        assert final.phase is Phase.ROLLED_BACK, final.message
-        assert final.rollback_reason is not None and final.rollback_reason.metric == "errors"
-        nothing_generated_left(api_client, namespace)
-        assert incumbent_args(api_client, namespace)[0] == "--model=chat-v1"  # untouched
+def test_a_bad_patch_is_rolled_back_and_leaves_nothing_generated(scenario: OneEdit) -> None:
+    api_client, namespace = scenario.api_client, scenario.namespace
+    failing = SimulatorFlags(failure_rate_percent=50, failure_types=("server_error",))
+    scenario.manifest["spec"]["candidatePatch"] = {"args": failing.args("chat-v2")}  # the server errors
+    scenario.apply(scenario.manifest)
+    scenario.serve_candidate()
+    final = scenario.wait_for_status("the rollout to finish", lambda s: s.phase in FINISHED, 180)
+    assert final.phase is Phase.ROLLED_BACK, final.message
+    assert final.rollback_reason is not None and final.rollback_reason.metric == "errors"
+    nothing_generated_left(api_client, namespace)
+    assert incumbent_args(api_client, namespace)[0] == "--model=chat-v1"  # untouched
 
 
 def test_an_edited_patch_replaces_the_candidate_and_deleting_mid_step_removes_what_it_generated(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    traefik: TraefikGateway,
+    scenario: OneEdit,
 ) -> None:
-    with one_edit_serving(local_bed, api_client, namespace, traefik) as scenario:
-        scenario.manifest["spec"]["steps"] = [{"setWeight": 30}, {"pause": {}}]  # held at 30 until deleted
-        scenario.apply(scenario.manifest)
-        first = scenario.serve_candidate()
-        at_30 = {INCUMBENT: 70, first: 30}
-        wait_for(
-            lambda: route_backends(api_client, namespace) == at_30, timeout=90, what="the candidate at 30%"
-        )
+    api_client, namespace = scenario.api_client, scenario.namespace
+    scenario.manifest["spec"]["steps"] = [{"setWeight": 30}, {"pause": {}}]  # held at 30 until deleted
+    scenario.apply(scenario.manifest)
+    first = scenario.serve_candidate()
+    at_30 = {INCUMBENT: 70, first: 30}
+    wait_for(lambda: route_backends(api_client, namespace) == at_30, timeout=90, what="the candidate at 30%")
 
-        # The next upgrade, mid-rollout: a new candidate, and a new rollout from step 0.
-        scenario.manifest["spec"]["candidatePatch"]["model"] = "chat-v3"
-        objects = client.CustomObjectsApi(api_client)
-        edit = {"spec": {"candidatePatch": scenario.manifest["spec"]["candidatePatch"]}}
-        objects.patch_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat", edit)
-        second = scenario.serve_candidate()
-        assert second != first
-        wait_for(
-            lambda: (
-                route_backends(api_client, namespace) == {INCUMBENT: 70, second: 30}
-                and generated_left(api_client, namespace) == [f"Deployment {second}", f"Service {second}"]
-            ),
-            timeout=90,
-            what="the earlier candidate gone and the new one at 30%",
-        )
+    # The next upgrade, mid-rollout: a new candidate, and a new rollout from step 0.
+    scenario.manifest["spec"]["candidatePatch"]["model"] = "chat-v3"
+    objects = client.CustomObjectsApi(api_client)
+    edit = {"spec": {"candidatePatch": scenario.manifest["spec"]["candidatePatch"]}}
+    objects.patch_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat", edit)
+    second = scenario.serve_candidate()
+    assert second != first
+    wait_for(
+        lambda: (
+            route_backends(api_client, namespace) == {INCUMBENT: 70, second: 30}
+            and generated_left(api_client, namespace) == [f"Deployment {second}", f"Service {second}"]
+        ),
+        timeout=90,
+        what="the earlier candidate gone and the new one at 30%",
+    )
 
-        objects.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat")
-        nothing_generated_left(api_client, namespace)
+    objects.delete_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, "chat")
+    nothing_generated_left(api_client, namespace)
