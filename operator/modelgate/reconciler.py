@@ -40,9 +40,10 @@ from modelgate.core import (
     events_to_post,
     may_hold,
 )
-from modelgate.core.actions import FINALIZER, after_evidence, after_write, decide_deletion, scale_down_event
-from modelgate.core.endings import decide_policy_unresolved, in_force
+from modelgate.core.actions import FINALIZER, after_evidence, after_write, scale_down_event
+from modelgate.core.endings import decide_generated_deletion, decide_policy_unresolved, in_force
 from modelgate.core.model import (
+    ChangeGenerated,
     ClearCommand,
     CollectEvidence,
     DeleteGateJobs,
@@ -67,6 +68,7 @@ from modelgate.notifications import Notifier
 from modelgate.operator_config import OperatorConfig
 from modelgate.policy_plans import LivePolicy, PolicyPlan, PolicyTick, Unresolved, pinned_spec, plan_for
 from modelgate.routers import SideKinds, TrafficRouter, backend_service, router_for
+from modelgate.routers.generated_candidate import GeneratedCandidate
 from modelgate.tick_observation import TickObserver
 
 log = structlog.get_logger("modelgate.reconciler")
@@ -290,6 +292,10 @@ class Reconciler:
                 case Notify() as notify:
                     targets = self.notification_defaults.targets(scene.body, notify.spec)
                     self.notifier.submit(notify, targets, scene.body)
+                case ChangeGenerated(change=change):
+                    assert scene.spec is not None, "only a one-edit rollout's spec generates a candidate"
+                    event = GeneratedCandidate(self.kube, scene.body, scene.spec).apply(change)
+                    self._post_events(scene.body, (event,))
                 case RecordEnding(outcome=outcome):
                     observability.record_ending(
                         meta["namespace"], meta["name"], scene.before, decision.status, outcome
@@ -350,9 +356,14 @@ class Reconciler:
             router = router_for(spec.traffic_routing, self.kube, meta["namespace"], SideKinds.of(spec))
         except ValueError as error:
             log.warning("deleting a rollout that cannot be used: removing its finalizer", error=str(error))
+        generated = None
         if has_finalizer and router is not None and not skips_reconcile(meta.get("annotations")):
             route = router.read()
-        decision = decide_deletion(spec, status, route, has_finalizer, RolloutRef.of(meta))
+            if spec is not None and spec.candidate_patch is not None:
+                generated = GeneratedCandidate(self.kube, body, spec).observe()
+        decision = decide_generated_deletion(
+            spec, status, route, has_finalizer, RolloutRef.of(meta), generated
+        )
         scene = _Scene(body, spec, spec, router, None, status, status)
         decision, finalized = self._apply_actions(scene, decision)
         removed = any(isinstance(action, RemoveFinalizer) for action in decision.actions)

@@ -8,12 +8,14 @@ deletion wakes its loop, whose tick returns the traffic and removes it (reconcil
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from modelgate import observability
 from modelgate.api import parse_status
+from modelgate.api.one_edit import with_generated_candidate
 from modelgate.clock import Clock, utc_now
 from modelgate.commands import COMMAND_ANNOTATION, skips_reconcile
 from modelgate.core.stepping import RESYNC, scheduled_at
@@ -25,7 +27,8 @@ from modelgate.routers.router_kind import RouteKey
 from modelgate.routers.watched import watched_routes
 from modelgate.tick_threads import TickThreads
 
-Watched = tuple[str, frozenset[RouteKey]]  # its candidate's name, its routes
+# The workloads whose changes wake it (its candidate; a one-edit rollout's incumbent too), its routes.
+Watched = tuple[frozenset[str], frozenset[RouteKey]]
 
 
 def _due(body: Mapping[str, Any]) -> datetime:
@@ -61,10 +64,18 @@ class RolloutTicker:
     def watches(self, body: Mapping[str, Any]) -> Watched:
         spec = body.get("spec") or {}
         routes = watched_routes(spec.get("trafficRouting") or {})
+        names: set[str] = set()
+        if spec.get("candidatePatch") is not None:
+            # Its incumbent takes the patch once promoted; its candidate is the one generated.
+            names.add(str((spec.get("incumbent") or {}).get("deployment")))
+            with contextlib.suppress(ValueError):  # a spec the reconciler refuses, naming the field
+                spec = with_generated_candidate(spec)
         candidate = spec.get("candidate") or {}
         workload = candidate.get("workload") or {}
-        name = candidate.get("deployment") or candidate.get("inferencePool") or workload.get("name") or ""
-        return str(name), routes
+        names.add(
+            str(candidate.get("deployment") or candidate.get("inferencePool") or workload.get("name") or "")
+        )
+        return frozenset(names), routes
 
     def tick(self, namespace: str, name: str, *, fresh: bool) -> datetime:
         result = self.reconciler.tick_by_name(namespace, name, fresh=fresh)
@@ -124,7 +135,7 @@ class RolloutLoops(ObjectLoops[Watched]):
         """A Deployment or an InferencePool changed: rollouts waiting for it as their candidate look
         again now."""
         for loop in self.loops_in(namespace):
-            if loop.watches[0] == name:
+            if name in loop.watches[0]:
                 loop.wake_at_once()
 
     def notice_route(self, plural: str, namespace: str, name: str) -> None:

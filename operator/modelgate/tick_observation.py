@@ -32,6 +32,7 @@ from modelgate.kube import Kube, NotFound
 from modelgate.kube.gate_jobs import GateJobs
 from modelgate.metrics import AnalysisPlan, MetricProvider
 from modelgate.routers import TrafficRouter
+from modelgate.routers.generated_candidate import GeneratedCandidate
 
 
 class TickObserver:
@@ -64,17 +65,9 @@ class TickObserver:
             else None
         )
         incumbent_members = self._members(namespace, spec.incumbent, "incumbent") if incumbent else ()
-        analysis: AnalysisRun | None = None
-        # Due even when the route does not yet carry the step's weight (an operator killed between a
-        # step's status and its weight, or between a rollback's 0 and its status): judged first, a
-        # candidate that breached is never given its traffic back.
-        due = isinstance(route, LiveRoute) and analysis_due(spec, status, now)
-        if provider is not None and due:
-            analysis = self._run(provider, plan, analysed, query_problem)
-        check = None
-        if provider is not None and check_due(analysed, status, now):
-            # The same queries: this tick's analysis run, where there is one, is the check.
-            check = analysis or self._run(provider, plan, analysed, query_problem)
+        analysis, check = None, None
+        if provider is not None:
+            analysis, check = self._runs(provider, (plan, query_problem), spec, analysed, status, route, now)
         gate_checks = {}
         if status.phase is Phase.GATING and status.gate is not None:
             gate_checks = self.gate_jobs.observe(namespace, meta["name"], spec, status.gate)
@@ -98,7 +91,34 @@ class TickObserver:
             analysis_check=check,
             has_finalizer=FINALIZER in (meta.get("finalizers") or []),
             route_claim=self._route_claim(route, str(meta.get("uid") or "")),
+            generated=None
+            if spec.candidate_patch is None
+            else GeneratedCandidate(self.kube, body, spec).observe(),
         )
+
+    def _runs(
+        self,
+        provider: MetricProvider,
+        planned: tuple[AnalysisPlan | None, SpecProblem | None],
+        spec: ModelRolloutSpec,
+        analysed: ModelRolloutSpec,
+        status: ModelRolloutStatus,
+        route: LiveRoute | RouteProblem,
+        now: datetime,
+    ) -> tuple[AnalysisRun | None, AnalysisRun | None]:
+        """This tick's analysis run and query check, each when due."""
+        plan, query_problem = planned
+        analysis = None
+        # Due even when the route does not yet carry the step's weight (an operator killed between a
+        # step's status and its weight, or between a rollback's 0 and its status): judged first, a
+        # candidate that breached is never given its traffic back.
+        if isinstance(route, LiveRoute) and analysis_due(spec, status, now):
+            analysis = self._run(provider, plan, analysed, query_problem)
+        check = None
+        if check_due(analysed, status, now):
+            # The same queries: this tick's analysis run, where there is one, is the check.
+            check = analysis or self._run(provider, plan, analysed, query_problem)
+        return analysis, check
 
     def _ready_replicas(self, namespace: str, spec: ModelRolloutSpec) -> ReadyReplicas:
         return ReadyReplicas(

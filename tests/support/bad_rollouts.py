@@ -654,6 +654,31 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
     ),
     # Required fields.
     "candidate missing": BadRollout(drop("spec.candidate"), "spec.candidate"),
+    # One edit per upgrade (spec.candidatePatch).
+    "both a candidate and a candidatePatch": BadRollout(
+        put("spec.candidatePatch", {"image": "vllm:2"}), "spec.candidate"
+    ),
+    "a candidatePatch with a candidateBackend": BadRollout(
+        edits(drop("spec.candidate"), put("spec.candidatePatch", {"image": "vllm:2"})),
+        "spec.trafficRouting.gatewayAPI.candidateBackend",
+    ),
+    "a candidatePatch patching nothing": BadRollout(
+        edits(
+            drop("spec.candidate"),
+            drop("spec.trafficRouting.gatewayAPI.candidateBackend"),
+            put("spec.candidatePatch", {"container": "server"}),
+        ),
+        "spec.candidatePatch",
+    ),
+    "a candidatePatch of an InferencePool": BadRollout(
+        edits(
+            drop("spec.candidate"),
+            drop("spec.trafficRouting.gatewayAPI.candidateBackend"),
+            put("spec.incumbent", {"inferencePool": "chat-v1"}),
+            put("spec.candidatePatch", {"image": "vllm:2"}),
+        ),
+        "spec.candidatePatch",
+    ),
     "Prometheus missing": BadRollout(drop(PROMETHEUS), PROMETHEUS),
     # The evaluation gate.
     "a gate check of both kinds": BadRollout(

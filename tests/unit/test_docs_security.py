@@ -24,12 +24,14 @@ EVERY_RIGHT: dict[str, Object] = {
         },
         "replicas": 2,
         "peering": {"enabled": True},
+        "oneEdit": {"enabled": True},
     },
     "namespaces": {
         "rbac": {"scope": "namespaces", "prometheusSecrets": ["prom-token"], "scaleDownIncumbents": True},
         "watchNamespaces": ["team-a"],
         "replicas": 2,
         "peering": {"enabled": True},
+        "oneEdit": {"enabled": True},
     },
 }
 

@@ -13,9 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from structlog.testing import capture_logs
 
 from modelgate import observability
+from modelgate.api import parse_spec
 from modelgate.reconciler import RolloutGone, TickResult
 from modelgate.rollout_loops import RolloutLoops
 from testbed.manifests import model_rollout
@@ -153,6 +155,25 @@ def test_a_change_of_the_policy_it_names_wakes_its_rollout_at_once() -> None:
         loops.notice_policy("ClusterModelRolloutPolicy", None, "vllm-gateway")
 
     _tick_then_wake(loops, reconciler, spec, wake)
+
+
+@pytest.mark.parametrize("changed", ["incumbent", "generated candidate"])
+def test_a_change_of_a_one_edit_rollouts_incumbent_or_generated_candidate_wakes_it_at_once(
+    changed: str,
+) -> None:
+    reconciler = FinishedReconciler()
+    loops = RolloutLoops(reconciler, route_recheck=timedelta(hours=1))  # type: ignore[arg-type]
+    spec = {
+        "incumbent": {"deployment": "chat-v1"},
+        "candidatePatch": {"image": "vllm:2"},
+        "trafficRouting": {"gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "chat-v1"}},
+    }
+    name = (
+        "chat-v1"
+        if changed == "incumbent"
+        else parse_spec({**spec, "steps": [{"setWeight": 5}]}).candidate.name
+    )
+    _tick_then_wake(loops, reconciler, spec, lambda: loops.notice_candidate("ns", name))
     assert len(reconciler.starts) == 2
 
 

@@ -215,6 +215,22 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
   verbs: ["patch"]
 {{- end }}
 {{- end }}
+{{- if .Values.oneEdit.enabled }}
+# One-edit rollouts (spec.candidatePatch): the operator creates the candidate's Deployment and Service
+# (owned by the rollout), patches the incumbent's Pod template (PromoteIntoIncumbent) and the generated
+# objects' ownerReferences (RetireIncumbent), scales a retired incumbent to 0, and deletes what it
+# generated. RBAC cannot tell generated objects from others: the admission policy of one-edit.yaml
+# keeps tenants from asking for what they could not do themselves.
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["create", "patch", "delete"]
+- apiGroups: ["apps"]
+  resources: ["deployments/scale"]
+  verbs: ["patch"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["create", "patch", "delete"]
+{{- end }}
 {{- with .Values.rbac.prometheusSecrets }}
 # Bearer tokens for Prometheus (spec.analysis.prometheus.bearerTokenSecretRef): these names only.
 - apiGroups: [""]

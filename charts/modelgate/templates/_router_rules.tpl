@@ -5,7 +5,7 @@ The routers read their objects from watch caches (whose watches also wake a roll
 and JSON-patch in them what each line below says; they never create, replace or delete one.
 */}}
 {{- define "modelgate.routerRules" -}}
-# gatewayAPI: HTTPRoutes and GRPCRoutes: two backendRefs' weights in a rule, its RequestMirror filter
+# gatewayAPI: HTTPRoutes and GRPCRoutes: two backendRefs' weights in a rule, its RequestMirror filter, a one-edit rollout's candidate backendRef (added at weight 0, removed)
 - apiGroups: ["gateway.networking.k8s.io"]
   resources: ["httproutes", "grpcroutes"]
   verbs: ["get", "list", "watch", "patch"]

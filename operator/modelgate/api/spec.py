@@ -16,11 +16,13 @@ from pydantic import (
 )
 
 from modelgate.api.analysis import AnalysisSpec
+from modelgate.api.candidate_patch import CandidatePatch
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.gate import GateSpec
 from modelgate.api.group_members import role_differences, same_roles_rule
 from modelgate.api.markers import CelRule, cel_rules
 from modelgate.api.notifications import NotificationsSpec
+from modelgate.api.one_edit import ONE_EDIT_RULES, with_candidate, with_generated_candidate
 from modelgate.api.policy_ref import PolicyRef
 from modelgate.api.progress_deadlines import ProgressDeadlines
 from modelgate.api.rollback_policy import RollbackSpec
@@ -119,26 +121,29 @@ class ModelRolloutSpec(SpecModel):
 
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
-            _sides_differ("deployment"),
-            *_workloads_differ(),
-            _pools_differ(),
-            _sides_differ("adapter"),
-            CelRule(
-                "!(has(self.incumbent.adapter) || has(self.candidate.adapter)) "
-                "|| has(self.trafficRouting.inferenceModelRewrite)",
-                field_path=".trafficRouting",
-                message=ADAPTERS_NEED_MODEL_REWRITE,
-            ),
-            CelRule(
-                "!has(self.trafficRouting.inferenceModelRewrite) || (has(self.incumbent.adapter) "
-                "&& has(self.candidate.adapter) && has(self.incumbent.inferencePool) "
-                "&& has(self.candidate.inferencePool) "
-                "&& self.incumbent.inferencePool == self.candidate.inferencePool)",
-                field_path=".trafficRouting.inferenceModelRewrite",
-                message=MODEL_REWRITE_NEEDS_ADAPTERS,
+            *with_candidate(
+                _sides_differ("deployment"),
+                *_workloads_differ(),
+                _pools_differ(),
+                _sides_differ("adapter"),
+                CelRule(
+                    "!(has(self.incumbent.adapter) || has(self.candidate.adapter)) "
+                    "|| has(self.trafficRouting.inferenceModelRewrite)",
+                    field_path=".trafficRouting",
+                    message=ADAPTERS_NEED_MODEL_REWRITE,
+                ),
+                CelRule(
+                    "!has(self.trafficRouting.inferenceModelRewrite) || (has(self.incumbent.adapter) "
+                    "&& has(self.candidate.adapter) && has(self.incumbent.inferencePool) "
+                    "&& has(self.candidate.inferencePool) "
+                    "&& self.incumbent.inferencePool == self.candidate.inferencePool)",
+                    field_path=".trafficRouting.inferenceModelRewrite",
+                    message=MODEL_REWRITE_NEEDS_ADAPTERS,
+                ),
+                _pool_is_backend("candidate"),
             ),
             _pool_is_backend("incumbent"),
-            _pool_is_backend("candidate"),
+            *ONE_EDIT_RULES,
             CelRule(
                 "!has(self.trafficRouting.istio) || "
                 "!(has(self.incumbent.inferencePool) || has(self.candidate.inferencePool))",
@@ -164,12 +169,14 @@ class ModelRolloutSpec(SpecModel):
                 field_path=".gate.full.startAtStep",
                 message=START_PAST_THE_STEPS,
             ),
-            same_roles_rule(),
-            CelRule(
-                "!has(self.analysis) || self.analysis.metrics.all(m, !has(m.role) "
-                "|| (has(self.candidate.members) && self.candidate.members.exists(x, x.role == m.role)))",
-                field_path=".analysis.metrics",
-                message="a metric's role must be one of spec.candidate.members' roles",
+            *with_candidate(
+                same_roles_rule(),
+                CelRule(
+                    "!has(self.analysis) || self.analysis.metrics.all(m, !has(m.role) "
+                    "|| (has(self.candidate.members) && self.candidate.members.exists(x, x.role == m.role)))",
+                    field_path=".analysis.metrics",
+                    message="a metric's role must be one of spec.candidate.members' roles",
+                ),
             ),
         )
     )
@@ -178,10 +185,20 @@ class ModelRolloutSpec(SpecModel):
         description="The Deployment, InferencePool or workload serving today; it takes back all traffic "
         "on rollback."
     )
-    candidate: WorkloadRef = Field(
+    # Absent with candidatePatch, and then filled in before validation with the Deployment the operator
+    # generates (api/one_edit.py): never None once parsed, so it is typed as always set.
+    candidate: WorkloadRef = Field(  # type: ignore[assignment]
+        None,
         description="The Deployment, InferencePool or workload being rolled out; must differ from the "
-        "incumbent. "
-        "Changing it starts a new rollout from step 0."
+        "incumbent. Changing it starts a new rollout from step 0. Set exactly one of candidate or "
+        "candidatePatch.",
+    )
+    candidate_patch: CandidatePatch | None = Field(
+        None,
+        description="One edit per upgrade (docs/topologies/one-edit.md): instead of naming a candidate, "
+        "say how it differs from the incumbent Deployment; the operator generates the candidate "
+        "Deployment and Service from the incumbent, adds its backendRef at weight 0 to the route, and "
+        "removes them on rollback or deletion. A changed patch is a new candidate and a new rollout.",
     )
     traffic_routing: TrafficRouting = Field(
         description="How traffic is split between the two sides. Set exactly one router."
@@ -241,6 +258,11 @@ class ModelRolloutSpec(SpecModel):
         if not self.steps and self.policy_ref is None:
             raise FieldPathError("steps", STEPS_OR_POLICY)
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _candidate_from_patch(cls, data: Any) -> Any:
+        return with_generated_candidate(data)
 
     @model_validator(mode="after")
     def _candidate_differs(self) -> Self:

@@ -47,7 +47,7 @@ class GatewayAPIRouting(SpecModel):
     model_config = ConfigDict(
         json_schema_extra=cel_rules(
             CelRule(
-                "self.candidateBackend != self.incumbentBackend",
+                "!has(self.candidateBackend) || self.candidateBackend != self.incumbentBackend",
                 field_path=".candidateBackend",
                 message="must differ from incumbentBackend",
             ),
@@ -92,9 +92,13 @@ class GatewayAPIRouting(SpecModel):
         description="backendRef name that reaches the incumbent: a Service, or for an inferencePool "
         "incumbent that InferencePool."
     )
-    candidate_backend: ObjectName = Field(
+    # Absent with spec.candidatePatch, and then filled in before validation with the Service the operator
+    # generates (api/one_edit.py): never None once the spec is parsed, so it is typed as always set.
+    candidate_backend: ObjectName = Field(  # type: ignore[assignment]
+        None,
         description="backendRef name that reaches the candidate: a Service, or for an inferencePool "
-        "candidate that InferencePool."
+        "candidate that InferencePool. Required unless spec.candidatePatch is set (then the operator "
+        "names the Service it generates).",
     )
 
     @model_validator(mode="after")

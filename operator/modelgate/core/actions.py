@@ -20,6 +20,7 @@ from modelgate.api.gate_status import GateStatus
 from modelgate.core import reasons
 from modelgate.core.model import (
     Action,
+    ChangeGenerated,
     ClearCommand,
     CollectEvidence,
     Decision,
@@ -43,6 +44,7 @@ from modelgate.core.model import (
 )
 from modelgate.core.notifying import BreachEvidence, notify_actions, with_evidence
 from modelgate.core.reasons import Reason
+from modelgate.core.results import GeneratedChange, GeneratedObjects
 
 # -- actions ---------------------------------------------------------------------------------------
 
@@ -57,6 +59,10 @@ class TickEffects:
     events: tuple[Event, ...]
     ending: Outcome | None
     scale_down_incumbent: bool
+    # A one-edit rollout's (core/endings.py): its changes to what is generated, first; the finalizer
+    # kept while something generated is left for a deletion to remove.
+    generated: tuple[ChangeGenerated | ScaleDownIncumbent, ...] = ()
+    keeps_generated: bool = False
 
 
 def incumbent_scale_downs(incumbent: WorkloadRef) -> list[Action]:
@@ -78,8 +84,9 @@ def tick_actions(
     effects: TickEffects,
 ) -> tuple[Action, ...]:
     """The actions of a tick that started from `before` and came to `status` asking for `effects`."""
-    wanted = finalizer_wanted(spec, status)
+    wanted = finalizer_wanted(spec, status) or effects.keeps_generated
     actions: list[Action] = [SetFinalizer()] if wanted and not observed.has_finalizer else []
+    actions += effects.generated
     route = None
     if effects.weight is not None:
         route = WriteRoute(effects.weight, status.current_mirror_percent, warned(before))
@@ -345,6 +352,7 @@ def after_returning(decision: Decision, route: WriteRoute, written: WriteResult)
         warning if isinstance(action, PostEvents) else action
         for action in decision.actions
         if not (isinstance(action, RemoveFinalizer) and action.once_returned)
+        and not isinstance(action, ChangeGenerated)  # nothing generated goes while it has traffic
     )
     return dataclasses.replace(decision, actions=kept)
 
@@ -385,6 +393,7 @@ class World:
     router: Router = field(default_factory=Router)
     evidence: BreachEvidence | None = None
     endings: tuple[Outcome, ...] = ()  # the ends counted, oldest first
+    generated: GeneratedObjects | None = None  # a one-edit rollout's (spec.candidatePatch)
 
 
 @dataclass(frozen=True)
@@ -428,7 +437,12 @@ def apply(world: World, decision: Decision, now: datetime) -> Applied:
                 world = replace(world, gate_jobs=None)
             case ScaleDownIncumbent() as scaled:
                 world = replace(world, incumbent_replicas=0)
+                if world.generated is not None:
+                    world = replace(world, generated=replace(world.generated, incumbent_scaled_down=True))
                 events.append(scale_down_event(scaled, None))
+            case ChangeGenerated(change=change):
+                assert world.generated is not None, "only a one-edit rollout changes what is generated"
+                world = replace(world, generated=_changed(world.generated, change))
             case ClearCommand(command_id=command_id):
                 world = replace(world, command=None if world.command == command_id else world.command)
             case Notify() as notify:
@@ -437,6 +451,17 @@ def apply(world: World, decision: Decision, now: datetime) -> Applied:
                 world = replace(world, endings=(*world.endings, outcome))
         index += 1
     return Applied(world, decision, tuple(writes), tuple(events))
+
+
+def _changed(generated: GeneratedObjects, change: GeneratedChange) -> GeneratedObjects:
+    """What a change to the generated objects leaves, as kube/generated_candidates.py makes it."""
+    if change is GeneratedChange.CREATE:
+        return replace(generated, deployment=True, service=True, backend_refs=True, owned=True)
+    if change is GeneratedChange.REMOVE:
+        return replace(generated, deployment=False, service=False, backend_refs=False)
+    if change is GeneratedChange.PATCH_INCUMBENT:
+        return replace(generated, incumbent_patched=True)
+    return replace(generated, owned=False)
 
 
 def _write(world: World, route: WriteRoute) -> tuple[World, WriteResult]:
@@ -448,6 +473,8 @@ def _write(world: World, route: WriteRoute) -> tuple[World, WriteResult]:
         return world, router.refusal
     if not router.applies:
         return world, live
+    if world.generated is not None and not world.generated.backend_refs and route.weight:
+        return world, RouteProblem(Reason.BACKEND_NOT_FOUND, "the generated candidate has no backendRef")
     owners = live.owners if router.owner is None else frozenset({router.owner})
     written = LiveRoute(100 - route.weight, route.weight, mirror_percent=route.mirror_percent, owners=owners)
     return replace(world, route=written), written

@@ -5,7 +5,7 @@ raised what the operator does not expect (the fail-safe's decision).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from modelgate.api import (
@@ -16,23 +16,32 @@ from modelgate.api import (
     RollbackReason,
     RollingBack,
     RolloutPause,
+    RolloutRef,
 )
 from modelgate.api import internal_error_status as api
+from modelgate.api.candidate_patch import AfterPromotion
 from modelgate.core import reasons
-from modelgate.core.actions import returned_actions, warned
+from modelgate.core.actions import decide_deletion, returned_actions, warned
 from modelgate.core.model import (
     Advance,
     AskWeight,
     BeginPause,
+    ChangeGenerated,
     Decision,
     Effect,
     Event,
     Hold,
     Intent,
+    LiveRoute,
     Noted,
+    Observations,
     Outcome,
+    PostEvents,
+    RemoveFinalizer,
     RollBack,
+    RouteProblem,
     Say,
+    ScaleDownIncumbent,
     SetCondition,
     SetWeight,
     SpecProblem,
@@ -40,6 +49,7 @@ from modelgate.core.model import (
     fields,
 )
 from modelgate.core.reasons import ConditionType, Reason, moment, set_condition
+from modelgate.core.results import GeneratedChange, GeneratedObjects
 from modelgate.core.tick import TickView, note_history, watching
 
 # -- watch_window ----------------------------------------------------------------------------------
@@ -371,3 +381,91 @@ def _kept(said: api.InternalError | None, now: api.InternalError) -> api.Interna
     if said is not None and (said.type, said.message) == (now.type, now.message):
         return said
     return now
+
+
+# -- one_edit --------------------------------------------------------------------------------------
+# A one-edit rollout (spec.candidatePatch): the operator generates the candidate's Deployment, Service and
+# backendRef (at weight 0) while the rollout runs, and removes them once the candidate's traffic is back on
+# the incumbent (RolledBack, Failed) or on deletion. After Succeeded, PromoteIntoIncumbent patches the
+# incumbent, returns the traffic to it once every replica is updated and available, and then removes the
+# rest; RetireIncumbent releases the candidate (it outlives the rollout) and scales the incumbent to 0.
+# Each change is asked for while the observation says it is not done, so a tick that fails half-way is
+# carried on.
+
+
+@dataclass(frozen=True)
+class GeneratedPlan:
+    """A tick's changes to what is generated, the candidate weight to write instead of the engine's,
+    whether the finalizer stays for what is left to remove on deletion, and, once promoted, the status
+    message saying which workload serves (None: the engine's). `handed_back`: the promoted patch is
+    the incumbent's, which takes the traffic back; the candidate's weight in status is then 0."""
+
+    changes: tuple[ChangeGenerated | ScaleDownIncumbent, ...]
+    weight: int | None
+    keeps_finalizer: bool
+    message: str | None = None
+    handed_back: bool = False
+
+
+ENDED = (Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.FAILED)
+
+
+def generated_plan(
+    spec: ModelRolloutSpec, status: ModelRolloutStatus, observed: Observations, weight: int | None
+) -> GeneratedPlan:
+    """What a one-edit rollout's tick, which came to `status` and would write `weight`, does to what
+    is generated; nothing for any other rollout."""
+    patch, generated = spec.candidate_patch, observed.generated
+    if patch is None or generated is None:
+        return GeneratedPlan((), weight, False)
+    keeps = generated.leftover
+    if status.phase not in ENDED:
+        return GeneratedPlan(_changes(not generated.complete, GeneratedChange.CREATE), weight, True)
+    if status.phase is not Phase.SUCCEEDED:
+        returned = status.rolling_back is None and status.live_weight == 0
+        return GeneratedPlan(_changes(returned and generated.leftover, GeneratedChange.REMOVE), weight, keeps)
+    candidate, incumbent = spec.candidate.name, spec.incumbent.name
+    if patch.after_promotion is AfterPromotion.RETIRE_INCUMBENT:
+        release = _changes(generated.owned and generated.deployment, GeneratedChange.RELEASE)
+        retire = () if generated.incumbent_scaled_down else (ScaleDownIncumbent(incumbent),)
+        said = f"{candidate} takes all traffic; the incumbent {incumbent} is retired (scaled to 0)"
+        return GeneratedPlan((*release, *retire), weight, keeps, said)
+    rolling = f"{candidate} takes all traffic while the incumbent {incumbent} rolls out the promoted patch"
+    if not generated.incumbent_patched:
+        return GeneratedPlan(_changes(True, GeneratedChange.PATCH_INCUMBENT), weight, keeps, rolling)
+    if not generated.incumbent_rolled_out:
+        return GeneratedPlan((), weight, keeps, rolling)  # the candidate serves until the incumbent can
+    said = f"the incumbent {incumbent} carries the promoted patch and takes all traffic"
+    if status.live_weight:  # the traffic back to the patched incumbent, then the rest goes
+        return GeneratedPlan((), 0, keeps, said, handed_back=True)
+    remove = _changes(generated.leftover, GeneratedChange.REMOVE)
+    return GeneratedPlan(remove, None, keeps, said, handed_back=True)
+
+
+def _changes(wanted: bool, change: GeneratedChange) -> tuple[ChangeGenerated, ...]:
+    return (ChangeGenerated(change),) if wanted else ()
+
+
+def decide_generated_deletion(
+    spec: ModelRolloutSpec | None,
+    status: ModelRolloutStatus,
+    route: LiveRoute | RouteProblem | None,
+    has_finalizer: bool,
+    owner: RolloutRef | None = None,
+    generated: GeneratedObjects | None = None,
+) -> Decision:
+    """A rollout being deleted (core/actions.py's decide_deletion); one-edit, whatever it generated is
+    removed too (a released candidate excepted), after the candidate's weight is back at 0."""
+    decided = decide_deletion(spec, status, route, has_finalizer, owner)
+    if not has_finalizer or spec is None or spec.candidate_patch is None or generated is None:
+        return decided
+    if not generated.leftover:
+        return decided
+    remove = ChangeGenerated(GeneratedChange.REMOVE)
+    serving = isinstance(route, LiveRoute) and (route.candidate_weight, route.mirror_percent) != (0, 0)
+    if serving and not any(isinstance(action, WriteRoute) for action in decided.actions):
+        message = "deleting: the generated candidate's weight is 0, the incumbent takes all traffic"
+        events = PostEvents((Event(Reason.TRAFFIC_RETURNED, message),))
+        return Decision(status, (WriteRoute(0, 0), events, remove, RemoveFinalizer(once_returned=True)))
+    *before, last = decided.actions
+    return replace(decided, actions=(*before, remove, last))

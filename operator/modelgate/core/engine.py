@@ -74,6 +74,12 @@ def decide(
     tick.run()
     tick.status = note_history(status, tick.status, now)
     tick.status = note_notifications(tick.spec, status, tick.status, tick.outcome, observed, now)
+    plan = endings.generated_plan(tick.spec, tick.status, observed, tick.weight)
+    tick.weight, tick.generated, tick.keeps_generated = plan.weight, plan.changes, plan.keeps_finalizer
+    if plan.message is not None:
+        tick.update(message=plan.message)
+    if plan.handed_back:
+        tick.update(current_weight=0)  # the weight the route is to carry: no write is retried
     # The one wake-up, as if the write takes; `settle` brings it forward when it does not.
     return tick.decision(lambda decided: now + next_wakeup(spec, as_if_taken(decided), now))
 

@@ -12,7 +12,6 @@ from modelgate.core.holds import releasing
 from modelgate.core.judging import gate_command
 from modelgate.core.model import (
     COMMAND_ANNOTATION,
-    COMMAND_SHAPE,
     BeginPause,
     Command,
     CommandAction,
@@ -34,6 +33,8 @@ from modelgate.core.reasons import ConditionType, Reason, moment
 from modelgate.core.tick import TickView
 
 UNREADABLE = "unreadable"  # status.lastCommand.name of an annotation that is not a command
+
+COMMAND_SHAPE = '{"action": "<action>", "id": "<id>"}'
 
 
 def handle_command(tick: TickView, command: Command | UnreadableCommand) -> tuple[Intent, tuple[Effect, ...]]:

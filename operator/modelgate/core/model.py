@@ -24,10 +24,9 @@ from modelgate.api.group_members import GroupMember
 from modelgate.api.notifications import PendingNotification
 from modelgate.core.gate_judgement import CheckObservation
 from modelgate.core.reasons import ConditionType, EventType, Reason
-from modelgate.core.results import AnalysisRun
+from modelgate.core.results import AnalysisRun, GeneratedChange, GeneratedObjects
 
 # -- model -----------------------------------------------------------------------------------------
-# What the engine reads (observations, commands) and what it decides (a Decision).
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,6 @@ class Command:
 
 
 COMMAND_ANNOTATION = "modelgate.io/command"
-COMMAND_SHAPE = '{"action": "<action>", "id": "<id>"}'
 
 
 class CommandProblem(StrEnum):
@@ -176,6 +174,8 @@ class Observations:
     notified: frozenset[str] = frozenset()
     # Another rollout's claim on the route rule (None: unclaimed, or this rollout's own).
     route_claim: RouteClaim | None = None
+    # What exists of a one-edit rollout's generated candidate (spec.candidatePatch); None otherwise.
+    generated: GeneratedObjects | None = None
 
     @property
     def rollout_ref(self) -> RolloutRef:
@@ -303,6 +303,13 @@ class RecordEnding:
     outcome: Outcome
 
 
+@dataclass(frozen=True)
+class ChangeGenerated:
+    """A one-edit rollout's change to what the operator generates (core/endings.py decides it)."""
+
+    change: GeneratedChange
+
+
 Action = (
     SetFinalizer
     | RemoveFinalizer
@@ -316,6 +323,7 @@ Action = (
     | ClearCommand
     | Notify
     | RecordEnding
+    | ChangeGenerated
 )
 
 

@@ -115,6 +115,12 @@ class Reason(StrEnum):
     # spec.policyRef (policy_plans.py): the policy changed after it was pinned, or is missing.
     POLICY_CHANGED = "PolicyChanged"
     POLICY_UNRESOLVED = "PolicyUnresolved"
+    # A one-edit rollout's generated candidate (spec.candidatePatch).
+    CANDIDATE_GENERATED = "CandidateGenerated"
+    GENERATED_REMOVED = "GeneratedRemoved"
+    INCUMBENT_PATCHED = "IncumbentPatched"
+    CANDIDATE_RELEASED = "CandidateReleased"
+    GENERATION_FAILED = "GenerationFailed"
 
     @property
     def event_type(self) -> EventType:
@@ -148,6 +154,7 @@ _WARNINGS = frozenset(
         Reason.ROLLBACK_HELD,
         Reason.SCALE_DOWN_FAILED,
         Reason.NOTIFICATION_FAILED,
+        Reason.GENERATION_FAILED,
     }
 )
 

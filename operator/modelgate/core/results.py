@@ -1,7 +1,8 @@
 """What metric providers produce (one number per query, or why not), one metric's verdict in one
 evaluation, and what a run's numbers alone say: each side's cost, and the chance that a rule rolls
 back a candidate as good as the incumbent. Failures are data, never exceptions, so the engine
-decides what a failed query means for the rollout.
+decides what a failed query means for the rollout. Beside them, what the operator found of a one-edit
+rollout's generated candidate.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from itertools import accumulate
 
 from modelgate.api import (
@@ -419,3 +421,38 @@ def warning_message(toss: CoinToss) -> str:
         f"is rolled back with a chance of about {toss.chance:.0%}; raise minRequests, lengthen the "
         "window, or use a sequential test (`modelgate plan` shows the figures)"
     )
+
+
+# -- generated -------------------------------------------------------------------------------------
+
+
+class GeneratedChange(StrEnum):
+    """What a one-edit rollout (spec.candidatePatch) does to the objects the operator generates."""
+
+    CREATE = "create"  # the candidate's Deployment, Service and backendRef at weight 0, each if missing
+    REMOVE = "remove"  # the backendRef, the Service and the Deployment deleted
+    PATCH_INCUMBENT = "patch-incumbent"  # PromoteIntoIncumbent: the incumbent's Pod template takes the patch
+    RELEASE = "release"  # RetireIncumbent: the candidate's owner reference goes; it outlives the rollout
+
+
+@dataclass(frozen=True)
+class GeneratedObjects:
+    """What exists of a one-edit rollout's generated candidate, and the incumbent as the patch left it."""
+
+    deployment: bool
+    service: bool
+    backend_refs: bool  # the candidate's backendRef, in every route rule
+    owned: bool = True  # the Deployment still has the rollout as its owner
+    incumbent_patched: bool = False  # the incumbent's Pod template carries the patch
+    incumbent_rolled_out: bool = False  # ... and every replica of it is updated and available
+    incumbent_scaled_down: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.deployment and self.service and self.backend_refs
+
+    @property
+    def leftover(self) -> bool:
+        """Something generated that deleting the rollout would have to remove (none once released:
+        the Service and backendRef then serve the candidate that outlives it)."""
+        return self.owned and (self.deployment or self.service or self.backend_refs)

@@ -26,7 +26,15 @@ from modelgate.api.status import MAX_EARLIER_ROLLOUTS
 from modelgate.core import reasons
 from modelgate.core.actions import TickEffects, tick_actions
 from modelgate.core.metric_verdicts import Evaluation
-from modelgate.core.model import Decision, Event, LiveRoute, Observations, Outcome
+from modelgate.core.model import (
+    ChangeGenerated,
+    Decision,
+    Event,
+    LiveRoute,
+    Observations,
+    Outcome,
+    ScaleDownIncumbent,
+)
 from modelgate.core.reasons import ConditionType, Reason
 
 # -- tick ------------------------------------------------------------------------------------------
@@ -86,11 +94,21 @@ class Tick:
         self.events: list[Event] = []
         self.outcome: Outcome | None = None
         self.scale_down_incumbent = False  # set when the watch window passed and spec.watch asks for it
+        # A one-edit rollout's changes to what is generated, and whether they keep the finalizer.
+        self.generated: tuple[ChangeGenerated | ScaleDownIncumbent, ...] = ()
+        self.keeps_generated = False
         self.analysed: Evaluation | None = None  # this tick's analysis run, judged before the policy
 
     def decision(self, wake_at: Callable[[Decision], datetime]) -> Decision:
         """The tick's decision: its status, its actions (built once, here), and `wake_at` of it."""
-        effects = TickEffects(self.weight, tuple(self.events), self.outcome, self.scale_down_incumbent)
+        effects = TickEffects(
+            self.weight,
+            tuple(self.events),
+            self.outcome,
+            self.scale_down_incumbent,
+            self.generated,
+            self.keeps_generated,
+        )
         actions = tick_actions(self.spec, self.before, self.observed, self.status, effects)
         decided = Decision(self.status, actions)
         return replace(decided, wake_at=wake_at(decided))

@@ -30,6 +30,7 @@ from modelgate.kube.connection import (
 )
 from modelgate.kube.evaluation_resources import EvaluationResources
 from modelgate.kube.gate_resources import GateResources
+from modelgate.kube.generated_resources import GeneratedResources
 from modelgate.kube.group_members import GroupMembers
 from modelgate.kube.objects import event_body
 
@@ -40,7 +41,7 @@ class SecretKeyValue:
     annotations: Mapping[str, str]
 
 
-class Kube(GroupMembers, GateResources, EvaluationResources):
+class Kube(GroupMembers, GateResources, EvaluationResources, GeneratedResources):
     """Every call the operator and its CLI make to the API server."""
 
     # -- custom resources ------------------------------------------------------------------------

@@ -6,9 +6,10 @@ translated."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -19,7 +20,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from modelgate import EVALUATION_PLURAL, PLURAL
 from modelgate.api.policy_ref import CLUSTER_POLICY_PLURAL, POLICY_PLURAL
-from modelgate.kube.api_errors import KubeconfigMissing, KubeError, translated
+from modelgate.kube.api_errors import Conflict, KubeconfigMissing, KubeError, NotFound, translated
 from modelgate.kube.cache import ObjectCache, deployment_essentials
 from modelgate.kube.pools import INFERENCE_POOLS
 from modelgate.kube.request_rate import RequestRate
@@ -79,6 +80,54 @@ class Connection:
         if cache is not None:
             cache.put(obj)
         return obj
+
+    def create_unless_there(self, create: Callable[..., Any], body: Mapping[str, Any]) -> bool:
+        """Creates `body` with the client's `create_namespaced_*`; False when it exists already (an
+        earlier tick made it)."""
+        try:
+            with api_request("create"):
+                sent: Any = dict(body)  # the client sends a dict as it is
+                response: Any = create(
+                    body["metadata"]["namespace"],
+                    sent,
+                    field_manager=FIELD_MANAGER,
+                    _preload_content=False,
+                    _request_timeout=self.request_timeout,
+                )
+                response.data  # noqa: B018 - reads the body, so the connection goes back to the pool
+        except Conflict:
+            return False
+        return True
+
+    def delete_if_there(self, delete: Callable[..., Any], namespace: str, name: str) -> bool:
+        """Deletes the object with the client's `delete_namespaced_*` (what it owns in the
+        background); False when it was gone already."""
+        try:
+            with api_request("delete"):
+                delete(
+                    name,
+                    namespace,
+                    propagation_policy="Background",
+                    _preload_content=False,
+                    _request_timeout=self.request_timeout,
+                )
+        except NotFound:
+            return False
+        return True
+
+    def list_selected(
+        self, list_objects: Callable[..., Any], namespace: str, label_selector: str
+    ) -> list[Object]:
+        """The objects the client's `list_namespaced_*` finds by the selector."""
+        with api_request("list"):
+            # The JSON as sent: the typed model's deserialization costs more than the read.
+            response: Any = list_objects(
+                namespace,
+                label_selector=label_selector,
+                _preload_content=False,
+                _request_timeout=self.request_timeout,
+            )
+        return list(as_object(json.loads(response.data)).get("items") or [])
 
     def get_custom(
         self, group: str, version: str, namespace: str, plural: str, name: str, *, fresh: bool = False

@@ -7,10 +7,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from modelgate.kube.api_errors import Conflict, NotFound
+from modelgate.kube.api_errors import NotFound
 from modelgate.kube.checks import JOB_NAME_LABEL
 from modelgate.kube.connection import (
-    FIELD_MANAGER,
     Connection,
     Object,
     api_request,
@@ -41,33 +40,11 @@ class GateResources(Connection):
 
     def create_job(self, job: Mapping[str, Any]) -> None:
         """Creates a Job; one that already exists (created by an earlier tick) is left as it is."""
-        try:
-            with api_request("create"):
-                body: Any = dict(job)  # the client sends a dict as it is
-                response: Any = self._batch.create_namespaced_job(
-                    job["metadata"]["namespace"],
-                    body,
-                    field_manager=FIELD_MANAGER,
-                    _preload_content=False,
-                    _request_timeout=self.request_timeout,
-                )
-                response.data  # noqa: B018 - reads the body, so the connection goes back to the pool
-        except Conflict:
-            pass
+        self.create_unless_there(self._batch.create_namespaced_job, job)
 
     def delete_job(self, namespace: str, name: str) -> None:
         """Deletes a Job and its Pods (in the background); one already gone is fine."""
-        try:
-            with api_request("delete"):
-                self._batch.delete_namespaced_job(
-                    name,
-                    namespace,
-                    propagation_policy="Background",
-                    _preload_content=False,
-                    _request_timeout=self.request_timeout,
-                )
-        except NotFound:
-            pass
+        self.delete_if_there(self._batch.delete_namespaced_job, namespace, name)
 
     def config_map_keys(self, namespace: str, name: str) -> set[str] | None:
         """The keys of a ConfigMap's data and binaryData; None when it does not exist."""

@@ -8,7 +8,6 @@ LeaderWorkerSet is found through the API server's discovery (cached per apiVersi
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -151,15 +150,7 @@ class SideWorkloads(Connection):
             )
 
     def _pod_objects(self, namespace: str, label_selector: str) -> list[Object]:
-        with api_request("list"):
-            # The JSON as sent: the typed model's deserialization costs more than the read.
-            response: Any = self._core.list_namespaced_pod(
-                namespace,
-                label_selector=label_selector,
-                _preload_content=False,
-                _request_timeout=self.request_timeout,
-            )
-        return list(as_object(json.loads(response.data)).get("items") or [])
+        return self.list_selected(self._core.list_namespaced_pod, namespace, label_selector)
 
     def _resource(self, ref: WorkloadObjectRef) -> WorkloadResource:
         """The kind's resource, by the API server's discovery for kinds other than StatefulSet and

@@ -22,11 +22,13 @@ class AdapterSides:
 class SideKinds:
     """What each side of the rollout is, so that a router looks for the right kind of backend: a
     Deployment side is reached through a Service, an InferencePool side through the pool itself, and
-    two adapters of one pool through a rewrite's targets (`adapters`)."""
+    two adapters of one pool through a rewrite's targets (`adapters`). A `generated` candidate (spec.
+    candidatePatch) has a backendRef only while it exists: absent, it gets nothing."""
 
     incumbent: BackendKind = "Deployment"
     candidate: BackendKind = "Deployment"
     adapters: AdapterSides | None = None
+    generated: bool = False
 
     @classmethod
     def of(cls, spec: ModelRolloutSpec) -> SideKinds:
@@ -34,7 +36,7 @@ class SideKinds:
         adapters = None
         if incumbent.adapter is not None and candidate.adapter is not None:
             adapters = AdapterSides(incumbent.name, incumbent.adapter, candidate.adapter)
-        return cls(incumbent.backend_kind, candidate.backend_kind, adapters)
+        return cls(incumbent.backend_kind, candidate.backend_kind, adapters, spec.candidate_patch is not None)
 
 
 DEPLOYMENT_SIDES = SideKinds()  # both sides Deployments, each reached through a Service

@@ -86,7 +86,7 @@ class BackendPair:
 
     rule_index: int
     incumbent_index: int
-    candidate_index: int
+    candidate_index: int | None  # None: a generated candidate without its backendRef (yet, or any more)
     incumbent_weight: int
     candidate_weight: int
 
@@ -95,11 +95,13 @@ class BackendPair:
 
     def patch(self, resource_version: str, candidate_weight: int) -> JsonPatch:
         refs = f"/spec/rules/{self.rule_index}/backendRefs"
-        return [
+        ops = [
             version_test(resource_version),
             set_weight_op(f"{refs}/{self.incumbent_index}/weight", 100 - candidate_weight),
-            set_weight_op(f"{refs}/{self.candidate_index}/weight", candidate_weight),
         ]
+        if self.candidate_index is not None:
+            ops.append(set_weight_op(f"{refs}/{self.candidate_index}/weight", candidate_weight))
+        return ops
 
 
 def locate_backends(
@@ -127,9 +129,15 @@ def locate_backends(
     )
     if isinstance(incumbent, RouteProblem):
         return incumbent
-    candidate = _backend_index(
+    candidate: int | RouteProblem | None = _backend_index(
         refs, target.candidate_backend, "candidateBackend", where, namespace, kinds.candidate
     )
+    if (
+        isinstance(candidate, RouteProblem)
+        and candidate.reason is Reason.BACKEND_NOT_FOUND
+        and kinds.generated
+    ):
+        candidate = None
     if isinstance(candidate, RouteProblem):
         return candidate
     return BackendPair(
@@ -137,7 +145,7 @@ def locate_backends(
         incumbent_index=incumbent,
         candidate_index=candidate,
         incumbent_weight=backend_weight(refs[incumbent]),
-        candidate_weight=backend_weight(refs[candidate]),
+        candidate_weight=0 if candidate is None else backend_weight(refs[candidate]),
     )
 
 
@@ -213,6 +221,11 @@ class LocatedRule:
         self, resource_version: str, candidate_weight: int, mirror_percent: int
     ) -> JsonPatch | RouteProblem:
         index = self.pair.rule_index
+        if self.pair.candidate_index is None:
+            if candidate_weight or mirror_percent:
+                message = f"{self.where} has no backendRef for the generated candidate yet"
+                return RouteProblem(Reason.BACKEND_NOT_FOUND, message)
+            return self.pair.patch(resource_version, candidate_weight)
         copies = mirror_patch(
             self.where,
             f"/spec/rules/{index}",
@@ -292,5 +305,6 @@ GATEWAY_API = RouterKind(
     named_routes=_named_routes,
     backend_service=_backend_service,
     factory=gateway_api_router,
-    what_it_writes="HTTPRoutes and GRPCRoutes: two backendRefs' weights in a rule, its RequestMirror filter",
+    what_it_writes="HTTPRoutes and GRPCRoutes: two backendRefs' weights in a rule, its RequestMirror filter, "
+    "a one-edit rollout's candidate backendRef (added at weight 0, removed)",
 )
