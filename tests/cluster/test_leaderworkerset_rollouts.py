@@ -107,24 +107,6 @@ def finished(scenario: SimulatedScenario, rollout: dict[str, Any]) -> ModelRollo
     return final
 
 
-def test_a_good_leaderworkerset_candidate_is_promoted(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    traefik: TraefikGateway,
-    lws_controller: None,
-    record_property: Callable[[str, object], None],
-) -> None:
-    with lws_serving(local_bed, api_client, namespace, traefik, None) as (scenario, rollout):
-        final = finished(scenario, rollout)
-        assert final.phase is Phase.SUCCEEDED, final.message
-        scenario.wait_for_status("the promotion on the route", settled(Phase.SUCCEEDED))
-        wait_until_served_by_leader(traefik.url, f"{SIDES[1]}-0")
-    assert final.rollout_candidate == "leaderworkerset.leaderworkerset.x-k8s.io/chat-v2"
-    record_property("verdicts at promotion", {r.name: str(r.verdict) for r in final.analysis})
-
-
 def test_a_slow_leaderworkerset_candidate_is_rolled_back_naming_its_leader_pods(
     local_bed: LocalCluster,
     api_client: client.ApiClient,
