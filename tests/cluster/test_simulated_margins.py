@@ -131,9 +131,10 @@ def test_a_breach_the_counts_show_rolls_back_at_that_evaluation_whatever_min_req
     assert final.phase is Phase.ROLLED_BACK, final.message
     reason = final.rollback_reason
     assert reason is not None and reason.rule is BreachRule.SEQUENTIAL, reason
-    after = reason.time.timestamp() - live
-    # The baseline at the first evaluation, the breach shown at the next that reads the failures:
-    # Traefik's counters reach Prometheus a scrape later, and the first evaluation may come up to an
-    # interval after the weight is live (seen: 2.8 s and 6.6 s). A window's rule would never judge.
-    assert after <= 4 * INTERVAL + 2, after
-    record_property("seconds from weight 30 live to the rollback", round(after, 1))
+    # Counted in evaluations, not seconds (a busy machine delays each): the baseline, up to two more
+    # while Traefik's counts of the failures reach Prometheus (scraped every second; 3 in all on a
+    # quiet machine), then the breach. A window's rule, waiting for minRequests, would never judge.
+    (judged,) = [metric for metric in final.analysis if metric.name == reason.metric]
+    assert 2 <= len(judged.history) <= 4, judged.history
+    record_property("evaluations to the rollback", len(judged.history))
+    record_property("seconds from weight 30 live to the rollback", round(reason.time.timestamp() - live, 1))
