@@ -7,7 +7,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV := .venv
 PY := $(VENV)/bin/python
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 5
 # System tools, each a Debian package named as the command it gives (docs/setup.md: other systems).
 # chromium: the tests render `modelgate report`'s page in it, headless.
 APT_PACKAGES := prometheus shellcheck chromium
@@ -107,9 +107,9 @@ audit: venv ## known vulnerabilities in the locked dependencies
 # The audit waits on the network (4-5 s where no vulnerability service answers), so it runs beside
 # the suite; its verdict is printed after the suite's and fails the run as `make audit` would.
 test: setup lint ## the full suite (installs what it needs)
-	# Four workers (TEST_WORKERS), each with a bed of its own, a test file never split: most of a cluster
-	# test is waiting on analysis intervals. Measured on the same code, quiet machine: 6m38s against
-	# 7m32s with three (bench/REPORT.md, "A warm make test").
+	# Five workers (TEST_WORKERS), each with a bed of its own, a test file never split: most of a cluster
+	# test is waiting on analysis intervals. Measured on the same code, quiet machine: 6m39s against
+	# 7m17s with four (bench/REPORT.md, "A warm make test").
 	# Files go out in the order named (not xdist's most-tests-first, which left the long cluster files
 	# with few tests for last): the cluster files first, the quick unit files filling the tail.
 	audit_log=$$(mktemp); $(PY) -m tooling.dependency_audit requirements.lock > "$$audit_log" 2>&1 & audit=$$!; \

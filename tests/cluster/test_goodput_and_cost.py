@@ -83,34 +83,6 @@ def test_twice_the_accelerators_for_the_same_latency_is_rolled_back_by_goodput(
     record_property("candidate / incumbent goodput per accelerator at rollback", ratio)
 
 
-def test_equal_accelerators_are_promoted_and_the_cost_is_what_the_counters_make(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    traefik: TraefikGateway,
-    record_property: Callable[[str, object], None],
-) -> None:
-    incumbent = replace(HEALTHY, seed=HEALTHY.seed + 1)
-    with simulated_serving(
-        local_bed, api_client, namespace, traefik, HEALTHY, incumbent=incumbent, gpus=(1, 1)
-    ) as scenario:
-        scenario.apply(goodput_rollout(namespace, local_bed.prometheus_url, hold="8s"))
-        cost = cost_matching_the_counters(scenario, deadline=time.monotonic() + 30)
-        final = finished(scenario)
-    assert final.phase is Phase.SUCCEEDED, final.message
-    [goodput] = final.analysis
-    assert goodput.value is not None and goodput.incumbent_value is not None
-    record_property("candidate / incumbent goodput per accelerator", goodput.value / goodput.incumbent_value)
-    record_property(
-        "cost per million tokens (candidate, incumbent)",
-        (
-            cost.candidate.cost_per_million_tokens,
-            cost.incumbent.cost_per_million_tokens,
-        ),
-    )
-
-
 def cost_matching_the_counters(scenario: SimulatedScenario, deadline: float) -> CostStatus:
     """status.cost, once an evaluation's figures equal the hand arithmetic: each side's token counter
     read at the evaluation's time and one window before (Prometheus answers the operator a moment

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes import client
 
-from modelgate.api import BreachRule, ModelRolloutStatus, PauseReason, Phase, SequentialTest
+from modelgate.api import BreachRule, Phase, SequentialTest
 from modelgate.core.counted import zero_event_pass
 from testbed.inference_sim import SimulatorFlags
 from testbed.localcluster import LocalCluster
@@ -69,38 +69,6 @@ def test_a_margin_in_points_passes_a_service_without_errors_after_the_documented
     record_property("candidate requests counted at step 0's pass", evidence.candidate_requests)
     record_property("documented requests (counted.zero_event_pass)", needed)
     record_property("seconds from weight 20 live to step 1", round(took, 1))
-
-
-def test_a_ratio_margin_at_zero_events_pauses_at_its_deadline_naming_the_metric(
-    local_bed: LocalCluster,
-    api_client: client.ApiClient,
-    namespace: str,
-    operator: OperatorProcess,
-    traefik: TraefikGateway,
-    record_property: Callable[[str, object], None],
-) -> None:
-    manifest = model_rollout(
-        "chat",
-        namespace,
-        steps=[{"setWeight": 20}, {"setWeight": 50}],
-        prometheus=local_bed.prometheus_url,
-        metrics=errors_judged_by({"alpha": 0.05, "margin": 2}),
-        progress_deadlines={"inconclusive": {"after": "12s", "action": "pause"}},
-    )
-    with simulated_serving(
-        local_bed, api_client, namespace, traefik, HEALTHY, incumbent=HEALTHY, rps=RPS
-    ) as scenario:
-        scenario.apply(manifest)
-        paused: ModelRolloutStatus = scenario.wait_for_status(
-            "the inconclusive deadline's pause", lambda s: s.pause is not None or s.phase in FINISHED, 60
-        )
-    assert paused.pause is not None and paused.pause.reason is PauseReason.INCONCLUSIVE_DEADLINE, paused
-    assert paused.pause.metrics_without_events == ("errors",)
-    assert paused.current_step_index == 0 and paused.phase is Phase.PAUSED
-    evidence = paused.analysis[0].sequential
-    assert evidence is not None and evidence.candidate_requests > 0
-    assert evidence.candidate_events == evidence.incumbent_events == 0
-    record_property("candidate requests counted at the pause", evidence.candidate_requests)
 
 
 def test_a_breach_the_counts_show_rolls_back_at_that_evaluation_whatever_min_requests_says(
