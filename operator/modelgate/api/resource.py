@@ -35,8 +35,14 @@ PRINTER_COLUMNS = (
         "Weight", "integer", ".status.currentWeight", "Share of traffic, in percent, routed to the candidate."
     ),
     PrinterColumn("Step", "integer", ".status.currentStepIndex", "Index of the step being executed."),
-    PrinterColumn("Incumbent", "string", ".spec.incumbent.deployment", "The Deployment serving today."),
-    PrinterColumn("Candidate", "string", ".spec.candidate.deployment", "The Deployment being rolled out."),
+    PrinterColumn(
+        "Incumbent",
+        "string",
+        ".spec.incumbent.deployment",
+        "The Deployment serving today (blank for other kinds).",
+    ),
+    # The status's record: a side of any kind, and a one-edit rollout's generated candidate, by name.
+    PrinterColumn("Candidate", "string", ".status.rolloutCandidate", "The candidate being rolled out."),
     PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Time since the ModelRollout was created."),
     PrinterColumn(
         "Message", "string", ".status.shortMessage", "What the operator is doing or waiting for, in short."

@@ -186,8 +186,9 @@ class ModelRolloutStatus(StatusModel):
     # A pool's name and an adapter's, each up to 253 characters, with the words between them.
     rollout_candidate: Annotated[str, StringConstraints(max_length=530)] | None = Field(
         None,
-        description="The candidate this status belongs to: its Deployment's name, inferencepool/<name>, "
-        "or inferencepool/<name>/adapter/<adapter>. "
+        description="The candidate this status belongs to: its Deployment's name (a one-edit rollout's "
+        "generated one), <kind>.<group>/<name> for another workload, inferencepool/<name>, or "
+        "inferencepool/<name>/adapter/<adapter>. "
         "When spec.candidate names another, the operator starts a new rollout from step 0.",
     )
     rollout_started_at: Timestamp | None = Field(
