@@ -99,10 +99,13 @@ def test_a_breach_the_counts_show_rolls_back_at_that_evaluation_whatever_min_req
     assert final.phase is Phase.ROLLED_BACK, final.message
     reason = final.rollback_reason
     assert reason is not None and reason.rule is BreachRule.SEQUENTIAL, reason
-    # Counted in evaluations, not seconds (a busy machine delays each): the baseline, up to two more
-    # while Traefik's counts of the failures reach Prometheus (scraped every second; 3 in all on a
-    # quiet machine), then the breach. A window's rule, waiting for minRequests, would never judge.
+    # Judged on the counts, far below minRequests: a window's rule would still be waiting for
+    # 100,000 requests. How soon the counts suffice is the engine's, proven by seeded simulation
+    # (tests/unit/test_engine_margin_increase.py, the breach below minRequests); here a busy
+    # machine's slower traffic only delays it.
     (judged,) = [metric for metric in final.analysis if metric.name == reason.metric]
-    assert 2 <= len(judged.history) <= 4, judged.history
+    evidence = judged.sequential
+    assert evidence is not None and 0 < evidence.candidate_requests < 1_000, evidence
+    assert evidence.candidate_events > 0, evidence
     record_property("evaluations to the rollback", len(judged.history))
     record_property("seconds from weight 30 live to the rollback", round(reason.time.timestamp() - live, 1))
