@@ -80,7 +80,7 @@ def test_a_breach_the_counts_show_rolls_back_at_that_evaluation_whatever_min_req
     record_property: Callable[[str, object], None],
 ) -> None:
     """A candidate failing half its requests: no window reaches minRequests (100,000), and the
-    counts show the breach at the first evaluation after the baseline, or the one after."""
+    counts show the breach within hundreds of requests: it is rolled back on them."""
     failing = SimulatorFlags(failure_rate_percent=50, failure_types=("server_error",))
     manifest = model_rollout(
         "chat",
