@@ -679,6 +679,42 @@ BAD_ROLLOUTS: dict[str, BadRollout] = {
         ),
         "spec.candidatePatch",
     ),
+    "a candidatePatch of a grouped incumbent": BadRollout(
+        edits(
+            drop("spec.candidate"),
+            drop("spec.trafficRouting.gatewayAPI.candidateBackend"),
+            put("spec.incumbent.members", [{"role": "decode", "deployment": "chat-v1"}]),
+            put("spec.candidatePatch", {"image": "vllm:2"}),
+        ),
+        "spec.candidatePatch",
+    ),
+    # A workload is one side's: never scaled down, judged or taken off the route as the other's.
+    "one Deployment in both groups": BadRollout(
+        edits(
+            put(
+                "spec.incumbent.members",
+                [
+                    {"role": "prefill", "deployment": "chat-prefill"},
+                    {"role": "decode", "deployment": "chat-v1"},
+                ],
+            ),
+            put(
+                "spec.candidate.members",
+                [
+                    {"role": "prefill", "deployment": "chat-prefill"},
+                    {"role": "decode", "deployment": "chat-v2"},
+                ],
+            ),
+        ),
+        "spec.candidate.members",
+    ),
+    "the candidate's Deployment a member of the incumbent's group": BadRollout(
+        edits(
+            put("spec.incumbent.members", [{"role": "decode", "deployment": "chat-v2"}]),
+            put("spec.candidate.members", [{"role": "decode", "deployment": "chat-v2-decode"}]),
+        ),
+        "spec.candidate.deployment",
+    ),
     "Prometheus missing": BadRollout(drop(PROMETHEUS), PROMETHEUS),
     # The evaluation gate.
     "a gate check of both kinds": BadRollout(

@@ -522,6 +522,19 @@ def test_extra_workloads_are_granted_their_resource_and_scale_and_its_patch_with
     assert read in scaling["rules"] and scale in scaling["rules"]
 
 
+@pytest.mark.parametrize("group", ["", "*", "apps", "rbac.authorization.k8s.io/"])
+def test_an_extra_workload_of_the_core_or_a_wildcard_group_is_refused_naming_the_field(group: str) -> None:
+    """The core group ("" with resource secrets would grant get on every Secret) and wildcards."""
+    error = render_error({"rbac": {"extraWorkloads": [{"group": group, "resource": "secrets"}]}})
+    assert "extraWorkloads" in error and "group" in error, error
+
+
+def test_one_edit_and_scale_down_grant_the_deployments_scale_once() -> None:
+    role = operator_role(render({"rbac": {"scaleDownIncumbents": True}, "oneEdit": {"enabled": True}}))
+    scale = [rule for rule in role["rules"] if "deployments/scale" in rule["resources"]]
+    assert len(scale) == 1, scale
+
+
 def test_no_rbac_and_an_existing_service_account_render_neither() -> None:
     kinds = {o["kind"] for o in render(COMBINATIONS["no RBAC, existing ServiceAccount"])}
     policy = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}  # storage Secrets

@@ -11,7 +11,7 @@ from typing import Any
 
 from modelgate.api import ModelRolloutSpec, Phase, parse_spec
 from modelgate.core import CommandAction, Observations, Router, World, WriteFailed, apply, decide
-from modelgate.core.endings import decide_generated_deletion
+from modelgate.core.endings import decide_generated_deletion, scales_down_incumbent
 from modelgate.core.model import ChangeGenerated, ScaleDownIncumbent, WriteRoute
 from modelgate.core.results import GeneratedChange, GeneratedObjects
 from modelgate.core.stepping import FINISHED_RESYNC
@@ -133,3 +133,17 @@ def test_a_deletion_whose_weight_did_not_take_removes_nothing_yet() -> None:
     deletion = decide_generated_deletion(spec, world.status, world.route, True, None, world.generated)
     kept = apply(refused, deletion, T0).world
     assert kept.generated == world.generated and kept.finalizer and kept.route == live(50)
+
+
+def test_a_watch_that_scales_the_incumbent_down_leaves_an_incumbent_promoted_into_alone() -> None:
+    """The incumbent takes the patch and then all traffic: scaled to 0 it could take neither, and a
+    deletion would return the traffic to nothing (a policy's watch may ask for the scale-down)."""
+    analysis = {
+        "prometheus": {"address": "http://prometheus.monitoring:9090"},
+        "metrics": [{"name": "errors", "preset": "errorRate", "max": 0.01}],
+    }
+    window = {"watch": {"duration": "1m", "scaleDownIncumbent": True}, "analysis": analysis}
+    promoted = one_edit_spec().model_dump(by_alias=True, exclude_none=True)
+    retired = one_edit_spec("RetireIncumbent").model_dump(by_alias=True, exclude_none=True)
+    assert not scales_down_incumbent(parse_spec({**promoted, **window}))
+    assert scales_down_incumbent(parse_spec({**retired, **window}))

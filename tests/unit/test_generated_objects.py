@@ -25,6 +25,7 @@ from modelgate.kube.generated_objects import (
     with_model,
 )
 from modelgate.kube.generated_resources import APPS
+from modelgate.kube.labels import MAX_LABEL_VALUE, ROLLOUT_LABEL, label_value
 from modelgate.routers.base import SideKinds
 from modelgate.routers.gatewayapi import HTTP_ROUTE, RouteTarget, locate_rule
 from modelgate.routers.generated_candidate import GeneratedCandidate, backend_ref_patch
@@ -98,6 +99,16 @@ def test_generated_objects_are_the_rollouts_and_carry_nothing_of_argo_cds_tracki
         assert "annotations" not in obj["metadata"]
         assert "app.kubernetes.io/instance" not in obj["metadata"]["labels"]
         assert obj["metadata"]["labels"][GENERATED_LABEL] == "chat-v1-abc"
+
+
+def test_a_rollout_name_longer_than_a_label_value_is_labelled_by_its_cut_and_hash() -> None:
+    """A ModelRollout's name may have 253 characters, a label value 63: the API server refused
+    every generated object of a long-named rollout."""
+    named = {"metadata": {**ROLLOUT["metadata"], "name": "chat-" + "x" * 248}}
+    made = candidate_deployment(incumbent(), {}, PATCH, "chat-v1-abc", named)
+    labels = made["metadata"]["labels"]
+    assert labels[ROLLOUT_LABEL] == label_value(named["metadata"]["name"])
+    assert all(len(value) <= MAX_LABEL_VALUE for value in labels.values()), labels
 
 
 def test_the_patch_goes_to_the_named_container_or_the_first() -> None:

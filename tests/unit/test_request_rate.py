@@ -4,11 +4,13 @@ limit holds across threads."""
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
 
 import pytest
 
+from modelgate.cli.run import _positive_float
 from modelgate.kube.request_rate import BURST_SECONDS, MIN_QPS, QPS_PER_OBJECT, RateSizing, RequestRate
 
 
@@ -70,3 +72,10 @@ def test_threads_together_are_held_to_the_rate() -> None:
         worker.join()
     took = time.monotonic() - started
     assert took >= (threads * each - burst) / qps * 0.95, took
+
+
+@pytest.mark.parametrize("flag", ["0", "-1", "nan", "inf"])
+def test_a_rate_that_is_not_a_finite_positive_number_is_refused_by_the_flag(flag: str) -> None:
+    """`--api-qps inf` once reached round(inf) in the burst's sizing and stopped the start-up."""
+    with pytest.raises(argparse.ArgumentTypeError, match="finite number above 0"):
+        _positive_float(flag)

@@ -4,6 +4,7 @@ version and plural the adapter router writes."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import yaml
 from modelgate.routers.model_rewrite import MODEL_REWRITE
 from testbed.crds import LLMD_MODEL_REWRITE_CRD, checked
 from testbed.endpoint_picker import REWRITE_RESOURCE
-from testbed.versions import pinned_versions
+from testbed.versions import REPO_ROOT, pinned_versions
 
 PINNED = pinned_versions()["LLMD_MODEL_REWRITE_CRD_SHA256"]
 
@@ -36,3 +37,13 @@ def test_the_router_and_the_beds_endpoint_picker_use_the_installed_kind() -> Non
     (written,) = MODEL_REWRITE.resources
     assert (written.group, written.version, written.plural) in served
     assert REWRITE_RESOURCE in served
+
+
+def test_the_leaderworkerset_crd_and_controller_are_of_one_release() -> None:
+    """The CRD comes by hack/versions.env's LWS_VERSION, the controller is built from
+    hack/gomod/lws/go.mod's requirement: a bump of one alone would pair a CRD and a controller of two
+    releases without a word."""
+    go_mod = (REPO_ROOT / "hack" / "gomod" / "lws" / "go.mod").read_text()
+    required = re.search(r"^\s*sigs\.k8s\.io/lws (v\S+)$", go_mod, re.MULTILINE)
+    assert required is not None, "hack/gomod/lws/go.mod requires no sigs.k8s.io/lws"
+    assert required.group(1) == pinned_versions()["LWS_VERSION"]

@@ -224,9 +224,11 @@ what operator/modelgate/kube/ and kopf call; nothing with "*", no delete.
 - apiGroups: ["apps"]
   resources: ["deployments"]
   verbs: ["create", "patch", "delete"]
+{{- if not .Values.rbac.scaleDownIncumbents }}
 - apiGroups: ["apps"]
   resources: ["deployments/scale"]
   verbs: ["patch"]
+{{- end }}
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["create", "patch", "delete"]

@@ -110,3 +110,40 @@ def role_differences(
         f"the incumbent: {extra}): a revision's workloads are released together, never one role of a "
         "revision behind another's"
     )
+
+
+SHARED_WORKLOAD = (
+    "names a workload of spec.incumbent: a workload is one revision's, and each side's is scaled, "
+    "judged and taken off the route as that side's"
+)
+
+
+def _same_member(a: str, b: str) -> str:
+    return (
+        f"(has({a}.deployment) && has({b}.deployment) && {a}.deployment == {b}.deployment) "
+        f"|| (has({a}.workload) && has({b}.workload) && {a}.workload.kind == {b}.workload.kind "
+        f"&& {a}.workload.name == {b}.workload.name)"
+    )
+
+
+def shared_workload_rules() -> tuple[CelRule, ...]:
+    """No workload on both sides: not a member of each, nor one side's Deployment among the other's
+    members (the validator also compares the other spellings, kube kinds by name)."""
+    members_each = CelRule(
+        "!has(self.incumbent.members) || !has(self.candidate.members) || self.candidate.members.all(c, "
+        f"!self.incumbent.members.exists(i, {_same_member('c', 'i')}))",
+        field_path=".candidate.members",
+        message=SHARED_WORKLOAD,
+    )
+    return members_each, *(
+        CelRule(
+            f"!has(self.{grouped}.members) || !has(self.{single}.deployment) || !self.{grouped}.members"
+            f".exists(m, has(m.deployment) && m.deployment == self.{single}.deployment)",
+            field_path=f".{field}",
+            message=SHARED_WORKLOAD,
+        )
+        for grouped, single, field in (
+            ("incumbent", "candidate", "candidate.deployment"),
+            ("candidate", "incumbent", "candidate.members"),
+        )
+    )

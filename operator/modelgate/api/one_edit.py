@@ -16,6 +16,10 @@ from modelgate.api.markers import CelRule
 
 ONE_CANDIDATE = "set exactly one of candidate or candidatePatch"
 PATCH_NEEDS_DEPLOYMENT = "a candidatePatch is applied to a Deployment: set spec.incumbent.deployment"
+PATCH_OF_ONE_WORKLOAD = (
+    "a candidatePatch generates one Deployment: an incumbent of several workloads "
+    "(spec.incumbent.members) needs a spec.candidate with the same roles"
+)
 PATCH_NEEDS_GATEWAY_API = (
     "a candidatePatch needs the gatewayAPI router: the operator adds the candidate's backendRef to its route"
 )
@@ -34,6 +38,11 @@ ONE_EDIT_RULES = (
         "!has(self.candidatePatch) || has(self.incumbent.deployment)",
         field_path=".candidatePatch",
         message=PATCH_NEEDS_DEPLOYMENT,
+    ),
+    CelRule(
+        "!has(self.candidatePatch) || !has(self.incumbent.members)",
+        field_path=".candidatePatch",
+        message=PATCH_OF_ONE_WORKLOAD,
     ),
     CelRule(
         "!has(self.candidatePatch) || has(self.trafficRouting.gatewayAPI)",
@@ -92,13 +101,16 @@ def with_generated_candidate(data: Any) -> Any:
     deployment = incumbent.get("deployment") if isinstance(incumbent, Mapping) else None
     if deployment is None:
         raise FieldPathError("candidatePatch", PATCH_NEEDS_DEPLOYMENT)
+    if incumbent.get("members") is not None:
+        raise FieldPathError("candidatePatch", PATCH_OF_ONE_WORKLOAD)
     try:
         patch = CandidatePatch.model_validate(raw_patch)
     except ValidationError:
         return data
     name = generated_name(str(deployment), patch)
     generated = {"deployment": name} if patch.model is None else {"deployment": name, "model": patch.model}
-    if candidate is not None and {k: v for k, v in candidate.items() if v is not None} != generated:
+    written = candidate if isinstance(candidate, Mapping) else {"": candidate}  # not a side at all
+    if candidate is not None and {k: v for k, v in written.items() if v is not None} != generated:
         raise FieldPathError("candidate", ONE_CANDIDATE)
     routing = _key(data, "trafficRouting", "traffic_routing")
     gateway = _key(routing, "gatewayAPI", "gateway_api") if isinstance(routing, Mapping) else None

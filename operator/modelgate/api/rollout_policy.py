@@ -24,6 +24,7 @@ from modelgate.api.specmodel import SpecModel
 from modelgate.api.statusmodel import StatusModel
 from modelgate.api.steps import Step
 from modelgate.api.watch import WatchSpec
+from modelgate.api.workload_ref import IDENTITY_MAX
 
 # The pinned policy spec's longest JSON: status stays far below etcd's object limit (1.5 MiB).
 MAX_PINNED_SPEC = 65536
@@ -70,7 +71,7 @@ class PinnedPolicy(StatusModel):
     kind: PolicyKind = Field(description="The policy's kind.")
     name: ObjectName = Field(description="The policy's name.")
     generation: Counted = Field(description="The policy's metadata.generation pinned.")
-    candidate: Annotated[str, StringConstraints(max_length=530)] = Field(
+    candidate: Annotated[str, StringConstraints(max_length=IDENTITY_MAX)] = Field(
         description="The candidate the policy was pinned for (status.rolloutCandidate's form): a new "
         "candidate pins the policy as it is then."
     )

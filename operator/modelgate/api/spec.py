@@ -19,7 +19,12 @@ from modelgate.api.analysis import AnalysisSpec
 from modelgate.api.candidate_patch import CandidatePatch
 from modelgate.api.errors import FieldPathError, InvalidSpecError
 from modelgate.api.gate import GateSpec
-from modelgate.api.group_members import role_differences, same_roles_rule
+from modelgate.api.group_members import (
+    SHARED_WORKLOAD,
+    role_differences,
+    same_roles_rule,
+    shared_workload_rules,
+)
 from modelgate.api.markers import CelRule, cel_rules
 from modelgate.api.notifications import NotificationsSpec
 from modelgate.api.one_edit import ONE_EDIT_RULES, with_candidate, with_generated_candidate
@@ -171,6 +176,7 @@ class ModelRolloutSpec(SpecModel):
             ),
             *with_candidate(
                 same_roles_rule(),
+                *shared_workload_rules(),
                 CelRule(
                     "!has(self.analysis) || self.analysis.metrics.all(m, !has(m.role) "
                     "|| (has(self.candidate.members) && self.candidate.members.exists(x, x.role == m.role)))",
@@ -333,6 +339,12 @@ class ModelRolloutSpec(SpecModel):
         difference = role_differences(self.incumbent.members, self.candidate.members)
         if difference:
             raise FieldPathError("candidate.members", difference)
+        shared = sorted(_workloads(self.incumbent) & _workloads(self.candidate))
+        if shared and (self.incumbent.members or self.candidate.members):
+            kind, name = shared[0]
+            members = {(member.kind, member.name) for member in self.candidate.members or ()}
+            field = "candidate.members" if shared[0] in members else f"candidate.{self.candidate.field}"
+            raise FieldPathError(field, f"{kind} {name} {SHARED_WORKLOAD}")
         roles = {member.role for member in self.candidate.members or ()}
         for index, metric in enumerate(self.analysis.metrics if self.analysis else ()):
             if metric.role is not None and metric.role not in roles:
@@ -345,6 +357,12 @@ class ModelRolloutSpec(SpecModel):
         if start is not None and self.steps and start >= len(self.steps):
             raise FieldPathError("gate.full.startAtStep", START_PAST_THE_STEPS)
         return self
+
+
+def _workloads(side: WorkloadRef) -> set[tuple[str, str]]:
+    """The (kind, name) of every workload of the side: its own (a pool is not one) and its members'."""
+    own = set() if side.inference_pool is not None else {(side.kind, side.name)}
+    return own | {(member.kind, member.name) for member in side.members or ()}
 
 
 def _named(side: WorkloadRef, other: WorkloadRef) -> str:

@@ -31,6 +31,7 @@ from modelgate.api.rollout_policy import PinnedPolicy
 from modelgate.api.route_claim import RolloutRef
 from modelgate.api.route_state import RouteState
 from modelgate.api.statusmodel import StatusModel, Timestamp
+from modelgate.api.workload_ref import IDENTITY_MAX
 
 # metav1.Condition's: an optional DNS-subdomain prefix and "/", then a qualified name.
 CONDITION_TYPE_PATTERN = (
@@ -183,8 +184,7 @@ class ModelRolloutStatus(StatusModel):
     observed_generation: Counted | None = Field(
         None, description="The metadata.generation of the spec this status was computed from."
     )
-    # A pool's name and an adapter's, each up to 253 characters, with the words between them.
-    rollout_candidate: Annotated[str, StringConstraints(max_length=530)] | None = Field(
+    rollout_candidate: Annotated[str, StringConstraints(max_length=IDENTITY_MAX)] | None = Field(
         None,
         description="The candidate this status belongs to: its Deployment's name (a one-edit rollout's "
         "generated one), <kind>.<group>/<name> for another workload, inferencepool/<name>, or "

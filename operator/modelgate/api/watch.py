@@ -32,7 +32,8 @@ class WatchSpec(SpecModel):
         False,
         description="Scale the incumbent Deployment to 0 replicas once the window has passed (tried once; a "
         "failure is a Warning Event). The operator needs `patch` on deployments/scale, which the chart "
-        "grants only with rbac.scaleDownIncumbents.",
+        "grants only with rbac.scaleDownIncumbents. Not with spec.candidatePatch's PromoteIntoIncumbent: "
+        "there the incumbent takes the patch and the traffic back.",
     )
 
     @model_validator(mode="after")

@@ -14,6 +14,9 @@ from modelgate.api.workload_object import WorkloadObjectRef
 # How a router reaches a side: "Deployment" through a Service (any workload's Pods are), an
 # InferencePool through the pool itself.
 BackendKind = Literal["Deployment", "InferencePool"]
+# The longest identity (WorkloadRef.identity): a kind (63), a group (253) and a name (253) with the
+# two characters between them; a pool's adapter form is shorter (inferencepool/ + 253 + /adapter/ + 253).
+IDENTITY_MAX = 63 + 1 + 253 + 1 + 253
 ADAPTER_ON_POOL = "an adapter is served by an InferencePool: set inferencePool too"
 EXACTLY_ONE_WORKLOAD = "set exactly one of deployment, inferencePool or workload"
 POOL_AS_WORKLOAD = "an InferencePool is not a workload: name it in inferencePool"

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import functools
 import logging
+import math
 import os
 import socket
 import sys
@@ -153,8 +154,8 @@ def _positive_seconds(text: str) -> float:
 
 def _positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a finite number above 0, got {text}")
     return value
 
 

@@ -121,7 +121,12 @@ def window_verdict(tick: TickView) -> Intent:
 
 
 def scales_down_incumbent(spec: ModelRolloutSpec) -> bool:
-    """Whether the window's passing scales the incumbent down (spec.watch.scaleDownIncumbent)."""
+    """Whether the window's passing scales the incumbent down (spec.watch.scaleDownIncumbent). Never
+    for a one-edit rollout promoted into its incumbent: the incumbent takes the patch and then the
+    traffic (a policy's watch may ask for it; scaled to 0, it could never take either)."""
+    patch = spec.candidate_patch
+    if patch is not None and patch.after_promotion is AfterPromotion.PROMOTE_INTO_INCUMBENT:
+        return False
     return spec.watch is not None and spec.watch.scale_down_incumbent
 
 
@@ -422,7 +427,8 @@ def generated_plan(
     if status.phase not in ENDED:
         return GeneratedPlan(_changes(not generated.complete, GeneratedChange.CREATE), weight, True)
     if status.phase is not Phase.SUCCEEDED:
-        returned = status.rolling_back is None and status.live_weight == 0
+        # Nothing reaches the candidate any more, mirrored copies included, before it is removed.
+        returned = status.rolling_back is None and status.live_weight == 0 and not status.live_mirror_percent
         return GeneratedPlan(_changes(returned and generated.leftover, GeneratedChange.REMOVE), weight, keeps)
     candidate, incumbent = spec.candidate.name, spec.incumbent.name
     if patch.after_promotion is AfterPromotion.RETIRE_INCUMBENT:

@@ -21,10 +21,9 @@ from modelgate.core.gate_judgement import CheckFailed, CheckMeasured, CheckObser
 from modelgate.kube.check_pod_identity import own_pods
 from modelgate.kube.check_shards import indexed, merged_shards, pod_index, shard_name
 from modelgate.kube.check_storage import ResultsTarget, recorded_replay, storage_wiring
-from modelgate.kube.labels import label_value
+from modelgate.kube.labels import ROLLOUT_LABEL, label_value
 
 # Labels of a check's Job and Pods: which rollout and which check they belong to.
-ROLLOUT_LABEL = "modelgate.io/rollout"
 EVALUATION_LABEL = "modelgate.io/evaluation"  # a ModelEvaluation's run (api/evaluation_spec.py)
 CHECK_LABEL = "modelgate.io/gate-check"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"

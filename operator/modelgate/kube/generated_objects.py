@@ -15,9 +15,9 @@ from typing import Any
 
 from modelgate import API_GROUP, API_VERSION
 from modelgate.api.candidate_patch import CandidatePatch
+from modelgate.kube.labels import ROLLOUT_LABEL, label_value
 
 GENERATED_LABEL = "modelgate.io/generated-candidate"  # on the objects generated and the candidate's Pods
-ROLLOUT_LABEL = "modelgate.io/rollout"
 MODEL_FLAG = "--model"
 
 
@@ -155,7 +155,7 @@ def candidate_service(
 
 
 def _metadata(name: str, namespace: str, rollout: Mapping[str, Any]) -> dict[str, Any]:
-    labels = {GENERATED_LABEL: name, ROLLOUT_LABEL: rollout["metadata"]["name"]}
+    labels = {GENERATED_LABEL: name, ROLLOUT_LABEL: label_value(rollout["metadata"]["name"])}
     return {
         "name": name,
         "namespace": namespace,

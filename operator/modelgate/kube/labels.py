@@ -10,6 +10,10 @@ MAX_LABEL_VALUE = 63
 _DIGEST = 10
 
 
+# On what a rollout creates (check Jobs, a one-edit candidate): the rollout's name as a label value.
+ROLLOUT_LABEL = "modelgate.io/rollout"
+
+
 def label_value(name: str) -> str:
     """`name` when it fits a label value; else its first characters, '-', and a hash of all of it."""
     if len(name) <= MAX_LABEL_VALUE:

@@ -21,7 +21,6 @@ from modelgate.core.results import GeneratedChange, GeneratedObjects
 from modelgate.kube import Conflict, Kube, KubeError, NotFound, PatchNotApplied
 from modelgate.kube.generated_objects import (
     GENERATED_LABEL,
-    ROLLOUT_LABEL,
     candidate_deployment,
     candidate_service,
     carries_patch,
@@ -29,6 +28,7 @@ from modelgate.kube.generated_objects import (
     patched_template_ops,
 )
 from modelgate.kube.generated_resources import APPS, SERVICES
+from modelgate.kube.labels import ROLLOUT_LABEL, label_value
 from modelgate.kube.objects import availability
 from modelgate.routers.gatewayapi import GATEWAY_GROUP, GATEWAY_VERSION, RouteTarget, route_targets
 from modelgate.routers.patched import MAX_WRITE_ATTEMPTS, JsonPatch, version_test
@@ -171,7 +171,7 @@ class GeneratedCandidate:
         """What this rollout generated for an earlier patch (a changed patch is a new rollout): its
         candidate's weight, whatever it was, goes with its backendRef."""
         rollout = self.rollout["metadata"]["name"]
-        selector = f"{ROLLOUT_LABEL}={rollout},{GENERATED_LABEL}!={self.name}"
+        selector = f"{ROLLOUT_LABEL}={label_value(rollout)},{GENERATED_LABEL}!={self.name}"
         uid = self.rollout["metadata"]["uid"]
         for stale in self.kube.generated_deployments(self.namespace, selector):
             found = self.kube.read_whole(APPS, self.namespace, stale)
