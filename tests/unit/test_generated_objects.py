@@ -24,7 +24,7 @@ from modelgate.kube.generated_objects import (
     patched_template_ops,
     with_model,
 )
-from modelgate.kube.generated_resources import APPS
+from modelgate.kube.generated_resources import APPS, SERVICES
 from modelgate.kube.labels import MAX_LABEL_VALUE, ROLLOUT_LABEL, label_value
 from modelgate.routers.base import SideKinds
 from modelgate.routers.gatewayapi import HTTP_ROUTE, RouteTarget, locate_rule
@@ -220,3 +220,33 @@ def test_a_change_the_operator_may_not_make_is_a_warning_but_a_removal_raises() 
     assert said.reason is Reason.GENERATION_FAILED and "oneEdit.enabled" in said.message
     with pytest.raises(KubeError):  # a deletion keeps its finalizer until the removal is done
         generated.apply(GeneratedChange.REMOVE)
+
+
+class SquattedKube(ForbiddenKube):
+    """A cluster where a Service of the generated name exists already, made by someone else."""
+
+    def read_whole(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        if name == "chat-v1":
+            return incumbent() if kind == APPS else SERVICE
+        owner = [] if kind == SERVICES else [{"uid": ROLLOUT["metadata"]["uid"], "controller": True}]
+        return {"metadata": {"name": name, "ownerReferences": owner}}
+
+    def create_generated(self, kind: str, body: dict[str, Any]) -> bool:
+        return kind == APPS  # the Deployment is made; the Service's name is taken
+
+    def get_custom(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise AssertionError("the route must not be touched for someone else's Service")
+
+
+def test_a_service_of_the_generated_name_that_is_not_the_rollouts_is_never_routed_to() -> None:
+    spec = parse_spec(
+        {
+            "incumbent": {"deployment": "chat-v1"},
+            "candidatePatch": {"image": "vllm:2"},
+            "trafficRouting": {"gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "chat-v1"}},
+            "steps": [{"setWeight": 10}],
+        }
+    )
+    generated = GeneratedCandidate(SquattedKube(), ROLLOUT, spec)  # type: ignore[arg-type]
+    said = generated.apply(GeneratedChange.CREATE)
+    assert said.reason is Reason.GENERATION_FAILED and "is not this rollout's" in said.message

@@ -144,8 +144,17 @@ class GeneratedCandidate:
         deployment = candidate_deployment(incumbent, selector, self.patch, self.name, self.rollout)
         if isinstance(deployment, str):
             return Event(Reason.GENERATION_FAILED, f"cannot generate the candidate {self.name}: {deployment}")
-        self.kube.create_generated(APPS, deployment)
-        self.kube.create_generated(SERVICES, candidate_service(service, self.name, self.rollout))
+        for kind, body in (
+            (APPS, deployment),
+            (SERVICES, candidate_service(service, self.name, self.rollout)),
+        ):
+            if not self.kube.create_generated(kind, body) and not self._owns(kind, self.name):
+                # Someone's object of the generated name: never given the candidate's traffic.
+                what = "Deployment" if kind == APPS else "Service"
+                return Event(
+                    Reason.GENERATION_FAILED,
+                    f"cannot generate the candidate: {what} {self.name} exists and is not this rollout's",
+                )
         for target in self.targets:
             self._edit_route(target, present=True)
         message = (
@@ -164,8 +173,13 @@ class GeneratedCandidate:
     def _remove_named(self, name: str) -> None:
         for target in self.targets:  # first: a route never names a Service that is gone
             self._edit_route(replace(target, candidate_backend=name), present=False)
-        self.kube.delete_generated(SERVICES, self.namespace, name)
-        self.kube.delete_generated(APPS, self.namespace, name)
+        for kind in (SERVICES, APPS):  # only this rollout's: a name is anyone's to take
+            if self._owns(kind, name):
+                self.kube.delete_generated(kind, self.namespace, name)
+
+    def _owns(self, kind: str, name: str) -> bool:
+        found = self.kube.read_whole(kind, self.namespace, name)
+        return found is not None and owned_by(found, self.rollout["metadata"]["uid"])
 
     def _remove_stale(self) -> None:
         """What this rollout generated for an earlier patch (a changed patch is a new rollout): its
