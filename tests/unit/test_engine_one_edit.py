@@ -9,8 +9,8 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from modelgate.api import ModelRolloutSpec, Phase, parse_spec
-from modelgate.core import CommandAction, Observations, Router, World, WriteFailed, apply, decide
+from modelgate.api import ModelRolloutSpec, Phase, RolloutRef, parse_spec
+from modelgate.core import CommandAction, LiveRoute, Observations, Router, World, WriteFailed, apply, decide
 from modelgate.core.endings import decide_generated_deletion, scales_down_incumbent
 from modelgate.core.model import ChangeGenerated, ScaleDownIncumbent, WriteRoute
 from modelgate.core.results import GeneratedChange, GeneratedObjects
@@ -124,6 +124,19 @@ def test_deleting_mid_step_returns_the_traffic_then_removes_what_was_generated()
     deletion = decide_generated_deletion(spec, world.status, world.route, True, None, world.generated)
     gone = apply(world, deletion, T0).world
     assert gone.route == live(0) and gone.generated == NOTHING and not gone.finalizer
+
+
+def test_a_deletion_writes_no_weight_on_a_rule_another_rollout_has_claimed() -> None:
+    """The generated candidate's weight returns as any deletion's does: never over the claim of
+    another rollout on the same route rule (core/holds.py); its objects still go."""
+    spec = one_edit_spec(onDelete="Leave")
+    world, _ = run(spec, World(generated=NOTHING), ticks=2)
+    assert isinstance(world.route, LiveRoute)
+    other = RolloutRef(namespace="serving", name="other", uid="uid-2")
+    claimed = replace(world.route, owners=frozenset({other}))
+    deletion = decide_generated_deletion(spec, world.status, claimed, True, None, world.generated)
+    assert not [action for action in deletion.actions if isinstance(action, WriteRoute)], deletion.actions
+    assert ChangeGenerated(GeneratedChange.REMOVE) in deletion.actions
 
 
 def test_a_deletion_whose_weight_did_not_take_removes_nothing_yet() -> None:

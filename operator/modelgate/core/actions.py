@@ -308,11 +308,16 @@ def weight_on_delete(
     status: ModelRolloutStatus,
     route: LiveRoute | RouteProblem | None,
     owner: RolloutRef | None = None,
+    generated: bool = False,
 ) -> int | None:
     """The candidate weight to write before the finalizer goes: 0, or None when there is nothing to
     return (onDelete is no longer ReturnTraffic, the rollout Succeeded, the route cannot be used, is
-    another rollout's (core/holds.py), or already gives the candidate nothing, not even copies)."""
-    if spec is None or spec.rollback.on_delete != "ReturnTraffic" or status.phase is Phase.SUCCEEDED:
+    another rollout's (core/holds.py), or already gives the candidate nothing, not even copies).
+    `generated`: the candidate is one a one-edit rollout generated and is about to remove, so its
+    weight returns whatever onDelete says or the rollout's phase was."""
+    if spec is None:
+        return None
+    if not generated and (spec.rollback.on_delete != "ReturnTraffic" or status.phase is Phase.SUCCEEDED):
         return None
     if not isinstance(route, LiveRoute) or (route.candidate_weight, route.mirror_percent) == (0, 0):
         return None
@@ -325,12 +330,14 @@ def decide_deletion(
     route: LiveRoute | RouteProblem | None,
     has_finalizer: bool,
     owner: RolloutRef | None = None,
+    generated: bool = False,
 ) -> Decision:
-    """A rollout being deleted: with onDelete ReturnTraffic, the candidate's weight to 0 (verified,
-    `after_returning`) before the finalizer goes. One without our finalizer is not ours to hold."""
+    """A rollout being deleted: with onDelete ReturnTraffic (or a generated candidate, `generated`),
+    the candidate's weight to 0 (verified, `after_returning`) before the finalizer goes. One without
+    our finalizer is not ours to hold."""
     if not has_finalizer:
         return Decision(status)
-    weight = weight_on_delete(spec, status, route, owner)
+    weight = weight_on_delete(spec, status, route, owner, generated)
     if weight is None:
         return Decision(status, (RemoveFinalizer(),))
     message = f"deleting: the candidate's weight is {weight}, the incumbent takes all traffic"

@@ -36,8 +36,6 @@ from modelgate.core.model import (
     Noted,
     Observations,
     Outcome,
-    PostEvents,
-    RemoveFinalizer,
     RollBack,
     RouteProblem,
     Say,
@@ -462,16 +460,11 @@ def decide_generated_deletion(
 ) -> Decision:
     """A rollout being deleted (core/actions.py's decide_deletion); one-edit, whatever it generated is
     removed too (a released candidate excepted), after the candidate's weight is back at 0."""
-    decided = decide_deletion(spec, status, route, has_finalizer, owner)
-    if not has_finalizer or spec is None or spec.candidate_patch is None or generated is None:
-        return decided
-    if not generated.leftover:
+    patched = spec is not None and spec.candidate_patch is not None
+    leftover = patched and generated is not None and generated.leftover
+    decided = decide_deletion(spec, status, route, has_finalizer, owner, generated=leftover)
+    if not has_finalizer or not leftover:
         return decided
     remove = ChangeGenerated(GeneratedChange.REMOVE)
-    serving = isinstance(route, LiveRoute) and (route.candidate_weight, route.mirror_percent) != (0, 0)
-    if serving and not any(isinstance(action, WriteRoute) for action in decided.actions):
-        message = "deleting: the generated candidate's weight is 0, the incumbent takes all traffic"
-        events = PostEvents((Event(Reason.TRAFFIC_RETURNED, message),))
-        return Decision(status, (WriteRoute(0, 0), events, remove, RemoveFinalizer(once_returned=True)))
     *before, last = decided.actions
     return replace(decided, actions=(*before, remove, last))
