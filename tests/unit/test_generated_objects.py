@@ -250,3 +250,29 @@ def test_a_service_of_the_generated_name_that_is_not_the_rollouts_is_never_route
     generated = GeneratedCandidate(SquattedKube(), ROLLOUT, spec)  # type: ignore[arg-type]
     said = generated.apply(GeneratedChange.CREATE)
     assert said.reason is Reason.GENERATION_FAILED and "is not this rollout's" in said.message
+
+
+class RouteWithoutIncumbentKube(SquattedKube):
+    """The route's rule names no backendRef of the incumbent's Service to add the candidate beside."""
+
+    def create_generated(self, kind: str, body: dict[str, Any]) -> bool:
+        return True
+
+    def get_custom(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return route({"name": "someone-else", "port": 80, "weight": 100})
+
+
+def test_a_candidate_the_route_cannot_take_is_a_warning_naming_the_incumbent_backend() -> None:
+    """It was "generated the candidate ... at weight 0" each tick, with no backendRef added."""
+    spec = parse_spec(
+        {
+            "incumbent": {"deployment": "chat-v1"},
+            "candidatePatch": {"image": "vllm:2"},
+            "trafficRouting": {"gatewayAPI": {"httpRoute": "chat", "incumbentBackend": "chat-v1"}},
+            "steps": [{"setWeight": 10}],
+        }
+    )
+    said = GeneratedCandidate(RouteWithoutIncumbentKube(), ROLLOUT, spec).apply(  # type: ignore[arg-type]
+        GeneratedChange.CREATE
+    )
+    assert said.reason is Reason.GENERATION_FAILED and "incumbentBackend" in said.message, said

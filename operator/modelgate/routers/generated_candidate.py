@@ -155,8 +155,13 @@ class GeneratedCandidate:
                     Reason.GENERATION_FAILED,
                     f"cannot generate the candidate: {what} {self.name} exists and is not this rollout's",
                 )
-        for target in self.targets:
-            self._edit_route(target, present=True)
+        unrouted = [target.name for target in self.targets if not self._edit_route(target, present=True)]
+        if unrouted:  # asked again at the next tick, as a Warning each time, until the route is fixed
+            return Event(
+                Reason.GENERATION_FAILED,
+                f"cannot add the candidate {self.name} to route {unrouted[0]}: its rule has no backendRef "
+                "of spec.trafficRouting.gatewayAPI.incumbentBackend to add it beside",
+            )
         message = (
             f"generated the candidate Deployment and Service {self.name} from {self.incumbent}, at weight 0"
         )
@@ -233,12 +238,14 @@ class GeneratedCandidate:
         except NotFound:
             return None
 
-    def _edit_route(self, target: RouteTarget, *, present: bool) -> None:
+    def _edit_route(self, target: RouteTarget, *, present: bool) -> bool:
+        """Adds or removes the candidate's backendRef; whether the rule now has it as asked (not when
+        the route or its rule is missing, or it holds no incumbent backendRef to add it beside)."""
         for _ in range(MAX_WRITE_ATTEMPTS):
             route = self._route(target)
             operations = None if route is None else backend_ref_patch(route, target, present)
             if operations is None:
-                return
+                return route is not None and (_candidate_ref(route, target) is not None) == present
             try:
                 self.kube.json_patch_custom(
                     GATEWAY_GROUP,
@@ -249,7 +256,7 @@ class GeneratedCandidate:
                     operations,
                 )
                 log.info("candidate backendRef " + ("added" if present else "removed"), route=target.name)
-                return
+                return True
             except (Conflict, PatchNotApplied):
                 continue  # another writer in between: built again on the fresh route
         raise Conflict(
